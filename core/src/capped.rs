@@ -1,0 +1,344 @@
+//! The capped grouped queue: per-group FIFO lists capped at `capacity` (drop-oldest), a TTL per
+//! group, optional `max_age` freshness, atomic batch pops and round-robin over groups with data.
+//! Delivery is at-most-once: a popped batch is gone even if its handler fails.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use redis::Value;
+
+use crate::client::Client;
+use crate::error::{Error, Result};
+use crate::keys::{validate_name, CappedKeys};
+use crate::scripts::{NEXT_GROUP, POP_CAPPED, PUSH_CAPPED};
+
+/// Items per script call in [`CappedQueue::push_many`]; all calls go in one pipeline.
+const PUSH_CHUNK_ITEMS: usize = 1000;
+const PUSH_CHUNK_BYTES: usize = 4 * 1024 * 1024;
+/// Empty groups `next_batch` may clear from the registry in one call before giving up.
+const MAX_EMPTY_HOPS: usize = 1000;
+
+/// Options of a capped queue. All handles on one queue should use the same values.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CappedOptions {
+    /// Items kept per group; pushing more drops the oldest. Default 1000.
+    pub capacity: usize,
+    /// A group that receives nothing for this long disappears. `None`: never. Default 1 day.
+    pub ttl: Option<Duration>,
+    /// Items older than this (by Redis server time) are discarded when consumed. Default `None`.
+    pub max_age: Option<Duration>,
+}
+
+impl Default for CappedOptions {
+    fn default() -> Self {
+        CappedOptions {
+            capacity: 1000,
+            ttl: Some(Duration::from_secs(24 * 3600)),
+            max_age: None,
+        }
+    }
+}
+
+/// A batch taken from one group, oldest item first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Batch {
+    pub group: String,
+    pub items: Vec<Vec<u8>>,
+}
+
+/// Counters kept in Redis for the whole queue.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CappedStats {
+    /// Items accepted by `push`/`push_many`.
+    pub pushed: u64,
+    /// Items dropped because their group was over capacity.
+    pub dropped: u64,
+    /// Items discarded at consume time because they were older than `max_age`.
+    pub discarded: u64,
+    /// Items handed to consumers (`pop_batch`/`next_batch`).
+    pub delivered: u64,
+    /// Groups currently holding data.
+    pub groups: u64,
+}
+
+/// A handle on one capped queue. Cheap to clone; clones share the round-robin position.
+#[derive(Clone)]
+pub struct CappedQueue {
+    pub(crate) client: Client,
+    name: Arc<str>,
+    pub(crate) keys: Arc<CappedKeys>,
+    opts: CappedOptions,
+    hint: Arc<Mutex<Option<String>>>,
+}
+
+impl std::fmt::Debug for CappedQueue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CappedQueue").field("name", &self.name).field("opts", &self.opts).finish()
+    }
+}
+
+fn millis(what: &str, d: Option<Duration>) -> Result<u64> {
+    match d {
+        None => Ok(0),
+        Some(d) if d.as_millis() == 0 => Err(Error::invalid(format!("{what} must be at least 1 ms"))),
+        Some(d) => u64::try_from(d.as_millis()).map_err(|_| Error::invalid(format!("{what} is too large"))),
+    }
+}
+
+impl CappedQueue {
+    /// A handle on queue `name`. Validates the name and options; does not touch Redis.
+    pub fn new(client: &Client, name: &str, opts: CappedOptions) -> Result<Self> {
+        let keys = CappedKeys::new(client.config().prefix(), name)?;
+        if opts.capacity == 0 {
+            return Err(Error::invalid("capacity must be at least 1"));
+        }
+        millis("ttl", opts.ttl)?;
+        millis("max_age", opts.max_age)?;
+        Ok(CappedQueue {
+            client: client.clone(),
+            name: name.into(),
+            keys: Arc::new(keys),
+            opts,
+            hint: Arc::new(Mutex::new(None)),
+        })
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn options(&self) -> &CappedOptions {
+        &self.opts
+    }
+
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    fn check_item(&self, item: &[u8]) -> Result<()> {
+        let limit = self.client.config().max_payload();
+        if item.len() > limit {
+            return Err(Error::new(
+                crate::ErrorKind::PayloadTooLarge,
+                format!("item is {} bytes; the limit is {limit} bytes", item.len()),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Appends `item` to `group`, dropping the oldest items above capacity. Returns how many
+    /// items were dropped.
+    pub async fn push(&self, group: &str, item: impl AsRef<[u8]>) -> Result<u64> {
+        let drops = self.push_many(&[(group, item.as_ref())]).await?;
+        Ok(drops[0])
+    }
+
+    /// Pushes many `(group, item)` pairs in one round trip (batched scripts in one pipeline).
+    /// Every pair is validated first: on bad input nothing is written. Returns, per item, how
+    /// many items its push dropped.
+    pub async fn push_many<G, I>(&self, items: &[(G, I)]) -> Result<Vec<u64>>
+    where
+        G: AsRef<str>,
+        I: AsRef<[u8]>,
+    {
+        for (g, item) in items {
+            validate_name("group", g.as_ref())?;
+            self.check_item(item.as_ref())?;
+        }
+        if items.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ttl = millis("ttl", self.opts.ttl)?;
+        let mut cmds = Vec::new();
+        let mut start = 0;
+        while start < items.len() {
+            let mut end = start;
+            let mut bytes = 0;
+            while end < items.len() && end - start < PUSH_CHUNK_ITEMS && (bytes < PUSH_CHUNK_BYTES || end == start) {
+                bytes += items[end].1.as_ref().len();
+                end += 1;
+            }
+            cmds.push(self.push_cmd(&items[start..end], ttl));
+            start = end;
+        }
+        let replies = if cmds.len() == 1 {
+            vec![self.client.eval::<Value>(&cmds[0], &PUSH_CAPPED).await?]
+        } else {
+            self.client.pipeline(&cmds).await?
+        };
+        let mut drops = Vec::with_capacity(items.len());
+        for reply in replies {
+            let v: Vec<u64> = redis::from_redis_value(reply).map_err(|e| self.client.err(e.into()))?;
+            drops.extend(v);
+        }
+        Ok(drops)
+    }
+
+    fn push_cmd<G: AsRef<str>, I: AsRef<[u8]>>(&self, chunk: &[(G, I)], ttl: u64) -> redis::Cmd {
+        let mut index: HashMap<&str, usize> = HashMap::new();
+        let mut names: Vec<&str> = Vec::new();
+        for (g, _) in chunk {
+            let g = g.as_ref();
+            if !index.contains_key(g) {
+                names.push(g);
+                index.insert(g, names.len());
+            }
+        }
+        let mut keys = vec![self.keys.registry(), self.keys.registry_set(), self.keys.stats(), self.keys.wake()];
+        for g in &names {
+            keys.push(self.keys.group(g));
+            keys.push(self.keys.group_wake(g));
+        }
+        let mut cmd = PUSH_CAPPED.cmd(&keys);
+        cmd.arg(self.opts.capacity).arg(ttl).arg(names.len()).arg(&names);
+        for (g, item) in chunk {
+            cmd.arg(index[g.as_ref()]).arg(item.as_ref());
+        }
+        cmd
+    }
+
+    /// Atomically removes and returns up to `max` items of `group`, oldest first: exactly `max`
+    /// when at least `max` fresh items are queued.
+    pub async fn pop_batch(&self, group: &str, max: usize) -> Result<Vec<Vec<u8>>> {
+        validate_name("group", group)?;
+        let (items, _) = self.pop(group, max, None).await?;
+        Ok(items)
+    }
+
+    /// Pops up to `max` items; with `rotate`, also advances the round-robin (skipping the given
+    /// groups) and returns the next group.
+    pub(crate) async fn pop(
+        &self,
+        group: &str,
+        max: usize,
+        rotate: Option<&[String]>,
+    ) -> Result<(Vec<Vec<u8>>, Option<String>)> {
+        if max == 0 {
+            return Err(Error::invalid("max must be at least 1"));
+        }
+        let keys = [self.keys.group(group), self.keys.registry(), self.keys.registry_set(), self.keys.stats()];
+        let mut cmd = POP_CAPPED.cmd(&keys);
+        cmd.arg(max)
+            .arg(millis("max_age", self.opts.max_age)?)
+            .arg(group)
+            .arg(if rotate.is_some() { "1" } else { "0" });
+        if let Some(skip) = rotate {
+            cmd.arg(skip);
+        }
+        let reply: Value = self.client.eval(&cmd, &POP_CAPPED).await?;
+        let bad = || Error::new(crate::ErrorKind::Redis, "unexpected reply from pop_capped");
+        let Value::Array(mut parts) = reply else { return Err(bad()) };
+        if parts.len() != 3 {
+            return Err(bad());
+        }
+        let next = match parts.pop() {
+            Some(Value::BulkString(b)) => Some(String::from_utf8(b).map_err(|_| bad())?),
+            _ => None,
+        };
+        let _discarded = parts.pop();
+        let raw = match parts.pop() {
+            Some(Value::Array(items)) => items,
+            _ => Vec::new(),
+        };
+        let mut items = Vec::with_capacity(raw.len());
+        for v in raw {
+            let Value::BulkString(mut b) = v else { return Err(bad()) };
+            let sep = b.iter().position(|&c| c == b':').ok_or_else(bad)?;
+            b.drain(..=sep);
+            items.push(b);
+        }
+        Ok((items, next))
+    }
+
+    async fn rotate(&self, skip: &[String]) -> Result<Option<String>> {
+        let mut cmd = NEXT_GROUP.cmd(&[self.keys.registry()]);
+        cmd.arg(skip);
+        self.client.eval(&cmd, &NEXT_GROUP).await
+    }
+
+    /// Takes the next batch round-robin over the groups that have data, or `None` when no group
+    /// has any. Groups found empty (drained or expired) are removed from the registry on the way.
+    pub async fn next_batch(&self, max: usize) -> Result<Option<Batch>> {
+        let mut hint = self.hint.lock().unwrap().take();
+        let res = self.next_batch_skipping(max, &[], &mut hint).await;
+        *self.hint.lock().unwrap() = hint;
+        res
+    }
+
+    /// `next_batch` for consumers: skips `skip` groups and carries its own round-robin `hint`
+    /// (the group the previous call's script already rotated to), so a steady stream costs one
+    /// script call per batch.
+    pub(crate) async fn next_batch_skipping(
+        &self,
+        max: usize,
+        skip: &[String],
+        hint: &mut Option<String>,
+    ) -> Result<Option<Batch>> {
+        if max == 0 {
+            return Err(Error::invalid("max must be at least 1"));
+        }
+        for _ in 0..MAX_EMPTY_HOPS {
+            let group = match hint.take() {
+                Some(g) if !skip.contains(&g) => g,
+                _ => match self.rotate(skip).await? {
+                    Some(g) => g,
+                    None => return Ok(None),
+                },
+            };
+            let (items, next) = self.pop(&group, max, Some(skip)).await?;
+            *hint = next;
+            if !items.is_empty() {
+                return Ok(Some(Batch { group, items }));
+            }
+            if hint.is_none() {
+                return Ok(None);
+            }
+        }
+        Ok(None)
+    }
+
+    /// Number of items queued in `group`.
+    pub async fn len(&self, group: &str) -> Result<u64> {
+        validate_name("group", group)?;
+        let mut conn = self.client.conn().await?;
+        redis::cmd("LLEN")
+            .arg(self.keys.group(group))
+            .query_async(&mut conn)
+            .await
+            .map_err(|e| self.client.err(e))
+    }
+
+    /// Groups that currently hold data, in round-robin order.
+    pub async fn groups(&self) -> Result<Vec<String>> {
+        let mut conn = self.client.conn().await?;
+        redis::cmd("LRANGE")
+            .arg(self.keys.registry())
+            .arg(0)
+            .arg(-1)
+            .query_async(&mut conn)
+            .await
+            .map_err(|e| self.client.err(e))
+    }
+
+    /// Queue-wide counters.
+    pub async fn stats(&self) -> Result<CappedStats> {
+        let mut conn = self.client.conn().await?;
+        let (counters, groups): (HashMap<String, u64>, u64) = redis::pipe()
+            .cmd("HGETALL")
+            .arg(self.keys.stats())
+            .cmd("SCARD")
+            .arg(self.keys.registry_set())
+            .query_async(&mut conn)
+            .await
+            .map_err(|e| self.client.err(e))?;
+        let get = |k: &str| counters.get(k).copied().unwrap_or(0);
+        Ok(CappedStats {
+            pushed: get("pushed"),
+            dropped: get("dropped"),
+            discarded: get("discarded"),
+            delivered: get("delivered"),
+            groups,
+        })
+    }
+}

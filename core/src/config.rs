@@ -1,0 +1,189 @@
+//! Connection settings shared by every queue handle.
+
+use std::time::Duration;
+
+use crate::error::{Error, Result};
+use crate::keys::validate_prefix;
+
+/// Default payload limit: 512 KiB.
+pub const DEFAULT_MAX_PAYLOAD: usize = 512 * 1024;
+
+/// How to reach Redis and the limits applied before anything is sent.
+///
+/// ```
+/// let cfg = tideq::Config::new("redis://127.0.0.1:6379/0").with_prefix("myapp");
+/// assert_eq!(cfg.prefix(), "myapp");
+/// ```
+#[derive(Clone)]
+pub struct Config {
+    pub(crate) url: String,
+    pub(crate) username: Option<String>,
+    pub(crate) password: Option<String>,
+    pub(crate) prefix: String,
+    pub(crate) max_payload: usize,
+    pub(crate) connect_timeout: Duration,
+    pub(crate) response_timeout: Duration,
+}
+
+impl std::fmt::Debug for Config {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Config")
+            .field("url", &redact_url(&self.url))
+            .field("username", &self.username)
+            .field("password", &self.password.as_ref().map(|_| "***"))
+            .field("prefix", &self.prefix)
+            .field("max_payload", &self.max_payload)
+            .finish()
+    }
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config::new("redis://127.0.0.1:6379")
+    }
+}
+
+impl Config {
+    /// A `redis://` or `rediss://` (TLS) URL; user and password may be in the URL
+    /// (`redis://user:pass@host:port/db`) or set with [`with_credentials`](Self::with_credentials).
+    pub fn new(url: impl Into<String>) -> Self {
+        Config {
+            url: url.into(),
+            username: None,
+            password: None,
+            prefix: "tideq".to_string(),
+            max_payload: DEFAULT_MAX_PAYLOAD,
+            connect_timeout: Duration::from_secs(5),
+            response_timeout: Duration::from_secs(30),
+        }
+    }
+
+    /// ACL user and password, overriding any in the URL.
+    pub fn with_credentials(mut self, username: Option<String>, password: Option<String>) -> Self {
+        self.username = username;
+        self.password = password;
+        self
+    }
+
+    /// The first segment of every key (default `tideq`).
+    pub fn with_prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.prefix = prefix.into();
+        self
+    }
+
+    /// The largest item or payload accepted, in bytes (default 512 KiB).
+    pub fn with_max_payload(mut self, bytes: usize) -> Self {
+        self.max_payload = bytes;
+        self
+    }
+
+    pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+
+    /// How long a non-blocking command may take before it fails with `CONNECTION` (default 30 s).
+    pub fn with_response_timeout(mut self, timeout: Duration) -> Self {
+        self.response_timeout = timeout;
+        self
+    }
+
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    pub fn max_payload(&self) -> usize {
+        self.max_payload
+    }
+
+    /// The URL with any password replaced by `***`, safe to log.
+    pub fn redacted_url(&self) -> String {
+        redact_url(&self.url)
+    }
+
+    pub(crate) fn validate(&self) -> Result<()> {
+        validate_prefix(&self.prefix)?;
+        if self.max_payload == 0 {
+            return Err(Error::invalid("max_payload must be at least 1 byte"));
+        }
+        if !(self.url.starts_with("redis://")
+            || self.url.starts_with("rediss://")
+            || self.url.starts_with("unix://")
+            || self.url.starts_with("redis+unix://"))
+        {
+            return Err(Error::invalid(format!(
+                "unsupported Redis URL {:?}: expected redis://, rediss:// or unix://",
+                redact_url(&self.url)
+            )));
+        }
+        Ok(())
+    }
+
+    /// The redis-rs connection info, with explicit credentials applied.
+    pub(crate) fn connection_info(&self) -> Result<redis::ConnectionInfo> {
+        use redis::IntoConnectionInfo;
+        let info = self
+            .url
+            .as_str()
+            .into_connection_info()
+            .map_err(|e| Error::invalid(format!("invalid Redis URL {}: {}", redact_url(&self.url), e.category())))?;
+        let mut settings = info.redis_settings().clone();
+        if let Some(u) = &self.username {
+            settings = settings.set_username(u);
+        }
+        if let Some(p) = &self.password {
+            settings = settings.set_password(p);
+        }
+        Ok(info.set_redis_settings(settings))
+    }
+
+    /// The password in force (explicit or from the URL), to scrub it from error text.
+    pub(crate) fn secret(&self) -> Option<String> {
+        if let Some(p) = &self.password {
+            return Some(p.clone());
+        }
+        let rest = self.url.split_once("://")?.1;
+        let userinfo = rest.split_once('@')?.0;
+        let pass = userinfo.split_once(':').map(|(_, p)| p).unwrap_or(userinfo);
+        Some(pass.to_string()).filter(|p| !p.is_empty())
+    }
+}
+
+/// Replaces the password part of a URL with `***`.
+pub fn redact_url(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    let (authority, tail) = match rest.find('/') {
+        Some(i) => rest.split_at(i),
+        None => (rest, ""),
+    };
+    match authority.rsplit_once('@') {
+        Some((userinfo, host)) => {
+            let user = userinfo.split_once(':').map(|(u, _)| u).unwrap_or("");
+            format!("{scheme}://{user}:***@{host}{tail}")
+        }
+        None => url.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn redacted_url_hides_the_password() {
+        assert_eq!(redact_url("redis://u:s3cret@h:1/0"), "redis://u:***@h:1/0");
+        assert_eq!(redact_url("rediss://:s3cret@h"), "rediss://:***@h");
+        assert_eq!(redact_url("redis://h:1"), "redis://h:1");
+        let cfg = Config::new("redis://u:s3cret@h:1/0");
+        assert!(!format!("{cfg:?}").contains("s3cret"));
+        assert_eq!(cfg.secret().as_deref(), Some("s3cret"));
+    }
+
+    #[test]
+    fn unsupported_url_is_invalid_argument() {
+        let err = Config::new("http://x").validate().unwrap_err();
+        assert_eq!(err.code(), "INVALID_ARGUMENT");
+    }
+}

@@ -1,0 +1,356 @@
+//! The consumer runtime for capped queues: one fetch loop per consumer takes batches (round-robin,
+//! or from dedicated hot groups) and runs the handler on up to `concurrency` batches at once.
+//! When there is nothing to do it blocks on a wake-up list that producers signal when a group
+//! gets data (bounded by `poll_interval`), so an idle consumer costs about one command per interval.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use redis::aio::MultiplexedConnection;
+use tokio::sync::{watch, Semaphore};
+use tokio::task::JoinSet;
+
+use crate::capped::{Batch, CappedQueue};
+use crate::error::{Error, ErrorKind, Result};
+use crate::keys::validate_name;
+
+/// The future a handler returns.
+pub type HandlerFuture = Pin<Box<dyn Future<Output = std::result::Result<(), String>> + Send + 'static>>;
+/// A batch handler, as the runtime stores it.
+pub type BatchHandler = Arc<dyn Fn(Batch) -> HandlerFuture + Send + Sync + 'static>;
+
+/// How a consumer takes and runs batches.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConsumerOptions {
+    /// Batches handled at the same time. Default 1.
+    pub concurrency: usize,
+    /// Most items per batch. Default 128.
+    pub batch_size: usize,
+    /// Serve only these groups (a consumer dedicated to hot groups). Empty: serve all groups
+    /// round-robin, except `exclude`.
+    pub groups: Vec<String>,
+    /// Groups a general consumer skips (those served by dedicated consumers).
+    pub exclude: Vec<String>,
+    /// Longest single wait for a wake-up before looking again. Default 2 s.
+    pub poll_interval: Duration,
+    /// On shutdown, how long running handlers may take before they are abandoned. Default 10 s.
+    pub grace: Duration,
+    /// Stop by itself once no group has data and no handler is running (scripts, tests).
+    pub stop_when_empty: bool,
+}
+
+impl Default for ConsumerOptions {
+    fn default() -> Self {
+        ConsumerOptions {
+            concurrency: 1,
+            batch_size: 128,
+            groups: Vec::new(),
+            exclude: Vec::new(),
+            poll_interval: Duration::from_secs(2),
+            grace: Duration::from_secs(10),
+            stop_when_empty: false,
+        }
+    }
+}
+
+impl ConsumerOptions {
+    pub(crate) fn validate(&self) -> Result<()> {
+        if self.concurrency == 0 {
+            return Err(Error::invalid("concurrency must be at least 1"));
+        }
+        if self.batch_size == 0 {
+            return Err(Error::invalid("batch_size must be at least 1"));
+        }
+        if self.poll_interval < Duration::from_millis(10) {
+            return Err(Error::invalid("poll_interval must be at least 10 ms"));
+        }
+        if !self.groups.is_empty() && !self.exclude.is_empty() {
+            return Err(Error::invalid("use either groups (dedicated) or exclude (general), not both"));
+        }
+        for g in self.groups.iter().chain(&self.exclude) {
+            validate_name("group", g)?;
+        }
+        Ok(())
+    }
+}
+
+/// What a consumer has done so far (this process only).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ConsumerStats {
+    pub batches: u64,
+    pub items: u64,
+    /// Batches whose handler returned an error or panicked (their items are gone: at-most-once).
+    pub failed: u64,
+    /// Fetches that failed (e.g. Redis unreachable); the consumer retried with backoff.
+    pub fetch_errors: u64,
+}
+
+#[derive(Default)]
+struct Counters {
+    batches: AtomicU64,
+    items: AtomicU64,
+    failed: AtomicU64,
+    fetch_errors: AtomicU64,
+}
+
+impl Counters {
+    fn snapshot(&self) -> ConsumerStats {
+        ConsumerStats {
+            batches: self.batches.load(Ordering::Relaxed),
+            items: self.items.load(Ordering::Relaxed),
+            failed: self.failed.load(Ordering::Relaxed),
+            fetch_errors: self.fetch_errors.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// A running consumer. Dropping the handle does not stop it; call [`shutdown`](Self::shutdown).
+pub struct Consumer {
+    stop: watch::Sender<bool>,
+    done: watch::Receiver<bool>,
+    task: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    counters: Arc<Counters>,
+}
+
+impl CappedQueue {
+    /// Starts a consumer on the current tokio runtime, calling `handler` with each batch.
+    /// A handler error is logged and counted; the batch is not redelivered (at-most-once).
+    pub fn consume<F, Fut, E>(&self, opts: ConsumerOptions, handler: F) -> Result<Consumer>
+    where
+        F: Fn(Batch) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = std::result::Result<(), E>> + Send + 'static,
+        E: std::fmt::Display + 'static,
+    {
+        let handler: BatchHandler = Arc::new(move |batch| {
+            let fut = handler(batch);
+            Box::pin(async move { fut.await.map_err(|e| e.to_string()) })
+        });
+        self.consume_boxed(opts, handler)
+    }
+
+    /// [`consume`](Self::consume) with an already boxed handler (used by the bindings).
+    pub fn consume_boxed(&self, opts: ConsumerOptions, handler: BatchHandler) -> Result<Consumer> {
+        opts.validate()?;
+        let rt = tokio::runtime::Handle::try_current()
+            .map_err(|_| Error::new(ErrorKind::Closed, "consume() needs a running tokio runtime"))?;
+        let (stop, stop_rx) = watch::channel(false);
+        let (done_tx, done) = watch::channel(false);
+        let counters = Arc::new(Counters::default());
+        let task = rt.spawn(run(self.clone(), opts, handler, stop_rx, counters.clone(), done_tx));
+        Ok(Consumer {
+            stop,
+            done,
+            task: Mutex::new(Some(task)),
+            counters,
+        })
+    }
+}
+
+impl Consumer {
+    pub fn stats(&self) -> ConsumerStats {
+        self.counters.snapshot()
+    }
+
+    /// Asks the consumer to stop taking batches; running handlers get the grace period.
+    pub fn stop(&self) {
+        let _ = self.stop.send(true);
+    }
+
+    /// True until the fetch loop has ended and running handlers have finished or been abandoned.
+    pub fn is_running(&self) -> bool {
+        !*self.done.borrow()
+    }
+
+    /// Waits until the consumer has stopped (after [`stop`](Self::stop), or by itself with
+    /// `stop_when_empty`), and returns its stats.
+    pub async fn join(&self) -> ConsumerStats {
+        let task = self.task.lock().unwrap().take();
+        match task {
+            Some(task) => {
+                let _ = task.await;
+            }
+            None => {
+                let mut done = self.done.clone();
+                let _ = done.wait_for(|d| *d).await;
+            }
+        }
+        self.stats()
+    }
+
+    /// Stops and waits: no new batches, running handlers finish within the grace period.
+    pub async fn shutdown(&self) -> ConsumerStats {
+        self.stop();
+        self.join().await
+    }
+}
+
+async fn stopped(rx: &mut watch::Receiver<bool>) {
+    let _ = rx.wait_for(|s| *s).await;
+}
+
+struct Fetcher {
+    queue: CappedQueue,
+    opts: ConsumerOptions,
+    hint: Option<String>,
+    next_dedicated: usize,
+    waiter: Option<MultiplexedConnection>,
+    wake_keys: Vec<String>,
+}
+
+impl Fetcher {
+    async fn fetch(&mut self) -> Result<Option<Batch>> {
+        if self.opts.groups.is_empty() {
+            return self
+                .queue
+                .next_batch_skipping(self.opts.batch_size, &self.opts.exclude, &mut self.hint)
+                .await;
+        }
+        let n = self.opts.groups.len();
+        for _ in 0..n {
+            let group = self.opts.groups[self.next_dedicated % n].clone();
+            self.next_dedicated = (self.next_dedicated + 1) % n;
+            let (items, _) = self.queue.pop(&group, self.opts.batch_size, None).await?;
+            if !items.is_empty() {
+                return Ok(Some(Batch { group, items }));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Blocks until a producer signals new data or `poll_interval` passes.
+    async fn wait(&mut self) -> Result<()> {
+        if self.waiter.is_none() {
+            self.waiter = Some(self.queue.client.blocking_conn().await?);
+        }
+        let conn = self.waiter.as_mut().expect("waiter connection");
+        let res: redis::RedisResult<Option<(String, String)>> = redis::cmd("BLPOP")
+            .arg(&self.wake_keys)
+            .arg(self.opts.poll_interval.as_secs_f64())
+            .query_async(conn)
+            .await;
+        if let Err(e) = res {
+            self.waiter = None;
+            return Err(self.queue.client.err(e));
+        }
+        Ok(())
+    }
+}
+
+async fn run(
+    queue: CappedQueue,
+    opts: ConsumerOptions,
+    handler: BatchHandler,
+    mut stop_rx: watch::Receiver<bool>,
+    counters: Arc<Counters>,
+    done: watch::Sender<bool>,
+) {
+    let wake_keys = if opts.groups.is_empty() {
+        vec![queue.keys.wake()]
+    } else {
+        opts.groups.iter().map(|g| queue.keys.group_wake(g)).collect()
+    };
+    let grace = opts.grace;
+    let stop_when_empty = opts.stop_when_empty;
+    let sem = Arc::new(Semaphore::new(opts.concurrency));
+    let mut fetcher = Fetcher {
+        queue,
+        opts,
+        hint: None,
+        next_dedicated: 0,
+        waiter: None,
+        wake_keys,
+    };
+    let mut tasks: JoinSet<()> = JoinSet::new();
+    let mut backoff = Duration::from_millis(50);
+    loop {
+        while let Some(res) = tasks.try_join_next() {
+            reap(res, &counters);
+        }
+        let permit = tokio::select! {
+            _ = stopped(&mut stop_rx) => break,
+            p = sem.clone().acquire_owned() => p.expect("semaphore never closes"),
+        };
+        if *stop_rx.borrow() {
+            break;
+        }
+        // Not raced against stop: a batch popped from Redis must reach the handler.
+        match fetcher.fetch().await {
+            Ok(Some(batch)) => {
+                backoff = Duration::from_millis(50);
+                let handler = handler.clone();
+                let counters = counters.clone();
+                tasks.spawn(async move {
+                    let n = batch.items.len() as u64;
+                    let group = batch.group.clone();
+                    let res = handler(batch).await;
+                    counters.batches.fetch_add(1, Ordering::Relaxed);
+                    counters.items.fetch_add(n, Ordering::Relaxed);
+                    if let Err(e) = res {
+                        counters.failed.fetch_add(1, Ordering::Relaxed);
+                        log::warn!("tideq: handler failed on a batch of {n} from group {group:?}: {e}");
+                    }
+                    drop(permit);
+                });
+            }
+            Ok(None) => {
+                drop(permit);
+                if stop_when_empty {
+                    if tasks.is_empty() {
+                        break;
+                    }
+                    tokio::select! {
+                        _ = stopped(&mut stop_rx) => break,
+                        res = tasks.join_next() => if let Some(res) = res { reap(res, &counters) },
+                    }
+                    continue;
+                }
+                let waited = tokio::select! {
+                    _ = stopped(&mut stop_rx) => break,
+                    r = fetcher.wait() => r,
+                };
+                if let Err(e) = waited {
+                    counters.fetch_errors.fetch_add(1, Ordering::Relaxed);
+                    log::warn!("tideq: consumer wait failed, retrying in {backoff:?}: {e}");
+                    tokio::select! {
+                        _ = stopped(&mut stop_rx) => break,
+                        _ = tokio::time::sleep(backoff) => {}
+                    }
+                    backoff = (backoff * 2).min(Duration::from_secs(5));
+                }
+            }
+            Err(e) => {
+                drop(permit);
+                counters.fetch_errors.fetch_add(1, Ordering::Relaxed);
+                log::warn!("tideq: consumer fetch failed, retrying in {backoff:?}: {e}");
+                tokio::select! {
+                    _ = stopped(&mut stop_rx) => break,
+                    _ = tokio::time::sleep(backoff) => {}
+                }
+                backoff = (backoff * 2).min(Duration::from_secs(5));
+            }
+        }
+    }
+    let drain = async {
+        while let Some(res) = tasks.join_next().await {
+            reap(res, &counters);
+        }
+    };
+    if tokio::time::timeout(grace, drain).await.is_err() {
+        log::warn!("tideq: {} handler(s) still running after the grace period; abandoning them", tasks.len());
+        tasks.abort_all();
+    }
+    let _ = done.send(true);
+}
+
+fn reap(res: std::result::Result<(), tokio::task::JoinError>, counters: &Counters) {
+    if let Err(e) = res {
+        if e.is_panic() {
+            counters.batches.fetch_add(1, Ordering::Relaxed);
+            counters.failed.fetch_add(1, Ordering::Relaxed);
+            log::warn!("tideq: a batch handler panicked");
+        }
+    }
+}

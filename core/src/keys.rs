@@ -1,0 +1,119 @@
+//! Every Redis key tideq uses is built here, and nowhere else.
+//!
+//! Layout: `<prefix>:{<queue>}:<kind>[:<group>]`. The queue name sits inside the hash tag, so all
+//! keys of one queue hash to one Cluster slot and every script touches a single slot.
+
+use crate::error::{Error, Result};
+
+/// Longest accepted queue, group or prefix name, in bytes.
+pub const MAX_NAME_LEN: usize = 256;
+
+/// Checks a queue or group name: non-empty, at most 256 bytes, no `{`, `}` or control characters.
+pub fn validate_name(what: &str, name: &str) -> Result<()> {
+    if name.is_empty() {
+        return Err(Error::invalid(format!("{what} name must not be empty")));
+    }
+    if name.len() > MAX_NAME_LEN {
+        return Err(Error::invalid(format!(
+            "{what} name is {} bytes long; the limit is {MAX_NAME_LEN}",
+            name.len()
+        )));
+    }
+    if let Some(c) = name.chars().find(|c| *c == '{' || *c == '}' || c.is_control()) {
+        return Err(Error::invalid(format!(
+            "{what} name {name:?} contains {c:?}; braces and control characters are not allowed"
+        )));
+    }
+    Ok(())
+}
+
+pub(crate) fn validate_prefix(prefix: &str) -> Result<()> {
+    validate_name("key prefix", prefix)
+}
+
+/// Keys of one capped queue.
+#[derive(Debug, Clone)]
+pub(crate) struct CappedKeys {
+    base: String,
+}
+
+impl CappedKeys {
+    pub fn new(prefix: &str, queue: &str) -> Result<Self> {
+        validate_prefix(prefix)?;
+        validate_name("queue", queue)?;
+        Ok(CappedKeys {
+            base: format!("{prefix}:{{{queue}}}:c:"),
+        })
+    }
+
+    /// The list holding one group's items.
+    pub fn group(&self, group: &str) -> String {
+        format!("{}g:{group}", self.base)
+    }
+    /// Wake-up tokens for consumers dedicated to one group.
+    pub fn group_wake(&self, group: &str) -> String {
+        format!("{}w:{group}", self.base)
+    }
+    /// Rotation list of groups with data (round-robin order).
+    pub fn registry(&self) -> String {
+        format!("{}reg", self.base)
+    }
+    /// Membership set mirroring [`registry`](Self::registry).
+    pub fn registry_set(&self) -> String {
+        format!("{}regset", self.base)
+    }
+    /// Counters: pushed, dropped, discarded, delivered.
+    pub fn stats(&self) -> String {
+        format!("{}stats", self.base)
+    }
+    /// Wake-up tokens for general consumers.
+    pub fn wake(&self) -> String {
+        format!("{}wake", self.base)
+    }
+}
+
+/// The Redis Cluster hash slot of a key (CRC16/XMODEM of the hash tag, mod 16384).
+pub fn key_slot(key: &str) -> u16 {
+    let bytes = key.as_bytes();
+    let tagged = match bytes.iter().position(|&b| b == b'{') {
+        Some(open) => match bytes[open + 1..].iter().position(|&b| b == b'}') {
+            Some(len) if len > 0 => &bytes[open + 1..open + 1 + len],
+            _ => bytes,
+        },
+        None => bytes,
+    };
+    let mut crc: u16 = 0;
+    for &b in tagged {
+        crc ^= (b as u16) << 8;
+        for _ in 0..8 {
+            crc = if crc & 0x8000 != 0 { (crc << 1) ^ 0x1021 } else { crc << 1 };
+        }
+    }
+    crc % 16384
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bad_names_are_invalid_argument() {
+        for bad in ["", "a{b", "a}b", "a\nb", "a\u{7f}"] {
+            assert_eq!(validate_name("queue", bad).unwrap_err().code(), "INVALID_ARGUMENT", "{bad:?}");
+        }
+        assert!(validate_name("queue", &"x".repeat(257)).is_err());
+        assert!(validate_name("queue", &"x".repeat(256)).is_ok());
+        assert!(validate_name("queue", "game:42/é").is_ok());
+    }
+
+    #[test]
+    fn every_key_of_a_queue_shares_one_slot() {
+        let k = CappedKeys::new("tideq", "events").unwrap();
+        let slot = key_slot(&k.registry());
+        for key in [k.group("g1"), k.group("{x}"), k.group_wake("g"), k.registry_set(), k.stats(), k.wake()] {
+            assert_eq!(key_slot(&key), slot, "{key}");
+        }
+        assert_eq!(key_slot("foo"), 12182); // value from the Redis Cluster spec
+        assert_eq!(key_slot("{user1000}.following"), key_slot("{user1000}.followers"));
+    }
+}

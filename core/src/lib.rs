@@ -1,0 +1,38 @@
+//! # tideq
+//!
+//! Redis-backed queues with one implementation for Rust, Python and Node.
+//!
+//! Map of the crate:
+//! - [`config`]: connection settings (`redis://`, `rediss://`, ACL users, key prefix, payload limit).
+//! - [`client`]: the shared connection, script execution with NOSCRIPT recovery.
+//! - [`keys`]: every Redis key, with the queue name inside the Cluster hash tag; name validation.
+//! - `scripts` + `src/lua/`: the Lua scripts, one file per operation, each stating its contract.
+//! - [`capped`]: the capped grouped queue (drop-oldest, TTL, `max_age`, round-robin batches).
+//! - [`consumer`]: the consumer runtime for capped queues (concurrency, dedicated groups, shutdown).
+//! - [`error`]: one error type with stable codes.
+//!
+//! ```no_run
+//! # async fn demo() -> tideq::Result<()> {
+//! use tideq::{CappedOptions, CappedQueue, Client};
+//! let client = Client::open("redis://127.0.0.1:6379")?;
+//! let q = CappedQueue::new(&client, "events", CappedOptions { capacity: 1000, ..Default::default() })?;
+//! q.push("game:1", b"player joined").await?;
+//! if let Some(batch) = q.next_batch(128).await? {
+//!     println!("{} items from {}", batch.items.len(), batch.group);
+//! }
+//! # Ok(()) }
+//! ```
+
+pub mod capped;
+pub mod client;
+pub mod config;
+pub mod consumer;
+pub mod error;
+pub mod keys;
+mod scripts;
+
+pub use capped::{Batch, CappedOptions, CappedQueue, CappedStats};
+pub use client::Client;
+pub use config::Config;
+pub use consumer::{BatchHandler, Consumer, ConsumerOptions, ConsumerStats, HandlerFuture};
+pub use error::{Error, ErrorKind, Result};
