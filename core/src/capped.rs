@@ -74,15 +74,22 @@ pub struct CappedQueue {
 
 impl std::fmt::Debug for CappedQueue {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CappedQueue").field("name", &self.name).field("opts", &self.opts).finish()
+        f.debug_struct("CappedQueue")
+            .field("name", &self.name)
+            .field("opts", &self.opts)
+            .finish()
     }
 }
 
 fn millis(what: &str, d: Option<Duration>) -> Result<u64> {
     match d {
         None => Ok(0),
-        Some(d) if d.as_millis() == 0 => Err(Error::invalid(format!("{what} must be at least 1 ms"))),
-        Some(d) => u64::try_from(d.as_millis()).map_err(|_| Error::invalid(format!("{what} is too large"))),
+        Some(d) if d.as_millis() == 0 => {
+            Err(Error::invalid(format!("{what} must be at least 1 ms")))
+        }
+        Some(d) => {
+            u64::try_from(d.as_millis()).map_err(|_| Error::invalid(format!("{what} is too large")))
+        }
     }
 }
 
@@ -155,7 +162,10 @@ impl CappedQueue {
         while start < items.len() {
             let mut end = start;
             let mut bytes = 0;
-            while end < items.len() && end - start < PUSH_CHUNK_ITEMS && (bytes < PUSH_CHUNK_BYTES || end == start) {
+            while end < items.len()
+                && end - start < PUSH_CHUNK_ITEMS
+                && (bytes < PUSH_CHUNK_BYTES || end == start)
+            {
                 bytes += items[end].1.as_ref().len();
                 end += 1;
             }
@@ -169,7 +179,8 @@ impl CappedQueue {
         };
         let mut drops = Vec::with_capacity(items.len());
         for reply in replies {
-            let v: Vec<u64> = redis::from_redis_value(reply).map_err(|e| self.client.err(e.into()))?;
+            let v: Vec<u64> =
+                redis::from_redis_value(reply).map_err(|e| self.client.err(e.into()))?;
             drops.extend(v);
         }
         Ok(drops)
@@ -185,13 +196,21 @@ impl CappedQueue {
                 index.insert(g, names.len());
             }
         }
-        let mut keys = vec![self.keys.registry(), self.keys.registry_set(), self.keys.stats(), self.keys.wake()];
+        let mut keys = vec![
+            self.keys.registry(),
+            self.keys.registry_set(),
+            self.keys.stats(),
+            self.keys.wake(),
+        ];
         for g in &names {
             keys.push(self.keys.group(g));
             keys.push(self.keys.group_wake(g));
         }
         let mut cmd = PUSH_CAPPED.cmd(&keys);
-        cmd.arg(self.opts.capacity).arg(ttl).arg(names.len()).arg(&names);
+        cmd.arg(self.opts.capacity)
+            .arg(ttl)
+            .arg(names.len())
+            .arg(&names);
         for (g, item) in chunk {
             cmd.arg(index[g.as_ref()]).arg(item.as_ref());
         }
@@ -217,7 +236,12 @@ impl CappedQueue {
         if max == 0 {
             return Err(Error::invalid("max must be at least 1"));
         }
-        let keys = [self.keys.group(group), self.keys.registry(), self.keys.registry_set(), self.keys.stats()];
+        let keys = [
+            self.keys.group(group),
+            self.keys.registry(),
+            self.keys.registry_set(),
+            self.keys.stats(),
+        ];
         let mut cmd = POP_CAPPED.cmd(&keys);
         cmd.arg(max)
             .arg(millis("max_age", self.opts.max_age)?)
@@ -228,7 +252,9 @@ impl CappedQueue {
         }
         let reply: Value = self.client.eval(&cmd, &POP_CAPPED).await?;
         let bad = || Error::new(crate::ErrorKind::Redis, "unexpected reply from pop_capped");
-        let Value::Array(mut parts) = reply else { return Err(bad()) };
+        let Value::Array(mut parts) = reply else {
+            return Err(bad());
+        };
         if parts.len() != 3 {
             return Err(bad());
         }
@@ -243,7 +269,9 @@ impl CappedQueue {
         };
         let mut items = Vec::with_capacity(raw.len());
         for v in raw {
-            let Value::BulkString(mut b) = v else { return Err(bad()) };
+            let Value::BulkString(mut b) = v else {
+                return Err(bad());
+            };
             let sep = b.iter().position(|&c| c == b':').ok_or_else(bad)?;
             b.drain(..=sep);
             items.push(b);

@@ -26,7 +26,9 @@ struct Inner {
 
 impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Client").field("config", &self.inner.config).finish()
+        f.debug_struct("Client")
+            .field("config", &self.inner.config)
+            .finish()
     }
 }
 
@@ -36,7 +38,8 @@ impl Client {
         config.validate()?;
         let info = config.connection_info()?;
         let secret = config.secret();
-        let redis = redis::Client::open(info).map_err(|e| Error::from_redis(e, secret.as_deref()))?;
+        let redis =
+            redis::Client::open(info).map_err(|e| Error::from_redis(e, secret.as_deref()))?;
         Ok(Client {
             inner: Arc::new(Inner {
                 config,
@@ -72,7 +75,10 @@ impl Client {
     fn script_err(&self, e: redis::RedisError, script: &LuaScript) -> Error {
         let err = self.err(e);
         if err.kind() == ErrorKind::Redis {
-            Error::new(ErrorKind::Redis, format!("{} ({})", err.message(), script.name))
+            Error::new(
+                ErrorKind::Redis,
+                format!("{} ({})", err.message(), script.name),
+            )
         } else {
             err
         }
@@ -110,7 +116,11 @@ impl Client {
     }
 
     /// Runs one script by EVALSHA, loading it on NOSCRIPT and retrying once.
-    pub(crate) async fn eval<T: FromRedisValue>(&self, cmd: &redis::Cmd, script: &LuaScript) -> Result<T> {
+    pub(crate) async fn eval<T: FromRedisValue>(
+        &self,
+        cmd: &redis::Cmd,
+        script: &LuaScript,
+    ) -> Result<T> {
         let mut conn = self.conn().await?;
         match cmd.query_async::<T>(&mut conn).await {
             Err(e) if scripts::is_noscript(&e) => {
@@ -119,7 +129,9 @@ impl Client {
                     .query_async::<String>(&mut conn)
                     .await
                     .map_err(|e| self.err(e))?;
-                cmd.query_async::<T>(&mut conn).await.map_err(|e| self.script_err(e, script))
+                cmd.query_async::<T>(&mut conn)
+                    .await
+                    .map_err(|e| self.script_err(e, script))
             }
             other => other.map_err(|e| self.script_err(e, script)),
         }
@@ -160,9 +172,14 @@ impl Client {
                     }
                 }
             }
-            load.query_async::<()>(&mut conn).await.map_err(|e| self.err(e))?;
+            load.query_async::<()>(&mut conn)
+                .await
+                .map_err(|e| self.err(e))?;
             pending = missing;
         }
-        Err(Error::new(ErrorKind::Redis, "scripts kept disappearing (NOSCRIPT) while pipelining"))
+        Err(Error::new(
+            ErrorKind::Redis,
+            "scripts kept disappearing (NOSCRIPT) while pipelining",
+        ))
     }
 }

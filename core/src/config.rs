@@ -122,11 +122,13 @@ impl Config {
     /// The redis-rs connection info, with explicit credentials applied.
     pub(crate) fn connection_info(&self) -> Result<redis::ConnectionInfo> {
         use redis::IntoConnectionInfo;
-        let info = self
-            .url
-            .as_str()
-            .into_connection_info()
-            .map_err(|e| Error::invalid(format!("invalid Redis URL {}: {}", redact_url(&self.url), e.category())))?;
+        let info = self.url.as_str().into_connection_info().map_err(|e| {
+            Error::invalid(format!(
+                "invalid Redis URL {}: {}",
+                redact_url(&self.url),
+                e.category()
+            ))
+        })?;
         let mut settings = info.redis_settings().clone();
         if let Some(u) = &self.username {
             settings = settings.set_username(u);

@@ -18,7 +18,8 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::keys::validate_name;
 
 /// The future a handler returns.
-pub type HandlerFuture = Pin<Box<dyn Future<Output = std::result::Result<(), String>> + Send + 'static>>;
+pub type HandlerFuture =
+    Pin<Box<dyn Future<Output = std::result::Result<(), String>> + Send + 'static>>;
 /// A batch handler, as the runtime stores it.
 pub type BatchHandler = Arc<dyn Fn(Batch) -> HandlerFuture + Send + Sync + 'static>;
 
@@ -68,7 +69,9 @@ impl ConsumerOptions {
             return Err(Error::invalid("poll_interval must be at least 10 ms"));
         }
         if !self.groups.is_empty() && !self.exclude.is_empty() {
-            return Err(Error::invalid("use either groups (dedicated) or exclude (general), not both"));
+            return Err(Error::invalid(
+                "use either groups (dedicated) or exclude (general), not both",
+            ));
         }
         for g in self.groups.iter().chain(&self.exclude) {
             validate_name("group", g)?;
@@ -134,12 +137,20 @@ impl CappedQueue {
     /// [`consume`](Self::consume) with an already boxed handler (used by the bindings).
     pub fn consume_boxed(&self, opts: ConsumerOptions, handler: BatchHandler) -> Result<Consumer> {
         opts.validate()?;
-        let rt = tokio::runtime::Handle::try_current()
-            .map_err(|_| Error::new(ErrorKind::Closed, "consume() needs a running tokio runtime"))?;
+        let rt = tokio::runtime::Handle::try_current().map_err(|_| {
+            Error::new(ErrorKind::Closed, "consume() needs a running tokio runtime")
+        })?;
         let (stop, stop_rx) = watch::channel(false);
         let (done_tx, done) = watch::channel(false);
         let counters = Arc::new(Counters::default());
-        let task = rt.spawn(run(self.clone(), opts, handler, stop_rx, counters.clone(), done_tx));
+        let task = rt.spawn(run(
+            self.clone(),
+            opts,
+            handler,
+            stop_rx,
+            counters.clone(),
+            done_tx,
+        ));
         Ok(Consumer {
             stop,
             done,
@@ -250,7 +261,10 @@ async fn run(
     let wake_keys = if opts.groups.is_empty() {
         vec![queue.keys.wake()]
     } else {
-        opts.groups.iter().map(|g| queue.keys.group_wake(g)).collect()
+        opts.groups
+            .iter()
+            .map(|g| queue.keys.group_wake(g))
+            .collect()
     };
     let grace = opts.grace;
     let stop_when_empty = opts.stop_when_empty;
@@ -290,7 +304,9 @@ async fn run(
                     counters.items.fetch_add(n, Ordering::Relaxed);
                     if let Err(e) = res {
                         counters.failed.fetch_add(1, Ordering::Relaxed);
-                        log::warn!("tideq: handler failed on a batch of {n} from group {group:?}: {e}");
+                        log::warn!(
+                            "tideq: handler failed on a batch of {n} from group {group:?}: {e}"
+                        );
                     }
                     drop(permit);
                 });
@@ -339,7 +355,10 @@ async fn run(
         }
     };
     if tokio::time::timeout(grace, drain).await.is_err() {
-        log::warn!("tideq: {} handler(s) still running after the grace period; abandoning them", tasks.len());
+        log::warn!(
+            "tideq: {} handler(s) still running after the grace period; abandoning them",
+            tasks.len()
+        );
         tasks.abort_all();
     }
     let _ = done.send(true);

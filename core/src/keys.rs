@@ -19,7 +19,10 @@ pub fn validate_name(what: &str, name: &str) -> Result<()> {
             name.len()
         )));
     }
-    if let Some(c) = name.chars().find(|c| *c == '{' || *c == '}' || c.is_control()) {
+    if let Some(c) = name
+        .chars()
+        .find(|c| *c == '{' || *c == '}' || c.is_control())
+    {
         return Err(Error::invalid(format!(
             "{what} name {name:?} contains {c:?}; braces and control characters are not allowed"
         )));
@@ -86,7 +89,11 @@ pub fn key_slot(key: &str) -> u16 {
     for &b in tagged {
         crc ^= (b as u16) << 8;
         for _ in 0..8 {
-            crc = if crc & 0x8000 != 0 { (crc << 1) ^ 0x1021 } else { crc << 1 };
+            crc = if crc & 0x8000 != 0 {
+                (crc << 1) ^ 0x1021
+            } else {
+                crc << 1
+            };
         }
     }
     crc % 16384
@@ -99,7 +106,11 @@ mod tests {
     #[test]
     fn bad_names_are_invalid_argument() {
         for bad in ["", "a{b", "a}b", "a\nb", "a\u{7f}"] {
-            assert_eq!(validate_name("queue", bad).unwrap_err().code(), "INVALID_ARGUMENT", "{bad:?}");
+            assert_eq!(
+                validate_name("queue", bad).unwrap_err().code(),
+                "INVALID_ARGUMENT",
+                "{bad:?}"
+            );
         }
         assert!(validate_name("queue", &"x".repeat(257)).is_err());
         assert!(validate_name("queue", &"x".repeat(256)).is_ok());
@@ -110,10 +121,20 @@ mod tests {
     fn every_key_of_a_queue_shares_one_slot() {
         let k = CappedKeys::new("tideq", "events").unwrap();
         let slot = key_slot(&k.registry());
-        for key in [k.group("g1"), k.group("{x}"), k.group_wake("g"), k.registry_set(), k.stats(), k.wake()] {
+        for key in [
+            k.group("g1"),
+            k.group("{x}"),
+            k.group_wake("g"),
+            k.registry_set(),
+            k.stats(),
+            k.wake(),
+        ] {
             assert_eq!(key_slot(&key), slot, "{key}");
         }
         assert_eq!(key_slot("foo"), 12182); // value from the Redis Cluster spec
-        assert_eq!(key_slot("{user1000}.following"), key_slot("{user1000}.followers"));
+        assert_eq!(
+            key_slot("{user1000}.following"),
+            key_slot("{user1000}.followers")
+        );
     }
 }

@@ -63,7 +63,11 @@ mod tests {
     #[test]
     fn every_script_states_its_contract() {
         for s in super::all() {
-            assert!(s.code.starts_with("--[["), "{} must open with its contract", s.name);
+            assert!(
+                s.code.starts_with("--[["),
+                "{} must open with its contract",
+                s.name
+            );
             for word in ["KEYS[1]", "ARGV[1]", "Returns:"] {
                 assert!(s.code.contains(word), "{} header lacks {word}", s.name);
             }
