@@ -1,0 +1,20 @@
+# The README's commands. Each target installs what it needs (scripts/ensure-deps.sh).
+.PHONY: demo test bench fmt lint
+
+demo: ## the seed's scenario; starts a private redis-server unless TIDEQ_REDIS_URL is set
+	@bash scripts/ensure-deps.sh >/dev/null
+	cargo run --release --example demo
+
+test: ## every test: Rust, Python, Node, cross-language
+	bash scripts/test.sh
+
+bench: ## ceiling vs tideq from Rust, Python and Node (run `make test` once first to build the bindings)
+	@bash scripts/ensure-deps.sh >/dev/null
+	cargo run --release --example bench
+
+fmt:
+	cargo fmt --all
+
+lint:
+	cargo fmt --all -- --check
+	cargo clippy --workspace --all-targets -- -D warnings

@@ -1,0 +1,175 @@
+//! The seed's scenario, end to end: ~1 000 games report player events in batches; three hot games
+//! get dedicated consumers, general consumers serve the rest round-robin in batches of 128; only
+//! fresh events count (the seed's 3-minute window, scaled to 3 s so the demo runs in ~20 s).
+//!
+//! `cargo run --release --example demo` (starts a private redis-server unless TIDEQ_REDIS_URL is set)
+
+mod support;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tideq::{Batch, CappedOptions, CappedQueue, Client, ConsumerOptions};
+
+const GAMES: usize = 1000;
+const HOT: [&str; 3] = ["game:0", "game:1", "game:2"];
+const RUN_FOR: Duration = Duration::from_secs(15);
+const EVENTS_PER_SEC: usize = 40_000;
+
+type Counts = Arc<Mutex<HashMap<String, [u64; 3]>>>; // pushed, dropped, delivered
+
+#[tokio::main]
+async fn main() -> tideq::Result<()> {
+    let redis = support::Redis::from_env_or_spawn();
+    let client = Client::open(&redis.url)?;
+    let name = format!("demo-{}", std::process::id());
+    let q = CappedQueue::new(
+        &client,
+        &name,
+        CappedOptions {
+            capacity: 20_000,
+            ttl: Some(Duration::from_secs(30)),
+            max_age: Some(Duration::from_secs(3)),
+        },
+    )?;
+    let counts: Counts = Default::default();
+    let hot: Vec<String> = HOT.iter().map(|s| s.to_string()).collect();
+
+    // Dedicated consumers: game:0 and game:1 keep up; game:2's consumer is slow, so its backlog
+    // ages past the window (discarded, never delivered) and overflows (oldest dropped).
+    let mut consumers = Vec::new();
+    for (i, g) in hot.iter().enumerate() {
+        let pause = if i == 2 {
+            Duration::from_millis(150)
+        } else {
+            Duration::ZERO
+        };
+        let opts = ConsumerOptions {
+            groups: vec![g.clone()],
+            batch_size: 128,
+            ..Default::default()
+        };
+        consumers.push(q.consume(opts, handler(counts.clone(), pause))?);
+    }
+    let general = ConsumerOptions {
+        exclude: hot.clone(),
+        concurrency: 8,
+        batch_size: 128,
+        ..Default::default()
+    };
+    consumers.push(q.consume(general, handler(counts.clone(), Duration::from_micros(200)))?);
+
+    println!("tideq demo: {GAMES} games, ~{EVENTS_PER_SEC} events/s for {RUN_FOR:?}, 3 hot games on dedicated consumers");
+    let stop = Arc::new(AtomicBool::new(false));
+    let started = Instant::now();
+    let mut producers = Vec::new();
+    for p in 0..4u64 {
+        let (q, counts, stop) = (q.clone(), counts.clone(), stop.clone());
+        producers.push(tokio::spawn(async move {
+            let mut seq = p;
+            let mut tick = tokio::time::interval(Duration::from_millis(10));
+            while !stop.load(Ordering::Relaxed) {
+                tick.tick().await;
+                // One tick's worth of events: 30% to the hot games, the rest spread over all games.
+                let n = EVENTS_PER_SEC / 100 / 4;
+                let events: Vec<(String, Vec<u8>)> = (0..n)
+                    .map(|_| {
+                        seq = seq
+                            .wrapping_mul(6364136223846793005)
+                            .wrapping_add(1442695040888963407);
+                        let r = (seq >> 33) as usize;
+                        let game = if (r >> 12) % 10 < 3 { r % 3 } else { r % GAMES };
+                        (
+                            format!("game:{game}"),
+                            format!("{{\"player\":{},\"event\":\"move\"}}", r % 10_000)
+                                .into_bytes(),
+                        )
+                    })
+                    .collect();
+                let drops = q.push_many(&events).await.expect("push");
+                let mut c = counts.lock().unwrap();
+                for ((g, _), d) in events.iter().zip(drops) {
+                    let e = c.entry(g.clone()).or_default();
+                    e[0] += 1;
+                    e[1] += d;
+                }
+            }
+        }));
+    }
+    // A client reconnecting after an outage replays a backlog of 25 000 events for one game at
+    // once: the group keeps only its newest 20 000 (capacity), the oldest are dropped.
+    let replay: Vec<(&str, Vec<u8>)> = (0..25_000)
+        .map(|i| ("game:999", format!("replay {i}").into_bytes()))
+        .collect();
+    let drops = q.push_many(&replay).await?;
+    {
+        let mut c = counts.lock().unwrap();
+        let e = c.entry("game:999".to_string()).or_default();
+        e[0] += replay.len() as u64;
+        e[1] += drops.iter().sum::<u64>();
+    }
+    tokio::time::sleep(RUN_FOR).await;
+    stop.store(true, Ordering::Relaxed);
+    for p in producers {
+        p.await.unwrap();
+    }
+    let produced_for = started.elapsed();
+    // Let consumers drain what is fresh, then stop them gracefully.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    for c in &consumers {
+        c.stop();
+    }
+    for c in &consumers {
+        c.join().await;
+    }
+
+    let counts = counts.lock().unwrap();
+    let mut rows: Vec<(&String, &[u64; 3])> = counts.iter().collect();
+    rows.sort_by(|a, b| b.1[0].cmp(&a.1[0]).then(a.0.cmp(b.0)));
+    println!(
+        "\n{:<12} {:>9} {:>9} {:>10}",
+        "group", "pushed", "dropped", "delivered"
+    );
+    for (g, [p, d, del]) in rows.iter().take(6).map(|(g, c)| (g, *c)) {
+        println!("{g:<12} {p:>9} {d:>9} {del:>10}");
+    }
+    println!("... and {} more groups", rows.len().saturating_sub(6));
+    let s = q.stats().await?;
+    let total: u64 = rows.iter().map(|(_, c)| c[0]).sum();
+    let left: u64 = {
+        let mut n = 0;
+        for g in q.groups().await? {
+            n += q.len(&g).await?;
+        }
+        n
+    };
+    println!(
+        "\nqueue totals (Redis): pushed {} | dropped (overflow) {} | discarded (older than 3 s) {} | delivered {} | still queued {}",
+        s.pushed, s.dropped, s.discarded, s.delivered, left
+    );
+    println!(
+        "throughput: {:.0} events/s pushed, {:.0} events/s delivered; every event accounted for: {}",
+        total as f64 / produced_for.as_secs_f64(),
+        s.delivered as f64 / started.elapsed().as_secs_f64(),
+        s.pushed == s.dropped + s.discarded + s.delivered + left
+    );
+    Ok(())
+}
+
+fn handler(
+    counts: Counts,
+    pause: Duration,
+) -> impl Fn(Batch) -> tideq::HandlerFuture + Send + Sync + 'static {
+    move |b: Batch| {
+        let counts = counts.clone();
+        Box::pin(async move {
+            if !pause.is_zero() {
+                tokio::time::sleep(pause).await;
+            }
+            counts.lock().unwrap().entry(b.group).or_default()[2] += b.items.len() as u64;
+            Ok(())
+        })
+    }
+}

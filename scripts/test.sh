@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# The one test command (README, .ci/run): Rust, Python, Node and cross-language tests, each
+# against real redis-server processes the harnesses start on free loopback ports.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
+bash scripts/ensure-deps.sh
+echo "== rust"
+cargo test -p tideq --all-targets
+cargo test -p tideq --doc
+echo "== python"
+bash scripts/test-python.sh
+echo "== node"
+bash scripts/test-node.sh
+echo "== interop"
+.venv/bin/python -m pytest tests/interop -q
