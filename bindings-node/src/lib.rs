@@ -1,1 +1,18 @@
+//! Node.js binding of tideq (napi-rs). Conversion and callback plumbing only: every queue
+//! operation, the consumer runtime and the error codes live in the `tideq` core crate.
+//!
+//! Map (each file wraps the core module of the same name):
+//! - [`client`]: `Client` (core `client` + `config`).
+//! - [`capped`]: `CappedQueue` and its result objects (core `capped`).
+//! - [`consumer`]: `Consumer`, `CappedQueue.consume`/`run`, the JS handler bridge (core `consumer`).
+//! - [`errors`]: core errors -> JS errors with `code` (core `error`).
+//! - [`convert`]: reading JS arguments (no core counterpart).
+//!
+//! Every async method runs the core future on napi's tokio runtime (one runtime per binding:
+//! connections are tied to the runtime that opened them).
 
+mod capped;
+mod client;
+mod consumer;
+mod convert;
+mod errors;

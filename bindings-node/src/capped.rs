@@ -1,0 +1,235 @@
+//! `CappedQueue`: wraps `tideq::CappedQueue`. Arguments are converted here, the work is done by
+//! the core on napi's tokio runtime, and results come back as Promises. At-most-once: a popped
+//! batch is gone from Redis even if the code that received it fails.
+
+use std::time::Duration;
+
+use napi::bindgen_prelude::*;
+use napi_derive::napi;
+
+use crate::client::Client;
+use crate::convert::{array, bytes, count, describe, read_value, string, Options};
+use crate::errors::{invalid, spawn, throw, type_error, Res};
+
+/// Options of `new CappedQueue(name, options)`. Every field is optional.
+// Declared for the TypeScript definitions only; `convert::Options` reads the fields one by one.
+#[allow(dead_code)]
+#[napi(object, object_from_js = false, object_to_js = false)]
+pub struct CappedQueueOptions {
+    /// The connection to use. Default: a new `Client` on `url`.
+    #[napi(ts_type = "Client")]
+    pub client: Option<()>,
+    /// Shorthand for `client: new Client({ url })`; not allowed together with `client`.
+    pub url: Option<String>,
+    /// Items kept per group; pushing more drops the oldest. Default 1000.
+    pub capacity: Option<u32>,
+    /// A group that receives nothing for this long disappears. `null`: never. Default 1 day.
+    #[napi(ts_type = "number | null")]
+    pub ttl_ms: Option<f64>,
+    /// Items older than this are discarded when consumed, never delivered. Default: no limit.
+    #[napi(ts_type = "number | null")]
+    pub max_age_ms: Option<f64>,
+}
+
+const QUEUE_KEYS: &[&str] = &["client", "url", "capacity", "ttlMs", "maxAgeMs"];
+
+/// A batch taken from one group, oldest item first.
+#[napi(object, object_from_js = false)]
+pub struct Batch {
+    pub group: String,
+    pub items: Vec<Buffer>,
+}
+
+/// Queue-wide counters kept in Redis.
+#[napi(object, object_from_js = false)]
+pub struct CappedStats {
+    /// Items accepted by `push`/`pushMany`.
+    pub pushed: i64,
+    /// Items dropped because their group was over capacity.
+    pub dropped: i64,
+    /// Items discarded at consume time because they were older than `maxAgeMs`.
+    pub discarded: i64,
+    /// Items handed out by `popBatch`/`nextBatch`/consumers.
+    pub delivered: i64,
+    /// Groups currently holding data.
+    pub groups: i64,
+}
+
+pub(crate) fn buffers(items: Vec<Vec<u8>>) -> Vec<Buffer> {
+    items.into_iter().map(Buffer::from).collect()
+}
+
+/// A capped grouped queue: per-group FIFOs capped at `capacity` (drop-oldest), round-robin
+/// batches over groups. Delivery is at-most-once.
+#[napi]
+pub struct CappedQueue {
+    pub(crate) inner: tideq::CappedQueue,
+}
+
+fn client_arg(what: &str, v: &Unknown) -> Res<tideq::Client> {
+    match read_value::<ClassInstance<Client>>(v) {
+        Ok(c) => Ok(c.inner.clone()),
+        Err(_) => Err(type_error(format!("{what} must be a tideq Client; got {}", describe(v)))),
+    }
+}
+
+impl CappedQueue {
+    fn build(name: &Unknown, options: Option<&Unknown>) -> Res<tideq::CappedQueue> {
+        let name = string("queue name", name)?;
+        let opts = Options::new("CappedQueue options", options, QUEUE_KEYS)?;
+        let client = match (opts.get("client", client_arg)?, opts.get("url", string)?) {
+            (Some(_), Some(_)) => return Err(invalid("give either client or url, not both")),
+            (Some(client), None) => client,
+            (None, url) => tideq::Client::new(tideq::Config::new(url.unwrap_or_else(crate::client::default_url)))?,
+        };
+        let defaults = tideq::CappedOptions::default();
+        let capped = tideq::CappedOptions {
+            capacity: opts.get("capacity", count)?.unwrap_or(defaults.capacity),
+            ttl: opts.nullable_millis("ttlMs", defaults.ttl)?,
+            max_age: opts.nullable_millis("maxAgeMs", defaults.max_age)?,
+        };
+        Ok(tideq::CappedQueue::new(&client, &name, capped)?)
+    }
+}
+
+fn ms(d: Option<Duration>) -> Option<f64> {
+    d.map(|d| d.as_secs_f64() * 1000.0)
+}
+
+#[napi]
+impl CappedQueue {
+    /// A handle on queue `name`. Validates the name and options (throws `INVALID_ARGUMENT`);
+    /// does not touch Redis.
+    #[napi(constructor, ts_args_type = "name: string, options?: CappedQueueOptions")]
+    pub fn new(env: &Env, name: Unknown, options: Option<Unknown>) -> Result<Self> {
+        Ok(CappedQueue {
+            inner: throw(env, CappedQueue::build(&name, options.as_ref()))?,
+        })
+    }
+
+    #[napi(getter)]
+    pub fn name(&self) -> String {
+        self.inner.name().to_string()
+    }
+
+    #[napi(getter)]
+    pub fn capacity(&self) -> f64 {
+        self.inner.options().capacity as f64
+    }
+
+    /// `null` when groups never expire.
+    #[napi(getter)]
+    pub fn ttl_ms(&self) -> Option<f64> {
+        ms(self.inner.options().ttl)
+    }
+
+    /// `null` when items never age out.
+    #[napi(getter)]
+    pub fn max_age_ms(&self) -> Option<f64> {
+        ms(self.inner.options().max_age)
+    }
+
+    /// Appends `item` to `group`, dropping the oldest items above capacity. Resolves with how
+    /// many items were dropped. A string item is stored as its UTF-8 bytes.
+    #[napi(ts_args_type = "group: string, item: Buffer | Uint8Array | string", ts_return_type = "Promise<number>")]
+    pub fn push<'env>(&self, env: &'env Env, group: Unknown, item: Unknown) -> Result<PromiseRaw<'env, i64>> {
+        let q = self.inner.clone();
+        let args = string("group", &group).and_then(|g| Ok((g, bytes("item", &item)?)));
+        spawn(
+            env,
+            args.map(|(group, item)| async move { Ok(q.push(&group, item).await? as i64) }),
+        )
+    }
+
+    /// Pushes many `[group, item]` pairs in one round trip. Every pair is checked first: on bad
+    /// input nothing is written. Resolves with, per item, how many items its push dropped.
+    #[napi(
+        ts_args_type = "items: Array<[group: string, item: Buffer | Uint8Array | string]>",
+        ts_return_type = "Promise<number[]>"
+    )]
+    pub fn push_many<'env>(&self, env: &'env Env, items: Unknown) -> Result<PromiseRaw<'env, Vec<i64>>> {
+        let q = self.inner.clone();
+        let pairs = array("items", &items, |i, pair| {
+            let what = format!("items[{i}]");
+            let mut parts = array(&what, pair, |j, el| Ok((j, el.clone())))?.into_iter();
+            match (parts.next(), parts.next(), parts.next()) {
+                (Some((_, g)), Some((_, item)), None) => Ok((
+                    string(&format!("{what}[0] (group)"), &g)?,
+                    bytes(&format!("{what}[1] (item)"), &item)?,
+                )),
+                _ => Err(type_error(format!("{what} must be a [group, item] pair"))),
+            }
+        });
+        spawn(
+            env,
+            pairs.map(|pairs| async move {
+                let drops = q.push_many(&pairs).await?;
+                Ok(drops.into_iter().map(|d| d as i64).collect())
+            }),
+        )
+    }
+
+    /// Atomically removes and returns up to `max` items of `group`, oldest first (exactly `max`
+    /// when that many are queued).
+    #[napi(ts_args_type = "group: string, max: number", ts_return_type = "Promise<Buffer[]>")]
+    pub fn pop_batch<'env>(&self, env: &'env Env, group: Unknown, max: Unknown) -> Result<PromiseRaw<'env, Vec<Buffer>>> {
+        let q = self.inner.clone();
+        let args = string("group", &group).and_then(|g| Ok((g, count("max", &max)?)));
+        spawn(
+            env,
+            args.map(|(group, max)| async move { Ok(buffers(q.pop_batch(&group, max).await?)) }),
+        )
+    }
+
+    /// Takes the next batch of up to `max` items, round-robin over the groups that have data;
+    /// resolves with `null` when no group has any.
+    #[napi(ts_args_type = "max: number", ts_return_type = "Promise<Batch | null>")]
+    pub fn next_batch<'env>(&self, env: &'env Env, max: Unknown) -> Result<PromiseRaw<'env, Option<Batch>>> {
+        let q = self.inner.clone();
+        spawn(
+            env,
+            count("max", &max).map(|max| async move {
+                Ok(q.next_batch(max).await?.map(|b| Batch {
+                    group: b.group,
+                    items: buffers(b.items),
+                }))
+            }),
+        )
+    }
+
+    /// Number of items queued in `group`.
+    #[napi(ts_args_type = "group: string", ts_return_type = "Promise<number>")]
+    pub fn len<'env>(&self, env: &'env Env, group: Unknown) -> Result<PromiseRaw<'env, i64>> {
+        let q = self.inner.clone();
+        spawn(
+            env,
+            string("group", &group).map(|group| async move { Ok(q.len(&group).await? as i64) }),
+        )
+    }
+
+    /// Groups that currently hold data, in round-robin order.
+    #[napi(ts_return_type = "Promise<string[]>")]
+    pub fn groups<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, Vec<String>>> {
+        let q = self.inner.clone();
+        spawn(env, Ok(async move { Ok(q.groups().await?) }))
+    }
+
+    /// Queue-wide counters.
+    #[napi(ts_return_type = "Promise<CappedStats>")]
+    pub fn stats<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, CappedStats>> {
+        let q = self.inner.clone();
+        spawn(
+            env,
+            Ok(async move {
+                let s = q.stats().await?;
+                Ok(CappedStats {
+                    pushed: s.pushed as i64,
+                    dropped: s.dropped as i64,
+                    discarded: s.discarded as i64,
+                    delivered: s.delivered as i64,
+                    groups: s.groups as i64,
+                })
+            }),
+        )
+    }
+}
