@@ -19,6 +19,13 @@ pub enum ErrorKind {
     Forked,
     /// The consumer or worker was already stopped.
     Closed,
+    /// No job with that id (or it is no longer retained).
+    JobNotFound,
+    /// The job is active, dead or completed, so it cannot be cancelled.
+    JobNotCancellable,
+    /// The lease expired and the job was redelivered: this worker may no longer ack, fail or
+    /// extend it.
+    LeaseLost,
 }
 
 impl ErrorKind {
@@ -31,6 +38,9 @@ impl ErrorKind {
             ErrorKind::Redis => "REDIS",
             ErrorKind::Forked => "FORKED",
             ErrorKind::Closed => "CLOSED",
+            ErrorKind::JobNotFound => "JOB_NOT_FOUND",
+            ErrorKind::JobNotCancellable => "JOB_NOT_CANCELLABLE",
+            ErrorKind::LeaseLost => "LEASE_LOST",
         }
     }
 
@@ -42,6 +52,9 @@ impl ErrorKind {
         ErrorKind::Redis,
         ErrorKind::Forked,
         ErrorKind::Closed,
+        ErrorKind::JobNotFound,
+        ErrorKind::JobNotCancellable,
+        ErrorKind::LeaseLost,
     ];
 }
 

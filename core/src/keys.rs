@@ -75,6 +75,68 @@ impl CappedKeys {
     }
 }
 
+/// Keys of one job queue. Every script gets them in KEYS; none is invented in Lua.
+#[derive(Debug, Clone)]
+pub(crate) struct JobKeys {
+    base: String,
+}
+
+macro_rules! job_keys {
+    ($($name:ident => $suffix:literal: $doc:literal),* $(,)?) => {
+        impl JobKeys {
+            $(#[doc = $doc] pub fn $name(&self) -> String { format!("{}{}", self.base, $suffix) })*
+        }
+    };
+}
+
+job_keys! {
+    ready => "ready": "List of ready job ids, oldest first.",
+    delayed => "delayed": "Sorted set of delayed job ids, score = due time (ms, Redis clock).",
+    active => "active": "Sorted set of leased job ids, score = lease deadline (ms).",
+    dead => "dead": "Sorted set of dead-lettered job ids, score = time of death (ms).",
+    done => "done": "Sorted set of retained finished job ids, score = finish time (ms).",
+    jobs => "jobs": "Hash id -> envelope (MessagePack).",
+    state => "state": "Hash id -> d (delayed) | r (ready) | a (active) | x (dead) | c (completed).",
+    attempts => "attempts": "Hash id -> deliveries so far.",
+    tokens => "tokens": "Hash id -> token of the current lease.",
+    max_attempts => "maxatt": "Hash id -> max attempts.",
+    errors => "errors": "Hash id -> last error text (size-capped).",
+    enqueued => "enqueued": "Hash id -> enqueue time (ms, Redis clock).",
+    stats => "stats": "Counters: enqueued, completed, failed, retried, recovered, cancelled, requeued.",
+    wake => "wake": "Wake-up tokens for idle workers.",
+}
+
+impl JobKeys {
+    pub fn new(prefix: &str, queue: &str) -> Result<Self> {
+        validate_prefix(prefix)?;
+        validate_name("queue", queue)?;
+        Ok(JobKeys {
+            base: format!("{prefix}:{{{queue}}}:"),
+        })
+    }
+
+    /// Every key of the queue, for tests that check they share one slot.
+    #[cfg(test)]
+    pub fn all(&self) -> Vec<String> {
+        vec![
+            self.ready(),
+            self.delayed(),
+            self.active(),
+            self.dead(),
+            self.done(),
+            self.jobs(),
+            self.state(),
+            self.attempts(),
+            self.tokens(),
+            self.max_attempts(),
+            self.errors(),
+            self.enqueued(),
+            self.stats(),
+            self.wake(),
+        ]
+    }
+}
+
 /// The Redis Cluster hash slot of a key (CRC16/XMODEM of the hash tag, mod 16384).
 pub fn key_slot(key: &str) -> u16 {
     let bytes = key.as_bytes();
@@ -129,6 +191,10 @@ mod tests {
             k.stats(),
             k.wake(),
         ] {
+            assert_eq!(key_slot(&key), slot, "{key}");
+        }
+        let j = JobKeys::new("tideq", "events").unwrap();
+        for key in j.all() {
             assert_eq!(key_slot(&key), slot, "{key}");
         }
         assert_eq!(key_slot("foo"), 12182); // value from the Redis Cluster spec

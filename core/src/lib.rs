@@ -9,6 +9,9 @@
 //! - `scripts` + `src/lua/`: the Lua scripts, one file per operation, each stating its contract.
 //! - [`capped`]: the capped grouped queue (drop-oldest, TTL, `max_age`, round-robin batches).
 //! - [`consumer`]: the consumer runtime for capped queues (concurrency, dedicated groups, shutdown).
+//! - [`jobs`]: the job queue (delayed jobs, leases, ack, retries, dead letters, cancel).
+//! - [`worker`]: the worker runtime for job queues (concurrency, lease renewal, shutdown).
+//! - [`envelope`]: the versioned MessagePack job envelope and backoff policy.
 //! - [`error`]: one error type with stable codes.
 //!
 //! ```no_run
@@ -27,12 +30,18 @@ pub mod capped;
 pub mod client;
 pub mod config;
 pub mod consumer;
+pub mod envelope;
 pub mod error;
+pub mod jobs;
 pub mod keys;
 mod scripts;
+pub mod worker;
 
 pub use capped::{Batch, CappedOptions, CappedQueue, CappedStats};
 pub use client::Client;
 pub use config::Config;
 pub use consumer::{BatchHandler, Consumer, ConsumerOptions, ConsumerStats, HandlerFuture};
+pub use envelope::{Backoff, BackoffKind, Envelope};
 pub use error::{Error, ErrorKind, Result};
+pub use jobs::{EnqueueOptions, Enqueued, Job, JobInfo, JobState, JobStats, Queue, QueueOptions};
+pub use worker::{JobFuture, JobHandler, Worker, WorkerOptions, WorkerStats};

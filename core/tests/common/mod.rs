@@ -13,6 +13,7 @@ pub struct RedisServer {
     pub url: String,
     child: Option<Child>,
     dir: PathBuf,
+    extra: Vec<String>,
 }
 
 pub fn free_port() -> u16 {
@@ -42,6 +43,7 @@ impl RedisServer {
                 url,
                 child: None,
                 dir: PathBuf::new(),
+                extra: Vec::new(),
             };
         }
         Self::start_private(free_port(), &[])
@@ -56,12 +58,13 @@ impl RedisServer {
             url: format!("redis://127.0.0.1:{port}"),
             child: None,
             dir,
+            extra: extra.iter().map(|s| s.to_string()).collect(),
         };
-        server.spawn(extra);
+        server.spawn();
         server
     }
 
-    fn spawn(&mut self, extra: &[&str]) {
+    fn spawn(&mut self) {
         let log = std::fs::File::create(self.dir.join("redis.log")).unwrap();
         let child = Command::new("redis-server")
             .args([
@@ -75,7 +78,7 @@ impl RedisServer {
                 "no",
             ])
             .args(["--dir", self.dir.to_str().unwrap()])
-            .args(extra)
+            .args(&self.extra)
             .stdout(log.try_clone().unwrap())
             .stderr(log)
             .stdin(Stdio::null())
@@ -109,7 +112,7 @@ impl RedisServer {
 
     pub fn restart(&mut self) {
         self.stop();
-        self.spawn(&[]);
+        self.spawn();
     }
 
     pub fn log(&self) -> String {

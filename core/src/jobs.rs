@@ -1,0 +1,710 @@
+//! The job queue: delayed jobs, leases with per-delivery tokens, ack, retries with backoff, dead
+//! letters, idempotent ids and cancel. Delivery is at-least-once: a job is in exactly one state
+//! (delayed, ready, active, dead or completed) and leaves Redis only when completed (or purged).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use redis::Value;
+
+use crate::client::Client;
+use crate::envelope::{Backoff, Envelope, ENVELOPE_VERSION};
+use crate::error::{Error, ErrorKind, Result};
+use crate::keys::JobKeys;
+use crate::scripts::{
+    CANCEL_JOB, DEAD_LETTERS, ENQUEUE_JOBS, EXTEND_LEASE, FETCH_JOBS, SETTLE_JOB,
+};
+
+/// Most jobs per enqueue script call; all calls of one `enqueue_many` go in one pipeline.
+const ENQUEUE_CHUNK: usize = 500;
+/// Most delayed jobs promoted per fetch (bounded script time).
+pub(crate) const PROMOTE_LIMIT: usize = 1000;
+
+/// Queue-wide defaults. Per-job options in [`EnqueueOptions`] override the first three.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QueueOptions {
+    /// Deliveries before a job is dead-lettered. Default 5.
+    pub max_attempts: u32,
+    /// Delay before retries. Default: exponential from 1 s, capped at 1 h, with jitter.
+    pub backoff: Backoff,
+    /// Longest run time of one attempt; past it the attempt fails and is retried. Default none.
+    pub timeout: Option<Duration>,
+    /// Completed jobs kept for `get` (newest N). 0 = delete on completion. Default 1000.
+    pub keep_completed: usize,
+    /// Completed jobs older than this are deleted. Default 1 day.
+    pub keep_for: Option<Duration>,
+    /// Longest error text stored with a failed job, in bytes. Default 4096.
+    pub max_error_len: usize,
+}
+
+impl Default for QueueOptions {
+    fn default() -> Self {
+        QueueOptions {
+            max_attempts: 5,
+            backoff: Backoff::default(),
+            timeout: None,
+            keep_completed: 1000,
+            keep_for: Some(Duration::from_secs(24 * 3600)),
+            max_error_len: 4096,
+        }
+    }
+}
+
+/// Options of one enqueued job.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct EnqueueOptions {
+    /// Idempotency key: enqueuing an id that exists creates nothing. Default: a random id.
+    pub id: Option<String>,
+    /// Run no earlier than this long from now (Redis clock).
+    pub delay: Option<Duration>,
+    /// Run no earlier than this time (ms since the epoch). Exclusive with `delay`.
+    pub run_at_ms: Option<u64>,
+    pub max_attempts: Option<u32>,
+    pub backoff: Option<Backoff>,
+    pub timeout: Option<Duration>,
+}
+
+/// What `enqueue` did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Enqueued {
+    pub id: String,
+    /// False when a job with this id already existed (nothing was written).
+    pub created: bool,
+}
+
+/// Where a job is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JobState {
+    Delayed,
+    Ready,
+    Active,
+    Dead,
+    Completed,
+}
+
+impl JobState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobState::Delayed => "delayed",
+            JobState::Ready => "ready",
+            JobState::Active => "active",
+            JobState::Dead => "dead",
+            JobState::Completed => "completed",
+        }
+    }
+
+    fn from_code(c: &str) -> Option<Self> {
+        Some(match c {
+            "d" => JobState::Delayed,
+            "r" => JobState::Ready,
+            "a" => JobState::Active,
+            "x" => JobState::Dead,
+            "c" => JobState::Completed,
+            _ => return None,
+        })
+    }
+}
+
+/// A job as `get` and `dead_letters` report it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobInfo {
+    pub id: String,
+    pub state: JobState,
+    pub payload: Vec<u8>,
+    /// Deliveries so far.
+    pub attempts: u32,
+    pub max_attempts: u32,
+    pub last_error: Option<String>,
+    /// Redis-clock ms.
+    pub enqueued_at: u64,
+    /// Delayed: due time; active: lease deadline; dead: time of death; completed: finish time.
+    pub state_since_or_until: Option<u64>,
+}
+
+/// Counts per state plus lifetime counters.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct JobStats {
+    pub delayed: u64,
+    pub ready: u64,
+    pub active: u64,
+    pub dead: u64,
+    pub enqueued: u64,
+    pub completed: u64,
+    /// Jobs that exhausted their attempts (dead-lettered).
+    pub failed: u64,
+    /// Failed attempts scheduled for a retry.
+    pub retried: u64,
+    /// Expired leases recovered (worker died or stalled).
+    pub recovered: u64,
+    pub cancelled: u64,
+}
+
+/// A leased job, as the worker runtime hands it to a handler.
+#[derive(Debug, Clone)]
+pub struct Job {
+    pub id: String,
+    pub payload: Vec<u8>,
+    /// 1 on first delivery.
+    pub attempt: u32,
+    pub max_attempts: u32,
+    /// Redis-clock ms.
+    pub enqueued_at: u64,
+    pub queue: String,
+    pub timeout: Option<Duration>,
+    pub(crate) backoff: Backoff,
+    pub(crate) token: String,
+}
+
+impl Job {
+    /// The payload as UTF-8 text.
+    pub fn payload_str(&self) -> Result<&str> {
+        std::str::from_utf8(&self.payload)
+            .map_err(|e| Error::invalid(format!("payload is not UTF-8: {e}")))
+    }
+}
+
+/// A handle on one job queue. Cheap to clone.
+#[derive(Clone)]
+pub struct Queue {
+    pub(crate) client: Client,
+    name: Arc<str>,
+    pub(crate) keys: Arc<JobKeys>,
+    opts: QueueOptions,
+}
+
+impl std::fmt::Debug for Queue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Queue")
+            .field("name", &self.name)
+            .field("opts", &self.opts)
+            .finish()
+    }
+}
+
+/// Checks a job id: 1–256 bytes, no control characters.
+pub fn validate_job_id(id: &str) -> Result<()> {
+    if id.is_empty() || id.len() > 256 {
+        return Err(Error::invalid(format!(
+            "job id must be 1 to 256 bytes, got {}",
+            id.len()
+        )));
+    }
+    if id.chars().any(char::is_control) {
+        return Err(Error::invalid(format!(
+            "job id {id:?} contains control characters"
+        )));
+    }
+    Ok(())
+}
+
+fn new_job_id() -> String {
+    format!("{:032x}", fastrand::u128(..))
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+fn ms(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+impl Queue {
+    pub fn new(client: &Client, name: &str, opts: QueueOptions) -> Result<Self> {
+        let keys = JobKeys::new(client.config().prefix(), name)?;
+        if opts.max_attempts == 0 {
+            return Err(Error::invalid("max_attempts must be at least 1"));
+        }
+        opts.backoff.validate()?;
+        if opts.timeout == Some(Duration::ZERO) {
+            return Err(Error::invalid("timeout must be at least 1 ms"));
+        }
+        Ok(Queue {
+            client: client.clone(),
+            name: name.into(),
+            keys: Arc::new(keys),
+            opts,
+        })
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn options(&self) -> &QueueOptions {
+        &self.opts
+    }
+
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    fn envelope(&self, payload: &[u8], o: &EnqueueOptions) -> Result<(Envelope, u64, u64)> {
+        let limit = self.client.config().max_payload();
+        if payload.len() > limit {
+            return Err(Error::new(
+                ErrorKind::PayloadTooLarge,
+                format!(
+                    "payload is {} bytes; the limit is {limit} bytes",
+                    payload.len()
+                ),
+            ));
+        }
+        let id = match &o.id {
+            Some(id) => {
+                validate_job_id(id)?;
+                id.clone()
+            }
+            None => new_job_id(),
+        };
+        let max_attempts = o.max_attempts.unwrap_or(self.opts.max_attempts);
+        if max_attempts == 0 {
+            return Err(Error::invalid("max_attempts must be at least 1"));
+        }
+        let backoff = o.backoff.unwrap_or(self.opts.backoff);
+        backoff.validate()?;
+        if o.delay.is_some() && o.run_at_ms.is_some() {
+            return Err(Error::invalid("give delay or run_at, not both"));
+        }
+        let timeout = o.timeout.or(self.opts.timeout);
+        if timeout == Some(Duration::ZERO) {
+            return Err(Error::invalid("timeout must be at least 1 ms"));
+        }
+        let env = Envelope {
+            v: ENVELOPE_VERSION,
+            id,
+            payload: payload.to_vec(),
+            created_at: now_ms(),
+            max_attempts,
+            backoff,
+            timeout_ms: timeout.map(ms),
+        };
+        Ok((env, o.delay.map(ms).unwrap_or(0), o.run_at_ms.unwrap_or(0)))
+    }
+
+    fn enqueue_keys(&self) -> [String; 8] {
+        let k = &self.keys;
+        [
+            k.jobs(),
+            k.state(),
+            k.max_attempts(),
+            k.enqueued(),
+            k.ready(),
+            k.delayed(),
+            k.wake(),
+            k.stats(),
+        ]
+    }
+
+    /// Enqueues one job. With an `id` that already exists, nothing is written and
+    /// `created` is false.
+    pub async fn enqueue(
+        &self,
+        payload: impl AsRef<[u8]>,
+        opts: EnqueueOptions,
+    ) -> Result<Enqueued> {
+        let mut v = self.enqueue_many(&[(payload, opts)]).await?;
+        Ok(v.remove(0))
+    }
+
+    /// Enqueues many jobs in one round trip. All jobs are validated first: on bad input nothing
+    /// is written.
+    pub async fn enqueue_many<P: AsRef<[u8]>>(
+        &self,
+        jobs: &[(P, EnqueueOptions)],
+    ) -> Result<Vec<Enqueued>> {
+        let mut prepared = Vec::with_capacity(jobs.len());
+        for (payload, o) in jobs {
+            prepared.push(self.envelope(payload.as_ref(), o)?);
+        }
+        let keys = self.enqueue_keys();
+        let cmds: Vec<redis::Cmd> = prepared
+            .chunks(ENQUEUE_CHUNK)
+            .map(|chunk| {
+                let mut cmd = ENQUEUE_JOBS.cmd(&keys);
+                cmd.arg(chunk.len());
+                for (env, delay, run_at) in chunk {
+                    cmd.arg(&env.id)
+                        .arg(env.encode())
+                        .arg(env.max_attempts)
+                        .arg(*delay)
+                        .arg(*run_at);
+                }
+                cmd
+            })
+            .collect();
+        let replies = match cmds.len() {
+            0 => Vec::new(),
+            1 => vec![self.client.eval::<Value>(&cmds[0], &ENQUEUE_JOBS).await?],
+            _ => self.client.pipeline(&cmds).await?,
+        };
+        let mut out = Vec::with_capacity(jobs.len());
+        let mut envs = prepared.into_iter();
+        for reply in replies {
+            let flags: Vec<i64> =
+                redis::from_redis_value(reply).map_err(|e| self.client.err(e.into()))?;
+            for f in flags {
+                let (env, _, _) = envs.next().expect("one flag per job");
+                out.push(Enqueued {
+                    id: env.id,
+                    created: f == 1,
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    /// A job's state, attempts, last error and timestamps; `None` if unknown (or no longer
+    /// retained).
+    pub async fn get(&self, id: &str) -> Result<Option<JobInfo>> {
+        validate_job_id(id)?;
+        let mut found = self.get_many(&[id.to_string()]).await?;
+        Ok(found.pop().flatten())
+    }
+
+    async fn get_many(&self, ids: &[String]) -> Result<Vec<Option<JobInfo>>> {
+        let k = &self.keys;
+        let mut pipe = redis::pipe();
+        pipe.atomic();
+        for id in ids {
+            pipe.hget(k.jobs(), id)
+                .hget(k.state(), id)
+                .hget(k.attempts(), id)
+                .hget(k.errors(), id);
+            pipe.hget(k.enqueued(), id)
+                .zscore(k.delayed(), id)
+                .zscore(k.active(), id);
+            pipe.zscore(k.dead(), id).zscore(k.done(), id);
+        }
+        let mut conn = self.client.conn().await?;
+        let values: Vec<Value> = pipe
+            .query_async(&mut conn)
+            .await
+            .map_err(|e| self.client.err(e))?;
+        let mut out = Vec::new();
+        for (id, v) in ids.iter().zip(values.chunks(9)) {
+            type Row = (
+                Option<Vec<u8>>,
+                Option<String>,
+                Option<u32>,
+                Option<String>,
+                Option<u64>,
+            );
+            let (env, state, attempts, err, enq): Row =
+                redis::from_redis_value(Value::Array(v[..5].to_vec()))
+                    .map_err(|e| self.client.err(e.into()))?;
+            let scores: Vec<Option<f64>> = redis::from_redis_value(Value::Array(v[5..].to_vec()))
+                .map_err(|e| self.client.err(e.into()))?;
+            let (Some(env), Some(state)) = (env, state.as_deref().and_then(JobState::from_code))
+            else {
+                out.push(None);
+                continue;
+            };
+            let env = Envelope::decode(&env)?;
+            let when = match state {
+                JobState::Delayed => scores[0],
+                JobState::Active => scores[1],
+                JobState::Dead => scores[2],
+                JobState::Completed => scores[3],
+                JobState::Ready => None,
+            };
+            out.push(Some(JobInfo {
+                id: id.clone(),
+                state,
+                payload: env.payload,
+                attempts: attempts.unwrap_or(0),
+                max_attempts: env.max_attempts,
+                last_error: err,
+                enqueued_at: enq.unwrap_or(0),
+                state_since_or_until: when.map(|s| s as u64),
+            }));
+        }
+        Ok(out)
+    }
+
+    /// Removes a delayed or ready job. Active, dead or completed jobs are refused
+    /// (`JOB_NOT_CANCELLABLE`); unknown ids give `JOB_NOT_FOUND`.
+    pub async fn cancel(&self, id: &str) -> Result<()> {
+        validate_job_id(id)?;
+        let k = &self.keys;
+        let keys = [
+            k.ready(),
+            k.delayed(),
+            k.jobs(),
+            k.state(),
+            k.attempts(),
+            k.tokens(),
+            k.max_attempts(),
+            k.errors(),
+            k.enqueued(),
+            k.stats(),
+        ];
+        let mut cmd = CANCEL_JOB.cmd(&keys);
+        cmd.arg(id);
+        let res: String = self.client.eval(&cmd, &CANCEL_JOB).await?;
+        match res.as_str() {
+            "cancelled" => Ok(()),
+            "missing" => Err(Error::new(
+                ErrorKind::JobNotFound,
+                format!("no job {id:?} in queue {:?}", self.name),
+            )),
+            state => Err(Error::new(
+                ErrorKind::JobNotCancellable,
+                format!("job {id:?} is {state}; only delayed or ready jobs can be cancelled"),
+            )),
+        }
+    }
+
+    /// Dead-lettered jobs, oldest death first, `limit` from `offset`.
+    pub async fn dead_letters(&self, offset: usize, limit: usize) -> Result<Vec<JobInfo>> {
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let mut conn = self.client.conn().await?;
+        let ids: Vec<String> = redis::cmd("ZRANGE")
+            .arg(self.keys.dead())
+            .arg(offset)
+            .arg(offset + limit - 1)
+            .query_async(&mut conn)
+            .await
+            .map_err(|e| self.client.err(e))?;
+        Ok(self.get_many(&ids).await?.into_iter().flatten().collect())
+    }
+
+    async fn dead_op(&self, op: &str, id: Option<&str>) -> Result<u64> {
+        if let Some(id) = id {
+            validate_job_id(id)?;
+        }
+        let k = &self.keys;
+        let keys = [
+            k.dead(),
+            k.ready(),
+            k.jobs(),
+            k.state(),
+            k.attempts(),
+            k.tokens(),
+            k.max_attempts(),
+            k.errors(),
+            k.enqueued(),
+            k.stats(),
+            k.wake(),
+        ];
+        let mut total = 0;
+        loop {
+            let mut cmd = DEAD_LETTERS.cmd(&keys);
+            cmd.arg(op).arg(id.unwrap_or("")).arg(1000);
+            let n: u64 = self.client.eval(&cmd, &DEAD_LETTERS).await?;
+            total += n;
+            if id.is_some() || n < 1000 {
+                return Ok(total);
+            }
+        }
+    }
+
+    /// Moves a dead job back to ready with its attempts reset. `JOB_NOT_FOUND` if it is not dead.
+    pub async fn requeue(&self, id: &str) -> Result<()> {
+        match self.dead_op("requeue", Some(id)).await? {
+            0 => Err(Error::new(
+                ErrorKind::JobNotFound,
+                format!("no dead job {id:?}"),
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// Requeues every dead job; returns how many.
+    pub async fn requeue_all(&self) -> Result<u64> {
+        self.dead_op("requeue", None).await
+    }
+
+    /// Deletes every dead job; returns how many.
+    pub async fn purge(&self) -> Result<u64> {
+        self.dead_op("purge", None).await
+    }
+
+    pub async fn stats(&self) -> Result<JobStats> {
+        let k = &self.keys;
+        let mut conn = self.client.conn().await?;
+        let (delayed, ready, active, dead, c): (u64, u64, u64, u64, HashMap<String, u64>) =
+            redis::pipe()
+                .zcard(k.delayed())
+                .llen(k.ready())
+                .zcard(k.active())
+                .zcard(k.dead())
+                .hgetall(k.stats())
+                .query_async(&mut conn)
+                .await
+                .map_err(|e| self.client.err(e))?;
+        let get = |name: &str| c.get(name).copied().unwrap_or(0);
+        Ok(JobStats {
+            delayed,
+            ready,
+            active,
+            dead,
+            enqueued: get("enqueued"),
+            completed: get("completed"),
+            failed: get("failed"),
+            retried: get("retried"),
+            recovered: get("recovered"),
+            cancelled: get("cancelled"),
+        })
+    }
+
+    // ---- worker side -------------------------------------------------------------------------
+
+    fn settle_keys(&self) -> [String; 14] {
+        let k = &self.keys;
+        [
+            k.active(),
+            k.ready(),
+            k.delayed(),
+            k.dead(),
+            k.done(),
+            k.jobs(),
+            k.state(),
+            k.attempts(),
+            k.tokens(),
+            k.max_attempts(),
+            k.errors(),
+            k.enqueued(),
+            k.stats(),
+            k.wake(),
+        ]
+    }
+
+    /// Recovers expired leases, promotes due jobs and leases up to `want` ready jobs. Returns the
+    /// jobs and how long until something is due (ms, Redis clock), if anything is.
+    pub(crate) async fn fetch(
+        &self,
+        want: usize,
+        lease: Duration,
+    ) -> Result<(Vec<Job>, Option<u64>)> {
+        let k = &self.keys;
+        let keys = [
+            k.ready(),
+            k.delayed(),
+            k.active(),
+            k.dead(),
+            k.jobs(),
+            k.state(),
+            k.attempts(),
+            k.tokens(),
+            k.max_attempts(),
+            k.errors(),
+            k.enqueued(),
+            k.stats(),
+        ];
+        let mut cmd = FETCH_JOBS.cmd(&keys);
+        let token = format!("{:016x}", fastrand::u64(..));
+        cmd.arg(ms(lease)).arg(want).arg(&token).arg(PROMOTE_LIMIT);
+        let reply: Value = self.client.eval(&cmd, &FETCH_JOBS).await?;
+        let bad = || Error::new(ErrorKind::Redis, "unexpected reply from fetch_jobs");
+        let (leased, wake): (Vec<(String, Vec<u8>, u32, String, u64)>, i64) =
+            redis::from_redis_value(reply).map_err(|_| bad())?;
+        let mut jobs = Vec::with_capacity(leased.len());
+        for (id, env, attempt, token, enqueued_at) in leased {
+            let env = match Envelope::decode(&env) {
+                Ok(env) => env,
+                Err(e) => {
+                    // Unreadable: dead-letter it rather than loop on it.
+                    log::error!("tideq: job {id:?} has an unreadable envelope: {e}");
+                    let _ = self
+                        .settle_fail_raw(&id, &token, &format!("unreadable envelope: {e}"), 0, true)
+                        .await;
+                    continue;
+                }
+            };
+            jobs.push(Job {
+                id,
+                payload: env.payload,
+                attempt,
+                max_attempts: env.max_attempts,
+                enqueued_at,
+                queue: self.name.to_string(),
+                timeout: env.timeout_ms.map(Duration::from_millis),
+                backoff: env.backoff,
+                token,
+            });
+        }
+        Ok((jobs, u64::try_from(wake).ok()))
+    }
+
+    fn lease_lost(&self, id: &str) -> Error {
+        Error::new(
+            ErrorKind::LeaseLost,
+            format!("the lease on job {id:?} was lost (expired and redelivered)"),
+        )
+    }
+
+    /// Marks a leased job done. `LEASE_LOST` if the lease expired and the job was redelivered.
+    pub async fn complete(&self, job: &Job) -> Result<()> {
+        let mut cmd = SETTLE_JOB.cmd(&self.settle_keys());
+        cmd.arg("complete")
+            .arg(&job.id)
+            .arg(&job.token)
+            .arg(self.opts.keep_completed);
+        cmd.arg(self.opts.keep_for.map(ms).unwrap_or(0));
+        match self.client.eval::<i64>(&cmd, &SETTLE_JOB).await? {
+            -1 => Err(self.lease_lost(&job.id)),
+            _ => Ok(()),
+        }
+    }
+
+    /// Fails a leased attempt: retried after the job's backoff, or dead-lettered after
+    /// `max_attempts`. Returns true when dead-lettered.
+    pub async fn fail(&self, job: &Job, error: &str) -> Result<bool> {
+        let delay = job.backoff.delay_ms(job.attempt);
+        self.settle_fail_raw(&job.id, &job.token, error, delay, false)
+            .await
+    }
+
+    async fn settle_fail_raw(
+        &self,
+        id: &str,
+        token: &str,
+        error: &str,
+        delay: u64,
+        _dead: bool,
+    ) -> Result<bool> {
+        let mut text = error.to_string();
+        if text.len() > self.opts.max_error_len {
+            let mut cut = self.opts.max_error_len;
+            while !text.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            text.truncate(cut);
+            text.push('…');
+        }
+        let mut cmd = SETTLE_JOB.cmd(&self.settle_keys());
+        cmd.arg("fail").arg(id).arg(token).arg(text).arg(delay);
+        match self.client.eval::<i64>(&cmd, &SETTLE_JOB).await? {
+            -1 => Err(self.lease_lost(id)),
+            n => Ok(n == 2),
+        }
+    }
+
+    /// Returns a leased job to the front of the ready list without counting the attempt
+    /// (graceful shutdown).
+    pub async fn release(&self, job: &Job) -> Result<()> {
+        let mut cmd = SETTLE_JOB.cmd(&self.settle_keys());
+        cmd.arg("release").arg(&job.id).arg(&job.token);
+        match self.client.eval::<i64>(&cmd, &SETTLE_JOB).await? {
+            -1 => Err(self.lease_lost(&job.id)),
+            _ => Ok(()),
+        }
+    }
+
+    /// Pushes the lease deadline to `lease` from now (Redis clock).
+    pub async fn extend(&self, job: &Job, lease: Duration) -> Result<()> {
+        let mut cmd = EXTEND_LEASE.cmd(&[self.keys.active(), self.keys.tokens()]);
+        cmd.arg(&job.id).arg(&job.token).arg(ms(lease));
+        match self.client.eval::<i64>(&cmd, &EXTEND_LEASE).await? {
+            -1 => Err(self.lease_lost(&job.id)),
+            _ => Ok(()),
+        }
+    }
+}

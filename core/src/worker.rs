@@ -1,0 +1,410 @@
+//! The worker runtime for job queues. One fetch loop per worker leases jobs in batches (up to the
+//! free concurrency), runs the handler for each on its own task, renews each lease on a Rust task
+//! (so a handler that holds the GIL or blocks the Node event loop cannot let it lapse), and acks
+//! or fails by token. Idle, it blocks on a wake-up list that producers signal, for no longer than
+//! the time until the next delayed job or lease deadline (Redis clock) or `poll_interval`.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use redis::aio::MultiplexedConnection;
+use tokio::sync::{watch, Semaphore};
+use tokio::task::JoinSet;
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::jobs::{Job, Queue};
+
+/// The future a job handler returns.
+pub type JobFuture =
+    Pin<Box<dyn Future<Output = std::result::Result<(), String>> + Send + 'static>>;
+/// A job handler, as the runtime stores it.
+pub type JobHandler = Arc<dyn Fn(Job) -> JobFuture + Send + Sync + 'static>;
+
+/// How a worker fetches and runs jobs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WorkerOptions {
+    /// Jobs run at the same time. Default 10.
+    pub concurrency: usize,
+    /// Most jobs leased per fetch (0 = up to the free concurrency). Default 0.
+    pub batch_size: usize,
+    /// Lease length: a job whose worker stops renewing is redelivered this long after the last
+    /// renewal. Renewed every `lease / 3` while the handler runs. Default 30 s.
+    pub lease: Duration,
+    /// Longest idle wait before looking again (wake-ups usually come sooner). Default 5 s.
+    pub poll_interval: Duration,
+    /// On shutdown, how long running jobs may take; unfinished ones are then returned to the
+    /// queue at once. Default 10 s.
+    pub grace: Duration,
+    /// Stop by itself once nothing is ready, delayed or active (scripts, tests).
+    pub stop_when_drained: bool,
+}
+
+impl Default for WorkerOptions {
+    fn default() -> Self {
+        WorkerOptions {
+            concurrency: 10,
+            batch_size: 0,
+            lease: Duration::from_secs(30),
+            poll_interval: Duration::from_secs(5),
+            grace: Duration::from_secs(10),
+            stop_when_drained: false,
+        }
+    }
+}
+
+impl WorkerOptions {
+    fn validate(&self) -> Result<()> {
+        if self.concurrency == 0 {
+            return Err(Error::invalid("concurrency must be at least 1"));
+        }
+        if self.lease < Duration::from_millis(30) {
+            return Err(Error::invalid("lease must be at least 30 ms"));
+        }
+        if self.poll_interval < Duration::from_millis(10) {
+            return Err(Error::invalid("poll_interval must be at least 10 ms"));
+        }
+        Ok(())
+    }
+}
+
+/// What a worker has done so far (this process only).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WorkerStats {
+    /// Jobs whose handler succeeded and whose ack was accepted.
+    pub completed: u64,
+    /// Attempts that failed (handler error, panic or timeout).
+    pub failed: u64,
+    /// Acks/fails refused because the lease had been lost.
+    pub lease_lost: u64,
+    /// Jobs returned to the queue at shutdown.
+    pub released: u64,
+    pub fetch_errors: u64,
+}
+
+#[derive(Default)]
+struct Counters {
+    completed: AtomicU64,
+    failed: AtomicU64,
+    lease_lost: AtomicU64,
+    released: AtomicU64,
+    fetch_errors: AtomicU64,
+}
+
+impl Counters {
+    fn snapshot(&self) -> WorkerStats {
+        WorkerStats {
+            completed: self.completed.load(Ordering::Relaxed),
+            failed: self.failed.load(Ordering::Relaxed),
+            lease_lost: self.lease_lost.load(Ordering::Relaxed),
+            released: self.released.load(Ordering::Relaxed),
+            fetch_errors: self.fetch_errors.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// A running worker. Call [`shutdown`](Self::shutdown) to stop it gracefully.
+pub struct Worker {
+    stop: watch::Sender<bool>,
+    done: watch::Receiver<bool>,
+    task: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    counters: Arc<Counters>,
+}
+
+impl Worker {
+    pub fn stats(&self) -> WorkerStats {
+        self.counters.snapshot()
+    }
+
+    /// Stop fetching; running jobs get the grace period, then are returned to the queue.
+    pub fn stop(&self) {
+        let _ = self.stop.send(true);
+    }
+
+    pub fn is_running(&self) -> bool {
+        !*self.done.borrow()
+    }
+
+    /// Waits until the worker has stopped and returns its stats.
+    pub async fn join(&self) -> WorkerStats {
+        let task = self.task.lock().unwrap().take();
+        match task {
+            Some(task) => {
+                let _ = task.await;
+            }
+            None => {
+                let mut done = self.done.clone();
+                let _ = done.wait_for(|d| *d).await;
+            }
+        }
+        self.stats()
+    }
+
+    pub async fn shutdown(&self) -> WorkerStats {
+        self.stop();
+        self.join().await
+    }
+}
+
+impl Queue {
+    /// Starts a worker on the current tokio runtime. The handler's `Err` (or panic, or timeout)
+    /// fails the attempt: it is retried after the job's backoff, or dead-lettered after
+    /// `max_attempts`.
+    pub fn work<F, Fut, E>(&self, opts: WorkerOptions, handler: F) -> Result<Worker>
+    where
+        F: Fn(Job) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = std::result::Result<(), E>> + Send + 'static,
+        E: std::fmt::Display + 'static,
+    {
+        let handler: JobHandler = Arc::new(move |job| {
+            let fut = handler(job);
+            Box::pin(async move { fut.await.map_err(|e| e.to_string()) })
+        });
+        self.work_boxed(opts, handler)
+    }
+
+    /// [`work`](Self::work) with an already boxed handler (used by the bindings).
+    pub fn work_boxed(&self, opts: WorkerOptions, handler: JobHandler) -> Result<Worker> {
+        opts.validate()?;
+        let rt = tokio::runtime::Handle::try_current()
+            .map_err(|_| Error::new(ErrorKind::Closed, "work() needs a running tokio runtime"))?;
+        let (stop, stop_rx) = watch::channel(false);
+        let (done_tx, done) = watch::channel(false);
+        let counters = Arc::new(Counters::default());
+        let task = rt.spawn(run(
+            self.clone(),
+            opts,
+            handler,
+            stop_rx,
+            counters.clone(),
+            done_tx,
+        ));
+        Ok(Worker {
+            stop,
+            done,
+            task: Mutex::new(Some(task)),
+            counters,
+        })
+    }
+}
+
+async fn stopped(rx: &mut watch::Receiver<bool>) {
+    let _ = rx.wait_for(|s| *s).await;
+}
+
+type InFlight = Arc<Mutex<HashMap<String, Job>>>;
+
+async fn run(
+    queue: Queue,
+    opts: WorkerOptions,
+    handler: JobHandler,
+    mut stop_rx: watch::Receiver<bool>,
+    counters: Arc<Counters>,
+    done: watch::Sender<bool>,
+) {
+    let sem = Arc::new(Semaphore::new(opts.concurrency));
+    let batch = if opts.batch_size == 0 {
+        opts.concurrency
+    } else {
+        opts.batch_size
+    };
+    let in_flight: InFlight = Default::default();
+    let mut tasks: JoinSet<()> = JoinSet::new();
+    let mut waiter: Option<MultiplexedConnection> = None;
+    let mut backoff = Duration::from_millis(50);
+    loop {
+        while tasks.try_join_next().is_some() {}
+        let first = tokio::select! {
+            _ = stopped(&mut stop_rx) => break,
+            p = sem.clone().acquire_owned() => p.expect("semaphore never closes"),
+        };
+        if *stop_rx.borrow() {
+            break;
+        }
+        let mut permits = vec![first];
+        while permits.len() < batch {
+            match sem.clone().try_acquire_owned() {
+                Ok(p) => permits.push(p),
+                Err(_) => break,
+            }
+        }
+        // Not raced against stop: leased jobs must reach a handler (or be released).
+        match queue.fetch(permits.len(), opts.lease).await {
+            Ok((jobs, wake_in)) => {
+                backoff = Duration::from_millis(50);
+                let got = jobs.len();
+                for job in jobs {
+                    let permit = permits.pop().expect("one permit per leased job");
+                    in_flight
+                        .lock()
+                        .unwrap()
+                        .insert(job.token.clone(), job.clone());
+                    let (queue, handler, counters, in_flight) = (
+                        queue.clone(),
+                        handler.clone(),
+                        counters.clone(),
+                        in_flight.clone(),
+                    );
+                    let lease = opts.lease;
+                    tasks.spawn(async move {
+                        let token = job.token.clone();
+                        run_job(&queue, &handler, job, lease, &counters).await;
+                        in_flight.lock().unwrap().remove(&token);
+                        drop(permit);
+                    });
+                }
+                drop(permits);
+                if got > 0 {
+                    continue;
+                }
+                if opts.stop_when_drained && wake_in.is_none() && tasks.is_empty() {
+                    break;
+                }
+                let wait = match wake_in {
+                    Some(ms) => Duration::from_millis(ms).min(opts.poll_interval),
+                    None => opts.poll_interval,
+                };
+                if wait.is_zero() {
+                    continue;
+                }
+                let res = tokio::select! {
+                    _ = stopped(&mut stop_rx) => break,
+                    r = wait_for_wake(&queue, &mut waiter, wait) => r,
+                };
+                if let Err(e) = res {
+                    waiter = None;
+                    counters.fetch_errors.fetch_add(1, Ordering::Relaxed);
+                    log::warn!("tideq: worker wait failed, retrying in {backoff:?}: {e}");
+                    tokio::select! {
+                        _ = stopped(&mut stop_rx) => break,
+                        _ = tokio::time::sleep(backoff) => {}
+                    }
+                    backoff = (backoff * 2).min(Duration::from_secs(5));
+                }
+            }
+            Err(e) => {
+                drop(permits);
+                counters.fetch_errors.fetch_add(1, Ordering::Relaxed);
+                log::warn!("tideq: worker fetch failed, retrying in {backoff:?}: {e}");
+                tokio::select! {
+                    _ = stopped(&mut stop_rx) => break,
+                    _ = tokio::time::sleep(backoff) => {}
+                }
+                backoff = (backoff * 2).min(Duration::from_secs(5));
+            }
+        }
+    }
+    let drain = async { while tasks.join_next().await.is_some() {} };
+    if tokio::time::timeout(opts.grace, drain).await.is_err() {
+        tasks.abort_all();
+        let unfinished: Vec<Job> = in_flight.lock().unwrap().drain().map(|(_, j)| j).collect();
+        for job in unfinished {
+            match queue.release(&job).await {
+                Ok(()) => {
+                    counters.released.fetch_add(1, Ordering::Relaxed);
+                }
+                Err(e) => log::warn!(
+                    "tideq: could not return job {:?} at shutdown (its lease will expire): {e}",
+                    job.id
+                ),
+            }
+        }
+        while tasks.join_next().await.is_some() {}
+    }
+    let _ = done.send(true);
+}
+
+/// Blocks on the wake-up list for at most `wait`.
+async fn wait_for_wake(
+    queue: &Queue,
+    waiter: &mut Option<MultiplexedConnection>,
+    wait: Duration,
+) -> Result<()> {
+    if waiter.is_none() {
+        *waiter = Some(queue.client.blocking_conn().await?);
+    }
+    let conn = waiter.as_mut().expect("waiter connection");
+    // BLPOP takes seconds with millisecond precision; 0 would mean "forever".
+    let secs = wait.as_secs_f64().max(0.001);
+    redis::cmd("BLPOP")
+        .arg(queue.keys.wake())
+        .arg(format!("{secs:.3}"))
+        .query_async::<Option<(String, String)>>(conn)
+        .await
+        .map_err(|e| queue.client.err(e))?;
+    Ok(())
+}
+
+/// Runs one job: handler on its own task, lease renewal beside it, then ack or fail.
+async fn run_job(
+    queue: &Queue,
+    handler: &JobHandler,
+    job: Job,
+    lease: Duration,
+    counters: &Counters,
+) {
+    let renewal = {
+        let (queue, job) = (queue.clone(), job.clone());
+        tokio::spawn(async move {
+            let every = lease / 3;
+            loop {
+                tokio::time::sleep(every).await;
+                match queue.extend(&job, lease).await {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == ErrorKind::LeaseLost => return,
+                    Err(e) => {
+                        log::warn!("tideq: could not extend the lease on job {:?}: {e}", job.id)
+                    }
+                }
+            }
+        })
+    };
+    let fut = handler(job.clone());
+    let handled = tokio::spawn(fut);
+    let outcome = match job.timeout {
+        Some(t) => match tokio::time::timeout(t, handled).await {
+            Ok(joined) => joined,
+            Err(_) => Ok(Err(format!("timed out after {t:?}"))),
+        },
+        None => handled.await,
+    };
+    renewal.abort();
+    let result = match outcome {
+        Ok(r) => r,
+        Err(e) if e.is_panic() => Err("handler panicked".to_string()),
+        Err(e) => Err(format!("handler task failed: {e}")),
+    };
+    for attempt in 0..5 {
+        let settled = match &result {
+            Ok(()) => queue.complete(&job).await.map(|_| true),
+            Err(msg) => queue.fail(&job, msg).await.map(|_| false),
+        };
+        match settled {
+            Ok(true) => {
+                counters.completed.fetch_add(1, Ordering::Relaxed);
+                return;
+            }
+            Ok(false) => {
+                counters.failed.fetch_add(1, Ordering::Relaxed);
+                return;
+            }
+            Err(e) if e.kind() == ErrorKind::LeaseLost => {
+                counters.lease_lost.fetch_add(1, Ordering::Relaxed);
+                log::warn!("tideq: {e}");
+                return;
+            }
+            Err(e) => {
+                log::warn!(
+                    "tideq: could not settle job {:?} (try {}): {e}",
+                    job.id,
+                    attempt + 1
+                );
+                tokio::time::sleep(Duration::from_millis(100 << attempt)).await;
+            }
+        }
+    }
+    // Gave up: the lease will expire and the job will be redelivered (at-least-once).
+}
