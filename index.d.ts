@@ -100,7 +100,7 @@ export declare class Consumer {
 /** A batch taken from one group, oldest item first. */
 export interface Batch {
   group: string
-  items: Array<Buffer>
+  items: Buffer[]
 }
 
 /** Options of `new CappedQueue(name, options)`. Every field is optional. */

@@ -37,7 +37,27 @@ const QUEUE_KEYS: &[&str] = &["client", "url", "capacity", "ttlMs", "maxAgeMs"];
 #[napi(object, object_from_js = false)]
 pub struct Batch {
     pub group: String,
-    pub items: Vec<Buffer>,
+    #[napi(ts_type = "Buffer[]")]
+    pub items: Items,
+}
+
+/// Items on their way to JS: an array of `Buffer`s, each a copy of one item. Copying a small
+/// item into a fresh Buffer is cheaper than handing V8 the Rust allocation (an external buffer
+/// with a finalizer per item).
+pub struct Items(pub Vec<Vec<u8>>);
+
+impl ToNapiValue for Items {
+    unsafe fn to_napi_value(
+        raw_env: napi::sys::napi_env,
+        val: Self,
+    ) -> Result<napi::sys::napi_value> {
+        let env = Env::from_raw(raw_env);
+        let mut arr = env.create_array(val.0.len() as u32)?;
+        for (i, item) in val.0.iter().enumerate() {
+            arr.set(i as u32, &BufferSlice::copy_from(&env, item)?)?;
+        }
+        unsafe { Array::to_napi_value(raw_env, arr) }
+    }
 }
 
 /// Queue-wide counters kept in Redis.
@@ -55,10 +75,6 @@ pub struct CappedStats {
     pub groups: i64,
 }
 
-pub(crate) fn buffers(items: Vec<Vec<u8>>) -> Vec<Buffer> {
-    items.into_iter().map(Buffer::from).collect()
-}
-
 /// A capped grouped queue: per-group FIFOs capped at `capacity` (drop-oldest), round-robin
 /// batches over groups. Delivery is at-most-once.
 #[napi]
@@ -69,7 +85,10 @@ pub struct CappedQueue {
 fn client_arg(what: &str, v: &Unknown) -> Res<tideq::Client> {
     match read_value::<ClassInstance<Client>>(v) {
         Ok(c) => Ok(c.inner.clone()),
-        Err(_) => Err(type_error(format!("{what} must be a tideq Client; got {}", describe(v)))),
+        Err(_) => Err(type_error(format!(
+            "{what} must be a tideq Client; got {}",
+            describe(v)
+        ))),
     }
 }
 
@@ -80,7 +99,9 @@ impl CappedQueue {
         let client = match (opts.get("client", client_arg)?, opts.get("url", string)?) {
             (Some(_), Some(_)) => return Err(invalid("give either client or url, not both")),
             (Some(client), None) => client,
-            (None, url) => tideq::Client::new(tideq::Config::new(url.unwrap_or_else(crate::client::default_url)))?,
+            (None, url) => tideq::Client::new(tideq::Config::new(
+                url.unwrap_or_else(crate::client::default_url),
+            ))?,
         };
         let defaults = tideq::CappedOptions::default();
         let capped = tideq::CappedOptions {
@@ -100,7 +121,10 @@ fn ms(d: Option<Duration>) -> Option<f64> {
 impl CappedQueue {
     /// A handle on queue `name`. Validates the name and options (throws `INVALID_ARGUMENT`);
     /// does not touch Redis.
-    #[napi(constructor, ts_args_type = "name: string, options?: CappedQueueOptions")]
+    #[napi(
+        constructor,
+        ts_args_type = "name: string, options?: CappedQueueOptions"
+    )]
     pub fn new(env: &Env, name: Unknown, options: Option<Unknown>) -> Result<Self> {
         Ok(CappedQueue {
             inner: throw(env, CappedQueue::build(&name, options.as_ref()))?,
@@ -131,8 +155,16 @@ impl CappedQueue {
 
     /// Appends `item` to `group`, dropping the oldest items above capacity. Resolves with how
     /// many items were dropped. A string item is stored as its UTF-8 bytes.
-    #[napi(ts_args_type = "group: string, item: Buffer | Uint8Array | string", ts_return_type = "Promise<number>")]
-    pub fn push<'env>(&self, env: &'env Env, group: Unknown, item: Unknown) -> Result<PromiseRaw<'env, i64>> {
+    #[napi(
+        ts_args_type = "group: string, item: Buffer | Uint8Array | string",
+        ts_return_type = "Promise<number>"
+    )]
+    pub fn push<'env>(
+        &self,
+        env: &'env Env,
+        group: Unknown,
+        item: Unknown,
+    ) -> Result<PromiseRaw<'env, i64>> {
         let q = self.inner.clone();
         let args = string("group", &group).and_then(|g| Ok((g, bytes("item", &item)?)));
         spawn(
@@ -147,13 +179,17 @@ impl CappedQueue {
         ts_args_type = "items: Array<[group: string, item: Buffer | Uint8Array | string]>",
         ts_return_type = "Promise<number[]>"
     )]
-    pub fn push_many<'env>(&self, env: &'env Env, items: Unknown) -> Result<PromiseRaw<'env, Vec<i64>>> {
+    pub fn push_many<'env>(
+        &self,
+        env: &'env Env,
+        items: Unknown,
+    ) -> Result<PromiseRaw<'env, Vec<i64>>> {
         let q = self.inner.clone();
         let pairs = array("items", &items, |i, pair| {
             let what = format!("items[{i}]");
-            let mut parts = array(&what, pair, |j, el| Ok((j, el.clone())))?.into_iter();
+            let mut parts = array(&what, pair, |_, el| Ok(*el))?.into_iter();
             match (parts.next(), parts.next(), parts.next()) {
-                (Some((_, g)), Some((_, item)), None) => Ok((
+                (Some(g), Some(item), None) => Ok((
                     string(&format!("{what}[0] (group)"), &g)?,
                     bytes(&format!("{what}[1] (item)"), &item)?,
                 )),
@@ -171,27 +207,39 @@ impl CappedQueue {
 
     /// Atomically removes and returns up to `max` items of `group`, oldest first (exactly `max`
     /// when that many are queued).
-    #[napi(ts_args_type = "group: string, max: number", ts_return_type = "Promise<Buffer[]>")]
-    pub fn pop_batch<'env>(&self, env: &'env Env, group: Unknown, max: Unknown) -> Result<PromiseRaw<'env, Vec<Buffer>>> {
+    #[napi(
+        ts_args_type = "group: string, max: number",
+        ts_return_type = "Promise<Buffer[]>"
+    )]
+    pub fn pop_batch<'env>(
+        &self,
+        env: &'env Env,
+        group: Unknown,
+        max: Unknown,
+    ) -> Result<PromiseRaw<'env, Items>> {
         let q = self.inner.clone();
         let args = string("group", &group).and_then(|g| Ok((g, count("max", &max)?)));
         spawn(
             env,
-            args.map(|(group, max)| async move { Ok(buffers(q.pop_batch(&group, max).await?)) }),
+            args.map(|(group, max)| async move { Ok(Items(q.pop_batch(&group, max).await?)) }),
         )
     }
 
     /// Takes the next batch of up to `max` items, round-robin over the groups that have data;
     /// resolves with `null` when no group has any.
     #[napi(ts_args_type = "max: number", ts_return_type = "Promise<Batch | null>")]
-    pub fn next_batch<'env>(&self, env: &'env Env, max: Unknown) -> Result<PromiseRaw<'env, Option<Batch>>> {
+    pub fn next_batch<'env>(
+        &self,
+        env: &'env Env,
+        max: Unknown,
+    ) -> Result<PromiseRaw<'env, Option<Batch>>> {
         let q = self.inner.clone();
         spawn(
             env,
             count("max", &max).map(|max| async move {
                 Ok(q.next_batch(max).await?.map(|b| Batch {
                     group: b.group,
-                    items: buffers(b.items),
+                    items: Items(b.items),
                 }))
             }),
         )

@@ -57,10 +57,8 @@ pub struct Client {
 impl Client {
     pub(crate) fn from_options(opts: &Options) -> Res<tideq::Client> {
         let url = opts.get("url", string)?.unwrap_or_else(default_url);
-        let mut cfg = tideq::Config::new(url).with_credentials(
-            opts.get("username", string)?,
-            opts.get("password", string)?,
-        );
+        let mut cfg = tideq::Config::new(url)
+            .with_credentials(opts.get("username", string)?, opts.get("password", string)?);
         if let Some(prefix) = opts.get("prefix", string)? {
             cfg = cfg.with_prefix(prefix);
         }
@@ -84,7 +82,9 @@ impl Client {
     pub fn new(env: &Env, options: Option<Unknown>) -> Result<Self> {
         let res = Options::new("Client options", options.as_ref(), CLIENT_KEYS)
             .and_then(|opts| Client::from_options(&opts));
-        Ok(Client { inner: throw(env, res)? })
+        Ok(Client {
+            inner: throw(env, res)?,
+        })
     }
 
     /// Round trip to Redis; rejects with `CONNECTION` when it cannot be reached.

@@ -15,7 +15,7 @@ use napi::JsValue;
 use napi_derive::napi;
 use tokio::sync::oneshot;
 
-use crate::capped::{buffers, CappedQueue};
+use crate::capped::{CappedQueue, Items};
 use crate::convert::{boolean, count, describe, is_function, millis, read_value, strings, Options};
 use crate::errors::{throw, type_error, Res};
 
@@ -81,7 +81,8 @@ impl From<tideq::ConsumerStats> for ConsumerStats {
 }
 
 /// The JS handler: called with `(group, items)`, returns anything (a Promise is awaited).
-type HandlerFn = ThreadsafeFunction<tideq::Batch, Unknown<'static>, FnArgs<(String, Vec<Buffer>)>, Status, false>;
+type HandlerFn =
+    ThreadsafeFunction<tideq::Batch, Unknown<'static>, FnArgs<(String, Items)>, Status, false>;
 
 /// A handler failure on its way to JS.
 struct Report {
@@ -92,8 +93,12 @@ struct Report {
 
 /// Where handler errors go: the user's `onError(err, group)`, or `console.error`.
 enum Reporter {
-    User(ThreadsafeFunction<Report, Unknown<'static>, FnArgs<(napi::Error, String)>, Status, false>),
-    Console(ThreadsafeFunction<Report, Unknown<'static>, FnArgs<(String, napi::Error)>, Status, false>),
+    User(
+        ThreadsafeFunction<Report, Unknown<'static>, FnArgs<(napi::Error, String)>, Status, false>,
+    ),
+    Console(
+        ThreadsafeFunction<Report, Unknown<'static>, FnArgs<(String, napi::Error)>, Status, false>,
+    ),
 }
 
 impl Reporter {
@@ -106,8 +111,12 @@ impl Reporter {
             res.map(|_| ())
         };
         let status = match self {
-            Reporter::User(f) => f.call_with_return_value(report, ThreadsafeFunctionCallMode::NonBlocking, done),
-            Reporter::Console(f) => f.call_with_return_value(report, ThreadsafeFunctionCallMode::NonBlocking, done),
+            Reporter::User(f) => {
+                f.call_with_return_value(report, ThreadsafeFunctionCallMode::NonBlocking, done)
+            }
+            Reporter::Console(f) => {
+                f.call_with_return_value(report, ThreadsafeFunctionCallMode::NonBlocking, done)
+            }
         };
         if status == Status::Ok {
             let _ = rx.await;
@@ -116,7 +125,10 @@ impl Reporter {
 }
 
 /// Calls the JS handler for one batch and waits for it (and for its Promise, if it returns one).
-async fn call_handler(handler: &HandlerFn, batch: tideq::Batch) -> std::result::Result<(), napi::Error> {
+async fn call_handler(
+    handler: &HandlerFn,
+    batch: tideq::Batch,
+) -> std::result::Result<(), napi::Error> {
     let (tx, rx) = oneshot::channel::<Result<Option<Promise<()>>>>();
     let status = handler.call_with_return_value(
         batch,
@@ -126,7 +138,9 @@ async fn call_handler(handler: &HandlerFn, batch: tideq::Batch) -> std::result::
             // works); only a Promise is awaited.
             let outcome = ret.and_then(|v| {
                 if v.is_promise()? {
-                    Ok(Some(unsafe { Promise::<()>::from_napi_value(env.raw(), v.raw()) }?))
+                    Ok(Some(unsafe {
+                        Promise::<()>::from_napi_value(env.raw(), v.raw())
+                    }?))
                 } else {
                     Ok(None)
                 }
@@ -199,27 +213,44 @@ fn function<'env, Args: JsValuesTupleIntoVec>(
     v: &Unknown<'env>,
 ) -> Res<Function<'env, Args, Unknown<'static>>> {
     if !is_function(v) {
-        return Err(type_error(format!("{what} must be a function; got {}", describe(v))));
+        return Err(type_error(format!(
+            "{what} must be a function; got {}",
+            describe(v)
+        )));
     }
     read_value(v)
 }
 
 impl CappedQueue {
     /// Reads the handler and options and starts a core consumer calling the handler.
-    fn start(&self, env: &Env, handler: &Unknown, options: Option<&Unknown>) -> Res<tideq::Consumer> {
-        let handler: Function<FnArgs<(String, Vec<Buffer>)>, Unknown<'static>> = function("handler", handler)?;
+    fn start(
+        &self,
+        env: &Env,
+        handler: &Unknown,
+        options: Option<&Unknown>,
+    ) -> Res<tideq::Consumer> {
+        let handler: Function<FnArgs<(String, Items)>, Unknown<'static>> =
+            function("handler", handler)?;
         let opts = Options::new("consume options", options, CONSUME_KEYS)?;
         let defaults = tideq::ConsumerOptions::default();
         let consumer_opts = tideq::ConsumerOptions {
-            concurrency: opts.get("concurrency", count)?.unwrap_or(defaults.concurrency),
+            concurrency: opts
+                .get("concurrency", count)?
+                .unwrap_or(defaults.concurrency),
             batch_size: opts.get("batchSize", count)?.unwrap_or(defaults.batch_size),
             groups: opts.get("groups", strings)?.unwrap_or_default(),
             exclude: opts.get("exclude", strings)?.unwrap_or_default(),
-            poll_interval: opts.get("pollIntervalMs", millis)?.unwrap_or(defaults.poll_interval),
+            poll_interval: opts
+                .get("pollIntervalMs", millis)?
+                .unwrap_or(defaults.poll_interval),
             grace: opts.get("graceMs", millis)?.unwrap_or(defaults.grace),
-            stop_when_empty: opts.get("stopWhenEmpty", boolean)?.unwrap_or(defaults.stop_when_empty),
+            stop_when_empty: opts
+                .get("stopWhenEmpty", boolean)?
+                .unwrap_or(defaults.stop_when_empty),
         };
-        let reporter = match opts.get("onError", |what, v| function::<FnArgs<(napi::Error, String)>>(what, v))? {
+        let reporter = match opts.get("onError", |what, v| {
+            function::<FnArgs<(napi::Error, String)>>(what, v)
+        })? {
             Some(on_error) => Reporter::User(
                 on_error
                     .build_threadsafe_function::<Report>()
@@ -248,7 +279,9 @@ impl CappedQueue {
             handler
                 .build_threadsafe_function::<tideq::Batch>()
                 .callee_handled::<false>()
-                .build_callback(|ctx| Ok(FnArgs::from((ctx.value.group, buffers(ctx.value.items)))))?,
+                .build_callback(|ctx| {
+                    Ok(FnArgs::from((ctx.value.group, Items(ctx.value.items))))
+                })?,
         );
         let reporter = Arc::new(reporter);
         let boxed: tideq::BatchHandler = Arc::new(move |batch: tideq::Batch| {
@@ -261,7 +294,13 @@ impl CappedQueue {
                     Ok(()) => Ok(()),
                     Err(error) => {
                         let message = error.reason.clone();
-                        reporter.report(Report { error, group, items }).await;
+                        reporter
+                            .report(Report {
+                                error,
+                                group,
+                                items,
+                            })
+                            .await;
                         Err(message)
                     }
                 }
@@ -274,6 +313,10 @@ impl CappedQueue {
         })?)
     }
 }
+
+/// `process.once` / `process.removeListener`: `(eventName, listener)`.
+type ListenerMethod<'env> =
+    Function<'env, FnArgs<(&'static str, Function<'env, (), ()>)>, Unknown<'env>>;
 
 /// Removes the `run()` signal listeners once the consumer has stopped.
 struct SignalHooks {
@@ -288,11 +331,12 @@ impl SignalHooks {
     fn install(env: &Env, consumer: Arc<tideq::Consumer>) -> Result<Self> {
         let global = env.get_global()?;
         let process: Object = global.get_named_property("process")?;
-        let listener = env.create_function_from_closure::<(), (), _>("tideqStopOnSignal", move |_ctx| {
-            consumer.stop();
-            Ok(())
-        })?;
-        let once: Function<FnArgs<(&str, Function<(), ()>)>, Unknown> = process.get_named_property("once")?;
+        let listener =
+            env.create_function_from_closure::<(), (), _>("tideqStopOnSignal", move |_ctx| {
+                consumer.stop();
+                Ok(())
+            })?;
+        let once: ListenerMethod = process.get_named_property("once")?;
         for signal in Self::SIGNALS {
             once.apply(process, FnArgs::from((signal, listener)))?;
         }
@@ -305,8 +349,7 @@ impl SignalHooks {
     fn remove(self, env: &Env) -> Result<()> {
         let process = self.process.get_value(env)?;
         let listener = self.listener.borrow_back(env)?;
-        let remove: Function<FnArgs<(&str, Function<(), ()>)>, Unknown> =
-            process.get_named_property("removeListener")?;
+        let remove: ListenerMethod = process.get_named_property("removeListener")?;
         for signal in Self::SIGNALS {
             remove.apply(process, FnArgs::from((signal, listener)))?;
         }
@@ -322,7 +365,12 @@ impl CappedQueue {
     #[napi(
         ts_args_type = "handler: (group: string, items: Buffer[]) => void | Promise<void>, options?: ConsumeOptions"
     )]
-    pub fn consume(&self, env: &Env, handler: Unknown, options: Option<Unknown>) -> Result<Consumer> {
+    pub fn consume(
+        &self,
+        env: &Env,
+        handler: Unknown,
+        options: Option<Unknown>,
+    ) -> Result<Consumer> {
         let consumer = throw(env, self.start(env, &handler, options.as_ref()))?;
         Ok(Consumer {
             inner: Arc::new(consumer),
@@ -344,9 +392,12 @@ impl CappedQueue {
     ) -> Result<PromiseRaw<'env, ConsumerStats>> {
         let consumer = Arc::new(throw(env, self.start(env, &handler, options.as_ref()))?);
         let hooks = SignalHooks::install(env, consumer.clone()).inspect_err(|_| consumer.stop())?;
-        env.spawn_future_with_callback(async move { Ok(consumer.join().await) }, move |env, stats| {
-            hooks.remove(env)?;
-            Ok(ConsumerStats::from(stats))
-        })
+        env.spawn_future_with_callback(
+            async move { Ok(consumer.join().await) },
+            move |env, stats| {
+                hooks.remove(env)?;
+                Ok(ConsumerStats::from(stats))
+            },
+        )
     }
 }

@@ -42,7 +42,10 @@ fn is(v: &Unknown, t: ValueType) -> bool {
 /// A string argument (queue or group name, URL...).
 pub(crate) fn string(what: &str, v: &Unknown) -> Res<String> {
     if !is(v, ValueType::String) {
-        return Err(type_error(format!("{what} must be a string; got {}", describe(v))));
+        return Err(type_error(format!(
+            "{what} must be a string; got {}",
+            describe(v)
+        )));
     }
     read(v)
 }
@@ -67,11 +70,16 @@ pub(crate) fn bytes(what: &str, v: &Unknown) -> Res<Vec<u8>> {
 
 fn number(what: &str, v: &Unknown) -> Res<f64> {
     if !is(v, ValueType::Number) {
-        return Err(type_error(format!("{what} must be a number; got {}", describe(v))));
+        return Err(type_error(format!(
+            "{what} must be a number; got {}",
+            describe(v)
+        )));
     }
     let n: f64 = read(v)?;
     if !n.is_finite() || n < 0.0 {
-        return Err(invalid(format!("{what} must be a finite, non-negative number; got {n}")));
+        return Err(invalid(format!(
+            "{what} must be a finite, non-negative number; got {n}"
+        )));
     }
     Ok(n)
 }
@@ -93,7 +101,10 @@ pub(crate) fn millis(what: &str, v: &Unknown) -> Res<Duration> {
 
 pub(crate) fn boolean(what: &str, v: &Unknown) -> Res<bool> {
     if !is(v, ValueType::Boolean) {
-        return Err(type_error(format!("{what} must be a boolean; got {}", describe(v))));
+        return Err(type_error(format!(
+            "{what} must be a boolean; got {}",
+            describe(v)
+        )));
     }
     read(v)
 }
@@ -105,7 +116,10 @@ pub(crate) fn array<'env, T>(
     mut item: impl FnMut(usize, &Unknown<'env>) -> Res<T>,
 ) -> Res<Vec<T>> {
     if !v.is_array()? {
-        return Err(type_error(format!("{what} must be an array; got {}", describe(v))));
+        return Err(type_error(format!(
+            "{what} must be an array; got {}",
+            describe(v)
+        )));
     }
     let arr: Array = read(v)?;
     let len = arr.len();
@@ -137,7 +151,12 @@ impl<'env> Options<'env> {
         match v.get_type()? {
             ValueType::Undefined | ValueType::Null => return Ok(Options { what, obj: None }),
             ValueType::Object if !v.is_array()? => {}
-            _ => return Err(type_error(format!("{what} must be an object; got {}", describe(v)))),
+            _ => {
+                return Err(type_error(format!(
+                    "{what} must be an object; got {}",
+                    describe(v)
+                )))
+            }
         }
         let obj: Object = read(v)?;
         for key in Object::keys(&obj)? {
@@ -148,26 +167,45 @@ impl<'env> Options<'env> {
                 )));
             }
         }
-        Ok(Options { what, obj: Some(obj) })
+        Ok(Options {
+            what,
+            obj: Some(obj),
+        })
     }
 
     /// The value of `key`, or `None` when it is absent or `undefined`. `null` is returned as is.
     pub(crate) fn raw(&self, key: &str) -> Res<Option<Unknown<'env>>> {
-        let Some(obj) = &self.obj else { return Ok(None) };
+        let Some(obj) = &self.obj else {
+            return Ok(None);
+        };
         let v: Unknown = obj.get_named_property(key)?;
-        Ok(if is(&v, ValueType::Undefined) { None } else { Some(v) })
+        Ok(if is(&v, ValueType::Undefined) {
+            None
+        } else {
+            Some(v)
+        })
     }
 
     /// `key` read with `conv`; `None` when absent, `undefined` or `null`.
-    pub(crate) fn get<T>(&self, key: &str, conv: impl FnOnce(&str, &Unknown<'env>) -> Res<T>) -> Res<Option<T>> {
+    pub(crate) fn get<T>(
+        &self,
+        key: &str,
+        conv: impl FnOnce(&str, &Unknown<'env>) -> Res<T>,
+    ) -> Res<Option<T>> {
         match self.raw(key)? {
-            Some(v) if !is(&v, ValueType::Null) => Ok(Some(conv(&format!("{}.{key}", self.what), &v)?)),
+            Some(v) if !is(&v, ValueType::Null) => {
+                Ok(Some(conv(&format!("{}.{key}", self.what), &v)?))
+            }
             _ => Ok(None),
         }
     }
 
     /// A duration option where `null` means "none" and absent means `default`.
-    pub(crate) fn nullable_millis(&self, key: &str, default: Option<Duration>) -> Res<Option<Duration>> {
+    pub(crate) fn nullable_millis(
+        &self,
+        key: &str,
+        default: Option<Duration>,
+    ) -> Res<Option<Duration>> {
         match self.raw(key)? {
             None => Ok(default),
             Some(v) if is(&v, ValueType::Null) => Ok(None),

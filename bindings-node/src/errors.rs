@@ -50,18 +50,20 @@ pub(crate) fn to_js(env: &Env, failure: Failure) -> napi::Error {
     let raw = unsafe {
         match failure {
             Failure::Core(e) => {
-                JsError::from(napi::Error::new(e.code().to_string(), e.message())).into_value(env.raw())
+                JsError::from(napi::Error::new(e.code(), e.message())).into_value(env.raw())
             }
-            Failure::Type(message) => JsTypeError::from(napi::Error::new(
-                ErrorKind::InvalidArgument.code().to_string(),
-                message,
-            ))
-            .into_value(env.raw()),
+            Failure::Type(message) => {
+                JsTypeError::from(napi::Error::new(ErrorKind::InvalidArgument.code(), message))
+                    .into_value(env.raw())
+            }
         }
     };
     if raw.is_null() {
         // The environment is shutting down; nothing can receive the error object.
-        return napi::Error::new(Status::GenericFailure, "tideq: could not create the error object");
+        return napi::Error::new(
+            Status::GenericFailure,
+            "tideq: could not create the error object",
+        );
     }
     napi::Error::from(unsafe { Unknown::from_raw_unchecked(env.raw(), raw) })
 }
