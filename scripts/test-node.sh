@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Node binding: build it the way a user's `npm install` does (release, via the `prepare` script),
+# check that the committed TypeScript definitions match the build, then run the Node tests
+# against real redis-server processes the harness starts (or TIDEQ_TEST_REDIS_URL).
+# Needs cargo, node/npm and redis-server (scripts/ensure-deps.sh installs redis-server).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
+
+echo "== npm install (builds the addon)"
+npm install --no-audit --no-fund
+
+echo "== committed index.d.ts matches the build"
+if ! git diff --exit-code -- index.d.ts; then
+  echo "index.d.ts changed when the addon was rebuilt: commit the regenerated file" >&2
+  exit 1
+fi
+
+echo "== node --test tests/node/"
+node --test tests/node/

@@ -1,0 +1,135 @@
+// Bad input and faults: every error carries the core's code on err.code; wrong JS types are
+// TypeErrors (also with code INVALID_ARGUMENT); nothing is written on bad input.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+
+import { freePort, freshQueue, keysWithPrefix, redisCommand, tideq, unique, useRedis } from './harness.mjs';
+
+const redis = useRedis();
+const { Client, CappedQueue } = tideq;
+
+/** Asserts that `fn()` rejects (or throws) an error with `code`, and of class `cls`. */
+async function rejectsWith(fn, code, cls = Error, messagePart) {
+  let caught;
+  try {
+    await fn();
+  } catch (err) {
+    caught = err;
+  }
+  assert.ok(caught, `expected an error with code ${code}`);
+  assert.equal(caught.code, code, `code of ${caught}`);
+  assert.ok(caught instanceof cls, `${caught} is not a ${cls.name}`);
+  if (messagePart) assert.match(caught.message, messagePart);
+  return caught;
+}
+
+test('an item that is not bytes (number, object, array, null) is rejected with a clear TypeError and nothing is written', async () => {
+  const { queue, prefix } = freshQueue(redis.url);
+  for (const item of [42, { a: 1 }, [1, 2], null, undefined, true, new Float32Array(2)]) {
+    const err = await rejectsWith(() => queue.push('g', item), 'INVALID_ARGUMENT', TypeError, /item must be a Buffer, Uint8Array or string/);
+    assert.match(err.message, /got /);
+  }
+  // One bad item in a batch: the whole batch is refused.
+  await rejectsWith(() => queue.pushMany([['g', 'ok'], ['g', 7]]), 'INVALID_ARGUMENT', TypeError, /items\[1\]\[1\]/);
+  await rejectsWith(() => queue.pushMany('not an array'), 'INVALID_ARGUMENT', TypeError, /items must be an array/);
+  await rejectsWith(() => queue.pushMany([['g']]), 'INVALID_ARGUMENT', TypeError, /\[group, item\] pair/);
+  await rejectsWith(() => queue.push(5, 'x'), 'INVALID_ARGUMENT', TypeError, /group must be a string/);
+  // The promise rejects (it does not throw synchronously), so .catch() sees the error.
+  const p = queue.push('g', 42);
+  assert.ok(p instanceof Promise);
+  await assert.rejects(p, { code: 'INVALID_ARGUMENT' });
+  assert.deepEqual(await keysWithPrefix(redis.url, prefix), []);
+});
+
+test('bad group or queue names are refused with code INVALID_ARGUMENT and nothing is written', async () => {
+  const { queue, prefix } = freshQueue(redis.url);
+  for (const group of ['', '{hot}', 'a}b', 'x'.repeat(257), 'tab\there']) {
+    await rejectsWith(() => queue.push(group, 'x'), 'INVALID_ARGUMENT');
+    await rejectsWith(() => queue.pushMany([['fine', 'x'], [group, 'x']]), 'INVALID_ARGUMENT');
+    await rejectsWith(() => queue.popBatch(group, 1), 'INVALID_ARGUMENT');
+    await rejectsWith(() => queue.len(group), 'INVALID_ARGUMENT');
+  }
+  assert.deepEqual(await keysWithPrefix(redis.url, prefix), []);
+  for (const name of ['', '{q}', 'x'.repeat(257)]) {
+    await rejectsWith(() => new CappedQueue(name, { url: redis.url }), 'INVALID_ARGUMENT', Error, /queue name/);
+  }
+  await rejectsWith(() => new CappedQueue(42), 'INVALID_ARGUMENT', TypeError, /queue name must be a string/);
+  await rejectsWith(() => new Client({ prefix: 'a{b' }), 'INVALID_ARGUMENT');
+});
+
+test('capacity 0 is refused with INVALID_ARGUMENT', async () => {
+  await rejectsWith(() => new CappedQueue(unique('q'), { url: redis.url, capacity: 0 }), 'INVALID_ARGUMENT', Error, /capacity/);
+  await rejectsWith(() => new CappedQueue(unique('q'), { url: redis.url, capacity: -1 }), 'INVALID_ARGUMENT');
+  await rejectsWith(() => new CappedQueue(unique('q'), { url: redis.url, capacity: 1.5 }), 'INVALID_ARGUMENT');
+  await rejectsWith(() => new CappedQueue(unique('q'), { url: redis.url, capacity: '10' }), 'INVALID_ARGUMENT', TypeError);
+  await rejectsWith(() => new CappedQueue(unique('q'), { url: redis.url, ttlMs: 0 }), 'INVALID_ARGUMENT', Error, /ttl/);
+  const { queue } = freshQueue(redis.url);
+  await rejectsWith(() => queue.popBatch('g', 0), 'INVALID_ARGUMENT', Error, /max/);
+  await rejectsWith(() => queue.nextBatch(0), 'INVALID_ARGUMENT', Error, /max/);
+});
+
+test('options with a typo or of the wrong type are refused with INVALID_ARGUMENT', async () => {
+  await rejectsWith(() => new CappedQueue(unique('q'), { url: redis.url, capcity: 5 }), 'INVALID_ARGUMENT', Error, /unknown option "capcity"/);
+  await rejectsWith(() => new CappedQueue(unique('q'), 'redis://x'), 'INVALID_ARGUMENT', TypeError, /must be an object/);
+  await rejectsWith(() => new CappedQueue(unique('q'), { client: {} }), 'INVALID_ARGUMENT', TypeError, /must be a tideq Client/);
+  await rejectsWith(() => new CappedQueue(unique('q'), { client: new Client({ url: redis.url }), url: redis.url }), 'INVALID_ARGUMENT', Error, /either client or url/);
+  await rejectsWith(() => new Client({ url: 'http://localhost' }), 'INVALID_ARGUMENT', Error, /unsupported Redis URL/);
+  const { queue } = freshQueue(redis.url);
+  await rejectsWith(() => queue.consume(() => {}, { batch_size: 5 }), 'INVALID_ARGUMENT', Error, /unknown option "batch_size"/);
+  await rejectsWith(() => queue.consume('not a function'), 'INVALID_ARGUMENT', TypeError, /handler must be a function/);
+  await rejectsWith(() => queue.consume(() => {}, { concurrency: 0 }), 'INVALID_ARGUMENT', Error, /concurrency/);
+  await rejectsWith(() => queue.consume(() => {}, { groups: ['a'], exclude: ['b'] }), 'INVALID_ARGUMENT');
+  await rejectsWith(() => queue.consume(() => {}, { onError: 'log' }), 'INVALID_ARGUMENT', TypeError, /onError must be a function/);
+});
+
+test('an item over maxPayload is refused with PAYLOAD_TOO_LARGE and nothing is written', async () => {
+  const { queue, prefix } = freshQueue(redis.url, {}, { maxPayload: 1024 });
+  await queue.push('g', Buffer.alloc(1024)); // exactly the limit is fine
+  await rejectsWith(() => queue.push('g', Buffer.alloc(1025)), 'PAYLOAD_TOO_LARGE', Error, /1025 bytes/);
+  await rejectsWith(() => queue.pushMany([['g', 'small'], ['g', 'x'.repeat(2000)]]), 'PAYLOAD_TOO_LARGE');
+  assert.equal(await queue.len('g'), 1);
+  const stats = await queue.stats();
+  assert.equal(stats.pushed, 1);
+  assert.ok((await keysWithPrefix(redis.url, prefix)).length > 0);
+
+  // The default limit is 512 KiB.
+  const big = freshQueue(redis.url);
+  await rejectsWith(() => big.queue.push('g', Buffer.alloc(512 * 1024 + 1)), 'PAYLOAD_TOO_LARGE');
+  assert.deepEqual(await keysWithPrefix(redis.url, big.prefix), []);
+});
+
+test('unreachable Redis is reported with code CONNECTION and the password never appears', async () => {
+  const port = await freePort();
+  const url = `redis://:s3cret@127.0.0.1:${port}`;
+  const queue = new CappedQueue(unique('q'), { url });
+  for (const call of [() => queue.push('g', 'x'), () => queue.popBatch('g', 1), () => queue.stats()]) {
+    const err = await rejectsWith(call, 'CONNECTION');
+    assert.ok(!err.message.includes('s3cret'), err.message);
+    assert.ok(!String(err.stack).includes('s3cret'), err.stack);
+  }
+  const client = new Client({ url: `redis://127.0.0.1:${port}`, password: 's3cret' });
+  const err = await rejectsWith(() => client.ping(), 'CONNECTION');
+  assert.ok(!err.message.includes('s3cret'));
+  assert.equal(new Client({ url }).url, `redis://:***@127.0.0.1:${port}`);
+});
+
+test('an ACL user works with its password, and a wrong password is CONNECTION without the password', async () => {
+  const user = unique('user');
+  await redisCommand(redis.url, 'ACL', 'SETUSER', user, 'on', '>g00dpass', '~*', '+@all');
+  try {
+    const base = new URL(redis.url);
+    const good = new CappedQueue(unique('q'), { url: `redis://${user}:g00dpass@${base.host}` });
+    assert.equal(await good.push('g', 'x'), 0);
+    const viaOptions = new Client({ url: redis.url, username: user, password: 'g00dpass' });
+    await viaOptions.ping();
+
+    const bad = new CappedQueue(unique('q'), { url: `redis://${user}:wr0ngpass@${base.host}` });
+    const err = await rejectsWith(() => bad.push('g', 'x'), 'CONNECTION');
+    assert.ok(!err.message.includes('wr0ngpass'), err.message);
+    const badClient = new Client({ url: redis.url, username: user, password: 'wr0ngpass' });
+    const err2 = await rejectsWith(() => badClient.ping(), 'CONNECTION');
+    assert.ok(!err2.message.includes('wr0ngpass'), err2.message);
+  } finally {
+    await redisCommand(redis.url, 'ACL', 'DELUSER', user);
+  }
+});
