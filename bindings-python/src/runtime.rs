@@ -1,0 +1,251 @@
+//! The binding's one tokio runtime: pyo3-async-runtimes' runtime, used by the asyncio API and
+//! (through [`block_on`]) by the blocking API, so a connection is never used from two runtimes
+//! (TOOLCHAIN pitfall 5).
+//!
+//! A forked child cannot use it: its worker threads stayed in the parent, so any call would hang
+//! (pitfall 2). The PID is recorded when the runtime is created and every call checks it first,
+//! raising `ForkedError` instead of hanging.
+//!
+//! Runtime threads enter Python only through [`with_python`], which an `atexit` hook closes
+//! before the interpreter finalizes.
+
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::time::{Duration, Instant};
+
+use pyo3::prelude::*;
+use pyo3::IntoPyObjectExt;
+use tideq::{Error, ErrorKind};
+use tokio::runtime::Runtime;
+use tokio::sync::oneshot;
+
+use crate::errors;
+
+/// How often a blocking call wakes up to let Python handle signals (Ctrl-C).
+const SIGNAL_CHECK: Duration = Duration::from_millis(100);
+
+static OWNER_PID: OnceLock<u32> = OnceLock::new();
+
+/// The runtime, created on first use; `ForkedError` in a process forked after that.
+pub fn get() -> PyResult<&'static Runtime> {
+    let owner = *OWNER_PID.get_or_init(|| {
+        pyo3_async_runtimes::tokio::get_runtime();
+        std::process::id()
+    });
+    if owner != std::process::id() {
+        return Err(errors::to_py(forked(owner)));
+    }
+    Ok(pyo3_async_runtimes::tokio::get_runtime())
+}
+
+fn forked(owner: u32) -> Error {
+    Error::new(
+        ErrorKind::Forked,
+        format!(
+            "tideq was started in process {owner} and this process ({}) is a fork of it; its \
+             threads and connections do not survive fork(). Create tideq objects after forking and \
+             use them only in the child (do not use tideq in the parent before it forks), or use the \
+             'spawn' or 'forkserver' multiprocessing start method.",
+            std::process::id()
+        ),
+    )
+}
+
+/// Runs `fut` on the runtime with the GIL released, for the blocking API. Wakes every 100 ms to
+/// run Python signal handlers, so Ctrl-C interrupts a call waiting on an unreachable Redis.
+pub fn block_on<F, T>(py: Python<'_>, fut: F) -> PyResult<T>
+where
+    F: Future<Output = tideq::Result<T>> + Send,
+    T: Send,
+{
+    match wait_until(py, fut, None)? {
+        Some(res) => res.map_err(errors::to_py),
+        None => unreachable!("a wait without deadline only ends with the future"),
+    }
+}
+
+/// Waits for `fut` until `deadline` (forever when `None`), with the GIL released and signals
+/// checked as in [`block_on`]. Returns `None` when the deadline passed first.
+pub fn wait_until<F>(
+    py: Python<'_>,
+    fut: F,
+    deadline: Option<Instant>,
+) -> PyResult<Option<F::Output>>
+where
+    F: Future + Send,
+    F::Output: Send,
+{
+    let rt = get()?;
+    let mut fut = std::pin::pin!(fut);
+    loop {
+        let slice = match deadline {
+            Some(d) => d
+                .saturating_duration_since(Instant::now())
+                .min(SIGNAL_CHECK),
+            None => SIGNAL_CHECK,
+        };
+        // The timer must be created inside the runtime, hence the async block.
+        let step =
+            py.detach(|| rt.block_on(async { tokio::time::timeout(slice, fut.as_mut()).await }));
+        if let Ok(out) = step {
+            return Ok(Some(out));
+        }
+        py.check_signals()?;
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            return Ok(None);
+        }
+    }
+}
+
+/// Wraps `fut` in an asyncio future of the running loop (asyncio API). The result is converted
+/// and handed to the loop from a blocking thread through [`with_python`], so no runtime thread is
+/// inside Python once the interpreter starts finalizing. Cancelling the future drops `fut`.
+pub fn awaitable<'py, F, T>(py: Python<'py>, fut: F) -> PyResult<Bound<'py, PyAny>>
+where
+    F: Future<Output = tideq::Result<T>> + Send + 'static,
+    T: for<'a> IntoPyObject<'a> + Send + 'static,
+{
+    let rt = get()?;
+    let event_loop = pyo3_async_runtimes::get_running_loop(py)?;
+    let py_fut = event_loop.call_method0("create_future")?;
+    let (cancel_tx, cancel_rx) = oneshot::channel::<()>();
+    py_fut.call_method1(
+        "add_done_callback",
+        (CancelOnDone(Mutex::new(Some(cancel_tx))),),
+    )?;
+    let event_loop = event_loop.unbind();
+    let target = py_fut.clone().unbind();
+    rt.spawn(async move {
+        let cancelled = async move {
+            if cancel_rx.await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        };
+        let res = tokio::select! {
+            res = fut => res,
+            () = cancelled => return,
+        };
+        tokio::task::spawn_blocking(move || {
+            with_python(|py| {
+                let outcome = res.map_err(errors::to_py).and_then(|v| v.into_py_any(py));
+                let resolve = Resolve {
+                    fut: target,
+                    outcome: Mutex::new(Some(outcome.map_err(|e| e.into_value(py).into_any()))),
+                };
+                // Fails only when the loop is closed: nobody is waiting any more.
+                let _ = event_loop.call_method1(py, "call_soon_threadsafe", (resolve,));
+            });
+        });
+    });
+    Ok(py_fut)
+}
+
+/// Done-callback of an [`awaitable`]'s future: tells the Rust side when Python cancelled it.
+#[pyclass(frozen)]
+struct CancelOnDone(Mutex<Option<oneshot::Sender<()>>>);
+
+#[pymethods]
+impl CancelOnDone {
+    fn __call__(&self, fut: &Bound<'_, PyAny>) -> PyResult<()> {
+        let tx = self.0.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if fut.call_method0("cancelled")?.is_truthy()? {
+            if let Some(tx) = tx {
+                let _ = tx.send(());
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Runs on the event loop: sets an [`awaitable`]'s result or exception unless it was cancelled.
+#[pyclass(frozen)]
+struct Resolve {
+    fut: Py<PyAny>,
+    outcome: Mutex<Option<Result<Py<PyAny>, Py<PyAny>>>>,
+}
+
+#[pymethods]
+impl Resolve {
+    fn __call__(&self, py: Python<'_>) -> PyResult<()> {
+        let fut = self.fut.bind(py);
+        let outcome = self
+            .outcome
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if fut.call_method0("done")?.is_truthy()? {
+            return Ok(());
+        }
+        match outcome {
+            Some(Ok(value)) => fut.call_method1("set_result", (value,))?,
+            Some(Err(exc)) => fut.call_method1("set_exception", (exc,))?,
+            None => return Ok(()),
+        };
+        Ok(())
+    }
+}
+
+static EXITING: AtomicBool = AtomicBool::new(false);
+static ATTACHED: AtomicUsize = AtomicUsize::new(0);
+/// Consumers started in this process, to stop at interpreter exit.
+static CONSUMERS: Mutex<Vec<(Weak<tideq::Consumer>, Duration)>> = Mutex::new(Vec::new());
+
+/// Runs `f` with the GIL from a runtime or blocking thread, unless the interpreter is exiting
+/// (then `None`). [`at_exit`] waits for the calls in progress, so none is still inside Python
+/// when finalization starts (which aborts the process with "PyGILState_Release: thread state
+/// must be current").
+pub fn with_python<R>(f: impl for<'py> FnOnce(Python<'py>) -> R) -> Option<R> {
+    ATTACHED.fetch_add(1, Ordering::SeqCst);
+    let out = if EXITING.load(Ordering::SeqCst) {
+        None
+    } else {
+        Python::try_attach(f)
+    };
+    ATTACHED.fetch_sub(1, Ordering::SeqCst);
+    out
+}
+
+/// Remembers a consumer so that [`at_exit`] can stop it.
+pub fn track(consumer: &Arc<tideq::Consumer>, grace: Duration) {
+    let mut list = CONSUMERS.lock().unwrap_or_else(|e| e.into_inner());
+    list.retain(|(c, _)| c.strong_count() > 0);
+    list.push((Arc::downgrade(consumer), grace));
+}
+
+/// Registered with `atexit`: stops the consumers still running and waits for their handlers
+/// (each within its grace period), then closes [`with_python`] and waits for the calls in
+/// progress. Handler calls after that are refused (and counted as failed).
+#[pyfunction]
+pub fn at_exit(py: Python<'_>) {
+    let consumers: Vec<(Arc<tideq::Consumer>, Duration)> =
+        std::mem::take(&mut *CONSUMERS.lock().unwrap_or_else(|e| e.into_inner()))
+            .into_iter()
+            .filter_map(|(c, grace)| c.upgrade().map(|c| (c, grace)))
+            .filter(|(c, _)| c.is_running())
+            .collect();
+    if !consumers.is_empty() && OWNER_PID.get() == Some(&std::process::id()) {
+        let rt = pyo3_async_runtimes::tokio::get_runtime();
+        let longest = consumers.iter().map(|(_, g)| *g).max().unwrap_or_default();
+        py.detach(|| {
+            rt.block_on(async {
+                for (c, _) in &consumers {
+                    c.stop();
+                }
+                let all = async {
+                    for (c, _) in &consumers {
+                        c.join().await;
+                    }
+                };
+                let _ = tokio::time::timeout(longest + Duration::from_secs(2), all).await;
+            })
+        });
+    }
+    EXITING.store(true, Ordering::SeqCst);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    py.detach(|| {
+        while ATTACHED.load(Ordering::SeqCst) > 0 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    });
+}
