@@ -126,17 +126,14 @@ where
             res = fut => res,
             () = cancelled => return,
         };
-        tokio::task::spawn_blocking(move || {
-            with_python(|py| {
-                let outcome = res.map_err(errors::to_py).and_then(|v| v.into_py_any(py));
-                let resolve = Resolve {
-                    fut: target,
-                    outcome: Mutex::new(Some(outcome.map_err(|e| e.into_value(py).into_any()))),
-                };
-                // Fails only when the loop is closed: nobody is waiting any more.
-                let _ = event_loop.call_method1(py, "call_soon_threadsafe", (resolve,));
-            });
-        });
+        deliver(Box::new(move |py| {
+            let outcome = res.map_err(errors::to_py).and_then(|v| v.into_py_any(py));
+            (
+                event_loop,
+                target,
+                outcome.map_err(|e| e.into_value(py).into_any()),
+            )
+        }));
     });
     Ok(py_fut)
 }
@@ -158,31 +155,84 @@ impl CancelOnDone {
     }
 }
 
-/// Runs on the event loop: sets an [`awaitable`]'s result or exception unless it was cancelled.
-#[pyclass(frozen)]
-struct Resolve {
-    fut: Py<PyAny>,
-    outcome: Mutex<Option<Result<Py<PyAny>, Py<PyAny>>>>,
+type Outcome = Result<Py<PyAny>, Py<PyAny>>;
+/// asyncio futures of one loop with what to set on them.
+type Resolutions = Vec<(Py<PyAny>, Outcome)>;
+/// Converts a finished future's output (with the GIL): (event loop, asyncio future, outcome).
+type Delivery = Box<dyn FnOnce(Python<'_>) -> (Py<PyAny>, Py<PyAny>, Outcome) + Send>;
+
+static PENDING: Mutex<Vec<Delivery>> = Mutex::new(Vec::new());
+static DRAINING: AtomicBool = AtomicBool::new(false);
+
+/// Queues a result for its event loop. One blocking thread drains the queue, so a burst of
+/// results (e.g. `asyncio.gather` of many pushes) costs one GIL entry and one
+/// `call_soon_threadsafe` per loop instead of one per result.
+fn deliver(delivery: Delivery) {
+    PENDING
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(delivery);
+    if !DRAINING.swap(true, Ordering::SeqCst) {
+        tokio::task::spawn_blocking(drain);
+    }
 }
 
-#[pymethods]
-impl Resolve {
-    fn __call__(&self, py: Python<'_>) -> PyResult<()> {
-        let fut = self.fut.bind(py);
-        let outcome = self
-            .outcome
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take();
-        if fut.call_method0("done")?.is_truthy()? {
-            return Ok(());
+fn drain() {
+    loop {
+        let batch = std::mem::take(&mut *PENDING.lock().unwrap_or_else(|e| e.into_inner()));
+        if batch.is_empty() {
+            DRAINING.store(false, Ordering::SeqCst);
+            // A result queued between the take and the store would otherwise wait for the next.
+            if PENDING.lock().unwrap_or_else(|e| e.into_inner()).is_empty()
+                || DRAINING.swap(true, Ordering::SeqCst)
+            {
+                return;
+            }
+            continue;
         }
-        match outcome {
-            Some(Ok(value)) => fut.call_method1("set_result", (value,))?,
-            Some(Err(exc)) => fut.call_method1("set_exception", (exc,))?,
-            None => return Ok(()),
-        };
-        Ok(())
+        with_python(|py| {
+            let mut by_loop: Vec<(Py<PyAny>, Resolutions)> = Vec::new();
+            for delivery in batch {
+                let (event_loop, fut, outcome) = delivery(py);
+                match by_loop.iter_mut().find(|(l, _)| l.is(&event_loop)) {
+                    Some((_, list)) => list.push((fut, outcome)),
+                    None => by_loop.push((event_loop, vec![(fut, outcome)])),
+                }
+            }
+            for (event_loop, list) in by_loop {
+                let resolve = ResolveAll(Mutex::new(list));
+                // Fails only when the loop is closed: nobody is waiting any more.
+                let _ = event_loop.call_method1(py, "call_soon_threadsafe", (resolve,));
+            }
+        });
+    }
+}
+
+/// Runs on the event loop: sets each [`awaitable`]'s result or exception unless it was cancelled.
+#[pyclass(frozen)]
+struct ResolveAll(Mutex<Resolutions>);
+
+#[pymethods]
+impl ResolveAll {
+    fn __call__(&self, py: Python<'_>) {
+        let list = std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()));
+        for (fut, outcome) in list {
+            let fut = fut.bind(py);
+            if fut
+                .call_method0("done")
+                .and_then(|d| d.is_truthy())
+                .unwrap_or(true)
+            {
+                continue;
+            }
+            let res = match outcome {
+                Ok(value) => fut.call_method1("set_result", (value,)),
+                Err(exc) => fut.call_method1("set_exception", (exc,)),
+            };
+            if let Err(e) = res {
+                e.write_unraisable(py, Some(fut));
+            }
+        }
     }
 }
 
@@ -224,7 +274,13 @@ pub fn at_exit(py: Python<'_>) {
             .filter_map(|(c, grace)| c.upgrade().map(|c| (c, grace)))
             .filter(|(c, _)| c.is_running())
             .collect();
-    if !consumers.is_empty() && OWNER_PID.get() == Some(&std::process::id()) {
+    if OWNER_PID.get() != Some(&std::process::id()) {
+        // No runtime here (never started, or it belongs to the parent of this fork): no thread of
+        // ours can be inside Python, and the counters are the parent's.
+        EXITING.store(true, Ordering::SeqCst);
+        return;
+    }
+    if !consumers.is_empty() {
         let rt = pyo3_async_runtimes::tokio::get_runtime();
         let longest = consumers.iter().map(|(_, g)| *g).max().unwrap_or_default();
         py.detach(|| {
