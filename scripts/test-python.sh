@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Python binding: build and install the package (`pip install .`, release) into .venv at the repo
+# root, then run the Python tests against a private redis-server and check the stubs.
+# Idempotent. Needs python3 with venv (Debian: python3-venv) and redis-server on PATH (or
+# TIDEQ_TEST_REDIS_URL); the Rust toolchain builds the extension.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+if [ ! -x .venv/bin/python ]; then
+    "${PYTHON:-python3}" -m venv .venv
+fi
+PY="$ROOT/.venv/bin/python"
+export PATH="$ROOT/.venv/bin:$PATH"  # the maturin build backend runs the `maturin` command
+
+"$PY" -m pip install --quiet --disable-pip-version-check "maturin>=1.16,<2" pytest mypy
+
+# Share Rust build artefacts with the rest of the workspace.
+export CARGO_TARGET_DIR="$ROOT/target"
+# maturin is already in the venv: build with it instead of an isolated build environment.
+"$PY" -m pip install --quiet --disable-pip-version-check --no-build-isolation --force-reinstall --no-deps .
+
+echo "== pytest tests/python"
+"$PY" -m pytest tests/python -q
+echo "== stubtest tideq._tideq"
+"$PY" -m mypy.stubtest tideq._tideq
+echo "== mypy examples/python tests/python (the stubs against real use)"
+"$PY" -m mypy --check-untyped-defs --no-error-summary examples/python tests/python
