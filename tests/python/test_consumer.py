@@ -307,3 +307,21 @@ def test_asyncio_program_exits_cleanly_right_after_its_last_await(redis_url, nam
         for proc in procs:
             _, err = proc.communicate(timeout=30)
             assert proc.returncode == 0, err
+
+
+def test_sync_handler_may_call_the_blocking_api(client, name):
+    source = tideq.CappedQueue(name, client)
+    sink = tideq.CappedQueue(name + "-sink", client)
+    source.push_many([("g", b"%d" % i) for i in range(50)])
+
+    def forward(group: str, items: list[bytes]) -> None:
+        sink.push_many([(group, item) for item in items])
+
+    assert source.run(forward, concurrency=4, batch_size=8, stop_when_empty=True).failed == 0
+
+    async def main() -> tideq.ConsumerStats:
+        source.push_many([("h", b"%d" % i) for i in range(50)])
+        return await tideq.AsyncCappedQueue(name, client).run(forward, concurrency=4, stop_when_empty=True)
+
+    assert asyncio.run(main()).failed == 0
+    assert sink.len("g") == 50 and sink.len("h") == 50
