@@ -12,6 +12,10 @@ export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-was
 /**
  * A capped grouped queue: per-group FIFOs capped at `capacity` (drop-oldest), round-robin
  * batches over groups. Delivery is at-most-once.
+ *
+ * Errors carry `err.code`: `INVALID_ARGUMENT`, `PAYLOAD_TOO_LARGE`, `CONNECTION`, `REDIS`,
+ * `CLOSED`. An argument of the wrong JS type is a `TypeError` whose code is `INVALID_ARGUMENT`.
+ * Async methods reject (they never throw synchronously); constructors throw.
  */
 export declare class CappedQueue {
   /**
@@ -80,7 +84,10 @@ export declare class Client {
   get prefix(): string
 }
 
-/** A running consumer. Dropping it does not stop it: call `shutdown()`. */
+/**
+ * A running consumer. Dropping it does not stop it: call `shutdown()`. While it runs it keeps
+ * the process alive (like a listening server); after it has stopped it no longer does.
+ */
 export declare class Consumer {
   /** Asks the consumer to stop taking batches; running handlers get the grace period. */
   stop(): void

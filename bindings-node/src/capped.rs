@@ -77,6 +77,10 @@ pub struct CappedStats {
 
 /// A capped grouped queue: per-group FIFOs capped at `capacity` (drop-oldest), round-robin
 /// batches over groups. Delivery is at-most-once.
+///
+/// Errors carry `err.code`: `INVALID_ARGUMENT`, `PAYLOAD_TOO_LARGE`, `CONNECTION`, `REDIS`,
+/// `CLOSED`. An argument of the wrong JS type is a `TypeError` whose code is `INVALID_ARGUMENT`.
+/// Async methods reject (they never throw synchronously); constructors throw.
 #[napi]
 pub struct CappedQueue {
     pub(crate) inner: tideq::CappedQueue,

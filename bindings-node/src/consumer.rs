@@ -166,7 +166,8 @@ async fn call_handler(
     }
 }
 
-/// A running consumer. Dropping it does not stop it: call `shutdown()`.
+/// A running consumer. Dropping it does not stop it: call `shutdown()`. While it runs it keeps
+/// the process alive (like a listening server); after it has stopped it no longer does.
 #[napi]
 pub struct Consumer {
     inner: Arc<tideq::Consumer>,
