@@ -185,7 +185,7 @@ export interface ConsumeOptions {
 
 /** What a consumer has done so far (this process only). */
 export interface ConsumerStats {
-  /** Batches handed to the handler (finished, failed or abandoned). */
+  /** Batches whose handler has finished, successfully or not (not those abandoned at shutdown). */
   batches: number
   /** Items in those batches. */
   items: number

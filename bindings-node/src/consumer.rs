@@ -59,7 +59,7 @@ const CONSUME_KEYS: &[&str] = &[
 /// What a consumer has done so far (this process only).
 #[napi(object, object_from_js = false)]
 pub struct ConsumerStats {
-    /// Batches handed to the handler (finished, failed or abandoned).
+    /// Batches whose handler has finished, successfully or not (not those abandoned at shutdown).
     pub batches: i64,
     /// Items in those batches.
     pub items: i64,
