@@ -69,7 +69,13 @@ impl Client {
     }
 
     pub(crate) fn err(&self, e: redis::RedisError) -> Error {
-        Error::from_redis(e, self.inner.secret.as_deref())
+        let err = Error::from_redis(e, self.inner.secret.as_deref());
+        if err.kind() == ErrorKind::Connection {
+            let to = self.inner.config.redacted_url();
+            Error::new(ErrorKind::Connection, format!("{} (Redis at {to})", err.message()))
+        } else {
+            err
+        }
     }
 
     fn script_err(&self, e: redis::RedisError, script: &LuaScript) -> Error {
