@@ -28,7 +28,7 @@ def items():
 
 def pop_with(cmd, url, queue, group, n):
     res = subprocess.run(cmd + ["pop", url, queue, group, str(n)], capture_output=True, text=True, check=True)
-    return [bytes.fromhex(line) for line in res.stdout.split()] if res.stdout.strip() else []
+    return [bytes.fromhex(line) for line in res.stdout.splitlines()]
 
 
 def push_with(cmd, url, queue, group, data):
