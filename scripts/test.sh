@@ -8,6 +8,7 @@ bash scripts/ensure-deps.sh
 echo "== rust"
 cargo test -p tideq --all-targets
 cargo test -p tideq --doc
+cargo run -q -p tideq --example quickstart
 echo "== python"
 bash scripts/test-python.sh
 echo "== node"

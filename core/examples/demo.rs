@@ -11,11 +11,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use tideq::{Batch, CappedOptions, CappedQueue, Client, ConsumerOptions};
+use tideq::{
+    Backoff, Batch, CappedOptions, CappedQueue, Client, ConsumerOptions, EnqueueOptions, Job,
+    Queue, QueueOptions, WorkerOptions,
+};
 
 const GAMES: usize = 1000;
 const HOT: [&str; 3] = ["game:0", "game:1", "game:2"];
-const RUN_FOR: Duration = Duration::from_secs(15);
+const RUN_FOR: Duration = Duration::from_secs(12);
 const EVENTS_PER_SEC: usize = 40_000;
 
 type Counts = Arc<Mutex<HashMap<String, [u64; 3]>>>; // pushed, dropped, delivered
@@ -155,6 +158,88 @@ async fn main() -> tideq::Result<()> {
         s.delivered as f64 / started.elapsed().as_secs_f64(),
         s.pushed == s.dropped + s.discarded + s.delivered + left
     );
+    jobs_demo(&client).await
+}
+
+/// The job queue: order-timeout jobs, some delayed, some failing once (retried after backoff),
+/// a few failing every time (dead-lettered after 3 attempts), processed by two workers.
+async fn jobs_demo(client: &Client) -> tideq::Result<()> {
+    let q = Queue::new(
+        client,
+        &format!("demo-orders-{}", std::process::id()),
+        QueueOptions {
+            max_attempts: 3,
+            backoff: Backoff::fixed(200),
+            ..Default::default()
+        },
+    )?;
+    println!("\njob queue: 5000 order jobs (500 delayed 1-2 s, every 10th fails once, every 500th always fails), 2 workers x 16");
+    let jobs: Vec<(Vec<u8>, EnqueueOptions)> = (0..5000u64)
+        .map(|i| {
+            let delay = (i % 10 == 3).then(|| Duration::from_millis(1000 + (i % 1000)));
+            (
+                format!("order {i}").into_bytes(),
+                EnqueueOptions {
+                    id: Some(format!("order-{i}")),
+                    delay,
+                    ..Default::default()
+                },
+            )
+        })
+        .collect();
+    let t = Instant::now();
+    q.enqueue_many(&jobs).await?;
+    let again = q
+        .enqueue(
+            b"duplicate",
+            EnqueueOptions {
+                id: Some("order-1".into()),
+                ..Default::default()
+            },
+        )
+        .await?;
+    println!(
+        "enqueued 5000 in {:?}; enqueuing order-1 again created a job: {}",
+        t.elapsed(),
+        again.created
+    );
+    let handler = |job: Job| async move {
+        let n: u64 = job.payload_str().map_err(|e| e.to_string())?[6..]
+            .parse()
+            .map_err(|_| "bad payload".to_string())?;
+        if n % 500 == 7 {
+            return Err(format!("payment provider rejected order {n}"));
+        }
+        if n % 10 == 7 && job.attempt == 1 {
+            return Err("timeout talking to the payment provider".to_string());
+        }
+        Ok(())
+    };
+    let opts = WorkerOptions {
+        concurrency: 16,
+        stop_when_drained: true,
+        ..Default::default()
+    };
+    let workers = [q.work(opts.clone(), handler)?, q.work(opts, handler)?];
+    let t = Instant::now();
+    let mut completed = 0;
+    for w in &workers {
+        completed += w.join().await.completed;
+    }
+    let s = q.stats().await?;
+    println!(
+        "done in {:?}: completed {} (workers saw {completed}) | retried {} | dead {} | still ready/delayed/active {}/{}/{}",
+        t.elapsed(), s.completed, s.retried, s.dead, s.ready, s.delayed, s.active
+    );
+    if let Some(dead) = q.dead_letters(0, 1).await?.first() {
+        println!(
+            "dead letter example: {} after {} attempts: {}",
+            dead.id,
+            dead.attempts,
+            dead.last_error.as_deref().unwrap_or("")
+        );
+    }
+    println!("purged {} dead letters", q.purge().await?);
     Ok(())
 }
 
