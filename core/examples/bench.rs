@@ -37,7 +37,7 @@ fn ceiling(port: u16, sha: &str, pipeline: usize, n: usize) -> f64 {
     let last = text
         .split(['\r', '\n'])
         .filter(|l| l.contains("requests per second"))
-        .last()
+        .next_back()
         .unwrap_or("");
     last.split(": ")
         .nth(1)

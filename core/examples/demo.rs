@@ -128,7 +128,7 @@ async fn main() -> tideq::Result<()> {
         c.join().await;
     }
 
-    let counts = counts.lock().unwrap();
+    let counts = counts.lock().unwrap().clone();
     let mut rows: Vec<(&String, &[u64; 3])> = counts.iter().collect();
     rows.sort_by(|a, b| b.1[0].cmp(&a.1[0]).then(a.0.cmp(b.0)));
     println!(

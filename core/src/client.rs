@@ -72,7 +72,10 @@ impl Client {
         let err = Error::from_redis(e, self.inner.secret.as_deref());
         if err.kind() == ErrorKind::Connection {
             let to = self.inner.config.redacted_url();
-            Error::new(ErrorKind::Connection, format!("{} (Redis at {to})", err.message()))
+            Error::new(
+                ErrorKind::Connection,
+                format!("{} (Redis at {to})", err.message()),
+            )
         } else {
             err
         }

@@ -603,7 +603,8 @@ impl Queue {
         cmd.arg(ms(lease)).arg(want).arg(&token).arg(PROMOTE_LIMIT);
         let reply: Value = self.client.eval(&cmd, &FETCH_JOBS).await?;
         let bad = || Error::new(ErrorKind::Redis, "unexpected reply from fetch_jobs");
-        let (leased, wake): (Vec<(String, Vec<u8>, u32, String, u64)>, i64) =
+        type Leased = (String, Vec<u8>, u32, String, u64);
+        let (leased, wake): (Vec<Leased>, i64) =
             redis::from_redis_value(reply).map_err(|_| bad())?;
         let mut jobs = Vec::with_capacity(leased.len());
         for (id, env, attempt, token, enqueued_at) in leased {

@@ -184,7 +184,7 @@ async fn popped_items_are_never_delivered_twice_across_concurrent_consumers() {
     for c in consumers {
         c.await.unwrap();
     }
-    let seen = seen.lock().unwrap();
+    let seen = seen.lock().unwrap().clone();
     let unique: HashSet<&Vec<u8>> = seen.iter().collect();
     assert_eq!(unique.len(), seen.len(), "an item was delivered twice");
     assert_eq!(seen.len(), 20_000, "an item was lost");

@@ -5,13 +5,22 @@
 use tideq::{Backoff, BackoffKind, Envelope};
 
 fn vectors() -> Vec<serde_json::Value> {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/vectors/envelope_v1.json");
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../tests/vectors/envelope_v1.json"
+    );
     let text = std::fs::read_to_string(path).expect("vector file");
-    serde_json::from_str::<serde_json::Value>(&text).unwrap()["vectors"].as_array().unwrap().clone()
+    serde_json::from_str::<serde_json::Value>(&text).unwrap()["vectors"]
+        .as_array()
+        .unwrap()
+        .clone()
 }
 
 fn unhex(s: &str) -> Vec<u8> {
-    (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect()
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+        .collect()
 }
 
 fn from_fields(f: &serde_json::Value) -> Envelope {
@@ -23,7 +32,11 @@ fn from_fields(f: &serde_json::Value) -> Envelope {
         created_at: f["created_at"].as_u64().unwrap(),
         max_attempts: f["max_attempts"].as_u64().unwrap() as u32,
         backoff: Backoff {
-            kind: if b["kind"] == "fixed" { BackoffKind::Fixed } else { BackoffKind::Exponential },
+            kind: if b["kind"] == "fixed" {
+                BackoffKind::Fixed
+            } else {
+                BackoffKind::Exponential
+            },
             base_ms: b["base_ms"].as_u64().unwrap(),
             max_ms: b["max_ms"].as_u64().unwrap(),
             jitter: b["jitter"].as_bool().unwrap(),
