@@ -36,8 +36,7 @@ fn ceiling(port: u16, sha: &str, pipeline: usize, n: usize) -> f64 {
     // "EVALSHA ...: 123456.79 requests per second, p50=..." (the last \r-separated segment)
     let last = text
         .split(['\r', '\n'])
-        .filter(|l| l.contains("requests per second"))
-        .next_back()
+        .rfind(|l| l.contains("requests per second"))
         .unwrap_or("");
     last.split(": ")
         .nth(1)
