@@ -104,6 +104,153 @@ export declare class Consumer {
   get running(): boolean
 }
 
+/** A leased job, as a handler receives it. Read-only. */
+export declare class Job {
+  get id(): string
+  /** The payload's bytes (made on first read; later reads return the same Buffer). */
+  get payload(): Buffer
+  /** 1 on the first delivery. */
+  get attempt(): number
+  get maxAttempts(): number
+  /** When the job was enqueued: ms since the epoch, Redis clock. */
+  get enqueuedAt(): number
+  /** The queue's name. */
+  get queue(): string
+  /** This attempt's time limit in ms, `null` when it has none. */
+  get timeoutMs(): number | null
+  /** The payload as UTF-8 text; throws `INVALID_ARGUMENT` if it is not valid UTF-8. */
+  text(): string
+  /** The job's fields without the payload, for loggers and `JSON.stringify(job)`. */
+  toJSON(): JobView
+  /** The payload parsed as JSON (`JSON.parse(job.text())`). */
+  json(): any
+}
+
+/**
+ * A reliable job queue: delayed jobs, leases, retries with backoff, dead letters, idempotent
+ * ids, cancel. Delivery is at-least-once, so handlers should be idempotent.
+ *
+ * Errors carry `err.code`: `INVALID_ARGUMENT`, `PAYLOAD_TOO_LARGE`, `CONNECTION`, `REDIS`,
+ * `JOB_NOT_FOUND`, `JOB_NOT_CANCELLABLE`. An argument of the wrong JS type is a `TypeError`
+ * whose code is `INVALID_ARGUMENT`. Async methods reject (they never throw synchronously);
+ * constructors throw.
+ */
+export declare class Queue {
+  /**
+   * A handle on job queue `name`. Validates the name and options (throws
+   * `INVALID_ARGUMENT`); does not touch Redis.
+   */
+  constructor(name: string, options?: QueueOptions)
+  get name(): string
+  get maxAttempts(): number
+  get backoff(): BackoffInfo
+  /** `null` when attempts have no time limit. */
+  get timeoutMs(): number | null
+  get keepCompleted(): number
+  /** `null` when completed jobs have no age limit. */
+  get keepForMs(): number | null
+  get maxErrorLen(): number
+  /**
+   * Enqueues one job. A string payload is stored as its UTF-8 bytes. With an `id` that
+   * already exists nothing is written and `created` is false.
+   */
+  enqueue(payload: Buffer | Uint8Array | string, options?: EnqueueOptions): Promise<Enqueued>
+  /**
+   * Enqueues many jobs in one round trip, each `{ payload, ...options }`. Every job is
+   * checked first: on bad input nothing is written. Resolves with one result per job, in
+   * order.
+   */
+  enqueueMany(jobs: JobSpec[]): Promise<Enqueued[]>
+  /**
+   * A job's state, payload, attempts, last error and timestamps; `null` if the id is unknown
+   * (or the completed job is no longer retained).
+   */
+  get(id: string): Promise<JobInfo | null>
+  /**
+   * Removes a delayed or ready job. Rejects with `JOB_NOT_CANCELLABLE` when it is active, dead
+   * or completed, and `JOB_NOT_FOUND` when there is no such job.
+   */
+  cancel(id: string): Promise<void>
+  /** Dead-lettered jobs, oldest death first: `limit` (default 100) from `offset` (default 0). */
+  deadLetters(options?: DeadLettersOptions): Promise<JobInfo[]>
+  /**
+   * Moves a dead job back to ready with its attempts reset. Rejects with `JOB_NOT_FOUND` if
+   * no dead job has this id.
+   */
+  requeue(id: string): Promise<void>
+  /** Requeues every dead job; resolves with how many. */
+  requeueAll(): Promise<number>
+  /** Deletes every dead job; resolves with how many. */
+  purge(): Promise<number>
+  /** Jobs per state and the queue's lifetime counters. */
+  stats(): Promise<JobStats>
+  /**
+   * Starts a worker calling `handler(job)` for each job, up to `concurrency` at a time. A
+   * handler that throws or rejects fails the attempt: the error is reported (`onError`, else
+   * `console.error`), its text (`name: message`) is stored with the job, and the job is
+   * retried after its backoff, or dead-lettered after `maxAttempts`.
+   */
+  work(handler: (job: Job) => void | Promise<void>, options?: WorkerOptions): Worker
+  /**
+   * Runs a worker until SIGINT or SIGTERM (listened to with `process.once`; the listeners are
+   * removed afterwards) triggers a graceful shutdown, or until it stops by itself
+   * (`stopWhenDrained`). Resolves with its stats.
+   */
+  run(handler: (job: Job) => void | Promise<void>, options?: WorkerOptions): Promise<WorkerStats>
+}
+
+/**
+ * A running worker. Dropping it does not stop it: call `shutdown()`. While it runs it keeps
+ * the process alive (like a listening server); after it has stopped it no longer does.
+ */
+export declare class Worker {
+  /**
+   * Asks the worker to stop fetching; running jobs get the grace period, then unfinished ones
+   * are returned to the queue.
+   */
+  stop(): void
+  /**
+   * Resolves with the stats once the worker has stopped (after `stop()`, or by itself with
+   * `stopWhenDrained`).
+   */
+  join(): Promise<WorkerStats>
+  /**
+   * Stops and waits: no new jobs; running jobs finish within the grace period, unfinished
+   * ones are returned to the queue at once.
+   */
+  shutdown(): Promise<WorkerStats>
+  /** What the worker has done so far. */
+  stats(): WorkerStats
+  /** True until the fetch loop has ended and running jobs have finished or been returned. */
+  get running(): boolean
+}
+
+/** A backoff policy as the queue reports it (`queue.backoff`). */
+export interface BackoffInfo {
+  type: 'fixed' | 'exponential'
+  delayMs?: number
+  baseMs?: number
+  maxMs?: number
+  jitter?: boolean
+}
+
+/**
+ * Retry delays. `{ type: 'fixed', delayMs }`, or `{ type: 'exponential', baseMs = 1000,
+ * maxMs = 3600000, jitter = true }` (doubling from `baseMs`, capped at `maxMs`; with jitter
+ * each delay is drawn from [delay/2, delay]).
+ */
+export interface BackoffOptions {
+  type: 'fixed' | 'exponential'
+  /** `fixed`: the delay before every retry. */
+  delayMs?: number
+  /** `exponential`: the first retry's delay. Default 1000. */
+  baseMs?: number
+  /** `exponential`: the longest delay. Default 3600000. */
+  maxMs?: number
+  /** `exponential`: randomise each delay. Default true. */
+  jitter?: boolean
+}
+
 /** A batch taken from one group, oldest item first. */
 export interface Batch {
   group: string
@@ -192,5 +339,204 @@ export interface ConsumerStats {
   /** Batches whose handler threw or rejected (their items are gone: at-most-once). */
   failed: number
   /** Fetches that failed (e.g. Redis unreachable); the consumer retried with backoff. */
+  fetchErrors: number
+}
+
+/** Options of `deadLetters(options)`. */
+export interface DeadLettersOptions {
+  /** Dead jobs to skip (oldest death first). Default 0. */
+  offset?: number
+  /** Most jobs returned. Default 100. */
+  limit?: number
+}
+
+/**
+ * Decodes a stored job envelope (MessagePack). Throws `INVALID_ARGUMENT` on bytes that are not
+ * an envelope of a supported version.
+ */
+export declare function decodeEnvelope(bytes: Buffer | Uint8Array): Envelope
+
+/** Encodes a job envelope (as `decodeEnvelope` returns it) to its MessagePack bytes. */
+export declare function encodeEnvelope(envelope: Envelope): Buffer
+
+/** What `enqueue` did. */
+export interface Enqueued {
+  id: string
+  /** False when a job with this id already existed (nothing was written). */
+  created: boolean
+}
+
+/**
+ * Options of one job (`enqueue(payload, options)`, or the fields next to `payload` in
+ * `enqueueMany`). Every field is optional.
+ */
+export interface EnqueueOptions {
+  /**
+   * Idempotency key (1–256 bytes, no control characters): enqueuing an id that exists
+   * creates nothing. Default: a random id.
+   */
+  id?: string
+  /** Run no earlier than this many ms from now (Redis clock). Not with `runAt`. */
+  delayMs?: number
+  /** Run no earlier than this time: a `Date` or ms since the epoch. Not with `delayMs`. */
+  runAt?: Date | number
+  /** Overrides the queue's `maxAttempts`. */
+  maxAttempts?: number
+  /** Overrides the queue's `backoff`. */
+  backoff?: BackoffOptions
+  /** Overrides the queue's `timeoutMs`. */
+  timeoutMs?: number
+}
+
+/** A decoded job envelope (version 1 fields, wire names). */
+export interface Envelope {
+  v: number
+  id: string
+  payload: Buffer
+  /** Producer clock, ms since the epoch (informational). */
+  created_at: number
+  max_attempts: number
+  backoff: EnvelopeBackoff
+  timeout_ms: number | null
+}
+
+/** A job envelope's backoff field, as stored. */
+export interface EnvelopeBackoff {
+  kind: 'fixed' | 'exponential'
+  base_ms: number
+  max_ms: number
+  jitter: boolean
+}
+
+/** A job as `get` and `deadLetters` report it. */
+export interface JobInfo {
+  id: string
+  state: 'delayed' | 'ready' | 'active' | 'dead' | 'completed'
+  payload: Buffer
+  /** Deliveries so far. */
+  attempts: number
+  maxAttempts: number
+  /** The error text of the last failed attempt, if any. */
+  lastError: string | null
+  /** When the job was enqueued: ms since the epoch, Redis clock. */
+  enqueuedAt: number
+  /**
+   * Delayed: due time; active: lease deadline; dead: time of death; completed: finish time
+   * (ms since the epoch, Redis clock). `null` for a ready job.
+   */
+  stateSinceOrUntil: number | null
+}
+
+/** One job of `enqueueMany`: its payload plus the options of `enqueue`. */
+export interface JobSpec {
+  payload: Buffer | Uint8Array | string
+  id?: string
+  delayMs?: number
+  runAt?: Date | number
+  maxAttempts?: number
+  backoff?: BackoffOptions
+  timeoutMs?: number
+}
+
+/** Counts per state (now) plus lifetime counters of the queue, kept in Redis. */
+export interface JobStats {
+  delayed: number
+  ready: number
+  active: number
+  dead: number
+  /** Jobs created by `enqueue`/`enqueueMany` (not counting existing ids). */
+  enqueued: number
+  completed: number
+  /** Jobs that exhausted their attempts (dead-lettered). */
+  failed: number
+  /** Failed attempts scheduled for a retry. */
+  retried: number
+  /** Expired leases recovered (a worker died or stalled). */
+  recovered: number
+  cancelled: number
+}
+
+/**
+ * A job's fields as a plain object (no payload): `job.toJSON()`, for loggers and
+ * `JSON.stringify(job)`.
+ */
+export interface JobView {
+  id: string
+  queue: string
+  attempt: number
+  maxAttempts: number
+  enqueuedAt: number
+  timeoutMs: number | null
+}
+
+/** Options of `new Queue(name, options)`. Every field is optional. */
+export interface QueueOptions {
+  /** The connection to use. Default: a new `Client` on `url`. */
+  client?: Client
+  /** Shorthand for `client: new Client({ url })`; not allowed together with `client`. */
+  url?: string
+  /** Deliveries before a job is dead-lettered. Default 5. */
+  maxAttempts?: number
+  /** Delay before retries. Default: exponential from 1 s, capped at 1 h, with jitter. */
+  backoff?: BackoffOptions
+  /**
+   * Longest run time of one attempt; past it the attempt fails and is retried. `null`: no
+   * limit (the default).
+   */
+  timeoutMs?: number | null
+  /** Completed jobs kept for `get` (the newest N). 0: deleted on completion. Default 1000. */
+  keepCompleted?: number
+  /** Completed jobs older than this are deleted. `null`: no age limit. Default 1 day. */
+  keepForMs?: number | null
+  /** Longest error text stored with a failed job, in bytes. Default 4096. */
+  maxErrorLen?: number
+}
+
+/** Options of `work(handler, options)` and `run(handler, options)`. Every field is optional. */
+export interface WorkerOptions {
+  /** Jobs run at the same time. Default 10. */
+  concurrency?: number
+  /** Most jobs leased per fetch; 0: up to the free concurrency. Default 0. */
+  batchSize?: number
+  /**
+   * Lease length: a job whose worker stops renewing is redelivered this long after the last
+   * renewal. Renewed every `leaseMs / 3` while the handler runs (on a Rust task: a handler
+   * blocking the event loop keeps its lease). At least 30. Default 30000.
+   */
+  leaseMs?: number
+  /**
+   * Longest idle wait before looking again (producers usually wake idle workers sooner).
+   * At least 10. Default 5000.
+   */
+  pollIntervalMs?: number
+  /**
+   * On shutdown, how long running jobs may take; unfinished ones are then returned to the
+   * queue at once (not counted as an attempt). Default 10000.
+   */
+  graceMs?: number
+  /** Stop by itself once nothing is ready, delayed or active. */
+  stopWhenDrained?: boolean
+  /**
+   * Called with a handler's error (thrown or rejected) and the job. Default: the error and
+   * its stack are printed with `console.error`. Should not throw: an error thrown here
+   * becomes an uncaught exception.
+   */
+  onError?: (err: unknown, job: Job) => void
+}
+
+/** What a worker has done so far (this process only). */
+export interface WorkerStats {
+  /** Jobs whose handler succeeded and whose completion was accepted. */
+  completed: number
+  /** Attempts that failed (handler threw or rejected, or exceeded its timeout). */
+  failed: number
+  /**
+   * Completions or failures refused because the lease had expired and the job had been
+   * redelivered (e.g. the process was frozen longer than the lease).
+   */
+  leaseLost: number
+  /** Jobs returned to the queue at shutdown, unfinished. */
+  released: number
+  /** Fetches or waits that failed (e.g. Redis unreachable); the worker retried with backoff. */
   fetchErrors: number
 }

@@ -7,9 +7,9 @@ use std::time::Duration;
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
-use crate::client::Client;
-use crate::convert::{array, bytes, count, describe, read_value, string, Options};
-use crate::errors::{invalid, spawn, throw, type_error, Res};
+use crate::client::client_option;
+use crate::convert::{array, bytes, count, string, Options};
+use crate::errors::{spawn, throw, type_error, Res};
 
 /// Options of `new CappedQueue(name, options)`. Every field is optional.
 // Declared for the TypeScript definitions only; `convert::Options` reads the fields one by one.
@@ -86,27 +86,11 @@ pub struct CappedQueue {
     pub(crate) inner: tideq::CappedQueue,
 }
 
-fn client_arg(what: &str, v: &Unknown) -> Res<tideq::Client> {
-    match read_value::<ClassInstance<Client>>(v) {
-        Ok(c) => Ok(c.inner.clone()),
-        Err(_) => Err(type_error(format!(
-            "{what} must be a tideq Client; got {}",
-            describe(v)
-        ))),
-    }
-}
-
 impl CappedQueue {
     fn build(name: &Unknown, options: Option<&Unknown>) -> Res<tideq::CappedQueue> {
         let name = string("queue name", name)?;
         let opts = Options::new("CappedQueue options", options, QUEUE_KEYS)?;
-        let client = match (opts.get("client", client_arg)?, opts.get("url", string)?) {
-            (Some(_), Some(_)) => return Err(invalid("give either client or url, not both")),
-            (Some(client), None) => client,
-            (None, url) => tideq::Client::new(tideq::Config::new(
-                url.unwrap_or_else(crate::client::default_url),
-            ))?,
-        };
+        let client = client_option(&opts)?;
         let defaults = tideq::CappedOptions::default();
         let capped = tideq::CappedOptions {
             capacity: opts.get("capacity", count)?.unwrap_or(defaults.capacity),

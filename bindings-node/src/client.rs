@@ -4,8 +4,8 @@
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
-use crate::convert::{count, millis, string, Options};
-use crate::errors::{spawn, throw, Res};
+use crate::convert::{count, describe, millis, read_value, string, Options};
+use crate::errors::{invalid, spawn, throw, type_error, Res};
 
 /// Options of `new Client(options)`. Every field is optional.
 // Declared for the TypeScript definitions only; `convert::Options` reads the fields one by one.
@@ -45,6 +45,28 @@ pub(crate) fn default_url() -> String {
         .ok()
         .filter(|u| !u.is_empty())
         .unwrap_or_else(|| "redis://127.0.0.1:6379".to_string())
+}
+
+fn client_arg(what: &str, v: &Unknown) -> Res<tideq::Client> {
+    match read_value::<ClassInstance<Client>>(v) {
+        Ok(c) => Ok(c.inner.clone()),
+        Err(_) => Err(type_error(format!(
+            "{what} must be a tideq Client; got {}",
+            describe(v)
+        ))),
+    }
+}
+
+/// The connection a queue's options name: `client` (a `Client`), or a new one on `url` (default
+/// [`default_url`]). Both together are refused.
+pub(crate) fn client_option(opts: &Options) -> Res<tideq::Client> {
+    match (opts.get("client", client_arg)?, opts.get("url", string)?) {
+        (Some(_), Some(_)) => Err(invalid("give either client or url, not both")),
+        (Some(client), None) => Ok(client),
+        (None, url) => Ok(tideq::Client::new(tideq::Config::new(
+            url.unwrap_or_else(default_url),
+        ))?),
+    }
 }
 
 /// A connection to one Redis deployment, shared by the queues built on it. Connects lazily, on

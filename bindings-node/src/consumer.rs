@@ -18,6 +18,7 @@ use tokio::sync::oneshot;
 use crate::capped::{CappedQueue, Items};
 use crate::convert::{boolean, count, describe, is_function, millis, read_value, strings, Options};
 use crate::errors::{throw, type_error, Res};
+use crate::signals::SignalHooks;
 
 /// Options of `consume(handler, options)` and `run(handler, options)`. Every field is optional.
 // Declared for the TypeScript definitions only; `convert::Options` reads the fields one by one.
@@ -209,7 +210,7 @@ impl Consumer {
     }
 }
 
-fn function<'env, Args: JsValuesTupleIntoVec>(
+pub(crate) fn function<'env, Args: JsValuesTupleIntoVec>(
     what: &str,
     v: &Unknown<'env>,
 ) -> Res<Function<'env, Args, Unknown<'static>>> {
@@ -315,49 +316,6 @@ impl CappedQueue {
     }
 }
 
-/// `process.once` / `process.removeListener`: `(eventName, listener)`.
-type ListenerMethod<'env> =
-    Function<'env, FnArgs<(&'static str, Function<'env, (), ()>)>, Unknown<'env>>;
-
-/// Removes the `run()` signal listeners once the consumer has stopped.
-struct SignalHooks {
-    process: ObjectRef,
-    listener: FunctionRef<(), ()>,
-}
-
-impl SignalHooks {
-    const SIGNALS: [&'static str; 2] = ["SIGINT", "SIGTERM"];
-
-    /// `process.once(signal, () => consumer.stop())` for SIGINT and SIGTERM.
-    fn install(env: &Env, consumer: Arc<tideq::Consumer>) -> Result<Self> {
-        let global = env.get_global()?;
-        let process: Object = global.get_named_property("process")?;
-        let listener =
-            env.create_function_from_closure::<(), (), _>("tideqStopOnSignal", move |_ctx| {
-                consumer.stop();
-                Ok(())
-            })?;
-        let once: ListenerMethod = process.get_named_property("once")?;
-        for signal in Self::SIGNALS {
-            once.apply(process, FnArgs::from((signal, listener)))?;
-        }
-        Ok(SignalHooks {
-            process: process.create_ref()?,
-            listener: listener.create_ref()?,
-        })
-    }
-
-    fn remove(self, env: &Env) -> Result<()> {
-        let process = self.process.get_value(env)?;
-        let listener = self.listener.borrow_back(env)?;
-        let remove: ListenerMethod = process.get_named_property("removeListener")?;
-        for signal in Self::SIGNALS {
-            remove.apply(process, FnArgs::from((signal, listener)))?;
-        }
-        Ok(())
-    }
-}
-
 #[napi]
 impl CappedQueue {
     /// Starts a consumer calling `handler(group, items)` for each batch, up to `concurrency` at a
@@ -392,7 +350,9 @@ impl CappedQueue {
         options: Option<Unknown>,
     ) -> Result<PromiseRaw<'env, ConsumerStats>> {
         let consumer = Arc::new(throw(env, self.start(env, &handler, options.as_ref()))?);
-        let hooks = SignalHooks::install(env, consumer.clone()).inspect_err(|_| consumer.stop())?;
+        let stop = consumer.clone();
+        let hooks =
+            SignalHooks::install(env, move || stop.stop()).inspect_err(|_| consumer.stop())?;
         env.spawn_future_with_callback(
             async move { Ok(consumer.join().await) },
             move |env, stats| {

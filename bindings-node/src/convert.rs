@@ -139,12 +139,17 @@ pub(crate) fn strings(what: &str, v: &Unknown) -> Res<Vec<String>> {
 /// An optional options object. Unknown keys are rejected so a typo (`batch_size`) is not
 /// silently ignored.
 pub(crate) struct Options<'env> {
-    what: &'static str,
+    what: String,
     obj: Option<Object<'env>>,
 }
 
 impl<'env> Options<'env> {
-    pub(crate) fn new(what: &'static str, v: Option<&Unknown<'env>>, known: &[&str]) -> Res<Self> {
+    pub(crate) fn new(
+        what: impl Into<String>,
+        v: Option<&Unknown<'env>>,
+        known: &[&str],
+    ) -> Res<Self> {
+        let what = what.into();
         let Some(v) = v else {
             return Ok(Options { what, obj: None });
         };
@@ -220,4 +225,40 @@ pub(crate) fn is_function(v: &Unknown) -> bool {
 
 pub(crate) fn read_value<T: FromNapiValue>(v: &Unknown) -> Res<T> {
     read(v)
+}
+
+/// A whole number that fits a `u32` (attempt counts).
+pub(crate) fn count_u32(what: &str, v: &Unknown) -> Res<u32> {
+    let n = count(what, v)?;
+    u32::try_from(n).map_err(|_| invalid(format!("{what} must be at most {}; got {n}", u32::MAX)))
+}
+
+/// A duration in whole milliseconds (fractions are dropped), for values the core keeps in ms.
+pub(crate) fn whole_millis(what: &str, v: &Unknown) -> Res<u64> {
+    Ok(u64::try_from(millis(what, v)?.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// A point in time: a `Date` or a number of milliseconds since the epoch.
+pub(crate) fn epoch_ms(what: &str, v: &Unknown) -> Res<u64> {
+    if is(v, ValueType::Object) && v.is_date()? {
+        let ms = read::<napi::JsDate>(v)?.value_of()?;
+        if !ms.is_finite() || ms < 0.0 {
+            return Err(invalid(format!(
+                "{what} must be a valid Date at or after 1970; got {}",
+                if ms.is_finite() {
+                    ms.to_string()
+                } else {
+                    "an invalid Date".into()
+                }
+            )));
+        }
+        return Ok(ms as u64);
+    }
+    if !is(v, ValueType::Number) {
+        return Err(type_error(format!(
+            "{what} must be a Date or a number of milliseconds since the epoch; got {}",
+            describe(v)
+        )));
+    }
+    Ok(number(what, v)? as u64)
 }

@@ -1,6 +1,6 @@
 //! Errors crossing into JavaScript: every tideq error becomes a JS `Error` whose `code` is the
 //! core's stable code (`INVALID_ARGUMENT`, `PAYLOAD_TOO_LARGE`, `CONNECTION`, `REDIS`, `FORKED`,
-//! `CLOSED`). An argument of the wrong JS type becomes a `TypeError`, also with
+//! `CLOSED`, `JOB_NOT_FOUND`, `JOB_NOT_CANCELLABLE`, `LEASE_LOST`). An argument of the wrong JS type becomes a `TypeError`, also with
 //! `code === 'INVALID_ARGUMENT'`.
 //!
 //! The error object is built on the JS thread and handed to napi as a reference, so napi throws

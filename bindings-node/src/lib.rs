@@ -5,6 +5,10 @@
 //! - [`client`]: `Client` (core `client` + `config`).
 //! - [`capped`]: `CappedQueue` and its result objects (core `capped`).
 //! - [`consumer`]: `Consumer`, `CappedQueue.consume`/`run`, the JS handler bridge (core `consumer`).
+//! - [`jobs`]: `Queue` (the job queue) and its option and result objects (core `jobs`).
+//! - [`worker`]: `Worker`, `Job`, `Queue.work`/`run`, the JS job-handler bridge (core `worker`).
+//! - [`envelope`]: `decodeEnvelope`/`encodeEnvelope` (core `envelope`).
+//! - [`signals`]: SIGINT/SIGTERM hooks of `run()` (no core counterpart).
 //! - [`errors`]: core errors -> JS errors with `code` (core `error`).
 //! - [`convert`]: reading JS arguments (no core counterpart).
 //!
@@ -15,4 +19,8 @@ mod capped;
 mod client;
 mod consumer;
 mod convert;
+mod envelope;
 mod errors;
+mod jobs;
+mod signals;
+mod worker;

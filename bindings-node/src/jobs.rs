@@ -1,0 +1,579 @@
+//! `Queue`: wraps `tideq::Queue`, the job queue (delayed jobs, leases, retries, dead letters,
+//! cancel). Arguments are converted here (durations in ms, camelCase options), the work is done by
+//! the core on napi's tokio runtime, and results come back as Promises. Delivery is
+//! at-least-once: a job leaves Redis only when a handler has completed it (or it is purged).
+
+use std::time::Duration;
+
+use napi::bindgen_prelude::*;
+use napi::{JsValue, ValueType};
+use napi_derive::napi;
+
+use crate::client::client_option;
+use crate::convert::{
+    array, boolean, bytes, count, count_u32, describe, epoch_ms, millis, string, whole_millis,
+    Options,
+};
+use crate::errors::{invalid, spawn, throw, type_error, Res};
+
+/// Retry delays. `{ type: 'fixed', delayMs }`, or `{ type: 'exponential', baseMs = 1000,
+/// maxMs = 3600000, jitter = true }` (doubling from `baseMs`, capped at `maxMs`; with jitter
+/// each delay is drawn from [delay/2, delay]).
+// Declared for the TypeScript definitions only; `backoff_arg` reads the fields one by one.
+#[allow(dead_code)]
+#[napi(object, object_from_js = false, object_to_js = false)]
+pub struct BackoffOptions {
+    #[napi(js_name = "type", ts_type = "'fixed' | 'exponential'")]
+    pub kind: String,
+    /// `fixed`: the delay before every retry.
+    pub delay_ms: Option<f64>,
+    /// `exponential`: the first retry's delay. Default 1000.
+    pub base_ms: Option<f64>,
+    /// `exponential`: the longest delay. Default 3600000.
+    pub max_ms: Option<f64>,
+    /// `exponential`: randomise each delay. Default true.
+    pub jitter: Option<bool>,
+}
+
+const BACKOFF_KEYS: &[&str] = &["type", "delayMs", "baseMs", "maxMs", "jitter"];
+
+/// Reads a backoff object. Range checks (`maxMs >= baseMs`) stay in the core.
+fn backoff_arg(_what: &str, v: &Unknown) -> Res<tideq::Backoff> {
+    let what = "backoff";
+    let opts = Options::new(what, Some(v), BACKOFF_KEYS)?;
+    let kind = opts
+        .get("type", string)?
+        .ok_or_else(|| invalid(format!("{what}.type is required: 'fixed' or 'exponential'")))?;
+    let present = |key: &str| -> Res<bool> { Ok(opts.raw(key)?.is_some()) };
+    match kind.as_str() {
+        "fixed" => {
+            for key in ["baseMs", "maxMs", "jitter"] {
+                if present(key)? {
+                    return Err(invalid(format!(
+                        "{what}.{key} applies to exponential backoff; fixed backoff takes delayMs"
+                    )));
+                }
+            }
+            let delay = opts
+                .get("delayMs", whole_millis)?
+                .ok_or_else(|| invalid(format!("{what}.delayMs is required for fixed backoff")))?;
+            Ok(tideq::Backoff::fixed(delay))
+        }
+        "exponential" => {
+            if present("delayMs")? {
+                return Err(invalid(format!(
+                    "{what}.delayMs applies to fixed backoff; exponential backoff takes baseMs and maxMs"
+                )));
+            }
+            let d = tideq::Backoff::default();
+            Ok(tideq::Backoff {
+                kind: tideq::BackoffKind::Exponential,
+                base_ms: opts.get("baseMs", whole_millis)?.unwrap_or(d.base_ms),
+                max_ms: opts.get("maxMs", whole_millis)?.unwrap_or(d.max_ms),
+                jitter: opts.get("jitter", boolean)?.unwrap_or(d.jitter),
+            })
+        }
+        other => Err(invalid(format!(
+            "{what}.type must be 'fixed' or 'exponential'; got {other:?}"
+        ))),
+    }
+}
+
+fn backoff_to_js(b: &tideq::Backoff) -> BackoffInfo {
+    match b.kind {
+        tideq::BackoffKind::Fixed => BackoffInfo {
+            kind: "fixed".into(),
+            delay_ms: Some(b.base_ms as f64),
+            base_ms: None,
+            max_ms: None,
+            jitter: None,
+        },
+        tideq::BackoffKind::Exponential => BackoffInfo {
+            kind: "exponential".into(),
+            delay_ms: None,
+            base_ms: Some(b.base_ms as f64),
+            max_ms: Some(b.max_ms as f64),
+            jitter: Some(b.jitter),
+        },
+    }
+}
+
+/// A backoff policy as the queue reports it (`queue.backoff`).
+#[napi(object, object_from_js = false)]
+pub struct BackoffInfo {
+    #[napi(js_name = "type", ts_type = "'fixed' | 'exponential'")]
+    pub kind: String,
+    pub delay_ms: Option<f64>,
+    pub base_ms: Option<f64>,
+    pub max_ms: Option<f64>,
+    pub jitter: Option<bool>,
+}
+
+/// Options of `new Queue(name, options)`. Every field is optional.
+// Declared for the TypeScript definitions only; `convert::Options` reads the fields one by one.
+#[allow(dead_code)]
+#[napi(object, object_from_js = false, object_to_js = false)]
+pub struct QueueOptions {
+    /// The connection to use. Default: a new `Client` on `url`.
+    #[napi(ts_type = "Client")]
+    pub client: Option<()>,
+    /// Shorthand for `client: new Client({ url })`; not allowed together with `client`.
+    pub url: Option<String>,
+    /// Deliveries before a job is dead-lettered. Default 5.
+    pub max_attempts: Option<u32>,
+    /// Delay before retries. Default: exponential from 1 s, capped at 1 h, with jitter.
+    pub backoff: Option<BackoffOptions>,
+    /// Longest run time of one attempt; past it the attempt fails and is retried. `null`: no
+    /// limit (the default).
+    #[napi(ts_type = "number | null")]
+    pub timeout_ms: Option<f64>,
+    /// Completed jobs kept for `get` (the newest N). 0: deleted on completion. Default 1000.
+    pub keep_completed: Option<u32>,
+    /// Completed jobs older than this are deleted. `null`: no age limit. Default 1 day.
+    #[napi(ts_type = "number | null")]
+    pub keep_for_ms: Option<f64>,
+    /// Longest error text stored with a failed job, in bytes. Default 4096.
+    pub max_error_len: Option<u32>,
+}
+
+const QUEUE_KEYS: &[&str] = &[
+    "client",
+    "url",
+    "maxAttempts",
+    "backoff",
+    "timeoutMs",
+    "keepCompleted",
+    "keepForMs",
+    "maxErrorLen",
+];
+
+/// Options of one job (`enqueue(payload, options)`, or the fields next to `payload` in
+/// `enqueueMany`). Every field is optional.
+// Declared for the TypeScript definitions only; `enqueue_options` reads the fields one by one.
+#[allow(dead_code)]
+#[napi(object, object_from_js = false, object_to_js = false)]
+pub struct EnqueueOptions {
+    /// Idempotency key (1–256 bytes, no control characters): enqueuing an id that exists
+    /// creates nothing. Default: a random id.
+    pub id: Option<String>,
+    /// Run no earlier than this many ms from now (Redis clock). Not with `runAt`.
+    pub delay_ms: Option<f64>,
+    /// Run no earlier than this time: a `Date` or ms since the epoch. Not with `delayMs`.
+    #[napi(ts_type = "Date | number")]
+    pub run_at: Option<f64>,
+    /// Overrides the queue's `maxAttempts`.
+    pub max_attempts: Option<u32>,
+    /// Overrides the queue's `backoff`.
+    pub backoff: Option<BackoffOptions>,
+    /// Overrides the queue's `timeoutMs`.
+    pub timeout_ms: Option<f64>,
+}
+
+const ENQUEUE_KEYS: &[&str] = &[
+    "id",
+    "delayMs",
+    "runAt",
+    "maxAttempts",
+    "backoff",
+    "timeoutMs",
+];
+const ENQUEUE_MANY_KEYS: &[&str] = &[
+    "payload",
+    "id",
+    "delayMs",
+    "runAt",
+    "maxAttempts",
+    "backoff",
+    "timeoutMs",
+];
+
+/// One job of `enqueueMany`: its payload plus the options of `enqueue`.
+// Declared for the TypeScript definitions only.
+#[allow(dead_code)]
+#[napi(object, object_from_js = false, object_to_js = false)]
+pub struct JobSpec {
+    #[napi(ts_type = "Buffer | Uint8Array | string")]
+    pub payload: (),
+    pub id: Option<String>,
+    pub delay_ms: Option<f64>,
+    #[napi(ts_type = "Date | number")]
+    pub run_at: Option<f64>,
+    pub max_attempts: Option<u32>,
+    pub backoff: Option<BackoffOptions>,
+    pub timeout_ms: Option<f64>,
+}
+
+fn enqueue_options(opts: &Options) -> Res<tideq::EnqueueOptions> {
+    Ok(tideq::EnqueueOptions {
+        id: opts.get("id", string)?,
+        delay: opts.get("delayMs", millis)?,
+        run_at_ms: opts.get("runAt", epoch_ms)?,
+        max_attempts: opts.get("maxAttempts", count_u32)?,
+        backoff: opts.get("backoff", backoff_arg)?,
+        timeout: opts.get("timeoutMs", millis)?,
+    })
+}
+
+/// What `enqueue` did.
+#[napi(object, object_from_js = false)]
+pub struct Enqueued {
+    pub id: String,
+    /// False when a job with this id already existed (nothing was written).
+    pub created: bool,
+}
+
+impl From<tideq::Enqueued> for Enqueued {
+    fn from(e: tideq::Enqueued) -> Self {
+        Enqueued {
+            id: e.id,
+            created: e.created,
+        }
+    }
+}
+
+/// Bytes on their way to JS: a `Buffer` holding a copy (cheaper for small payloads than handing
+/// V8 the Rust allocation with a finalizer).
+pub struct Bytes(pub Vec<u8>);
+
+impl ToNapiValue for Bytes {
+    unsafe fn to_napi_value(
+        raw_env: napi::sys::napi_env,
+        val: Self,
+    ) -> Result<napi::sys::napi_value> {
+        let env = Env::from_raw(raw_env);
+        unsafe { BufferSlice::to_napi_value(raw_env, BufferSlice::copy_from(&env, &val.0)?) }
+    }
+}
+
+/// A job as `get` and `deadLetters` report it.
+#[napi(object, object_from_js = false, use_nullable = true)]
+pub struct JobInfo {
+    pub id: String,
+    #[napi(ts_type = "'delayed' | 'ready' | 'active' | 'dead' | 'completed'")]
+    pub state: String,
+    #[napi(ts_type = "Buffer")]
+    pub payload: Bytes,
+    /// Deliveries so far.
+    pub attempts: u32,
+    pub max_attempts: u32,
+    /// The error text of the last failed attempt, if any.
+    pub last_error: Option<String>,
+    /// When the job was enqueued: ms since the epoch, Redis clock.
+    pub enqueued_at: i64,
+    /// Delayed: due time; active: lease deadline; dead: time of death; completed: finish time
+    /// (ms since the epoch, Redis clock). `null` for a ready job.
+    pub state_since_or_until: Option<i64>,
+}
+
+impl From<tideq::JobInfo> for JobInfo {
+    fn from(j: tideq::JobInfo) -> Self {
+        JobInfo {
+            id: j.id,
+            state: j.state.as_str().to_string(),
+            payload: Bytes(j.payload),
+            attempts: j.attempts,
+            max_attempts: j.max_attempts,
+            last_error: j.last_error,
+            enqueued_at: j.enqueued_at as i64,
+            state_since_or_until: j.state_since_or_until.map(|t| t as i64),
+        }
+    }
+}
+
+/// Counts per state (now) plus lifetime counters of the queue, kept in Redis.
+#[napi(object, object_from_js = false)]
+pub struct JobStats {
+    pub delayed: i64,
+    pub ready: i64,
+    pub active: i64,
+    pub dead: i64,
+    /// Jobs created by `enqueue`/`enqueueMany` (not counting existing ids).
+    pub enqueued: i64,
+    pub completed: i64,
+    /// Jobs that exhausted their attempts (dead-lettered).
+    pub failed: i64,
+    /// Failed attempts scheduled for a retry.
+    pub retried: i64,
+    /// Expired leases recovered (a worker died or stalled).
+    pub recovered: i64,
+    pub cancelled: i64,
+}
+
+impl From<tideq::JobStats> for JobStats {
+    fn from(s: tideq::JobStats) -> Self {
+        JobStats {
+            delayed: s.delayed as i64,
+            ready: s.ready as i64,
+            active: s.active as i64,
+            dead: s.dead as i64,
+            enqueued: s.enqueued as i64,
+            completed: s.completed as i64,
+            failed: s.failed as i64,
+            retried: s.retried as i64,
+            recovered: s.recovered as i64,
+            cancelled: s.cancelled as i64,
+        }
+    }
+}
+
+/// Options of `deadLetters(options)`.
+// Declared for the TypeScript definitions only.
+#[allow(dead_code)]
+#[napi(object, object_from_js = false, object_to_js = false)]
+pub struct DeadLettersOptions {
+    /// Dead jobs to skip (oldest death first). Default 0.
+    pub offset: Option<u32>,
+    /// Most jobs returned. Default 100.
+    pub limit: Option<u32>,
+}
+
+/// A reliable job queue: delayed jobs, leases, retries with backoff, dead letters, idempotent
+/// ids, cancel. Delivery is at-least-once, so handlers should be idempotent.
+///
+/// Errors carry `err.code`: `INVALID_ARGUMENT`, `PAYLOAD_TOO_LARGE`, `CONNECTION`, `REDIS`,
+/// `JOB_NOT_FOUND`, `JOB_NOT_CANCELLABLE`. An argument of the wrong JS type is a `TypeError`
+/// whose code is `INVALID_ARGUMENT`. Async methods reject (they never throw synchronously);
+/// constructors throw.
+#[napi]
+pub struct Queue {
+    pub(crate) inner: tideq::Queue,
+}
+
+impl Queue {
+    fn build(name: &Unknown, options: Option<&Unknown>) -> Res<tideq::Queue> {
+        let name = string("queue name", name)?;
+        let opts = Options::new("Queue options", options, QUEUE_KEYS)?;
+        let client = client_option(&opts)?;
+        let d = tideq::QueueOptions::default();
+        let queue_opts = tideq::QueueOptions {
+            max_attempts: opts
+                .get("maxAttempts", count_u32)?
+                .unwrap_or(d.max_attempts),
+            backoff: opts.get("backoff", backoff_arg)?.unwrap_or(d.backoff),
+            timeout: opts.nullable_millis("timeoutMs", d.timeout)?,
+            keep_completed: opts
+                .get("keepCompleted", count)?
+                .unwrap_or(d.keep_completed),
+            keep_for: opts.nullable_millis("keepForMs", d.keep_for)?,
+            max_error_len: opts.get("maxErrorLen", count)?.unwrap_or(d.max_error_len),
+        };
+        Ok(tideq::Queue::new(&client, &name, queue_opts)?)
+    }
+}
+
+fn ms(d: Option<Duration>) -> Option<f64> {
+    d.map(|d| d.as_secs_f64() * 1000.0)
+}
+
+/// A job id argument: a string (its format is checked by the core).
+fn job_id(v: &Unknown) -> Res<String> {
+    string("job id", v)
+}
+
+#[napi]
+impl Queue {
+    /// A handle on job queue `name`. Validates the name and options (throws
+    /// `INVALID_ARGUMENT`); does not touch Redis.
+    #[napi(constructor, ts_args_type = "name: string, options?: QueueOptions")]
+    pub fn new(env: &Env, name: Unknown, options: Option<Unknown>) -> Result<Self> {
+        Ok(Queue {
+            inner: throw(env, Queue::build(&name, options.as_ref()))?,
+        })
+    }
+
+    #[napi(getter)]
+    pub fn name(&self) -> String {
+        self.inner.name().to_string()
+    }
+
+    #[napi(getter)]
+    pub fn max_attempts(&self) -> u32 {
+        self.inner.options().max_attempts
+    }
+
+    #[napi(getter)]
+    pub fn backoff(&self) -> BackoffInfo {
+        backoff_to_js(&self.inner.options().backoff)
+    }
+
+    /// `null` when attempts have no time limit.
+    #[napi(getter)]
+    pub fn timeout_ms(&self) -> Option<f64> {
+        ms(self.inner.options().timeout)
+    }
+
+    #[napi(getter)]
+    pub fn keep_completed(&self) -> f64 {
+        self.inner.options().keep_completed as f64
+    }
+
+    /// `null` when completed jobs have no age limit.
+    #[napi(getter)]
+    pub fn keep_for_ms(&self) -> Option<f64> {
+        ms(self.inner.options().keep_for)
+    }
+
+    #[napi(getter)]
+    pub fn max_error_len(&self) -> f64 {
+        self.inner.options().max_error_len as f64
+    }
+
+    /// Enqueues one job. A string payload is stored as its UTF-8 bytes. With an `id` that
+    /// already exists nothing is written and `created` is false.
+    #[napi(
+        ts_args_type = "payload: Buffer | Uint8Array | string, options?: EnqueueOptions",
+        ts_return_type = "Promise<Enqueued>"
+    )]
+    pub fn enqueue<'env>(
+        &self,
+        env: &'env Env,
+        payload: Unknown,
+        options: Option<Unknown>,
+    ) -> Result<PromiseRaw<'env, Enqueued>> {
+        let q = self.inner.clone();
+        let args = bytes("payload", &payload).and_then(|p| {
+            let opts = Options::new("enqueue options", options.as_ref(), ENQUEUE_KEYS)?;
+            Ok((p, enqueue_options(&opts)?))
+        });
+        spawn(
+            env,
+            args.map(|(payload, opts)| async move { Ok(q.enqueue(payload, opts).await?.into()) }),
+        )
+    }
+
+    /// Enqueues many jobs in one round trip, each `{ payload, ...options }`. Every job is
+    /// checked first: on bad input nothing is written. Resolves with one result per job, in
+    /// order.
+    #[napi(
+        ts_args_type = "jobs: JobSpec[]",
+        ts_return_type = "Promise<Enqueued[]>"
+    )]
+    pub fn enqueue_many<'env>(
+        &self,
+        env: &'env Env,
+        jobs: Unknown,
+    ) -> Result<PromiseRaw<'env, Vec<Enqueued>>> {
+        let q = self.inner.clone();
+        let jobs = array("jobs", &jobs, |i, job| {
+            if job.get_type()? != ValueType::Object || job.is_array()? {
+                return Err(type_error(format!(
+                    "jobs[{i}] must be an object {{ payload, ...options }}; got {}",
+                    describe(job)
+                )));
+            }
+            let what = format!("jobs[{i}]");
+            let opts = Options::new(what.clone(), Some(job), ENQUEUE_MANY_KEYS)?;
+            let payload = match opts.raw("payload")? {
+                Some(p) => bytes(&format!("{what}.payload"), &p)?,
+                None => return Err(type_error(format!("{what}.payload is missing"))),
+            };
+            let o = enqueue_options(&opts)?;
+            Ok((payload, o))
+        });
+        spawn(
+            env,
+            jobs.map(|jobs| async move {
+                Ok(q.enqueue_many(&jobs)
+                    .await?
+                    .into_iter()
+                    .map(Enqueued::from)
+                    .collect())
+            }),
+        )
+    }
+
+    /// A job's state, payload, attempts, last error and timestamps; `null` if the id is unknown
+    /// (or the completed job is no longer retained).
+    #[napi(
+        ts_args_type = "id: string",
+        ts_return_type = "Promise<JobInfo | null>"
+    )]
+    pub fn get<'env>(
+        &self,
+        env: &'env Env,
+        id: Unknown,
+    ) -> Result<PromiseRaw<'env, Option<JobInfo>>> {
+        let q = self.inner.clone();
+        spawn(
+            env,
+            job_id(&id).map(|id| async move { Ok(q.get(&id).await?.map(JobInfo::from)) }),
+        )
+    }
+
+    /// Removes a delayed or ready job. Rejects with `JOB_NOT_CANCELLABLE` when it is active, dead
+    /// or completed, and `JOB_NOT_FOUND` when there is no such job.
+    #[napi(ts_args_type = "id: string", ts_return_type = "Promise<void>")]
+    pub fn cancel<'env>(&self, env: &'env Env, id: Unknown) -> Result<PromiseRaw<'env, ()>> {
+        let q = self.inner.clone();
+        spawn(
+            env,
+            job_id(&id).map(|id| async move { Ok(q.cancel(&id).await?) }),
+        )
+    }
+
+    /// Dead-lettered jobs, oldest death first: `limit` (default 100) from `offset` (default 0).
+    #[napi(
+        ts_args_type = "options?: DeadLettersOptions",
+        ts_return_type = "Promise<JobInfo[]>"
+    )]
+    pub fn dead_letters<'env>(
+        &self,
+        env: &'env Env,
+        options: Option<Unknown>,
+    ) -> Result<PromiseRaw<'env, Vec<JobInfo>>> {
+        let q = self.inner.clone();
+        let args = Options::new(
+            "deadLetters options",
+            options.as_ref(),
+            &["offset", "limit"],
+        )
+        .and_then(|o| {
+            Ok((
+                o.get("offset", count)?.unwrap_or(0),
+                o.get("limit", count)?.unwrap_or(100),
+            ))
+        });
+        spawn(
+            env,
+            args.map(|(offset, limit)| async move {
+                Ok(q.dead_letters(offset, limit)
+                    .await?
+                    .into_iter()
+                    .map(JobInfo::from)
+                    .collect())
+            }),
+        )
+    }
+
+    /// Moves a dead job back to ready with its attempts reset. Rejects with `JOB_NOT_FOUND` if
+    /// no dead job has this id.
+    #[napi(ts_args_type = "id: string", ts_return_type = "Promise<void>")]
+    pub fn requeue<'env>(&self, env: &'env Env, id: Unknown) -> Result<PromiseRaw<'env, ()>> {
+        let q = self.inner.clone();
+        spawn(
+            env,
+            job_id(&id).map(|id| async move { Ok(q.requeue(&id).await?) }),
+        )
+    }
+
+    /// Requeues every dead job; resolves with how many.
+    #[napi(ts_return_type = "Promise<number>")]
+    pub fn requeue_all<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, i64>> {
+        let q = self.inner.clone();
+        spawn(env, Ok(async move { Ok(q.requeue_all().await? as i64) }))
+    }
+
+    /// Deletes every dead job; resolves with how many.
+    #[napi(ts_return_type = "Promise<number>")]
+    pub fn purge<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, i64>> {
+        let q = self.inner.clone();
+        spawn(env, Ok(async move { Ok(q.purge().await? as i64) }))
+    }
+
+    /// Jobs per state and the queue's lifetime counters.
+    #[napi(ts_return_type = "Promise<JobStats>")]
+    pub fn stats<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, JobStats>> {
+        let q = self.inner.clone();
+        spawn(env, Ok(async move { Ok(q.stats().await?.into()) }))
+    }
+}
