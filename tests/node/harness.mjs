@@ -2,7 +2,7 @@
 // loopback port in a temporary directory and stopped afterwards (its log is printed when a test
 // failed), or the server named by TIDEQ_TEST_REDIS_URL. Tests isolate by unique queue names and
 // key prefixes; nothing here ever flushes a database.
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -188,6 +188,39 @@ export function freshQueue(url, options = {}, clientOptions = {}) {
   const client = new tideq.Client({ url, prefix, ...clientOptions });
   const queue = new tideq.CappedQueue(unique('q'), { client, ...options });
   return { queue, client, prefix };
+}
+
+/** A job queue on a fresh Client with its own key prefix; `prefix` lets a test inspect its keys. */
+export function freshJobQueue(url, options = {}, clientOptions = {}) {
+  const prefix = unique('t');
+  const client = new tideq.Client({ url, prefix, ...clientOptions });
+  const queue = new tideq.Queue(unique('jq'), { client, ...options });
+  return { queue, client, prefix };
+}
+
+/** Redis server time in ms, read with `redis-cli TIME` (synchronously, e.g. inside a handler). */
+export function redisTimeSync(url) {
+  const u = new URL(url);
+  const [s, us] = execFileSync('redis-cli', ['-h', u.hostname, '-p', u.port || '6379', 'TIME'], { encoding: 'utf8' })
+    .trim()
+    .split(/\s+/)
+    .map(Number);
+  return s * 1000 + Math.floor(us / 1000);
+}
+
+/** Redis server time in ms (async, over the harness's own connection). */
+export async function redisTime(url) {
+  const [s, us] = (await redisCommand(url, 'TIME')).map(Number);
+  return s * 1000 + Math.floor(us / 1000);
+}
+
+/** Resolves once `cond()` is true; rejects after `timeoutMs`. */
+export async function waitFor(cond, what, timeoutMs = 10_000) {
+  const deadline = Date.now() + timeoutMs;
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(5);
+  }
 }
 
 /** Runs `node` with `args`; resolves with { code, signal, stdout, stderr }. */

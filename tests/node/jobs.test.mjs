@@ -1,0 +1,356 @@
+// The job queue through the Node binding, against a real redis-server: enqueue (idempotent ids,
+// bulk, delays by Redis time), get, cancel, retries and dead letters, stats, bad input, an
+// unreachable Redis, and the shared envelope vectors. Mirrors core/tests/jobs.rs.
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'node:test';
+
+import {
+  ROOT,
+  freePort,
+  freshJobQueue,
+  keysWithPrefix,
+  redisTime,
+  redisTimeSync,
+  tideq,
+  unique,
+  useRedis,
+  waitFor,
+} from './harness.mjs';
+
+const redis = useRedis();
+const { Queue, decodeEnvelope, encodeEnvelope } = tideq;
+const fast = { backoff: { type: 'fixed', delayMs: 50 } };
+const drained = { stopWhenDrained: true, pollIntervalMs: 100 };
+
+/** Asserts that `fn()` rejects (or throws) an error with `code`, and of class `cls`. */
+async function rejectsWith(fn, code, cls = Error, messagePart) {
+  let caught;
+  try {
+    await fn();
+  } catch (err) {
+    caught = err;
+  }
+  assert.ok(caught, `expected an error with code ${code}`);
+  assert.equal(caught.code, code, `code of ${caught}`);
+  assert.ok(caught instanceof cls, `${caught} is not a ${cls.name}`);
+  if (messagePart) assert.match(caught.message, messagePart);
+  return caught;
+}
+
+test('enqueue resolves with the id, get reads the job back, and an existing id creates nothing', async () => {
+  const { queue } = freshJobQueue(redis.url, fast);
+  const before = await redisTime(redis.url);
+  assert.deepEqual(await queue.enqueue('one', { id: 'order-1' }), { id: 'order-1', created: true });
+  assert.deepEqual(await queue.enqueue('two', { id: 'order-1' }), { id: 'order-1', created: false });
+  const info = await queue.get('order-1');
+  assert.ok(Buffer.isBuffer(info.payload));
+  assert.equal(info.payload.toString(), 'one', 'the second enqueue overwrote the job');
+  assert.deepEqual({ ...info, payload: null }, {
+    id: 'order-1',
+    state: 'ready',
+    payload: null,
+    attempts: 0,
+    maxAttempts: 5,
+    lastError: null,
+    enqueuedAt: info.enqueuedAt,
+    stateSinceOrUntil: null,
+  });
+  assert.ok(info.enqueuedAt >= before && info.enqueuedAt <= (await redisTime(redis.url)), 'enqueuedAt is Redis time');
+  const random = await queue.enqueue(new Uint8Array([0, 255]));
+  assert.ok(random.created);
+  assert.match(random.id, /^[0-9a-f]{32}$/);
+  assert.deepEqual([...(await queue.get(random.id)).payload], [0, 255]);
+  assert.equal(await queue.get('no-such-job'), null);
+  const s = await queue.stats();
+  assert.equal(s.ready, 2);
+  assert.equal(s.enqueued, 2);
+});
+
+test('enqueueMany writes every job in one call, is idempotent per id, and keeps FIFO order', async () => {
+  const { queue } = freshJobQueue(redis.url, fast);
+  const jobs = Array.from({ length: 1200 }, (_, i) => ({ payload: String(i), id: `j${i % 1100}` }));
+  const res = await queue.enqueueMany(jobs);
+  assert.equal(res.length, 1200);
+  assert.equal(res.filter((r) => r.created).length, 1100);
+  assert.ok(res.slice(1100).every((r) => !r.created));
+  assert.deepEqual(res[7], { id: 'j7', created: true });
+  assert.deepEqual(await queue.enqueueMany([]), []);
+  // Per-job options apply to each job.
+  const [later] = await queue.enqueueMany([{ payload: 'later', id: 'later', delayMs: 60_000, maxAttempts: 2 }]);
+  assert.ok(later.created);
+  const info = await queue.get('later');
+  assert.equal(info.state, 'delayed');
+  assert.equal(info.maxAttempts, 2);
+  await queue.cancel('later');
+  const order = [];
+  const worker = queue.work((job) => order.push(Number(job.text())), { concurrency: 1, ...drained });
+  await worker.join();
+  assert.deepEqual(order, Array.from({ length: 1100 }, (_, i) => i), 'FIFO');
+});
+
+test('a delayed job never runs before its due time by Redis time (delayMs, runAt as Date or epoch ms)', async () => {
+  const { queue } = freshJobQueue(redis.url, fast);
+  const base = await redisTime(redis.url);
+  const jobs = [];
+  for (let i = 0; i < 12; i++) {
+    const due = base + 400 + (i % 6) * 40;
+    jobs.push({ payload: String(due), id: `at${i}`, runAt: i % 2 ? new Date(due) : due });
+  }
+  await queue.enqueueMany(jobs);
+  for (let i = 0; i < 6; i++) {
+    await queue.enqueue('delay', { id: `in${i}`, delayMs: 300 + i * 40 });
+    const info = await queue.get(`in${i}`);
+    assert.equal(info.state, 'delayed');
+    assert.ok(info.stateSinceOrUntil >= base + 300 + i * 40, 'due time is computed from Redis time');
+  }
+  const dueOf = new Map();
+  for (let i = 0; i < 6; i++) dueOf.set(`in${i}`, (await queue.get(`in${i}`)).stateSinceOrUntil);
+  const seen = [];
+  const worker = queue.work(
+    (job) => {
+      const ran = redisTimeSync(redis.url);
+      const due = job.id.startsWith('at') ? Number(job.text()) : dueOf.get(job.id);
+      seen.push({ id: job.id, due, ran });
+    },
+    { concurrency: 4, ...drained },
+  );
+  await worker.join();
+  assert.equal(seen.length, 18);
+  assert.equal(new Set(seen.map((s) => s.id)).size, 18, 'a delayed job ran twice');
+  for (const { id, due, ran } of seen) assert.ok(ran >= due, `${id} ran ${due - ran} ms early`);
+});
+
+test('cancel removes a delayed or a ready job', async () => {
+  const { queue } = freshJobQueue(redis.url, fast);
+  await queue.enqueue('r', { id: 'ready' });
+  await queue.enqueue('d', { id: 'delayed', delayMs: 60_000 });
+  await queue.cancel('ready');
+  await queue.cancel('delayed');
+  assert.equal(await queue.get('ready'), null);
+  assert.equal(await queue.get('delayed'), null);
+  const s = await queue.stats();
+  assert.deepEqual([s.ready, s.delayed, s.cancelled], [0, 0, 2]);
+});
+
+test('cancel of an active job rejects with JOB_NOT_CANCELLABLE', async () => {
+  const { queue } = freshJobQueue(redis.url, fast);
+  await queue.enqueue('a', { id: 'busy' });
+  let started = false;
+  let release;
+  const worker = queue.work(async () => {
+    started = true;
+    await new Promise((resolve) => (release = resolve));
+  });
+  await waitFor(() => started, 'the handler to start');
+  await rejectsWith(() => queue.cancel('busy'), 'JOB_NOT_CANCELLABLE', Error, /active/);
+  assert.equal((await queue.get('busy')).state, 'active');
+  release();
+  await waitFor(() => worker.stats().completed === 1, 'the job to complete');
+  await rejectsWith(() => queue.cancel('busy'), 'JOB_NOT_CANCELLABLE', Error, /completed/);
+  await worker.shutdown();
+});
+
+test('cancel of an unknown id rejects with JOB_NOT_FOUND', async () => {
+  const { queue } = freshJobQueue(redis.url, fast);
+  await rejectsWith(() => queue.cancel('nope'), 'JOB_NOT_FOUND', Error, /nope/);
+  await rejectsWith(() => queue.requeue('nope'), 'JOB_NOT_FOUND');
+});
+
+test('a failing job is retried, then dead-lettered after exactly maxAttempts with the last error', async () => {
+  const { queue } = freshJobQueue(redis.url, fast);
+  await queue.enqueue('x', { id: 'flaky', maxAttempts: 3 });
+  const attempts = [];
+  const reported = [];
+  const worker = queue.work(
+    (job) => {
+      attempts.push(job.attempt);
+      throw new RangeError(`boom ${job.attempt}`);
+    },
+    { ...drained, onError: (err, job) => reported.push([err, job.id, job.attempt]) },
+  );
+  const stats = await worker.join();
+  assert.deepEqual(attempts, [1, 2, 3]);
+  assert.equal(stats.failed, 3);
+  assert.equal(stats.completed, 0);
+  const info = await queue.get('flaky');
+  assert.equal(info.state, 'dead');
+  assert.equal(info.attempts, 3);
+  assert.equal(info.lastError, 'RangeError: boom 3');
+  assert.ok(info.stateSinceOrUntil > 0, 'time of death');
+  assert.deepEqual(reported.map(([, id, a]) => [id, a]), [['flaky', 1], ['flaky', 2], ['flaky', 3]]);
+  assert.ok(reported[0][0] instanceof RangeError, 'onError gets the error object the handler threw');
+  const s = await queue.stats();
+  assert.deepEqual([s.dead, s.failed, s.retried], [1, 1, 2]);
+});
+
+test('dead letters can be listed (paged), requeued one by one or all, and purged', async () => {
+  const { queue, prefix } = freshJobQueue(redis.url, fast);
+  for (let i = 0; i < 5; i++) await queue.enqueue(String(i), { id: `bad${i}`, maxAttempts: 1 });
+  const failing = (message) => () => Promise.reject(new Error(message));
+  await queue.work(failing('nope'), { ...drained, onError: () => {} }).join();
+  const dead = await queue.deadLetters();
+  assert.deepEqual(dead.map((j) => j.id).sort(), ['bad0', 'bad1', 'bad2', 'bad3', 'bad4']);
+  assert.ok(dead.every((j) => j.state === 'dead' && j.lastError === 'Error: nope' && j.attempts === 1));
+  assert.equal((await queue.deadLetters({ offset: 3, limit: 10 })).length, 2, 'paged');
+  assert.equal((await queue.deadLetters({ limit: 2 })).length, 2);
+  await queue.requeue('bad0');
+  await rejectsWith(() => queue.requeue('bad0'), 'JOB_NOT_FOUND');
+  const info = await queue.get('bad0');
+  assert.deepEqual([info.state, info.attempts], ['ready', 0]);
+  assert.equal(await queue.requeueAll(), 4);
+  await queue.work(failing('still bad'), { ...drained, onError: () => {} }).join();
+  assert.equal((await queue.deadLetters())[0].lastError, 'Error: still bad');
+  assert.equal(await queue.purge(), 5);
+  const s = await queue.stats();
+  assert.deepEqual([s.dead, s.ready, s.delayed, s.active], [0, 0, 0, 0]);
+  assert.deepEqual(await queue.deadLetters(), []);
+  const jobsKey = (await keysWithPrefix(redis.url, prefix)).filter((k) => k.endsWith(':jobs'));
+  assert.deepEqual(jobsKey, [], 'purged jobs are deleted');
+});
+
+test('stats count jobs per state and the lifetime counters', async () => {
+  const { queue } = freshJobQueue(redis.url, fast);
+  await queue.enqueueMany([
+    { payload: 'ok', id: 'ok1' },
+    { payload: 'ok', id: 'ok2' },
+    { payload: 'bad', id: 'bad', maxAttempts: 2 },
+    { payload: 'later', id: 'later', delayMs: 60_000 },
+    { payload: 'gone', id: 'gone' },
+  ]);
+  await queue.cancel('gone');
+  assert.deepEqual(await queue.stats(), {
+    delayed: 1,
+    ready: 3,
+    active: 0,
+    dead: 0,
+    enqueued: 5,
+    completed: 0,
+    failed: 0,
+    retried: 0,
+    recovered: 0,
+    cancelled: 1,
+  });
+  await queue.cancel('later'); // a delayed job would keep a stopWhenDrained worker waiting
+  const worker = queue.work(
+    (job) => {
+      if (job.text() === 'bad') throw new Error('bad');
+    },
+    { ...drained, onError: () => {} },
+  );
+  assert.deepEqual(await worker.join(), { completed: 2, failed: 2, leaseLost: 0, released: 0, fetchErrors: 0 });
+  const s = await queue.stats();
+  assert.deepEqual(s, {
+    delayed: 0,
+    ready: 0,
+    active: 0,
+    dead: 1,
+    enqueued: 5,
+    completed: 2,
+    failed: 1,
+    retried: 1,
+    recovered: 0,
+    cancelled: 2,
+  });
+});
+
+test('bad job input is refused with INVALID_ARGUMENT and nothing is written', async () => {
+  const { queue, prefix, client } = freshJobQueue(redis.url);
+  const bad = [
+    [{ delayMs: -1 }, /delayMs/],
+    [{ maxAttempts: 0 }, /max_attempts/],
+    [{ maxAttempts: 1.5 }, /maxAttempts/],
+    [{ delayMs: 1000, runAt: Date.now() + 1000 }, /delay or run_at/],
+    [{ runAt: new Date(NaN) }, /runAt/],
+    [{ runAt: -5 }, /runAt/],
+    [{ timeoutMs: 0 }, /timeout/],
+    [{ backoff: { type: 'linear' } }, /backoff.type/],
+    [{ backoff: { type: 'fixed' } }, /delayMs is required/],
+    [{ backoff: { type: 'exponential', baseMs: 1000, maxMs: 10 } }, /max_ms/],
+    [{ backoff: { type: 'fixed', delayMs: 10, jitter: true } }, /jitter/],
+    [{ delay: 5 }, /unknown option "delay"/],
+  ];
+  for (const [opts, message] of bad) {
+    await rejectsWith(() => queue.enqueue('x', opts), 'INVALID_ARGUMENT', Error, message);
+    await rejectsWith(() => queue.enqueueMany([{ payload: "fine", id: "fine" }, { payload: "x", ...opts }]), "INVALID_ARGUMENT");
+  }
+  for (const id of ['', 'tab\there', 'nl\n', 'x'.repeat(257)]) {
+    await rejectsWith(() => queue.enqueue('x', { id }), 'INVALID_ARGUMENT', Error, /job id/);
+    await rejectsWith(() => queue.enqueueMany([{ payload: 'ok' }, { payload: 'x', id }]), 'INVALID_ARGUMENT');
+    await rejectsWith(() => queue.get(id), 'INVALID_ARGUMENT');
+    await rejectsWith(() => queue.cancel(id), 'INVALID_ARGUMENT');
+    await rejectsWith(() => queue.requeue(id), 'INVALID_ARGUMENT');
+  }
+  await rejectsWith(() => queue.enqueue('x', { id: 'é'.repeat(129) }), 'INVALID_ARGUMENT', Error, /256 bytes/);
+  await rejectsWith(() => queue.enqueue('x', { id: 42 }), 'INVALID_ARGUMENT', TypeError, /id must be a string/);
+  await rejectsWith(() => queue.enqueue('x', { delayMs: '10' }), 'INVALID_ARGUMENT', TypeError, /delayMs must be a number/);
+  await rejectsWith(() => queue.enqueue('x', { runAt: '2030-01-01' }), 'INVALID_ARGUMENT', TypeError, /runAt must be a Date/);
+  await rejectsWith(() => queue.enqueue('x', 'opts'), 'INVALID_ARGUMENT', TypeError, /must be an object/);
+  await rejectsWith(() => queue.enqueueMany('x'), 'INVALID_ARGUMENT', TypeError, /jobs must be an array/);
+  await rejectsWith(() => queue.enqueueMany(['x']), 'INVALID_ARGUMENT', TypeError, /jobs\[0\] must be an object/);
+  await rejectsWith(() => queue.enqueueMany([{ id: 'no-payload' }]), 'INVALID_ARGUMENT', TypeError, /payload is missing/);
+  // Queue and worker options.
+  const url = redis.url;
+  await rejectsWith(() => new Queue('', { client }), 'INVALID_ARGUMENT', Error, /queue name/);
+  await rejectsWith(() => new Queue('a{b}', { client }), 'INVALID_ARGUMENT');
+  await rejectsWith(() => new Queue(unique('q'), { client, maxAttempts: 0 }), 'INVALID_ARGUMENT', Error, /max_attempts/);
+  await rejectsWith(() => new Queue(unique('q'), { client, timeoutMs: 0 }), 'INVALID_ARGUMENT', Error, /timeout/);
+  await rejectsWith(() => new Queue(unique('q'), { client, max_attempts: 3 }), 'INVALID_ARGUMENT', Error, /unknown option "max_attempts"/);
+  await rejectsWith(() => new Queue(unique('q'), { client, url }), 'INVALID_ARGUMENT', Error, /either client or url/);
+  await rejectsWith(() => new Queue(unique('q'), { client, backoff: 'fast' }), 'INVALID_ARGUMENT', TypeError, /backoff must be an object/);
+  await rejectsWith(() => queue.work(() => {}, { concurrency: 0 }), 'INVALID_ARGUMENT', Error, /concurrency/);
+  await rejectsWith(() => queue.work(() => {}, { leaseMs: 10 }), 'INVALID_ARGUMENT', Error, /lease/);
+  await rejectsWith(() => queue.work(() => {}, { lease_ms: 1000 }), 'INVALID_ARGUMENT', Error, /unknown option "lease_ms"/);
+  await rejectsWith(() => queue.work('handler'), 'INVALID_ARGUMENT', TypeError, /handler must be a function/);
+  await rejectsWith(() => queue.work(() => {}, { onError: 1 }), 'INVALID_ARGUMENT', TypeError, /onError must be a function/);
+  await rejectsWith(() => queue.deadLetters({ limit: -1 }), 'INVALID_ARGUMENT');
+  assert.deepEqual(await keysWithPrefix(redis.url, prefix), [], 'bad input wrote to Redis');
+});
+
+test('a payload that is not bytes (number, object, array, null) is a TypeError and nothing is written', async () => {
+  const { queue, prefix } = freshJobQueue(redis.url);
+  for (const payload of [42, { a: 1 }, [1, 2], null, undefined, true, new Float32Array(2)]) {
+    await rejectsWith(() => queue.enqueue(payload), 'INVALID_ARGUMENT', TypeError, /payload must be a Buffer, Uint8Array or string/);
+  }
+  await rejectsWith(() => queue.enqueueMany([{ payload: 'ok' }, { payload: 7 }]), 'INVALID_ARGUMENT', TypeError, /jobs\[1\]\.payload/);
+  const p = queue.enqueue(42);
+  assert.ok(p instanceof Promise, 'async methods reject rather than throw');
+  await assert.rejects(p, { code: 'INVALID_ARGUMENT' });
+  assert.deepEqual(await keysWithPrefix(redis.url, prefix), []);
+});
+
+test('a payload over maxPayload is refused with PAYLOAD_TOO_LARGE and nothing is written', async () => {
+  const { queue, prefix } = freshJobQueue(redis.url, {}, { maxPayload: 1024 });
+  await rejectsWith(() => queue.enqueue(Buffer.alloc(1025)), 'PAYLOAD_TOO_LARGE', Error, /1025 bytes/);
+  await rejectsWith(() => queue.enqueueMany([{ payload: 'small' }, { payload: 'x'.repeat(2000) }]), 'PAYLOAD_TOO_LARGE');
+  assert.deepEqual(await keysWithPrefix(redis.url, prefix), []);
+  assert.ok((await queue.enqueue(Buffer.alloc(1024))).created, 'exactly the limit is accepted');
+});
+
+test('enqueue with Redis unreachable rejects with CONNECTION, without the password', async () => {
+  const port = await freePort();
+  const queue = new Queue(unique('q'), { url: `redis://:s3cret@127.0.0.1:${port}` });
+  for (const call of [() => queue.enqueue('x'), () => queue.enqueueMany([{ payload: 'x' }]), () => queue.get('a'), () => queue.stats()]) {
+    const err = await rejectsWith(call, 'CONNECTION');
+    assert.ok(!err.message.includes('s3cret'), err.message);
+  }
+});
+
+test('every shared envelope vector decodes to its fields and encodes back to the same bytes', () => {
+  const { vectors } = JSON.parse(readFileSync(join(ROOT, 'tests/vectors/envelope_v1.json'), 'utf8'));
+  assert.ok(vectors.length >= 3);
+  for (const v of vectors) {
+    const bytes = Buffer.from(v.hex, 'hex');
+    const { payload_hex, ...fields } = v.fields;
+    const expected = { ...fields, payload: Buffer.from(payload_hex, 'hex') };
+    const decoded = decodeEnvelope(bytes);
+    assert.deepEqual({ ...decoded, payload: [...decoded.payload] }, { ...expected, payload: [...expected.payload] }, v.name);
+    assert.ok(Buffer.isBuffer(decoded.payload));
+    assert.equal(encodeEnvelope(expected).toString('hex'), v.hex, v.name);
+    assert.equal(encodeEnvelope(decoded).toString('hex'), v.hex, v.name);
+  }
+  assert.throws(() => decodeEnvelope(Buffer.from('not msgpack')), { code: 'INVALID_ARGUMENT' });
+  assert.throws(() => decodeEnvelope(42), { code: 'INVALID_ARGUMENT', name: 'TypeError' });
+  assert.throws(() => encodeEnvelope({ v: 1 }), { code: 'INVALID_ARGUMENT' });
+});

@@ -1,0 +1,310 @@
+// The worker runtime through the Node binding: JS handlers (sync and async) called by the core's
+// fetch loop, leases kept alive by a Rust task (even while the event loop is blocked), workers
+// that die (SIGKILL) or freeze (SIGSTOP), timeouts, graceful shutdown, run() on signals, error
+// reporting, and the process exiting after shutdown. Mirrors core/tests/jobs.rs.
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { inspect } from 'node:util';
+import { test } from 'node:test';
+
+import { ROOT, freshJobQueue, runNode, sleep, tideq, useRedis, waitFor } from './harness.mjs';
+
+const redis = useRedis();
+const CHILD = join(ROOT, 'tests/node/job_child.mjs');
+const fast = { backoff: { type: 'fixed', delayMs: 50 } };
+const drained = { stopWhenDrained: true, pollIntervalMs: 100 };
+
+/** Starts `job_child.mjs MODE` on `queue`; `child.out()` is its stdout so far. */
+function startChild(mode, queue, prefix) {
+  let child;
+  const done = runNode([CHILD, mode, redis.url, prefix, queue.name], {
+    timeoutMs: 20_000,
+    onSpawn: (c, readStdout) => {
+      child = c;
+      child.out = readStdout;
+    },
+  });
+  return { child, done };
+}
+
+const lines = (text, prefix) => text.split('\n').filter((l) => l.startsWith(prefix));
+const statsLine = (stdout) => JSON.parse(lines(stdout, 'stats ').at(-1).slice('stats '.length));
+
+test('a handler gets the job: id, payload Buffer, attempt, maxAttempts, enqueuedAt, queue, timeoutMs, text(), json()', async () => {
+  const { queue } = freshJobQueue(redis.url, fast);
+  await queue.enqueue('{"order":42,"note":"é"}', { id: 'j1', maxAttempts: 3, timeoutMs: 5_000 });
+  await queue.enqueue(Buffer.from([0xff, 0xfe]), { id: 'bin' });
+  const got = {};
+  const stats = await queue
+    .work(
+      (job) => {
+        got[job.id] = {
+          job,
+          payload: job.payload,
+          same: job.payload === job.payload,
+          fields: [job.attempt, job.maxAttempts, job.queue, job.timeoutMs],
+          enqueuedAt: job.enqueuedAt,
+        };
+        if (job.id === 'j1') {
+          got.j1.text = job.text();
+          got.j1.json = job.json();
+          got.j1.logged = JSON.parse(JSON.stringify(job));
+          got.j1.inspected = inspect(job);
+        } else {
+          assert.throws(() => job.text(), { code: 'INVALID_ARGUMENT' });
+        }
+      },
+      drained,
+    )
+    .join();
+  assert.equal(stats.completed, 2);
+  const j1 = got.j1;
+  assert.ok(j1.job instanceof tideq.Job);
+  assert.ok(Buffer.isBuffer(j1.payload));
+  assert.ok(j1.same, 'job.payload returns the same Buffer on every read');
+  assert.equal(j1.text, '{"order":42,"note":"é"}');
+  assert.deepEqual(j1.json, { order: 42, note: 'é' });
+  assert.deepEqual(j1.fields, [1, 3, queue.name, 5_000]);
+  assert.deepEqual(j1.logged, { id: 'j1', queue: queue.name, attempt: 1, maxAttempts: 3, enqueuedAt: j1.enqueuedAt, timeoutMs: 5_000 });
+  assert.match(j1.inspected, /id: 'j1'/);
+  assert.match(j1.inspected, /payload: <Buffer 7b/);
+  assert.ok(j1.enqueuedAt > 1.7e12);
+  assert.deepEqual([...got.bin.payload], [0xff, 0xfe]);
+  assert.equal(got.bin.fields[3], null, 'no timeout: timeoutMs is null');
+});
+
+test('a worker with sync or async handlers runs every job exactly once, at most concurrency at a time', async () => {
+  for (const kind of ['sync', 'async']) {
+    const { queue } = freshJobQueue(redis.url, fast);
+    await queue.enqueueMany(Array.from({ length: 300 }, (_, i) => ({ payload: String(i), id: `j${i}` })));
+    const seen = [];
+    let inFlight = 0;
+    let maxInFlight = 0;
+    const handler =
+      kind === 'sync'
+        ? (job) => seen.push(job.id)
+        : async (job) => {
+            maxInFlight = Math.max(maxInFlight, ++inFlight);
+            await sleep(2);
+            seen.push(job.id);
+            inFlight--;
+          };
+    const worker = queue.work(handler, { concurrency: 4, ...drained });
+    const stats = await worker.join();
+    assert.equal(seen.length, 300, kind);
+    assert.equal(new Set(seen).size, 300, `${kind}: a job ran twice`);
+    assert.deepEqual(stats, { completed: 300, failed: 0, leaseLost: 0, released: 0, fetchErrors: 0 });
+    assert.equal(worker.running, false);
+    if (kind === 'async') assert.ok(maxInFlight > 1 && maxInFlight <= 4, `maxInFlight ${maxInFlight}`);
+    assert.equal((await queue.stats()).completed, 300);
+  }
+});
+
+test('a worker process killed with SIGKILL mid-job loses nothing: a new worker completes every job, the killed ones as attempt 2', async () => {
+  const { queue, prefix } = freshJobQueue(redis.url, fast);
+  const ids = Array.from({ length: 6 }, (_, i) => `k${i}`);
+  await queue.enqueueMany(ids.map((id) => ({ payload: id, id })));
+  const { child, done } = startChild('hang', queue, prefix);
+  await waitFor(() => lines(child.out(), 'handling ').length === 2, 'the child to take two jobs');
+  child.kill('SIGKILL');
+  const res = await done;
+  assert.equal(res.signal, 'SIGKILL');
+  const killed = lines(res.stdout, 'handling ').map((l) => l.split(' ')[1]);
+  assert.equal(killed.length, 2);
+  for (const id of killed) assert.equal((await queue.get(id)).state, 'active');
+
+  const attempts = {};
+  const stats = await queue.work((job) => (attempts[job.id] = job.attempt), drained).join();
+  assert.equal(stats.completed, 6);
+  assert.deepEqual(Object.keys(attempts).sort(), ids);
+  for (const id of ids) assert.equal(attempts[id], killed.includes(id) ? 2 : 1, id);
+  const s = await queue.stats();
+  assert.equal(s.recovered, 2);
+  assert.equal(s.completed, 6);
+  assert.deepEqual([s.ready, s.active, s.delayed, s.dead], [0, 0, 0, 0]);
+});
+
+test("a SIGSTOPped worker's late ack is rejected: another worker completes the job as attempt 2", async () => {
+  const { queue, prefix } = freshJobQueue(redis.url, fast);
+  await queue.enqueue('x', { id: 'slow' });
+  const { child, done } = startChild('slow', queue, prefix);
+  await waitFor(() => child.out().includes('handling slow 1'), 'the child to take the job');
+  child.kill('SIGSTOP');
+  try {
+    const attempts = [];
+    const stats = await queue.work((job) => attempts.push(job.attempt), drained).join();
+    assert.deepEqual(attempts, [2], 'recovered after the lease expired, exactly once');
+    assert.equal(stats.completed, 1);
+  } finally {
+    child.kill('SIGCONT');
+  }
+  const res = await done;
+  assert.equal(res.code, 0, res.stderr);
+  assert.ok(res.stdout.includes('handled'), res.stdout);
+  assert.deepEqual(statsLine(res.stdout), { completed: 0, failed: 0, leaseLost: 1, released: 0, fetchErrors: 0 });
+  const info = await queue.get('slow');
+  assert.deepEqual([info.state, info.attempts], ['completed', 2]);
+  assert.equal((await queue.stats()).recovered, 1);
+});
+
+for (const kind of ['async (awaiting)', 'sync (blocking the event loop)']) {
+  test(`a handler running 3x the lease is not redelivered: ${kind}`, async () => {
+    const { queue } = freshJobQueue(redis.url, fast);
+    await queue.enqueue('long', { id: 'long' });
+    let calls = 0;
+    const handler = kind.startsWith('async')
+      ? async () => {
+          calls++;
+          await sleep(1_500);
+        }
+      : () => {
+          calls++;
+          const end = Date.now() + 1_500;
+          while (Date.now() < end) {
+            // busy: the JS thread is blocked; renewal runs on a Rust task
+          }
+        };
+    const t0 = Date.now();
+    const stats = await queue.work(handler, { leaseMs: 500, concurrency: 2, ...drained }).join();
+    assert.ok(Date.now() - t0 >= 1_500);
+    assert.equal(calls, 1, 'the long job was redelivered');
+    assert.deepEqual(stats, { completed: 1, failed: 0, leaseLost: 0, released: 0, fetchErrors: 0 });
+    const s = await queue.stats();
+    assert.equal(s.recovered, 0);
+    assert.equal((await queue.get('long')).attempts, 1);
+  });
+}
+
+test('a handler exceeding timeoutMs loses the attempt and the job is retried', async () => {
+  const { queue } = freshJobQueue(redis.url, fast);
+  await queue.enqueue('x', { id: 'stuck', timeoutMs: 200, maxAttempts: 2 });
+  const attempts = [];
+  const stats = await queue
+    .work((job) => {
+      attempts.push(job.attempt);
+      if (job.attempt === 1) return new Promise(() => {}); // never settles
+    }, drained)
+    .join();
+  assert.deepEqual(attempts, [1, 2]);
+  assert.deepEqual([stats.failed, stats.completed], [1, 1]);
+  const info = await queue.get('stuck');
+  assert.deepEqual([info.state, info.attempts], ['completed', 2]);
+  assert.match(info.lastError, /timed out/);
+});
+
+test('graceful shutdown lets a running job finish within grace and returns an unfinished one to ready at once', async () => {
+  const { queue } = freshJobQueue(redis.url, fast);
+  await queue.enqueueMany([{ payload: 'quick', id: 'quick' }, { payload: 'endless', id: 'endless' }]);
+  let started = 0;
+  const worker = queue.work(
+    async (job) => {
+      started++;
+      if (job.id === 'endless') return new Promise(() => {});
+      await sleep(100);
+    },
+    { concurrency: 2, graceMs: 300 },
+  );
+  await waitFor(() => started === 2, 'both jobs to start');
+  assert.equal(worker.running, true);
+  const t0 = Date.now();
+  const stats = await worker.shutdown();
+  assert.ok(Date.now() - t0 < 2_000, `shutdown took ${Date.now() - t0} ms`);
+  assert.deepEqual([stats.completed, stats.released], [1, 1]);
+  assert.equal(worker.running, false);
+  const endless = await queue.get('endless');
+  assert.equal(endless.state, 'ready', 'returned to the queue, not left to its lease');
+  assert.equal(endless.attempts, 0, 'a returned attempt is not counted');
+  assert.equal((await queue.get('quick')).state, 'completed');
+  // Stopped: it takes nothing more; stop()/join()/shutdown() again are harmless.
+  worker.stop();
+  assert.deepEqual(await worker.join(), stats);
+  assert.deepEqual(worker.stats(), stats);
+});
+
+test('an idle worker wakes within milliseconds when a job is enqueued', async () => {
+  const { queue } = freshJobQueue(redis.url, fast);
+  let handledAt = 0;
+  const worker = queue.work(() => (handledAt = Date.now()), { pollIntervalMs: 5_000 });
+  await sleep(200);
+  const t0 = Date.now();
+  await queue.enqueue('wake');
+  await waitFor(() => handledAt > 0, 'the job to be handled');
+  assert.ok(handledAt - t0 < 1_000, `picked up after ${handledAt - t0} ms`);
+  await worker.shutdown();
+});
+
+test('the process exits by itself after w.shutdown(), even with a handler that never settles', async () => {
+  const { queue, prefix } = freshJobQueue(redis.url, fast);
+  const t0 = Date.now();
+  const { done } = startChild('shutdown', queue, prefix);
+  const res = await done;
+  assert.equal(res.code, 0, res.stderr);
+  assert.deepEqual(statsLine(res.stdout), { completed: 1, failed: 0, leaseLost: 0, released: 1, fetchErrors: 0 });
+  assert.ok(Date.now() - t0 < 10_000);
+  assert.equal((await queue.get('endless')).state, 'ready');
+});
+
+for (const signal of ['SIGINT', 'SIGTERM']) {
+  test(`run() shuts down gracefully on ${signal}, waiting for the running job, and resolves with stats`, async () => {
+    const { queue, prefix } = freshJobQueue(redis.url, fast);
+    const { child, done } = startChild('run', queue, prefix);
+    await waitFor(() => child.out().includes('handling signalled'), 'the child to take the job');
+    child.kill(signal);
+    const res = await done;
+    assert.equal(res.code, 0, `exit ${res.code} ${res.signal}; stderr: ${res.stderr}`);
+    const out = res.stdout.trim().split('\n');
+    assert.ok(out.indexOf('handled') >= 0 && out.indexOf('handled') < out.length - 1, res.stdout);
+    assert.deepEqual(statsLine(res.stdout), { completed: 1, failed: 0, leaseLost: 0, released: 0, fetchErrors: 0 });
+    assert.equal((await queue.get('signalled')).state, 'completed');
+  });
+}
+
+test('a thrown or rejected error is reported to onError and stored as "name: message"', async () => {
+  const { queue } = freshJobQueue(redis.url, fast);
+  class PaymentError extends Error {
+    name = 'PaymentError';
+  }
+  const thrown = {
+    sync: new TypeError('x is undefined'),
+    async: new PaymentError('card declined'),
+    plain: 'a plain string',
+  };
+  await queue.enqueueMany(Object.keys(thrown).map((id) => ({ payload: id, id, maxAttempts: 1 })));
+  const reported = [];
+  await queue
+    .work(
+      (job) => {
+        if (job.id === 'sync') throw thrown.sync;
+        return Promise.reject(thrown[job.id]);
+      },
+      { ...drained, onError: (err, job) => reported.push([job.id, err, job]) },
+    )
+    .join();
+  assert.equal(reported.length, 3);
+  for (const [id, err, job] of reported) {
+    assert.equal(err, thrown[id], `onError gets the very value the handler threw (${id})`);
+    assert.ok(job instanceof tideq.Job);
+    assert.equal(job.text(), id);
+  }
+  assert.equal((await queue.get('sync')).lastError, 'TypeError: x is undefined');
+  assert.equal((await queue.get('async')).lastError, 'PaymentError: card declined');
+  assert.equal((await queue.get('plain')).lastError, 'a plain string');
+});
+
+test('without onError a handler failure is printed with console.error, stack included', async () => {
+  const { queue, prefix } = freshJobQueue(redis.url, fast);
+  const res = await startChild('throws', queue, prefix).done;
+  assert.equal(res.code, 0, res.stderr);
+  assert.deepEqual(statsLine(res.stdout), { completed: 0, failed: 1, leaseLost: 0, released: 0, fetchErrors: 0 });
+  assert.match(res.stderr, /tideq: handler failed on job "broken" of queue ".*" \(attempt 1 of 1\)/);
+  assert.match(res.stderr, /Error: boom from the handler/);
+  assert.match(res.stderr, /at brokenHandler .*job_child\.mjs/);
+  assert.equal((await queue.get('broken')).lastError, 'Error: boom from the handler');
+});
+
+test('the jobs quick-start example runs', async () => {
+  const res = await runNode([join(ROOT, 'examples/node/jobs_quickstart.mjs')], { env: { TIDEQ_REDIS_URL: redis.url } });
+  assert.equal(res.code, 0, res.stderr);
+  assert.match(res.stdout, /sent welcome email to ada@example\.com/);
+  assert.match(res.stdout, /completed 3 jobs/);
+});
