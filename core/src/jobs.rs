@@ -13,7 +13,7 @@ use crate::envelope::{Backoff, Envelope, ENVELOPE_VERSION};
 use crate::error::{Error, ErrorKind, Result};
 use crate::keys::JobKeys;
 use crate::scripts::{
-    CANCEL_JOB, DEAD_LETTERS, ENQUEUE_JOBS, EXTEND_LEASE, FETCH_JOBS, SETTLE_JOB,
+    CANCEL_JOB, COMPLETE_JOBS, DEAD_LETTERS, ENQUEUE_JOBS, EXTEND_LEASE, FETCH_JOBS, SETTLE_JOB,
 };
 
 /// Most jobs per enqueue script call; all calls of one `enqueue_many` go in one pipeline.
@@ -94,10 +94,11 @@ impl JobState {
         }
     }
 
-    fn from_code(c: &str) -> Option<Self> {
+    /// From the meta state letter; `q` (queued) is delayed while the job is in the delayed set.
+    fn from_code(c: &str, in_delayed: bool) -> Option<Self> {
         Some(match c {
-            "d" => JobState::Delayed,
-            "r" => JobState::Ready,
+            "q" if in_delayed => JobState::Delayed,
+            "q" => JobState::Ready,
             "a" => JobState::Active,
             "x" => JobState::Dead,
             "c" => JobState::Completed,
@@ -156,7 +157,25 @@ pub struct Job {
     pub(crate) token: String,
 }
 
+/// What settling a leased job needs (no payload): id, lease token, attempt, backoff.
+#[derive(Debug, Clone)]
+pub(crate) struct Lease {
+    pub id: String,
+    pub token: String,
+    pub attempt: u32,
+    pub backoff: Backoff,
+}
+
 impl Job {
+    pub(crate) fn lease(&self) -> Lease {
+        Lease {
+            id: self.id.clone(),
+            token: self.token.clone(),
+            attempt: self.attempt,
+            backoff: self.backoff,
+        }
+    }
+
     /// The payload as UTF-8 text.
     pub fn payload_str(&self) -> Result<&str> {
         std::str::from_utf8(&self.payload)
@@ -286,13 +305,11 @@ impl Queue {
         Ok((env, o.delay.map(ms).unwrap_or(0), o.run_at_ms.unwrap_or(0)))
     }
 
-    fn enqueue_keys(&self) -> [String; 8] {
+    fn enqueue_keys(&self) -> [String; 6] {
         let k = &self.keys;
         [
             k.jobs(),
-            k.state(),
-            k.max_attempts(),
-            k.enqueued(),
+            k.meta(),
             k.ready(),
             k.delayed(),
             k.wake(),
@@ -372,13 +389,12 @@ impl Queue {
         pipe.atomic();
         for id in ids {
             pipe.hget(k.jobs(), id)
-                .hget(k.state(), id)
-                .hget(k.attempts(), id)
+                .hget(k.meta(), id)
                 .hget(k.errors(), id);
-            pipe.hget(k.enqueued(), id)
-                .zscore(k.delayed(), id)
-                .zscore(k.active(), id);
-            pipe.zscore(k.dead(), id).zscore(k.done(), id);
+            pipe.zscore(k.delayed(), id)
+                .zscore(k.active(), id)
+                .zscore(k.dead(), id)
+                .zscore(k.done(), id);
         }
         let mut conn = self.client.conn().await?;
         let values: Vec<Value> = pipe
@@ -386,21 +402,22 @@ impl Queue {
             .await
             .map_err(|e| self.client.err(e))?;
         let mut out = Vec::new();
-        for (id, v) in ids.iter().zip(values.chunks(9)) {
-            type Row = (
-                Option<Vec<u8>>,
-                Option<String>,
-                Option<u32>,
-                Option<String>,
-                Option<u64>,
-            );
-            let (env, state, attempts, err, enq): Row =
-                redis::from_redis_value(Value::Array(v[..5].to_vec()))
+        for (id, v) in ids.iter().zip(values.chunks(7)) {
+            let (env, meta, err): (Option<Vec<u8>>, Option<String>, Option<String>) =
+                redis::from_redis_value(Value::Array(v[..3].to_vec()))
                     .map_err(|e| self.client.err(e.into()))?;
-            let scores: Vec<Option<f64>> = redis::from_redis_value(Value::Array(v[5..].to_vec()))
+            let scores: Vec<Option<f64>> = redis::from_redis_value(Value::Array(v[3..].to_vec()))
                 .map_err(|e| self.client.err(e.into()))?;
-            let (Some(env), Some(state)) = (env, state.as_deref().and_then(JobState::from_code))
-            else {
+            let (Some(env), Some(meta)) = (env, meta) else {
+                out.push(None);
+                continue;
+            };
+            let mut fields = meta.split('|');
+            let code = fields.next().unwrap_or("");
+            let attempts = fields.next().and_then(|a| a.parse().ok()).unwrap_or(0);
+            let _max = fields.next();
+            let enqueued_at = fields.next().and_then(|e| e.parse().ok()).unwrap_or(0);
+            let Some(state) = JobState::from_code(code, scores[0].is_some()) else {
                 out.push(None);
                 continue;
             };
@@ -416,10 +433,10 @@ impl Queue {
                 id: id.clone(),
                 state,
                 payload: env.payload,
-                attempts: attempts.unwrap_or(0),
+                attempts,
                 max_attempts: env.max_attempts,
                 last_error: err,
-                enqueued_at: enq.unwrap_or(0),
+                enqueued_at,
                 state_since_or_until: when.map(|s| s as u64),
             }));
         }
@@ -435,12 +452,8 @@ impl Queue {
             k.ready(),
             k.delayed(),
             k.jobs(),
-            k.state(),
-            k.attempts(),
-            k.tokens(),
-            k.max_attempts(),
+            k.meta(),
             k.errors(),
-            k.enqueued(),
             k.stats(),
         ];
         let mut cmd = CANCEL_JOB.cmd(&keys);
@@ -484,12 +497,8 @@ impl Queue {
             k.dead(),
             k.ready(),
             k.jobs(),
-            k.state(),
-            k.attempts(),
-            k.tokens(),
-            k.max_attempts(),
+            k.meta(),
             k.errors(),
-            k.enqueued(),
             k.stats(),
             k.wake(),
         ];
@@ -556,21 +565,16 @@ impl Queue {
 
     // ---- worker side -------------------------------------------------------------------------
 
-    fn settle_keys(&self) -> [String; 14] {
+    fn settle_keys(&self) -> [String; 9] {
         let k = &self.keys;
         [
             k.active(),
             k.ready(),
             k.delayed(),
             k.dead(),
-            k.done(),
             k.jobs(),
-            k.state(),
-            k.attempts(),
-            k.tokens(),
-            k.max_attempts(),
+            k.meta(),
             k.errors(),
-            k.enqueued(),
             k.stats(),
             k.wake(),
         ]
@@ -590,12 +594,8 @@ impl Queue {
             k.active(),
             k.dead(),
             k.jobs(),
-            k.state(),
-            k.attempts(),
-            k.tokens(),
-            k.max_attempts(),
+            k.meta(),
             k.errors(),
-            k.enqueued(),
             k.stats(),
         ];
         let mut cmd = FETCH_JOBS.cmd(&keys);
@@ -613,8 +613,14 @@ impl Queue {
                 Err(e) => {
                     // Unreadable: dead-letter it rather than loop on it.
                     log::error!("tideq: job {id:?} has an unreadable envelope: {e}");
+                    let lease = Lease {
+                        id: id.clone(),
+                        token,
+                        attempt,
+                        backoff: Backoff::fixed(0),
+                    };
                     let _ = self
-                        .settle_fail_raw(&id, &token, &format!("unreadable envelope: {e}"), 0, true)
+                        .fail_lease(&lease, &format!("unreadable envelope: {e}"))
                         .await;
                     continue;
                 }
@@ -643,34 +649,42 @@ impl Queue {
 
     /// Marks a leased job done. `LEASE_LOST` if the lease expired and the job was redelivered.
     pub async fn complete(&self, job: &Job) -> Result<()> {
-        let mut cmd = SETTLE_JOB.cmd(&self.settle_keys());
-        cmd.arg("complete")
-            .arg(&job.id)
-            .arg(&job.token)
-            .arg(self.opts.keep_completed);
-        cmd.arg(self.opts.keep_for.map(ms).unwrap_or(0));
-        match self.client.eval::<i64>(&cmd, &SETTLE_JOB).await? {
-            -1 => Err(self.lease_lost(&job.id)),
-            _ => Ok(()),
+        match self.complete_leases(&[job.lease()]).await?[0] {
+            true => Ok(()),
+            false => Err(self.lease_lost(&job.id)),
         }
+    }
+
+    /// Completes many leased jobs in one script call (the worker batches its acks). Per job:
+    /// true = completed, false = its lease was lost.
+    pub(crate) async fn complete_leases(&self, leases: &[Lease]) -> Result<Vec<bool>> {
+        let k = &self.keys;
+        let keys = [
+            k.active(),
+            k.done(),
+            k.jobs(),
+            k.meta(),
+            k.errors(),
+            k.stats(),
+        ];
+        let mut cmd = COMPLETE_JOBS.cmd(&keys);
+        cmd.arg(self.opts.keep_completed)
+            .arg(self.opts.keep_for.map(ms).unwrap_or(0));
+        for l in leases {
+            cmd.arg(&l.id).arg(&l.token);
+        }
+        let res: Vec<i64> = self.client.eval(&cmd, &COMPLETE_JOBS).await?;
+        Ok(res.into_iter().map(|r| r == 1).collect())
     }
 
     /// Fails a leased attempt: retried after the job's backoff, or dead-lettered after
     /// `max_attempts`. Returns true when dead-lettered.
     pub async fn fail(&self, job: &Job, error: &str) -> Result<bool> {
-        let delay = job.backoff.delay_ms(job.attempt);
-        self.settle_fail_raw(&job.id, &job.token, error, delay, false)
-            .await
+        self.fail_lease(&job.lease(), error).await
     }
 
-    async fn settle_fail_raw(
-        &self,
-        id: &str,
-        token: &str,
-        error: &str,
-        delay: u64,
-        _dead: bool,
-    ) -> Result<bool> {
+    pub(crate) async fn fail_lease(&self, lease: &Lease, error: &str) -> Result<bool> {
+        let delay = lease.backoff.delay_ms(lease.attempt);
         let mut text = error.to_string();
         if text.len() > self.opts.max_error_len {
             let mut cut = self.opts.max_error_len;
@@ -681,9 +695,13 @@ impl Queue {
             text.push('…');
         }
         let mut cmd = SETTLE_JOB.cmd(&self.settle_keys());
-        cmd.arg("fail").arg(id).arg(token).arg(text).arg(delay);
+        cmd.arg("fail")
+            .arg(&lease.id)
+            .arg(&lease.token)
+            .arg(text)
+            .arg(delay);
         match self.client.eval::<i64>(&cmd, &SETTLE_JOB).await? {
-            -1 => Err(self.lease_lost(id)),
+            -1 => Err(self.lease_lost(&lease.id)),
             n => Ok(n == 2),
         }
     }
@@ -691,20 +709,49 @@ impl Queue {
     /// Returns a leased job to the front of the ready list without counting the attempt
     /// (graceful shutdown).
     pub async fn release(&self, job: &Job) -> Result<()> {
+        self.release_lease(&job.lease()).await
+    }
+
+    pub(crate) async fn release_lease(&self, lease: &Lease) -> Result<()> {
         let mut cmd = SETTLE_JOB.cmd(&self.settle_keys());
-        cmd.arg("release").arg(&job.id).arg(&job.token);
+        cmd.arg("release").arg(&lease.id).arg(&lease.token);
         match self.client.eval::<i64>(&cmd, &SETTLE_JOB).await? {
-            -1 => Err(self.lease_lost(&job.id)),
+            -1 => Err(self.lease_lost(&lease.id)),
             _ => Ok(()),
         }
     }
 
     /// Pushes the lease deadline to `lease` from now (Redis clock).
     pub async fn extend(&self, job: &Job, lease: Duration) -> Result<()> {
-        let mut cmd = EXTEND_LEASE.cmd(&[self.keys.active(), self.keys.tokens()]);
-        cmd.arg(&job.id).arg(&job.token).arg(ms(lease));
+        self.extend_lease(&job.lease(), lease).await
+    }
+
+    /// Extends many leases in one pipeline; per lease, false = lost.
+    pub(crate) async fn extend_leases(
+        &self,
+        leases: &[Lease],
+        lease: Duration,
+    ) -> Result<Vec<bool>> {
+        let cmds: Vec<redis::Cmd> = leases
+            .iter()
+            .map(|l| {
+                let mut cmd = EXTEND_LEASE.cmd(&[self.keys.active(), self.keys.meta()]);
+                cmd.arg(&l.id).arg(&l.token).arg(ms(lease));
+                cmd
+            })
+            .collect();
+        let replies = self.client.pipeline(&cmds).await?;
+        Ok(replies
+            .into_iter()
+            .map(|v| !matches!(v, Value::Int(-1)))
+            .collect())
+    }
+
+    pub(crate) async fn extend_lease(&self, l: &Lease, lease: Duration) -> Result<()> {
+        let mut cmd = EXTEND_LEASE.cmd(&[self.keys.active(), self.keys.meta()]);
+        cmd.arg(&l.id).arg(&l.token).arg(ms(lease));
         match self.client.eval::<i64>(&cmd, &EXTEND_LEASE).await? {
-            -1 => Err(self.lease_lost(&job.id)),
+            -1 => Err(self.lease_lost(&l.id)),
             _ => Ok(()),
         }
     }

@@ -43,21 +43,23 @@ macro_rules! script {
 script!(PUSH_CAPPED, "push_capped.lua");
 script!(POP_CAPPED, "pop_capped-4.lua");
 script!(NEXT_GROUP, "next_group-1.lua");
-script!(ENQUEUE_JOBS, "enqueue_jobs-8.lua");
-script!(FETCH_JOBS, "fetch_jobs-12.lua");
-script!(SETTLE_JOB, "settle_job-14.lua");
+script!(ENQUEUE_JOBS, "enqueue_jobs-6.lua");
+script!(FETCH_JOBS, "fetch_jobs-8.lua");
+script!(COMPLETE_JOBS, "complete_jobs-6.lua");
+script!(SETTLE_JOB, "settle_job-9.lua");
 script!(EXTEND_LEASE, "extend_lease-2.lua");
-script!(CANCEL_JOB, "cancel_job-10.lua");
-script!(DEAD_LETTERS, "dead_letters-11.lua");
+script!(CANCEL_JOB, "cancel_job-6.lua");
+script!(DEAD_LETTERS, "dead_letters-7.lua");
 
 /// Every script, so a client can find one by SHA (e.g. to reload it after NOSCRIPT).
-pub(crate) fn all() -> [&'static LuaScript; 9] {
+pub(crate) fn all() -> [&'static LuaScript; 10] {
     [
         &PUSH_CAPPED,
         &POP_CAPPED,
         &NEXT_GROUP,
         &ENQUEUE_JOBS,
         &FETCH_JOBS,
+        &COMPLETE_JOBS,
         &SETTLE_JOB,
         &EXTEND_LEASE,
         &CANCEL_JOB,

@@ -5,6 +5,8 @@
 //! the time until the next delayed job or lease deadline (Redis clock) or `poll_interval`.
 
 use std::collections::HashMap;
+
+use futures_util::FutureExt;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -12,11 +14,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use redis::aio::MultiplexedConnection;
-use tokio::sync::{watch, Semaphore};
+use tokio::sync::{mpsc, oneshot, watch, Semaphore};
 use tokio::task::JoinSet;
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::jobs::{Job, Queue};
+use crate::jobs::{Job, Lease, Queue};
 
 /// The future a job handler returns.
 pub type JobFuture =
@@ -195,7 +197,40 @@ async fn stopped(rx: &mut watch::Receiver<bool>) {
     let _ = rx.wait_for(|s| *s).await;
 }
 
-type InFlight = Arc<Mutex<HashMap<String, Job>>>;
+type InFlight = Arc<Mutex<HashMap<String, Lease>>>;
+
+/// Acks from all of a worker's jobs go through one task that sends whatever has accumulated as
+/// one script call: one ack alone when traffic is light, hundreds per call under load.
+type AckSender = mpsc::UnboundedSender<(Lease, oneshot::Sender<Result<bool>>)>;
+
+fn spawn_acker(queue: Queue) -> AckSender {
+    let (tx, mut rx) = mpsc::unbounded_channel::<(Lease, oneshot::Sender<Result<bool>>)>();
+    tokio::spawn(async move {
+        while let Some(first) = rx.recv().await {
+            let mut batch = vec![first];
+            while batch.len() < 500 {
+                match rx.try_recv() {
+                    Ok(item) => batch.push(item),
+                    Err(_) => break,
+                }
+            }
+            let (leases, replies): (Vec<Lease>, Vec<_>) = batch.into_iter().unzip();
+            match queue.complete_leases(&leases).await {
+                Ok(results) => {
+                    for (reply, ok) in replies.into_iter().zip(results) {
+                        let _ = reply.send(Ok(ok));
+                    }
+                }
+                Err(e) => {
+                    for reply in replies {
+                        let _ = reply.send(Err(e.clone()));
+                    }
+                }
+            }
+        }
+    });
+    tx
+}
 
 async fn run(
     queue: Queue,
@@ -212,6 +247,8 @@ async fn run(
         opts.batch_size
     };
     let in_flight: InFlight = Default::default();
+    let acks = spawn_acker(queue.clone());
+    let renewer = spawn_renewer(queue.clone(), in_flight.clone(), opts.lease);
     let mut tasks: JoinSet<()> = JoinSet::new();
     let mut waiter: Option<MultiplexedConnection> = None;
     let mut backoff = Duration::from_millis(50);
@@ -238,20 +275,21 @@ async fn run(
                 let got = jobs.len();
                 for job in jobs {
                     let permit = permits.pop().expect("one permit per leased job");
+                    let held = job.lease();
                     in_flight
                         .lock()
                         .unwrap()
-                        .insert(job.token.clone(), job.clone());
-                    let (queue, handler, counters, in_flight) = (
+                        .insert(held.token.clone(), held.clone());
+                    let (queue, handler, counters, in_flight, acks) = (
                         queue.clone(),
                         handler.clone(),
                         counters.clone(),
                         in_flight.clone(),
+                        acks.clone(),
                     );
-                    let lease = opts.lease;
                     tasks.spawn(async move {
-                        let token = job.token.clone();
-                        run_job(&queue, &handler, job, lease, &counters).await;
+                        let token = held.token.clone();
+                        run_job(&queue, &handler, job, held, &counters, &acks).await;
                         in_flight.lock().unwrap().remove(&token);
                         drop(permit);
                     });
@@ -300,9 +338,9 @@ async fn run(
     let drain = async { while tasks.join_next().await.is_some() {} };
     if tokio::time::timeout(opts.grace, drain).await.is_err() {
         tasks.abort_all();
-        let unfinished: Vec<Job> = in_flight.lock().unwrap().drain().map(|(_, j)| j).collect();
+        let unfinished: Vec<Lease> = in_flight.lock().unwrap().drain().map(|(_, l)| l).collect();
         for job in unfinished {
-            match queue.release(&job).await {
+            match queue.release_lease(&job).await {
                 Ok(()) => {
                     counters.released.fetch_add(1, Ordering::Relaxed);
                 }
@@ -314,7 +352,40 @@ async fn run(
         }
         while tasks.join_next().await.is_some() {}
     }
+    renewer.abort();
     let _ = done.send(true);
+}
+
+/// One task renews every running job's lease each `lease / 3`, in one pipeline. It runs on the
+/// tokio runtime, never on the host's thread, so a handler holding the GIL or blocking the Node
+/// event loop cannot make its lease lapse.
+fn spawn_renewer(
+    queue: Queue,
+    in_flight: InFlight,
+    lease: Duration,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(lease / 3);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        tick.tick().await;
+        loop {
+            tick.tick().await;
+            let held: Vec<Lease> = in_flight.lock().unwrap().values().cloned().collect();
+            if held.is_empty() {
+                continue;
+            }
+            match queue.extend_leases(&held, lease).await {
+                Ok(results) => {
+                    for (l, ok) in held.iter().zip(results) {
+                        if !ok {
+                            log::warn!("tideq: the lease on job {:?} was lost; its result will be rejected", l.id);
+                        }
+                    }
+                }
+                Err(e) => log::warn!("tideq: could not extend {} lease(s): {e}", held.len()),
+            }
+        }
+    })
 }
 
 /// Blocks on the wake-up list for at most `wait`.
@@ -338,49 +409,42 @@ async fn wait_for_wake(
     Ok(())
 }
 
-/// Runs one job: handler on its own task, lease renewal beside it, then ack or fail.
+/// Runs one job: the handler (its lease renewed by the worker's renewer), then ack or fail.
 async fn run_job(
     queue: &Queue,
     handler: &JobHandler,
     job: Job,
-    lease: Duration,
+    held: Lease,
     counters: &Counters,
+    acks: &AckSender,
 ) {
-    let renewal = {
-        let (queue, job) = (queue.clone(), job.clone());
-        tokio::spawn(async move {
-            let every = lease / 3;
-            loop {
-                tokio::time::sleep(every).await;
-                match queue.extend(&job, lease).await {
-                    Ok(()) => {}
-                    Err(e) if e.kind() == ErrorKind::LeaseLost => return,
-                    Err(e) => {
-                        log::warn!("tideq: could not extend the lease on job {:?}: {e}", job.id)
-                    }
-                }
-            }
-        })
-    };
-    let fut = handler(job.clone());
-    let handled = tokio::spawn(fut);
-    let outcome = match job.timeout {
+    let timeout = job.timeout;
+    // The handler runs inline (no extra task); a panic is caught and fails the attempt.
+    let handled = std::panic::AssertUnwindSafe(handler(job)).catch_unwind();
+    let outcome = match timeout {
         Some(t) => match tokio::time::timeout(t, handled).await {
-            Ok(joined) => joined,
+            Ok(r) => r,
             Err(_) => Ok(Err(format!("timed out after {t:?}"))),
         },
         None => handled.await,
     };
-    renewal.abort();
-    let result = match outcome {
-        Ok(r) => r,
-        Err(e) if e.is_panic() => Err("handler panicked".to_string()),
-        Err(e) => Err(format!("handler task failed: {e}")),
-    };
+    let result = outcome.unwrap_or_else(|_| Err("handler panicked".to_string()));
     for attempt in 0..5 {
         let settled = match &result {
-            Ok(()) => queue.complete(&job).await.map(|_| true),
-            Err(msg) => queue.fail(&job, msg).await.map(|_| false),
+            Ok(()) => {
+                let (tx, rx) = oneshot::channel();
+                let _ = acks.send((held.clone(), tx));
+                match rx.await {
+                    Ok(Ok(true)) => Ok(true),
+                    Ok(Ok(false)) => Err(Error::new(
+                        ErrorKind::LeaseLost,
+                        format!("the lease on job {:?} was lost", held.id),
+                    )),
+                    Ok(Err(e)) => Err(e),
+                    Err(_) => Err(Error::new(ErrorKind::Closed, "acker stopped")),
+                }
+            }
+            Err(msg) => queue.fail_lease(&held, msg).await.map(|_| false),
         };
         match settled {
             Ok(true) => {
@@ -399,7 +463,7 @@ async fn run_job(
             Err(e) => {
                 log::warn!(
                     "tideq: could not settle job {:?} (try {}): {e}",
-                    job.id,
+                    held.id,
                     attempt + 1
                 );
                 tokio::time::sleep(Duration::from_millis(100 << attempt)).await;
