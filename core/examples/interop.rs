@@ -1,7 +1,14 @@
-//! Used by the cross-language test (tests/interop): `interop push URL QUEUE GROUP HEX...` pushes
-//! items given as hex; `interop pop URL QUEUE GROUP MAX` prints each popped item as one hex line.
+//! Used by the cross-language tests (tests/interop). Capped queue: `interop push URL QUEUE GROUP
+//! HEX...` pushes items given as hex; `interop pop URL QUEUE GROUP MAX` prints each popped item as
+//! one hex line. Job queue: `interop enqueue URL QUEUE HEX...` enqueues one job per payload;
+//! `interop work URL QUEUE` processes jobs until the queue is drained and prints each payload as
+//! one hex line, in processing order.
 
-use tideq::{CappedOptions, CappedQueue, Client};
+use std::sync::{Arc, Mutex};
+
+use tideq::{
+    CappedOptions, CappedQueue, Client, EnqueueOptions, Job, Queue, QueueOptions, WorkerOptions,
+};
 
 fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
@@ -17,8 +24,13 @@ fn unhex(s: &str) -> Vec<u8> {
 #[tokio::main]
 async fn main() -> tideq::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if let [verb, url, queue, rest @ ..] = args.as_slice() {
+        if verb == "enqueue" || verb == "work" {
+            return jobs(verb, url, queue, rest).await;
+        }
+    }
     let [verb, url, queue, group, rest @ ..] = args.as_slice() else {
-        panic!("usage: interop push|pop URL QUEUE GROUP ...");
+        panic!("usage: interop push|pop URL QUEUE GROUP ... | enqueue|work URL QUEUE ...");
     };
     let q = CappedQueue::new(&Client::open(url)?, queue, CappedOptions::default())?;
     match verb.as_str() {
@@ -33,6 +45,34 @@ async fn main() -> tideq::Result<()> {
             }
         }
         _ => panic!("unknown verb {verb}"),
+    }
+    Ok(())
+}
+
+async fn jobs(verb: &str, url: &str, queue: &str, rest: &[String]) -> tideq::Result<()> {
+    let q = Queue::new(&Client::open(url)?, queue, QueueOptions::default())?;
+    if verb == "enqueue" {
+        let jobs: Vec<(Vec<u8>, EnqueueOptions)> = rest
+            .iter()
+            .map(|h| (unhex(h), EnqueueOptions::default()))
+            .collect();
+        q.enqueue_many(&jobs).await?;
+        return Ok(());
+    }
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let s2 = seen.clone();
+    let opts = WorkerOptions {
+        concurrency: 1,
+        stop_when_drained: true,
+        ..Default::default()
+    };
+    let w = q.work(opts, move |job: Job| {
+        s2.lock().unwrap().push(job.payload.clone());
+        async { Ok::<(), String>(()) }
+    })?;
+    w.join().await;
+    for p in seen.lock().unwrap().iter() {
+        println!("{}", hex(p));
     }
     Ok(())
 }

@@ -52,3 +52,37 @@ def test_items_pushed_from_node_and_rust_are_consumed_in_python_with_identical_b
     push_with(RUST, redis_url, queue, "from-rust", data)
     assert q.pop_batch("from-node", 1000) == data
     assert q.pop_batch("from-rust", 1000) == data
+
+
+NODE_JOBS = ["node", str(ROOT / "tests/interop/interop_jobs.mjs")]
+
+
+def enqueue_with(runtime, url, queue, data):
+    if runtime == "python":
+        tideq.Queue(queue, url=url).enqueue_many(list(data))
+    else:
+        cmd = NODE_JOBS if runtime == "node" else RUST
+        subprocess.run(cmd + ["enqueue", url, queue] + [d.hex() for d in data], check=True)
+
+
+def work_with(runtime, url, queue):
+    if runtime == "python":
+        seen = []
+        q = tideq.Queue(queue, url=url)
+        q.run(lambda job: seen.append(bytes(job.payload)), concurrency=1, stop_when_drained=True)
+        return seen
+    cmd = NODE_JOBS if runtime == "node" else RUST
+    res = subprocess.run(cmd + ["work", url, queue], capture_output=True, text=True, check=True)
+    return [bytes.fromhex(line) for line in res.stdout.splitlines()]
+
+
+RUNTIMES = ["python", "node", "rust"]
+
+
+@pytest.mark.parametrize("producer", RUNTIMES)
+@pytest.mark.parametrize("worker", RUNTIMES)
+def test_jobs_enqueued_in_each_runtime_are_processed_in_each_other_with_identical_payloads(redis_url, producer, worker):
+    queue = f"interop-jobs-{uuid.uuid4().hex}"
+    data = items()
+    enqueue_with(producer, redis_url, queue, data)
+    assert work_with(worker, redis_url, queue) == data
