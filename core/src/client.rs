@@ -1,11 +1,73 @@
 //! A connection to Redis shared by queue handles: one multiplexed, auto-reconnecting connection
-//! for ordinary commands, and separate connections for blocking waits (TOOLCHAIN pitfall 1).
+//! for ordinary commands (a single node, or a Redis Cluster connection that follows the slot map,
+//! MOVED/ASK and failovers), and separate connections for blocking waits (TOOLCHAIN pitfall 1).
 
 use std::sync::Arc;
+use std::time::Duration;
 
-use redis::aio::{ConnectionManager, ConnectionManagerConfig, MultiplexedConnection};
-use redis::{AsyncConnectionConfig, FromRedisValue, Value};
+use redis::aio::{
+    ConnectionLike, ConnectionManager, ConnectionManagerConfig, MultiplexedConnection,
+};
+use redis::cluster::ClusterClient;
+use redis::cluster_async::ClusterConnection;
+use redis::{AsyncConnectionConfig, Cmd, FromRedisValue, Pipeline, RedisFuture, Value};
 use tokio::sync::OnceCell;
+
+/// The shared connection: one node or a cluster, used through redis-rs' `ConnectionLike`.
+#[derive(Clone)]
+pub(crate) enum Conn {
+    Single(ConnectionManager),
+    Cluster(ClusterConnection),
+}
+
+/// A connection for blocking waits (no response timeout).
+pub(crate) enum BlockingConn {
+    Single(MultiplexedConnection),
+    Cluster(ClusterConnection),
+}
+
+macro_rules! delegate_connection_like {
+    ($ty:ident) => {
+        impl ConnectionLike for $ty {
+            fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+                match self {
+                    $ty::Single(c) => c.req_packed_command(cmd),
+                    $ty::Cluster(c) => c.req_packed_command(cmd),
+                }
+            }
+
+            fn req_packed_commands<'a>(
+                &'a mut self,
+                cmd: &'a Pipeline,
+                offset: usize,
+                count: usize,
+            ) -> RedisFuture<'a, Vec<Value>> {
+                match self {
+                    $ty::Single(c) => c.req_packed_commands(cmd, offset, count),
+                    $ty::Cluster(c) => c.req_packed_commands(cmd, offset, count),
+                }
+            }
+
+            fn get_db(&self) -> i64 {
+                match self {
+                    $ty::Single(c) => c.get_db(),
+                    $ty::Cluster(c) => c.get_db(),
+                }
+            }
+        }
+    };
+}
+
+delegate_connection_like!(Conn);
+delegate_connection_like!(BlockingConn);
+
+enum Backend {
+    Single(redis::Client),
+    Cluster {
+        client: ClusterClient,
+        blocking: ClusterClient,
+    },
+}
 
 use crate::config::Config;
 use crate::error::{Error, ErrorKind, Result};
@@ -19,9 +81,9 @@ pub struct Client {
 
 struct Inner {
     config: Config,
-    redis: redis::Client,
+    backend: Backend,
     secret: Option<String>,
-    conn: OnceCell<ConnectionManager>,
+    conn: OnceCell<Conn>,
 }
 
 impl std::fmt::Debug for Client {
@@ -36,14 +98,36 @@ impl Client {
     /// Validates the configuration; does not connect (the first command does).
     pub fn new(config: Config) -> Result<Self> {
         config.validate()?;
-        let info = config.connection_info()?;
         let secret = config.secret();
-        let redis =
-            redis::Client::open(info).map_err(|e| Error::from_redis(e, secret.as_deref()))?;
+        let backend = if config.is_cluster() {
+            let nodes = config
+                .cluster_nodes
+                .iter()
+                .map(|u| config.connection_info_for(u))
+                .collect::<Result<Vec<_>>>()?;
+            let build = |response_timeout: Duration| {
+                ClusterClient::builder(nodes.clone())
+                    .connection_timeout(config.connect_timeout)
+                    .response_timeout(response_timeout)
+                    .retries(8)
+                    .build()
+                    .map_err(|e| Error::from_redis(e, secret.as_deref()))
+            };
+            Backend::Cluster {
+                client: build(config.response_timeout)?,
+                // BLPOP waits are bounded by the caller (seconds), so a day is "no timeout".
+                blocking: build(Duration::from_secs(24 * 3600))?,
+            }
+        } else {
+            let info = config.connection_info_for(&config.url)?;
+            Backend::Single(
+                redis::Client::open(info).map_err(|e| Error::from_redis(e, secret.as_deref()))?,
+            )
+        };
         Ok(Client {
             inner: Arc::new(Inner {
                 config,
-                redis,
+                backend,
                 secret,
                 conn: OnceCell::new(),
             }),
@@ -94,18 +178,27 @@ impl Client {
     }
 
     /// The shared connection (reconnects by itself after a failure).
-    pub(crate) async fn conn(&self) -> Result<ConnectionManager> {
+    pub(crate) async fn conn(&self) -> Result<Conn> {
         let cfg = &self.inner.config;
         self.inner
             .conn
             .get_or_try_init(|| async {
-                let mgr_cfg = ConnectionManagerConfig::new()
-                    .set_connection_timeout(Some(cfg.connect_timeout))
-                    .set_response_timeout(Some(cfg.response_timeout))
-                    .set_number_of_retries(1)
-                    .set_min_delay(std::time::Duration::from_millis(50))
-                    .set_max_delay(std::time::Duration::from_secs(2));
-                ConnectionManager::new_with_config(self.inner.redis.clone(), mgr_cfg).await
+                match &self.inner.backend {
+                    Backend::Single(client) => {
+                        let mgr_cfg = ConnectionManagerConfig::new()
+                            .set_connection_timeout(Some(cfg.connect_timeout))
+                            .set_response_timeout(Some(cfg.response_timeout))
+                            .set_number_of_retries(1)
+                            .set_min_delay(Duration::from_millis(50))
+                            .set_max_delay(Duration::from_secs(2));
+                        ConnectionManager::new_with_config(client.clone(), mgr_cfg)
+                            .await
+                            .map(Conn::Single)
+                    }
+                    Backend::Cluster { client, .. } => {
+                        client.get_async_connection().await.map(Conn::Cluster)
+                    }
+                }
             })
             .await
             .cloned()
@@ -113,15 +206,24 @@ impl Client {
     }
 
     /// A fresh connection without a response timeout, for `BLPOP`-style waits.
-    pub(crate) async fn blocking_conn(&self) -> Result<MultiplexedConnection> {
-        let cfg = AsyncConnectionConfig::new()
-            .set_connection_timeout(Some(self.inner.config.connect_timeout))
-            .set_response_timeout(None);
-        self.inner
-            .redis
-            .get_multiplexed_async_connection_with_config(&cfg)
-            .await
-            .map_err(|e| self.err(e))
+    pub(crate) async fn blocking_conn(&self) -> Result<BlockingConn> {
+        match &self.inner.backend {
+            Backend::Single(client) => {
+                let cfg = AsyncConnectionConfig::new()
+                    .set_connection_timeout(Some(self.inner.config.connect_timeout))
+                    .set_response_timeout(None);
+                client
+                    .get_multiplexed_async_connection_with_config(&cfg)
+                    .await
+                    .map(BlockingConn::Single)
+                    .map_err(|e| self.err(e))
+            }
+            Backend::Cluster { blocking, .. } => blocking
+                .get_async_connection()
+                .await
+                .map(BlockingConn::Cluster)
+                .map_err(|e| self.err(e)),
+        }
     }
 
     /// Runs one script by EVALSHA, loading it on NOSCRIPT and retrying once.
@@ -172,18 +274,22 @@ impl Client {
             if missing.is_empty() {
                 return Ok(out.into_iter().map(|v| v.unwrap_or(Value::Nil)).collect());
             }
-            let mut load = redis::pipe();
+            // One SCRIPT LOAD at a time: on a cluster, redis-rs sends it to every node.
+            let mut loaded: Vec<&str> = Vec::new();
             for &i in &missing {
-                let sha = cmds[i].args_iter().nth(1);
-                if let Some(redis::Arg::Simple(sha)) = sha {
+                if let Some(redis::Arg::Simple(sha)) = cmds[i].args_iter().nth(1) {
                     if let Some(script) = scripts::by_sha(sha) {
-                        load.add_command(script.load_cmd()).ignore();
+                        if !loaded.contains(&script.name) {
+                            loaded.push(script.name);
+                            script
+                                .load_cmd()
+                                .query_async::<()>(&mut conn)
+                                .await
+                                .map_err(|e| self.err(e))?;
+                        }
                     }
                 }
             }
-            load.query_async::<()>(&mut conn)
-                .await
-                .map_err(|e| self.err(e))?;
             pending = missing;
         }
         Err(Error::new(

@@ -17,6 +17,8 @@ pub const DEFAULT_MAX_PAYLOAD: usize = 512 * 1024;
 #[derive(Clone)]
 pub struct Config {
     pub(crate) url: String,
+    /// Redis Cluster seed nodes (URLs); empty for a single node.
+    pub(crate) cluster_nodes: Vec<String>,
     pub(crate) username: Option<String>,
     pub(crate) password: Option<String>,
     pub(crate) prefix: String,
@@ -29,6 +31,14 @@ impl std::fmt::Debug for Config {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Config")
             .field("url", &redact_url(&self.url))
+            .field(
+                "cluster_nodes",
+                &self
+                    .cluster_nodes
+                    .iter()
+                    .map(|u| redact_url(u))
+                    .collect::<Vec<_>>(),
+            )
             .field("username", &self.username)
             .field("password", &self.password.as_ref().map(|_| "***"))
             .field("prefix", &self.prefix)
@@ -49,6 +59,7 @@ impl Config {
     pub fn new(url: impl Into<String>) -> Self {
         Config {
             url: url.into(),
+            cluster_nodes: Vec::new(),
             username: None,
             password: None,
             prefix: "tideq".to_string(),
@@ -56,6 +67,25 @@ impl Config {
             connect_timeout: Duration::from_secs(5),
             response_timeout: Duration::from_secs(30),
         }
+    }
+
+    /// A Redis Cluster, reached through any of these seed nodes (`redis://host:port` or
+    /// `rediss://` URLs; credentials as for a single node). Topology changes, MOVED/ASK
+    /// redirects and failovers are followed by the client.
+    pub fn cluster<I, S>(nodes: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        let nodes: Vec<String> = nodes.into_iter().map(Into::into).collect();
+        let mut cfg = Config::new(nodes.first().cloned().unwrap_or_default());
+        cfg.cluster_nodes = nodes;
+        cfg
+    }
+
+    /// True for a Redis Cluster configuration.
+    pub fn is_cluster(&self) -> bool {
+        !self.cluster_nodes.is_empty()
     }
 
     /// ACL user and password, overriding any in the URL.
@@ -106,26 +136,33 @@ impl Config {
         if self.max_payload == 0 {
             return Err(Error::invalid("max_payload must be at least 1 byte"));
         }
-        if !(self.url.starts_with("redis://")
-            || self.url.starts_with("rediss://")
-            || self.url.starts_with("unix://")
-            || self.url.starts_with("redis+unix://"))
-        {
-            return Err(Error::invalid(format!(
-                "unsupported Redis URL {:?}: expected redis://, rediss:// or unix://",
-                redact_url(&self.url)
-            )));
+        let urls: Vec<&String> = if self.is_cluster() {
+            self.cluster_nodes.iter().collect()
+        } else {
+            vec![&self.url]
+        };
+        for url in urls {
+            let ok = url.starts_with("redis://")
+                || url.starts_with("rediss://")
+                || (!self.is_cluster()
+                    && (url.starts_with("unix://") || url.starts_with("redis+unix://")));
+            if !ok {
+                return Err(Error::invalid(format!(
+                    "unsupported Redis URL {:?}: expected redis://, rediss:// or unix://",
+                    redact_url(url)
+                )));
+            }
         }
         Ok(())
     }
 
-    /// The redis-rs connection info, with explicit credentials applied.
-    pub(crate) fn connection_info(&self) -> Result<redis::ConnectionInfo> {
+    /// The redis-rs connection info of `url`, with explicit credentials applied.
+    pub(crate) fn connection_info_for(&self, url: &str) -> Result<redis::ConnectionInfo> {
         use redis::IntoConnectionInfo;
-        let info = self.url.as_str().into_connection_info().map_err(|e| {
+        let info = url.into_connection_info().map_err(|e| {
             Error::invalid(format!(
                 "invalid Redis URL {}: {}",
-                redact_url(&self.url),
+                redact_url(url),
                 e.category()
             ))
         })?;

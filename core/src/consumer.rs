@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use redis::aio::MultiplexedConnection;
+use crate::client::BlockingConn;
 use tokio::sync::{watch, Semaphore};
 use tokio::task::JoinSet;
 
@@ -207,7 +207,7 @@ struct Fetcher {
     opts: ConsumerOptions,
     hint: Option<String>,
     next_dedicated: usize,
-    waiter: Option<MultiplexedConnection>,
+    waiter: Option<BlockingConn>,
     wake_keys: Vec<String>,
 }
 

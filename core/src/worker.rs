@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use redis::aio::MultiplexedConnection;
+use crate::client::BlockingConn;
 use tokio::sync::{mpsc, oneshot, watch, Semaphore};
 use tokio::task::JoinSet;
 
@@ -250,7 +250,7 @@ async fn run(
     let acks = spawn_acker(queue.clone());
     let renewer = spawn_renewer(queue.clone(), in_flight.clone(), opts.lease);
     let mut tasks: JoinSet<()> = JoinSet::new();
-    let mut waiter: Option<MultiplexedConnection> = None;
+    let mut waiter: Option<BlockingConn> = None;
     let mut backoff = Duration::from_millis(50);
     loop {
         while tasks.try_join_next().is_some() {}
@@ -391,7 +391,7 @@ fn spawn_renewer(
 /// Blocks on the wake-up list for at most `wait`.
 async fn wait_for_wake(
     queue: &Queue,
-    waiter: &mut Option<MultiplexedConnection>,
+    waiter: &mut Option<BlockingConn>,
     wait: Duration,
 ) -> Result<()> {
     if waiter.is_none() {

@@ -137,3 +137,93 @@ impl Drop for RedisServer {
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
+
+/// A local 6-node Redis Cluster (3 masters, 3 replicas) started by tests/cluster/redis-cluster.sh,
+/// torn down on drop.
+pub struct RedisCluster {
+    pub nodes: Vec<String>,
+    dir: PathBuf,
+}
+
+impl RedisCluster {
+    pub fn start() -> Self {
+        let dir = std::env::temp_dir().join(unique("tideq-cluster"));
+        let script = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../tests/cluster/redis-cluster.sh"
+        );
+        let out = Command::new("bash")
+            .arg(script)
+            .arg("start")
+            .arg(&dir)
+            .output()
+            .expect("bash");
+        assert!(
+            out.status.success(),
+            "cluster start failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let seeds = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        let nodes = seeds.split(',').map(|h| format!("redis://{h}")).collect();
+        RedisCluster { nodes, dir }
+    }
+
+    /// A plain connection to one node (by index) for assertions and fault injection.
+    pub fn node(&self, i: usize) -> redis::Connection {
+        redis::Client::open(self.nodes[i].as_str())
+            .unwrap()
+            .get_connection()
+            .unwrap()
+    }
+
+    /// `host:port` of the master serving `slot`, from CLUSTER SHARDS/SLOTS of node 0.
+    pub fn master_of_slot(&self, slot: u16) -> String {
+        let slots: Vec<(u16, u16, (String, u16))> = {
+            let raw: redis::Value = redis::cmd("CLUSTER")
+                .arg("SLOTS")
+                .query(&mut self.node(0))
+                .unwrap();
+            let redis::Value::Array(ranges) = raw else {
+                panic!("CLUSTER SLOTS")
+            };
+            ranges
+                .into_iter()
+                .map(|r| {
+                    let redis::Value::Array(mut parts) = r else {
+                        panic!()
+                    };
+                    let master = parts.remove(2);
+                    let (host, port): (String, u16) = match master {
+                        redis::Value::Array(m) => (
+                            redis::from_redis_value(m[0].clone()).unwrap(),
+                            redis::from_redis_value(m[1].clone()).unwrap(),
+                        ),
+                        _ => panic!(),
+                    };
+                    let start: u16 = redis::from_redis_value(parts[0].clone()).unwrap();
+                    let end: u16 = redis::from_redis_value(parts[1].clone()).unwrap();
+                    (start, end, (host, port))
+                })
+                .collect()
+        };
+        let (_, _, (h, p)) = slots
+            .into_iter()
+            .find(|(s, e, _)| (*s..=*e).contains(&slot))
+            .expect("slot covered");
+        format!("{h}:{p}")
+    }
+}
+
+impl Drop for RedisCluster {
+    fn drop(&mut self) {
+        let script = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../tests/cluster/redis-cluster.sh"
+        );
+        let _ = Command::new("bash")
+            .arg(script)
+            .arg("stop")
+            .arg(&self.dir)
+            .output();
+    }
+}

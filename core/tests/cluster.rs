@@ -1,0 +1,234 @@
+//! Both queue kinds on a real local Redis Cluster (6 nodes: 3 masters, 3 replicas).
+
+mod common;
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use common::{unique, RedisCluster};
+use tideq::{
+    Backoff, Batch, CappedOptions, CappedQueue, Client, Config, ConsumerOptions, EnqueueOptions,
+    Job, JobState, Queue, QueueOptions, WorkerOptions,
+};
+
+fn client(cluster: &RedisCluster) -> Client {
+    Client::new(Config::cluster(cluster.nodes.clone())).unwrap()
+}
+
+/// Runs every script (and every plain command) of both queue kinds on the cluster: any key outside
+/// the queue's hash tag would fail with CROSSSLOT.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_operation_of_both_queue_kinds_runs_on_the_cluster_without_crossslot() {
+    let cluster = RedisCluster::start();
+    let c = client(&cluster);
+
+    let capped = CappedQueue::new(
+        &c,
+        &unique("cc"),
+        CappedOptions {
+            capacity: 5,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(capped.push("g1", "a").await.unwrap(), 0);
+    let many: Vec<(String, String)> = (0..2500)
+        .map(|i| (format!("g{}", i % 7), format!("{i}")))
+        .collect();
+    capped.push_many(&many).await.unwrap();
+    assert_eq!(capped.len("g1").await.unwrap(), 5);
+    assert_eq!(capped.pop_batch("g1", 2).await.unwrap().len(), 2);
+    assert!(capped.next_batch(10).await.unwrap().is_some());
+    assert!(!capped.groups().await.unwrap().is_empty());
+    assert!(capped.stats().await.unwrap().pushed >= 2501);
+
+    let q = Queue::new(
+        &c,
+        &unique("cj"),
+        QueueOptions {
+            backoff: Backoff::fixed(10),
+            max_attempts: 2,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let jobs: Vec<(Vec<u8>, EnqueueOptions)> = (0..1200)
+        .map(|i| {
+            (
+                vec![1],
+                EnqueueOptions {
+                    id: Some(format!("j{i}")),
+                    ..Default::default()
+                },
+            )
+        })
+        .collect();
+    q.enqueue_many(&jobs).await.unwrap();
+    q.enqueue(
+        b"d",
+        EnqueueOptions {
+            id: Some("later".into()),
+            delay: Some(Duration::from_secs(60)),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    q.cancel("later").await.unwrap();
+    q.enqueue(
+        b"bad",
+        EnqueueOptions {
+            id: Some("bad".into()),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    let w = q
+        .work(
+            WorkerOptions {
+                stop_when_drained: true,
+                lease: Duration::from_millis(300),
+                ..Default::default()
+            },
+            |job: Job| async move {
+                if job.id == "bad" {
+                    Err("no".to_string())
+                } else {
+                    tokio::time::sleep(Duration::from_millis(if job.id == "j0" { 500 } else { 0 }))
+                        .await; // exercises extend
+                    Ok(())
+                }
+            },
+        )
+        .unwrap();
+    let stats = w.join().await;
+    assert_eq!(stats.completed, 1200);
+    assert_eq!(q.get("bad").await.unwrap().unwrap().state, JobState::Dead);
+    assert_eq!(q.dead_letters(0, 10).await.unwrap().len(), 1);
+    q.requeue("bad").await.unwrap();
+    assert_eq!(q.get("bad").await.unwrap().unwrap().state, JobState::Ready);
+    assert_eq!(q.stats().await.unwrap().ready, 1);
+    let w = q
+        .work(
+            WorkerOptions {
+                stop_when_drained: true,
+                ..Default::default()
+            },
+            |_job: Job| async { Err::<(), _>("still no") },
+        )
+        .unwrap();
+    w.join().await;
+    assert_eq!(q.purge().await.unwrap(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn consumers_and_workers_deliver_everything_on_the_cluster() {
+    let cluster = RedisCluster::start();
+    let c = client(&cluster);
+    let capped = CappedQueue::new(
+        &c,
+        &unique("cc"),
+        CappedOptions {
+            capacity: 10_000,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let s2 = seen.clone();
+    let consumer = capped
+        .consume(
+            ConsumerOptions {
+                concurrency: 4,
+                poll_interval: Duration::from_millis(200),
+                ..Default::default()
+            },
+            move |b: Batch| {
+                s2.lock().unwrap().extend(b.items);
+                async { Ok::<(), String>(()) }
+            },
+        )
+        .unwrap();
+    let items: Vec<(String, String)> = (0..3000)
+        .map(|i| (format!("g{}", i % 40), format!("{i}")))
+        .collect();
+    capped.push_many(&items).await.unwrap();
+    for _ in 0..200 {
+        if seen.lock().unwrap().len() == 3000 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    consumer.shutdown().await;
+    let got: HashSet<Vec<u8>> = seen.lock().unwrap().iter().cloned().collect();
+    assert_eq!(got.len(), 3000);
+
+    let q = Queue::new(&c, &unique("cj"), QueueOptions::default()).unwrap();
+    let done = Arc::new(Mutex::new(HashSet::new()));
+    let d2 = done.clone();
+    let w = q
+        .work(
+            WorkerOptions {
+                concurrency: 20,
+                poll_interval: Duration::from_millis(200),
+                ..Default::default()
+            },
+            move |job: Job| {
+                d2.lock().unwrap().insert(job.id.clone());
+                async { Ok::<(), String>(()) }
+            },
+        )
+        .unwrap();
+    for i in 0..500 {
+        let delay = (i % 5 == 0).then(|| Duration::from_millis(200));
+        q.enqueue(
+            b"x",
+            EnqueueOptions {
+                id: Some(format!("k{i}")),
+                delay,
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    }
+    for _ in 0..200 {
+        if done.lock().unwrap().len() == 500 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let stats = w.shutdown().await;
+    assert_eq!(done.lock().unwrap().len(), 500);
+    assert_eq!(stats.completed, 500);
+}
+
+#[tokio::test]
+async fn scripts_are_reloaded_on_every_node_after_script_flush() {
+    let cluster = RedisCluster::start();
+    let c = client(&cluster);
+    let q = Queue::new(&c, &unique("cj"), QueueOptions::default()).unwrap();
+    q.enqueue(b"a", EnqueueOptions::default()).await.unwrap();
+    for i in 0..cluster.nodes.len() {
+        redis::cmd("SCRIPT")
+            .arg("FLUSH")
+            .exec(&mut cluster.node(i))
+            .unwrap();
+    }
+    let jobs: Vec<(Vec<u8>, EnqueueOptions)> = (0..1500)
+        .map(|_| (vec![1], EnqueueOptions::default()))
+        .collect();
+    q.enqueue_many(&jobs).await.unwrap();
+    let w = q
+        .work(
+            WorkerOptions {
+                stop_when_drained: true,
+                ..Default::default()
+            },
+            |_j: Job| async { Ok::<(), String>(()) },
+        )
+        .unwrap();
+    assert_eq!(w.join().await.completed, 1501);
+}
