@@ -114,9 +114,9 @@ impl Client {
                     .map_err(|e| Error::from_redis(e, secret.as_deref()))
             };
             Backend::Cluster {
-                client: build(config.response_timeout)?,
+                client: Box::new(build(config.response_timeout)?),
                 // BLPOP waits are bounded by the caller (seconds), so a day is "no timeout".
-                blocking: build(Duration::from_secs(24 * 3600))?,
+                blocking: Box::new(build(Duration::from_secs(24 * 3600))?),
             }
         } else {
             let info = config.connection_info_for(&config.url)?;
