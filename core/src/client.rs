@@ -64,8 +64,8 @@ delegate_connection_like!(BlockingConn);
 enum Backend {
     Single(redis::Client),
     Cluster {
-        client: ClusterClient,
-        blocking: ClusterClient,
+        client: Box<ClusterClient>,
+        blocking: Box<ClusterClient>,
     },
 }
 
