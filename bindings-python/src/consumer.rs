@@ -15,13 +15,14 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use pyo3::exceptions::{PyKeyboardInterrupt, PyRuntimeError, PyTypeError};
+use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
-use pyo3_async_runtimes::TaskLocals;
 use tideq::{Batch, BatchHandler, ConsumerOptions};
 
 use crate::convert::{self, Items};
 use crate::errors;
+use crate::handler::{self, Loop, LoopTask};
+use crate::running;
 use crate::runtime;
 
 /// Consumer options converted from keyword arguments.
@@ -85,14 +86,6 @@ impl ConsumerStats {
     }
 }
 
-/// Where the awaitable returned by a handler runs.
-enum Loop {
-    /// Blocking API: a fresh event loop per batch, in the handler's blocking thread.
-    Private,
-    /// Asyncio API: the event loop that started the consumer.
-    Caller(TaskLocals),
-}
-
 struct PyHandler {
     func: Py<PyAny>,
     is_async: bool,
@@ -107,10 +100,7 @@ fn batch_handler(py: Python<'_>, func: Py<PyAny>, event_loop: Loop) -> PyResult<
             bound.get_type().name()?
         )));
     }
-    let is_async = py
-        .import("inspect")?
-        .call_method1("iscoroutinefunction", (bound,))?
-        .is_truthy()?;
+    let is_async = handler::is_coroutine_function(bound)?;
     let handler = Arc::new(PyHandler {
         func,
         is_async,
@@ -127,24 +117,35 @@ impl PyHandler {
         let Batch { group, items } = batch;
         let n = items.len();
         if let (true, Loop::Caller(locals)) = (self.is_async, &self.event_loop) {
-            // Calling an `async def` only creates the coroutine; its body runs on the caller's loop.
-            let fut = runtime::with_python(|py| {
-                let coro = self.func.bind(py).call1((group.as_str(), Items(items)))?;
-                pyo3_async_runtimes::into_future_with_locals(locals, coro)
+            // Calling an `async def` only creates the coroutine; its body runs on the caller's
+            // loop. The call takes the GIL, so it is made on a blocking thread.
+            let (this, locals, g) = (self.clone(), locals.clone(), group.clone());
+            let task = tokio::task::spawn_blocking(move || {
+                runtime::with_python(|py| {
+                    let coro = this.func.bind(py).call1((g.as_str(), Items(items)))?;
+                    LoopTask::start(py, &locals, coro)
+                })
             })
-            .ok_or_else(shutting_down)?;
-            let res = match fut {
-                Ok(fut) => fut.await.map(drop),
+            .await
+            .map_err(|e| e.to_string())?
+            .ok_or_else(handler::shutting_down)?;
+            let res = match task {
+                Ok(task) => task.await,
                 Err(e) => Err(e),
             };
             let Err(err) = res else { return Ok(()) };
-            let summary = err.to_string();
             // Logging handlers may block: keep them off the runtime's workers.
-            let _ = tokio::task::spawn_blocking(move || {
-                runtime::with_python(|py| log_failure(py, &err, &group, n));
+            let summary = tokio::task::spawn_blocking(move || {
+                runtime::with_python(|py| {
+                    log_failure(py, &err, &group, n);
+                    err.to_string()
+                })
             })
             .await;
-            return Err(summary);
+            return Err(summary
+                .ok()
+                .flatten()
+                .unwrap_or_else(handler::shutting_down));
         }
         let this = self.clone();
         match tokio::task::spawn_blocking(move || this.call_blocking(&group, items, n)).await {
@@ -163,66 +164,26 @@ impl PyHandler {
                 err.to_string()
             })
         })
-        .ok_or_else(shutting_down)?
+        .ok_or_else(handler::shutting_down)?
     }
 
     fn call_in_thread(&self, py: Python<'_>, group: &str, items: Vec<Vec<u8>>) -> PyResult<()> {
         let out = self.func.bind(py).call1((group, Items(items)))?;
-        if out.is_none()
-            || !py
-                .import("inspect")?
-                .call_method1("isawaitable", (&out,))?
-                .is_truthy()?
-        {
-            return Ok(());
-        }
-        match &self.event_loop {
-            Loop::Private => {
-                let asyncio = py.import("asyncio")?;
-                let event_loop = asyncio.call_method0("new_event_loop")?;
-                let res = event_loop.call_method1("run_until_complete", (out,));
-                let _ = event_loop
-                    .call_method0("shutdown_asyncgens")
-                    .and_then(|g| event_loop.call_method1("run_until_complete", (g,)));
-                event_loop.call_method0("close")?;
-                res.map(drop)
-            }
-            Loop::Caller(locals) => {
-                // A plain function that returned an awaitable: run it on the caller's loop.
-                let fut = pyo3_async_runtimes::into_future_with_locals(locals, out)?;
-                let rt = tokio::runtime::Handle::current();
-                py.detach(|| rt.block_on(fut)).map(drop)
-            }
-        }
+        handler::finish_in_thread(py, out, &self.event_loop)
     }
-}
-
-fn shutting_down() -> String {
-    "not run: the Python interpreter is exiting".to_string()
 }
 
 /// `logger.exception`-style record on the `tideq` logger, with the handler's traceback.
 fn log_failure(py: Python<'_>, err: &PyErr, group: &str, n: usize) {
-    let res = (|| -> PyResult<()> {
-        let logger = py
-            .import("logging")?
-            .call_method1("getLogger", ("tideq",))?;
-        let exc_info = (err.get_type(py), err.value(py), err.traceback(py));
-        let kwargs = pyo3::types::PyDict::new(py);
-        kwargs.set_item("exc_info", exc_info)?;
-        logger.call_method(
-            "error",
-            (
-                "handler failed on a batch of %d item(s) from group %r; the batch is not redelivered",
-                n,
-                group,
-            ),
-            Some(&kwargs),
-        )?;
-        Ok(())
-    })();
-    if let Err(e) = res {
-        e.write_unraisable(py, None);
+    let args = (n, group).into_pyobject(py);
+    match args {
+        Ok(args) => handler::log_exception(
+            py,
+            err,
+            "handler failed on a batch of %d item(s) from group %r; the batch is not redelivered",
+            args,
+        ),
+        Err(e) => e.write_unraisable(py, None),
     }
 }
 
@@ -238,7 +199,7 @@ fn start(
         .consume_boxed(opts.0, handler)
         .map(Arc::new)
         .map_err(errors::to_py)?;
-    runtime::track(&consumer, grace);
+    runtime::track(consumer.clone(), grace);
     Ok(consumer)
 }
 
@@ -315,46 +276,11 @@ impl Consumer {
     }
 }
 
-/// `CappedQueue.run`: waits for the consumer; SIGINT (and SIGTERM, while its handler is the
-/// default) raise `KeyboardInterrupt`, which stops the consumer gracefully and returns its stats.
-/// A second interrupt during the grace period propagates.
+/// `CappedQueue.run`: waits for the consumer; SIGINT/SIGTERM stop it gracefully (see
+/// [`running::run_blocking`]) and its stats are returned.
 pub fn run_blocking(py: Python<'_>, consumer: &Consumer) -> PyResult<ConsumerStats> {
-    let previous_term = sigterm_as_interrupt(py)?;
-    let mut res = runtime::wait_until(py, consumer.inner.join(), None).map(drop);
-    if let Err(e) = &res {
-        consumer.inner.stop();
-        if e.is_instance_of::<PyKeyboardInterrupt>(py) {
-            res = runtime::wait_until(py, consumer.inner.join(), None).map(drop);
-        }
-    }
-    if let Some(previous) = previous_term {
-        let signal = py.import("signal")?;
-        signal.call_method1("signal", (signal.getattr("SIGTERM")?, previous))?;
-    }
-    res.map(|_| ConsumerStats(consumer.inner.stats()))
-}
-
-fn on_main_thread(py: Python<'_>) -> PyResult<bool> {
-    let threading = py.import("threading")?;
-    Ok(threading
-        .call_method0("current_thread")?
-        .is(&threading.call_method0("main_thread")?))
-}
-
-/// Makes SIGTERM raise `KeyboardInterrupt` (main thread, default handler only); returns the
-/// handler to put back.
-fn sigterm_as_interrupt(py: Python<'_>) -> PyResult<Option<Bound<'_, PyAny>>> {
-    if !on_main_thread(py)? {
-        return Ok(None);
-    }
-    let signal = py.import("signal")?;
-    let term = signal.getattr("SIGTERM")?;
-    let previous = signal.call_method1("getsignal", (&term,))?;
-    if !previous.eq(signal.getattr("SIG_DFL")?)? {
-        return Ok(None);
-    }
-    signal.call_method1("signal", (&term, signal.getattr("default_int_handler")?))?;
-    Ok(Some(previous))
+    running::run_blocking(py, &*consumer.inner)?;
+    Ok(ConsumerStats(consumer.inner.stats()))
 }
 
 /// A running consumer (asyncio API). Dropping it does not stop it: `await shutdown()`.
@@ -418,111 +344,11 @@ impl AsyncConsumer {
     }
 }
 
-/// `AsyncCappedQueue.run`: an awaitable that waits for the consumer. On the main thread, SIGINT
-/// and SIGTERM (when their handlers are Python's defaults) stop it gracefully through the event
-/// loop's signal handlers; cancelling the awaitable stops it too.
+/// `AsyncCappedQueue.run`: an awaitable that waits for the consumer and returns its stats;
+/// SIGINT/SIGTERM or cancelling it stop the consumer gracefully (see [`running::run_async`]).
 pub fn run_async(py: Python<'_>, consumer: AsyncConsumer) -> PyResult<Bound<'_, PyAny>> {
     let inner = consumer.inner.clone();
-    let consumer = Py::new(py, consumer)?;
-    let signals = LoopSignals::install(py, consumer.getattr(py, "stop")?)?;
-    let guard = RunGuard {
-        consumer: inner.clone(),
-        signals,
-    };
-    runtime::awaitable(py, async move {
-        let stats = inner.join().await;
-        drop(guard);
-        Ok(ConsumerStats(stats))
-    })
-}
-
-/// Stops the consumer and puts the signal handlers back when `run` ends or is cancelled.
-struct RunGuard {
-    consumer: Arc<tideq::Consumer>,
-    signals: Option<Py<LoopSignals>>,
-}
-
-impl Drop for RunGuard {
-    fn drop(&mut self) {
-        self.consumer.stop();
-        if let Some(signals) = self.signals.take() {
-            runtime::with_python(|py| {
-                let loop_ = signals.get().event_loop.clone_ref(py);
-                // Signal handlers can only change on the loop's (main) thread.
-                let _ = loop_.call_method1(py, "call_soon_threadsafe", (signals,));
-            });
-        }
-    }
-}
-
-/// Event-loop signal handlers installed by `AsyncCappedQueue.run`; calling it removes them.
-#[pyclass(frozen)]
-struct LoopSignals {
-    event_loop: Py<PyAny>,
-    installed: Vec<(Py<PyAny>, Py<PyAny>)>,
-}
-
-impl LoopSignals {
-    fn install(py: Python<'_>, stop: Py<PyAny>) -> PyResult<Option<Py<LoopSignals>>> {
-        if !on_main_thread(py)? {
-            return Ok(None);
-        }
-        let signal = py.import("signal")?;
-        let event_loop = pyo3_async_runtimes::get_running_loop(py)?;
-        let mut installed = Vec::new();
-        for name in ["SIGINT", "SIGTERM"] {
-            let sig = signal.getattr(name)?;
-            let previous = signal.call_method1("getsignal", (&sig,))?;
-            if !is_default_handler(py, name, &previous)? {
-                continue;
-            }
-            // Not available on every loop (e.g. Windows); then Python's defaults stay.
-            if event_loop
-                .call_method1("add_signal_handler", (&sig, &stop))
-                .is_ok()
-            {
-                installed.push((sig.unbind(), previous.unbind()));
-            }
-        }
-        if installed.is_empty() {
-            return Ok(None);
-        }
-        Py::new(
-            py,
-            LoopSignals {
-                event_loop: event_loop.unbind(),
-                installed,
-            },
-        )
-        .map(Some)
-    }
-}
-
-/// SIG_DFL for SIGTERM; for SIGINT, Python's `default_int_handler` or asyncio.run's handler.
-fn is_default_handler(py: Python<'_>, name: &str, handler: &Bound<'_, PyAny>) -> PyResult<bool> {
-    let signal = py.import("signal")?;
-    if name == "SIGTERM" {
-        return handler.eq(signal.getattr("SIG_DFL")?);
-    }
-    if handler.eq(signal.getattr("default_int_handler")?)? {
-        return Ok(true);
-    }
-    // asyncio.run (3.11+) installs `functools.partial(runner._on_sigint, ...)`.
-    let method = handler.getattr("func").unwrap_or_else(|_| handler.clone());
-    let owner = method.getattr("__self__").ok();
-    let module = owner.and_then(|o| o.get_type().getattr("__module__").ok());
-    Ok(module.is_some_and(|m| m.eq("asyncio.runners").unwrap_or(false)))
-}
-
-#[pymethods]
-impl LoopSignals {
-    fn __call__(&self, py: Python<'_>) -> PyResult<()> {
-        let signal = py.import("signal")?;
-        for (sig, previous) in &self.installed {
-            self.event_loop
-                .call_method1(py, "remove_signal_handler", (sig,))?;
-            signal.call_method1("signal", (sig, previous))?;
-        }
-        Ok(())
-    }
+    let stop = Py::new(py, consumer)?.getattr(py, "stop")?;
+    let stats_of = inner.clone();
+    running::run_async(py, inner, stop, move || ConsumerStats(stats_of.stats()))
 }

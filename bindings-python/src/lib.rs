@@ -4,7 +4,9 @@
 //! Map (files mirror the core's):
 //! - [`client`]: `Client` (connection settings, lazy connect).
 //! - [`capped`]: `CappedQueue` (blocking), `AsyncCappedQueue` (asyncio), `CappedStats`.
-//! - [`consumer`]: `Consumer`, `AsyncConsumer`, `ConsumerStats`, how Python handlers are run.
+//! - [`consumer`]: `Consumer`, `AsyncConsumer`, `ConsumerStats`, running batch handlers.
+//! - [`handler`]: what handlers share (where awaitables run, loop tasks, logging).
+//! - [`running`]: `run()` (SIGINT/SIGTERM as a graceful stop).
 //! - [`errors`]: `TideqError` and one subclass per core error code.
 //! - [`runtime`]: the one tokio runtime (shared by both APIs) and fork detection.
 //! - [`convert`]: Python values to core arguments and back.
@@ -16,9 +18,11 @@ pub mod client;
 pub mod consumer;
 pub mod convert;
 pub mod errors;
+pub mod handler;
+pub mod running;
 pub mod runtime;
 
-/// Sends the core's `log` warnings (consumer fetch retries, abandoned handlers) to Python's
+/// Sends the core's `log` warnings (fetch retries, lost leases, abandoned handlers) to Python's
 /// `logging`, under `tideq.*` loggers. The core's one-line "handler failed" warning is dropped:
 /// the binding logs that failure itself, with the Python traceback.
 struct CoreLog(pyo3_log::Logger);

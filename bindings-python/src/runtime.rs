@@ -10,6 +10,7 @@
 //! before the interpreter finalizes.
 
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::{Duration, Instant};
@@ -238,8 +239,45 @@ impl ResolveAll {
 
 static EXITING: AtomicBool = AtomicBool::new(false);
 static ATTACHED: AtomicUsize = AtomicUsize::new(0);
-/// Consumers started in this process, to stop at interpreter exit.
-static CONSUMERS: Mutex<Vec<(Weak<tideq::Consumer>, Duration)>> = Mutex::new(Vec::new());
+/// Consumers and workers started in this process, to stop at interpreter exit.
+static RUNNING: Mutex<Vec<(Weak<dyn Stoppable>, Duration)>> = Mutex::new(Vec::new());
+
+/// A core consumer or worker, as the binding starts, stops and waits for it.
+pub trait Stoppable: Send + Sync + 'static {
+    /// Stop taking work; running handlers get the grace period.
+    fn stop(&self);
+    fn is_running(&self) -> bool;
+    /// Resolves once the loop has ended and its handlers finished (or were abandoned).
+    fn wait(&self) -> Pin<Box<dyn Future<Output = ()> + Send + '_>>;
+}
+
+impl Stoppable for tideq::Consumer {
+    fn stop(&self) {
+        tideq::Consumer::stop(self)
+    }
+    fn is_running(&self) -> bool {
+        tideq::Consumer::is_running(self)
+    }
+    fn wait(&self) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
+        Box::pin(async move {
+            self.join().await;
+        })
+    }
+}
+
+impl Stoppable for tideq::Worker {
+    fn stop(&self) {
+        tideq::Worker::stop(self)
+    }
+    fn is_running(&self) -> bool {
+        tideq::Worker::is_running(self)
+    }
+    fn wait(&self) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
+        Box::pin(async move {
+            self.join().await;
+        })
+    }
+}
 
 /// Runs `f` with the GIL from a runtime or blocking thread, unless the interpreter is exiting
 /// (then `None`). [`at_exit`] waits for the calls in progress, so none is still inside Python
@@ -256,20 +294,20 @@ pub fn with_python<R>(f: impl for<'py> FnOnce(Python<'py>) -> R) -> Option<R> {
     out
 }
 
-/// Remembers a consumer so that [`at_exit`] can stop it.
-pub fn track(consumer: &Arc<tideq::Consumer>, grace: Duration) {
-    let mut list = CONSUMERS.lock().unwrap_or_else(|e| e.into_inner());
+/// Remembers a consumer or worker so that [`at_exit`] can stop it.
+pub fn track(running: Arc<dyn Stoppable>, grace: Duration) {
+    let mut list = RUNNING.lock().unwrap_or_else(|e| e.into_inner());
     list.retain(|(c, _)| c.strong_count() > 0);
-    list.push((Arc::downgrade(consumer), grace));
+    list.push((Arc::downgrade(&running), grace));
 }
 
-/// Registered with `atexit`: stops the consumers still running and waits for their handlers
-/// (each within its grace period), then closes [`with_python`] and waits for the calls in
-/// progress. Handler calls after that are refused (and counted as failed).
+/// Registered with `atexit`: stops the consumers and workers still running and waits for their
+/// handlers (each within its grace period), then closes [`with_python`] and waits for the calls
+/// in progress. Handler calls after that are refused (and counted as failed).
 #[pyfunction]
 pub fn at_exit(py: Python<'_>) {
-    let consumers: Vec<(Arc<tideq::Consumer>, Duration)> =
-        std::mem::take(&mut *CONSUMERS.lock().unwrap_or_else(|e| e.into_inner()))
+    let running: Vec<(Arc<dyn Stoppable>, Duration)> =
+        std::mem::take(&mut *RUNNING.lock().unwrap_or_else(|e| e.into_inner()))
             .into_iter()
             .filter_map(|(c, grace)| c.upgrade().map(|c| (c, grace)))
             .filter(|(c, _)| c.is_running())
@@ -280,17 +318,17 @@ pub fn at_exit(py: Python<'_>) {
         EXITING.store(true, Ordering::SeqCst);
         return;
     }
-    if !consumers.is_empty() {
+    if !running.is_empty() {
         let rt = pyo3_async_runtimes::tokio::get_runtime();
-        let longest = consumers.iter().map(|(_, g)| *g).max().unwrap_or_default();
+        let longest = running.iter().map(|(_, g)| *g).max().unwrap_or_default();
         py.detach(|| {
             rt.block_on(async {
-                for (c, _) in &consumers {
+                for (c, _) in &running {
                     c.stop();
                 }
                 let all = async {
-                    for (c, _) in &consumers {
-                        c.join().await;
+                    for (c, _) in &running {
+                        c.wait().await;
                     }
                 };
                 let _ = tokio::time::timeout(longest + Duration::from_secs(2), all).await;

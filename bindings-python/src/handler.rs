@@ -1,0 +1,305 @@
+//! What consumers and workers share to run Python handlers: where an awaitable runs, a coroutine
+//! as a task on the caller's event loop (cancelled when the Rust side gives up on it), the text
+//! of a handler's exception, and the `tideq` logger.
+//!
+//! Rules kept by every caller (TOOLCHAIN pitfall 3): a plain handler is called on a tokio
+//! blocking thread, holding the GIL only for the call; handler calls and coroutine creation never
+//! take the GIL on a runtime worker thread (where a CPU-bound handler would stall the tasks that
+//! renew leases); nothing holds the GIL while waiting on Redis or on another thread.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyString, PyTuple};
+use pyo3_async_runtimes::TaskLocals;
+use tokio::sync::oneshot;
+
+use crate::runtime;
+
+/// Where the awaitable returned by a handler runs.
+pub enum Loop {
+    /// Blocking API: a fresh event loop per call, in the handler's blocking thread.
+    Private,
+    /// Asyncio API: the event loop that started the consumer or worker.
+    Caller(TaskLocals),
+}
+
+/// True for `async def` functions (and other callables `inspect` recognises as such).
+pub fn is_coroutine_function(func: &Bound<'_, PyAny>) -> PyResult<bool> {
+    func.py()
+        .import("inspect")?
+        .call_method1("iscoroutinefunction", (func,))?
+        .is_truthy()
+}
+
+/// Runs in a blocking thread, with the GIL: waits for `out` (a handler's return value) if it is
+/// awaitable, on a private loop or on the caller's loop (the GIL released while waiting there).
+pub fn finish_in_thread(py: Python<'_>, out: Bound<'_, PyAny>, event_loop: &Loop) -> PyResult<()> {
+    if out.is_none()
+        || !py
+            .import("inspect")?
+            .call_method1("isawaitable", (&out,))?
+            .is_truthy()?
+    {
+        return Ok(());
+    }
+    match event_loop {
+        Loop::Private => {
+            let asyncio = py.import("asyncio")?;
+            let event_loop = asyncio.call_method0("new_event_loop")?;
+            let res = event_loop.call_method1("run_until_complete", (out,));
+            let _ = event_loop
+                .call_method0("shutdown_asyncgens")
+                .and_then(|g| event_loop.call_method1("run_until_complete", (g,)));
+            event_loop.call_method0("close")?;
+            res.map(drop)
+        }
+        Loop::Caller(locals) => {
+            // A plain function that returned an awaitable: run it on the caller's loop.
+            let task = LoopTask::start(py, locals, out)?;
+            let rt = tokio::runtime::Handle::current();
+            py.detach(|| rt.block_on(task))
+        }
+    }
+}
+
+/// The message a consumer or worker is refused with once the interpreter is exiting.
+pub fn shutting_down() -> String {
+    "not run: the Python interpreter is exiting".to_string()
+}
+
+/// `"ExcType: message"` (just `"ExcType"` when the message is empty), as stored with a failed
+/// job. `ExcType` is the class's `__name__`.
+pub fn error_text(py: Python<'_>, err: &PyErr) -> String {
+    let value = err.value(py);
+    let name = value
+        .get_type()
+        .name()
+        .map(|n| n.to_string())
+        .unwrap_or_else(|_| "Exception".into());
+    match value.str() {
+        Ok(s) if s.to_string_lossy().is_empty() => name,
+        Ok(s) => format!("{name}: {}", s.to_string_lossy()),
+        Err(_) => format!("{name}: <str() failed>"),
+    }
+}
+
+/// `logger.error(msg, *args, exc_info=err)` on the `tideq` logger: the message plus the
+/// handler's traceback. A logging failure is reported as unraisable, never raised.
+pub fn log_exception(py: Python<'_>, err: &PyErr, msg: &str, args: Bound<'_, PyTuple>) {
+    let res = (|| -> PyResult<()> {
+        let logger = py
+            .import("logging")?
+            .call_method1("getLogger", ("tideq",))?;
+        let exc_info = (err.get_type(py), err.value(py), err.traceback(py));
+        let kwargs = PyDict::new(py);
+        kwargs.set_item("exc_info", exc_info)?;
+        let call: Vec<Bound<'_, PyAny>> = std::iter::once(PyString::new(py, msg).into_any())
+            .chain(args.iter())
+            .collect();
+        let call = PyTuple::new(py, call)?;
+        logger.call_method("error", call, Some(&kwargs))?;
+        Ok(())
+    })();
+    if let Err(e) = res {
+        e.write_unraisable(py, None);
+    }
+}
+
+/// A coroutine running as an asyncio task on the caller's loop, awaited from Rust. Unlike
+/// `pyo3_async_runtimes::into_future_with_locals`, dropping it before the task finished (or
+/// calling [`cancel`](Self::cancel)) cancels the task, so a handler the worker gave up on (timed
+/// out, or abandoned after the grace period) does not keep running on the user's loop.
+pub struct LoopTask {
+    rx: oneshot::Receiver<PyResult<()>>,
+    shared: Arc<Mutex<TaskSlot>>,
+    event_loop: Option<Py<PyAny>>,
+    finished: bool,
+}
+
+#[derive(Default)]
+struct TaskSlot {
+    task: Option<Py<PyAny>>,
+    abandoned: bool,
+}
+
+impl LoopTask {
+    /// Schedules `awaitable` on the loop of `locals` (in its context); needs the GIL.
+    pub fn start(
+        py: Python<'_>,
+        locals: &TaskLocals,
+        awaitable: Bound<'_, PyAny>,
+    ) -> PyResult<Self> {
+        let (tx, rx) = oneshot::channel();
+        let shared = Arc::new(Mutex::new(TaskSlot::default()));
+        let starter = StartTask {
+            awaitable: Mutex::new(Some(awaitable.unbind())),
+            tx: Mutex::new(Some(tx)),
+            shared: shared.clone(),
+        };
+        let event_loop = locals.event_loop(py);
+        let kwargs = PyDict::new(py);
+        kwargs.set_item("context", locals.context(py))?;
+        event_loop.call_method("call_soon_threadsafe", (starter,), Some(&kwargs))?;
+        Ok(LoopTask {
+            rx,
+            shared,
+            event_loop: Some(event_loop.unbind()),
+            finished: false,
+        })
+    }
+
+    /// Cancels the task (from any thread, without the GIL); a no-op once it finished.
+    pub fn cancel(&mut self) {
+        if self.finished {
+            return;
+        }
+        self.finished = true;
+        let (Some(event_loop), shared) = (self.event_loop.take(), self.shared.clone()) else {
+            return;
+        };
+        // The GIL is taken on a blocking thread, never on a runtime worker.
+        pyo3_async_runtimes::tokio::get_runtime().spawn_blocking(move || {
+            runtime::with_python(|py| {
+                // The lock is never held while calling Python (which may release the GIL).
+                let task = {
+                    let mut slot = shared.lock().unwrap_or_else(|e| e.into_inner());
+                    slot.abandoned = true;
+                    slot.task.take()
+                };
+                if let Some(cancel) = task.and_then(|t| t.getattr(py, "cancel").ok()) {
+                    // Fails only when the loop is closed: then nothing runs any more.
+                    let _ = event_loop.call_method1(py, "call_soon_threadsafe", (cancel,));
+                }
+            });
+        });
+    }
+}
+
+impl Future for LoopTask {
+    type Output = PyResult<()>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let out = match Pin::new(&mut self.rx).poll(cx) {
+            Poll::Pending => return Poll::Pending,
+            Poll::Ready(Ok(res)) => res,
+            Poll::Ready(Err(_)) => Err(PyRuntimeError::new_err(
+                "the event loop running the handler closed before the handler finished",
+            )),
+        };
+        self.finished = true;
+        Poll::Ready(out)
+    }
+}
+
+impl Drop for LoopTask {
+    fn drop(&mut self) {
+        self.cancel();
+    }
+}
+
+/// Runs on the event loop: wraps the awaitable in a task (unless already abandoned).
+#[pyclass(frozen)]
+struct StartTask {
+    awaitable: Mutex<Option<Py<PyAny>>>,
+    tx: Mutex<Option<oneshot::Sender<PyResult<()>>>>,
+    shared: Arc<Mutex<TaskSlot>>,
+}
+
+#[pymethods]
+impl StartTask {
+    fn __call__(&self, py: Python<'_>) {
+        let awaitable = self
+            .awaitable
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        let tx = self.tx.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let (Some(awaitable), Some(tx)) = (awaitable, tx) else {
+            return;
+        };
+        let awaitable = awaitable.bind(py);
+        let abandoned = || {
+            self.shared
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .abandoned
+        };
+        if abandoned() {
+            // Given up before it started: close a coroutine so it is not reported as never awaited.
+            if awaitable.hasattr("close").unwrap_or(false) {
+                let _ = awaitable.call_method0("close");
+            }
+            return;
+        }
+        let task = match py
+            .import("asyncio")
+            .and_then(|a| a.call_method1("ensure_future", (awaitable,)))
+        {
+            Ok(task) => task,
+            Err(e) => {
+                let _ = tx.send(Err(e));
+                return;
+            }
+        };
+        let done = TaskDone {
+            tx: Mutex::new(Some(tx)),
+            shared: self.shared.clone(),
+        };
+        if let Err(e) = task.call_method1("add_done_callback", (done,)) {
+            e.write_unraisable(py, Some(&task));
+        }
+        // The lock is never held while calling Python (which may release the GIL).
+        let cancel_now = {
+            let mut slot = self.shared.lock().unwrap_or_else(|e| e.into_inner());
+            if slot.abandoned {
+                true
+            } else {
+                slot.task = Some(task.clone().unbind());
+                false
+            }
+        };
+        if cancel_now {
+            let _ = task.call_method0("cancel");
+        }
+    }
+}
+
+/// Done-callback of a [`LoopTask`]'s task: sends the outcome to Rust.
+#[pyclass(frozen)]
+struct TaskDone {
+    tx: Mutex<Option<oneshot::Sender<PyResult<()>>>>,
+    shared: Arc<Mutex<TaskSlot>>,
+}
+
+#[pymethods]
+impl TaskDone {
+    fn __call__(&self, task: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.shared
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .task
+            .take();
+        let Some(tx) = self.tx.lock().unwrap_or_else(|e| e.into_inner()).take() else {
+            return Ok(());
+        };
+        let outcome = if task.call_method0("cancelled")?.is_truthy()? {
+            let cancelled = task.py().import("asyncio")?.getattr("CancelledError")?;
+            Err(PyErr::from_value(cancelled.call0()?))
+        } else {
+            // Retrieving the exception also keeps asyncio from logging it as never retrieved.
+            let exc = task.call_method0("exception")?;
+            if exc.is_none() {
+                Ok(())
+            } else {
+                Err(PyErr::from_value(exc))
+            }
+        };
+        let _ = tx.send(outcome);
+        Ok(())
+    }
+}
