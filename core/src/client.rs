@@ -61,6 +61,7 @@ macro_rules! delegate_connection_like {
 delegate_connection_like!(Conn);
 delegate_connection_like!(BlockingConn);
 
+#[allow(clippy::large_enum_variant)] // one per Client, never moved around
 enum Backend {
     Single(redis::Client),
     Cluster {
