@@ -196,6 +196,17 @@ impl Consumer {
         self.stop();
         self.join().await
     }
+
+    /// Runs until SIGINT (Ctrl-C) or SIGTERM, or until the consumer stops by itself, then shuts
+    /// down gracefully.
+    pub async fn run_until_signal(&self) -> ConsumerStats {
+        let mut done = self.done.clone();
+        tokio::select! {
+            _ = crate::signal::terminated() => {}
+            _ = done.wait_for(|d| *d) => {}
+        }
+        self.shutdown().await
+    }
 }
 
 async fn stopped(rx: &mut watch::Receiver<bool>) {

@@ -35,6 +35,7 @@ pub mod error;
 pub mod jobs;
 pub mod keys;
 mod scripts;
+pub mod signal;
 pub mod worker;
 
 pub use capped::{Batch, CappedOptions, CappedQueue, CappedStats};

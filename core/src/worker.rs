@@ -149,6 +149,17 @@ impl Worker {
         self.stop();
         self.join().await
     }
+
+    /// Runs until SIGINT (Ctrl-C) or SIGTERM, or until the worker stops by itself, then shuts down
+    /// gracefully: the usual `main` of a worker process.
+    pub async fn run_until_signal(&self) -> WorkerStats {
+        let mut done = self.done.clone();
+        tokio::select! {
+            _ = crate::signal::terminated() => {}
+            _ = done.wait_for(|d| *d) => {}
+        }
+        self.shutdown().await
+    }
 }
 
 impl Queue {
