@@ -149,9 +149,16 @@ impl CappedQueue {
         G: AsRef<str>,
         I: AsRef<[u8]>,
     {
-        for (g, item) in items {
-            validate_name("group", g.as_ref())?;
-            self.check_item(item.as_ref())?;
+        for (i, (g, item)) in items.iter().enumerate() {
+            let checked =
+                validate_name("group", g.as_ref()).and_then(|_| self.check_item(item.as_ref()));
+            checked.map_err(|e| {
+                if items.len() > 1 {
+                    e.context(&format!("item {i}"))
+                } else {
+                    e
+                }
+            })?;
         }
         if items.is_empty() {
             return Ok(Vec::new());

@@ -92,6 +92,11 @@ impl Error {
         &self.message
     }
 
+    /// The same error with `what: ` in front of its message (e.g. which item of a batch).
+    pub fn context(self, what: &str) -> Self {
+        Error::new(self.kind, format!("{what}: {}", self.message))
+    }
+
     /// Maps a redis-rs error, removing `secret` (the password) from the text if it appears.
     pub(crate) fn from_redis(err: redis::RedisError, secret: Option<&str>) -> Self {
         let kind = if is_connection_error(&err) {

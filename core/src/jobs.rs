@@ -335,8 +335,15 @@ impl Queue {
         jobs: &[(P, EnqueueOptions)],
     ) -> Result<Vec<Enqueued>> {
         let mut prepared = Vec::with_capacity(jobs.len());
-        for (payload, o) in jobs {
-            prepared.push(self.envelope(payload.as_ref(), o)?);
+        for (i, (payload, o)) in jobs.iter().enumerate() {
+            let env = self.envelope(payload.as_ref(), o);
+            prepared.push(env.map_err(|e| {
+                if jobs.len() > 1 {
+                    e.context(&format!("job {i}"))
+                } else {
+                    e
+                }
+            })?);
         }
         let keys = self.enqueue_keys();
         let cmds: Vec<redis::Cmd> = prepared

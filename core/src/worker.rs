@@ -319,9 +319,22 @@ async fn run(
                 if wait.is_zero() {
                     continue;
                 }
-                let res = tokio::select! {
-                    _ = stopped(&mut stop_rx) => break,
-                    r = wait_for_wake(&queue, &mut waiter, wait) => r,
+                let res = if opts.stop_when_drained && !tasks.is_empty() {
+                    // Draining: the last running job finishing may be what empties the queue, so
+                    // look again as soon as any job ends.
+                    tokio::select! {
+                        _ = stopped(&mut stop_rx) => break,
+                        _ = tasks.join_next() => {
+                            waiter = None; // a BLPOP may still be pending on it
+                            Ok(())
+                        }
+                        r = wait_for_wake(&queue, &mut waiter, wait) => r,
+                    }
+                } else {
+                    tokio::select! {
+                        _ = stopped(&mut stop_rx) => break,
+                        r = wait_for_wake(&queue, &mut waiter, wait) => r,
+                    }
                 };
                 if let Err(e) = res {
                     waiter = None;

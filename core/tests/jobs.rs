@@ -932,3 +932,31 @@ async fn a_worker_rides_out_a_redis_restart_and_nothing_is_lost() {
     assert!(settled, "jobs left unsettled after the restart");
     w.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_draining_worker_stops_as_soon_as_its_last_job_ends() {
+    let server = RedisServer::start();
+    let q = queue(&server.url);
+    q.enqueue(b"x", EnqueueOptions::default()).await.unwrap();
+    // Default poll interval (5 s): only noticing the job's end can stop the worker sooner.
+    let opts = WorkerOptions {
+        stop_when_drained: true,
+        ..Default::default()
+    };
+    let w = q
+        .work(opts, |_job: Job| async {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            Ok::<(), String>(())
+        })
+        .unwrap();
+    let t = Instant::now();
+    let stats = tokio::time::timeout(Duration::from_secs(10), w.join())
+        .await
+        .unwrap();
+    assert_eq!(stats.completed, 1);
+    assert!(
+        t.elapsed() < Duration::from_secs(3),
+        "took {:?}, i.e. waited out the poll interval",
+        t.elapsed()
+    );
+}
