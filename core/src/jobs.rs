@@ -11,7 +11,7 @@ use redis::Value;
 use crate::client::Client;
 use crate::envelope::{Backoff, Envelope, ENVELOPE_VERSION};
 use crate::error::{Error, ErrorKind, Result};
-use crate::keys::JobKeys;
+use crate::keys::{shard_of, JobKeys};
 use crate::scripts::{
     CANCEL_JOB, COMPLETE_JOBS, DEAD_LETTERS, ENQUEUE_JOBS, EXTEND_LEASE, FETCH_JOBS, SETTLE_JOB,
 };
@@ -155,6 +155,7 @@ pub struct Job {
     pub timeout: Option<Duration>,
     pub(crate) backoff: Backoff,
     pub(crate) token: String,
+    pub(crate) shard: usize,
 }
 
 /// What settling a leased job needs (no payload): id, lease token, attempt, backoff.
@@ -164,6 +165,7 @@ pub(crate) struct Lease {
     pub token: String,
     pub attempt: u32,
     pub backoff: Backoff,
+    pub shard: usize,
 }
 
 impl Job {
@@ -173,6 +175,7 @@ impl Job {
             token: self.token.clone(),
             attempt: self.attempt,
             backoff: self.backoff,
+            shard: self.shard,
         }
     }
 
@@ -188,7 +191,8 @@ impl Job {
 pub struct Queue {
     pub(crate) client: Client,
     name: Arc<str>,
-    pub(crate) keys: Arc<JobKeys>,
+    /// One key set per shard (one shard unless built with [`Queue::sharded`]).
+    pub(crate) shards: Arc<[JobKeys]>,
     opts: QueueOptions,
 }
 
@@ -196,6 +200,7 @@ impl std::fmt::Debug for Queue {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Queue")
             .field("name", &self.name)
+            .field("shards", &self.shards.len())
             .field("opts", &self.opts)
             .finish()
     }
@@ -234,7 +239,15 @@ fn ms(d: Duration) -> u64 {
 
 impl Queue {
     pub fn new(client: &Client, name: &str, opts: QueueOptions) -> Result<Self> {
-        let keys = JobKeys::new(client.config().prefix(), name)?;
+        Self::sharded(client, name, 1, opts)
+    }
+
+    /// A queue split in `shards` hash tags (seed 002's task_group:0..N), spread over the masters
+    /// of a Redis Cluster. A job's shard is fixed by its id (so idempotency, `get` and `cancel`
+    /// work), workers serve every shard, `stats` adds them up. Every producer and worker of a
+    /// queue must use the same shard count; changing it remaps ids, so drain the queue first.
+    pub fn sharded(client: &Client, name: &str, shards: usize, opts: QueueOptions) -> Result<Self> {
+        let keys = JobKeys::shards(client.config().prefix(), name, shards)?;
         if opts.max_attempts == 0 {
             return Err(Error::invalid("max_attempts must be at least 1"));
         }
@@ -245,9 +258,18 @@ impl Queue {
         Ok(Queue {
             client: client.clone(),
             name: name.into(),
-            keys: Arc::new(keys),
+            shards: keys.into(),
             opts,
         })
+    }
+
+    /// How many shards this queue has.
+    pub fn shard_count(&self) -> usize {
+        self.shards.len()
+    }
+
+    fn shard_for(&self, id: &str) -> usize {
+        shard_of(id, self.shards.len())
     }
 
     pub fn name(&self) -> &str {
@@ -305,8 +327,8 @@ impl Queue {
         Ok((env, o.delay.map(ms).unwrap_or(0), o.run_at_ms.unwrap_or(0)))
     }
 
-    fn enqueue_keys(&self) -> [String; 6] {
-        let k = &self.keys;
+    fn enqueue_keys(&self, shard: usize) -> [String; 6] {
+        let k = &self.shards[shard];
         [
             k.jobs(),
             k.meta(),
@@ -345,53 +367,72 @@ impl Queue {
                 }
             })?);
         }
-        let keys = self.enqueue_keys();
-        let cmds: Vec<redis::Cmd> = prepared
-            .chunks(ENQUEUE_CHUNK)
-            .map(|chunk| {
-                let mut cmd = ENQUEUE_JOBS.cmd(&keys);
-                cmd.arg(chunk.len());
-                for (env, delay, run_at) in chunk {
-                    cmd.arg(&env.id)
-                        .arg(env.encode())
-                        .arg(env.max_attempts)
-                        .arg(*delay)
-                        .arg(*run_at);
-                }
-                cmd
-            })
-            .collect();
-        let replies = match cmds.len() {
-            0 => Vec::new(),
-            1 => vec![self.client.eval::<Value>(&cmds[0], &ENQUEUE_JOBS).await?],
-            _ => self.client.pipeline(&cmds).await?,
-        };
-        let mut out = Vec::with_capacity(jobs.len());
-        let mut envs = prepared.into_iter();
-        for reply in replies {
-            let flags: Vec<i64> =
-                redis::from_redis_value(reply).map_err(|e| self.client.err(e.into()))?;
-            for f in flags {
-                let (env, _, _) = envs.next().expect("one flag per job");
-                out.push(Enqueued {
-                    id: env.id,
-                    created: f == 1,
-                });
-            }
+        // Per shard, chunks of jobs in one pipeline; shards (other nodes) in parallel.
+        let mut by_shard: Vec<Vec<usize>> = vec![Vec::new(); self.shards.len()];
+        for (i, (env, _, _)) in prepared.iter().enumerate() {
+            by_shard[self.shard_for(&env.id)].push(i);
         }
-        Ok(out)
+        let sends = by_shard
+            .iter()
+            .enumerate()
+            .filter(|(_, idx)| !idx.is_empty())
+            .map(|(shard, idx)| {
+                let keys = self.enqueue_keys(shard);
+                let cmds: Vec<redis::Cmd> = idx
+                    .chunks(ENQUEUE_CHUNK)
+                    .map(|chunk| {
+                        let mut cmd = ENQUEUE_JOBS.cmd(&keys);
+                        cmd.arg(chunk.len());
+                        for &i in chunk {
+                            let (env, delay, run_at) = &prepared[i];
+                            cmd.arg(&env.id)
+                                .arg(env.encode())
+                                .arg(env.max_attempts)
+                                .arg(*delay)
+                                .arg(*run_at);
+                        }
+                        cmd
+                    })
+                    .collect();
+                async move {
+                    let replies = match cmds.len() {
+                        1 => vec![self.client.eval::<Value>(&cmds[0], &ENQUEUE_JOBS).await?],
+                        _ => self.client.pipeline(&cmds).await?,
+                    };
+                    let mut flags = Vec::with_capacity(idx.len());
+                    for reply in replies {
+                        let f: Vec<i64> = redis::from_redis_value(reply)
+                            .map_err(|e| self.client.err(e.into()))?;
+                        flags.extend(f);
+                    }
+                    Ok::<_, Error>(idx.iter().copied().zip(flags).collect::<Vec<_>>())
+                }
+            });
+        let results = futures_util::future::try_join_all(sends).await?;
+        let mut created = vec![false; prepared.len()];
+        for (i, f) in results.into_iter().flatten() {
+            created[i] = f == 1;
+        }
+        Ok(prepared
+            .into_iter()
+            .zip(created)
+            .map(|((env, _, _), created)| Enqueued {
+                id: env.id,
+                created,
+            })
+            .collect())
     }
 
     /// A job's state, attempts, last error and timestamps; `None` if unknown (or no longer
     /// retained).
     pub async fn get(&self, id: &str) -> Result<Option<JobInfo>> {
         validate_job_id(id)?;
-        let mut found = self.get_many(&[id.to_string()]).await?;
+        let mut found = self.get_many(self.shard_for(id), &[id.to_string()]).await?;
         Ok(found.pop().flatten())
     }
 
-    async fn get_many(&self, ids: &[String]) -> Result<Vec<Option<JobInfo>>> {
-        let k = &self.keys;
+    async fn get_many(&self, shard: usize, ids: &[String]) -> Result<Vec<Option<JobInfo>>> {
+        let k = &self.shards[shard];
         let mut pipe = redis::pipe();
         pipe.atomic();
         for id in ids {
@@ -454,7 +495,7 @@ impl Queue {
     /// (`JOB_NOT_CANCELLABLE`); unknown ids give `JOB_NOT_FOUND`.
     pub async fn cancel(&self, id: &str) -> Result<()> {
         validate_job_id(id)?;
-        let k = &self.keys;
+        let k = &self.shards[self.shard_for(id)];
         let keys = [
             k.ready(),
             k.delayed(),
@@ -479,27 +520,55 @@ impl Queue {
         }
     }
 
-    /// Dead-lettered jobs, oldest death first, `limit` from `offset`.
+    /// Dead-lettered jobs, `limit` from `offset`: oldest death first within a shard, shard by shard.
     pub async fn dead_letters(&self, offset: usize, limit: usize) -> Result<Vec<JobInfo>> {
-        if limit == 0 {
-            return Ok(Vec::new());
+        let mut out = Vec::new();
+        let mut skip = offset;
+        for shard in 0..self.shards.len() {
+            if out.len() >= limit {
+                break;
+            }
+            let mut conn = self.client.conn().await?;
+            let dead = self.shards[shard].dead();
+            let count: usize = redis::cmd("ZCARD")
+                .arg(&dead)
+                .query_async(&mut conn)
+                .await
+                .map_err(|e| self.client.err(e))?;
+            if skip >= count {
+                skip -= count;
+                continue;
+            }
+            let want = limit - out.len();
+            let ids: Vec<String> = redis::cmd("ZRANGE")
+                .arg(&dead)
+                .arg(skip)
+                .arg(skip + want - 1)
+                .query_async(&mut conn)
+                .await
+                .map_err(|e| self.client.err(e))?;
+            skip = 0;
+            out.extend(self.get_many(shard, &ids).await?.into_iter().flatten());
         }
-        let mut conn = self.client.conn().await?;
-        let ids: Vec<String> = redis::cmd("ZRANGE")
-            .arg(self.keys.dead())
-            .arg(offset)
-            .arg(offset + limit - 1)
-            .query_async(&mut conn)
-            .await
-            .map_err(|e| self.client.err(e))?;
-        Ok(self.get_many(&ids).await?.into_iter().flatten().collect())
+        Ok(out)
     }
 
     async fn dead_op(&self, op: &str, id: Option<&str>) -> Result<u64> {
         if let Some(id) = id {
             validate_job_id(id)?;
         }
-        let k = &self.keys;
+        let mut total = 0;
+        for shard in 0..self.shards.len() {
+            if id.is_some_and(|id| self.shard_for(id) != shard) {
+                continue;
+            }
+            total += self.dead_op_shard(shard, op, id).await?;
+        }
+        Ok(total)
+    }
+
+    async fn dead_op_shard(&self, shard: usize, op: &str, id: Option<&str>) -> Result<u64> {
+        let k = &self.shards[shard];
         let keys = [
             k.dead(),
             k.ready(),
@@ -542,38 +611,54 @@ impl Queue {
         self.dead_op("purge", None).await
     }
 
+    /// Counts per state and lifetime counters, added up over the shards.
     pub async fn stats(&self) -> Result<JobStats> {
-        let k = &self.keys;
-        let mut conn = self.client.conn().await?;
-        let (delayed, ready, active, dead, c): (u64, u64, u64, u64, HashMap<String, u64>) =
-            redis::pipe()
-                .zcard(k.delayed())
-                .llen(k.ready())
-                .zcard(k.active())
-                .zcard(k.dead())
-                .hgetall(k.stats())
-                .query_async(&mut conn)
-                .await
-                .map_err(|e| self.client.err(e))?;
-        let get = |name: &str| c.get(name).copied().unwrap_or(0);
-        Ok(JobStats {
-            delayed,
-            ready,
-            active,
-            dead,
-            enqueued: get("enqueued"),
-            completed: get("completed"),
-            failed: get("failed"),
-            retried: get("retried"),
-            recovered: get("recovered"),
-            cancelled: get("cancelled"),
-        })
+        let per_shard = self.shards.iter().map(|k| async move {
+            let mut conn = self.client.conn().await?;
+            let (delayed, ready, active, dead, c): (u64, u64, u64, u64, HashMap<String, u64>) =
+                redis::pipe()
+                    .zcard(k.delayed())
+                    .llen(k.ready())
+                    .zcard(k.active())
+                    .zcard(k.dead())
+                    .hgetall(k.stats())
+                    .query_async(&mut conn)
+                    .await
+                    .map_err(|e| self.client.err(e))?;
+            let get = |name: &str| c.get(name).copied().unwrap_or(0);
+            Ok::<_, Error>(JobStats {
+                delayed,
+                ready,
+                active,
+                dead,
+                enqueued: get("enqueued"),
+                completed: get("completed"),
+                failed: get("failed"),
+                retried: get("retried"),
+                recovered: get("recovered"),
+                cancelled: get("cancelled"),
+            })
+        });
+        let mut total = JobStats::default();
+        for s in futures_util::future::try_join_all(per_shard).await? {
+            total.delayed += s.delayed;
+            total.ready += s.ready;
+            total.active += s.active;
+            total.dead += s.dead;
+            total.enqueued += s.enqueued;
+            total.completed += s.completed;
+            total.failed += s.failed;
+            total.retried += s.retried;
+            total.recovered += s.recovered;
+            total.cancelled += s.cancelled;
+        }
+        Ok(total)
     }
 
     // ---- worker side -------------------------------------------------------------------------
 
-    fn settle_keys(&self) -> [String; 9] {
-        let k = &self.keys;
+    fn settle_keys(&self, shard: usize) -> [String; 9] {
+        let k = &self.shards[shard];
         [
             k.active(),
             k.ready(),
@@ -591,10 +676,11 @@ impl Queue {
     /// jobs and how long until something is due (ms, Redis clock), if anything is.
     pub(crate) async fn fetch(
         &self,
+        shard: usize,
         want: usize,
         lease: Duration,
     ) -> Result<(Vec<Job>, Option<u64>)> {
-        let k = &self.keys;
+        let k = &self.shards[shard];
         let keys = [
             k.ready(),
             k.delayed(),
@@ -625,6 +711,7 @@ impl Queue {
                         token,
                         attempt,
                         backoff: Backoff::fixed(0),
+                        shard,
                     };
                     let _ = self
                         .fail_lease(&lease, &format!("unreadable envelope: {e}"))
@@ -642,6 +729,7 @@ impl Queue {
                 timeout: env.timeout_ms.map(Duration::from_millis),
                 backoff: env.backoff,
                 token,
+                shard,
             });
         }
         Ok((jobs, u64::try_from(wake).ok()))
@@ -665,23 +753,35 @@ impl Queue {
     /// Completes many leased jobs in one script call (the worker batches its acks). Per job:
     /// true = completed, false = its lease was lost.
     pub(crate) async fn complete_leases(&self, leases: &[Lease]) -> Result<Vec<bool>> {
-        let k = &self.keys;
-        let keys = [
-            k.active(),
-            k.done(),
-            k.jobs(),
-            k.meta(),
-            k.errors(),
-            k.stats(),
-        ];
-        let mut cmd = COMPLETE_JOBS.cmd(&keys);
-        cmd.arg(self.opts.keep_completed)
-            .arg(self.opts.keep_for.map(ms).unwrap_or(0));
-        for l in leases {
-            cmd.arg(&l.id).arg(&l.token);
+        let mut out = vec![false; leases.len()];
+        for shard in 0..self.shards.len() {
+            let idx: Vec<usize> = (0..leases.len())
+                .filter(|&i| leases[i].shard == shard)
+                .collect();
+            if idx.is_empty() {
+                continue;
+            }
+            let k = &self.shards[shard];
+            let keys = [
+                k.active(),
+                k.done(),
+                k.jobs(),
+                k.meta(),
+                k.errors(),
+                k.stats(),
+            ];
+            let mut cmd = COMPLETE_JOBS.cmd(&keys);
+            cmd.arg(self.opts.keep_completed)
+                .arg(self.opts.keep_for.map(ms).unwrap_or(0));
+            for &i in &idx {
+                cmd.arg(&leases[i].id).arg(&leases[i].token);
+            }
+            let res: Vec<i64> = self.client.eval(&cmd, &COMPLETE_JOBS).await?;
+            for (i, r) in idx.into_iter().zip(res) {
+                out[i] = r == 1;
+            }
         }
-        let res: Vec<i64> = self.client.eval(&cmd, &COMPLETE_JOBS).await?;
-        Ok(res.into_iter().map(|r| r == 1).collect())
+        Ok(out)
     }
 
     /// Fails a leased attempt: retried after the job's backoff, or dead-lettered after
@@ -701,7 +801,7 @@ impl Queue {
             text.truncate(cut);
             text.push('…');
         }
-        let mut cmd = SETTLE_JOB.cmd(&self.settle_keys());
+        let mut cmd = SETTLE_JOB.cmd(&self.settle_keys(lease.shard));
         cmd.arg("fail")
             .arg(&lease.id)
             .arg(&lease.token)
@@ -720,7 +820,7 @@ impl Queue {
     }
 
     pub(crate) async fn release_lease(&self, lease: &Lease) -> Result<()> {
-        let mut cmd = SETTLE_JOB.cmd(&self.settle_keys());
+        let mut cmd = SETTLE_JOB.cmd(&self.settle_keys(lease.shard));
         cmd.arg("release").arg(&lease.id).arg(&lease.token);
         match self.client.eval::<i64>(&cmd, &SETTLE_JOB).await? {
             -1 => Err(self.lease_lost(&lease.id)),
@@ -733,29 +833,40 @@ impl Queue {
         self.extend_lease(&job.lease(), lease).await
     }
 
-    /// Extends many leases in one pipeline; per lease, false = lost.
+    /// Extends many leases, one pipeline per shard; per lease, false = lost.
     pub(crate) async fn extend_leases(
         &self,
         leases: &[Lease],
         lease: Duration,
     ) -> Result<Vec<bool>> {
-        let cmds: Vec<redis::Cmd> = leases
-            .iter()
-            .map(|l| {
-                let mut cmd = EXTEND_LEASE.cmd(&[self.keys.active(), self.keys.meta()]);
-                cmd.arg(&l.id).arg(&l.token).arg(ms(lease));
-                cmd
-            })
-            .collect();
-        let replies = self.client.pipeline(&cmds).await?;
-        Ok(replies
-            .into_iter()
-            .map(|v| !matches!(v, Value::Int(-1)))
-            .collect())
+        let mut out = vec![true; leases.len()];
+        for shard in 0..self.shards.len() {
+            let idx: Vec<usize> = (0..leases.len())
+                .filter(|&i| leases[i].shard == shard)
+                .collect();
+            if idx.is_empty() {
+                continue;
+            }
+            let k = &self.shards[shard];
+            let cmds: Vec<redis::Cmd> = idx
+                .iter()
+                .map(|&i| {
+                    let mut cmd = EXTEND_LEASE.cmd(&[k.active(), k.meta()]);
+                    cmd.arg(&leases[i].id).arg(&leases[i].token).arg(ms(lease));
+                    cmd
+                })
+                .collect();
+            let replies = self.client.pipeline(&cmds).await?;
+            for (i, v) in idx.into_iter().zip(replies) {
+                out[i] = !matches!(v, Value::Int(-1));
+            }
+        }
+        Ok(out)
     }
 
     pub(crate) async fn extend_lease(&self, l: &Lease, lease: Duration) -> Result<()> {
-        let mut cmd = EXTEND_LEASE.cmd(&[self.keys.active(), self.keys.meta()]);
+        let k = &self.shards[l.shard];
+        let mut cmd = EXTEND_LEASE.cmd(&[k.active(), k.meta()]);
         cmd.arg(&l.id).arg(&l.token).arg(ms(lease));
         match self.client.eval::<i64>(&cmd, &EXTEND_LEASE).await? {
             -1 => Err(self.lease_lost(&l.id)),

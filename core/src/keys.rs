@@ -42,11 +42,17 @@ pub(crate) struct CappedKeys {
 
 impl CappedKeys {
     pub fn new(prefix: &str, queue: &str) -> Result<Self> {
-        validate_prefix(prefix)?;
-        validate_name("queue", queue)?;
-        Ok(CappedKeys {
-            base: format!("{prefix}:{{{queue}}}:c:"),
-        })
+        Ok(Self::shards(prefix, queue, 1)?.remove(0))
+    }
+
+    /// The keys of each shard of a queue split in `shards` (1 = not sharded).
+    pub fn shards(prefix: &str, queue: &str, shards: usize) -> Result<Vec<Self>> {
+        Ok(shard_tags(prefix, queue, shards)?
+            .into_iter()
+            .map(|tag| CappedKeys {
+                base: format!("{prefix}:{{{tag}}}:c:"),
+            })
+            .collect())
     }
 
     /// The list holding one group's items.
@@ -103,12 +109,19 @@ job_keys! {
 }
 
 impl JobKeys {
+    #[cfg(test)]
     pub fn new(prefix: &str, queue: &str) -> Result<Self> {
-        validate_prefix(prefix)?;
-        validate_name("queue", queue)?;
-        Ok(JobKeys {
-            base: format!("{prefix}:{{{queue}}}:"),
-        })
+        Ok(Self::shards(prefix, queue, 1)?.remove(0))
+    }
+
+    /// The keys of each shard of a queue split in `shards` (1 = not sharded).
+    pub fn shards(prefix: &str, queue: &str, shards: usize) -> Result<Vec<Self>> {
+        Ok(shard_tags(prefix, queue, shards)?
+            .into_iter()
+            .map(|tag| JobKeys {
+                base: format!("{prefix}:{{{tag}}}:"),
+            })
+            .collect())
     }
 
     /// Every key of the queue, for tests that check they share one slot.
@@ -129,18 +142,53 @@ impl JobKeys {
     }
 }
 
-/// The Redis Cluster hash slot of a key (CRC16/XMODEM of the hash tag, mod 16384).
-pub fn key_slot(key: &str) -> u16 {
-    let bytes = key.as_bytes();
-    let tagged = match bytes.iter().position(|&b| b == b'{') {
-        Some(open) => match bytes[open + 1..].iter().position(|&b| b == b'}') {
-            Some(len) if len > 0 => &bytes[open + 1..open + 1 + len],
-            _ => bytes,
-        },
-        None => bytes,
-    };
+/// Most shards a queue may have.
+pub const MAX_SHARDS: usize = 1024;
+
+/// The hash tag of each shard of a queue. One shard: the queue name itself. More: `name#i.s`,
+/// with the smallest salt `s` that puts shard `i` in the i-th of `shards` equal slot ranges, so
+/// the shards spread over the masters of an evenly split cluster (and over any slot layout,
+/// statistically). Queue names may not contain `#`, so no name can alias another's shard.
+pub fn shard_tags(prefix: &str, queue: &str, shards: usize) -> Result<Vec<String>> {
+    validate_prefix(prefix)?;
+    validate_name("queue", queue)?;
+    if queue.contains('#') {
+        return Err(Error::invalid(format!(
+            "queue name {queue:?} contains '#', which is reserved for shards"
+        )));
+    }
+    if shards == 0 || shards > MAX_SHARDS {
+        return Err(Error::invalid(format!(
+            "shards must be 1 to {MAX_SHARDS}, got {shards}"
+        )));
+    }
+    if shards == 1 {
+        return Ok(vec![queue.to_string()]);
+    }
+    Ok((0..shards)
+        .map(|i| {
+            let lo = (i * 16384 / shards) as u16;
+            let hi = ((i + 1) * 16384 / shards) as u16;
+            (0u32..)
+                .map(|salt| format!("{queue}#{i}.{salt}"))
+                .find(|tag| (lo..hi).contains(&crc16_slot(tag.as_bytes())))
+                .expect("some salt lands in every range")
+        })
+        .collect())
+}
+
+/// Which of `n` shards an id or group belongs to (stable: CRC16 of its bytes).
+pub(crate) fn shard_of(id: &str, n: usize) -> usize {
+    if n <= 1 {
+        0
+    } else {
+        crc16_slot(id.as_bytes()) as usize % n
+    }
+}
+
+fn crc16_slot(bytes: &[u8]) -> u16 {
     let mut crc: u16 = 0;
-    for &b in tagged {
+    for &b in bytes {
         crc ^= (b as u16) << 8;
         for _ in 0..8 {
             crc = if crc & 0x8000 != 0 {
@@ -151,6 +199,19 @@ pub fn key_slot(key: &str) -> u16 {
         }
     }
     crc % 16384
+}
+
+/// The Redis Cluster hash slot of a key (CRC16/XMODEM of the hash tag, mod 16384).
+pub fn key_slot(key: &str) -> u16 {
+    let bytes = key.as_bytes();
+    let tagged = match bytes.iter().position(|&b| b == b'{') {
+        Some(open) => match bytes[open + 1..].iter().position(|&b| b == b'}') {
+            Some(len) if len > 0 => &bytes[open + 1..open + 1 + len],
+            _ => bytes,
+        },
+        None => bytes,
+    };
+    crc16_slot(tagged)
 }
 
 #[cfg(test)]
@@ -190,6 +251,18 @@ mod tests {
             assert_eq!(key_slot(&key), slot, "{key}");
         }
         assert_eq!(key_slot("foo"), 12182); // value from the Redis Cluster spec
+        for n in [2, 3, 10] {
+            let shards = JobKeys::shards("tideq", "events", n).unwrap();
+            for (i, sk) in shards.iter().enumerate() {
+                let slot = key_slot(&sk.ready()) as usize;
+                assert!(slot * n / 16384 == i, "shard {i}/{n} in slot {slot}");
+                for key in sk.all() {
+                    assert_eq!(key_slot(&key) as usize, slot, "{key}");
+                }
+            }
+        }
+        assert!(JobKeys::new("tideq", "a#1").is_err());
+        assert!(JobKeys::shards("tideq", "a", 0).is_err());
         assert_eq!(
             key_slot("{user1000}.following"),
             key_slot("{user1000}.followers")

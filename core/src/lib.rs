@@ -36,6 +36,7 @@ pub mod jobs;
 pub mod keys;
 mod scripts;
 pub mod signal;
+mod wait;
 pub mod worker;
 
 pub use capped::{Batch, CappedOptions, CappedQueue, CappedStats};

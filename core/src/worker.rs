@@ -13,12 +13,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::client::BlockingConn;
 use tokio::sync::{mpsc, oneshot, watch, Semaphore};
 use tokio::task::JoinSet;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::jobs::{Job, Lease, Queue};
+use crate::wait::Waiter;
 
 /// The future a job handler returns.
 pub type JobFuture =
@@ -261,8 +261,14 @@ async fn run(
     let acks = spawn_acker(queue.clone());
     let renewer = spawn_renewer(queue.clone(), in_flight.clone(), opts.lease);
     let mut tasks: JoinSet<()> = JoinSet::new();
-    let mut waiter: Option<BlockingConn> = None;
+    let wake_keys = queue.shards.iter().map(|k| k.wake()).collect();
+    let mut waiter = Waiter::new(&queue.client, wake_keys);
     let mut backoff = Duration::from_millis(50);
+    // Shards are served round-robin; the worker waits only after a pass found nothing anywhere.
+    let shards = queue.shards.len();
+    let mut next_shard = fastrand::usize(..shards);
+    let mut empty_shards = 0;
+    let mut soonest: Option<u64> = None;
     loop {
         while tasks.try_join_next().is_some() {}
         let first = tokio::select! {
@@ -280,7 +286,9 @@ async fn run(
             }
         }
         // Not raced against stop: leased jobs must reach a handler (or be released).
-        match queue.fetch(permits.len(), opts.lease).await {
+        let shard = next_shard;
+        next_shard = (next_shard + 1) % shards;
+        match queue.fetch(shard, permits.len(), opts.lease).await {
             Ok((jobs, wake_in)) => {
                 backoff = Duration::from_millis(50);
                 let got = jobs.len();
@@ -306,9 +314,21 @@ async fn run(
                     });
                 }
                 drop(permits);
-                if got > 0 {
+                if got > 0 || wake_in == Some(0) {
+                    empty_shards = 0;
+                    soonest = None;
                     continue;
                 }
+                soonest = match (soonest, wake_in) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                };
+                empty_shards += 1;
+                if empty_shards < shards {
+                    continue;
+                }
+                empty_shards = 0;
+                let wake_in = soonest.take();
                 if opts.stop_when_drained && wake_in.is_none() && tasks.is_empty() {
                     break;
                 }
@@ -325,19 +345,18 @@ async fn run(
                     tokio::select! {
                         _ = stopped(&mut stop_rx) => break,
                         _ = tasks.join_next() => {
-                            waiter = None; // a BLPOP may still be pending on it
+                            waiter.reset(); // a BLPOP may still be pending on its connection
                             Ok(())
                         }
-                        r = wait_for_wake(&queue, &mut waiter, wait) => r,
+                        r = waiter.wait(wait) => r,
                     }
                 } else {
                     tokio::select! {
                         _ = stopped(&mut stop_rx) => break,
-                        r = wait_for_wake(&queue, &mut waiter, wait) => r,
+                        r = waiter.wait(wait) => r,
                     }
                 };
                 if let Err(e) = res {
-                    waiter = None;
                     counters.fetch_errors.fetch_add(1, Ordering::Relaxed);
                     log::warn!("tideq: worker wait failed, retrying in {backoff:?}: {e}");
                     tokio::select! {
@@ -410,27 +429,6 @@ fn spawn_renewer(
             }
         }
     })
-}
-
-/// Blocks on the wake-up list for at most `wait`.
-async fn wait_for_wake(
-    queue: &Queue,
-    waiter: &mut Option<BlockingConn>,
-    wait: Duration,
-) -> Result<()> {
-    if waiter.is_none() {
-        *waiter = Some(queue.client.blocking_conn().await?);
-    }
-    let conn = waiter.as_mut().expect("waiter connection");
-    // BLPOP takes seconds with millisecond precision; 0 would mean "forever".
-    let secs = wait.as_secs_f64().max(0.001);
-    redis::cmd("BLPOP")
-        .arg(queue.keys.wake())
-        .arg(format!("{secs:.3}"))
-        .query_async::<Option<(String, String)>>(conn)
-        .await
-        .map_err(|e| queue.client.err(e))?;
-    Ok(())
 }
 
 /// Runs one job: the handler (its lease renewed by the worker's renewer), then ack or fail.

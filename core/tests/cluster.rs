@@ -232,3 +232,94 @@ async fn scripts_are_reloaded_on_every_node_after_script_flush() {
         .unwrap();
     assert_eq!(w.join().await.completed, 1501);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_shards_of_one_queue_land_on_three_masters_and_workers_serve_them_all() {
+    let cluster = RedisCluster::start();
+    let c = client(&cluster);
+    let q = Queue::sharded(&c, &unique("sharded"), 3, QueueOptions::default()).unwrap();
+    let jobs: Vec<(Vec<u8>, EnqueueOptions)> = (0..300)
+        .map(|i| {
+            (
+                vec![1],
+                EnqueueOptions {
+                    id: Some(format!("x{i}")),
+                    ..Default::default()
+                },
+            )
+        })
+        .collect();
+    q.enqueue_many(&jobs).await.unwrap();
+    // Where each shard's keys live, from the cluster's own slot map.
+    let mut masters = HashSet::new();
+    let mut raw = cluster.node(0);
+    for i in 0..3 {
+        let pattern = format!("tideq:{{{}#{i}.*}}:ready", q.name());
+        let mut found = Vec::new();
+        for n in 0..cluster.nodes.len() {
+            let keys: Vec<String> = redis::cmd("KEYS")
+                .arg(&pattern)
+                .query(&mut cluster.node(n))
+                .unwrap();
+            found.extend(keys);
+        }
+        let key = found
+            .first()
+            .unwrap_or_else(|| panic!("shard {i} has no ready list"));
+        let slot: u16 = redis::cmd("CLUSTER")
+            .arg("KEYSLOT")
+            .arg(key)
+            .query(&mut raw)
+            .unwrap();
+        masters.insert(cluster.master_of_slot(slot));
+    }
+    assert_eq!(masters.len(), 3, "shards share a master: {masters:?}");
+
+    // An idle worker (30 s poll) is woken by a job landing on any shard.
+    let seen = Arc::new(Mutex::new(HashSet::new()));
+    let s2 = seen.clone();
+    let opts = WorkerOptions {
+        concurrency: 10,
+        poll_interval: Duration::from_secs(30),
+        ..Default::default()
+    };
+    let w = q
+        .work(opts, move |job: Job| {
+            s2.lock().unwrap().insert(job.id.clone());
+            async { Ok::<(), String>(()) }
+        })
+        .unwrap();
+    for _ in 0..200 {
+        if seen.lock().unwrap().len() == 300 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert_eq!(seen.lock().unwrap().len(), 300);
+    tokio::time::sleep(Duration::from_millis(300)).await; // idle now
+    for i in 0..6 {
+        q.enqueue(
+            b"late",
+            EnqueueOptions {
+                id: Some(format!("late{i}")),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    }
+    for _ in 0..200 {
+        if seen.lock().unwrap().len() == 306 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(
+        seen.lock().unwrap().len(),
+        306,
+        "an idle worker missed a wake-up on some shard"
+    );
+    let stats = w.shutdown().await;
+    assert_eq!(stats.completed, 306);
+    assert_eq!(q.stats().await.unwrap().completed, 306);
+}

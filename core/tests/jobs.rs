@@ -960,3 +960,57 @@ async fn a_draining_worker_stops_as_soon_as_its_last_job_ends() {
         t.elapsed()
     );
 }
+
+#[tokio::test]
+async fn a_sharded_queue_spreads_jobs_and_still_finds_each_by_id() {
+    let server = RedisServer::start();
+    let client = Client::open(&server.url).unwrap();
+    let opts = QueueOptions {
+        backoff: Backoff::fixed(10),
+        max_attempts: 1,
+        ..Default::default()
+    };
+    let q = Queue::sharded(&client, &unique("sh"), 4, opts).unwrap();
+    let jobs: Vec<(Vec<u8>, EnqueueOptions)> =
+        (0..400).map(|i| (vec![1], id(&format!("s{i}")))).collect();
+    assert!(q
+        .enqueue_many(&jobs)
+        .await
+        .unwrap()
+        .iter()
+        .all(|r| r.created));
+    assert!(
+        !q.enqueue(b"again", id("s7")).await.unwrap().created,
+        "idempotent across shards"
+    );
+    let mut conn = server.conn();
+    let keys: Vec<String> = redis::cmd("KEYS")
+        .arg(format!("tideq:{{{}#*}}:ready", q.name()))
+        .query(&mut conn)
+        .unwrap();
+    assert_eq!(keys.len(), 4, "every shard got jobs: {keys:?}");
+    assert_eq!(q.stats().await.unwrap().ready, 400);
+    assert_eq!(q.get("s123").await.unwrap().unwrap().state, JobState::Ready);
+    q.cancel("s123").await.unwrap();
+    let w = q
+        .work(drained(), |job: Job| async move {
+            if job.id.ends_with('0') {
+                Err("no".to_string())
+            } else {
+                Ok(())
+            }
+        })
+        .unwrap();
+    let stats = w.join().await;
+    assert_eq!((stats.completed, stats.failed), (359, 40));
+    assert_eq!(q.dead_letters(0, 100).await.unwrap().len(), 40);
+    assert_eq!(
+        q.dead_letters(30, 100).await.unwrap().len(),
+        10,
+        "paged across shards"
+    );
+    q.requeue("s10").await.unwrap();
+    assert_eq!(q.purge().await.unwrap(), 39);
+    let s = q.stats().await.unwrap();
+    assert_eq!((s.ready, s.dead, s.completed, s.cancelled), (1, 0, 359, 1));
+}
