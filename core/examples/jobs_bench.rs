@@ -14,7 +14,6 @@
 //!
 //! Payload: a ~50-byte JSON object; queue defaults (5 attempts, keep_completed 1000).
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -79,10 +78,16 @@ async fn enqueue_bulk(client: &Client, n: usize) -> tideq::Result<(Queue, f64)> 
     Ok((q, r))
 }
 
-async fn work(client: &Client, n: usize, concurrency: usize) -> tideq::Result<f64> {
+async fn work(
+    client: &Client,
+    url: &str,
+    n: usize,
+    concurrency: usize,
+) -> tideq::Result<(f64, String)> {
     let (q, _) = enqueue_bulk(client, n).await?;
     let first: Arc<OnceLock<Instant>> = Arc::new(OnceLock::new());
     let f = first.clone();
+    let phase = tokio::task::block_in_place(|| diag::Phase::begin(url));
     let w = q.work(
         WorkerOptions {
             concurrency,
@@ -96,8 +101,9 @@ async fn work(client: &Client, n: usize, concurrency: usize) -> tideq::Result<f6
     )?;
     let stats = w.join().await;
     let end = Instant::now();
+    let diag = tokio::task::block_in_place(|| phase.end(n));
     assert_eq!(stats.completed as usize, n, "worker stats {stats:?}");
-    Ok(rate(n, end - *first.get().expect("no job ran")))
+    Ok((rate(n, end - *first.get().expect("no job ran")), diag))
 }
 
 async fn lateness(client: &Client) -> tideq::Result<(f64, f64, f64)> {
@@ -131,7 +137,7 @@ async fn lateness(client: &Client) -> tideq::Result<(f64, f64, f64)> {
     Ok((r(percentile(&v, 50.0)), r(percentile(&v, 99.0)), r(v[0])))
 }
 
-async fn idle(client: &Client, url: &str) -> tideq::Result<f64> {
+async fn idle(client: &Client, url: &str) -> tideq::Result<String> {
     let q = fresh(client, "idle")?;
     let w = q.work(
         WorkerOptions {
@@ -141,50 +147,190 @@ async fn idle(client: &Client, url: &str) -> tideq::Result<f64> {
         |_job: Job| async { Ok::<(), String>(()) },
     )?;
     tokio::time::sleep(Duration::from_millis(1000)).await;
-    let mut m = redis::Client::open(url)
-        .expect("url")
-        .get_multiplexed_async_connection()
+    let url = url.to_string();
+    let res = tokio::task::spawn_blocking(move || diag::measure_idle(&url, Duration::from_secs(5)))
         .await
-        .expect("measuring connection");
-    let _: () = redis::cmd("CONFIG")
-        .arg("RESETSTAT")
-        .query_async(&mut m)
-        .await
-        .expect("CONFIG RESETSTAT");
-    tokio::time::sleep(Duration::from_secs(5)).await;
-    let info: String = redis::cmd("INFO")
-        .arg("commandstats")
-        .query_async(&mut m)
-        .await
-        .expect("INFO");
+        .expect("idle measurement");
     w.shutdown().await;
-    Ok(idle_calls(&info) as f64 / 5.0)
+    Ok(res)
 }
 
-/// Sums `calls=` over `cmdstat_*` lines, except the measuring connection's info/config.
-fn idle_calls(info: &str) -> u64 {
-    let mut per: HashMap<&str, u64> = HashMap::new();
-    for line in info.lines() {
-        let Some(rest) = line.strip_prefix("cmdstat_") else {
-            continue;
-        };
-        let Some((name, fields)) = rest.split_once(':') else {
-            continue;
-        };
-        if name == "info" || name == "config" {
-            continue;
+/// Server-side measurements with their own connections (kept out of the timed parts).
+mod diag {
+    use std::collections::BTreeMap;
+    use std::io::{BufRead, BufReader, Write};
+    use std::net::TcpStream;
+    use std::time::{Duration, Instant};
+
+    const START_MARK: &str = "tideq-bench-idle-start";
+
+    fn conn(url: &str) -> redis::Connection {
+        redis::Client::open(url)
+            .and_then(|c| c.get_connection())
+            .expect("measuring connection")
+    }
+
+    fn info(c: &mut redis::Connection, section: &str) -> String {
+        redis::cmd("INFO").arg(section).query(c).expect("INFO")
+    }
+
+    /// calls per command from INFO commandstats, without the measuring connection's info/config.
+    pub fn commandstats(info: &str) -> BTreeMap<String, u64> {
+        let mut out = BTreeMap::new();
+        for line in info.lines() {
+            let Some((name, fields)) = line
+                .strip_prefix("cmdstat_")
+                .and_then(|r| r.split_once(':'))
+            else {
+                continue;
+            };
+            if matches!(name.split('|').next(), Some("info" | "config")) {
+                continue;
+            }
+            if let Some(calls) = fields
+                .split(',')
+                .find_map(|f| f.strip_prefix("calls="))
+                .and_then(|c| c.parse().ok())
+            {
+                out.insert(name.to_string(), calls);
+            }
         }
-        let calls = fields
-            .split(',')
-            .find_map(|f| f.strip_prefix("calls="))
-            .and_then(|c| c.parse().ok())
-            .unwrap_or(0);
-        per.insert(name, calls);
+        out
     }
-    if !per.is_empty() {
-        eprintln!("rust idle commands in 5 s: {per:?}");
+
+    fn redis_cpu(info: &str) -> f64 {
+        info.lines()
+            .filter_map(|l| {
+                l.strip_prefix("used_cpu_sys:")
+                    .or_else(|| l.strip_prefix("used_cpu_user:"))
+            })
+            .filter_map(|v| v.trim().parse::<f64>().ok())
+            .sum()
     }
-    per.values().sum()
+
+    /// This process's CPU seconds (user + system) from /proc/self/stat (clock ticks of 1/100 s).
+    fn own_cpu() -> f64 {
+        let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+        let after = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+        let f: Vec<&str> = after.split_whitespace().collect();
+        let tick = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+        (tick(11) + tick(12)) / 100.0 // utime, stime: fields 14 and 15 of the whole line
+    }
+
+    fn json_map(m: &BTreeMap<String, u64>) -> String {
+        let body: Vec<String> = m.iter().map(|(k, v)| format!("\"{k}\":{v}")).collect();
+        format!("{{{}}}", body.join(","))
+    }
+
+    /// ECHO mark + CONFIG RESETSTAT, wait, INFO commandstats; meanwhile MONITOR on a second
+    /// connection counts the commands clients sent (script-internal calls say "lua" there).
+    /// Returns the JSON fields idle_cmds_per_s, idle_client_cmds_per_s and idle_detail.
+    pub fn measure_idle(url: &str, wait: Duration) -> String {
+        let info_url = redis::Client::open(url).expect("url");
+        let addr = info_url.get_connection_info().addr().to_string();
+        let addr = addr.trim_start_matches("redis://").to_string();
+        let mut mon = TcpStream::connect(&addr).expect("monitor connection");
+        mon.write_all(b"*1\r\n$7\r\nMONITOR\r\n").unwrap();
+        let reader = std::thread::spawn(move || {
+            let mut lines = Vec::new();
+            let mut r = BufReader::new(mon);
+            let mut line = String::new();
+            while r.read_line(&mut line).map(|n| n > 0).unwrap_or(false) {
+                let l = std::mem::take(&mut line);
+                let done = l.to_lowercase().contains("\"info\" \"commandstats\"");
+                lines.push(l);
+                if done {
+                    break;
+                }
+            }
+            lines
+        });
+        let mut c = conn(url);
+        std::thread::sleep(Duration::from_millis(100)); // MONITOR is on before the mark
+        let _: String = redis::cmd("ECHO").arg(START_MARK).query(&mut c).unwrap();
+        let _: () = redis::cmd("CONFIG").arg("RESETSTAT").query(&mut c).unwrap();
+        std::thread::sleep(wait);
+        let calls = commandstats(&info(&mut c, "commandstats"));
+        let lines = reader.join().unwrap_or_default();
+        let mut client: BTreeMap<String, u64> = BTreeMap::new();
+        let mut counting = false;
+        for l in &lines {
+            let low = l.to_lowercase();
+            if low.contains(START_MARK) {
+                counting = true;
+                continue;
+            }
+            if low.contains("\"info\" \"commandstats\"") {
+                break;
+            }
+            if !counting || low.contains(" lua]") {
+                continue;
+            }
+            let cmd = low.split('"').nth(1).unwrap_or("?").to_string();
+            *client.entry(cmd).or_default() += 1;
+        }
+        let secs = wait.as_secs_f64();
+        let total: u64 = calls.values().sum();
+        let from_clients: u64 = client.values().sum();
+        let r2 = |x: f64| (x * 100.0).round() / 100.0;
+        format!(
+            "\"idle_cmds_per_s\":{},\"idle_client_cmds_per_s\":{},\"idle_detail\":{{\"commandstats\":{},\"client\":{}}}",
+            r2(total as f64 / secs),
+            r2(from_clients as f64 / secs),
+            json_map(&calls),
+            json_map(&client)
+        )
+    }
+
+    /// Redis and client CPU over one work run (see `Phase` in bench/jobs/benchlib.py).
+    pub struct Phase {
+        c: redis::Connection,
+        cpu0: f64,
+        own0: f64,
+        t0: Instant,
+    }
+
+    impl Phase {
+        pub fn begin(url: &str) -> Phase {
+            let mut c = conn(url);
+            let _: () = redis::cmd("CONFIG").arg("RESETSTAT").query(&mut c).unwrap();
+            let cpu0 = redis_cpu(&info(&mut c, "cpu"));
+            Phase {
+                c,
+                cpu0,
+                own0: own_cpu(),
+                t0: Instant::now(),
+            }
+        }
+
+        pub fn end(mut self, n: usize) -> String {
+            let wall = self.t0.elapsed().as_secs_f64();
+            let own = own_cpu() - self.own0;
+            let cpu = redis_cpu(&info(&mut self.c, "cpu")) - self.cpu0;
+            let calls = commandstats(&info(&mut self.c, "commandstats"));
+            let all: u64 = calls.values().sum();
+            let scripts: u64 = calls
+                .iter()
+                .filter(|(k, _)| {
+                    matches!(
+                        k.split('|').next(),
+                        Some("evalsha" | "eval" | "fcall" | "evalsha_ro" | "eval_ro")
+                    )
+                })
+                .map(|(_, v)| v)
+                .sum();
+            let r = |x: f64, d: i32| (x * 10f64.powi(d)).round() / 10f64.powi(d);
+            let n = n as f64;
+            format!(
+                "{{\"redis_cpu\":{},\"client_cpu\":{},\"redis_us_per_job\":{},\"calls_per_job\":{},\"scripts_per_job\":{}}}",
+                r(cpu / wall, 2),
+                r(own / wall, 2),
+                r(cpu * 1e6 / n, 1),
+                r(all as f64 / n, 2),
+                r(scripts as f64 / n, 3)
+            )
+        }
+    }
 }
 
 #[tokio::main]
@@ -200,17 +346,17 @@ async fn main() -> tideq::Result<()> {
     let client = Client::open(&url)?;
     let seq = enqueue_seq(&client, (n / 4).max(1)).await?;
     let (_, bulk) = enqueue_bulk(&client, n).await?;
-    let c1 = work(&client, n, 1).await?;
-    let c10 = work(&client, n, 10).await?;
-    let c100 = work(&client, n, 100).await?;
+    let (c1, d1) = work(&client, &url, n, 1).await?;
+    let (c10, d10) = work(&client, &url, n, 10).await?;
+    let (c100, d100) = work(&client, &url, n, 100).await?;
     let rss = rss_mb();
     let (p50, p99, pmin) = lateness(&client).await?;
     let idle = idle(&client, &url).await?;
     println!(
         "{{\"runtime\":\"rust\",\"lib\":\"tideq\",\"enqueue_seq\":{seq},\"enqueue_bulk\":{bulk},\
          \"work_c1\":{c1},\"work_c10\":{c10},\"work_c100\":{c100},\"lateness_p50_ms\":{p50},\
-         \"lateness_p99_ms\":{p99},\"lateness_min_ms\":{pmin},\"idle_cmds_per_s\":{idle},\
-         \"rss_mb\":{rss}}}"
+         \"lateness_p99_ms\":{p99},\"lateness_min_ms\":{pmin},\"rss_mb\":{rss},\
+         \"diag\":{{\"c1\":{d1},\"c10\":{d10},\"c100\":{d100}}},{idle}}}"
     );
     Ok(())
 }

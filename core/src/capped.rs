@@ -10,7 +10,7 @@ use redis::Value;
 
 use crate::client::Client;
 use crate::error::{Error, Result};
-use crate::keys::{validate_name, CappedKeys};
+use crate::keys::{shard_of, validate_name, CappedKeys};
 use crate::scripts::{NEXT_GROUP, POP_CAPPED, PUSH_CAPPED};
 
 /// Items per script call in [`CappedQueue::push_many`]; all calls go in one pipeline.
@@ -67,9 +67,18 @@ pub struct CappedStats {
 pub struct CappedQueue {
     pub(crate) client: Client,
     name: Arc<str>,
-    pub(crate) keys: Arc<CappedKeys>,
+    /// One key set per shard (one shard unless built with [`CappedQueue::sharded`]).
+    pub(crate) shards: Arc<[CappedKeys]>,
     opts: CappedOptions,
-    hint: Arc<Mutex<Option<String>>>,
+    rr: Arc<Mutex<RoundRobin>>,
+}
+
+/// Where a round-robin over groups stands: the next shard to look at and, per shard, the group
+/// the last pop script already rotated to.
+#[derive(Debug, Default)]
+pub(crate) struct RoundRobin {
+    next_shard: usize,
+    hints: Vec<Option<String>>,
 }
 
 impl std::fmt::Debug for CappedQueue {
@@ -96,7 +105,20 @@ fn millis(what: &str, d: Option<Duration>) -> Result<u64> {
 impl CappedQueue {
     /// A handle on queue `name`. Validates the name and options; does not touch Redis.
     pub fn new(client: &Client, name: &str, opts: CappedOptions) -> Result<Self> {
-        let keys = CappedKeys::new(client.config().prefix(), name)?;
+        Self::sharded(client, name, 1, opts)
+    }
+
+    /// A queue split in `shards` hash tags spread over a Redis Cluster's masters. Each group
+    /// lives on one shard (chosen by its name), so its order, cap and registry entry stay
+    /// atomic; consumers serve all shards round-robin; `stats` adds them up. All handles on a
+    /// queue must use the same shard count.
+    pub fn sharded(
+        client: &Client,
+        name: &str,
+        shards: usize,
+        opts: CappedOptions,
+    ) -> Result<Self> {
+        let keys = CappedKeys::shards(client.config().prefix(), name, shards)?;
         if opts.capacity == 0 {
             return Err(Error::invalid("capacity must be at least 1"));
         }
@@ -105,10 +127,20 @@ impl CappedQueue {
         Ok(CappedQueue {
             client: client.clone(),
             name: name.into(),
-            keys: Arc::new(keys),
+            shards: keys.into(),
             opts,
-            hint: Arc::new(Mutex::new(None)),
+            rr: Arc::new(Mutex::new(RoundRobin::default())),
         })
+    }
+
+    /// How many shards this queue has.
+    pub fn shard_count(&self) -> usize {
+        self.shards.len()
+    }
+
+    /// The keys of the shard holding `group`.
+    pub(crate) fn keys_for(&self, group: &str) -> &CappedKeys {
+        &self.shards[shard_of(group, self.shards.len())]
     }
 
     pub fn name(&self) -> &str {
@@ -164,36 +196,67 @@ impl CappedQueue {
             return Ok(Vec::new());
         }
         let ttl = millis("ttl", self.opts.ttl)?;
-        let mut cmds = Vec::new();
-        let mut start = 0;
-        while start < items.len() {
-            let mut end = start;
-            let mut bytes = 0;
-            while end < items.len()
-                && end - start < PUSH_CHUNK_ITEMS
-                && (bytes < PUSH_CHUNK_BYTES || end == start)
-            {
-                bytes += items[end].1.as_ref().len();
-                end += 1;
-            }
-            cmds.push(self.push_cmd(&items[start..end], ttl));
-            start = end;
+        // Per shard (a group never spans shards): chunks in one pipeline; shards in parallel.
+        let mut by_shard: Vec<Vec<usize>> = vec![Vec::new(); self.shards.len()];
+        for (i, (g, _)) in items.iter().enumerate() {
+            by_shard[shard_of(g.as_ref(), self.shards.len())].push(i);
         }
-        let replies = if cmds.len() == 1 {
-            vec![self.client.eval::<Value>(&cmds[0], &PUSH_CAPPED).await?]
-        } else {
-            self.client.pipeline(&cmds).await?
-        };
-        let mut drops = Vec::with_capacity(items.len());
-        for reply in replies {
-            let v: Vec<u64> =
-                redis::from_redis_value(reply).map_err(|e| self.client.err(e.into()))?;
-            drops.extend(v);
+        let sends = by_shard
+            .iter()
+            .enumerate()
+            .filter(|(_, idx)| !idx.is_empty())
+            .map(|(shard, idx)| {
+                let mut cmds = Vec::new();
+                let mut start = 0;
+                while start < idx.len() {
+                    let mut end = start;
+                    let mut bytes = 0;
+                    while end < idx.len()
+                        && end - start < PUSH_CHUNK_ITEMS
+                        && (bytes < PUSH_CHUNK_BYTES || end == start)
+                    {
+                        bytes += items[idx[end]].1.as_ref().len();
+                        end += 1;
+                    }
+                    let chunk: Vec<(&str, &[u8])> = idx[start..end]
+                        .iter()
+                        .map(|&i| (items[i].0.as_ref(), items[i].1.as_ref()))
+                        .collect();
+                    cmds.push(self.push_cmd(&self.shards[shard], &chunk, ttl));
+                    start = end;
+                }
+                async move {
+                    let replies = if cmds.len() == 1 {
+                        vec![self.client.eval::<Value>(&cmds[0], &PUSH_CAPPED).await?]
+                    } else {
+                        self.client.pipeline(&cmds).await?
+                    };
+                    let mut drops = Vec::with_capacity(idx.len());
+                    for reply in replies {
+                        let v: Vec<u64> = redis::from_redis_value(reply)
+                            .map_err(|e| self.client.err(e.into()))?;
+                        drops.extend(v);
+                    }
+                    Ok::<_, Error>(idx.iter().copied().zip(drops).collect::<Vec<_>>())
+                }
+            });
+        let mut drops = vec![0; items.len()];
+        for (i, d) in futures_util::future::try_join_all(sends)
+            .await?
+            .into_iter()
+            .flatten()
+        {
+            drops[i] = d;
         }
         Ok(drops)
     }
 
-    fn push_cmd<G: AsRef<str>, I: AsRef<[u8]>>(&self, chunk: &[(G, I)], ttl: u64) -> redis::Cmd {
+    fn push_cmd<G: AsRef<str>, I: AsRef<[u8]>>(
+        &self,
+        k: &CappedKeys,
+        chunk: &[(G, I)],
+        ttl: u64,
+    ) -> redis::Cmd {
         let mut index: HashMap<&str, usize> = HashMap::new();
         let mut names: Vec<&str> = Vec::new();
         for (g, _) in chunk {
@@ -203,15 +266,10 @@ impl CappedQueue {
                 index.insert(g, names.len());
             }
         }
-        let mut keys = vec![
-            self.keys.registry(),
-            self.keys.registry_set(),
-            self.keys.stats(),
-            self.keys.wake(),
-        ];
+        let mut keys = vec![k.registry(), k.registry_set(), k.stats(), k.wake()];
         for g in &names {
-            keys.push(self.keys.group(g));
-            keys.push(self.keys.group_wake(g));
+            keys.push(k.group(g));
+            keys.push(k.group_wake(g));
         }
         let mut cmd = PUSH_CAPPED.cmd(&keys);
         cmd.arg(self.opts.capacity)
@@ -243,12 +301,8 @@ impl CappedQueue {
         if max == 0 {
             return Err(Error::invalid("max must be at least 1"));
         }
-        let keys = [
-            self.keys.group(group),
-            self.keys.registry(),
-            self.keys.registry_set(),
-            self.keys.stats(),
-        ];
+        let k = self.keys_for(group);
+        let keys = [k.group(group), k.registry(), k.registry_set(), k.stats()];
         let mut cmd = POP_CAPPED.cmd(&keys);
         cmd.arg(max)
             .arg(millis("max_age", self.opts.max_age)?)
@@ -286,8 +340,8 @@ impl CappedQueue {
         Ok((items, next))
     }
 
-    async fn rotate(&self, skip: &[String]) -> Result<Option<String>> {
-        let mut cmd = NEXT_GROUP.cmd(&[self.keys.registry()]);
+    async fn rotate(&self, shard: usize, skip: &[String]) -> Result<Option<String>> {
+        let mut cmd = NEXT_GROUP.cmd(&[self.shards[shard].registry()]);
         cmd.arg(skip);
         self.client.eval(&cmd, &NEXT_GROUP).await
     }
@@ -295,28 +349,50 @@ impl CappedQueue {
     /// Takes the next batch round-robin over the groups that have data, or `None` when no group
     /// has any. Groups found empty (drained or expired) are removed from the registry on the way.
     pub async fn next_batch(&self, max: usize) -> Result<Option<Batch>> {
-        let mut hint = self.hint.lock().unwrap().take();
-        let res = self.next_batch_skipping(max, &[], &mut hint).await;
-        *self.hint.lock().unwrap() = hint;
+        let mut rr = std::mem::take(&mut *self.rr.lock().unwrap());
+        let res = self.next_batch_skipping(max, &[], &mut rr).await;
+        *self.rr.lock().unwrap() = rr;
         res
     }
 
-    /// `next_batch` for consumers: skips `skip` groups and carries its own round-robin `hint`
-    /// (the group the previous call's script already rotated to), so a steady stream costs one
-    /// script call per batch.
+    /// `next_batch` for consumers: skips `skip` groups and carries its own round-robin state
+    /// (per shard, the group the previous pop script already rotated to), so a steady stream
+    /// costs one script call per batch. Shards take turns.
     pub(crate) async fn next_batch_skipping(
         &self,
         max: usize,
         skip: &[String],
-        hint: &mut Option<String>,
+        rr: &mut RoundRobin,
     ) -> Result<Option<Batch>> {
         if max == 0 {
             return Err(Error::invalid("max must be at least 1"));
         }
+        let n = self.shards.len();
+        rr.hints.resize(n, None);
+        for _ in 0..n {
+            let shard = rr.next_shard % n;
+            rr.next_shard = (shard + 1) % n;
+            if let Some(batch) = self
+                .next_batch_in_shard(shard, max, skip, &mut rr.hints[shard])
+                .await?
+            {
+                return Ok(Some(batch));
+            }
+        }
+        Ok(None)
+    }
+
+    async fn next_batch_in_shard(
+        &self,
+        shard: usize,
+        max: usize,
+        skip: &[String],
+        hint: &mut Option<String>,
+    ) -> Result<Option<Batch>> {
         for _ in 0..MAX_EMPTY_HOPS {
             let group = match hint.take() {
                 Some(g) if !skip.contains(&g) => g,
-                _ => match self.rotate(skip).await? {
+                _ => match self.rotate(shard, skip).await? {
                     Some(g) => g,
                     None => return Ok(None),
                 },
@@ -338,42 +414,49 @@ impl CappedQueue {
         validate_name("group", group)?;
         let mut conn = self.client.conn().await?;
         redis::cmd("LLEN")
-            .arg(self.keys.group(group))
+            .arg(self.keys_for(group).group(group))
             .query_async(&mut conn)
             .await
             .map_err(|e| self.client.err(e))
     }
 
-    /// Groups that currently hold data, in round-robin order.
+    /// Groups that currently hold data, in round-robin order (shard by shard).
     pub async fn groups(&self) -> Result<Vec<String>> {
         let mut conn = self.client.conn().await?;
-        redis::cmd("LRANGE")
-            .arg(self.keys.registry())
-            .arg(0)
-            .arg(-1)
-            .query_async(&mut conn)
-            .await
-            .map_err(|e| self.client.err(e))
+        let mut out = Vec::new();
+        for k in self.shards.iter() {
+            let groups: Vec<String> = redis::cmd("LRANGE")
+                .arg(k.registry())
+                .arg(0)
+                .arg(-1)
+                .query_async(&mut conn)
+                .await
+                .map_err(|e| self.client.err(e))?;
+            out.extend(groups);
+        }
+        Ok(out)
     }
 
-    /// Queue-wide counters.
+    /// Queue-wide counters, added up over the shards.
     pub async fn stats(&self) -> Result<CappedStats> {
         let mut conn = self.client.conn().await?;
-        let (counters, groups): (HashMap<String, u64>, u64) = redis::pipe()
-            .cmd("HGETALL")
-            .arg(self.keys.stats())
-            .cmd("SCARD")
-            .arg(self.keys.registry_set())
-            .query_async(&mut conn)
-            .await
-            .map_err(|e| self.client.err(e))?;
-        let get = |k: &str| counters.get(k).copied().unwrap_or(0);
-        Ok(CappedStats {
-            pushed: get("pushed"),
-            dropped: get("dropped"),
-            discarded: get("discarded"),
-            delivered: get("delivered"),
-            groups,
-        })
+        let mut total = CappedStats::default();
+        for k in self.shards.iter() {
+            let (counters, groups): (HashMap<String, u64>, u64) = redis::pipe()
+                .cmd("HGETALL")
+                .arg(k.stats())
+                .cmd("SCARD")
+                .arg(k.registry_set())
+                .query_async(&mut conn)
+                .await
+                .map_err(|e| self.client.err(e))?;
+            let get = |k: &str| counters.get(k).copied().unwrap_or(0);
+            total.pushed += get("pushed");
+            total.dropped += get("dropped");
+            total.discarded += get("discarded");
+            total.delivered += get("delivered");
+            total.groups += groups;
+        }
+        Ok(total)
     }
 }

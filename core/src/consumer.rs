@@ -9,13 +9,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::client::BlockingConn;
 use tokio::sync::{watch, Semaphore};
 use tokio::task::JoinSet;
 
-use crate::capped::{Batch, CappedQueue};
+use crate::capped::{Batch, CappedQueue, RoundRobin};
 use crate::error::{Error, ErrorKind, Result};
 use crate::keys::validate_name;
+use crate::wait::Waiter;
 
 /// The future a handler returns.
 pub type HandlerFuture =
@@ -216,10 +216,9 @@ async fn stopped(rx: &mut watch::Receiver<bool>) {
 struct Fetcher {
     queue: CappedQueue,
     opts: ConsumerOptions,
-    hint: Option<String>,
+    rr: RoundRobin,
     next_dedicated: usize,
-    waiter: Option<BlockingConn>,
-    wake_keys: Vec<String>,
+    waiter: Waiter,
 }
 
 impl Fetcher {
@@ -227,7 +226,7 @@ impl Fetcher {
         if self.opts.groups.is_empty() {
             return self
                 .queue
-                .next_batch_skipping(self.opts.batch_size, &self.opts.exclude, &mut self.hint)
+                .next_batch_skipping(self.opts.batch_size, &self.opts.exclude, &mut self.rr)
                 .await;
         }
         let n = self.opts.groups.len();
@@ -244,20 +243,7 @@ impl Fetcher {
 
     /// Blocks until a producer signals new data or `poll_interval` passes.
     async fn wait(&mut self) -> Result<()> {
-        if self.waiter.is_none() {
-            self.waiter = Some(self.queue.client.blocking_conn().await?);
-        }
-        let conn = self.waiter.as_mut().expect("waiter connection");
-        let res: redis::RedisResult<Option<(String, String)>> = redis::cmd("BLPOP")
-            .arg(&self.wake_keys)
-            .arg(self.opts.poll_interval.as_secs_f64())
-            .query_async(conn)
-            .await;
-        if let Err(e) = res {
-            self.waiter = None;
-            return Err(self.queue.client.err(e));
-        }
-        Ok(())
+        self.waiter.wait(self.opts.poll_interval).await
     }
 }
 
@@ -270,23 +256,23 @@ async fn run(
     done: watch::Sender<bool>,
 ) {
     let wake_keys = if opts.groups.is_empty() {
-        vec![queue.keys.wake()]
+        queue.shards.iter().map(|k| k.wake()).collect()
     } else {
         opts.groups
             .iter()
-            .map(|g| queue.keys.group_wake(g))
+            .map(|g| queue.keys_for(g).group_wake(g))
             .collect()
     };
+    let waiter = Waiter::new(&queue.client, wake_keys);
     let grace = opts.grace;
     let stop_when_empty = opts.stop_when_empty;
     let sem = Arc::new(Semaphore::new(opts.concurrency));
     let mut fetcher = Fetcher {
         queue,
         opts,
-        hint: None,
+        rr: RoundRobin::default(),
         next_dedicated: 0,
-        waiter: None,
-        wake_keys,
+        waiter,
     };
     let mut tasks: JoinSet<()> = JoinSet::new();
     let mut backoff = Duration::from_millis(50);

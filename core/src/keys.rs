@@ -41,6 +41,7 @@ pub(crate) struct CappedKeys {
 }
 
 impl CappedKeys {
+    #[cfg(test)]
     pub fn new(prefix: &str, queue: &str) -> Result<Self> {
         Ok(Self::shards(prefix, queue, 1)?.remove(0))
     }

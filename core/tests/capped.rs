@@ -508,3 +508,34 @@ async fn keys_live_under_the_prefix_and_one_hash_tag() {
         "keys of one queue span several slots: {keys:?}"
     );
 }
+
+#[tokio::test]
+async fn a_sharded_capped_queue_keeps_each_group_on_one_shard_and_serves_them_all() {
+    let server = RedisServer::start();
+    let client = Client::open(&server.url).unwrap();
+    let q = CappedQueue::sharded(&client, &unique("shq"), 3, cap(100)).unwrap();
+    let items: Vec<(String, String)> = (0..3000)
+        .map(|i| (format!("g{}", i % 30), format!("{i}")))
+        .collect();
+    let drops = q.push_many(&items).await.unwrap();
+    assert_eq!(drops.iter().sum::<u64>(), 0);
+    assert_eq!(q.groups().await.unwrap().len(), 30);
+    assert_eq!(q.stats().await.unwrap().groups, 30);
+    // Each group's list lives whole in one shard, in push order.
+    let first: Vec<Vec<u8>> = q.pop_batch("g7", 3).await.unwrap();
+    assert_eq!(first, vec![b"7".to_vec(), b"37".to_vec(), b"67".to_vec()]);
+    let keys: Vec<String> = redis::cmd("KEYS")
+        .arg(format!("tideq:{{{}#*}}:c:reg", q.name()))
+        .query(&mut server.conn())
+        .unwrap();
+    assert_eq!(keys.len(), 3, "every shard has a registry: {keys:?}");
+    // Round-robin reaches every group across the shards.
+    let mut served = HashSet::new();
+    for _ in 0..30 {
+        served.insert(q.next_batch(1000).await.unwrap().unwrap().group);
+    }
+    assert_eq!(served.len(), 30);
+    assert!(q.next_batch(10).await.unwrap().is_none());
+    let s = q.stats().await.unwrap();
+    assert_eq!((s.pushed, s.delivered, s.groups), (3000, 3000, 0));
+}

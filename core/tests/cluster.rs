@@ -323,3 +323,49 @@ async fn the_shards_of_one_queue_land_on_three_masters_and_workers_serve_them_al
     assert_eq!(stats.completed, 306);
     assert_eq!(q.stats().await.unwrap().completed, 306);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sharded_capped_queue_on_the_cluster_wakes_idle_consumers_on_any_shard() {
+    let cluster = RedisCluster::start();
+    let c = client(&cluster);
+    let q = CappedQueue::sharded(
+        &c,
+        &unique("shc"),
+        3,
+        CappedOptions {
+            capacity: 1000,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let s2 = seen.clone();
+    let opts = ConsumerOptions {
+        poll_interval: Duration::from_secs(30),
+        concurrency: 2,
+        ..Default::default()
+    };
+    let consumer = q
+        .consume(opts, move |b: Batch| {
+            s2.lock().unwrap().extend(b.items);
+            async { Ok::<(), String>(()) }
+        })
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await; // idle, blocked on every shard's wake list
+    for g in 0..9 {
+        q.push(&format!("game:{g}"), format!("{g}")).await.unwrap();
+    }
+    for _ in 0..300 {
+        if seen.lock().unwrap().len() == 9 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(
+        seen.lock().unwrap().len(),
+        9,
+        "a shard's wake-up was missed"
+    );
+    consumer.shutdown().await;
+    assert_eq!(q.stats().await.unwrap().delivered, 9);
+}
