@@ -10,6 +10,7 @@ use redis::aio::{
 };
 use redis::cluster::ClusterClient;
 use redis::cluster_async::ClusterConnection;
+use redis::sentinel::{SentinelClient, SentinelNodeConnectionInfo, SentinelServerType};
 use redis::{AsyncConnectionConfig, Cmd, FromRedisValue, Pipeline, RedisFuture, Value};
 use tokio::sync::OnceCell;
 
@@ -18,6 +19,7 @@ use tokio::sync::OnceCell;
 pub(crate) enum Conn {
     Single(ConnectionManager),
     Cluster(ClusterConnection),
+    Sentinel(SentinelConn),
 }
 
 /// A connection for blocking waits (no response timeout).
@@ -58,12 +60,142 @@ macro_rules! delegate_connection_like {
     };
 }
 
-delegate_connection_like!(Conn);
 delegate_connection_like!(BlockingConn);
+
+impl ConnectionLike for Conn {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        match self {
+            Conn::Single(c) => c.req_packed_command(cmd),
+            Conn::Cluster(c) => c.req_packed_command(cmd),
+            Conn::Sentinel(c) => c.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        cmd: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        match self {
+            Conn::Single(c) => c.req_packed_commands(cmd, offset, count),
+            Conn::Cluster(c) => c.req_packed_commands(cmd, offset, count),
+            Conn::Sentinel(c) => c.req_packed_commands(cmd, offset, count),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match self {
+            Conn::Single(c) => c.get_db(),
+            Conn::Cluster(c) => c.get_db(),
+            Conn::Sentinel(c) => c.get_db(),
+        }
+    }
+}
+
+/// A connection to whichever node the Sentinels name as primary. It asks them again after a
+/// connection error or a `READONLY` reply (the old primary was demoted), and retries a command
+/// refused with `READONLY` once on the new primary (it was not executed).
+#[derive(Clone)]
+pub(crate) struct SentinelConn {
+    inner: Arc<SentinelInner>,
+}
+
+struct SentinelInner {
+    sentinel: tokio::sync::Mutex<SentinelClient>,
+    current: std::sync::Mutex<Option<MultiplexedConnection>>,
+    config: AsyncConnectionConfig,
+}
+
+fn is_readonly(e: &redis::RedisError) -> bool {
+    e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::ReadOnly)
+        || e.code() == Some("READONLY")
+}
+
+impl SentinelConn {
+    async fn primary(&self) -> redis::RedisResult<MultiplexedConnection> {
+        if let Some(c) = self.inner.current.lock().unwrap().clone() {
+            return Ok(c);
+        }
+        let mut sentinel = self.inner.sentinel.lock().await;
+        if let Some(c) = self.inner.current.lock().unwrap().clone() {
+            return Ok(c);
+        }
+        let client = sentinel.async_get_client().await?;
+        let conn = client
+            .get_multiplexed_async_connection_with_config(&self.inner.config)
+            .await?;
+        *self.inner.current.lock().unwrap() = Some(conn.clone());
+        Ok(conn)
+    }
+
+    fn forget(&self) {
+        *self.inner.current.lock().unwrap() = None;
+    }
+
+    fn check(&self, e: &redis::RedisError) -> bool {
+        let stale = is_readonly(e);
+        if stale || crate::error::is_connection_error(e) {
+            self.forget();
+        }
+        stale
+    }
+}
+
+impl ConnectionLike for SentinelConn {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        Box::pin(async move {
+            for _ in 0..2 {
+                let mut conn = self.primary().await?;
+                match conn.req_packed_command(cmd).await {
+                    Err(e) if self.check(&e) => continue,
+                    Ok(Value::ServerError(e)) if e.code() == "READONLY" => {
+                        self.forget();
+                        continue;
+                    }
+                    other => return other,
+                }
+            }
+            let mut conn = self.primary().await?;
+            conn.req_packed_command(cmd).await
+        })
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        cmd: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        Box::pin(async move {
+            let mut conn = self.primary().await?;
+            let res = conn.req_packed_commands(cmd, offset, count).await;
+            match &res {
+                Err(e) => {
+                    self.check(e);
+                }
+                Ok(values) => {
+                    if values
+                        .iter()
+                        .any(|v| matches!(v, Value::ServerError(e) if e.code() == "READONLY"))
+                    {
+                        self.forget();
+                    }
+                }
+            }
+            res
+        })
+    }
+
+    fn get_db(&self) -> i64 {
+        0
+    }
+}
 
 #[allow(clippy::large_enum_variant)] // one per Client, never moved around
 enum Backend {
     Single(redis::Client),
+    Sentinel(SentinelConn),
     Cluster {
         client: Box<ClusterClient>,
         blocking: Box<ClusterClient>,
@@ -119,6 +251,44 @@ impl Client {
                 // BLPOP waits are bounded by the caller (seconds), so a day is "no timeout".
                 blocking: Box::new(build(Duration::from_secs(24 * 3600))?),
             }
+        } else if config.is_sentinel() {
+            let sentinels = config
+                .sentinels
+                .iter()
+                .map(|u| {
+                    // Sentinels usually run without the primary's ACL user: connect to them plainly.
+                    use redis::IntoConnectionInfo;
+                    u.as_str().into_connection_info().map_err(|e| {
+                        Error::invalid(format!(
+                            "invalid Sentinel URL {}: {}",
+                            crate::config::redact_url(u),
+                            e.category()
+                        ))
+                    })
+                })
+                .collect::<Result<Vec<_>>>()?;
+            let primary = config.connection_info_for(&config.sentinels[0])?;
+            let mut node = SentinelNodeConnectionInfo::default()
+                .set_redis_connection_info(primary.redis_settings().clone());
+            if config.url.starts_with("rediss://") {
+                node = node.set_tls_mode(redis::TlsMode::Secure);
+            }
+            let client = SentinelClient::build(
+                sentinels,
+                config.master_name.clone(),
+                Some(node),
+                SentinelServerType::Master,
+            )
+            .map_err(|e| Error::from_redis(e, secret.as_deref()))?;
+            Backend::Sentinel(SentinelConn {
+                inner: Arc::new(SentinelInner {
+                    sentinel: tokio::sync::Mutex::new(client),
+                    current: std::sync::Mutex::new(None),
+                    config: AsyncConnectionConfig::new()
+                        .set_connection_timeout(Some(config.connect_timeout))
+                        .set_response_timeout(Some(config.response_timeout)),
+                }),
+            })
         } else {
             let info = config.connection_info_for(&config.url)?;
             Backend::Single(
@@ -196,6 +366,10 @@ impl Client {
                             .await
                             .map(Conn::Single)
                     }
+                    Backend::Sentinel(conn) => {
+                        conn.primary().await?;
+                        Ok(Conn::Sentinel(conn.clone()))
+                    }
                     Backend::Cluster { client, .. } => {
                         client.get_async_connection().await.map(Conn::Cluster)
                     }
@@ -210,6 +384,20 @@ impl Client {
     pub(crate) async fn blocking_conn(&self) -> Result<BlockingConn> {
         match &self.inner.backend {
             Backend::Single(client) => {
+                let cfg = AsyncConnectionConfig::new()
+                    .set_connection_timeout(Some(self.inner.config.connect_timeout))
+                    .set_response_timeout(None);
+                client
+                    .get_multiplexed_async_connection_with_config(&cfg)
+                    .await
+                    .map(BlockingConn::Single)
+                    .map_err(|e| self.err(e))
+            }
+            Backend::Sentinel(conn) => {
+                let client = {
+                    let mut sentinel = conn.inner.sentinel.lock().await;
+                    sentinel.async_get_client().await.map_err(|e| self.err(e))?
+                };
                 let cfg = AsyncConnectionConfig::new()
                     .set_connection_timeout(Some(self.inner.config.connect_timeout))
                     .set_response_timeout(None);

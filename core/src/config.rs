@@ -19,6 +19,11 @@ pub struct Config {
     pub(crate) url: String,
     /// Redis Cluster seed nodes (URLs); empty for a single node.
     pub(crate) cluster_nodes: Vec<String>,
+    /// Sentinel addresses (URLs) and the monitored master's name; empty for no Sentinel.
+    pub(crate) sentinels: Vec<String>,
+    pub(crate) master_name: String,
+    /// Replicas that must confirm each enqueue (`WAIT`), and how long to wait for them.
+    pub(crate) replica_ack: Option<(usize, Duration)>,
     pub(crate) username: Option<String>,
     pub(crate) password: Option<String>,
     pub(crate) prefix: String,
@@ -60,6 +65,9 @@ impl Config {
         Config {
             url: url.into(),
             cluster_nodes: Vec::new(),
+            sentinels: Vec::new(),
+            master_name: String::new(),
+            replica_ack: None,
             username: None,
             password: None,
             prefix: "tideq".to_string(),
@@ -81,6 +89,36 @@ impl Config {
         let mut cfg = Config::new(nodes.first().cloned().unwrap_or_default());
         cfg.cluster_nodes = nodes;
         cfg
+    }
+
+    /// A primary managed by Redis Sentinel: `sentinels` are the Sentinels' URLs
+    /// (`redis://host:26379`), `master_name` the name they monitor. The client asks the
+    /// Sentinels for the current primary and asks again after a failover. Credentials and TLS
+    /// set on this config apply to the primary.
+    pub fn sentinel<I, S>(sentinels: I, master_name: impl Into<String>) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        let sentinels: Vec<String> = sentinels.into_iter().map(Into::into).collect();
+        let mut cfg = Config::new(sentinels.first().cloned().unwrap_or_default());
+        cfg.sentinels = sentinels;
+        cfg.master_name = master_name.into();
+        cfg
+    }
+
+    /// True for a Sentinel-managed primary.
+    pub fn is_sentinel(&self) -> bool {
+        !self.sentinels.is_empty()
+    }
+
+    /// Make every job enqueue wait until `replicas` replicas have it (Redis `WAIT`), for
+    /// producers that must not lose an acknowledged job when the primary dies (replication is
+    /// asynchronous otherwise). If fewer confirm within `timeout`, enqueue fails with
+    /// `NOT_REPLICATED`; the job is on the primary, so retrying with the same id is safe.
+    pub fn with_replica_ack(mut self, replicas: usize, timeout: Duration) -> Self {
+        self.replica_ack = Some((replicas, timeout));
+        self
     }
 
     /// True for a Redis Cluster configuration.
@@ -136,7 +174,26 @@ impl Config {
         if self.max_payload == 0 {
             return Err(Error::invalid("max_payload must be at least 1 byte"));
         }
-        let urls: Vec<&String> = if self.is_cluster() {
+        if self.is_sentinel() && self.master_name.is_empty() {
+            return Err(Error::invalid(
+                "a Sentinel configuration needs the master name",
+            ));
+        }
+        if self.is_cluster() && self.is_sentinel() {
+            return Err(Error::invalid(
+                "use either Redis Cluster or Sentinel, not both",
+            ));
+        }
+        if let Some((n, t)) = self.replica_ack {
+            if n == 0 || t.is_zero() {
+                return Err(Error::invalid(
+                    "replica_ack needs at least 1 replica and a timeout of at least 1 ms",
+                ));
+            }
+        }
+        let urls: Vec<&String> = if self.is_sentinel() {
+            self.sentinels.iter().collect()
+        } else if self.is_cluster() {
             self.cluster_nodes.iter().collect()
         } else {
             vec![&self.url]

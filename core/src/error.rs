@@ -26,6 +26,9 @@ pub enum ErrorKind {
     /// The lease expired and the job was redelivered: this worker may no longer ack, fail or
     /// extend it.
     LeaseLost,
+    /// The write reached the primary but not enough replicas confirmed it in time
+    /// (`Config::with_replica_ack`).
+    NotReplicated,
 }
 
 impl ErrorKind {
@@ -41,6 +44,7 @@ impl ErrorKind {
             ErrorKind::JobNotFound => "JOB_NOT_FOUND",
             ErrorKind::JobNotCancellable => "JOB_NOT_CANCELLABLE",
             ErrorKind::LeaseLost => "LEASE_LOST",
+            ErrorKind::NotReplicated => "NOT_REPLICATED",
         }
     }
 
@@ -55,6 +59,7 @@ impl ErrorKind {
         ErrorKind::JobNotFound,
         ErrorKind::JobNotCancellable,
         ErrorKind::LeaseLost,
+        ErrorKind::NotReplicated,
     ];
 }
 

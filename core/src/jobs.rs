@@ -399,6 +399,9 @@ impl Queue {
                         1 => vec![self.client.eval::<Value>(&cmds[0], &ENQUEUE_JOBS).await?],
                         _ => self.client.pipeline(&cmds).await?,
                     };
+                    if let Some((replicas, timeout)) = self.client.config().replica_ack {
+                        self.wait_for_replicas(shard, replicas, timeout).await?;
+                    }
                     let mut flags = Vec::with_capacity(idx.len());
                     for reply in replies {
                         let f: Vec<i64> = redis::from_redis_value(reply)
@@ -421,6 +424,35 @@ impl Queue {
                 created,
             })
             .collect())
+    }
+
+    /// Redis `WAIT` on the connection that carried the shard's writes (the keyed command routes
+    /// it to the shard's primary on a cluster).
+    async fn wait_for_replicas(
+        &self,
+        shard: usize,
+        replicas: usize,
+        timeout: Duration,
+    ) -> Result<()> {
+        let mut conn = self.client.conn().await?;
+        let (_, acked): (i64, i64) = redis::pipe()
+            .exists(self.shards[shard].stats())
+            .cmd("WAIT")
+            .arg(replicas)
+            .arg(ms(timeout))
+            .query_async(&mut conn)
+            .await
+            .map_err(|e| self.client.err(e))?;
+        if (acked as usize) < replicas {
+            return Err(Error::new(
+                ErrorKind::NotReplicated,
+                format!(
+                    "the job(s) reached the primary but only {acked} of {replicas} replica(s) confirmed within {timeout:?}; \
+                     enqueuing again with the same id is safe"
+                ),
+            ));
+        }
+        Ok(())
     }
 
     /// A job's state, attempts, last error and timestamps; `None` if unknown (or no longer

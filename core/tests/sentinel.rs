@@ -1,0 +1,148 @@
+//! A Sentinel-managed primary with one replica and three Sentinels, all real processes.
+
+mod common;
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::{unique, RedisServer, SentinelSetup, MASTER_NAME};
+use tideq::{Client, Config, EnqueueOptions, Job, Queue, QueueOptions, WorkerOptions};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn producers_and_workers_carry_on_after_a_sentinel_failover() {
+    let setup = SentinelSetup::start();
+    let client = Client::new(
+        Config::sentinel(setup.sentinels.clone(), MASTER_NAME)
+            .with_response_timeout(Duration::from_secs(2)),
+    )
+    .unwrap();
+    let q = Queue::new(&client, &unique("sent"), QueueOptions::default()).unwrap();
+    let done = Arc::new(Mutex::new(HashSet::new()));
+    let d2 = done.clone();
+    let opts = WorkerOptions {
+        concurrency: 4,
+        poll_interval: Duration::from_millis(200),
+        ..Default::default()
+    };
+    let w = q
+        .work(opts, move |job: Job| {
+            d2.lock().unwrap().insert(job.id.clone());
+            async { Ok::<(), String>(()) }
+        })
+        .unwrap();
+    let before = setup.primary_port();
+    let mut acked = Vec::new();
+    let mut errors = 0;
+    let t = Instant::now();
+    let mut failed_over_at = None;
+    let mut i = 0;
+    while t.elapsed() < Duration::from_secs(25) {
+        if i == 50 {
+            let mut s = redis::Client::open(setup.sentinels[0].as_str())
+                .unwrap()
+                .get_connection()
+                .unwrap();
+            redis::cmd("SENTINEL")
+                .arg("FAILOVER")
+                .arg(MASTER_NAME)
+                .exec(&mut s)
+                .unwrap();
+        }
+        let id = format!("f{i}");
+        match q
+            .enqueue(
+                b"x",
+                EnqueueOptions {
+                    id: Some(id.clone()),
+                    ..Default::default()
+                },
+            )
+            .await
+        {
+            Ok(_) => acked.push(id),
+            Err(_) => errors += 1,
+        }
+        i += 1;
+        if failed_over_at.is_none() && i > 50 && setup.primary_port() != before {
+            failed_over_at = Some(i);
+        }
+        if failed_over_at.is_some_and(|at| i > at + 50) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(failed_over_at.is_some(), "the Sentinels never failed over");
+    assert_ne!(setup.primary_port(), before);
+    // Every acknowledged job is processed (the failover was coordinated: nothing lost).
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < deadline && acked.iter().any(|id| !done.lock().unwrap().contains(id)) {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let missing: Vec<&String> = acked
+        .iter()
+        .filter(|id| !done.lock().unwrap().contains(*id))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "{} acknowledged jobs never processed: {missing:?}",
+        missing.len()
+    );
+    eprintln!(
+        "sentinel failover: {} enqueued, {errors} enqueue errors during the switch",
+        acked.len()
+    );
+    w.shutdown().await;
+}
+
+#[tokio::test]
+async fn replica_ack_confirms_enqueues_or_says_not_replicated() {
+    let primary = RedisServer::start_private(common::free_port(), &[]);
+    let q_name = unique("ack");
+    // No replica: WAIT cannot be satisfied.
+    let lonely =
+        Client::new(Config::new(&primary.url).with_replica_ack(1, Duration::from_millis(100)))
+            .unwrap();
+    let q = Queue::new(&lonely, &q_name, QueueOptions::default()).unwrap();
+    let err = q
+        .enqueue(
+            b"x",
+            EnqueueOptions {
+                id: Some("a".into()),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "NOT_REPLICATED");
+    assert!(
+        q.get("a").await.unwrap().is_some(),
+        "the job is on the primary"
+    );
+    assert!(!q
+        .enqueue(
+            b"x",
+            EnqueueOptions {
+                id: Some("a".into()),
+                ..Default::default()
+            }
+        )
+        .await
+        .is_ok_and(|r| r.created));
+    // With a replica attached, the same enqueue is confirmed.
+    let _replica = RedisServer::start_private(
+        common::free_port(),
+        &["--replicaof", "127.0.0.1", &primary.port.to_string()],
+    );
+    let mut ok = false;
+    for _ in 0..50 {
+        if q.enqueue(b"y", EnqueueOptions::default()).await.is_ok() {
+            ok = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(ok, "enqueue never confirmed by the replica");
+    let zero = Client::new(Config::new(&primary.url).with_replica_ack(0, Duration::from_secs(1)));
+    assert_eq!(zero.unwrap_err().code(), "INVALID_ARGUMENT");
+}
