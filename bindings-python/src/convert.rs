@@ -4,13 +4,19 @@ use std::time::Duration;
 
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::types::{PyByteArray, PyBytes, PyList, PyMemoryView, PyTuple};
+use pyo3::types::{PyBool, PyByteArray, PyBytes, PyFloat, PyInt, PyList, PyMemoryView, PyTuple};
 
 use crate::errors::invalid;
 
 /// An item as bytes: `bytes`, `bytearray` or `memoryview`; anything else (`str` included) is a
 /// `TypeError` naming the type.
 pub fn item(obj: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
+    bytes_like("items", obj)
+}
+
+/// `what` (e.g. "payload") as bytes, accepting `bytes`, `bytearray` or `memoryview`; anything
+/// else (`str` included) is a `TypeError` naming the type.
+pub fn bytes_like(what: &str, obj: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
     if let Ok(b) = obj.cast::<PyBytes>() {
         return Ok(b.as_bytes().to_vec());
     }
@@ -23,7 +29,7 @@ pub fn item(obj: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
         return Ok(b.cast::<PyBytes>()?.as_bytes().to_vec());
     }
     Err(PyTypeError::new_err(format!(
-        "items must be bytes, bytearray or memoryview, not {}",
+        "{what} must be bytes, bytearray or memoryview, not {}",
         type_name(obj)
     )))
 }
@@ -81,6 +87,52 @@ pub fn opt_duration(what: &str, secs: Option<f64>) -> PyResult<Option<Duration>>
 /// A count from a Python int; negative is `InvalidArgumentError` (zero is left to the core).
 pub fn count(what: &str, n: i64) -> PyResult<usize> {
     usize::try_from(n).map_err(|_| invalid(format!("{what} must be a positive integer, got {n}")))
+}
+
+/// A count that must fit a `u32` (e.g. `max_attempts`); negative or too large is
+/// `InvalidArgumentError` (zero is left to the core).
+pub fn count_u32(what: &str, n: i64) -> PyResult<u32> {
+    u32::try_from(n).map_err(|_| {
+        invalid(format!(
+            "{what} must be a positive integer below 2**32, got {n}"
+        ))
+    })
+}
+
+/// Whole milliseconds of a duration (saturating), as the core's wire types take them.
+pub fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// Milliseconds (Redis clock or epoch) to float seconds, as Python APIs report times.
+pub fn secs(ms: u64) -> f64 {
+    ms as f64 / 1000.0
+}
+
+/// A point in time as milliseconds since the epoch, rounded up (never early): a `datetime`
+/// (aware, or naive meaning local time, as `datetime.timestamp()` reads it) or float/int epoch
+/// seconds.
+pub fn epoch_ms(what: &str, obj: &Bound<'_, PyAny>) -> PyResult<u64> {
+    let py = obj.py();
+    let datetime = py.import("datetime")?.getattr("datetime")?;
+    let secs: f64 = if obj.is_instance(&datetime)? {
+        obj.call_method0("timestamp")?.extract()?
+    } else if obj.is_instance_of::<PyBool>()
+        || !(obj.is_instance_of::<PyFloat>() || obj.is_instance_of::<PyInt>())
+    {
+        return Err(PyTypeError::new_err(format!(
+            "{what} must be a datetime or epoch seconds (float), not {}",
+            type_name(obj)
+        )));
+    } else {
+        obj.extract()?
+    };
+    if !secs.is_finite() || secs < 0.0 {
+        return Err(invalid(format!(
+            "{what} must be a time after 1970-01-01 UTC, got {secs} epoch seconds"
+        )));
+    }
+    Ok((secs * 1000.0).ceil() as u64)
 }
 
 /// A batch of items, converted to `list[bytes]`.

@@ -2,7 +2,7 @@
 //! per core error code. The `match` in [`class_of`] is the whole table: a new core code is one
 //! more line there.
 
-use pyo3::exceptions::{PyConnectionError, PyValueError};
+use pyo3::exceptions::{PyConnectionError, PyLookupError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyTuple, PyType};
@@ -14,6 +14,7 @@ enum Also {
     Nothing,
     ValueError,
     ConnectionError,
+    LookupError,
 }
 
 /// Python class name, extra builtin base and docstring for each core error kind.
@@ -25,7 +26,10 @@ fn class_of(kind: ErrorKind) -> Option<(&'static str, Also, &'static str)> {
         ErrorKind::Connection => ("ConnectionError", Also::ConnectionError, "Redis could not be reached (refused, timed out, connection dropped)."),
         ErrorKind::Redis => ("RedisError", Also::Nothing, "Redis answered with an error (including a script error)."),
         ErrorKind::Forked => ("ForkedError", Also::Nothing, "Used in a process forked after tideq started; create tideq objects after forking."),
-        ErrorKind::Closed => ("ClosedError", Also::Nothing, "The consumer was already stopped."),
+        ErrorKind::Closed => ("ClosedError", Also::Nothing, "The consumer or worker was already stopped."),
+        ErrorKind::JobNotFound => ("JobNotFoundError", Also::LookupError, "No job with that id (or it is no longer retained); for requeue, no dead job with that id."),
+        ErrorKind::JobNotCancellable => ("JobNotCancellableError", Also::Nothing, "The job is active, dead or completed; only delayed or ready jobs can be cancelled."),
+        ErrorKind::LeaseLost => ("LeaseLostError", Also::Nothing, "The job's lease expired and it was redelivered: this worker may no longer settle it."),
         _ => return None,
     })
 }
@@ -65,6 +69,9 @@ fn classes(py: Python<'_>) -> PyResult<&Classes> {
                 Also::ValueError => PyTuple::new(py, [tideq_error, py.get_type::<PyValueError>().into_any()])?,
                 Also::ConnectionError => {
                     PyTuple::new(py, [tideq_error, py.get_type::<PyConnectionError>().into_any()])?
+                }
+                Also::LookupError => {
+                    PyTuple::new(py, [tideq_error, py.get_type::<PyLookupError>().into_any()])?
                 }
             };
             by_kind.push((kind, make(name, bases, Some(kind.code()), doc)?));

@@ -5,8 +5,11 @@
 //! - [`client`]: `Client` (connection settings, lazy connect).
 //! - [`capped`]: `CappedQueue` (blocking), `AsyncCappedQueue` (asyncio), `CappedStats`.
 //! - [`consumer`]: `Consumer`, `AsyncConsumer`, `ConsumerStats`, running batch handlers.
-//! - [`handler`]: what handlers share (where awaitables run, loop tasks, logging).
-//! - [`running`]: `run()` (SIGINT/SIGTERM as a graceful stop).
+//! - [`jobs`]: `Queue` (blocking), `AsyncQueue` (asyncio), `Backoff`, `Enqueued`, `Job`,
+//!   `JobInfo`, `JobStats`, `decode_envelope`/`encode_envelope`.
+//! - [`worker`]: `Worker`, `AsyncWorker`, `WorkerStats`, running job handlers.
+//! - [`handler`]: what both handler kinds share (where awaitables run, loop tasks, logging).
+//! - [`running`]: `run()` for consumers and workers (SIGINT/SIGTERM as a graceful stop).
 //! - [`errors`]: `TideqError` and one subclass per core error code.
 //! - [`runtime`]: the one tokio runtime (shared by both APIs) and fork detection.
 //! - [`convert`]: Python values to core arguments and back.
@@ -19,8 +22,10 @@ pub mod consumer;
 pub mod convert;
 pub mod errors;
 pub mod handler;
+pub mod jobs;
 pub mod running;
 pub mod runtime;
+pub mod worker;
 
 /// Sends the core's `log` warnings (fetch retries, lost leases, abandoned handlers) to Python's
 /// `logging`, under `tideq.*` loggers. The core's one-line "handler failed" warning is dropped:
@@ -71,6 +76,18 @@ fn _tideq(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<consumer::Consumer>()?;
     m.add_class::<consumer::AsyncConsumer>()?;
     m.add_class::<consumer::ConsumerStats>()?;
+    m.add_class::<jobs::Queue>()?;
+    m.add_class::<jobs::AsyncQueue>()?;
+    m.add_class::<jobs::Backoff>()?;
+    m.add_class::<jobs::Enqueued>()?;
+    m.add_class::<jobs::Job>()?;
+    m.add_class::<jobs::JobInfo>()?;
+    m.add_class::<jobs::JobStats>()?;
+    m.add_class::<worker::Worker>()?;
+    m.add_class::<worker::AsyncWorker>()?;
+    m.add_class::<worker::WorkerStats>()?;
+    m.add_function(wrap_pyfunction!(jobs::decode_envelope, m)?)?;
+    m.add_function(wrap_pyfunction!(jobs::encode_envelope, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     init_logging(m.py())?;
     let at_exit = wrap_pyfunction!(runtime::at_exit, m)?;

@@ -3,12 +3,22 @@
 ``CappedQueue`` (blocking) and ``AsyncCappedQueue`` (asyncio) are capped grouped queues: each
 group keeps its newest ``capacity`` items (pushing more drops the oldest), batches are served
 round-robin over groups, and delivery is at-most-once (a popped batch is gone even if its handler
-fails). Errors derive from ``TideqError``, whose ``code`` is the core's stable error code.
+fails).
+
+``Queue`` (blocking) and ``AsyncQueue`` (asyncio) are reliable job queues: delayed jobs (by the
+Redis clock), leases renewed while the handler runs, retries with backoff, dead letters after
+``max_attempts``, idempotent ids and cancel. Delivery is at-least-once, so handlers should be
+idempotent.
+
+Errors derive from ``TideqError``, whose ``code`` is the core's stable error code.
 """
 
 from tideq._tideq import (
     AsyncCappedQueue,
     AsyncConsumer,
+    AsyncQueue,
+    AsyncWorker,
+    Backoff,
     CappedQueue,
     CappedStats,
     Client,
@@ -16,17 +26,32 @@ from tideq._tideq import (
     ConnectionError,
     Consumer,
     ConsumerStats,
+    Enqueued,
     ForkedError,
     InvalidArgumentError,
+    Job,
+    JobInfo,
+    JobNotCancellableError,
+    JobNotFoundError,
+    JobStats,
+    LeaseLostError,
     PayloadTooLargeError,
+    Queue,
     RedisError,
     TideqError,
+    Worker,
+    WorkerStats,
     __version__,
+    decode_envelope,
+    encode_envelope,
 )
 
 __all__ = [
     "AsyncCappedQueue",
     "AsyncConsumer",
+    "AsyncQueue",
+    "AsyncWorker",
+    "Backoff",
     "CappedQueue",
     "CappedStats",
     "Client",
@@ -34,10 +59,22 @@ __all__ = [
     "ConnectionError",
     "Consumer",
     "ConsumerStats",
+    "Enqueued",
     "ForkedError",
     "InvalidArgumentError",
+    "Job",
+    "JobInfo",
+    "JobNotCancellableError",
+    "JobNotFoundError",
+    "JobStats",
+    "LeaseLostError",
     "PayloadTooLargeError",
+    "Queue",
     "RedisError",
     "TideqError",
+    "Worker",
+    "WorkerStats",
     "__version__",
+    "decode_envelope",
+    "encode_envelope",
 ]

@@ -1,8 +1,9 @@
 """Compiled core of the tideq package (pyo3). Import from ``tideq``, not from here."""
 
 import builtins
+import datetime
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Optional, Union, final
+from typing import Any, Optional, TypedDict, Union, final
 
 __all__ = [
     "TideqError",
@@ -12,6 +13,9 @@ __all__ = [
     "RedisError",
     "ForkedError",
     "ClosedError",
+    "JobNotFoundError",
+    "JobNotCancellableError",
+    "LeaseLostError",
     "Client",
     "CappedQueue",
     "AsyncCappedQueue",
@@ -19,6 +23,18 @@ __all__ = [
     "Consumer",
     "AsyncConsumer",
     "ConsumerStats",
+    "Queue",
+    "AsyncQueue",
+    "Backoff",
+    "Enqueued",
+    "Job",
+    "JobInfo",
+    "JobStats",
+    "Worker",
+    "AsyncWorker",
+    "WorkerStats",
+    "decode_envelope",
+    "encode_envelope",
     "__version__",
 ]
 
@@ -26,6 +42,20 @@ __version__: str
 
 _BytesLike = Union[bytes, bytearray, memoryview]
 _Handler = Callable[[str, list[bytes]], Union[None, Awaitable[None]]]
+_JobHandler = Callable[[Job], Union[None, Awaitable[None]]]
+_When = Union[datetime.datetime, float]
+
+class _EnqueueOptions(TypedDict, total=False):
+    """Per-job options of ``enqueue_many`` items: ``enqueue``'s keyword arguments."""
+
+    id: Optional[str]
+    delay: Optional[float]
+    run_at: Optional[_When]
+    max_attempts: Optional[int]
+    backoff: Optional[Backoff]
+    timeout: Optional[float]
+
+_JobItem = Union[_BytesLike, tuple[_BytesLike, _EnqueueOptions]]
 
 class TideqError(Exception):
     """Base class of every tideq error."""
@@ -49,7 +79,16 @@ class ForkedError(TideqError):
     """Used in a process forked after tideq started: create tideq objects after forking."""
 
 class ClosedError(TideqError):
-    """The consumer was already stopped."""
+    """The consumer or worker was already stopped."""
+
+class JobNotFoundError(TideqError, LookupError):
+    """No job with that id (or it is no longer retained); for requeue, no dead job with that id."""
+
+class JobNotCancellableError(TideqError):
+    """The job is active, dead or completed; only delayed or ready jobs can be cancelled."""
+
+class LeaseLostError(TideqError):
+    """The job's lease expired and it was redelivered: this worker may no longer settle it."""
 
 @final
 class Client:
@@ -276,3 +315,351 @@ class AsyncCappedQueue:
     ) -> Awaitable[ConsumerStats]:
         """``consume()`` and wait until SIGINT/SIGTERM (graceful stop), cancellation or
         ``stop_when_empty``."""
+
+@final
+class Backoff:
+    """A retry delay policy. ``None`` where a backoff is accepted means the core default:
+    exponential from 1 s, doubling, capped at 1 h, with jitter."""
+
+    @staticmethod
+    def fixed(delay: float) -> Backoff:
+        """The same ``delay`` (seconds) before every retry, no jitter."""
+    @staticmethod
+    def exponential(base: float = 1.0, max: float = 3600.0, jitter: bool = True) -> Backoff:
+        """``base`` seconds before the first retry, doubling up to ``max``; with ``jitter`` each
+        delay is drawn from [delay/2, delay]."""
+    @property
+    def kind(self) -> str:
+        """``"fixed"`` or ``"exponential"``."""
+    @property
+    def base(self) -> float:
+        """First delay, in seconds."""
+    @property
+    def max(self) -> float:
+        """Longest delay, in seconds."""
+    @property
+    def jitter(self) -> bool: ...
+
+@final
+class Enqueued:
+    """What ``enqueue`` did."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def created(self) -> bool:
+        """False when a job with this id already existed (nothing was written)."""
+
+@final
+class Job:
+    """A leased job, as a worker hands it to the handler."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def payload(self) -> bytes: ...
+    @property
+    def attempt(self) -> int:
+        """1 on the first delivery."""
+    @property
+    def max_attempts(self) -> int: ...
+    @property
+    def enqueued_at(self) -> float:
+        """When the job was enqueued, epoch seconds by the Redis clock."""
+    @property
+    def queue(self) -> str:
+        """Name of the queue the job came from."""
+    @property
+    def timeout(self) -> Optional[float]:
+        """Longest run time of this attempt, in seconds (None: no limit)."""
+    def text(self) -> str:
+        """The payload decoded as UTF-8 (``UnicodeDecodeError`` if it is not)."""
+    def json(self) -> Any:
+        """The payload parsed as JSON (``json.loads``)."""
+
+@final
+class JobInfo:
+    """A job as ``get`` and ``dead_letters`` report it."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def state(self) -> str:
+        """``"delayed"``, ``"ready"``, ``"active"``, ``"dead"`` or ``"completed"``."""
+    @property
+    def payload(self) -> bytes: ...
+    @property
+    def attempts(self) -> int:
+        """Deliveries so far."""
+    @property
+    def max_attempts(self) -> int: ...
+    @property
+    def last_error(self) -> Optional[str]:
+        """Error text of the last failed attempt (``"ExcType: message"`` for Python handlers)."""
+    @property
+    def enqueued_at(self) -> float:
+        """Epoch seconds, Redis clock."""
+    @property
+    def state_since_or_until(self) -> Optional[float]:
+        """Epoch seconds, Redis clock: delayed, when due; active, the lease deadline; dead, the
+        time of death; completed, the finish time; ready, None."""
+
+@final
+class JobStats:
+    """Jobs per state, and lifetime counters of the queue (kept in Redis)."""
+
+    @property
+    def delayed(self) -> int: ...
+    @property
+    def ready(self) -> int: ...
+    @property
+    def active(self) -> int: ...
+    @property
+    def dead(self) -> int: ...
+    @property
+    def enqueued(self) -> int:
+        """Jobs created (an id that already existed is not counted)."""
+    @property
+    def completed(self) -> int: ...
+    @property
+    def failed(self) -> int:
+        """Jobs that exhausted their attempts (dead-lettered)."""
+    @property
+    def retried(self) -> int:
+        """Failed attempts scheduled for a retry."""
+    @property
+    def recovered(self) -> int:
+        """Expired leases recovered (a worker died or stalled)."""
+    @property
+    def cancelled(self) -> int: ...
+
+@final
+class WorkerStats:
+    """What a worker has done so far, in this process."""
+
+    @property
+    def completed(self) -> int:
+        """Jobs whose handler returned and whose completion was accepted."""
+    @property
+    def failed(self) -> int:
+        """Attempts that failed (handler raised, or timed out)."""
+    @property
+    def lease_lost(self) -> int:
+        """Results refused because the lease had expired and the job was redelivered."""
+    @property
+    def released(self) -> int:
+        """Unfinished jobs returned to the queue at shutdown."""
+    @property
+    def fetch_errors(self) -> int:
+        """Fetches or waits that failed (e.g. Redis unreachable) and were retried with backoff."""
+
+@final
+class Worker:
+    """A running worker (blocking API). Dropping it does not stop it: call ``shutdown()``."""
+
+    def stop(self) -> None:
+        """Stop fetching; running jobs get the grace period, then are returned to the queue."""
+    def join(self, timeout: Optional[float] = None) -> WorkerStats:
+        """Wait until stopped, or ``timeout`` seconds; returns the stats either way."""
+    def shutdown(self) -> WorkerStats:
+        """``stop()`` then ``join()``."""
+    def stats(self) -> WorkerStats:
+        """Counters so far."""
+    @property
+    def running(self) -> bool:
+        """True until the loop ended and running jobs finished (or were returned)."""
+
+@final
+class AsyncWorker:
+    """A running worker (asyncio API). Dropping it does not stop it: ``await shutdown()``."""
+
+    def stop(self) -> None:
+        """Stop fetching; running jobs get the grace period, then are returned to the queue."""
+    def join(self) -> Awaitable[WorkerStats]:
+        """Wait until stopped; returns the stats."""
+    def shutdown(self) -> Awaitable[WorkerStats]:
+        """``stop()`` then ``join()``."""
+    def stats(self) -> WorkerStats:
+        """Counters so far."""
+    @property
+    def running(self) -> bool:
+        """True until the loop ended and running jobs finished (or were returned)."""
+
+@final
+class Queue:
+    """A reliable job queue, blocking API (the GIL is released while waiting on Redis).
+
+    Delivery is at-least-once: handlers should be idempotent. Queue-wide defaults:
+    ``max_attempts`` deliveries before a job is dead-lettered, ``backoff`` before retries,
+    ``timeout`` seconds per attempt (None: no limit); the newest ``keep_completed`` completed jobs
+    younger than ``keep_for`` seconds (None: no age limit) stay visible to ``get``; error texts
+    are cut to ``max_error_len`` bytes. Pass a ``client`` or a ``url`` (neither: ``Client()``).
+    """
+
+    def __new__(
+        cls,
+        name: str,
+        client: Optional[Client] = None,
+        *,
+        url: Optional[str] = None,
+        max_attempts: int = 5,
+        backoff: Optional[Backoff] = None,
+        timeout: Optional[float] = None,
+        keep_completed: int = 1000,
+        keep_for: Optional[float] = 86400.0,
+        max_error_len: int = 4096,
+    ) -> Queue: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def client(self) -> Client: ...
+    def enqueue(
+        self,
+        payload: _BytesLike,
+        *,
+        id: Optional[str] = None,
+        delay: Optional[float] = None,
+        run_at: Optional[_When] = None,
+        max_attempts: Optional[int] = None,
+        backoff: Optional[Backoff] = None,
+        timeout: Optional[float] = None,
+    ) -> Enqueued:
+        """Enqueue one job, ready now, after ``delay`` seconds or at ``run_at`` (a datetime, naive
+        meaning local time, or epoch seconds), by the Redis clock. An ``id`` that already exists
+        creates nothing (``created`` is False). Per-job options override the queue's."""
+    def enqueue_many(self, items: Iterable[_JobItem]) -> list[Enqueued]:
+        """Enqueue payloads or ``(payload, options)`` pairs in one round trip; all are validated
+        before anything is written."""
+    def get(self, id: str) -> Optional[JobInfo]:
+        """A job's state, attempts, last error and times; None if unknown (or no longer kept)."""
+    def cancel(self, id: str) -> None:
+        """Remove a delayed or ready job (``JobNotCancellableError`` otherwise,
+        ``JobNotFoundError`` for unknown ids)."""
+    def dead_letters(self, offset: int = 0, limit: int = 100) -> list[JobInfo]:
+        """Dead jobs, oldest death first."""
+    def requeue(self, id: str) -> None:
+        """Move a dead job back to ready with its attempts reset (``JobNotFoundError`` if it is
+        not dead)."""
+    def requeue_all(self) -> int:
+        """Requeue every dead job; returns how many."""
+    def purge(self) -> int:
+        """Delete every dead job; returns how many."""
+    def stats(self) -> JobStats:
+        """Jobs per state and lifetime counters."""
+    def work(
+        self,
+        handler: _JobHandler,
+        *,
+        concurrency: int = 10,
+        batch_size: int = 0,
+        lease: float = 30.0,
+        poll_interval: float = 5.0,
+        grace: float = 10.0,
+        stop_when_drained: bool = False,
+    ) -> Worker:
+        """Start a worker in the background: ``handler(job)`` per job, up to ``concurrency`` at a
+        time. Returning completes the job; raising fails the attempt (error text
+        ``"ExcType: message"``, traceback logged on the ``tideq`` logger), retried after backoff
+        or dead-lettered after ``max_attempts``. Plain handlers run in worker threads, ``async
+        def`` ones on a private event loop per job. The ``lease`` (seconds) is renewed by Rust
+        while the handler runs; a worker that dies loses its jobs to another worker after it.
+        ``batch_size``: most jobs leased per fetch (0: the free concurrency). On stop, running
+        jobs get ``grace`` seconds, then are returned to the queue."""
+    def run(
+        self,
+        handler: _JobHandler,
+        *,
+        concurrency: int = 10,
+        batch_size: int = 0,
+        lease: float = 30.0,
+        poll_interval: float = 5.0,
+        grace: float = 10.0,
+        stop_when_drained: bool = False,
+    ) -> WorkerStats:
+        """``work()`` and block until SIGINT/SIGTERM (graceful stop) or, with
+        ``stop_when_drained``, until nothing is ready, delayed or active."""
+
+@final
+class AsyncQueue:
+    """A reliable job queue, asyncio API: same constructor and methods, all awaitable."""
+
+    def __new__(
+        cls,
+        name: str,
+        client: Optional[Client] = None,
+        *,
+        url: Optional[str] = None,
+        max_attempts: int = 5,
+        backoff: Optional[Backoff] = None,
+        timeout: Optional[float] = None,
+        keep_completed: int = 1000,
+        keep_for: Optional[float] = 86400.0,
+        max_error_len: int = 4096,
+    ) -> AsyncQueue: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def client(self) -> Client: ...
+    def enqueue(
+        self,
+        payload: _BytesLike,
+        *,
+        id: Optional[str] = None,
+        delay: Optional[float] = None,
+        run_at: Optional[_When] = None,
+        max_attempts: Optional[int] = None,
+        backoff: Optional[Backoff] = None,
+        timeout: Optional[float] = None,
+    ) -> Awaitable[Enqueued]:
+        """Enqueue one job (see ``Queue.enqueue``)."""
+    def enqueue_many(self, items: Iterable[_JobItem]) -> Awaitable[list[Enqueued]]:
+        """Enqueue payloads or ``(payload, options)`` pairs in one round trip."""
+    def get(self, id: str) -> Awaitable[Optional[JobInfo]]:
+        """A job's state, attempts, last error and times; None if unknown."""
+    def cancel(self, id: str) -> Awaitable[None]:
+        """Remove a delayed or ready job."""
+    def dead_letters(self, offset: int = 0, limit: int = 100) -> Awaitable[list[JobInfo]]:
+        """Dead jobs, oldest death first."""
+    def requeue(self, id: str) -> Awaitable[None]:
+        """Move a dead job back to ready with its attempts reset."""
+    def requeue_all(self) -> Awaitable[int]:
+        """Requeue every dead job; returns how many."""
+    def purge(self) -> Awaitable[int]:
+        """Delete every dead job; returns how many."""
+    def stats(self) -> Awaitable[JobStats]:
+        """Jobs per state and lifetime counters."""
+    def work(
+        self,
+        handler: _JobHandler,
+        *,
+        concurrency: int = 10,
+        batch_size: int = 0,
+        lease: float = 30.0,
+        poll_interval: float = 5.0,
+        grace: float = 10.0,
+        stop_when_drained: bool = False,
+    ) -> AsyncWorker:
+        """Start a worker; call from a running event loop. ``async def`` handlers run as tasks on
+        that loop (cancelled when their attempt times out), plain ones in worker threads."""
+    def run(
+        self,
+        handler: _JobHandler,
+        *,
+        concurrency: int = 10,
+        batch_size: int = 0,
+        lease: float = 30.0,
+        poll_interval: float = 5.0,
+        grace: float = 10.0,
+        stop_when_drained: bool = False,
+    ) -> Awaitable[WorkerStats]:
+        """``work()`` and wait until SIGINT/SIGTERM (graceful stop), cancellation or
+        ``stop_when_drained``."""
+
+def decode_envelope(data: _BytesLike) -> dict[str, Any]:
+    """The fields of a job envelope (wire format v1): ``v``, ``id``, ``payload`` (bytes),
+    ``created_at``, ``max_attempts``, ``backoff`` (``kind``, ``base_ms``, ``max_ms``, ``jitter``),
+    ``timeout_ms``. ``InvalidArgumentError`` for bytes that are not an envelope this build reads."""
+
+def encode_envelope(fields: dict[str, Any]) -> bytes:
+    """The envelope bytes for ``fields`` (as ``decode_envelope`` returns them; ``v`` defaults to
+    the current version, ``timeout_ms`` to None)."""
