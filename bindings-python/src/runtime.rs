@@ -12,7 +12,7 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use pyo3::prelude::*;
@@ -239,8 +239,10 @@ impl ResolveAll {
 
 static EXITING: AtomicBool = AtomicBool::new(false);
 static ATTACHED: AtomicUsize = AtomicUsize::new(0);
-/// Consumers and workers started in this process, to stop at interpreter exit.
-static RUNNING: Mutex<Vec<(Weak<dyn Stoppable>, Duration)>> = Mutex::new(Vec::new());
+/// Consumers and workers started in this process: kept alive while they run (the core stops one
+/// when its handle is dropped, and a Python program may drop its handle), and stopped at
+/// interpreter exit.
+static RUNNING: Mutex<Vec<(Arc<dyn Stoppable>, Duration)>> = Mutex::new(Vec::new());
 
 /// A core consumer or worker, as the binding starts, stops and waits for it.
 pub trait Stoppable: Send + Sync + 'static {
@@ -294,11 +296,12 @@ pub fn with_python<R>(f: impl for<'py> FnOnce(Python<'py>) -> R) -> Option<R> {
     out
 }
 
-/// Remembers a consumer or worker so that [`at_exit`] can stop it.
+/// Keeps a consumer or worker alive until it stops (so dropping its Python handle does not stop
+/// it), and lets [`at_exit`] stop it.
 pub fn track(running: Arc<dyn Stoppable>, grace: Duration) {
     let mut list = RUNNING.lock().unwrap_or_else(|e| e.into_inner());
-    list.retain(|(c, _)| c.strong_count() > 0);
-    list.push((Arc::downgrade(&running), grace));
+    list.retain(|(c, _)| c.is_running());
+    list.push((running, grace));
 }
 
 /// Registered with `atexit`: stops the consumers and workers still running and waits for their
@@ -309,7 +312,6 @@ pub fn at_exit(py: Python<'_>) {
     let running: Vec<(Arc<dyn Stoppable>, Duration)> =
         std::mem::take(&mut *RUNNING.lock().unwrap_or_else(|e| e.into_inner()))
             .into_iter()
-            .filter_map(|(c, grace)| c.upgrade().map(|c| (c, grace)))
             .filter(|(c, _)| c.is_running())
             .collect();
     if OWNER_PID.get() != Some(&std::process::id()) {

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import os
 import signal
@@ -177,6 +178,25 @@ def test_join_with_timeout_returns_while_running(queue):
     assert "running=True" in repr(consumer)
     consumer.shutdown()
     assert not consumer.running
+
+
+def test_dropping_the_consumer_handle_does_not_stop_it(queue):
+    queue.push("g", b"first")
+    started, release, second = threading.Event(), threading.Event(), threading.Event()
+
+    def handler(group: str, items: list[bytes]) -> None:
+        if items == [b"first"]:
+            started.set()
+            release.wait(10)
+        else:
+            second.set()
+
+    queue.consume(handler, poll_interval=0.1, stop_when_empty=True)  # handle dropped at once
+    gc.collect()
+    assert started.wait(5)
+    queue.push("g", b"second")
+    release.set()
+    assert second.wait(5), "the consumer stopped when its handle was dropped"
 
 
 def test_consumer_wakes_up_for_new_items(queue):
