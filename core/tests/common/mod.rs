@@ -214,6 +214,64 @@ impl RedisCluster {
     }
 }
 
+#[derive(Debug, Clone)]
+pub struct ClusterNode {
+    pub id: String,
+    pub port: u16,
+    pub master: bool,
+    pub master_id: Option<String>,
+    pub failed: bool,
+}
+
+impl RedisCluster {
+    /// The topology as one live node sees it (`CLUSTER NODES`).
+    pub fn topology(&self) -> Vec<ClusterNode> {
+        for url in &self.nodes {
+            let Ok(mut c) = redis::Client::open(url.as_str()).and_then(|c| c.get_connection())
+            else {
+                continue;
+            };
+            let Ok(text) = redis::cmd("CLUSTER").arg("NODES").query::<String>(&mut c) else {
+                continue;
+            };
+            return text
+                .lines()
+                .filter(|l| !l.trim().is_empty())
+                .map(|l| {
+                    let f: Vec<&str> = l.split_whitespace().collect();
+                    let port = f[1].split(['@', ':']).nth(1).unwrap().parse().unwrap();
+                    ClusterNode {
+                        id: f[0].to_string(),
+                        port,
+                        master: f[2].contains("master"),
+                        master_id: (f[3] != "-").then(|| f[3].to_string()),
+                        failed: f[2].contains("fail"),
+                    }
+                })
+                .collect();
+        }
+        panic!("no cluster node answers");
+    }
+
+    /// SIGKILLs the node on `port` (its pid file is in the cluster's folder).
+    pub fn kill(&self, port: u16) {
+        let pid =
+            std::fs::read_to_string(self.dir.join(port.to_string()).join("redis.pid")).unwrap();
+        Command::new("kill")
+            .arg("-9")
+            .arg(pid.trim())
+            .status()
+            .unwrap();
+    }
+
+    pub fn conn_to(&self, port: u16) -> redis::Connection {
+        redis::Client::open(format!("redis://127.0.0.1:{port}"))
+            .unwrap()
+            .get_connection()
+            .unwrap()
+    }
+}
+
 impl Drop for RedisCluster {
     fn drop(&mut self) {
         let script = concat!(
