@@ -174,7 +174,7 @@ async fn after_a_master_is_killed_clients_converge_within_10_seconds() {
     let mut converged = None;
     while killed_at.elapsed() < Duration::from_secs(20) {
         if load.acked.lock().unwrap().len() > acked_before + 20
-            && load.errors.lock().unwrap().len() > 0
+            && !load.errors.lock().unwrap().is_empty()
         {
             converged = Some(killed_at.elapsed());
             break;
