@@ -1,0 +1,492 @@
+"""Workers, blocking and asyncio: handler plumbing, leases across real process death and freezing,
+long handlers (sleeping, CPU-bound, async), timeouts, graceful shutdown and signals."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from typing import Any
+
+import pytest
+
+import tideq
+
+FAST = tideq.Backoff.fixed(0.05)
+
+
+@pytest.fixture
+def jq(client: tideq.Client, name: str) -> tideq.Queue:
+    return tideq.Queue(name, client, backoff=FAST)
+
+
+def drain(q: tideq.Queue, handler: Any, **opts: Any) -> tideq.WorkerStats:
+    return q.run(handler, poll_interval=0.1, stop_when_drained=True, **opts)
+
+
+# A worker in its own process: prints one JSON line per job it starts, then its stats at the end.
+CHILD = """
+import json, sys, threading, time, tideq
+url, name, lease, sleep_s, concurrency = sys.argv[1], sys.argv[2], float(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5])
+q = tideq.Queue(name, url=url)
+lock = threading.Lock()
+
+def handler(job):
+    with lock:  # handlers run in several threads: one whole line at a time
+        print(json.dumps({"started": job.id, "attempt": job.attempt}), flush=True)
+    time.sleep(sleep_s)
+
+s = q.run(handler, concurrency=concurrency, lease=lease, poll_interval=0.1, stop_when_drained=True)
+print(json.dumps({"completed": s.completed, "failed": s.failed, "lease_lost": s.lease_lost,
+                  "released": s.released}), flush=True)
+"""
+
+
+def child_worker(url: str, name: str, lease: float, sleep_s: float, concurrency: int) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-c", CHILD, url, name, str(lease), str(sleep_s), str(concurrency)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def read_json(proc: subprocess.Popen[str]) -> dict[str, Any]:
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    assert line, f"child exited: {proc.stderr.read() if proc.stderr else ''}"
+    return dict(json.loads(line))
+
+
+def test_run_with_stop_when_drained_drains_the_queue_and_returns_stats(jq):
+    jq.enqueue_many([b"%d" % i for i in range(300)])
+    seen: list[bytes] = []
+    lock = threading.Lock()
+
+    def handler(job: tideq.Job) -> None:
+        with lock:
+            seen.append(job.payload)
+
+    stats = drain(jq, handler, concurrency=8)
+    assert isinstance(stats, tideq.WorkerStats)
+    assert Counter(seen) == Counter(b"%d" % i for i in range(300))
+    assert (stats.completed, stats.failed, stats.lease_lost, stats.released) == (300, 0, 0, 0)
+    assert repr(stats).startswith("WorkerStats(completed=300, failed=0")
+    s = jq.stats()
+    assert (s.completed, s.ready, s.active) == (300, 0, 0)
+
+
+def test_asyncio_run_with_stop_when_drained_drains_the_queue(client, name):
+    async def main() -> tuple[tideq.WorkerStats, list[bytes]]:
+        aq = tideq.AsyncQueue(name, client)
+        await aq.enqueue_many([b"%d" % i for i in range(300)])
+        seen: list[bytes] = []
+
+        async def handler(job: tideq.Job) -> None:
+            await asyncio.sleep(0.001)
+            seen.append(job.payload)
+
+        return await aq.run(handler, concurrency=20, poll_interval=0.1, stop_when_drained=True), seen
+
+    stats, seen = asyncio.run(main())
+    assert Counter(seen) == Counter(b"%d" % i for i in range(300))
+    assert (stats.completed, stats.failed) == (300, 0)
+
+
+def test_the_handler_gets_the_job_fields_and_payload_helpers(jq, redis_url):
+    jq.enqueue(b'{"order": 42, "name": "caf\xc3\xa9"}', id="j1", max_attempts=3, timeout=7.5)
+    jobs: list[tideq.Job] = []
+    drain(jq, jobs.append)
+    (job,) = jobs
+    assert (job.id, job.attempt, job.max_attempts, job.queue, job.timeout) == ("j1", 1, 3, jq.name, 7.5)
+    assert job.payload == b'{"order": 42, "name": "caf\xc3\xa9"}'
+    assert job.json() == {"order": 42, "name": "café"}
+    assert job.text() == '{"order": 42, "name": "café"}'
+    assert abs(job.enqueued_at - time.time()) < 60
+    assert "id='j1'" in repr(job)
+    jq.enqueue(b"\xff\xfe", id="binary")
+    drain(jq, jobs.append)
+    with pytest.raises(UnicodeDecodeError):
+        jobs[1].text()
+
+
+def test_async_handlers_run_on_the_callers_event_loop(client, name):
+    async def main() -> None:
+        aq = tideq.AsyncQueue(name, client)
+        await aq.enqueue_many([b"1", b"2"])
+        loops = []
+
+        async def handler(job: tideq.Job) -> None:
+            loops.append(asyncio.get_running_loop())
+
+        await aq.run(handler, stop_when_drained=True, poll_interval=0.1)
+        assert loops == [asyncio.get_running_loop()] * 2
+
+    asyncio.run(main())
+
+
+def test_async_handler_with_the_blocking_api_runs_and_can_fail(jq):
+    jq.enqueue_many([b"ok", (b"bad", {"id": "bad", "max_attempts": 1})])
+    ran: list[bytes] = []
+
+    async def handler(job: tideq.Job) -> None:
+        await asyncio.sleep(0.01)
+        ran.append(job.payload)
+        if job.payload == b"bad":
+            raise KeyError("missing")
+
+    stats = drain(jq, handler)
+    assert sorted(ran) == [b"bad", b"ok"] and (stats.completed, stats.failed) == (1, 1)
+    info = jq.get("bad")
+    assert info is not None and info.last_error == "KeyError: 'missing'"
+
+
+def test_a_worker_killed_with_sigkill_mid_job_loses_nothing(jq, redis_url, name):
+    ids = [f"k{i}" for i in range(6)]
+    jq.enqueue_many([(b"x", {"id": i}) for i in ids])
+    proc = child_worker(redis_url, name, lease=1.0, sleep_s=60, concurrency=2)
+    try:
+        held = {read_json(proc)["started"], read_json(proc)["started"]}
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+    finally:
+        proc.kill()
+        proc.communicate()
+    assert proc.returncode == -signal.SIGKILL
+    active = jq.stats().active
+    assert active == 2, "the killed worker's jobs are still leased"
+    handled: list[tuple[str, int]] = []
+    stats = drain(jq, lambda job: handled.append((job.id, job.attempt)), concurrency=4)
+    assert sorted(i for i, _ in handled) == ids, "a job was lost or handled twice"
+    assert {i for i, a in handled if a == 2} == held, "the killed worker's jobs are redelivered as attempt 2"
+    assert all(a == 1 for i, a in handled if i not in held)
+    assert stats.completed == 6
+    s = jq.stats()
+    assert (s.completed, s.recovered, s.active, s.ready) == (6, 2, 0, 0)
+
+
+def test_a_sigstopped_workers_late_ack_is_rejected(jq, redis_url, name):
+    jq.enqueue(b"x", id="slow")
+    proc = child_worker(redis_url, name, lease=1.0, sleep_s=3.0, concurrency=1)
+    try:
+        assert read_json(proc) == {"started": "slow", "attempt": 1}
+        os.kill(proc.pid, signal.SIGSTOP)
+        try:
+            attempts: list[int] = []
+            stats = drain(jq, lambda job: attempts.append(job.attempt))
+            assert attempts == [2], "recovered from the frozen worker and redelivered once"
+            assert stats.completed == 1
+        finally:
+            os.kill(proc.pid, signal.SIGCONT)
+        child_stats = read_json(proc)
+        proc.wait(15)
+    finally:
+        proc.kill()
+        proc.communicate()
+    assert proc.returncode == 0
+    assert child_stats == {"completed": 0, "failed": 0, "lease_lost": 1, "released": 0}, "late ack accepted"
+    info = jq.get("slow")
+    assert info is not None and (info.state, info.attempts) == ("completed", 2)
+    assert jq.stats().recovered == 1
+
+
+def sleeping(job: tideq.Job) -> None:
+    time.sleep(1.5)
+
+
+def cpu_bound(job: tideq.Job) -> None:
+    # Pure Python holding the GIL (released only at the interpreter's switch interval).
+    end, n = time.perf_counter() + 1.5, 0
+    while time.perf_counter() < end:
+        n += 1
+
+
+async def async_sleeping(job: tideq.Job) -> None:
+    await asyncio.sleep(1.5)
+
+
+@pytest.mark.parametrize("handler", [sleeping, cpu_bound, async_sleeping], ids=["sleep", "cpu", "async"])
+def test_a_handler_running_3x_the_lease_is_not_redelivered(client, name, handler):
+    q = tideq.Queue(name, client, backoff=FAST)
+    q.enqueue(b"long", id="long")
+    calls: list[int] = []
+
+    async def run_async() -> tideq.WorkerStats:
+        async def counted(job: tideq.Job) -> None:
+            calls.append(job.attempt)
+            await async_sleeping(job)
+
+        return await tideq.AsyncQueue(name, client).run(counted, lease=0.5, poll_interval=0.1, stop_when_drained=True)
+
+    def counted_sync(job: tideq.Job) -> None:
+        calls.append(job.attempt)
+        handler(job)
+
+    if handler is async_sleeping:  # on the caller's event loop (asyncio API)
+        stats = asyncio.run(run_async())
+    else:
+        stats = q.run(counted_sync, lease=0.5, poll_interval=0.1, stop_when_drained=True)
+    assert calls == [1], "a long job was redelivered"
+    assert (stats.completed, stats.lease_lost, stats.failed) == (1, 0, 0)
+    assert q.stats().recovered == 0
+    info = q.get("long")
+    assert info is not None and (info.state, info.attempts) == ("completed", 1)
+
+
+def test_a_handler_exceeding_its_timeout_loses_the_attempt_and_is_retried(jq):
+    jq.enqueue(b"x", id="stuck", timeout=0.2, max_attempts=2)
+    calls: list[int] = []
+
+    def handler(job: tideq.Job) -> None:
+        calls.append(job.attempt)
+        if job.attempt == 1:
+            time.sleep(1.0)  # a thread cannot be stopped: it runs on, its result ignored
+
+    stats = drain(jq, handler)
+    assert calls == [1, 2]
+    assert (stats.failed, stats.completed) == (1, 1)
+    info = jq.get("stuck")
+    assert info is not None and (info.state, info.attempts) == ("completed", 2)
+    assert info.last_error is not None and "timed out" in info.last_error
+
+
+def test_an_async_handler_exceeding_its_timeout_is_cancelled_and_retried(client, name):
+    async def main() -> tuple[tideq.WorkerStats, list[str], float]:
+        aq = tideq.AsyncQueue(name, client, backoff=FAST)
+        await aq.enqueue(b"x", id="stuck", timeout=0.2, max_attempts=2)
+        events: list[str] = []
+        t0 = time.monotonic()
+        cancelled_after = 0.0
+
+        async def handler(job: tideq.Job) -> None:
+            nonlocal cancelled_after
+            events.append(f"start {job.attempt}")
+            if job.attempt == 1:
+                try:
+                    await asyncio.sleep(30)
+                except asyncio.CancelledError:
+                    cancelled_after = time.monotonic() - t0
+                    events.append("cancelled")
+                    raise
+
+        stats = await aq.run(handler, poll_interval=0.1, stop_when_drained=True)
+        return stats, events, cancelled_after
+
+    stats, events, cancelled_after = asyncio.run(main())
+    assert events == ["start 1", "cancelled", "start 2"]
+    assert 0.15 < cancelled_after < 2.0
+    assert (stats.failed, stats.completed) == (1, 1)
+
+
+def test_graceful_shutdown_finishes_running_jobs_and_returns_unfinished_ones_at_once(jq):
+    jq.enqueue_many([(b"quick", {"id": "quick"}), (b"endless", {"id": "endless"})])
+    started = threading.Semaphore(0)
+    release = threading.Event()
+
+    def handler(job: tideq.Job) -> None:
+        started.release()
+        if job.payload == b"quick":
+            time.sleep(0.1)
+        else:
+            release.wait(30)
+
+    worker = jq.work(handler, concurrency=2, grace=0.5)
+    try:
+        assert started.acquire(timeout=5) and started.acquire(timeout=5)
+        t0 = time.monotonic()
+        stats = worker.shutdown()
+        took = time.monotonic() - t0
+    finally:
+        release.set()
+    assert not worker.running
+    assert (stats.completed, stats.released) == (1, 1)
+    assert took < 2.0, "shutdown waited past the grace period"
+    quick, endless = jq.get("quick"), jq.get("endless")
+    assert quick is not None and quick.state == "completed"
+    assert endless is not None and (endless.state, endless.attempts) == ("ready", 0), "not returned at once"
+
+
+def test_asyncio_graceful_shutdown_cancels_the_unfinished_coroutine_and_returns_its_job(client, name):
+    async def main() -> tuple[tideq.WorkerStats, list[str], tideq.JobInfo | None]:
+        aq = tideq.AsyncQueue(name, client)
+        await aq.enqueue(b"endless", id="endless")
+        events: list[str] = []
+        started = asyncio.Event()
+
+        async def handler(job: tideq.Job) -> None:
+            started.set()
+            try:
+                await asyncio.sleep(3600)
+            except asyncio.CancelledError:
+                events.append("cancelled")
+                raise
+
+        worker = aq.work(handler, grace=0.2)
+        await asyncio.wait_for(started.wait(), 5)
+        stats = await worker.shutdown()
+        await asyncio.sleep(0.2)
+        return stats, events, await aq.get("endless")
+
+    stats, events, info = asyncio.run(main())
+    assert stats.released == 1 and events == ["cancelled"]
+    assert info is not None and (info.state, info.attempts) == ("ready", 0)
+
+
+def test_an_idle_worker_picks_up_a_new_job_within_milliseconds(jq):
+    got = threading.Event()
+    worker = jq.work(lambda job: got.set(), poll_interval=5.0)
+    try:
+        time.sleep(0.2)
+        t0 = time.monotonic()
+        jq.enqueue(b"x")
+        assert got.wait(3)
+        assert time.monotonic() - t0 < 1.0, "woken by the enqueue, not by the 5 s poll"
+    finally:
+        worker.shutdown()
+
+
+def test_a_sync_handler_may_call_the_blocking_api(jq, client, name):
+    sink = tideq.Queue(name + "-sink", client)
+    jq.enqueue_many([b"%d" % i for i in range(20)])
+
+    def forward(job: tideq.Job) -> None:
+        sink.enqueue(job.payload, id=f"fwd-{job.payload.decode()}")
+
+    assert drain(jq, forward, concurrency=4).failed == 0
+
+    async def main() -> tideq.WorkerStats:
+        await tideq.AsyncQueue(jq.name, client).enqueue_many([b"%d" % i for i in range(20, 40)])
+        return await tideq.AsyncQueue(jq.name, client).run(forward, concurrency=4, poll_interval=0.1, stop_when_drained=True)
+
+    assert asyncio.run(main()).failed == 0
+    assert sink.stats().ready == 40
+
+
+def test_worker_join_timeout_stats_and_repr(jq):
+    worker = jq.work(lambda job: None, poll_interval=0.05)
+    t0 = time.monotonic()
+    stats = worker.join(timeout=0.2)
+    assert 0.15 < time.monotonic() - t0 < 2
+    assert worker.running and "running=True" in repr(worker)
+    assert stats == worker.stats()
+    worker.stop()
+    worker.stop()  # stopping twice is harmless
+    final = worker.join()
+    assert not worker.running and worker.shutdown() == final
+
+
+def test_dropping_the_worker_handle_does_not_stop_it(jq):
+    jq.enqueue(b"a", id="a")
+    started, release, second = threading.Event(), threading.Event(), threading.Event()
+
+    def handler(job: tideq.Job) -> None:
+        if job.id == "a":
+            started.set()
+            release.wait(10)
+        else:
+            second.set()
+
+    jq.work(handler, concurrency=1, poll_interval=0.1, stop_when_drained=True)  # handle dropped at once
+    gc.collect()
+    assert started.wait(5)
+    jq.enqueue(b"b", id="b")
+    release.set()
+    assert second.wait(5), "the worker stopped when its handle was dropped"
+
+
+def test_bad_worker_options_and_handlers_are_rejected(jq):
+    bad: list[dict[str, Any]] = [
+        {"concurrency": 0},
+        {"concurrency": -1},
+        {"lease": 0.001},
+        {"lease": -1.0},
+        {"poll_interval": 0.0},
+        {"grace": float("nan")},
+    ]
+    for opts in bad:
+        with pytest.raises(tideq.InvalidArgumentError):
+            jq.work(lambda job: None, **opts)
+    with pytest.raises(TypeError, match="handler must be callable"):
+        jq.work("not callable")  # type: ignore[arg-type]
+    with pytest.raises(RuntimeError, match="running asyncio event loop"):
+        tideq.AsyncQueue(jq.name, jq.client).work(lambda job: None)
+
+
+def test_handler_failures_are_logged_with_the_traceback_on_the_tideq_logger(jq, caplog):
+    caplog.set_level(logging.ERROR, logger="tideq")
+    jq.enqueue(b"x", id="oops", max_attempts=1)
+
+    def handler(job: tideq.Job) -> None:
+        raise ZeroDivisionError("division by zero in handler")
+
+    drain(jq, handler)
+    (record,) = [r for r in caplog.records if r.name == "tideq"]
+    assert record.exc_info is not None and record.exc_info[0] is ZeroDivisionError
+    assert record.getMessage() == "handler failed on job 'oops' (attempt 1 of 1)"
+    assert "Traceback" in caplog.text and "in handler" in caplog.text
+
+
+RUN_SCRIPT = """
+import asyncio, sys, tideq
+mode, url, name = sys.argv[1:4]
+def handler(job):
+    pass
+if mode == "async":
+    async def main():
+        q = tideq.AsyncQueue(name, url=url)
+        print("ready", flush=True)
+        return await q.run(handler, poll_interval=0.1)
+    stats = asyncio.run(main())
+else:
+    q = tideq.Queue(name, url=url)
+    q.enqueue(b"x")
+    print("ready", flush=True)
+    stats = q.run(handler, poll_interval=0.1)
+print("stopped", stats, flush=True)
+"""
+
+
+@pytest.mark.parametrize("mode,sig", [("blocking", signal.SIGTERM), ("async", signal.SIGINT)])
+def test_run_stops_gracefully_on_sigint_and_sigterm(redis_url, name, mode, sig):
+    proc = subprocess.Popen(
+        [sys.executable, "-c", RUN_SCRIPT, mode, redis_url, name],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == "ready"
+        time.sleep(0.5)
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=15)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, err
+    assert "stopped WorkerStats(" in out, (out, err)
+
+
+EXIT_SCRIPT = """
+import sys, time, tideq
+q = tideq.Queue(sys.argv[2], url=sys.argv[1])
+q.enqueue_many([b"1", b"2", b"3"])
+started = []
+q.work(lambda job: (started.append(1), time.sleep(0.3)), concurrency=3)  # left running on purpose
+while len(started) < 3:
+    time.sleep(0.01)
+"""
+
+
+def test_a_worker_left_running_is_stopped_at_exit_and_its_jobs_finish(jq, redis_url, name):
+    out = subprocess.run([sys.executable, "-c", EXIT_SCRIPT, redis_url, name], capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0, out.stderr
+    s = jq.stats()
+    assert (s.completed, s.active, s.ready) == (3, 0, 0), "running jobs finish within the grace period at exit"
