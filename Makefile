@@ -1,5 +1,5 @@
 # The README's commands. Each target installs what it needs (scripts/ensure-deps.sh).
-.PHONY: demo test bench fmt lint
+.PHONY: demo test bench bench-cluster fmt lint
 
 demo: ## the seed's scenario; starts a private redis-server unless TIDEQ_REDIS_URL is set
 	@bash scripts/ensure-deps.sh >/dev/null
@@ -11,6 +11,10 @@ test: ## every test: Rust, Python, Node, cross-language
 bench: ## ceiling vs tideq from Rust, Python and Node (run `make test` once first to build the bindings)
 	@bash scripts/ensure-deps.sh >/dev/null
 	cargo run --release --example bench
+
+bench-cluster: ## one node vs a local 6-node cluster (1 and 3 shards), both queue kinds
+	@bash scripts/ensure-deps.sh >/dev/null
+	cargo run --release --example cluster_bench
 
 fmt:
 	cargo fmt --all
