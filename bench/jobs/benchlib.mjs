@@ -1,0 +1,223 @@
+// Shared by the Node job-queue bench scripts (tideq_node.mjs, bullmq_node.mjs): the payload, the
+// result line, percentiles, VmRSS, and the idle measurement (a tiny RESP client on node:net, so
+// it depends on none of the libraries being measured). Mirrors bench/jobs/benchlib.py.
+import { readFileSync } from 'node:fs';
+import net from 'node:net';
+import { randomUUID } from 'node:crypto';
+
+export const PAYLOAD_OBJ = { user_id: 123456, task: 'send_welcome_email', n: 1 };
+export const PAYLOAD = Buffer.from(JSON.stringify(PAYLOAD_OBJ));
+export const LATE_JOBS = 2000;
+export const LATE_AHEAD_MS = 2000;
+export const LATE_CONCURRENCY = 100;
+// The idle window: 5 s as the issue asks; JOBS_BENCH_IDLE_S (run.py --idle-seconds) changes it.
+export const IDLE_MS = Number(process.env.JOBS_BENCH_IDLE_S || 5) * 1000;
+export const IDLE_CONCURRENCY = 10;
+const START_MARK = 'tideq-bench-idle-start';
+
+export function usage() {
+  const [url, nArg] = process.argv.slice(2);
+  const n = Number(nArg);
+  if (!url || !Number.isInteger(n) || n < 1) {
+    console.error('usage: node SCRIPT URL N');
+    process.exit(2);
+  }
+  return { url, n };
+}
+
+export const freshName = (tag) => `jb-${tag}-${randomUUID().replaceAll('-', '').slice(0, 12)}`;
+export const rate = (n, ms) => (ms > 0 ? Math.round(n / (ms / 1000)) : 0);
+/** Wall-clock ms since the epoch with sub-ms precision. */
+export const nowMs = () => performance.timeOrigin + performance.now();
+export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+export function percentile(sorted, p) {
+  if (sorted.length === 0) return NaN;
+  const i = Math.round((p / 100) * (sorted.length - 1));
+  return sorted[Math.min(i, sorted.length - 1)];
+}
+
+export function latenessSummary(lateMs) {
+  const v = [...lateMs].sort((a, b) => a - b);
+  const r = (x) => Math.round(x * 100) / 100;
+  return {
+    lateness_p50_ms: r(percentile(v, 50)),
+    lateness_p99_ms: r(percentile(v, 99)),
+    lateness_min_ms: v.length ? r(v[0]) : NaN,
+  };
+}
+
+export function rssMb() {
+  const m = /VmRSS:\s+(\d+)/.exec(readFileSync('/proc/self/status', 'utf8'));
+  return m ? Math.round((Number(m[1]) / 1024) * 10) / 10 : NaN;
+}
+
+export function hostPort(url) {
+  const u = new URL(url);
+  return { host: u.hostname || '127.0.0.1', port: Number(u.port || 6379), db: Number(u.pathname.slice(1) || 0) };
+}
+
+export function emit(result) {
+  console.log(JSON.stringify(result));
+}
+
+/** First-handler-call marker: [mark, get]. */
+export function timedFirst() {
+  let t = null;
+  return [() => { if (t === null) t = performance.now(); }, () => t];
+}
+
+// ---- idle measurement -----------------------------------------------------------------------
+
+function encode(args) {
+  let out = `*${args.length}\r\n`;
+  for (const a of args) out += `$${Buffer.byteLength(a)}\r\n${a}\r\n`;
+  return out;
+}
+
+/** A line-oriented RESP connection: enough for ECHO, CONFIG, INFO and MONITOR. */
+class Resp {
+  constructor(url) {
+    const { host, port } = hostPort(url);
+    this.sock = net.createConnection({ host, port });
+    this.buf = Buffer.alloc(0);
+    this.waiters = [];
+    this.sock.on('data', (d) => { this.buf = Buffer.concat([this.buf, d]); this.pump(); });
+  }
+
+  pump() {
+    while (this.waiters.length) {
+      const r = this.tryReply();
+      if (r === undefined) return;
+      this.waiters.shift()(r);
+    }
+  }
+
+  /** Parses one reply from the buffer (status, error, integer, bulk), or undefined if incomplete. */
+  tryReply() {
+    const eol = this.buf.indexOf('\r\n');
+    if (eol < 0) return undefined;
+    const head = this.buf.subarray(0, eol).toString();
+    if (head[0] === '$') {
+      const n = Number(head.slice(1));
+      if (n < 0) { this.buf = this.buf.subarray(eol + 2); return null; }
+      if (this.buf.length < eol + 2 + n + 2) return undefined;
+      const data = this.buf.subarray(eol + 2, eol + 2 + n).toString();
+      this.buf = this.buf.subarray(eol + 4 + n);
+      return data;
+    }
+    this.buf = this.buf.subarray(eol + 2);
+    if (head[0] === '-') return new Error(head.slice(1));
+    return head.slice(1);
+  }
+
+  cmd(...args) {
+    return new Promise((resolve, reject) => {
+      this.waiters.push((r) => (r instanceof Error ? reject(r) : resolve(r)));
+      this.sock.write(encode(args));
+      this.pump();
+    });
+  }
+
+  close() { this.sock.destroy(); }
+}
+
+function commandstatsCalls(info) {
+  const out = {};
+  for (const line of info.split(/\r?\n/)) {
+    if (!line.startsWith('cmdstat_')) continue;
+    const [name, fields] = line.slice(8).split(':');
+    if (['info', 'config'].includes(name.split('|')[0])) continue;
+    const m = /calls=(\d+)/.exec(fields);
+    if (m) out[name] = Number(m[1]);
+  }
+  return out;
+}
+
+/** ECHO mark + CONFIG RESETSTAT, wait, INFO commandstats; meanwhile MONITOR on a second connection
+ * counts the commands clients sent (script-internal calls are marked "lua" there).
+ * idle_cmds_per_s: every call in commandstats (script-internal ones included);
+ * idle_client_cmds_per_s: commands sent by clients (round trips). */
+export async function measureIdle(url, ms = IDLE_MS) {
+  const ctl = new Resp(url);
+  const mon = new Resp(url);
+  await mon.cmd('MONITOR');
+  const lines = [];
+  let partial = '';
+  mon.sock.removeAllListeners('data');
+  let sawInfo;
+  const infoSeen = new Promise((r) => { sawInfo = r; });
+  mon.sock.on('data', (d) => {
+    const parts = (partial + d.toString()).split('\r\n');
+    partial = parts.pop();
+    for (const p of parts) {
+      lines.push(p);
+      if (/"info" "commandstats"/i.test(p)) sawInfo();
+    }
+  });
+  await ctl.cmd('ECHO', START_MARK); // MONITOR does not show CONFIG: this marks the start
+  await ctl.cmd('CONFIG', 'RESETSTAT');
+  await sleep(ms);
+  const info = await ctl.cmd('INFO', 'commandstats');
+  await Promise.race([infoSeen, sleep(5000)]);
+  ctl.close();
+  mon.close();
+  const calls = commandstatsCalls(info);
+  const client = {};
+  let counting = false;
+  for (const text of lines) {
+    if (text.includes(START_MARK)) { counting = true; continue; }
+    if (/"info" "commandstats"/i.test(text)) break;
+    if (!counting || / lua\]/.test(text)) continue;
+    const cmd = (text.split('"')[1] || '?').toLowerCase();
+    client[cmd] = (client[cmd] || 0) + 1;
+  }
+  const sum = (o) => Object.values(o).reduce((a, b) => a + b, 0);
+  return {
+    idle_cmds_per_s: Math.round((sum(calls) / (ms / 1000)) * 100) / 100,
+    idle_client_cmds_per_s: Math.round((sum(client) / (ms / 1000)) * 100) / 100,
+    idle_detail: { commandstats: calls, client },
+  };
+}
+
+// ---- where the time goes (diagnostics per work run) -----------------------------------------
+
+const redisCpu = (info) => {
+  const get = (k) => Number((new RegExp(`${k}:([\\d.]+)`).exec(info) || [0, 0])[1]);
+  return get('used_cpu_sys') + get('used_cpu_user');
+};
+
+/** Redis and client CPU over one work run (see Phase in benchlib.py). */
+export class Phase {
+  constructor(url) { this.url = url; }
+
+  async begin() {
+    this.r = new Resp(this.url);
+    await this.r.cmd('CONFIG', 'RESETSTAT');
+    this.cpu0 = redisCpu(await this.r.cmd('INFO', 'cpu'));
+    this.proc0 = process.cpuUsage();
+    this.t0 = performance.now();
+  }
+
+  async end(n) {
+    const wall = (performance.now() - this.t0) / 1000;
+    const p = process.cpuUsage(this.proc0);
+    const cpu = redisCpu(await this.r.cmd('INFO', 'cpu')) - this.cpu0;
+    const calls = commandstatsCalls(await this.r.cmd('INFO', 'commandstats'));
+    this.r.close();
+    let scripts = 0;
+    let all = 0;
+    for (const [k, v] of Object.entries(calls)) {
+      all += v;
+      if (['evalsha', 'eval', 'fcall', 'evalsha_ro', 'eval_ro'].includes(k.split('|')[0])) scripts += v;
+    }
+    const r = (x, d) => Math.round(x * 10 ** d) / 10 ** d;
+    return {
+      redis_cpu: r(cpu / wall, 2),
+      client_cpu: r((p.user + p.system) / 1e6 / wall, 2),
+      redis_us_per_job: r((cpu * 1e6) / n, 1),
+      calls_per_job: r(all / n, 2),
+      scripts_per_job: r(scripts / n, 3),
+    };
+  }
+}

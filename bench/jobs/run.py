@@ -1,0 +1,421 @@
+"""Job-queue benchmark: tideq from Rust, Node and Python beside BullMQ (Node), BullMQ's Python
+port and arq, on one private redis-server, with ratios tideq/peer and the issue's targets.
+
+Usage (from the repo root; any Python >= 3.9 runs this file):
+    .venv/bin/python bench/jobs/run.py            # N = 20000
+    .venv/bin/python bench/jobs/run.py --quick    # N = 2000, a smoke run
+    .venv/bin/python bench/jobs/run.py --n 50000 --only rust,bullmq-node --repeat 2
+
+Each library has its own script taking `URL N` and printing one JSON line (see their headers):
+core/examples/jobs_bench.rs, bench/jobs/{tideq_node,bullmq_node}.mjs,
+bench/jobs/{tideq_py,bullmq_py,arq_py}.py. The peers are bench-only installs made here on first
+use: `npm install --prefix bench/jobs` (bullmq, ioredis) and two virtualenvs,
+bench/jobs/.venv (bullmq) and bench/jobs/.venv-arq (arq: it pins redis<6, bullmq needs >=6.2).
+They are never dependencies of tideq. A tideq binding that is not built is skipped with a message
+(build: scripts/test-node.sh, scripts/test-python.sh). The server is flushed between scripts, and
+nothing but the script under test is connected while it runs. The raw JSON goes to
+bench/jobs/last-run.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+SCRIPT_TIMEOUT = 1800
+
+# (key, runtime, lib)
+RUNS = [
+    ("rust", "rust", "tideq"),
+    ("tideq-node", "node", "tideq"),
+    ("bullmq-node", "node", "bullmq"),
+    ("tideq-py", "python", "tideq"),
+    ("bullmq-py", "python", "bullmq-py"),
+    ("arq", "python", "arq"),
+]
+
+METRICS = [
+    # key, label, unit, higher_is_better
+    ("enqueue_seq", "enqueue one by one", "jobs/s", True),
+    ("enqueue_bulk", "bulk enqueue", "jobs/s", True),
+    ("work_c1", "process, concurrency 1", "jobs/s", True),
+    ("work_c10", "process, concurrency 10", "jobs/s", True),
+    ("work_c100", "process, concurrency 100", "jobs/s", True),
+    ("lateness_p50_ms", "delayed lateness p50", "ms", False),
+    ("lateness_p99_ms", "delayed lateness p99", "ms", False),
+    ("lateness_min_ms", "delayed, first pickup", "ms", False),
+    ("idle_cmds_per_s", "idle worker: Redis calls", "/s", False),
+    ("idle_client_cmds_per_s", "idle worker: round trips", "/s", False),
+    ("rss_mb", "worker process RSS", "MB", False),
+]
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+# ---- peers ----------------------------------------------------------------------------------
+
+
+def ensure_node_peers() -> str | None:
+    if (HERE / "node_modules" / "bullmq").is_dir() and (HERE / "node_modules" / "ioredis").is_dir():
+        return None
+    if not shutil.which("npm"):
+        return "npm not found"
+    log("installing the Node peers (npm install --prefix bench/jobs)")
+    r = subprocess.run(["npm", "install", "--prefix", str(HERE), "--no-audit", "--no-fund"],
+                       capture_output=True, text=True)
+    return None if r.returncode == 0 else f"npm install failed: {r.stderr.strip()[-500:]}"
+
+
+def ensure_venv(venv: Path, requirements: Path) -> str | None:
+    py = venv / "bin" / "python"
+    stamp = venv / ".installed"
+    if py.exists() and stamp.exists() and stamp.read_text() == requirements.read_text():
+        return None
+    log(f"installing {requirements.name} into {venv.relative_to(ROOT)}")
+    base = "python3" if shutil.which("python3") else sys.executable
+    for cmd in ([base, "-m", "venv", str(venv)],
+                [str(py), "-m", "pip", "install", "-q", "-r", str(requirements)]):
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode != 0:
+            return f"{' '.join(cmd[:3])} failed: {(r.stderr or r.stdout).strip()[-500:]}"
+    stamp.write_text(requirements.read_text())
+    return None
+
+
+# ---- tideq builds ---------------------------------------------------------------------------
+
+
+def root_python() -> Path:
+    return ROOT / ".venv" / "bin" / "python"
+
+
+def tideq_node_missing() -> str | None:
+    r = subprocess.run(["node", "-e", "if (typeof require('./index.js').Queue !== 'function') process.exit(3)"],
+                       cwd=ROOT, capture_output=True, text=True)
+    if r.returncode != 0:
+        return "the Node binding with Queue is not built (bash scripts/test-node.sh builds it)"
+    return None
+
+
+def tideq_py_missing() -> str | None:
+    py = root_python()
+    if not py.exists():
+        return "no .venv at the repo root (bash scripts/test-python.sh makes it)"
+    r = subprocess.run([str(py), "-c", "import tideq; tideq.Queue; tideq.AsyncQueue"],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        return "the Python binding with Queue is not installed in .venv (bash scripts/test-python.sh)"
+    return None
+
+
+def command(key: str, url: str, n: int) -> tuple[list[str] | None, str | None]:
+    """The command running one script, or why it cannot run."""
+    if key == "rust":
+        if not shutil.which("cargo"):
+            return None, "cargo not found"
+        return ["cargo", "run", "--release", "-q", "-p", "tideq", "--example", "jobs_bench", "--", url, str(n)], None
+    if key == "tideq-node":
+        why = tideq_node_missing()
+        return (None, why) if why else (["node", str(HERE / "tideq_node.mjs"), url, str(n)], None)
+    if key == "bullmq-node":
+        why = ensure_node_peers()
+        return (None, why) if why else (["node", str(HERE / "bullmq_node.mjs"), url, str(n)], None)
+    if key == "tideq-py":
+        why = tideq_py_missing()
+        return (None, why) if why else ([str(root_python()), str(HERE / "tideq_py.py"), url, str(n)], None)
+    if key == "bullmq-py":
+        why = ensure_venv(HERE / ".venv", HERE / "requirements.txt")
+        return (None, why) if why else ([str(HERE / ".venv/bin/python"), str(HERE / "bullmq_py.py"), url, str(n)], None)
+    if key == "arq":
+        why = ensure_venv(HERE / ".venv-arq", HERE / "requirements-arq.txt")
+        return (None, why) if why else ([str(HERE / ".venv-arq/bin/python"), str(HERE / "arq_py.py"), url, str(n)], None)
+    raise ValueError(key)
+
+
+# ---- redis ----------------------------------------------------------------------------------
+
+
+class Redis:
+    def __init__(self) -> None:
+        if not shutil.which("redis-server"):
+            sys.exit("redis-server not found (bash scripts/ensure-deps.sh installs it)")
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        self.dir = tempfile.mkdtemp(prefix="tideq-jobs-bench-")
+        self.proc = subprocess.Popen(
+            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+             "--appendonly", "no", "--dir", self.dir],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.url = f"redis://127.0.0.1:{self.port}"
+        deadline = time.time() + 10
+        while True:
+            try:
+                if self.cmd("PING") == "PONG":
+                    break
+            except OSError:
+                pass
+            if time.time() > deadline:
+                self.stop()
+                sys.exit("redis-server did not start")
+            time.sleep(0.05)
+
+    def cmd(self, *args: str) -> str:
+        """One command on a short-lived connection (nothing stays connected between scripts)."""
+        with socket.create_connection(("127.0.0.1", self.port), timeout=10) as s:
+            s.sendall(b"".join([f"*{len(args)}\r\n".encode()]
+                               + [b"$%d\r\n%s\r\n" % (len(a.encode()), a.encode()) for a in args]))
+            buf = b""
+            while b"\r\n" not in buf:
+                chunk = s.recv(65536)
+                if not chunk:
+                    raise OSError("closed")
+                buf += chunk
+            head, rest = buf.split(b"\r\n", 1)
+            if head[:1] == b"$":
+                size = int(head[1:])
+                while len(rest) < size + 2:
+                    rest += s.recv(65536)
+                return rest[:size].decode()
+            if head[:1] == b"-":
+                raise RuntimeError(head[1:].decode())
+            return head[1:].decode()
+
+    def version(self) -> str:
+        for line in self.cmd("INFO", "server").splitlines():
+            if line.startswith("redis_version:"):
+                return line.split(":", 1)[1].strip()
+        return "?"
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def ceiling(port: int) -> dict[str, float]:
+    """redis-benchmark on the same server: PING round trips, 50 clients, -P 1 and -P 64."""
+    out: dict[str, float] = {}
+    if not shutil.which("redis-benchmark"):
+        return out
+    for p, n in ((1, 100_000), (64, 1_000_000)):
+        r = subprocess.run(["redis-benchmark", "-p", str(port), "-q", "-c", "50", "-n", str(n), "-P", str(p),
+                            "-t", "ping_mbulk"], capture_output=True, text=True)
+        for seg in r.stdout.replace("\r", "\n").splitlines():
+            if "requests per second" in seg:
+                try:
+                    out[f"P{p}"] = float(seg.split(":")[1].split()[0])
+                except (IndexError, ValueError):
+                    pass
+    return out
+
+
+# ---- running --------------------------------------------------------------------------------
+
+
+def run_one(key: str, redis: Redis, n: int) -> tuple[dict | None, str | None]:
+    cmd, why = command(key, redis.url, n)
+    if cmd is None:
+        return None, why
+    redis.cmd("FLUSHALL")
+    t0 = time.time()
+    try:
+        r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=SCRIPT_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        return None, f"timed out after {SCRIPT_TIMEOUT} s"
+    for line in r.stderr.splitlines():
+        if line.strip():
+            log(f"  [{key}] {line}")
+    if r.returncode != 0:
+        return None, f"exit {r.returncode}"
+    for line in reversed(r.stdout.splitlines()):
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                res = json.loads(line)
+            except ValueError:
+                continue
+            res["seconds"] = round(time.time() - t0, 1)
+            return res, None
+    return None, f"no JSON line in its output: {r.stdout[-300:]!r}"
+
+
+def merge_best(a: dict | None, b: dict) -> dict:
+    """Best of repeated runs, metric by metric (the same rule for every library)."""
+    if a is None:
+        return b
+    out = dict(b)
+    for key, _, _, higher in METRICS:
+        if key in a and key in b and isinstance(a[key], (int, float)) and isinstance(b[key], (int, float)):
+            out[key] = max(a[key], b[key]) if higher else min(a[key], b[key])
+    return out
+
+
+def fmt(v: object, unit: str = "") -> str:
+    if not isinstance(v, (int, float)):
+        return "-"
+    if unit == "jobs/s" or (isinstance(v, (int, float)) and abs(v) >= 1000):
+        return f"{v:,.0f}"
+    return f"{v:.1f}" if abs(v) >= 10 else f"{v:.2f}"
+
+
+def ratio(a: object, b: object) -> float | None:
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and b:
+        return a / b
+    return None
+
+
+def fmt_ratio(x: float | None) -> str:
+    return "-" if x is None else (f"{x:.1f}x" if x >= 10 else f"{x:.2f}x")
+
+
+def report(results: dict[str, dict], skipped: dict[str, str], n: int, ceil: dict[str, float]) -> None:
+    cols = [k for k, _, _ in RUNS if k in results]
+    names = {k: f"{rt}/{lib}" for k, rt, lib in RUNS}
+    w = 18
+    print(f"\njob queue benchmark: N = {n} jobs per enqueue/process run, one private redis-server")
+    if ceil:
+        print("redis-benchmark PING on the same server, 50 clients: "
+              + "   ".join(f"-{k[0]} {k[1:]}: {v:,.0f}/s" for k, v in ceil.items()))
+    print()
+    print(f"{'metric':<28}{'unit':<8}" + "".join(f"{names[c]:>{w}}" for c in cols))
+    for key, label, unit, _ in METRICS:
+        print(f"{label:<28}{unit:<8}" + "".join(f"{fmt(results[c].get(key), unit):>{w}}" for c in cols))
+    for key, why in skipped.items():
+        print(f"  ({names[key]} not run: {why})")
+    capped = {c: results[c].get("capped") for c in cols if results[c].get("capped")}
+    for c, what in capped.items():
+        print(f"  ({names[c]}: {', '.join(what)} stopped after 30 s; jobs/s over the jobs done by then)")
+    py = results.get("tideq-py", {})
+    if py.get("variant"):
+        print(f"  (python/tideq API used per measurement: {py['variant']})")
+
+    pairs = [("tideq-node", "bullmq-node", "node: tideq/BullMQ"),
+             ("tideq-py", "bullmq-py", "python: tideq/bullmq-py"),
+             ("tideq-py", "arq", "python: tideq/arq"),
+             ("rust", "bullmq-node", "rust tideq/BullMQ(node)")]
+    pairs = [p for p in pairs if p[0] in results and p[1] in results]
+    if pairs:
+        print("\nratios tideq/peer (jobs/s: higher is better; lateness, idle, RSS: lower is better)")
+        print(f"{'metric':<36}" + "".join(f"{p[2]:>26}" for p in pairs))
+        for key, label, unit, _ in METRICS:
+            print(f"{label:<36}" + "".join(
+                f"{fmt_ratio(ratio(results[a].get(key), results[b].get(key))):>26}" for a, b, _ in pairs))
+
+    diag_rows = []
+    for c in cols:
+        for run, d in (results[c].get("diag") or {}).items():
+            diag_rows.append((names[c], run, d))
+    if diag_rows:
+        print("\nwhere the time goes in the process runs (Redis/client CPU in cores busy; Redis us and calls per job;"
+              " calls include commands run inside scripts)")
+        print(f"{'lib':<18}{'run':<16}{'redis cpu':>10}{'client cpu':>11}{'redis us/job':>13}{'calls/job':>10}{'scripts/job':>12}")
+        for name, run, d in diag_rows:
+            print(f"{name:<18}{run:<16}{d.get('redis_cpu', 0):>10.2f}{d.get('client_cpu', 0):>11.2f}"
+                  f"{d.get('redis_us_per_job', 0):>13.1f}{d.get('calls_per_job', 0):>10.2f}{d.get('scripts_per_job', 0):>12.3f}")
+    idle_rows = [(names[c], results[c].get("idle_detail")) for c in cols if results[c].get("idle_detail")]
+    if idle_rows:
+        print(f"\nidle worker, {os.environ.get('JOBS_BENCH_IDLE_S', '5')} s: commands sent by clients | every call Redis ran (script-internal included)")
+        for name, d in idle_rows:
+            print(f"  {name:<18}{d.get('client')} | {d.get('commandstats')}")
+
+    print("\ntargets")
+    rows = []
+
+    def target(label: str, value: float | None, goal: str, ok: bool | None) -> None:
+        v = "-" if value is None else (f"{value:,.0f}" if value >= 1000 else f"{value:.2f}")
+        rows.append((label, v, goal, "n/a" if ok is None else ("PASS" if ok else "MISS")))
+
+    def get(k: str, m: str) -> float | None:
+        v = results.get(k, {}).get(m)
+        return v if isinstance(v, (int, float)) else None
+
+    r = ratio(get("tideq-node", "work_c100"), get("bullmq-node", "work_c100"))
+    target("node worker vs BullMQ, c=100", r, ">= 4x", None if r is None else r >= 4)
+    for c in (100, 10, 1):
+        r = ratio(get("tideq-py", f"work_c{c}"), get("bullmq-py", f"work_c{c}"))
+        target(f"python worker vs bullmq-py, c={c}", r, ">= 10x", None if r is None else r >= 10)
+    v = max((x for x in (get("rust", f"work_c{c}") for c in (1, 10, 100)) if x is not None), default=None)
+    target("rust worker, best concurrency", v, ">= 150,000 jobs/s", None if v is None else v >= 150_000)
+    r = ratio(get("tideq-node", "enqueue_bulk"), get("bullmq-node", "enqueue_bulk"))
+    target("bulk enqueue: node enqueueMany vs BullMQ addBulk", r, ">= 5x", None if r is None else r >= 5)
+    r = ratio(get("tideq-py", "enqueue_bulk"), get("bullmq-py", "enqueue_bulk"))
+    target("bulk enqueue: python enqueue_many vs bullmq-py addBulk", r, ">= 5x", None if r is None else r >= 5)
+    for k in ("rust", "tideq-node", "tideq-py"):
+        v = get(k, "lateness_p99_ms")
+        target(f"delayed lateness p99, {names[k]}", v, "<= 5 ms", None if v is None else v <= 5)
+    for k in ("rust", "tideq-node", "tideq-py"):
+        v = get(k, "idle_cmds_per_s")
+        target(f"idle Redis calls/s, {names[k]}", v, "<= 2", None if v is None else v <= 2)
+    lw = max(len(r[0]) for r in rows) + 2
+    for label, v, goal, verdict in rows:
+        print(f"  {label:<{lw}}{v:>10}   {goal:<20}{verdict}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="N = 2000 (smoke run)")
+    ap.add_argument("--n", type=int, default=None, help="jobs per run (default 20000)")
+    ap.add_argument("--only", default="", help="comma list of: " + ",".join(k for k, _, _ in RUNS))
+    ap.add_argument("--repeat", type=int, default=1, help="run each script K times, keep the best per metric")
+    ap.add_argument("--idle-seconds", type=float, default=5.0, help="idle measurement window (default 5)")
+    args = ap.parse_args()
+    n = args.n or (2000 if args.quick else 20000)
+    os.environ["JOBS_BENCH_IDLE_S"] = str(args.idle_seconds)
+    keys = [k for k, _, _ in RUNS]
+    if args.only:
+        want = [k.strip() for k in args.only.split(",") if k.strip()]
+        bad = [k for k in want if k not in keys]
+        if bad:
+            sys.exit(f"unknown --only entries {bad}; choose from {keys}")
+        keys = [k for k in keys if k in want]
+
+    redis = Redis()
+    load0 = os.getloadavg()
+    log(f"private redis-server {redis.version()} at {redis.url}; {os.cpu_count()} cores; "
+        f"load average {load0[0]:.2f} {load0[1]:.2f} {load0[2]:.2f}")
+    results: dict[str, dict] = {}
+    skipped: dict[str, str] = {}
+    try:
+        ceil = ceiling(redis.port)
+        for rep in range(args.repeat):
+            for key in keys:
+                if key in skipped:
+                    continue
+                log(f"running {key} (N={n}{f', pass {rep + 1}/{args.repeat}' if args.repeat > 1 else ''})")
+                res, why = run_one(key, redis, n)
+                if res is None:
+                    log(f"  {key}: skipped: {why}")
+                    if rep == 0 and key not in results:
+                        skipped[key] = why or "?"
+                    continue
+                log(f"  {key}: done in {res['seconds']} s")
+                results[key] = merge_best(results.get(key), res)
+    finally:
+        redis.stop()
+    load1 = os.getloadavg()
+    (HERE / "last-run.json").write_text(json.dumps(
+        {"n": n, "ceiling": ceil, "load_before": load0, "load_after": load1, "results": results,
+         "skipped": skipped}, indent=1))
+    report(results, skipped, n, ceil)
+    print(f"\nload average before {load0[0]:.2f}, after {load1[0]:.2f} on {os.cpu_count()} cores "
+          f"(other work on the machine skews every number)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,80 @@
+// Job-queue bench of tideq from Node (the repo's build: ../../index.js), the same work as
+// bullmq_node.mjs. Usage: node bench/jobs/tideq_node.mjs URL N   (prints ONE JSON line)
+// - enqueue_seq: N/4 `await queue.enqueue()` one after another.
+// - enqueue_bulk: N jobs in one `await queue.enqueueMany()` (pipelined inside).
+// - work_c1/c10/c100: N jobs enqueued first, then `queue.work(handler, { concurrency,
+//   stopWhenDrained: true })`; jobs/s from the first handler call until `join()` resolves (every
+//   job acked).
+// - lateness: 2 000 jobs with one `runAt` ~2 s ahead; worker concurrency 100; lateness = handler
+//   start - due time (ms, this machine's clock; tideq compares due times with Redis TIME, same host).
+// - rss_mb after the work runs; idle: one worker (concurrency 10) alone on the server for 5 s.
+// Queue defaults: 5 attempts, exponential backoff, keepCompleted 1000.
+import { createRequire } from 'node:module';
+import * as B from './benchlib.mjs';
+
+const require = createRequire(import.meta.url);
+const { Queue } = require('../../index.js');
+
+const { url, n } = B.usage();
+const diag = {};
+const spec = (count, extra = {}) => Array.from({ length: count }, () => ({ payload: B.PAYLOAD, ...extra }));
+
+async function enqueueSeq(count) {
+  const q = new Queue(B.freshName('tq-node-seq'), { url });
+  await q.stats(); // connect outside the timed part, as the peers' waitUntilReady
+  const t0 = performance.now();
+  for (let i = 0; i < count; i++) await q.enqueue(B.PAYLOAD);
+  return B.rate(count, performance.now() - t0);
+}
+
+async function bulk(q, jobs) {
+  await q.stats();
+  const t0 = performance.now();
+  const done = await q.enqueueMany(jobs);
+  if (done.length !== jobs.length) throw new Error(`enqueueMany returned ${done.length} results`);
+  return B.rate(jobs.length, performance.now() - t0);
+}
+
+async function work(count, concurrency) {
+  const q = new Queue(B.freshName(`tq-node-c${concurrency}`), { url });
+  await bulk(q, spec(count));
+  const [mark, first] = B.timedFirst();
+  const phase = new B.Phase(url);
+  await phase.begin();
+  const w = q.work(() => { mark(); }, { concurrency, stopWhenDrained: true });
+  const stats = await w.join();
+  const end = performance.now();
+  diag[`c${concurrency}`] = await phase.end(count);
+  if (stats.completed !== count) throw new Error(`completed ${stats.completed} of ${count}`);
+  return B.rate(count, end - first());
+}
+
+async function lateness() {
+  const q = new Queue(B.freshName('tq-node-late'), { url });
+  const dueMs = Math.round(B.nowMs() + B.LATE_AHEAD_MS);
+  await q.enqueueMany(spec(B.LATE_JOBS, { runAt: dueMs }));
+  const late = [];
+  const w = q.work(() => { late.push(B.nowMs() - dueMs); }, { concurrency: B.LATE_CONCURRENCY, stopWhenDrained: true });
+  await w.join();
+  if (late.length !== B.LATE_JOBS) throw new Error(`ran ${late.length} of ${B.LATE_JOBS} delayed jobs`);
+  return B.latenessSummary(late);
+}
+
+async function idle() {
+  const q = new Queue(B.freshName('tq-node-idle'), { url });
+  const w = q.work(() => {}, { concurrency: B.IDLE_CONCURRENCY });
+  await B.sleep(1000);
+  const res = await B.measureIdle(url);
+  await w.shutdown();
+  return res;
+}
+
+const res = { runtime: 'node', lib: 'tideq' };
+res.enqueue_seq = await enqueueSeq(Math.max(1, Math.floor(n / 4)));
+res.enqueue_bulk = await bulk(new Queue(B.freshName('tq-node-bulk'), { url }), spec(n));
+for (const c of [1, 10, 100]) res[`work_c${c}`] = await work(n, c);
+res.rss_mb = B.rssMb();
+res.diag = diag;
+Object.assign(res, await lateness());
+Object.assign(res, await idle());
+B.emit(res);
