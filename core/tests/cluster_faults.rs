@@ -103,6 +103,9 @@ impl Load {
     }
 }
 
+/// Fault tests run one at a time: each drives a cluster under load, and timing matters.
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 fn master_port_of(cluster: &RedisCluster, slot: u16) -> u16 {
     cluster
         .master_of_slot(slot)
@@ -115,6 +118,7 @@ fn master_port_of(cluster: &RedisCluster, slot: u16) -> u16 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cluster_failover_of_the_busy_master_loses_no_job_and_surfaces_no_error() {
+    let _serial = SERIAL.lock().await;
     let cluster = RedisCluster::start();
     let client = Client::new(Config::cluster(cluster.nodes.clone())).unwrap();
     let q = Queue::new(&client, &unique("fo"), QueueOptions::default()).unwrap();
@@ -157,6 +161,7 @@ async fn a_cluster_failover_of_the_busy_master_loses_no_job_and_surfaces_no_erro
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn after_a_master_is_killed_clients_converge_within_10_seconds() {
+    let _serial = SERIAL.lock().await;
     let cluster = RedisCluster::start();
     let client = Client::new(
         Config::cluster(cluster.nodes.clone()).with_response_timeout(Duration::from_secs(2)),
@@ -197,6 +202,7 @@ async fn after_a_master_is_killed_clients_converge_within_10_seconds() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn resharding_a_busy_slot_loses_no_job() {
+    let _serial = SERIAL.lock().await;
     let cluster = RedisCluster::start();
     let client = Client::new(Config::cluster(cluster.nodes.clone())).unwrap();
     // A queue whose slot is the first of its master's range, so `reshard --cluster-slots 1` moves it.
