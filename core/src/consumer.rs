@@ -110,7 +110,9 @@ impl Counters {
     }
 }
 
-/// A running consumer. Dropping the handle does not stop it; call [`shutdown`](Self::shutdown).
+/// A running consumer. Dropping the handle stops it gracefully, like [`stop`](Self::stop); call
+/// [`shutdown`](Self::shutdown) to also wait for it.
+#[must_use = "dropping the handle stops the consumer"]
 pub struct Consumer {
     stop: watch::Sender<bool>,
     done: watch::Receiver<bool>,

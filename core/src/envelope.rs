@@ -86,7 +86,8 @@ impl Backoff {
         }
     }
 
-    pub(crate) fn validate(&self) -> Result<()> {
+    /// Checks the policy (`max_ms >= base_ms`); queues and enqueues check it too.
+    pub fn validate(&self) -> Result<()> {
         if self.max_ms < self.base_ms {
             return Err(Error::invalid("backoff max_ms must be >= base_ms"));
         }

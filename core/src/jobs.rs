@@ -252,7 +252,7 @@ impl Queue {
             return Err(Error::invalid("max_attempts must be at least 1"));
         }
         opts.backoff.validate()?;
-        if opts.timeout == Some(Duration::ZERO) {
+        if opts.timeout.is_some_and(|t| t.as_millis() == 0) {
             return Err(Error::invalid("timeout must be at least 1 ms"));
         }
         Ok(Queue {
@@ -312,7 +312,7 @@ impl Queue {
             return Err(Error::invalid("give delay or run_at, not both"));
         }
         let timeout = o.timeout.or(self.opts.timeout);
-        if timeout == Some(Duration::ZERO) {
+        if timeout.is_some_and(|t| t.as_millis() == 0) {
             return Err(Error::invalid("timeout must be at least 1 ms"));
         }
         let env = Envelope {

@@ -108,7 +108,9 @@ impl Counters {
     }
 }
 
-/// A running worker. Call [`shutdown`](Self::shutdown) to stop it gracefully.
+/// A running worker. Dropping the handle stops it gracefully, like [`stop`](Self::stop); call
+/// [`shutdown`](Self::shutdown) to also wait for it.
+#[must_use = "dropping the handle stops the worker"]
 pub struct Worker {
     stop: watch::Sender<bool>,
     done: watch::Receiver<bool>,
@@ -308,7 +310,7 @@ async fn run(
                     );
                     tasks.spawn(async move {
                         let token = held.token.clone();
-                        run_job(&queue, &handler, job, held, &counters, &acks).await;
+                        run_job(&queue, &handler, job, held, &counters, &acks, &in_flight).await;
                         in_flight.lock().unwrap().remove(&token);
                         drop(permit);
                     });
@@ -439,6 +441,7 @@ async fn run_job(
     held: Lease,
     counters: &Counters,
     acks: &AckSender,
+    in_flight: &InFlight,
 ) {
     let timeout = job.timeout;
     // The handler runs inline (no extra task); a panic is caught and fails the attempt.
@@ -451,6 +454,8 @@ async fn run_job(
         None => handled.await,
     };
     let result = outcome.unwrap_or_else(|_| Err("handler panicked".to_string()));
+    // Settling now: the renewer must not extend a lease the ack is about to end.
+    in_flight.lock().unwrap().remove(&held.token);
     for attempt in 0..5 {
         let settled = match &result {
             Ok(()) => {
