@@ -24,6 +24,8 @@ export declare class CappedQueue {
    */
   constructor(name: string, options?: CappedQueueOptions)
   get name(): string
+  /** How many shards the queue is split in (1 when not sharded). */
+  get shards(): number
   get capacity(): number
   /** `null` when groups never expire. */
   get ttlMs(): number | null
@@ -78,7 +80,10 @@ export declare class Client {
   constructor(options?: ClientOptions)
   /** Round trip to Redis; rejects with `CONNECTION` when it cannot be reached. */
   ping(): Promise<void>
-  /** The URL with any password replaced by `***`. */
+  /**
+   * The URL with any password replaced by `***`. For a cluster, the first seed; for
+   * Sentinel, the first Sentinel.
+   */
   get url(): string
   /** The key prefix. */
   get prefix(): string
@@ -131,9 +136,10 @@ export declare class Job {
  * ids, cancel. Delivery is at-least-once, so handlers should be idempotent.
  *
  * Errors carry `err.code`: `INVALID_ARGUMENT`, `PAYLOAD_TOO_LARGE`, `CONNECTION`, `REDIS`,
- * `JOB_NOT_FOUND`, `JOB_NOT_CANCELLABLE`. An argument of the wrong JS type is a `TypeError`
- * whose code is `INVALID_ARGUMENT`. Async methods reject (they never throw synchronously);
- * constructors throw.
+ * `JOB_NOT_FOUND`, `JOB_NOT_CANCELLABLE`, and `NOT_REPLICATED` (an enqueue the client's
+ * `replicaAck` replicas did not confirm in time; the job is on the primary). An argument of
+ * the wrong JS type is a `TypeError` whose code is `INVALID_ARGUMENT`. Async methods reject
+ * (they never throw synchronously); constructors throw.
  */
 export declare class Queue {
   /**
@@ -142,6 +148,8 @@ export declare class Queue {
    */
   constructor(name: string, options?: QueueOptions)
   get name(): string
+  /** How many shards the queue is split in (1 when not sharded). */
+  get shards(): number
   get maxAttempts(): number
   get backoff(): BackoffInfo
   /** `null` when attempts have no time limit. */
@@ -269,6 +277,15 @@ export interface CappedQueueOptions {
   ttlMs?: number | null
   /** Items older than this are discarded when consumed, never delivered. Default: no limit. */
   maxAgeMs?: number | null
+  /**
+   * Split the queue in this many shards (1 to 1024), each with its own Redis Cluster hash
+   * tag, so one queue spreads over a cluster's masters. Queue names may not contain `#`.
+   * A group lives on one shard (chosen by its name), so its order and cap hold; consumers
+   * serve every shard; `stats` adds the shards up.
+   * Every handle on a queue (producers and consumers) must use the same count; changing it
+   * means draining the queue first. Default 1. On a single server it works but gains nothing.
+   */
+  shards?: number
 }
 
 /** Queue-wide counters kept in Redis. */
@@ -285,16 +302,31 @@ export interface CappedStats {
   groups: number
 }
 
-/** Options of `new Client(options)`. Every field is optional. */
+/**
+ * Options of `new Client(options)`. Every field is optional. Give at most one of `url`,
+ * `cluster` and `sentinel`; with none, the client uses `process.env.TIDEQ_REDIS_URL`, else
+ * `redis://127.0.0.1:6379`.
+ */
 export interface ClientOptions {
-  /**
-   * `redis://`, `rediss://` (TLS) or `unix://` URL. Default: `process.env.TIDEQ_REDIS_URL`,
-   * else `redis://127.0.0.1:6379`.
-   */
+  /** One Redis server: a `redis://`, `rediss://` (TLS) or `unix://` URL. */
   url?: string
-  /** ACL user, overriding one in the URL. */
+  /**
+   * A Redis Cluster, reached through any of these seed nodes (`redis://host:port` or
+   * `rediss://` URLs, at least one). Topology changes, redirects and failovers are followed.
+   * Spread a queue over the masters with the queue option `shards`.
+   */
+  cluster?: Array<string>
+  /**
+   * A primary managed by Redis Sentinel; the client asks the Sentinels for the current
+   * primary, and asks again after a failover.
+   */
+  sentinel?: SentinelOptions
+  /** ACL user, overriding one in the URL (for Sentinel: the primary's user). */
   username?: string
-  /** Password, overriding one in the URL. Never appears in error messages. */
+  /**
+   * Password, overriding one in the URL (for Sentinel: the primary's). Never appears in
+   * error messages.
+   */
   password?: string
   /** First segment of every key. Default `tideq`. */
   prefix?: string
@@ -304,6 +336,13 @@ export interface ClientOptions {
   connectTimeoutMs?: number
   /** How long a command may take before failing with `CONNECTION`. Default 30000. */
   responseTimeoutMs?: number
+  /**
+   * Make every job enqueue wait until this many replicas have it (Redis `WAIT`), so an
+   * acknowledged job survives the primary's death. When fewer confirm in time, the enqueue
+   * rejects with `NOT_REPLICATED`; the job is on the primary, so enqueuing again with the same
+   * `id` is safe. Applies to `Queue` enqueues only. Default: no waiting.
+   */
+  replicaAck?: ReplicaAckOptions
 }
 
 /** Options of `consume(handler, options)` and `run(handler, options)`. Every field is optional. */
@@ -490,6 +529,34 @@ export interface QueueOptions {
   keepForMs?: number | null
   /** Longest error text stored with a failed job, in bytes. Default 4096. */
   maxErrorLen?: number
+  /**
+   * Split the queue in this many shards (1 to 1024), each with its own Redis Cluster hash
+   * tag, so one queue spreads over a cluster's masters. Queue names may not contain `#`.
+   * A job's shard is fixed by its id, so ids stay idempotent and `get`/`cancel` find it;
+   * workers serve every shard; `stats` adds the shards up.
+   * Every handle on a queue (producers and consumers) must use the same count; changing it
+   * means draining the queue first. Default 1. On a single server it works but gains nothing.
+   */
+  shards?: number
+}
+
+/** `replicaAck` option of `new Client(options)`. */
+export interface ReplicaAckOptions {
+  /** Replicas that must confirm each enqueue. At least 1. */
+  replicas: number
+  /** How long to wait for them, in ms. At least 1. */
+  timeoutMs: number
+}
+
+/** `sentinel` option of `new Client(options)`. */
+export interface SentinelOptions {
+  /**
+   * The Sentinels' URLs (`redis://host:26379`), at least one. The client options
+   * `username`/`password` apply to the primary, not to the Sentinels.
+   */
+  sentinels: Array<string>
+  /** The name the Sentinels monitor the primary under. */
+  masterName: string
 }
 
 /** Options of `work(handler, options)` and `run(handler, options)`. Every field is optional. */

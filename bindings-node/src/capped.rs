@@ -29,9 +29,16 @@ pub struct CappedQueueOptions {
     /// Items older than this are discarded when consumed, never delivered. Default: no limit.
     #[napi(ts_type = "number | null")]
     pub max_age_ms: Option<f64>,
+    /// Split the queue in this many shards (1 to 1024), each with its own Redis Cluster hash
+    /// tag, so one queue spreads over a cluster's masters. Queue names may not contain `#`.
+    /// A group lives on one shard (chosen by its name), so its order and cap hold; consumers
+    /// serve every shard; `stats` adds the shards up.
+    /// Every handle on a queue (producers and consumers) must use the same count; changing it
+    /// means draining the queue first. Default 1. On a single server it works but gains nothing.
+    pub shards: Option<u32>,
 }
 
-const QUEUE_KEYS: &[&str] = &["client", "url", "capacity", "ttlMs", "maxAgeMs"];
+const QUEUE_KEYS: &[&str] = &["client", "url", "capacity", "ttlMs", "maxAgeMs", "shards"];
 
 /// A batch taken from one group, oldest item first.
 #[napi(object, object_from_js = false)]
@@ -97,7 +104,8 @@ impl CappedQueue {
             ttl: opts.nullable_millis("ttlMs", defaults.ttl)?,
             max_age: opts.nullable_millis("maxAgeMs", defaults.max_age)?,
         };
-        Ok(tideq::CappedQueue::new(&client, &name, capped)?)
+        let shards = opts.get("shards", count)?.unwrap_or(1);
+        Ok(tideq::CappedQueue::sharded(&client, &name, shards, capped)?)
     }
 }
 
@@ -122,6 +130,12 @@ impl CappedQueue {
     #[napi(getter)]
     pub fn name(&self) -> String {
         self.inner.name().to_string()
+    }
+
+    /// How many shards the queue is split in (1 when not sharded).
+    #[napi(getter)]
+    pub fn shards(&self) -> u32 {
+        self.inner.shard_count() as u32
     }
 
     #[napi(getter)]

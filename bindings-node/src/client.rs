@@ -1,23 +1,34 @@
 //! `Client`: wraps `tideq::Client` (one lazily opened, shared Redis connection) and reads its
 //! options (`tideq::Config`).
 
+use std::time::Duration;
+
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
-use crate::convert::{count, describe, millis, read_value, string, Options};
+use crate::convert::{count, describe, millis, read_value, string, strings, Options};
 use crate::errors::{invalid, spawn, throw, type_error, Res};
 
-/// Options of `new Client(options)`. Every field is optional.
+/// Options of `new Client(options)`. Every field is optional. Give at most one of `url`,
+/// `cluster` and `sentinel`; with none, the client uses `process.env.TIDEQ_REDIS_URL`, else
+/// `redis://127.0.0.1:6379`.
 // Declared for the TypeScript definitions only; `convert::Options` reads the fields one by one.
 #[allow(dead_code)]
 #[napi(object, object_from_js = false, object_to_js = false)]
 pub struct ClientOptions {
-    /// `redis://`, `rediss://` (TLS) or `unix://` URL. Default: `process.env.TIDEQ_REDIS_URL`,
-    /// else `redis://127.0.0.1:6379`.
+    /// One Redis server: a `redis://`, `rediss://` (TLS) or `unix://` URL.
     pub url: Option<String>,
-    /// ACL user, overriding one in the URL.
+    /// A Redis Cluster, reached through any of these seed nodes (`redis://host:port` or
+    /// `rediss://` URLs, at least one). Topology changes, redirects and failovers are followed.
+    /// Spread a queue over the masters with the queue option `shards`.
+    pub cluster: Option<Vec<String>>,
+    /// A primary managed by Redis Sentinel; the client asks the Sentinels for the current
+    /// primary, and asks again after a failover.
+    pub sentinel: Option<SentinelOptions>,
+    /// ACL user, overriding one in the URL (for Sentinel: the primary's user).
     pub username: Option<String>,
-    /// Password, overriding one in the URL. Never appears in error messages.
+    /// Password, overriding one in the URL (for Sentinel: the primary's). Never appears in
+    /// error messages.
     pub password: Option<String>,
     /// First segment of every key. Default `tideq`.
     pub prefix: Option<String>,
@@ -27,16 +38,47 @@ pub struct ClientOptions {
     pub connect_timeout_ms: Option<u32>,
     /// How long a command may take before failing with `CONNECTION`. Default 30000.
     pub response_timeout_ms: Option<u32>,
+    /// Make every job enqueue wait until this many replicas have it (Redis `WAIT`), so an
+    /// acknowledged job survives the primary's death. When fewer confirm in time, the enqueue
+    /// rejects with `NOT_REPLICATED`; the job is on the primary, so enqueuing again with the same
+    /// `id` is safe. Applies to `Queue` enqueues only. Default: no waiting.
+    pub replica_ack: Option<ReplicaAckOptions>,
+}
+
+/// `sentinel` option of `new Client(options)`.
+// Declared for the TypeScript definitions only.
+#[allow(dead_code)]
+#[napi(object, object_from_js = false, object_to_js = false)]
+pub struct SentinelOptions {
+    /// The Sentinels' URLs (`redis://host:26379`), at least one. The client options
+    /// `username`/`password` apply to the primary, not to the Sentinels.
+    pub sentinels: Vec<String>,
+    /// The name the Sentinels monitor the primary under.
+    pub master_name: String,
+}
+
+/// `replicaAck` option of `new Client(options)`.
+// Declared for the TypeScript definitions only.
+#[allow(dead_code)]
+#[napi(object, object_from_js = false, object_to_js = false)]
+pub struct ReplicaAckOptions {
+    /// Replicas that must confirm each enqueue. At least 1.
+    pub replicas: u32,
+    /// How long to wait for them, in ms. At least 1.
+    pub timeout_ms: f64,
 }
 
 const CLIENT_KEYS: &[&str] = &[
     "url",
+    "cluster",
+    "sentinel",
     "username",
     "password",
     "prefix",
     "maxPayload",
     "connectTimeoutMs",
     "responseTimeoutMs",
+    "replicaAck",
 ];
 
 /// The default URL: `TIDEQ_REDIS_URL`, else a local Redis.
@@ -78,9 +120,22 @@ pub struct Client {
 
 impl Client {
     pub(crate) fn from_options(opts: &Options) -> Res<tideq::Client> {
-        let url = opts.get("url", string)?.unwrap_or_else(default_url);
-        let mut cfg = tideq::Config::new(url)
-            .with_credentials(opts.get("username", string)?, opts.get("password", string)?);
+        let url = opts.get("url", string)?;
+        let cluster = opts.get("cluster", non_empty_strings)?;
+        let sentinel = opts.get("sentinel", sentinel_arg)?;
+        let mut cfg = match (url, cluster, sentinel) {
+            (url, None, None) => tideq::Config::new(url.unwrap_or_else(default_url)),
+            (None, Some(nodes), None) => tideq::Config::cluster(nodes),
+            (None, None, Some((sentinels, master_name))) => {
+                tideq::Config::sentinel(sentinels, master_name)
+            }
+            _ => {
+                return Err(invalid(
+                    "Client options: give one of url, cluster and sentinel, not several",
+                ))
+            }
+        };
+        cfg = cfg.with_credentials(opts.get("username", string)?, opts.get("password", string)?);
         if let Some(prefix) = opts.get("prefix", string)? {
             cfg = cfg.with_prefix(prefix);
         }
@@ -93,8 +148,43 @@ impl Client {
         if let Some(d) = opts.get("responseTimeoutMs", millis)? {
             cfg = cfg.with_response_timeout(d);
         }
+        if let Some((replicas, timeout)) = opts.get("replicaAck", replica_ack_arg)? {
+            cfg = cfg.with_replica_ack(replicas, timeout);
+        }
         Ok(tideq::Client::new(cfg)?)
     }
+}
+
+/// A list of URLs that must not be empty (cluster seeds, Sentinels): an empty list would
+/// otherwise fall through to a confusing "unsupported Redis URL" from the core.
+fn non_empty_strings(what: &str, v: &Unknown) -> Res<Vec<String>> {
+    let list = strings(what, v)?;
+    if list.is_empty() {
+        return Err(invalid(format!("{what} must list at least one URL")));
+    }
+    Ok(list)
+}
+
+fn sentinel_arg(what: &str, v: &Unknown) -> Res<(Vec<String>, String)> {
+    let opts = Options::new(what, Some(v), &["sentinels", "masterName"])?;
+    let sentinels = opts
+        .get("sentinels", non_empty_strings)?
+        .ok_or_else(|| invalid(format!("{what}.sentinels is required")))?;
+    let master_name = opts
+        .get("masterName", string)?
+        .ok_or_else(|| invalid(format!("{what}.masterName is required")))?;
+    Ok((sentinels, master_name))
+}
+
+fn replica_ack_arg(what: &str, v: &Unknown) -> Res<(usize, Duration)> {
+    let opts = Options::new(what, Some(v), &["replicas", "timeoutMs"])?;
+    let replicas = opts
+        .get("replicas", count)?
+        .ok_or_else(|| invalid(format!("{what}.replicas is required")))?;
+    let timeout = opts
+        .get("timeoutMs", millis)?
+        .ok_or_else(|| invalid(format!("{what}.timeoutMs is required")))?;
+    Ok((replicas, timeout))
 }
 
 #[napi]
@@ -116,7 +206,8 @@ impl Client {
         spawn(env, Ok(async move { Ok(client.ping().await?) }))
     }
 
-    /// The URL with any password replaced by `***`.
+    /// The URL with any password replaced by `***`. For a cluster, the first seed; for
+    /// Sentinel, the first Sentinel.
     #[napi(getter)]
     pub fn url(&self) -> String {
         self.inner.config().redacted_url()

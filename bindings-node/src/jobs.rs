@@ -134,6 +134,13 @@ pub struct QueueOptions {
     pub keep_for_ms: Option<f64>,
     /// Longest error text stored with a failed job, in bytes. Default 4096.
     pub max_error_len: Option<u32>,
+    /// Split the queue in this many shards (1 to 1024), each with its own Redis Cluster hash
+    /// tag, so one queue spreads over a cluster's masters. Queue names may not contain `#`.
+    /// A job's shard is fixed by its id, so ids stay idempotent and `get`/`cancel` find it;
+    /// workers serve every shard; `stats` adds the shards up.
+    /// Every handle on a queue (producers and consumers) must use the same count; changing it
+    /// means draining the queue first. Default 1. On a single server it works but gains nothing.
+    pub shards: Option<u32>,
 }
 
 const QUEUE_KEYS: &[&str] = &[
@@ -145,6 +152,7 @@ const QUEUE_KEYS: &[&str] = &[
     "keepCompleted",
     "keepForMs",
     "maxErrorLen",
+    "shards",
 ];
 
 /// Options of one job (`enqueue(payload, options)`, or the fields next to `payload` in
@@ -331,9 +339,10 @@ pub struct DeadLettersOptions {
 /// ids, cancel. Delivery is at-least-once, so handlers should be idempotent.
 ///
 /// Errors carry `err.code`: `INVALID_ARGUMENT`, `PAYLOAD_TOO_LARGE`, `CONNECTION`, `REDIS`,
-/// `JOB_NOT_FOUND`, `JOB_NOT_CANCELLABLE`. An argument of the wrong JS type is a `TypeError`
-/// whose code is `INVALID_ARGUMENT`. Async methods reject (they never throw synchronously);
-/// constructors throw.
+/// `JOB_NOT_FOUND`, `JOB_NOT_CANCELLABLE`, and `NOT_REPLICATED` (an enqueue the client's
+/// `replicaAck` replicas did not confirm in time; the job is on the primary). An argument of
+/// the wrong JS type is a `TypeError` whose code is `INVALID_ARGUMENT`. Async methods reject
+/// (they never throw synchronously); constructors throw.
 #[napi]
 pub struct Queue {
     pub(crate) inner: tideq::Queue,
@@ -357,7 +366,8 @@ impl Queue {
             keep_for: opts.nullable_millis("keepForMs", d.keep_for)?,
             max_error_len: opts.get("maxErrorLen", count)?.unwrap_or(d.max_error_len),
         };
-        Ok(tideq::Queue::new(&client, &name, queue_opts)?)
+        let shards = opts.get("shards", count)?.unwrap_or(1);
+        Ok(tideq::Queue::sharded(&client, &name, shards, queue_opts)?)
     }
 }
 
@@ -384,6 +394,12 @@ impl Queue {
     #[napi(getter)]
     pub fn name(&self) -> String {
         self.inner.name().to_string()
+    }
+
+    /// How many shards the queue is split in (1 when not sharded).
+    #[napi(getter)]
+    pub fn shards(&self) -> u32 {
+        self.inner.shard_count() as u32
     }
 
     #[napi(getter)]

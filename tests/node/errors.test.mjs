@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import { freePort, freshQueue, keysWithPrefix, redisCommand, tideq, unique, useRedis } from './harness.mjs';
 
 const redis = useRedis();
-const { Client, CappedQueue } = tideq;
+const { Client, CappedQueue, Queue } = tideq;
 
 /** Asserts that `fn()` rejects (or throws) an error with `code`, and of class `cls`. */
 async function rejectsWith(fn, code, cls = Error, messagePart) {
@@ -80,6 +80,71 @@ test('options with a typo or of the wrong type are refused with INVALID_ARGUMENT
   await rejectsWith(() => queue.consume(() => {}, { concurrency: 0 }), 'INVALID_ARGUMENT', Error, /concurrency/);
   await rejectsWith(() => queue.consume(() => {}, { groups: ['a'], exclude: ['b'] }), 'INVALID_ARGUMENT');
   await rejectsWith(() => queue.consume(() => {}, { onError: 'log' }), 'INVALID_ARGUMENT', TypeError, /onError must be a function/);
+});
+
+test('Client options naming more than one deployment, or an empty or incomplete one, are refused with INVALID_ARGUMENT', async () => {
+  const sentinel = { sentinels: ['redis://127.0.0.1:26379'], masterName: 'm' };
+  const cluster = ['redis://127.0.0.1:7000'];
+  const several = /one of url, cluster and sentinel/;
+  await rejectsWith(() => new Client({ url: redis.url, cluster }), 'INVALID_ARGUMENT', Error, several);
+  await rejectsWith(() => new Client({ url: redis.url, sentinel }), 'INVALID_ARGUMENT', Error, several);
+  await rejectsWith(() => new Client({ cluster, sentinel }), 'INVALID_ARGUMENT', Error, several);
+  await rejectsWith(() => new Client({ url: redis.url, cluster, sentinel }), 'INVALID_ARGUMENT', Error, several);
+  await rejectsWith(() => new Client({ cluster: [] }), 'INVALID_ARGUMENT', Error, /cluster must list at least one URL/);
+  await rejectsWith(() => new Client({ sentinel: { sentinels: [], masterName: 'm' } }), 'INVALID_ARGUMENT', Error, /sentinels must list at least one URL/);
+  await rejectsWith(() => new Client({ sentinel: { sentinels: ['redis://127.0.0.1:26379'] } }), 'INVALID_ARGUMENT', Error, /masterName is required/);
+  await rejectsWith(() => new Client({ sentinel: { masterName: 'm' } }), 'INVALID_ARGUMENT', Error, /sentinels is required/);
+  await rejectsWith(() => new Client({ sentinel: { ...sentinel, masterName: '' } }), 'INVALID_ARGUMENT', Error, /master name/);
+  await rejectsWith(() => new Client({ sentinel: { ...sentinel, master: 'm' } }), 'INVALID_ARGUMENT', Error, /unknown option "master"/);
+  await rejectsWith(() => new Client({ cluster: 'redis://127.0.0.1:7000' }), 'INVALID_ARGUMENT', TypeError, /cluster must be an array/);
+  await rejectsWith(() => new Client({ cluster: ['redis://127.0.0.1:7000', 7001] }), 'INVALID_ARGUMENT', TypeError, /cluster\[1\] must be a string/);
+  await rejectsWith(() => new Client({ cluster: ['unix:///tmp/redis.sock'] }), 'INVALID_ARGUMENT', Error, /unsupported Redis URL/);
+  await rejectsWith(() => new Client({ sentinel: 'redis://127.0.0.1:26379' }), 'INVALID_ARGUMENT', TypeError, /sentinel must be an object/);
+  // replicaAck needs both fields, at least one replica and at least 1 ms.
+  for (const replicaAck of [{ replicas: 0, timeoutMs: 100 }, { replicas: 1, timeoutMs: 0 }, { replicas: 1 }, { timeoutMs: 100 }, { replicas: -1, timeoutMs: 100 }, { replicas: 1, timeoutMs: 100, wait: true }]) {
+    await rejectsWith(() => new Client({ url: redis.url, replicaAck }), 'INVALID_ARGUMENT', Error, /replica/i);
+  }
+  await rejectsWith(() => new Client({ url: redis.url, replicaAck: 1 }), 'INVALID_ARGUMENT', TypeError);
+  // Each kind alone is accepted (no connection is made until the first command).
+  assert.equal(new Client({ cluster }).url, cluster[0]);
+  assert.equal(new Client({ sentinel }).url, sentinel.sentinels[0]);
+  new Client({ url: redis.url, replicaAck: { replicas: 2, timeoutMs: 50 } });
+});
+
+test('shards outside 1 to 1024, or a queue name with #, are refused with INVALID_ARGUMENT; shards defaults to 1', async () => {
+  for (const Kind of [Queue, CappedQueue]) {
+    const client = new Client({ url: redis.url });
+    assert.equal(new Kind(unique('q'), { client }).shards, 1);
+    assert.equal(new Kind(unique('q'), { client, shards: 1024 }).shards, 1024);
+    await rejectsWith(() => new Kind(unique('q'), { client, shards: 0 }), 'INVALID_ARGUMENT', Error, /shards must be 1 to 1024/);
+    await rejectsWith(() => new Kind(unique('q'), { client, shards: 1025 }), 'INVALID_ARGUMENT', Error, /shards must be 1 to 1024/);
+    await rejectsWith(() => new Kind(unique('q'), { client, shards: 2.5 }), 'INVALID_ARGUMENT', Error, /whole number/);
+    await rejectsWith(() => new Kind(unique('q'), { client, shards: -3 }), 'INVALID_ARGUMENT');
+    await rejectsWith(() => new Kind(unique('q'), { client, shards: '3' }), 'INVALID_ARGUMENT', TypeError);
+    await rejectsWith(() => new Kind('a#b', { client, shards: 3 }), 'INVALID_ARGUMENT', Error, /'#'/);
+    await rejectsWith(() => new Kind('a#b', { client }), 'INVALID_ARGUMENT', Error, /'#'/);
+  }
+});
+
+test('a sharded queue on a single server works like an unsharded one', async () => {
+  const client = new Client({ url: redis.url, prefix: unique('t') });
+  const jobs = new Queue(unique('q'), { client, shards: 4 });
+  await jobs.enqueueMany(Array.from({ length: 40 }, (_, i) => ({ payload: String(i), id: `j${i}` })));
+  assert.equal((await jobs.get('j17')).payload.toString(), '17');
+  await jobs.cancel('j3');
+  const seen = [];
+  const w = await jobs.work((job) => void seen.push(job.id), { stopWhenDrained: true, pollIntervalMs: 100 }).join();
+  assert.equal(w.completed, 39);
+  assert.equal(new Set(seen).size, 39);
+  const s = await jobs.stats();
+  assert.deepEqual([s.enqueued, s.completed, s.cancelled, s.ready], [40, 39, 1, 0]);
+
+  const capped = new CappedQueue(unique('q'), { client, shards: 4 });
+  await capped.pushMany(Array.from({ length: 40 }, (_, i) => [`g${i % 10}`, String(i)]));
+  const items = [];
+  await capped.consume((group, batch) => void items.push(...batch.map(String)), { stopWhenEmpty: true, pollIntervalMs: 100 }).join();
+  assert.equal(new Set(items).size, 40);
+  assert.equal(items.length, 40);
 });
 
 test('an item over maxPayload is refused with PAYLOAD_TOO_LARGE and nothing is written', async () => {
