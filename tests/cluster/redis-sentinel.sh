@@ -42,10 +42,10 @@ launch() {
       cat >"$d/sentinel.conf" <<EOF
 port $p
 bind 127.0.0.1
-dir $d
+dir "$d"
 daemonize yes
-pidfile $d/redis.pid
-logfile $d/redis.log
+pidfile "$d/redis.pid"
+logfile "$d/redis.log"
 sentinel monitor $MASTER 127.0.0.1 $PRIMARY_PORT 2
 sentinel down-after-milliseconds $MASTER 1000
 sentinel failover-timeout $MASTER 5000
