@@ -544,7 +544,12 @@ export interface QueueOptions {
 export interface ReplicaAckOptions {
   /** Replicas that must confirm each enqueue. At least 1. */
   replicas: number
-  /** How long to wait for them, in ms. At least 1. */
+  /**
+   * How long to wait for them, in ms. At least 1. Keep it below `responseTimeoutMs`, or an
+   * unconfirmed enqueue fails with `CONNECTION` instead of `NOT_REPLICATED`. The wait holds
+   * up the other commands of the same `Client` (workers' too), so give producers that use
+   * `replicaAck` a `Client` of their own.
+   */
   timeoutMs: number
 }
 

@@ -64,7 +64,10 @@ pub struct SentinelOptions {
 pub struct ReplicaAckOptions {
     /// Replicas that must confirm each enqueue. At least 1.
     pub replicas: u32,
-    /// How long to wait for them, in ms. At least 1.
+    /// How long to wait for them, in ms. At least 1. Keep it below `responseTimeoutMs`, or an
+    /// unconfirmed enqueue fails with `CONNECTION` instead of `NOT_REPLICATED`. The wait holds
+    /// up the other commands of the same `Client` (workers' too), so give producers that use
+    /// `replicaAck` a `Client` of their own.
     pub timeout_ms: f64,
 }
 
