@@ -5,8 +5,6 @@
 //! On a 2-core machine the three masters share the cores with the client, so this shows the
 //! cost of cluster routing and the spread of shards rather than a 3x speed-up.
 
-#![recursion_limit = "256"]
-
 mod support;
 
 use std::process::Command;

@@ -241,6 +241,7 @@ impl CappedQueue {
                 }
             });
         let mut drops = vec![0; items.len()];
+        let sends: Vec<_> = sends.map(Box::pin).collect();
         for (i, d) in futures_util::future::try_join_all(sends)
             .await?
             .into_iter()
@@ -372,10 +373,10 @@ impl CappedQueue {
         for _ in 0..n {
             let shard = rr.next_shard % n;
             rr.next_shard = (shard + 1) % n;
-            if let Some(batch) = self
-                .next_batch_in_shard(shard, max, skip, &mut rr.hints[shard])
-                .await?
-            {
+            // Boxed: keeps the future's type shallow for callers' auto-trait checks.
+            let found =
+                Box::pin(self.next_batch_in_shard(shard, max, skip, &mut rr.hints[shard])).await?;
+            if let Some(batch) = found {
                 return Ok(Some(batch));
             }
         }

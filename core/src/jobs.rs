@@ -411,6 +411,7 @@ impl Queue {
                     Ok::<_, Error>(idx.iter().copied().zip(flags).collect::<Vec<_>>())
                 }
             });
+        let sends: Vec<_> = sends.map(Box::pin).collect();
         let results = futures_util::future::try_join_all(sends).await?;
         let mut created = vec![false; prepared.len()];
         for (i, f) in results.into_iter().flatten() {
@@ -672,6 +673,7 @@ impl Queue {
             })
         });
         let mut total = JobStats::default();
+        let per_shard: Vec<_> = per_shard.map(Box::pin).collect();
         for s in futures_util::future::try_join_all(per_shard).await? {
             total.delayed += s.delayed;
             total.ready += s.ready;
