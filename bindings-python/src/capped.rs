@@ -58,6 +58,7 @@ struct Handle {
 }
 
 impl Handle {
+    #[allow(clippy::too_many_arguments)]
     fn open(
         py: Python<'_>,
         name: &str,
@@ -66,6 +67,7 @@ impl Handle {
         capacity: i64,
         ttl: Option<f64>,
         max_age: Option<f64>,
+        shards: i64,
     ) -> PyResult<Self> {
         let client = match (client, url) {
             (Some(_), Some(_)) => return Err(invalid("pass either client or url, not both")),
@@ -77,8 +79,9 @@ impl Handle {
             ttl: convert::opt_duration("ttl", ttl)?,
             max_age: convert::opt_duration("max_age", max_age)?,
         };
-        let queue =
-            tideq::CappedQueue::new(&client.get().inner, name, opts).map_err(errors::to_py)?;
+        let shards = convert::count("shards", shards)?;
+        let queue = tideq::CappedQueue::sharded(&client.get().inner, name, shards, opts)
+            .map_err(errors::to_py)?;
         Ok(Handle { queue, client })
     }
 
@@ -88,11 +91,12 @@ impl Handle {
             d.map_or("None".to_string(), |d| format!("{:?}", d.as_secs_f64()))
         };
         format!(
-            "{class}({}, capacity={}, ttl={}, max_age={}, client={})",
+            "{class}({}, capacity={}, ttl={}, max_age={}, shards={}, client={})",
             convert::str_repr(py, self.queue.name()),
             o.capacity,
             secs(o.ttl),
             secs(o.max_age),
+            self.queue.shard_count(),
             convert::str_repr(py, &self.client.get().inner.config().redacted_url()),
         )
     }
@@ -105,10 +109,11 @@ pub struct CappedQueue(Handle);
 #[pymethods]
 impl CappedQueue {
     #[new]
-    #[pyo3(signature = (name, client=None, *, url=None, capacity=1000, ttl=Some(86400.0), max_age=None))]
+    #[pyo3(signature = (name, client=None, *, url=None, capacity=1000, ttl=Some(86400.0), max_age=None, shards=1))]
     #[pyo3(
-        text_signature = "(name, client=None, *, url=None, capacity=1000, ttl=86400.0, max_age=None)"
+        text_signature = "(name, client=None, *, url=None, capacity=1000, ttl=86400.0, max_age=None, shards=1)"
     )]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         name: &str,
@@ -117,8 +122,9 @@ impl CappedQueue {
         capacity: i64,
         ttl: Option<f64>,
         max_age: Option<f64>,
+        shards: i64,
     ) -> PyResult<Self> {
-        Handle::open(py, name, client, url, capacity, ttl, max_age).map(CappedQueue)
+        Handle::open(py, name, client, url, capacity, ttl, max_age, shards).map(CappedQueue)
     }
 
     #[getter]
@@ -129,6 +135,12 @@ impl CappedQueue {
     #[getter]
     fn client(&self, py: Python<'_>) -> Py<Client> {
         self.0.client.clone_ref(py)
+    }
+
+    /// How many shards (hash tags) the queue is split into.
+    #[getter]
+    fn shards(&self) -> usize {
+        self.0.queue.shard_count()
     }
 
     fn push(&self, py: Python<'_>, group: String, item: &Bound<'_, PyAny>) -> PyResult<u64> {
@@ -231,10 +243,11 @@ pub struct AsyncCappedQueue(Handle);
 #[pymethods]
 impl AsyncCappedQueue {
     #[new]
-    #[pyo3(signature = (name, client=None, *, url=None, capacity=1000, ttl=Some(86400.0), max_age=None))]
+    #[pyo3(signature = (name, client=None, *, url=None, capacity=1000, ttl=Some(86400.0), max_age=None, shards=1))]
     #[pyo3(
-        text_signature = "(name, client=None, *, url=None, capacity=1000, ttl=86400.0, max_age=None)"
+        text_signature = "(name, client=None, *, url=None, capacity=1000, ttl=86400.0, max_age=None, shards=1)"
     )]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         name: &str,
@@ -243,8 +256,9 @@ impl AsyncCappedQueue {
         capacity: i64,
         ttl: Option<f64>,
         max_age: Option<f64>,
+        shards: i64,
     ) -> PyResult<Self> {
-        Handle::open(py, name, client, url, capacity, ttl, max_age).map(AsyncCappedQueue)
+        Handle::open(py, name, client, url, capacity, ttl, max_age, shards).map(AsyncCappedQueue)
     }
 
     #[getter]
@@ -255,6 +269,12 @@ impl AsyncCappedQueue {
     #[getter]
     fn client(&self, py: Python<'_>) -> Py<Client> {
         self.0.client.clone_ref(py)
+    }
+
+    /// How many shards (hash tags) the queue is split into.
+    #[getter]
+    fn shards(&self) -> usize {
+        self.0.queue.shard_count()
     }
 
     fn push<'py>(

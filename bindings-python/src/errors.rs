@@ -30,6 +30,7 @@ fn class_of(kind: ErrorKind) -> Option<(&'static str, Also, &'static str)> {
         ErrorKind::JobNotFound => ("JobNotFoundError", Also::LookupError, "No job with that id (or it is no longer retained); for requeue, no dead job with that id."),
         ErrorKind::JobNotCancellable => ("JobNotCancellableError", Also::Nothing, "The job is active, dead or completed; only delayed or ready jobs can be cancelled."),
         ErrorKind::LeaseLost => ("LeaseLostError", Also::Nothing, "The job's lease expired and it was redelivered: this worker may no longer settle it."),
+        ErrorKind::NotReplicated => ("NotReplicatedError", Also::Nothing, "The enqueue reached the primary but fewer replicas than replica_ack asks confirmed it in time; the job exists, so enqueuing again with the same id is safe."),
         _ => return None,
     })
 }

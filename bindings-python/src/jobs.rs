@@ -445,13 +445,16 @@ impl Handle {
         client: Option<Py<Client>>,
         url: Option<String>,
         opts: QueueOptions,
+        shards: i64,
     ) -> PyResult<Self> {
         let client = match (client, url) {
             (Some(_), Some(_)) => return Err(invalid("pass either client or url, not both")),
             (Some(client), None) => client,
             (None, url) => Py::new(py, Client::from_url(url)?)?,
         };
-        let queue = tideq::Queue::new(&client.get().inner, name, opts).map_err(errors::to_py)?;
+        let shards = convert::count("shards", shards)?;
+        let queue = tideq::Queue::sharded(&client.get().inner, name, shards, opts)
+            .map_err(errors::to_py)?;
         Ok(Handle { queue, client })
     }
 
@@ -461,13 +464,14 @@ impl Handle {
             d.map_or("None".to_string(), |d| format!("{:?}", d.as_secs_f64()))
         };
         format!(
-            "{class}({}, max_attempts={}, backoff={}, timeout={}, keep_completed={}, keep_for={}, client={})",
+            "{class}({}, max_attempts={}, backoff={}, timeout={}, keep_completed={}, keep_for={}, shards={}, client={})",
             convert::str_repr(py, self.queue.name()),
             o.max_attempts,
             Backoff(o.backoff).__repr__(),
             secs(o.timeout),
             o.keep_completed,
             secs(o.keep_for),
+            self.queue.shard_count(),
             convert::str_repr(py, &self.client.get().inner.config().redacted_url()),
         )
     }
@@ -480,9 +484,9 @@ pub struct Queue(Handle);
 #[pymethods]
 impl Queue {
     #[new]
-    #[pyo3(signature = (name, client=None, *, url=None, max_attempts=5, backoff=None, timeout=None, keep_completed=1000, keep_for=Some(86400.0), max_error_len=4096))]
+    #[pyo3(signature = (name, client=None, *, url=None, max_attempts=5, backoff=None, timeout=None, keep_completed=1000, keep_for=Some(86400.0), max_error_len=4096, shards=1))]
     #[pyo3(
-        text_signature = "(name, client=None, *, url=None, max_attempts=5, backoff=None, timeout=None, keep_completed=1000, keep_for=86400.0, max_error_len=4096)"
+        text_signature = "(name, client=None, *, url=None, max_attempts=5, backoff=None, timeout=None, keep_completed=1000, keep_for=86400.0, max_error_len=4096, shards=1)"
     )]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -496,6 +500,7 @@ impl Queue {
         keep_completed: i64,
         keep_for: Option<f64>,
         max_error_len: i64,
+        shards: i64,
     ) -> PyResult<Self> {
         let opts = queue_options(
             max_attempts,
@@ -505,7 +510,7 @@ impl Queue {
             keep_for,
             max_error_len,
         )?;
-        Handle::open(py, name, client, url, opts).map(Queue)
+        Handle::open(py, name, client, url, opts, shards).map(Queue)
     }
 
     #[getter]
@@ -516,6 +521,12 @@ impl Queue {
     #[getter]
     fn client(&self, py: Python<'_>) -> Py<Client> {
         self.0.client.clone_ref(py)
+    }
+
+    /// How many shards (hash tags) the queue is split into.
+    #[getter]
+    fn shards(&self) -> usize {
+        self.0.queue.shard_count()
     }
 
     #[pyo3(signature = (payload, *, id=None, delay=None, run_at=None, max_attempts=None, backoff=None, timeout=None))]
@@ -645,9 +656,9 @@ pub struct AsyncQueue(Handle);
 #[pymethods]
 impl AsyncQueue {
     #[new]
-    #[pyo3(signature = (name, client=None, *, url=None, max_attempts=5, backoff=None, timeout=None, keep_completed=1000, keep_for=Some(86400.0), max_error_len=4096))]
+    #[pyo3(signature = (name, client=None, *, url=None, max_attempts=5, backoff=None, timeout=None, keep_completed=1000, keep_for=Some(86400.0), max_error_len=4096, shards=1))]
     #[pyo3(
-        text_signature = "(name, client=None, *, url=None, max_attempts=5, backoff=None, timeout=None, keep_completed=1000, keep_for=86400.0, max_error_len=4096)"
+        text_signature = "(name, client=None, *, url=None, max_attempts=5, backoff=None, timeout=None, keep_completed=1000, keep_for=86400.0, max_error_len=4096, shards=1)"
     )]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -661,6 +672,7 @@ impl AsyncQueue {
         keep_completed: i64,
         keep_for: Option<f64>,
         max_error_len: i64,
+        shards: i64,
     ) -> PyResult<Self> {
         let opts = queue_options(
             max_attempts,
@@ -670,7 +682,7 @@ impl AsyncQueue {
             keep_for,
             max_error_len,
         )?;
-        Handle::open(py, name, client, url, opts).map(AsyncQueue)
+        Handle::open(py, name, client, url, opts, shards).map(AsyncQueue)
     }
 
     #[getter]
@@ -681,6 +693,12 @@ impl AsyncQueue {
     #[getter]
     fn client(&self, py: Python<'_>) -> Py<Client> {
         self.0.client.clone_ref(py)
+    }
+
+    /// How many shards (hash tags) the queue is split into.
+    #[getter]
+    fn shards(&self) -> usize {
+        self.0.queue.shard_count()
     }
 
     #[pyo3(signature = (payload, *, id=None, delay=None, run_at=None, max_attempts=None, backoff=None, timeout=None))]

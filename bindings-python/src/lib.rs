@@ -2,7 +2,8 @@
 //! operation, script and the consumer loop live in the `tideq` core crate.
 //!
 //! Map (files mirror the core's):
-//! - [`client`]: `Client` (connection settings, lazy connect).
+//! - [`client`]: `Client` (one server, a Redis Cluster or a Sentinel-managed primary; lazy
+//!   connect).
 //! - [`capped`]: `CappedQueue` (blocking), `AsyncCappedQueue` (asyncio), `CappedStats`.
 //! - [`consumer`]: `Consumer`, `AsyncConsumer`, `ConsumerStats`, running batch handlers.
 //! - [`jobs`]: `Queue` (blocking), `AsyncQueue` (asyncio), `Backoff`, `Enqueued`, `Job`,

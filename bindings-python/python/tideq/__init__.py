@@ -10,6 +10,10 @@ Redis clock), leases renewed while the handler runs, retries with backoff, dead 
 ``max_attempts``, idempotent ids and cancel. Delivery is at-least-once, so handlers should be
 idempotent.
 
+``Client`` reaches one server (``url``), a Redis Cluster (``cluster=[seed URLs]``; split a queue
+over the masters with ``shards=N``) or a Sentinel-managed primary (``sentinel=[URLs]``,
+``master_name``).
+
 Errors derive from ``TideqError``, whose ``code`` is the core's stable error code.
 """
 
@@ -35,6 +39,7 @@ from tideq._tideq import (
     JobNotFoundError,
     JobStats,
     LeaseLostError,
+    NotReplicatedError,
     PayloadTooLargeError,
     Queue,
     RedisError,
@@ -68,6 +73,7 @@ __all__ = [
     "JobNotFoundError",
     "JobStats",
     "LeaseLostError",
+    "NotReplicatedError",
     "PayloadTooLargeError",
     "Queue",
     "RedisError",

@@ -16,6 +16,7 @@ __all__ = [
     "JobNotFoundError",
     "JobNotCancellableError",
     "LeaseLostError",
+    "NotReplicatedError",
     "Client",
     "CappedQueue",
     "AsyncCappedQueue",
@@ -90,26 +91,62 @@ class JobNotCancellableError(TideqError):
 class LeaseLostError(TideqError):
     """The job's lease expired and it was redelivered: this worker may no longer settle it."""
 
+class NotReplicatedError(TideqError):
+    """The enqueue reached the primary but fewer replicas than ``replica_ack`` asks confirmed it
+    in time; the job exists, so enqueuing again with the same id is safe."""
+
 @final
 class Client:
     """A handle on one Redis deployment, shared by queues. Connects lazily, on the first command.
 
-    ``url`` defaults to ``$TIDEQ_REDIS_URL``, else ``redis://127.0.0.1:6379``; ``redis://``,
-    ``rediss://`` (TLS) and ``unix://`` are accepted. ``username``/``password`` override the URL's.
+    Give at most one of:
+
+    - ``url``: one server; ``redis://``, ``rediss://`` (TLS) and ``unix://`` are accepted. With
+      none of the three, ``$TIDEQ_REDIS_URL``, else ``redis://127.0.0.1:6379``.
+    - ``cluster``: a Redis Cluster, through any of these seed URLs (``redis://host:port`` or
+      ``rediss://``, at least one). Redirects, topology changes and failovers are followed; spread
+      a queue over the masters with the queue option ``shards``.
+    - ``sentinel``: the Sentinels' URLs (at least one) of a primary they monitor as
+      ``master_name``; the client asks them for the current primary again after a failover.
+
+    ``username``/``password`` override the URL's (with Sentinel: the primary's credentials).
+    ``replica_ack=(replicas, timeout)`` makes every job enqueue wait (Redis ``WAIT``) until
+    ``replicas`` replicas have it, at most ``timeout`` seconds, else ``NotReplicatedError``.
+    Conflicting or empty options raise ``InvalidArgumentError``.
     """
 
     def __new__(
         cls,
         url: Optional[str] = None,
         *,
+        cluster: Optional[list[str]] = None,
+        sentinel: Optional[list[str]] = None,
+        master_name: Optional[str] = None,
         username: Optional[str] = None,
         password: Optional[str] = None,
         prefix: str = "tideq",
         max_payload: int = 524288,
+        replica_ack: Optional[tuple[int, float]] = None,
     ) -> Client: ...
     @property
     def url(self) -> str:
-        """The URL with any password replaced by ``***``."""
+        """The URL with any password replaced by ``***`` (cluster: the first seed; Sentinel: the
+        first Sentinel)."""
+    @property
+    def mode(self) -> str:
+        """``"single"``, ``"cluster"`` or ``"sentinel"``."""
+    @property
+    def cluster(self) -> Optional[list[str]]:
+        """The cluster seed URLs (passwords redacted), or None."""
+    @property
+    def sentinel(self) -> Optional[list[str]]:
+        """The Sentinel URLs (passwords redacted), or None."""
+    @property
+    def master_name(self) -> Optional[str]:
+        """The name the Sentinels monitor the primary under, or None."""
+    @property
+    def replica_ack(self) -> Optional[tuple[int, float]]:
+        """``(replicas, timeout seconds)`` each enqueue waits for, or None."""
     @property
     def prefix(self) -> str:
         """First segment of every Redis key."""
@@ -193,6 +230,11 @@ class CappedQueue:
     Each group keeps its newest ``capacity`` items; a group idle for ``ttl`` seconds disappears
     (``None``: never); items older than ``max_age`` seconds are discarded when consumed. Pass a
     ``client`` or a ``url`` (neither: ``Client()``). Delivery is at-most-once.
+
+    ``shards`` (1 to 1024) splits the queue into that many hash tags, which a Redis Cluster
+    spreads over its masters; a group's shard is fixed by its name, consumers serve every shard
+    and ``stats`` adds them up. Every producer and consumer of a queue must use the same count.
+    Queue names may not contain ``#``.
     """
 
     def __new__(
@@ -204,11 +246,15 @@ class CappedQueue:
         capacity: int = 1000,
         ttl: Optional[float] = 86400.0,
         max_age: Optional[float] = None,
+        shards: int = 1,
     ) -> CappedQueue: ...
     @property
     def name(self) -> str: ...
     @property
     def client(self) -> Client: ...
+    @property
+    def shards(self) -> int:
+        """How many shards (hash tags) the queue is split into."""
     def push(self, group: str, item: _BytesLike) -> int:
         """Append ``item`` to ``group``; returns how many old items were dropped."""
     def push_many(self, items: Iterable[tuple[str, _BytesLike]]) -> list[int]:
@@ -268,11 +314,15 @@ class AsyncCappedQueue:
         capacity: int = 1000,
         ttl: Optional[float] = 86400.0,
         max_age: Optional[float] = None,
+        shards: int = 1,
     ) -> AsyncCappedQueue: ...
     @property
     def name(self) -> str: ...
     @property
     def client(self) -> Client: ...
+    @property
+    def shards(self) -> int:
+        """How many shards (hash tags) the queue is split into."""
     def push(self, group: str, item: _BytesLike) -> Awaitable[int]:
         """Append ``item`` to ``group``; returns how many old items were dropped."""
     def push_many(self, items: Iterable[tuple[str, _BytesLike]]) -> Awaitable[list[int]]:
@@ -494,6 +544,12 @@ class Queue:
     ``timeout`` seconds per attempt (None: no limit); the newest ``keep_completed`` completed jobs
     younger than ``keep_for`` seconds (None: no age limit) stay visible to ``get``; error texts
     are cut to ``max_error_len`` bytes. Pass a ``client`` or a ``url`` (neither: ``Client()``).
+
+    ``shards`` (1 to 1024) splits the queue into that many hash tags, which a Redis Cluster
+    spreads over its masters; a job's shard is fixed by its id (so ids stay idempotent and
+    ``get``/``cancel`` work), workers serve every shard and ``stats`` adds them up. Every
+    producer and worker of a queue must use the same count (changing it remaps ids: drain the
+    queue first). Queue names may not contain ``#``.
     """
 
     def __new__(
@@ -508,11 +564,15 @@ class Queue:
         keep_completed: int = 1000,
         keep_for: Optional[float] = 86400.0,
         max_error_len: int = 4096,
+        shards: int = 1,
     ) -> Queue: ...
     @property
     def name(self) -> str: ...
     @property
     def client(self) -> Client: ...
+    @property
+    def shards(self) -> int:
+        """How many shards (hash tags) the queue is split into."""
     def enqueue(
         self,
         payload: _BytesLike,
@@ -595,11 +655,15 @@ class AsyncQueue:
         keep_completed: int = 1000,
         keep_for: Optional[float] = 86400.0,
         max_error_len: int = 4096,
+        shards: int = 1,
     ) -> AsyncQueue: ...
     @property
     def name(self) -> str: ...
     @property
     def client(self) -> Client: ...
+    @property
+    def shards(self) -> int:
+        """How many shards (hash tags) the queue is split into."""
     def enqueue(
         self,
         payload: _BytesLike,
