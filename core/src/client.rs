@@ -102,10 +102,18 @@ pub(crate) struct SentinelConn {
 }
 
 struct SentinelInner {
-    sentinel: tokio::sync::Mutex<SentinelClient>,
+    sentinel: Arc<tokio::sync::Mutex<SentinelClient>>,
     current: std::sync::Mutex<Option<MultiplexedConnection>>,
+    /// Address of the primary `current` talks to.
+    addr: std::sync::Mutex<Option<String>>,
+    watching: std::sync::atomic::AtomicBool,
     config: AsyncConnectionConfig,
 }
+
+/// How often a Sentinel client asks the Sentinels who the primary is. After a failover the old
+/// primary keeps accepting writes until the Sentinels demote it (seconds later); writes in that
+/// window would be lost, so the client must not wait for an error to notice the switch.
+const SENTINEL_CHECK: Duration = Duration::from_millis(500);
 
 fn is_readonly(e: &redis::RedisError) -> bool {
     e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::ReadOnly)
@@ -125,8 +133,42 @@ impl SentinelConn {
         let conn = client
             .get_multiplexed_async_connection_with_config(&self.inner.config)
             .await?;
+        *self.inner.addr.lock().unwrap() = Some(client.get_connection_info().addr().to_string());
         *self.inner.current.lock().unwrap() = Some(conn.clone());
+        if !self
+            .inner
+            .watching
+            .swap(true, std::sync::atomic::Ordering::SeqCst)
+        {
+            Self::watch(Arc::downgrade(&self.inner));
+        }
         Ok(conn)
+    }
+
+    /// Follows the Sentinels' choice of primary: when it changes, the next command reconnects.
+    /// Ends when the client is dropped.
+    fn watch(weak: std::sync::Weak<SentinelInner>) {
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(SENTINEL_CHECK).await;
+                let Some(inner) = weak.upgrade() else { return };
+                let named = {
+                    let mut sentinel = inner.sentinel.lock().await;
+                    sentinel
+                        .async_get_client()
+                        .await
+                        .map(|c| c.get_connection_info().addr().to_string())
+                };
+                if let Ok(named) = named {
+                    let mut addr = inner.addr.lock().unwrap();
+                    if addr.as_deref().is_some_and(|a| a != named) {
+                        log::info!("tideq: Sentinels name a new primary ({named}); switching");
+                        *addr = None;
+                        *inner.current.lock().unwrap() = None;
+                    }
+                }
+            }
+        });
     }
 
     fn forget(&self) {
@@ -217,6 +259,9 @@ struct Inner {
     backend: Backend,
     secret: Option<String>,
     conn: OnceCell<Conn>,
+    /// A second connection for enqueues that `WAIT` for replicas, so a waiting enqueue does not
+    /// hold up every other command of the client (WAIT must follow the writes on one connection).
+    ack_conn: OnceCell<Conn>,
 }
 
 impl std::fmt::Debug for Client {
@@ -282,8 +327,10 @@ impl Client {
             .map_err(|e| Error::from_redis(e, secret.as_deref()))?;
             Backend::Sentinel(SentinelConn {
                 inner: Arc::new(SentinelInner {
-                    sentinel: tokio::sync::Mutex::new(client),
+                    sentinel: Arc::new(tokio::sync::Mutex::new(client)),
                     current: std::sync::Mutex::new(None),
+                    addr: std::sync::Mutex::new(None),
+                    watching: std::sync::atomic::AtomicBool::new(false),
                     config: AsyncConnectionConfig::new()
                         .set_connection_timeout(Some(config.connect_timeout))
                         .set_response_timeout(Some(config.response_timeout)),
@@ -301,6 +348,7 @@ impl Client {
                 backend,
                 secret,
                 conn: OnceCell::new(),
+                ack_conn: OnceCell::new(),
             }),
         })
     }
@@ -380,6 +428,48 @@ impl Client {
             .map_err(|e| self.err(e))
     }
 
+    /// The connection for replica-acknowledged enqueues (see `Inner::ack_conn`).
+    pub(crate) async fn ack_conn(&self) -> Result<Conn> {
+        let cfg = &self.inner.config;
+        let wait = cfg.replica_ack.map(|(_, t)| t).unwrap_or_default();
+        self.inner
+            .ack_conn
+            .get_or_try_init(|| async {
+                match &self.inner.backend {
+                    Backend::Single(client) => {
+                        let mgr_cfg = ConnectionManagerConfig::new()
+                            .set_connection_timeout(Some(cfg.connect_timeout))
+                            .set_response_timeout(Some(cfg.response_timeout + wait))
+                            .set_number_of_retries(1);
+                        ConnectionManager::new_with_config(client.clone(), mgr_cfg)
+                            .await
+                            .map(Conn::Single)
+                    }
+                    Backend::Sentinel(main) => {
+                        let conn = SentinelConn {
+                            inner: Arc::new(SentinelInner {
+                                sentinel: main.inner.sentinel.clone(),
+                                current: std::sync::Mutex::new(None),
+                                addr: std::sync::Mutex::new(None),
+                                watching: std::sync::atomic::AtomicBool::new(false),
+                                config: AsyncConnectionConfig::new()
+                                    .set_connection_timeout(Some(cfg.connect_timeout))
+                                    .set_response_timeout(Some(cfg.response_timeout + wait)),
+                            }),
+                        };
+                        conn.primary().await?;
+                        Ok(Conn::Sentinel(conn))
+                    }
+                    Backend::Cluster { blocking, .. } => {
+                        blocking.get_async_connection().await.map(Conn::Cluster)
+                    }
+                }
+            })
+            .await
+            .cloned()
+            .map_err(|e| self.err(e))
+    }
+
     /// A fresh connection without a response timeout, for `BLPOP`-style waits.
     pub(crate) async fn blocking_conn(&self) -> Result<BlockingConn> {
         match &self.inner.backend {
@@ -422,14 +512,25 @@ impl Client {
         script: &LuaScript,
     ) -> Result<T> {
         let mut conn = self.conn().await?;
-        match cmd.query_async::<T>(&mut conn).await {
+        self.eval_on(&mut conn, cmd, script).await
+    }
+
+    /// [`eval`](Self::eval) on a given connection.
+    pub(crate) async fn eval_on<T: FromRedisValue>(
+        &self,
+        conn: &mut Conn,
+        cmd: &redis::Cmd,
+        script: &LuaScript,
+    ) -> Result<T> {
+        let conn = &mut *conn;
+        match cmd.query_async::<T>(conn).await {
             Err(e) if scripts::is_noscript(&e) => {
                 script
                     .load_cmd()
-                    .query_async::<String>(&mut conn)
+                    .query_async::<String>(conn)
                     .await
                     .map_err(|e| self.err(e))?;
-                cmd.query_async::<T>(&mut conn)
+                cmd.query_async::<T>(conn)
                     .await
                     .map_err(|e| self.script_err(e, script))
             }
@@ -442,6 +543,16 @@ impl Client {
     /// that failed that way are sent again; any other error fails the call.
     pub(crate) async fn pipeline(&self, cmds: &[redis::Cmd]) -> Result<Vec<Value>> {
         let mut conn = self.conn().await?;
+        self.pipeline_on(&mut conn, cmds).await
+    }
+
+    /// [`pipeline`](Self::pipeline) on a given connection.
+    pub(crate) async fn pipeline_on(
+        &self,
+        conn: &mut Conn,
+        cmds: &[redis::Cmd],
+    ) -> Result<Vec<Value>> {
+        let conn = &mut *conn;
         let mut out: Vec<Option<Value>> = vec![None; cmds.len()];
         let mut pending: Vec<usize> = (0..cmds.len()).collect();
         for _round in 0..3 {
@@ -451,7 +562,7 @@ impl Client {
                 pipe.add_command(cmds[i].clone());
             }
             let replies: Vec<redis::RedisResult<Value>> =
-                pipe.query_async(&mut conn).await.map_err(|e| self.err(e))?;
+                pipe.query_async(conn).await.map_err(|e| self.err(e))?;
             let mut missing = Vec::new();
             for (&i, reply) in pending.iter().zip(replies) {
                 match reply {
@@ -472,7 +583,7 @@ impl Client {
                             loaded.push(script.name);
                             script
                                 .load_cmd()
-                                .query_async::<()>(&mut conn)
+                                .query_async::<()>(conn)
                                 .await
                                 .map_err(|e| self.err(e))?;
                         }

@@ -185,7 +185,7 @@ impl Config {
             ));
         }
         if let Some((n, t)) = self.replica_ack {
-            if n == 0 || t.is_zero() {
+            if n == 0 || t.as_millis() == 0 {
                 return Err(Error::invalid(
                     "replica_ack needs at least 1 replica and a timeout of at least 1 ms",
                 ));

@@ -395,12 +395,24 @@ impl Queue {
                     })
                     .collect();
                 async move {
-                    let replies = match cmds.len() {
-                        1 => vec![self.client.eval::<Value>(&cmds[0], &ENQUEUE_JOBS).await?],
-                        _ => self.client.pipeline(&cmds).await?,
+                    // With replica acks, the writes and their WAIT share a connection of their own.
+                    let ack = self.client.config().replica_ack;
+                    let mut conn = if ack.is_some() {
+                        self.client.ack_conn().await?
+                    } else {
+                        self.client.conn().await?
                     };
-                    if let Some((replicas, timeout)) = self.client.config().replica_ack {
-                        self.wait_for_replicas(shard, replicas, timeout).await?;
+                    let replies = match cmds.len() {
+                        1 => vec![
+                            self.client
+                                .eval_on::<Value>(&mut conn, &cmds[0], &ENQUEUE_JOBS)
+                                .await?,
+                        ],
+                        _ => self.client.pipeline_on(&mut conn, &cmds).await?,
+                    };
+                    if let Some((replicas, timeout)) = ack {
+                        self.wait_for_replicas(&mut conn, shard, replicas, timeout)
+                            .await?;
                     }
                     let mut flags = Vec::with_capacity(idx.len());
                     for reply in replies {
@@ -431,17 +443,17 @@ impl Queue {
     /// it to the shard's primary on a cluster).
     async fn wait_for_replicas(
         &self,
+        conn: &mut crate::client::Conn,
         shard: usize,
         replicas: usize,
         timeout: Duration,
     ) -> Result<()> {
-        let mut conn = self.client.conn().await?;
         let (_, acked): (i64, i64) = redis::pipe()
             .exists(self.shards[shard].stats())
             .cmd("WAIT")
             .arg(replicas)
             .arg(ms(timeout))
-            .query_async(&mut conn)
+            .query_async(conn)
             .await
             .map_err(|e| self.client.err(e))?;
         if (acked as usize) < replicas {

@@ -9,26 +9,46 @@ use std::time::{Duration, Instant};
 use common::{unique, RedisServer, SentinelSetup, MASTER_NAME};
 use tideq::{Client, Config, EnqueueOptions, Job, Queue, QueueOptions, WorkerOptions};
 
+fn role_of(port: u16) -> String {
+    redis::Client::open(format!("redis://127.0.0.1:{port}"))
+        .and_then(|c| c.get_connection())
+        .and_then(|mut c| redis::cmd("ROLE").query::<Vec<redis::Value>>(&mut c))
+        .ok()
+        .and_then(|v| v.first().cloned())
+        .and_then(|v| redis::from_redis_value::<String>(v).ok())
+        .unwrap_or_default()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn producers_and_workers_carry_on_after_a_sentinel_failover() {
     let setup = SentinelSetup::start();
+    // Sentinel failovers are not coordinated: the old primary accepts writes until it is demoted,
+    // and those writes vanish. With replica_ack an enqueue succeeds only once a replica has the
+    // job, so every *acknowledged* job survives; the others fail with NOT_REPLICATED (or
+    // CONNECTION) and the producer may retry them with the same id.
     let client = Client::new(
         Config::sentinel(setup.sentinels.clone(), MASTER_NAME)
-            .with_response_timeout(Duration::from_secs(2)),
+            .with_response_timeout(Duration::from_secs(2))
+            .with_replica_ack(1, Duration::from_millis(300)),
     )
     .unwrap();
     let q = Queue::new(&client, &unique("sent"), QueueOptions::default()).unwrap();
     let done = Arc::new(Mutex::new(HashSet::new()));
     let d2 = done.clone();
     let opts = WorkerOptions {
-        concurrency: 4,
+        concurrency: 1,
         poll_interval: Duration::from_millis(200),
         ..Default::default()
     };
+    // A worker slower than the producer, so a backlog sits on the primary while it changes: jobs
+    // written to the old primary after the switch would vanish when it is demoted.
     let w = q
         .work(opts, move |job: Job| {
             d2.lock().unwrap().insert(job.id.clone());
-            async { Ok::<(), String>(()) }
+            async {
+                tokio::time::sleep(Duration::from_millis(30)).await;
+                Ok::<(), String>(())
+            }
         })
         .unwrap();
     let before = setup.primary_port();
@@ -37,7 +57,7 @@ async fn producers_and_workers_carry_on_after_a_sentinel_failover() {
     let t = Instant::now();
     let mut failed_over_at = None;
     let mut i = 0;
-    while t.elapsed() < Duration::from_secs(25) {
+    while t.elapsed() < Duration::from_secs(40) {
         if i == 50 {
             let mut s = redis::Client::open(setup.sentinels[0].as_str())
                 .unwrap()
@@ -67,15 +87,17 @@ async fn producers_and_workers_carry_on_after_a_sentinel_failover() {
         if failed_over_at.is_none() && i > 50 && setup.primary_port() != before {
             failed_over_at = Some(i);
         }
-        if failed_over_at.is_some_and(|at| i > at + 50) {
+        // Keep writing until the old primary has been demoted (seconds after the switch): writes
+        // that reached it in between would be lost.
+        if failed_over_at.is_some_and(|at| i > at + 50) && role_of(before) == "slave" {
             break;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert!(failed_over_at.is_some(), "the Sentinels never failed over");
     assert_ne!(setup.primary_port(), before);
-    // Every acknowledged job is processed (the failover was coordinated: nothing lost).
-    let deadline = Instant::now() + Duration::from_secs(20);
+    // Every acknowledged job is processed, by the worker that ran through the failover.
+    let deadline = Instant::now() + Duration::from_secs(40);
     while Instant::now() < deadline && acked.iter().any(|id| !done.lock().unwrap().contains(id)) {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
@@ -129,6 +151,25 @@ async fn replica_ack_confirms_enqueues_or_says_not_replicated() {
         )
         .await
         .is_ok_and(|r| r.created));
+    // A waiting enqueue does not hold up the client's other commands (it has its own connection).
+    let slow =
+        Client::new(Config::new(&primary.url).with_replica_ack(1, Duration::from_millis(1500)))
+            .unwrap();
+    let sq = Queue::new(&slow, &q_name, QueueOptions::default()).unwrap();
+    sq.stats().await.unwrap();
+    let waiting = tokio::spawn({
+        let sq = sq.clone();
+        async move { sq.enqueue(b"w", EnqueueOptions::default()).await }
+    });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let t = Instant::now();
+    sq.stats().await.unwrap();
+    assert!(
+        t.elapsed() < Duration::from_millis(1000),
+        "stats() waited behind WAIT for {:?}",
+        t.elapsed()
+    );
+    assert_eq!(waiting.await.unwrap().unwrap_err().code(), "NOT_REPLICATED");
     // With a replica attached, the same enqueue is confirmed.
     let _replica = RedisServer::start_private(
         common::free_port(),
