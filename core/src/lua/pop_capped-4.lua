@@ -15,19 +15,20 @@ if maxage > 0 then
   local t = redis.call('TIME')
   now = t[1] * 1000 + math.floor(t[2] / 1000)
 end
-while #out < max do
-  local got = redis.call('LPOP', KEYS[1], max - #out)
-  if not got then break end
-  for _, item in ipairs(got) do
-    if maxage > 0 then
+if maxage == 0 then
+  -- Nothing can be stale: one LPOP, returned as is.
+  out = redis.call('LPOP', KEYS[1], max) or out
+else
+  while #out < max do
+    local got = redis.call('LPOP', KEYS[1], max - #out)
+    if not got then break end
+    for _, item in ipairs(got) do
       local sep = string.find(item, ':', 1, true)
       if now - tonumber(string.sub(item, 1, sep - 1)) > maxage then
         discarded = discarded + 1
       else
         out[#out + 1] = item
       end
-    else
-      out[#out + 1] = item
     end
   end
 end
