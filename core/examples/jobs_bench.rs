@@ -14,6 +14,7 @@
 //!   (script-internal calls included); `idle_client_cmds_per_s`: the commands clients sent in
 //!   that window, counted with MONITOR.
 //! - `diag`: Redis and client CPU, Redis calls and scripts per job, over each work run.
+//!   `JOBS_BENCH_EXTRA_C=300,1000` adds work runs at those concurrencies (diagnosis only).
 //!
 //! Payload: a ~50-byte JSON object; queue defaults (5 attempts, keep_completed 1000).
 
@@ -360,10 +361,20 @@ async fn main() -> tideq::Result<()> {
     let (c10, d10) = work(&client, &url, n, 10).await?;
     let (c100, d100) = work(&client, &url, n, 100).await?;
     let rss = rss_mb();
+    // Extra concurrency levels for diagnosis (not in run.py's table): JOBS_BENCH_EXTRA_C=300,1000
+    let mut extra = String::new();
+    for c in std::env::var("JOBS_BENCH_EXTRA_C")
+        .unwrap_or_default()
+        .split(',')
+        .filter_map(|c| c.trim().parse::<usize>().ok())
+    {
+        let (r, d) = work(&client, &url, n, c).await?;
+        extra.push_str(&format!("\"work_c{c}\":{r},\"diag_c{c}\":{d},"));
+    }
     let (p50, p99, pmin) = lateness(&client).await?;
     let idle = idle(&client, &url).await?;
     println!(
-        "{{\"runtime\":\"rust\",\"lib\":\"tideq\",\"enqueue_seq\":{seq},\"enqueue_bulk\":{bulk},\
+        "{{\"runtime\":\"rust\",\"lib\":\"tideq\",{extra}\"enqueue_seq\":{seq},\"enqueue_bulk\":{bulk},\
          \"work_c1\":{c1},\"work_c10\":{c10},\"work_c100\":{c100},\"lateness_p50_ms\":{p50},\
          \"lateness_p99_ms\":{p99},\"lateness_min_ms\":{pmin},\"rss_mb\":{rss},\
          \"diag\":{{\"c1\":{d1},\"c10\":{d10},\"c100\":{d100}}},{idle}}}"
