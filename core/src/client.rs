@@ -284,7 +284,11 @@ impl Client {
                 .map(|u| config.connection_info_for(u))
                 .collect::<Result<Vec<_>>>()?;
             let build = |response_timeout: Duration| {
-                ClusterClient::builder(nodes.clone())
+                let mut builder = ClusterClient::builder(nodes.clone());
+                if let Some(certs) = config.tls_certs() {
+                    builder = builder.certs(certs);
+                }
+                builder
                     .connection_timeout(config.connect_timeout)
                     .response_timeout(response_timeout)
                     .retries(8)
@@ -338,9 +342,11 @@ impl Client {
             })
         } else {
             let info = config.connection_info_for(&config.url)?;
-            Backend::Single(
-                redis::Client::open(info).map_err(|e| Error::from_redis(e, secret.as_deref()))?,
-            )
+            let client = match config.tls_certs() {
+                Some(certs) => redis::Client::build_with_tls(info, certs),
+                None => redis::Client::open(info),
+            };
+            Backend::Single(client.map_err(|e| Error::from_redis(e, secret.as_deref()))?)
         };
         Ok(Client {
             inner: Arc::new(Inner {

@@ -24,6 +24,8 @@ pub struct Config {
     pub(crate) master_name: String,
     /// Replicas that must confirm each enqueue (`WAIT`), and how long to wait for them.
     pub(crate) replica_ack: Option<(usize, Duration)>,
+    /// PEM root certificate(s) to trust for `rediss://` instead of the public roots.
+    pub(crate) tls_ca: Option<Vec<u8>>,
     pub(crate) username: Option<String>,
     pub(crate) password: Option<String>,
     pub(crate) prefix: String,
@@ -68,6 +70,7 @@ impl Config {
             sentinels: Vec::new(),
             master_name: String::new(),
             replica_ack: None,
+            tls_ca: None,
             username: None,
             password: None,
             prefix: "tideq".to_string(),
@@ -119,6 +122,20 @@ impl Config {
     pub fn with_replica_ack(mut self, replicas: usize, timeout: Duration) -> Self {
         self.replica_ack = Some((replicas, timeout));
         self
+    }
+
+    /// Trust this PEM root certificate for `rediss://` (a private CA) instead of the public roots.
+    /// Single nodes and clusters. (`rediss://host/#insecure` skips verification: tests only.)
+    pub fn with_tls_ca(mut self, pem: impl Into<Vec<u8>>) -> Self {
+        self.tls_ca = Some(pem.into());
+        self
+    }
+
+    pub(crate) fn tls_certs(&self) -> Option<redis::TlsCertificates> {
+        self.tls_ca.as_ref().map(|ca| redis::TlsCertificates {
+            client_tls: None,
+            root_cert: Some(ca.clone()),
+        })
     }
 
     /// True for a Redis Cluster configuration.

@@ -1,0 +1,151 @@
+//! TLS (`rediss://`) with an ACL user, against a real redis-server serving TLS only.
+
+mod common;
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{free_port, unique};
+use tideq::{
+    CappedOptions, CappedQueue, Client, Config, EnqueueOptions, Job, Queue, QueueOptions,
+    WorkerOptions,
+};
+
+struct TlsServer {
+    port: u16,
+    child: std::process::Child,
+    dir: std::path::PathBuf,
+}
+
+impl Drop for TlsServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn start_tls_server() -> TlsServer {
+    let dir = std::env::temp_dir().join(unique("tideq-tls"));
+    std::fs::create_dir_all(&dir).unwrap();
+    // A private CA and a server certificate it signed (for 127.0.0.1).
+    std::fs::write(
+        dir.join("ext.cnf"),
+        "subjectAltName=IP:127.0.0.1,DNS:localhost\n",
+    )
+    .unwrap();
+    for args in [
+        "req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=tideq-test-ca -keyout ca.key -out ca.pem",
+        "req -newkey rsa:2048 -nodes -subj /CN=localhost -keyout key.pem -out server.csr",
+        "x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 1 -out cert.pem -extfile ext.cnf",
+    ] {
+        let ok = Command::new("openssl")
+            .args(args.split(' '))
+            .current_dir(&dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .expect("openssl");
+        assert!(ok.success(), "openssl {args}");
+    }
+    let port = free_port();
+    let child = Command::new("redis-server")
+        .args([
+            "--port",
+            "0",
+            "--tls-port",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ])
+        .args([
+            "--tls-cert-file",
+            "cert.pem",
+            "--tls-key-file",
+            "key.pem",
+            "--tls-ca-cert-file",
+            "ca.pem",
+        ])
+        .args(["--tls-auth-clients", "no", "--dir", dir.to_str().unwrap()])
+        .current_dir(&dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "TLS redis-server did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let server = TlsServer { port, child, dir };
+    // An ACL user for the test (over TLS too).
+    let status = Command::new("redis-cli")
+        .args(["--tls", "--insecure", "-p", &server.port.to_string()])
+        .args([
+            "ACL",
+            "SETUSER",
+            "app",
+            "on",
+            ">tls-pass",
+            "~tideq:*",
+            "+@all",
+        ])
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    server
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn both_queue_kinds_work_over_tls_with_an_acl_user() {
+    let server = start_tls_server();
+    // The server's certificate comes from a private CA: trust that CA (verification stays on).
+    let ca = std::fs::read(server.dir.join("ca.pem")).unwrap();
+    let url = format!("rediss://127.0.0.1:{}", server.port);
+    let tls = |user: &str, pass: &str| {
+        Config::new(&url)
+            .with_tls_ca(ca.clone())
+            .with_credentials(Some(user.into()), Some(pass.into()))
+    };
+    let client = Client::new(tls("app", "tls-pass")).unwrap();
+    client.ping().await.unwrap();
+    let capped = CappedQueue::new(&client, "tls", CappedOptions::default()).unwrap();
+    capped.push("g", b"over tls").await.unwrap();
+    assert_eq!(
+        capped.pop_batch("g", 10).await.unwrap(),
+        vec![b"over tls".to_vec()]
+    );
+    let q = Queue::new(&client, "tls-jobs", QueueOptions::default()).unwrap();
+    q.enqueue(b"job", EnqueueOptions::default()).await.unwrap();
+    let w = q
+        .work(
+            WorkerOptions {
+                stop_when_drained: true,
+                ..Default::default()
+            },
+            |_j: Job| async { Ok::<(), String>(()) },
+        )
+        .unwrap();
+    assert_eq!(w.join().await.completed, 1);
+    // Plain redis:// to a TLS-only port is a CONNECTION error; a wrong password never leaks.
+    let plain = Client::new(
+        Config::new(format!("redis://127.0.0.1:{}", server.port))
+            .with_connect_timeout(Duration::from_secs(1)),
+    )
+    .unwrap();
+    assert_eq!(plain.ping().await.unwrap_err().code(), "CONNECTION");
+    let wrong = Client::new(tls("app", "nope-pass")).unwrap();
+    let err = wrong.ping().await.unwrap_err();
+    assert!(!err.to_string().contains("nope-pass"), "{err}");
+    // Without the CA, the certificate is rejected: verification is really on.
+    let untrusted = Client::new(
+        Config::new(&url).with_credentials(Some("app".into()), Some("tls-pass".into())),
+    )
+    .unwrap();
+    assert_eq!(untrusted.ping().await.unwrap_err().code(), "CONNECTION");
+}
