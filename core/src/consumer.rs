@@ -6,14 +6,16 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::{watch, Semaphore};
+
+use crate::background::{stopped, Background};
 use tokio::task::JoinSet;
 
 use crate::capped::{Batch, CappedQueue, RoundRobin};
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, Result};
 use crate::keys::validate_name;
 use crate::wait::Waiter;
 
@@ -114,9 +116,7 @@ impl Counters {
 /// [`shutdown`](Self::shutdown) to also wait for it.
 #[must_use = "dropping the handle stops the consumer"]
 pub struct Consumer {
-    stop: watch::Sender<bool>,
-    done: watch::Receiver<bool>,
-    task: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    bg: Background,
     counters: Arc<Counters>,
 }
 
@@ -139,26 +139,13 @@ impl CappedQueue {
     /// [`consume`](Self::consume) with an already boxed handler (used by the bindings).
     pub fn consume_boxed(&self, opts: ConsumerOptions, handler: BatchHandler) -> Result<Consumer> {
         opts.validate()?;
-        let rt = tokio::runtime::Handle::try_current().map_err(|_| {
-            Error::new(ErrorKind::Closed, "consume() needs a running tokio runtime")
-        })?;
-        let (stop, stop_rx) = watch::channel(false);
-        let (done_tx, done) = watch::channel(false);
         let counters = Arc::new(Counters::default());
-        let task = rt.spawn(run(
-            self.clone(),
-            opts,
-            handler,
-            stop_rx,
-            counters.clone(),
-            done_tx,
-        ));
-        Ok(Consumer {
-            stop,
-            done,
-            task: Mutex::new(Some(task)),
-            counters,
-        })
+        let c = counters.clone();
+        let queue = self.clone();
+        let bg = Background::spawn("consume", move |sig| {
+            run(queue, opts, handler, sig.stop, c, sig.done)
+        })?;
+        Ok(Consumer { bg, counters })
     }
 }
 
@@ -169,27 +156,18 @@ impl Consumer {
 
     /// Asks the consumer to stop taking batches; running handlers get the grace period.
     pub fn stop(&self) {
-        let _ = self.stop.send(true);
+        self.bg.stop();
     }
 
     /// True until the fetch loop has ended and running handlers have finished or been abandoned.
     pub fn is_running(&self) -> bool {
-        !*self.done.borrow()
+        self.bg.is_running()
     }
 
     /// Waits until the consumer has stopped (after [`stop`](Self::stop), or by itself with
     /// `stop_when_empty`), and returns its stats.
     pub async fn join(&self) -> ConsumerStats {
-        let task = self.task.lock().unwrap().take();
-        match task {
-            Some(task) => {
-                let _ = task.await;
-            }
-            None => {
-                let mut done = self.done.clone();
-                let _ = done.wait_for(|d| *d).await;
-            }
-        }
+        self.bg.join().await;
         self.stats()
     }
 
@@ -202,17 +180,9 @@ impl Consumer {
     /// Runs until SIGINT (Ctrl-C) or SIGTERM, or until the consumer stops by itself, then shuts
     /// down gracefully.
     pub async fn run_until_signal(&self) -> ConsumerStats {
-        let mut done = self.done.clone();
-        tokio::select! {
-            _ = crate::signal::terminated() => {}
-            _ = done.wait_for(|d| *d) => {}
-        }
-        self.shutdown().await
+        self.bg.until_signal().await;
+        self.stats()
     }
-}
-
-async fn stopped(rx: &mut watch::Receiver<bool>) {
-    let _ = rx.wait_for(|s| *s).await;
 }
 
 struct Fetcher {

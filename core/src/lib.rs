@@ -26,6 +26,7 @@
 //! # Ok(()) }
 //! ```
 
+mod background;
 pub mod capped;
 pub mod client;
 pub mod config;

@@ -14,6 +14,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot, watch, Semaphore};
+
+use crate::background::{stopped, Background};
 use tokio::task::JoinSet;
 
 use crate::error::{Error, ErrorKind, Result};
@@ -112,9 +114,7 @@ impl Counters {
 /// [`shutdown`](Self::shutdown) to also wait for it.
 #[must_use = "dropping the handle stops the worker"]
 pub struct Worker {
-    stop: watch::Sender<bool>,
-    done: watch::Receiver<bool>,
-    task: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    bg: Background,
     counters: Arc<Counters>,
 }
 
@@ -125,25 +125,16 @@ impl Worker {
 
     /// Stop fetching; running jobs get the grace period, then are returned to the queue.
     pub fn stop(&self) {
-        let _ = self.stop.send(true);
+        self.bg.stop();
     }
 
     pub fn is_running(&self) -> bool {
-        !*self.done.borrow()
+        self.bg.is_running()
     }
 
     /// Waits until the worker has stopped and returns its stats.
     pub async fn join(&self) -> WorkerStats {
-        let task = self.task.lock().unwrap().take();
-        match task {
-            Some(task) => {
-                let _ = task.await;
-            }
-            None => {
-                let mut done = self.done.clone();
-                let _ = done.wait_for(|d| *d).await;
-            }
-        }
+        self.bg.join().await;
         self.stats()
     }
 
@@ -155,12 +146,8 @@ impl Worker {
     /// Runs until SIGINT (Ctrl-C) or SIGTERM, or until the worker stops by itself, then shuts down
     /// gracefully: the usual `main` of a worker process.
     pub async fn run_until_signal(&self) -> WorkerStats {
-        let mut done = self.done.clone();
-        tokio::select! {
-            _ = crate::signal::terminated() => {}
-            _ = done.wait_for(|d| *d) => {}
-        }
-        self.shutdown().await
+        self.bg.until_signal().await;
+        self.stats()
     }
 }
 
@@ -184,30 +171,14 @@ impl Queue {
     /// [`work`](Self::work) with an already boxed handler (used by the bindings).
     pub fn work_boxed(&self, opts: WorkerOptions, handler: JobHandler) -> Result<Worker> {
         opts.validate()?;
-        let rt = tokio::runtime::Handle::try_current()
-            .map_err(|_| Error::new(ErrorKind::Closed, "work() needs a running tokio runtime"))?;
-        let (stop, stop_rx) = watch::channel(false);
-        let (done_tx, done) = watch::channel(false);
         let counters = Arc::new(Counters::default());
-        let task = rt.spawn(run(
-            self.clone(),
-            opts,
-            handler,
-            stop_rx,
-            counters.clone(),
-            done_tx,
-        ));
-        Ok(Worker {
-            stop,
-            done,
-            task: Mutex::new(Some(task)),
-            counters,
-        })
+        let c = counters.clone();
+        let queue = self.clone();
+        let bg = Background::spawn("work", move |sig| {
+            run(queue, opts, handler, sig.stop, c, sig.done)
+        })?;
+        Ok(Worker { bg, counters })
     }
-}
-
-async fn stopped(rx: &mut watch::Receiver<bool>) {
-    let _ = rx.wait_for(|s| *s).await;
 }
 
 type InFlight = Arc<Mutex<HashMap<String, Lease>>>;

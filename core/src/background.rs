@@ -1,0 +1,87 @@
+//! The handle shared by consumers and workers: a background loop on the tokio runtime that can
+//! be asked to stop, waited for, or run until SIGINT/SIGTERM.
+
+use std::future::Future;
+use std::sync::Mutex;
+
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::error::{Error, ErrorKind, Result};
+
+pub(crate) struct Background {
+    stop: watch::Sender<bool>,
+    done: watch::Receiver<bool>,
+    task: Mutex<Option<JoinHandle<()>>>,
+}
+
+/// What the loop gets: a stop signal to watch and a flag to raise when it has finished.
+pub(crate) struct Signals {
+    pub stop: watch::Receiver<bool>,
+    pub done: watch::Sender<bool>,
+}
+
+impl Background {
+    /// Spawns `body` on the current runtime (`what` names the caller in the error).
+    pub fn spawn<F, Fut>(what: &str, body: F) -> Result<Self>
+    where
+        F: FnOnce(Signals) -> Fut,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        let rt = tokio::runtime::Handle::try_current().map_err(|_| {
+            Error::new(
+                ErrorKind::Closed,
+                format!("{what}() needs a running tokio runtime"),
+            )
+        })?;
+        let (stop, stop_rx) = watch::channel(false);
+        let (done_tx, done) = watch::channel(false);
+        let task = rt.spawn(body(Signals {
+            stop: stop_rx,
+            done: done_tx,
+        }));
+        Ok(Background {
+            stop,
+            done,
+            task: Mutex::new(Some(task)),
+        })
+    }
+
+    pub fn stop(&self) {
+        let _ = self.stop.send(true);
+    }
+
+    pub fn is_running(&self) -> bool {
+        !*self.done.borrow()
+    }
+
+    /// Waits until the loop has finished (after `stop`, or by itself).
+    pub async fn join(&self) {
+        let task = self.task.lock().unwrap().take();
+        match task {
+            Some(task) => {
+                let _ = task.await;
+            }
+            None => {
+                let mut done = self.done.clone();
+                let _ = done.wait_for(|d| *d).await;
+            }
+        }
+    }
+
+    /// Waits for SIGINT/SIGTERM (or the loop ending by itself), then stops and joins.
+    pub async fn until_signal(&self) {
+        let mut done = self.done.clone();
+        tokio::select! {
+            _ = crate::signal::terminated() => {}
+            _ = done.wait_for(|d| *d) => {}
+        }
+        self.stop();
+        self.join().await;
+    }
+}
+
+/// Resolves once a stop is requested (or the handle that could request it is gone).
+pub(crate) async fn stopped(rx: &mut watch::Receiver<bool>) {
+    let _ = rx.wait_for(|s| *s).await;
+}
