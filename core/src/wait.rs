@@ -1,8 +1,10 @@
 //! Waiting for producers' wake-up tokens without polling. Producers push a token to a queue's
-//! wake list when work appears; idle consumers and workers block on those lists (`BLPOP`, on a
-//! connection of their own) for a bounded time. On a Redis Cluster, lists of different shards sit
-//! in different slots and one `BLPOP` cannot span them, so one small task per list blocks on it
-//! and forwards tokens through a `Notify`.
+//! wake list when work appears. A small listener task blocks on those lists (`BLPOP`, on a
+//! connection of its own) and forwards each token through a `Notify`; the consumer or worker
+//! waits on the `Notify` with a *client-side* timer. The timer matters: Redis checks `BLPOP`
+//! timeouts only `hz` times a second (100 ms apart by default), so a wait bounded by the next
+//! delayed job's due time must not rely on them. On a Redis Cluster, lists of different shards
+//! sit in different slots and one `BLPOP` cannot span them, so there is one listener per list.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,26 +16,66 @@ use crate::client::{BlockingConn, Client};
 use crate::error::Result;
 use crate::keys::key_slot;
 
-/// The longest single `BLPOP` of a forwarding task.
-const FANOUT_BLOCK: Duration = Duration::from_secs(5);
+/// The longest single `BLPOP` of a listener (its idle cost: one round trip per this).
+const LISTEN_BLOCK: Duration = Duration::from_secs(5);
 
 pub(crate) struct Waiter {
     client: Client,
     keys: Vec<String>,
-    conn: Option<BlockingConn>,
-    fanout: Option<Fanout>,
+    listeners: Option<Listeners>,
 }
 
-struct Fanout {
+struct Listeners {
     notify: Arc<Notify>,
     tasks: Vec<JoinHandle<()>>,
 }
 
-impl Drop for Fanout {
+impl Drop for Listeners {
     fn drop(&mut self) {
         for t in &self.tasks {
             t.abort();
         }
+    }
+}
+
+impl Waiter {
+    pub fn new(client: &Client, keys: Vec<String>) -> Self {
+        Waiter {
+            client: client.clone(),
+            keys,
+            listeners: None,
+        }
+    }
+
+    /// Returns when a token arrives on any of the lists, or after `max` (client clock).
+    pub async fn wait(&mut self, max: Duration) -> Result<()> {
+        let notify = match &self.listeners {
+            Some(l) => l.notify.clone(),
+            None => {
+                let notify = Arc::new(Notify::new());
+                let split = self.client.config().is_cluster()
+                    && self
+                        .keys
+                        .iter()
+                        .any(|k| key_slot(k) != key_slot(&self.keys[0]));
+                let groups: Vec<Vec<String>> = if split {
+                    self.keys.iter().map(|k| vec![k.clone()]).collect()
+                } else {
+                    vec![self.keys.clone()]
+                };
+                let tasks = groups
+                    .into_iter()
+                    .map(|keys| listen(self.client.clone(), keys, notify.clone()))
+                    .collect();
+                self.listeners = Some(Listeners {
+                    notify: notify.clone(),
+                    tasks,
+                });
+                notify
+            }
+        };
+        let _ = tokio::time::timeout(max, notify.notified()).await;
+        Ok(())
     }
 }
 
@@ -43,80 +85,18 @@ async fn blpop(
     keys: &[String],
     max: Duration,
 ) -> Result<bool> {
-    // BLPOP takes seconds with millisecond precision; 0 would mean "forever".
-    let secs = max.as_secs_f64().max(0.001);
     let got: Option<(String, String)> = redis::cmd("BLPOP")
         .arg(keys)
-        .arg(format!("{secs:.3}"))
+        .arg(max.as_secs_f64())
         .query_async(conn)
         .await
         .map_err(|e| client.err(e))?;
     Ok(got.is_some())
 }
 
-impl Waiter {
-    pub fn new(client: &Client, keys: Vec<String>) -> Self {
-        Waiter {
-            client: client.clone(),
-            keys,
-            conn: None,
-            fanout: None,
-        }
-    }
-
-    fn needs_fanout(&self) -> bool {
-        self.client.config().is_cluster()
-            && self
-                .keys
-                .iter()
-                .any(|k| key_slot(k) != key_slot(&self.keys[0]))
-    }
-
-    /// Returns when a token arrives on any of the lists, or after `max`.
-    pub async fn wait(&mut self, max: Duration) -> Result<()> {
-        if self.needs_fanout() {
-            let notify = match &self.fanout {
-                Some(f) => f.notify.clone(),
-                None => {
-                    let notify = Arc::new(Notify::new());
-                    let tasks = self
-                        .keys
-                        .iter()
-                        .map(|key| {
-                            spawn_forwarder(self.client.clone(), key.clone(), notify.clone())
-                        })
-                        .collect();
-                    self.fanout = Some(Fanout {
-                        notify: notify.clone(),
-                        tasks,
-                    });
-                    notify
-                }
-            };
-            let _ = tokio::time::timeout(max, notify.notified()).await;
-            return Ok(());
-        }
-        if self.conn.is_none() {
-            self.conn = Some(self.client.blocking_conn().await?);
-        }
-        let conn = self.conn.as_mut().expect("waiter connection");
-        if let Err(e) = blpop(&self.client, conn, &self.keys, max).await {
-            self.conn = None;
-            return Err(e);
-        }
-        Ok(())
-    }
-
-    /// Forgets a wait that was abandoned midway: its `BLPOP` may still be pending on the
-    /// connection, so the next wait uses a new one.
-    pub fn reset(&mut self) {
-        self.conn = None;
-    }
-}
-
-fn spawn_forwarder(client: Client, key: String, notify: Arc<Notify>) -> JoinHandle<()> {
+/// Blocks on `keys` in a loop, forwarding every token; reconnects with backoff after errors.
+fn listen(client: Client, keys: Vec<String>, notify: Arc<Notify>) -> JoinHandle<()> {
     tokio::spawn(async move {
-        let keys = [key];
         let mut conn: Option<BlockingConn> = None;
         let mut backoff = Duration::from_millis(50);
         loop {
@@ -137,7 +117,7 @@ fn spawn_forwarder(client: Client, key: String, notify: Arc<Notify>) -> JoinHand
                 &client,
                 conn.as_mut().expect("connected"),
                 &keys,
-                FANOUT_BLOCK,
+                LISTEN_BLOCK,
             )
             .await
             {
@@ -145,6 +125,8 @@ fn spawn_forwarder(client: Client, key: String, notify: Arc<Notify>) -> JoinHand
                 Ok(false) => {}
                 Err(e) => {
                     conn = None;
+                    // The connection may have been lost with work announced meanwhile: look.
+                    notify.notify_one();
                     log::warn!("tideq: wake-up listener failed, retrying in {backoff:?}: {e}");
                     tokio::time::sleep(backoff).await;
                     backoff = (backoff * 2).min(Duration::from_secs(5));

@@ -317,10 +317,7 @@ async fn run(
                     // look again as soon as any job ends.
                     tokio::select! {
                         _ = stopped(&mut stop_rx) => break,
-                        _ = tasks.join_next() => {
-                            waiter.reset(); // a BLPOP may still be pending on its connection
-                            Ok(())
-                        }
+                        _ = tasks.join_next() => Ok(()),
                         r = waiter.wait(wait) => r,
                     }
                 } else {

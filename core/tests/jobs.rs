@@ -1014,3 +1014,35 @@ async fn a_sharded_queue_spreads_jobs_and_still_finds_each_by_id() {
     let s = q.stats().await.unwrap();
     assert_eq!((s.ready, s.dead, s.completed, s.cancelled), (1, 0, 359, 1));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_worker_picks_up_a_delayed_job_within_milliseconds_of_its_due_time() {
+    // Redis checks BLPOP timeouts only 10 times a second, so this needs the worker's own timer.
+    let server = RedisServer::start();
+    let q = queue(&server.url);
+    let late = Arc::new(Mutex::new(Vec::new()));
+    let (l2, url) = (late.clone(), server.url.clone());
+    let opts = WorkerOptions { poll_interval: Duration::from_secs(30), ..Default::default() };
+    let w = q
+        .work(opts, move |job: Job| {
+            let mut c = redis::Client::open(url.as_str()).unwrap().get_connection().unwrap();
+            let (s, us): (u64, u64) = redis::cmd("TIME").query(&mut c).unwrap();
+            let due: u64 = job.payload_str().unwrap().parse().unwrap();
+            l2.lock().unwrap().push((s * 1000 + us / 1000) as i64 - due as i64);
+            async { Ok::<(), String>(()) }
+        })
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    for i in 0..5u64 {
+        let due = redis_ms(&server) + 150 + i * 37;
+        q.enqueue(due.to_string(), EnqueueOptions { run_at_ms: Some(due), ..Default::default() }).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(200 + i * 37)).await;
+    }
+    assert!(wait_until(Duration::from_secs(5), || late.lock().unwrap().len() == 5).await);
+    let mut l = late.lock().unwrap().clone();
+    l.sort();
+    eprintln!("delayed pickup lateness (ms): {l:?}");
+    assert!(l[0] >= 0, "ran early: {l:?}");
+    assert!(l[2] < 50, "median lateness {} ms: {l:?}", l[2]);
+    w.shutdown().await;
+}
