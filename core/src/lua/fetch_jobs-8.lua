@@ -7,7 +7,8 @@
   ARGV[1] lease ms   ARGV[2] most jobs to lease (0 = maintenance only)   ARGV[3] token prefix
   ARGV[4] most delayed jobs to promote (<= 1000)
   Returns: { leased, wake_in_ms }, leased = array of {id, envelope, attempt, token, enqueued ms};
-  wake_in_ms = ms until the next delayed job is due or a lease expires (0 = more work now), -1 if none. ]]
+  wake_in_ms = ms until the next delayed job is due or a lease expires (0 = look again now, always
+  so when jobs were leased), -1 if nothing is pending. ]]
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
 
@@ -65,6 +66,8 @@ if want > 0 then
   end
 end
 
+-- A worker that got jobs comes straight back; only an empty-handed one needs to know when to.
+if #leased > 0 then return { leased, 0 } end
 local wake = -1
 if redis.call('LLEN', KEYS[1]) > 0 then
   wake = 0
