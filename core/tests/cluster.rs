@@ -369,3 +369,39 @@ async fn a_sharded_capped_queue_on_the_cluster_wakes_idle_consumers_on_any_shard
     consumer.shutdown().await;
     assert_eq!(q.stats().await.unwrap().delivered, 9);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_acl_user_works_on_the_cluster_and_a_wrong_password_is_refused_without_leaking() {
+    let cluster = RedisCluster::start();
+    for i in 0..cluster.nodes.len() {
+        redis::cmd("ACL")
+            .arg(&["SETUSER", "app", "on", ">cluster-pass", "~tideq:*", "+@all"])
+            .exec(&mut cluster.node(i))
+            .unwrap();
+    }
+    let creds = |pass: &str| {
+        Config::cluster(cluster.nodes.clone())
+            .with_credentials(Some("app".into()), Some(pass.into()))
+    };
+    let c = Client::new(creds("cluster-pass")).unwrap();
+    let q = Queue::sharded(&c, &unique("acl"), 3, QueueOptions::default()).unwrap();
+    q.enqueue(b"x", EnqueueOptions::default()).await.unwrap();
+    let w = q
+        .work(
+            WorkerOptions {
+                stop_when_drained: true,
+                ..Default::default()
+            },
+            |_j: Job| async { Ok::<(), String>(()) },
+        )
+        .unwrap();
+    assert_eq!(w.join().await.completed, 1);
+    let wrong =
+        Client::new(creds("wrong-pass").with_connect_timeout(Duration::from_secs(2))).unwrap();
+    let err = Queue::new(&wrong, "acl2", QueueOptions::default())
+        .unwrap()
+        .enqueue(b"x", EnqueueOptions::default())
+        .await
+        .unwrap_err();
+    assert!(!err.to_string().contains("wrong-pass"), "{err}");
+}

@@ -1022,20 +1022,36 @@ async fn an_idle_worker_picks_up_a_delayed_job_within_milliseconds_of_its_due_ti
     let q = queue(&server.url);
     let late = Arc::new(Mutex::new(Vec::new()));
     let (l2, url) = (late.clone(), server.url.clone());
-    let opts = WorkerOptions { poll_interval: Duration::from_secs(30), ..Default::default() };
+    let opts = WorkerOptions {
+        poll_interval: Duration::from_secs(30),
+        ..Default::default()
+    };
     let w = q
         .work(opts, move |job: Job| {
-            let mut c = redis::Client::open(url.as_str()).unwrap().get_connection().unwrap();
+            let mut c = redis::Client::open(url.as_str())
+                .unwrap()
+                .get_connection()
+                .unwrap();
             let (s, us): (u64, u64) = redis::cmd("TIME").query(&mut c).unwrap();
             let due: u64 = job.payload_str().unwrap().parse().unwrap();
-            l2.lock().unwrap().push((s * 1000 + us / 1000) as i64 - due as i64);
+            l2.lock()
+                .unwrap()
+                .push((s * 1000 + us / 1000) as i64 - due as i64);
             async { Ok::<(), String>(()) }
         })
         .unwrap();
     tokio::time::sleep(Duration::from_millis(200)).await;
     for i in 0..5u64 {
         let due = redis_ms(&server) + 150 + i * 37;
-        q.enqueue(due.to_string(), EnqueueOptions { run_at_ms: Some(due), ..Default::default() }).await.unwrap();
+        q.enqueue(
+            due.to_string(),
+            EnqueueOptions {
+                run_at_ms: Some(due),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
         tokio::time::sleep(Duration::from_millis(200 + i * 37)).await;
     }
     assert!(wait_until(Duration::from_secs(5), || late.lock().unwrap().len() == 5).await);
