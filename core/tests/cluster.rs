@@ -405,3 +405,37 @@ async fn an_acl_user_works_on_the_cluster_and_a_wrong_password_is_refused_withou
         .unwrap_err();
     assert!(!err.to_string().contains("wrong-pass"), "{err}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn both_queue_kinds_work_on_a_tls_only_cluster() {
+    let certs = common::make_certs();
+    let cluster = RedisCluster::start_tls(&certs);
+    let ca = std::fs::read(certs.join("ca.pem")).unwrap();
+    let c = Client::new(Config::cluster(cluster.nodes.clone()).with_tls_ca(ca)).unwrap();
+    let capped = CappedQueue::sharded(&c, &unique("tlsc"), 3, CappedOptions::default()).unwrap();
+    let items: Vec<(String, String)> = (0..300)
+        .map(|i| (format!("g{}", i % 30), format!("{i}")))
+        .collect();
+    capped.push_many(&items).await.unwrap();
+    let mut got = 0;
+    while let Some(b) = capped.next_batch(100).await.unwrap() {
+        got += b.items.len();
+    }
+    assert_eq!(got, 300);
+    let q = Queue::sharded(&c, &unique("tlsj"), 3, QueueOptions::default()).unwrap();
+    let jobs: Vec<(Vec<u8>, EnqueueOptions)> = (0..300)
+        .map(|_| (vec![1], EnqueueOptions::default()))
+        .collect();
+    q.enqueue_many(&jobs).await.unwrap();
+    let w = q
+        .work(
+            WorkerOptions {
+                stop_when_drained: true,
+                ..Default::default()
+            },
+            |_j: Job| async { Ok::<(), String>(()) },
+        )
+        .unwrap();
+    assert_eq!(w.join().await.completed, 300);
+    let _ = std::fs::remove_dir_all(&certs);
+}

@@ -5,7 +5,7 @@ mod common;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{free_port, unique};
+use common::free_port;
 use tideq::{
     CappedOptions, CappedQueue, Client, Config, EnqueueOptions, Job, Queue, QueueOptions,
     WorkerOptions,
@@ -26,28 +26,7 @@ impl Drop for TlsServer {
 }
 
 fn start_tls_server() -> TlsServer {
-    let dir = std::env::temp_dir().join(unique("tideq-tls"));
-    std::fs::create_dir_all(&dir).unwrap();
-    // A private CA and a server certificate it signed (for 127.0.0.1).
-    std::fs::write(
-        dir.join("ext.cnf"),
-        "subjectAltName=IP:127.0.0.1,DNS:localhost\n",
-    )
-    .unwrap();
-    for args in [
-        "req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=tideq-test-ca -keyout ca.key -out ca.pem",
-        "req -newkey rsa:2048 -nodes -subj /CN=localhost -keyout key.pem -out server.csr",
-        "x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 1 -out cert.pem -extfile ext.cnf",
-    ] {
-        let ok = Command::new("openssl")
-            .args(args.split(' '))
-            .current_dir(&dir)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .expect("openssl");
-        assert!(ok.success(), "openssl {args}");
-    }
+    let dir = common::make_certs();
     let port = free_port();
     let child = Command::new("redis-server")
         .args([

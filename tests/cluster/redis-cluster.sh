@@ -3,9 +3,14 @@
 # (3 masters, 3 replicas), each in its own folder under DIR.
 #   redis-cluster.sh start DIR   -> prints the seed list "127.0.0.1:P1,127.0.0.1:P2,..." when ready
 #   redis-cluster.sh stop DIR    -> kills the nodes and removes DIR
-# Extra redis-server arguments can be given in TIDEQ_CLUSTER_ARGS.
+# Extra redis-server arguments can be given in TIDEQ_CLUSTER_ARGS. With TIDEQ_CLUSTER_TLS=CERTDIR
+# (holding ca.pem, cert.pem, key.pem) the nodes speak TLS only, to clients and to each other.
 set -euo pipefail
 cmd=${1:?start|stop}; dir=${2:?DIR}
+
+tls=${TIDEQ_CLUSTER_TLS:-}
+cli=(redis-cli)
+if [ -n "$tls" ]; then cli=(redis-cli --tls --cacert "$tls/ca.pem"); fi
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
 
@@ -18,25 +23,31 @@ start)
     while :; do p=$(free_port); [ "$p" -lt 55000 ] && ! (echo >/dev/tcp/127.0.0.1/$((p + 10000))) 2>/dev/null && break; done
     ports+=("$p")
     mkdir -p "$dir/$p"
-    redis-server --port "$p" --bind 127.0.0.1 --cluster-enabled yes --cluster-config-file nodes.conf \
+    if [ -n "$tls" ]; then
+      listen=(--port 0 --tls-port "$p" --tls-cluster yes --tls-replication yes --tls-cert-file "$tls/cert.pem"
+              --tls-key-file "$tls/key.pem" --tls-ca-cert-file "$tls/ca.pem" --tls-auth-clients no)
+    else
+      listen=(--port "$p")
+    fi
+    redis-server "${listen[@]}" --bind 127.0.0.1 --cluster-enabled yes --cluster-config-file nodes.conf \
       --cluster-node-timeout 2000 --dir "$dir/$p" --save '' --appendonly no \
       --repl-diskless-sync yes --repl-diskless-sync-delay 0 --enable-debug-command local \
       --daemonize yes --pidfile "$dir/$p/redis.pid" --logfile "$dir/$p/redis.log" ${TIDEQ_CLUSTER_ARGS:-} >/dev/null
   done
   for p in "${ports[@]}"; do
-    for _ in $(seq 100); do redis-cli -p "$p" ping >/dev/null 2>&1 && break; sleep 0.05; done
+    for _ in $(seq 100); do "${cli[@]}" -p "$p" ping >/dev/null 2>&1 && break; sleep 0.05; done
   done
   hosts=(); for p in "${ports[@]}"; do hosts+=("127.0.0.1:$p"); done
-  redis-cli --cluster create "${hosts[@]}" --cluster-replicas 1 --cluster-yes >"$dir/create.log" 2>&1
+  "${cli[@]}" --cluster create "${hosts[@]}" --cluster-replicas 1 --cluster-yes >"$dir/create.log" 2>&1
   # Ready when every node says the cluster is ok and sees exactly 3 masters (gossip can list
   # replicas as masters for a while), and the 3 replicas are in sync.
   for _ in $(seq 300); do
     ok=1; synced=0
     for p in "${ports[@]}"; do
-      redis-cli -p "$p" cluster info 2>/dev/null | grep -q 'cluster_state:ok' || ok=0
-      masters=$(redis-cli -p "$p" cluster nodes 2>/dev/null | awk '$3 ~ /master/ && $3 !~ /fail/' | wc -l)
+      "${cli[@]}" -p "$p" cluster info 2>/dev/null | grep -q 'cluster_state:ok' || ok=0
+      masters=$("${cli[@]}" -p "$p" cluster nodes 2>/dev/null | awk '$3 ~ /master/ && $3 !~ /fail/' | wc -l)
       [ "$masters" -eq 3 ] || ok=0
-      if redis-cli -p "$p" info replication 2>/dev/null | grep -q 'master_link_status:up'; then synced=$((synced + 1)); fi
+      if "${cli[@]}" -p "$p" info replication 2>/dev/null | grep -q 'master_link_status:up'; then synced=$((synced + 1)); fi
     done
     [ "$ok" = 1 ] && [ "$synced" -ge 3 ] && break
     sleep 0.1

@@ -147,24 +147,37 @@ pub struct RedisCluster {
 
 impl RedisCluster {
     pub fn start() -> Self {
+        Self::start_with(None)
+    }
+
+    /// A cluster speaking TLS only, with the certificates in `certs` (see [`make_certs`]).
+    pub fn start_tls(certs: &std::path::Path) -> Self {
+        Self::start_with(Some(certs))
+    }
+
+    fn start_with(tls: Option<&std::path::Path>) -> Self {
         let dir = std::env::temp_dir().join(unique("tideq-cluster"));
         let script = concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/../tests/cluster/redis-cluster.sh"
         );
-        let out = Command::new("bash")
-            .arg(script)
-            .arg("start")
-            .arg(&dir)
-            .output()
-            .expect("bash");
+        let mut cmd = Command::new("bash");
+        cmd.arg(script).arg("start").arg(&dir);
+        if let Some(certs) = tls {
+            cmd.env("TIDEQ_CLUSTER_TLS", certs);
+        }
+        let out = cmd.output().expect("bash");
         assert!(
             out.status.success(),
             "cluster start failed: {}",
             String::from_utf8_lossy(&out.stderr)
         );
         let seeds = String::from_utf8_lossy(&out.stdout).trim().to_string();
-        let nodes = seeds.split(',').map(|h| format!("redis://{h}")).collect();
+        let scheme = if tls.is_some() { "rediss" } else { "redis" };
+        let nodes = seeds
+            .split(',')
+            .map(|h| format!("{scheme}://{h}"))
+            .collect();
         RedisCluster { nodes, dir }
     }
 
@@ -406,4 +419,31 @@ impl Drop for SentinelSetup {
         }
         let _ = std::fs::remove_dir_all(&self.dir);
     }
+}
+
+/// A private CA and a server certificate it signed for 127.0.0.1, in a new folder:
+/// ca.pem, cert.pem, key.pem.
+pub fn make_certs() -> PathBuf {
+    let dir = std::env::temp_dir().join(unique("tideq-certs"));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("ext.cnf"),
+        "subjectAltName=IP:127.0.0.1,DNS:localhost\n",
+    )
+    .unwrap();
+    for args in [
+        "req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=tideq-test-ca -keyout ca.key -out ca.pem",
+        "req -newkey rsa:2048 -nodes -subj /CN=localhost -keyout key.pem -out server.csr",
+        "x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 1 -out cert.pem -extfile ext.cnf",
+    ] {
+        let ok = Command::new("openssl")
+            .args(args.split(' '))
+            .current_dir(&dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .expect("openssl");
+        assert!(ok.success(), "openssl {args}");
+    }
+    dir
 }
