@@ -10,7 +10,7 @@ use redis::aio::{
 };
 use redis::cluster::ClusterClient;
 use redis::cluster_async::ClusterConnection;
-use redis::sentinel::{SentinelClient, SentinelNodeConnectionInfo, SentinelServerType};
+use redis::sentinel::{SentinelClient, SentinelClientBuilder, SentinelServerType};
 use redis::{AsyncConnectionConfig, Cmd, FromRedisValue, Pipeline, RedisFuture, Value};
 use tokio::sync::OnceCell;
 
@@ -316,19 +316,35 @@ impl Client {
                     })
                 })
                 .collect::<Result<Vec<_>>>()?;
+            // The primary takes the config's credentials and database; `rediss://` Sentinel URLs
+            // mean TLS to the Sentinels and to the primary; `with_tls_ca` applies to both.
             let primary = config.connection_info_for(&config.sentinels[0])?;
-            let mut node = SentinelNodeConnectionInfo::default()
-                .set_redis_connection_info(primary.redis_settings().clone());
-            if config.url.starts_with("rediss://") {
-                node = node.set_tls_mode(redis::TlsMode::Secure);
-            }
-            let client = SentinelClient::build(
-                sentinels,
+            let settings = primary.redis_settings();
+            let addrs = sentinels.iter().map(|info| info.addr().clone());
+            let mut builder = SentinelClientBuilder::new(
+                addrs,
                 config.master_name.clone(),
-                Some(node),
                 SentinelServerType::Master,
             )
-            .map_err(|e| Error::from_redis(e, secret.as_deref()))?;
+            .map_err(|e| Error::from_redis(e, secret.as_deref()))?
+            .set_client_to_redis_db(settings.db());
+            if let Some(u) = settings.username() {
+                builder = builder.set_client_to_redis_username(u);
+            }
+            if let Some(p) = settings.password() {
+                builder = builder.set_client_to_redis_password(p);
+            }
+            if config.sentinels[0].starts_with("rediss://") {
+                builder = builder.set_client_to_redis_tls_mode(redis::TlsMode::Secure);
+            }
+            if let Some(certs) = config.tls_certs() {
+                builder = builder
+                    .set_client_to_redis_certificates(certs.clone())
+                    .set_client_to_sentinel_certificates(certs);
+            }
+            let client = builder
+                .build()
+                .map_err(|e| Error::from_redis(e, secret.as_deref()))?;
             Backend::Sentinel(SentinelConn {
                 inner: Arc::new(SentinelInner {
                     sentinel: Arc::new(tokio::sync::Mutex::new(client)),

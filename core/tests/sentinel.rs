@@ -187,3 +187,47 @@ async fn replica_ack_confirms_enqueues_or_says_not_replicated() {
     let zero = Client::new(Config::new(&primary.url).with_replica_ack(0, Duration::from_secs(1)));
     assert_eq!(zero.unwrap_err().code(), "INVALID_ARGUMENT");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_acl_user_works_through_sentinel_and_a_wrong_password_never_leaks() {
+    let setup = SentinelSetup::start();
+    for server in [&setup.primary, &setup.replica] {
+        redis::cmd("ACL")
+            .arg(&[
+                "SETUSER",
+                "app",
+                "on",
+                ">sentinel-pass",
+                "~tideq:*",
+                "+@all",
+            ])
+            .exec(&mut server.conn())
+            .unwrap();
+    }
+    let creds = |pass: &str| {
+        Config::sentinel(setup.sentinels.clone(), MASTER_NAME)
+            .with_credentials(Some("app".into()), Some(pass.into()))
+    };
+    let client = Client::new(creds("sentinel-pass")).unwrap();
+    let q = Queue::new(&client, &unique("sacl"), QueueOptions::default()).unwrap();
+    q.enqueue(b"x", EnqueueOptions::default()).await.unwrap();
+    let w = q
+        .work(
+            WorkerOptions {
+                stop_when_drained: true,
+                ..Default::default()
+            },
+            |_j: Job| async { Ok::<(), String>(()) },
+        )
+        .unwrap();
+    assert_eq!(w.join().await.completed, 1);
+    let wrong =
+        Client::new(creds("bad-sentinel-pass").with_connect_timeout(Duration::from_secs(2)))
+            .unwrap();
+    let err = Queue::new(&wrong, "sacl2", QueueOptions::default())
+        .unwrap()
+        .enqueue(b"x", EnqueueOptions::default())
+        .await
+        .unwrap_err();
+    assert!(!err.to_string().contains("bad-sentinel-pass"), "{err}");
+}
