@@ -231,3 +231,123 @@ async fn an_acl_user_works_through_sentinel_and_a_wrong_password_never_leaks() {
         .unwrap_err();
     assert!(!err.to_string().contains("bad-sentinel-pass"), "{err}");
 }
+
+/// A TLS-only primary, replica and three Sentinels (Sentinels talk TLS to clients and to the
+/// servers), all trusting one private CA.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn jobs_flow_through_a_tls_only_sentinel_setup() {
+    use std::process::{Command, Stdio};
+    let certs = common::make_certs();
+    let tls = |port: u16| -> Vec<String> {
+        let c = |f: &str| certs.join(f).display().to_string();
+        [
+            "--port",
+            "0",
+            "--tls-port",
+            &port.to_string(),
+            "--tls-replication",
+            "yes",
+            "--tls-auth-clients",
+            "no",
+            "--tls-cert-file",
+            &c("cert.pem"),
+            "--tls-key-file",
+            &c("key.pem"),
+            "--tls-ca-cert-file",
+            &c("ca.pem"),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+    };
+    let wait_port = |port: u16| {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "port {port} never opened");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    let mut children = Vec::new();
+    let (p, r) = (common::free_port(), common::free_port());
+    let dir = certs.clone();
+    for (port, extra) in [
+        (p, vec![]),
+        (
+            r,
+            vec!["--replicaof".to_string(), "127.0.0.1".into(), p.to_string()],
+        ),
+    ] {
+        let mut args = tls(port);
+        args.extend(extra);
+        args.extend([
+            "--dir".to_string(),
+            dir.display().to_string(),
+            "--dbfilename".into(),
+            format!("{port}.rdb"),
+        ]);
+        children.push(
+            Command::new("redis-server")
+                .args(&args)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap(),
+        );
+        wait_port(port);
+    }
+    let mut sentinels = Vec::new();
+    for i in 0..3 {
+        let port = common::free_port();
+        let conf = dir.join(format!("s{i}.conf"));
+        std::fs::write(&conf, format!("sentinel monitor {MASTER_NAME} 127.0.0.1 {p} 2\nsentinel down-after-milliseconds {MASTER_NAME} 1000\n")).unwrap();
+        let mut args = vec![conf.display().to_string(), "--sentinel".to_string()];
+        let all = tls(port);
+        let cut = all.iter().position(|a| a == "--save").unwrap();
+        args.extend(all[..cut].iter().cloned()); // sentinels take no persistence options
+        children.push(
+            Command::new("redis-server")
+                .args(&args)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap(),
+        );
+        wait_port(port);
+        sentinels.push(format!("rediss://127.0.0.1:{port}"));
+    }
+    let ca = std::fs::read(certs.join("ca.pem")).unwrap();
+    let client = Client::new(Config::sentinel(sentinels, MASTER_NAME).with_tls_ca(ca)).unwrap();
+    let q = Queue::new(&client, &unique("stls"), QueueOptions::default()).unwrap();
+    let mut enqueued = false;
+    for _ in 0..50 {
+        if q.enqueue(b"x", EnqueueOptions::default()).await.is_ok() {
+            enqueued = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let ok = enqueued && {
+        let w = q
+            .work(
+                WorkerOptions {
+                    stop_when_drained: true,
+                    ..Default::default()
+                },
+                |_j: Job| async { Ok::<(), String>(()) },
+            )
+            .unwrap();
+        w.join().await.completed == 1
+    };
+    for c in &mut children {
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+    let _ = std::fs::remove_dir_all(&certs);
+    assert!(ok, "no job went through the TLS Sentinel setup");
+}
