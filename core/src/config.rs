@@ -26,6 +26,8 @@ pub struct Config {
     pub(crate) replica_ack: Option<(usize, Duration)>,
     /// PEM root certificate(s) to trust for `rediss://` instead of the public roots.
     pub(crate) tls_ca: Option<Vec<u8>>,
+    /// "cluster" or "sentinel" when built for those modes (even with an empty address list).
+    mode: Option<&'static str>,
     pub(crate) username: Option<String>,
     pub(crate) password: Option<String>,
     pub(crate) prefix: String,
@@ -46,6 +48,17 @@ impl std::fmt::Debug for Config {
                     .map(|u| redact_url(u))
                     .collect::<Vec<_>>(),
             )
+            .field(
+                "sentinels",
+                &self
+                    .sentinels
+                    .iter()
+                    .map(|u| redact_url(u))
+                    .collect::<Vec<_>>(),
+            )
+            .field("master_name", &self.master_name)
+            .field("replica_ack", &self.replica_ack)
+            .field("tls_ca", &self.tls_ca.as_ref().map(|_| "<pem>"))
             .field("username", &self.username)
             .field("password", &self.password.as_ref().map(|_| "***"))
             .field("prefix", &self.prefix)
@@ -71,6 +84,7 @@ impl Config {
             master_name: String::new(),
             replica_ack: None,
             tls_ca: None,
+            mode: None,
             username: None,
             password: None,
             prefix: "tideq".to_string(),
@@ -91,6 +105,7 @@ impl Config {
         let nodes: Vec<String> = nodes.into_iter().map(Into::into).collect();
         let mut cfg = Config::new(nodes.first().cloned().unwrap_or_default());
         cfg.cluster_nodes = nodes;
+        cfg.mode = Some("cluster");
         cfg
     }
 
@@ -107,6 +122,7 @@ impl Config {
         let mut cfg = Config::new(sentinels.first().cloned().unwrap_or_default());
         cfg.sentinels = sentinels;
         cfg.master_name = master_name.into();
+        cfg.mode = Some("sentinel");
         cfg
     }
 
@@ -188,6 +204,19 @@ impl Config {
 
     pub(crate) fn validate(&self) -> Result<()> {
         validate_prefix(&self.prefix)?;
+        match self.mode {
+            Some("cluster") if self.cluster_nodes.is_empty() => {
+                return Err(Error::invalid(
+                    "a Redis Cluster configuration needs at least one seed node URL",
+                ));
+            }
+            Some("sentinel") if self.sentinels.is_empty() => {
+                return Err(Error::invalid(
+                    "a Sentinel configuration needs at least one Sentinel URL",
+                ));
+            }
+            _ => {}
+        }
         if self.max_payload == 0 {
             return Err(Error::invalid("max_payload must be at least 1 byte"));
         }
@@ -298,5 +327,32 @@ mod tests {
     fn unsupported_url_is_invalid_argument() {
         let err = Config::new("http://x").validate().unwrap_err();
         assert_eq!(err.code(), "INVALID_ARGUMENT");
+    }
+
+    #[test]
+    fn bad_cluster_and_sentinel_configs_say_what_is_wrong() {
+        let none: [&str; 0] = [];
+        let err = Config::cluster(none).validate().unwrap_err();
+        assert!(err.message().contains("seed node"), "{err}");
+        let err = Config::sentinel(none, "m").validate().unwrap_err();
+        assert!(err.message().contains("Sentinel URL"), "{err}");
+        let err = Config::sentinel(["redis://h:26379"], "")
+            .validate()
+            .unwrap_err();
+        assert!(err.message().contains("master name"), "{err}");
+        let err = Config::new("redis://h")
+            .with_replica_ack(1, Duration::from_micros(400))
+            .validate()
+            .unwrap_err();
+        assert_eq!(err.code(), "INVALID_ARGUMENT");
+        let dbg = format!(
+            "{:?}",
+            Config::sentinel(["redis://:pw@h:26379"], "m")
+                .with_replica_ack(1, Duration::from_secs(1))
+        );
+        assert!(
+            dbg.contains("replica_ack") && dbg.contains("master_name") && !dbg.contains("pw@"),
+            "{dbg}"
+        );
     }
 }
