@@ -217,6 +217,13 @@ impl Config {
             }
             _ => {}
         }
+        if let Some(ca) = &self.tls_ca {
+            if !String::from_utf8_lossy(ca).contains("-----BEGIN CERTIFICATE-----") {
+                return Err(Error::invalid(
+                    "tls_ca must be PEM certificate(s) (-----BEGIN CERTIFICATE-----)",
+                ));
+            }
+        }
         if self.max_payload == 0 {
             return Err(Error::invalid("max_payload must be at least 1 byte"));
         }

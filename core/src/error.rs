@@ -106,6 +106,8 @@ impl Error {
     pub(crate) fn from_redis(err: redis::RedisError, secret: Option<&str>) -> Self {
         let kind = if is_connection_error(&err) {
             ErrorKind::Connection
+        } else if err.kind() == redis::ErrorKind::InvalidClientConfig {
+            ErrorKind::InvalidArgument
         } else {
             ErrorKind::Redis
         };

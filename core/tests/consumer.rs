@@ -379,3 +379,24 @@ async fn consumer_options_are_validated() {
         );
     }
 }
+
+#[test]
+fn starting_a_consumer_or_worker_outside_a_tokio_runtime_is_closed() {
+    let client = Client::open("redis://127.0.0.1:1").unwrap();
+    let q = CappedQueue::new(&client, "no-rt", CappedOptions::default()).unwrap();
+    let err = q
+        .consume(ConsumerOptions::default(), |_b: Batch| async {
+            Ok::<(), String>(())
+        })
+        .err()
+        .unwrap();
+    assert_eq!(err.code(), "CLOSED");
+    let jobs = tideq::Queue::new(&client, "no-rt", tideq::QueueOptions::default()).unwrap();
+    let err = jobs
+        .work(tideq::WorkerOptions::default(), |_j: tideq::Job| async {
+            Ok::<(), String>(())
+        })
+        .err()
+        .unwrap();
+    assert_eq!(err.code(), "CLOSED");
+}

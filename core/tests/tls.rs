@@ -128,3 +128,11 @@ async fn both_queue_kinds_work_over_tls_with_an_acl_user() {
     .unwrap();
     assert_eq!(untrusted.ping().await.unwrap_err().code(), "CONNECTION");
 }
+
+#[test]
+fn a_certificate_authority_that_is_not_pem_is_invalid_argument() {
+    let err =
+        Client::new(Config::new("rediss://127.0.0.1:1").with_tls_ca(b"not a certificate".to_vec()))
+            .unwrap_err();
+    assert_eq!(err.code(), "INVALID_ARGUMENT", "{err}");
+}
