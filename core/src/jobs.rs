@@ -20,6 +20,8 @@ use crate::scripts::{
 const ENQUEUE_CHUNK: usize = 500;
 /// Most delayed jobs promoted per fetch (bounded script time).
 pub(crate) const PROMOTE_LIMIT: usize = 1000;
+/// Most expired leases one fetch recovers.
+const RECOVER_LIMIT: usize = 100;
 
 /// Queue-wide defaults. Per-job options in [`EnqueueOptions`] override the first three.
 #[derive(Debug, Clone, PartialEq)]
@@ -94,12 +96,13 @@ impl JobState {
         }
     }
 
-    /// From the meta state letter; `q` (queued) is delayed while the job is in the delayed set.
-    fn from_code(c: &str, in_delayed: bool) -> Option<Self> {
+    /// From the meta state letter; `q` (pending) is delayed while the job is in the delayed set,
+    /// active while it is in the active set, else ready.
+    fn from_code(c: &str, in_delayed: bool, in_active: bool) -> Option<Self> {
         Some(match c {
             "q" if in_delayed => JobState::Delayed,
+            "q" if in_active => JobState::Active,
             "q" => JobState::Ready,
-            "a" => JobState::Active,
             "x" => JobState::Dead,
             "c" => JobState::Completed,
             _ => return None,
@@ -168,6 +171,15 @@ pub(crate) struct Lease {
     pub shard: usize,
 }
 
+/// One worker round trip's result (see [`Queue::fetch`]).
+pub(crate) struct Fetched {
+    pub jobs: Vec<Job>,
+    /// Ms until something is due (Redis clock); `Some(0)` = look again now; `None` = nothing pending.
+    pub wake_in: Option<u64>,
+    /// Per ack sent along: true = completed, false = its lease was lost.
+    pub acked: Vec<bool>,
+}
+
 impl Job {
     pub(crate) fn lease(&self) -> Lease {
         Lease {
@@ -194,6 +206,16 @@ pub struct Queue {
     /// One key set per shard (one shard unless built with [`Queue::sharded`]).
     pub(crate) shards: Arc<[JobKeys]>,
     opts: QueueOptions,
+}
+
+impl Queue {
+    /// The same queue, reached through another client (the worker's lease renewer has its own).
+    pub(crate) fn with_client(&self, client: Client) -> Queue {
+        Queue {
+            client,
+            ..self.clone()
+        }
+    }
 }
 
 impl std::fmt::Debug for Queue {
@@ -486,8 +508,7 @@ impl Queue {
                 .hget(k.errors(), id);
             pipe.zscore(k.delayed(), id)
                 .zscore(k.active(), id)
-                .zscore(k.dead(), id)
-                .zscore(k.done(), id);
+                .zscore(k.dead(), id);
         }
         let mut conn = self.client.conn().await?;
         let values: Vec<Value> = pipe
@@ -495,7 +516,7 @@ impl Queue {
             .await
             .map_err(|e| self.client.err(e))?;
         let mut out = Vec::new();
-        for (id, v) in ids.iter().zip(values.chunks(7)) {
+        for (id, v) in ids.iter().zip(values.chunks(6)) {
             let (env, meta, err): (Option<Vec<u8>>, Option<String>, Option<String>) =
                 redis::from_redis_value(Value::Array(v[..3].to_vec()))
                     .map_err(|e| self.client.err(e.into()))?;
@@ -505,21 +526,30 @@ impl Queue {
                 out.push(None);
                 continue;
             };
+            // "state|attempts|max|enqueued|x" (see lib_jobs.lua)
             let mut fields = meta.split('|');
             let code = fields.next().unwrap_or("");
-            let attempts = fields.next().and_then(|a| a.parse().ok()).unwrap_or(0);
+            let mut attempts: u32 = fields.next().and_then(|a| a.parse().ok()).unwrap_or(0);
             let _max = fields.next();
             let enqueued_at = fields.next().and_then(|e| e.parse().ok()).unwrap_or(0);
-            let Some(state) = JobState::from_code(code, scores[0].is_some()) else {
+            let x: Option<f64> = fields.next().and_then(|x| x.parse().ok());
+            let Some(state) = JobState::from_code(code, scores[0].is_some(), scores[1].is_some())
+            else {
                 out.push(None);
                 continue;
             };
             let env = Envelope::decode(&env)?;
             let when = match state {
                 JobState::Delayed => scores[0],
-                JobState::Active => scores[1],
+                JobState::Active => {
+                    attempts += 1; // the delivery under way
+                    scores[1]
+                }
                 JobState::Dead => scores[2],
-                JobState::Completed => scores[3],
+                JobState::Completed => {
+                    attempts += 1; // the attempt that succeeded
+                    x
+                }
                 JobState::Ready => None,
             };
             out.push(Some(JobInfo {
@@ -548,6 +578,7 @@ impl Queue {
             k.meta(),
             k.errors(),
             k.stats(),
+            k.active(),
         ];
         let mut cmd = CANCEL_JOB.cmd(&keys);
         cmd.arg(id);
@@ -664,7 +695,7 @@ impl Queue {
                 redis::pipe()
                     .zcard(k.delayed())
                     .llen(k.ready())
-                    .zcard(k.active())
+                    .zcount(k.active(), "-inf", "(+inf") // not the encoding anchor (lib_jobs.lua)
                     .zcard(k.dead())
                     .hgetall(k.stats())
                     .query_async(&mut conn)
@@ -718,14 +749,17 @@ impl Queue {
         ]
     }
 
-    /// Recovers expired leases, promotes due jobs and leases up to `want` ready jobs. Returns the
-    /// jobs and how long until something is due (ms, Redis clock), if anything is.
+    /// Completes `acks` (all on `shard`), recovers expired leases, promotes due jobs and leases
+    /// up to `want` ready jobs, in one script call. Returns the jobs, how long until something is
+    /// due (ms, Redis clock) if anything is, and per ack whether it was accepted (false = lease
+    /// lost).
     pub(crate) async fn fetch(
         &self,
         shard: usize,
         want: usize,
         lease: Duration,
-    ) -> Result<(Vec<Job>, Option<u64>)> {
+        acks: &[Lease],
+    ) -> Result<Fetched> {
         let k = &self.shards[shard];
         let keys = [
             k.ready(),
@@ -736,15 +770,28 @@ impl Queue {
             k.meta(),
             k.errors(),
             k.stats(),
+            k.done(),
         ];
         let mut cmd = FETCH_JOBS.cmd(&keys);
-        let token = format!("{:016x}", fastrand::u64(..));
-        cmd.arg(ms(lease)).arg(want).arg(&token).arg(PROMOTE_LIMIT);
+        cmd.arg(ms(lease))
+            .arg(want)
+            .arg(RECOVER_LIMIT)
+            .arg(PROMOTE_LIMIT)
+            .arg(self.opts.keep_completed)
+            .arg(self.opts.keep_for.map(ms).unwrap_or(0));
+        for l in acks {
+            debug_assert_eq!(l.shard, shard, "acks ride on a fetch of their own shard");
+            cmd.arg(&l.id).arg(&l.token);
+        }
         let reply: Value = self.client.eval(&cmd, &FETCH_JOBS).await?;
         let bad = || Error::new(ErrorKind::Redis, "unexpected reply from fetch_jobs");
         type Leased = (String, Vec<u8>, u32, String, u64);
-        let (leased, wake): (Vec<Leased>, i64) =
+        let (leased, wake, acked): (Vec<Leased>, i64, Vec<i64>) =
             redis::from_redis_value(reply).map_err(|_| bad())?;
+        if acked.len() != acks.len() {
+            return Err(bad());
+        }
+        let acked = acked.into_iter().map(|r| r == 1).collect();
         let mut jobs = Vec::with_capacity(leased.len());
         for (id, env, attempt, token, enqueued_at) in leased {
             let env = match Envelope::decode(&env) {
@@ -778,7 +825,11 @@ impl Queue {
                 shard,
             });
         }
-        Ok((jobs, u64::try_from(wake).ok()))
+        Ok(Fetched {
+            jobs,
+            wake_in: u64::try_from(wake).ok(),
+            acked,
+        })
     }
 
     fn lease_lost(&self, id: &str) -> Error {

@@ -38,18 +38,30 @@ macro_rules! script {
         pub(crate) static $ident: LazyLock<LuaScript> =
             LazyLock::new(|| LuaScript::new($file, include_str!(concat!("lua/", $file))));
     };
+    // A script that uses the shared job helpers: lib_jobs.lua is put in front of it.
+    ($ident:ident, $file:literal, jobs_lib) => {
+        pub(crate) static $ident: LazyLock<LuaScript> = LazyLock::new(|| {
+            LuaScript::new(
+                $file,
+                concat!(
+                    include_str!("lua/lib_jobs.lua"),
+                    include_str!(concat!("lua/", $file))
+                ),
+            )
+        });
+    };
 }
 
 script!(PUSH_CAPPED, "push_capped.lua");
 script!(POP_CAPPED, "pop_capped-4.lua");
 script!(NEXT_GROUP, "next_group-1.lua");
-script!(ENQUEUE_JOBS, "enqueue_jobs-6.lua");
-script!(FETCH_JOBS, "fetch_jobs-8.lua");
-script!(COMPLETE_JOBS, "complete_jobs-6.lua");
-script!(SETTLE_JOB, "settle_job-9.lua");
-script!(EXTEND_LEASE, "extend_lease-2.lua");
-script!(CANCEL_JOB, "cancel_job-6.lua");
-script!(DEAD_LETTERS, "dead_letters-7.lua");
+script!(ENQUEUE_JOBS, "enqueue_jobs-6.lua", jobs_lib);
+script!(FETCH_JOBS, "fetch_jobs-9.lua", jobs_lib);
+script!(COMPLETE_JOBS, "complete_jobs-6.lua", jobs_lib);
+script!(SETTLE_JOB, "settle_job-9.lua", jobs_lib);
+script!(EXTEND_LEASE, "extend_lease-2.lua", jobs_lib);
+script!(CANCEL_JOB, "cancel_job-7.lua");
+script!(DEAD_LETTERS, "dead_letters-7.lua", jobs_lib);
 
 /// Every script, so a client can find one by SHA (e.g. to reload it after NOSCRIPT).
 pub(crate) fn all() -> [&'static LuaScript; 10] {

@@ -1,25 +1,30 @@
-//! The worker runtime for job queues. One fetch loop per worker leases jobs in batches (up to the
-//! free concurrency), runs the handler for each on its own task, renews each lease on a Rust task
-//! (so a handler that holds the GIL or blocks the Node event loop cannot let it lapse), and acks
-//! or fails by token. Idle, it blocks on a wake-up list that producers signal, for no longer than
-//! the time until the next delayed job or lease deadline (Redis clock) or `poll_interval`.
+//! The worker runtime for job queues. One fetch loop per worker keeps up to two fetches in
+//! flight, each leasing up to half the concurrency and carrying the acks of the jobs that finished
+//! since (one script call per batch), so Redis serves one fetch while this process runs the
+//! other's jobs. Each job's handler runs on its own task. Leases are renewed from a thread of the
+//! worker's own (see `spawn_renewer`), so a handler that holds the GIL, blocks the Node event loop
+//! or blocks a runtime thread cannot let them lapse. Idle, the loop blocks on a wake-up list that
+//! producers signal, for no longer than the time until the next delayed job or lease deadline
+//! (Redis clock) or `poll_interval`.
 
 use std::collections::HashMap;
 
-use futures_util::FutureExt;
+use futures_util::stream::FuturesUnordered;
+use futures_util::{FutureExt, StreamExt};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::sync::{mpsc, oneshot, watch, Semaphore};
+use tokio::sync::{oneshot, watch, Notify, OwnedSemaphorePermit, Semaphore};
 
 use crate::background::{stopped, Background};
 use tokio::task::JoinSet;
 
+use crate::client::Client;
 use crate::error::{Error, ErrorKind, Result};
-use crate::jobs::{Job, Lease, Queue};
+use crate::jobs::{Fetched, Job, Lease, Queue};
 use crate::wait::Waiter;
 
 /// The future a job handler returns.
@@ -33,7 +38,8 @@ pub type JobHandler = Arc<dyn Fn(Job) -> JobFuture + Send + Sync + 'static>;
 pub struct WorkerOptions {
     /// Jobs run at the same time. Default 10.
     pub concurrency: usize,
-    /// Most jobs leased per fetch (0 = up to the free concurrency). Default 0.
+    /// Most jobs leased per fetch (0 = half the concurrency, rounded up: two fetches are kept in
+    /// flight). Default 0.
     pub batch_size: usize,
     /// Lease length: a job whose worker stops renewing is redelivered this long after the last
     /// renewal. Renewed every `lease / 3` while the handler runs. Default 30 s.
@@ -181,39 +187,102 @@ impl Queue {
     }
 }
 
-type InFlight = Arc<Mutex<HashMap<String, Lease>>>;
+/// Running jobs' leases by (job id, token): tokens alone are unique per job, not per queue.
+type InFlight = Arc<Mutex<HashMap<(String, String), Lease>>>;
 
-/// Acks from all of a worker's jobs go through one task that sends whatever has accumulated as
-/// one script call: one ack alone when traffic is light, hundreds per call under load.
-type AckSender = mpsc::UnboundedSender<(Lease, oneshot::Sender<Result<bool>>)>;
+type AckReply = oneshot::Sender<Result<bool>>;
 
-fn spawn_acker(queue: Queue) -> AckSender {
-    let (tx, mut rx) = mpsc::unbounded_channel::<(Lease, oneshot::Sender<Result<bool>>)>();
-    tokio::spawn(async move {
-        while let Some(first) = rx.recv().await {
-            let mut batch = vec![first];
-            while batch.len() < 500 {
-                match rx.try_recv() {
-                    Ok(item) => batch.push(item),
-                    Err(_) => break,
-                }
+/// Acks waiting to be sent. The fetch loop takes a shard's acks along on its next fetch of that
+/// shard (one script call completes a batch and leases the next); when it cannot fetch (no free
+/// slot, or nothing to fetch) it sends them on their own, all shards in one call each.
+#[derive(Default)]
+struct AckQueue {
+    items: Mutex<Vec<(Lease, AckReply)>>,
+    notify: Notify,
+}
+
+impl AckQueue {
+    fn push(&self, lease: Lease, reply: AckReply) {
+        self.items.lock().unwrap().push((lease, reply));
+        self.notify.notify_one();
+    }
+
+    fn take(&self, shard: Option<usize>) -> (Vec<Lease>, Vec<AckReply>) {
+        let mut items = self.items.lock().unwrap();
+        let taken: Vec<(Lease, AckReply)> = match shard {
+            None => std::mem::take(&mut *items),
+            Some(s) => {
+                let (mine, rest) = std::mem::take(&mut *items)
+                    .into_iter()
+                    .partition(|(l, _)| l.shard == s);
+                *items = rest;
+                mine
             }
-            let (leases, replies): (Vec<Lease>, Vec<_>) = batch.into_iter().unzip();
-            match queue.complete_leases(&leases).await {
-                Ok(results) => {
-                    for (reply, ok) in replies.into_iter().zip(results) {
-                        let _ = reply.send(Ok(ok));
-                    }
-                }
-                Err(e) => {
-                    for reply in replies {
-                        let _ = reply.send(Err(e.clone()));
-                    }
-                }
+        };
+        taken.into_iter().unzip()
+    }
+
+    /// Sends every waiting ack (complete_jobs, one call per shard).
+    async fn flush(&self, queue: &Queue) {
+        let (leases, replies) = self.take(None);
+        if leases.is_empty() {
+            return;
+        }
+        answer(replies, queue.complete_leases(&leases).await);
+    }
+}
+
+fn answer(replies: Vec<AckReply>, results: Result<Vec<bool>>) {
+    match results {
+        Ok(results) => {
+            for (reply, ok) in replies.into_iter().zip(results) {
+                let _ = reply.send(Ok(ok));
             }
         }
-    });
-    tx
+        Err(e) => {
+            for reply in replies {
+                let _ = reply.send(Err(e.clone()));
+            }
+        }
+    }
+}
+
+/// What one fetch hands back to the loop: the slots it reserved (one per leased job) and the result.
+struct FetchDone {
+    permits: Vec<OwnedSemaphorePermit>,
+    result: Result<Fetched>,
+}
+
+type FetchFuture = Pin<Box<dyn Future<Output = FetchDone> + Send>>;
+
+/// One fetch: leases up to `permits.len()` jobs of `shard` and completes every waiting ack in the
+/// same round trip (acks of other shards, on a sharded queue, go out beside it).
+fn start_fetch(
+    queue: &Queue,
+    acks: &AckQueue,
+    shard: usize,
+    permits: Vec<OwnedSemaphorePermit>,
+    lease: Duration,
+) -> FetchFuture {
+    let queue = queue.clone();
+    let (mine, mine_replies) = acks.take(Some(shard));
+    let (others, others_replies) = acks.take(None);
+    Box::pin(async move {
+        let fetch = queue.fetch(shard, permits.len(), lease, &mine);
+        let result = if others.is_empty() {
+            fetch.await
+        } else {
+            let (fetched, completed) =
+                futures_util::future::join(fetch, queue.complete_leases(&others)).await;
+            answer(others_replies, completed);
+            fetched
+        };
+        match &result {
+            Ok(f) => answer(mine_replies, Ok(f.acked.clone())),
+            Err(e) => answer(mine_replies, Err(e.clone())),
+        }
+        FetchDone { permits, result }
+    })
 }
 
 async fn run(
@@ -225,15 +294,26 @@ async fn run(
     done: watch::Sender<bool>,
 ) {
     let sem = Arc::new(Semaphore::new(opts.concurrency));
+    // Two fetches may be in flight, each for up to half the slots: Redis serves one while this
+    // process runs the other's jobs, so neither side waits for the other.
+    let max_fetches = opts.concurrency.min(2);
     let batch = if opts.batch_size == 0 {
-        opts.concurrency
+        opts.concurrency.div_ceil(max_fetches)
     } else {
         opts.batch_size
     };
     let in_flight: InFlight = Default::default();
-    let acks = spawn_acker(queue.clone());
-    let renewer = spawn_renewer(queue.clone(), in_flight.clone(), opts.lease);
+    let acks = Arc::new(AckQueue::default());
+    let renewer = spawn_renewer(&queue, in_flight.clone(), opts.lease);
+    let ctx = JobCtx {
+        queue: queue.clone(),
+        handler,
+        counters: counters.clone(),
+        in_flight: in_flight.clone(),
+        acks: acks.clone(),
+    };
     let mut tasks: JoinSet<()> = JoinSet::new();
+    let mut fetches: FuturesUnordered<FetchFuture> = FuturesUnordered::new();
     let wake_keys = queue.shards.iter().map(|k| k.wake()).collect();
     let mut waiter = Waiter::new(&queue.client, wake_keys);
     let mut backoff = Duration::from_millis(50);
@@ -242,114 +322,137 @@ async fn run(
     let mut next_shard = fastrand::usize(..shards);
     let mut empty_shards = 0;
     let mut soonest: Option<u64> = None;
+    // A full pass found nothing: wait (once the fetches in flight are back) for a wake-up.
+    let mut idle = false;
+    let mut failed = false;
     loop {
         while tasks.try_join_next().is_some() {}
-        let first = tokio::select! {
-            _ = stopped(&mut stop_rx) => break,
-            p = sem.clone().acquire_owned() => p.expect("semaphore never closes"),
-        };
-        if *stop_rx.borrow() {
-            break;
-        }
-        let mut permits = vec![first];
-        while permits.len() < batch {
-            match sem.clone().try_acquire_owned() {
-                Ok(p) => permits.push(p),
-                Err(_) => break,
+        if failed && fetches.is_empty() {
+            failed = false;
+            tokio::select! {
+                _ = stopped(&mut stop_rx) => break,
+                _ = tokio::time::sleep(backoff) => {}
             }
+            backoff = (backoff * 2).min(Duration::from_secs(5));
+            continue;
         }
-        // Not raced against stop: leased jobs must reach a handler (or be released).
-        let shard = next_shard;
-        next_shard = (next_shard + 1) % shards;
-        match queue.fetch(shard, permits.len(), opts.lease).await {
-            Ok((jobs, wake_in)) => {
-                backoff = Duration::from_millis(50);
-                let got = jobs.len();
-                for job in jobs {
-                    let permit = permits.pop().expect("one permit per leased job");
-                    let held = job.lease();
-                    in_flight
-                        .lock()
-                        .unwrap()
-                        .insert(held.token.clone(), held.clone());
-                    let (queue, handler, counters, in_flight, acks) = (
-                        queue.clone(),
-                        handler.clone(),
-                        counters.clone(),
-                        in_flight.clone(),
-                        acks.clone(),
-                    );
-                    tasks.spawn(async move {
-                        let token = held.token.clone();
-                        run_job(&queue, &handler, job, held, &counters, &acks, &in_flight).await;
-                        in_flight.lock().unwrap().remove(&token);
-                        drop(permit);
-                    });
-                }
-                drop(permits);
-                if got > 0 || wake_in == Some(0) {
-                    empty_shards = 0;
-                    soonest = None;
-                    continue;
-                }
-                soonest = match (soonest, wake_in) {
-                    (Some(a), Some(b)) => Some(a.min(b)),
-                    (a, b) => a.or(b),
-                };
-                empty_shards += 1;
-                if empty_shards < shards {
-                    continue;
-                }
-                empty_shards = 0;
-                let wake_in = soonest.take();
-                if opts.stop_when_drained && wake_in.is_none() && tasks.is_empty() {
-                    break;
-                }
-                let wait = match wake_in {
-                    Some(ms) => Duration::from_millis(ms).min(opts.poll_interval),
-                    None => opts.poll_interval,
-                };
-                if wait.is_zero() {
-                    continue;
-                }
-                let res = if opts.stop_when_drained && !tasks.is_empty() {
-                    // Draining: the last running job finishing may be what empties the queue, so
-                    // look again as soon as any job ends.
-                    tokio::select! {
-                        _ = stopped(&mut stop_rx) => break,
-                        _ = tasks.join_next() => Ok(()),
-                        r = waiter.wait(wait) => r,
-                    }
-                } else {
-                    tokio::select! {
-                        _ = stopped(&mut stop_rx) => break,
-                        r = waiter.wait(wait) => r,
-                    }
-                };
-                if let Err(e) = res {
-                    counters.fetch_errors.fetch_add(1, Ordering::Relaxed);
-                    log::warn!("tideq: worker wait failed, retrying in {backoff:?}: {e}");
-                    tokio::select! {
-                        _ = stopped(&mut stop_rx) => break,
-                        _ = tokio::time::sleep(backoff) => {}
-                    }
-                    backoff = (backoff * 2).min(Duration::from_secs(5));
-                }
+        if idle && fetches.is_empty() {
+            idle = false;
+            let wake_in = soonest.take();
+            if opts.stop_when_drained && wake_in.is_none() && tasks.is_empty() {
+                break;
             }
-            Err(e) => {
-                drop(permits);
-                counters.fetch_errors.fetch_add(1, Ordering::Relaxed);
-                log::warn!("tideq: worker fetch failed, retrying in {backoff:?}: {e}");
+            let wait = match wake_in {
+                Some(ms) => Duration::from_millis(ms).min(opts.poll_interval),
+                None => opts.poll_interval,
+            };
+            if wait.is_zero() {
+                continue;
+            }
+            // A job ending wakes the loop too: its ack rides on the next fetch.
+            let res = if opts.stop_when_drained && !tasks.is_empty() {
+                // Draining: the last running job finishing may be what empties the queue, so
+                // look again as soon as any job ends.
                 tokio::select! {
                     _ = stopped(&mut stop_rx) => break,
-                    _ = tokio::time::sleep(backoff) => {}
+                    _ = tasks.join_next() => Ok(()),
+                    _ = acks.notify.notified() => Ok(()),
+                    r = waiter.wait(wait) => r,
                 }
-                backoff = (backoff * 2).min(Duration::from_secs(5));
+            } else {
+                tokio::select! {
+                    _ = stopped(&mut stop_rx) => break,
+                    _ = acks.notify.notified() => Ok(()),
+                    r = waiter.wait(wait) => r,
+                }
+            };
+            if let Err(e) = res {
+                counters.fetch_errors.fetch_add(1, Ordering::Relaxed);
+                log::warn!("tideq: worker wait failed, retrying in {backoff:?}: {e}");
+                failed = true;
+            }
+            continue;
+        }
+        let can_fetch = !idle && !failed && fetches.len() < max_fetches;
+        tokio::select! {
+            biased;
+            _ = stopped(&mut stop_rx) => break,
+            Some(done) = fetches.next(), if !fetches.is_empty() => {
+                let FetchDone { mut permits, result } = done;
+                match result {
+                    Ok(f) => {
+                        backoff = Duration::from_millis(50);
+                        let got = f.jobs.len();
+                        for job in f.jobs {
+                            let permit = permits.pop().expect("one permit per leased job");
+                            ctx.spawn(&mut tasks, job, permit);
+                        }
+                        drop(permits);
+                        if got > 0 || f.wake_in == Some(0) {
+                            empty_shards = 0;
+                            soonest = None;
+                            idle = false;
+                        } else {
+                            soonest = match (soonest, f.wake_in) {
+                                (Some(a), Some(b)) => Some(a.min(b)),
+                                (a, b) => a.or(b),
+                            };
+                            empty_shards += 1;
+                            if empty_shards >= shards {
+                                empty_shards = 0;
+                                idle = true;
+                            }
+                        }
+                    }
+                    Err(e) => {
+                        drop(permits);
+                        counters.fetch_errors.fetch_add(1, Ordering::Relaxed);
+                        log::warn!("tideq: worker fetch failed, retrying in {backoff:?}: {e}");
+                        failed = true;
+                    }
+                }
+            }
+            p = sem.clone().acquire_owned(), if can_fetch => {
+                let mut permits = vec![p.expect("semaphore never closes")];
+                while permits.len() < batch {
+                    match sem.clone().try_acquire_owned() {
+                        Ok(p) => permits.push(p),
+                        Err(_) => break,
+                    }
+                }
+                // Not raced against stop once started: leased jobs must reach a handler (or be
+                // released).
+                let shard = next_shard;
+                next_shard = (next_shard + 1) % shards;
+                fetches.push(start_fetch(&queue, &acks, shard, permits, opts.lease));
             }
         }
     }
-    let drain = async { while tasks.join_next().await.is_some() {} };
+    // Fetches already sent may lease jobs: those still run (or are released below).
+    while let Some(done) = fetches.next().await {
+        let FetchDone {
+            mut permits,
+            result,
+            ..
+        } = done;
+        if let Ok(f) = result {
+            for job in f.jobs {
+                let permit = permits.pop().expect("one permit per leased job");
+                ctx.spawn(&mut tasks, job, permit);
+            }
+        }
+    }
+    // Stopped fetching: running jobs get the grace period; their acks still go out.
+    let drain = async {
+        loop {
+            tokio::select! {
+                r = tasks.join_next() => if r.is_none() { break },
+                _ = acks.notify.notified() => acks.flush(&queue).await,
+            }
+        }
+    };
     if tokio::time::timeout(opts.grace, drain).await.is_err() {
+        acks.flush(&queue).await;
         tasks.abort_all();
         let unfinished: Vec<Lease> = in_flight.lock().unwrap().drain().map(|(_, l)| l).collect();
         for job in unfinished {
@@ -365,105 +468,174 @@ async fn run(
         }
         while tasks.join_next().await.is_some() {}
     }
-    renewer.abort();
+    drop(renewer);
     let _ = done.send(true);
 }
 
-/// One task renews every running job's lease each `lease / 3`, in one pipeline. It runs on the
-/// tokio runtime, never on the host's thread, so a handler holding the GIL or blocking the Node
-/// event loop cannot make its lease lapse.
-fn spawn_renewer(
-    queue: Queue,
-    in_flight: InFlight,
-    lease: Duration,
-) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        let mut tick = tokio::time::interval(lease / 3);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        tick.tick().await;
-        loop {
-            tick.tick().await;
-            let held: Vec<Lease> = in_flight.lock().unwrap().values().cloned().collect();
-            if held.is_empty() {
-                continue;
-            }
-            match queue.extend_leases(&held, lease).await {
-                Ok(results) => {
-                    for (l, ok) in held.iter().zip(results) {
-                        if !ok {
-                            log::warn!("tideq: the lease on job {:?} was lost; its result will be rejected", l.id);
-                        }
-                    }
+/// Renews every running job's lease each `lease / 3`, in one pipeline, from a thread of its own
+/// with its own connection and a small runtime. Nothing the handlers do can starve it: not a
+/// Python handler holding the GIL, not a Node handler blocking the event loop, and not a Rust
+/// handler blocking a thread of the worker's tokio runtime (tasks queued behind a blocked thread
+/// wait for it, and a shared connection's driver task can be one of them).
+/// Dropping the returned sender stops the thread.
+fn spawn_renewer(queue: &Queue, in_flight: InFlight, lease: Duration) -> oneshot::Sender<()> {
+    let (stop_tx, stop_rx) = oneshot::channel::<()>();
+    let queue = queue.clone();
+    let spawned = std::thread::Builder::new()
+        .name("tideq-renewer".into())
+        .spawn(move || {
+            let rt = match tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            {
+                Ok(rt) => rt,
+                Err(e) => {
+                    log::error!("tideq: could not start the lease renewer: {e}");
+                    return;
                 }
-                Err(e) => log::warn!("tideq: could not extend {} lease(s): {e}", held.len()),
-            }
-        }
-    })
+            };
+            rt.block_on(async move {
+                // A client of its own: its connection is driven on this thread's runtime.
+                let queue = match Client::new(queue.client.config().clone()) {
+                    Ok(client) => queue.with_client(client),
+                    Err(e) => {
+                        log::error!("tideq: could not start the lease renewer: {e}");
+                        return;
+                    }
+                };
+                tokio::select! {
+                    _ = stop_rx => {}
+                    _ = renew(&queue, &in_flight, lease) => {}
+                }
+            });
+        });
+    if let Err(e) = spawned {
+        log::error!("tideq: could not start the lease renewer thread: {e}");
+    }
+    stop_tx
 }
 
-/// Runs one job: the handler (its lease renewed by the worker's renewer), then ack or fail.
-async fn run_job(
-    queue: &Queue,
-    handler: &JobHandler,
-    job: Job,
-    held: Lease,
-    counters: &Counters,
-    acks: &AckSender,
-    in_flight: &InFlight,
-) {
-    let timeout = job.timeout;
-    // The handler runs inline (no extra task); a panic is caught and fails the attempt.
-    let handled = std::panic::AssertUnwindSafe(handler(job)).catch_unwind();
-    let outcome = match timeout {
-        Some(t) => match tokio::time::timeout(t, handled).await {
-            Ok(r) => r,
-            Err(_) => Ok(Err(format!("timed out after {t:?}"))),
-        },
-        None => handled.await,
-    };
-    let result = outcome.unwrap_or_else(|_| Err("handler panicked".to_string()));
-    // Settling now: the renewer must not extend a lease the ack is about to end.
-    in_flight.lock().unwrap().remove(&held.token);
-    for attempt in 0..5 {
-        let settled = match &result {
-            Ok(()) => {
-                let (tx, rx) = oneshot::channel();
-                let _ = acks.send((held.clone(), tx));
-                match rx.await {
-                    Ok(Ok(true)) => Ok(true),
-                    Ok(Ok(false)) => Err(Error::new(
-                        ErrorKind::LeaseLost,
-                        format!("the lease on job {:?} was lost", held.id),
-                    )),
-                    Ok(Err(e)) => Err(e),
-                    Err(_) => Err(Error::new(ErrorKind::Closed, "acker stopped")),
+async fn renew(queue: &Queue, in_flight: &InFlight, lease: Duration) {
+    let mut tick = tokio::time::interval(lease / 3);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    tick.tick().await;
+    loop {
+        tick.tick().await;
+        let held: Vec<Lease> = in_flight.lock().unwrap().values().cloned().collect();
+        if held.is_empty() {
+            continue;
+        }
+        match queue.extend_leases(&held, lease).await {
+            Ok(results) => {
+                for (l, ok) in held.iter().zip(results) {
+                    if !ok {
+                        log::warn!(
+                            "tideq: the lease on job {:?} was lost; its result will be rejected",
+                            l.id
+                        );
+                    }
                 }
             }
-            Err(msg) => queue.fail_lease(&held, msg).await.map(|_| false),
-        };
-        match settled {
-            Ok(true) => {
-                counters.completed.fetch_add(1, Ordering::Relaxed);
-                return;
-            }
-            Ok(false) => {
-                counters.failed.fetch_add(1, Ordering::Relaxed);
-                return;
-            }
-            Err(e) if e.kind() == ErrorKind::LeaseLost => {
-                counters.lease_lost.fetch_add(1, Ordering::Relaxed);
-                log::warn!("tideq: {e}");
-                return;
-            }
-            Err(e) => {
-                log::warn!(
-                    "tideq: could not settle job {:?} (try {}): {e}",
-                    held.id,
-                    attempt + 1
-                );
-                tokio::time::sleep(Duration::from_millis(100 << attempt)).await;
-            }
+            Err(e) => log::warn!("tideq: could not extend {} lease(s): {e}", held.len()),
         }
     }
-    // Gave up: the lease will expire and the job will be redelivered (at-least-once).
+}
+
+/// What a job's task needs from its worker.
+#[derive(Clone)]
+struct JobCtx {
+    queue: Queue,
+    handler: JobHandler,
+    counters: Arc<Counters>,
+    in_flight: InFlight,
+    acks: Arc<AckQueue>,
+}
+
+impl JobCtx {
+    /// Runs a leased job on its own task, in the worker's slot `permit`.
+    fn spawn(&self, tasks: &mut JoinSet<()>, job: Job, permit: OwnedSemaphorePermit) {
+        let held = job.lease();
+        self.in_flight
+            .lock()
+            .unwrap()
+            .insert((held.id.clone(), held.token.clone()), held.clone());
+        let ctx = self.clone();
+        tasks.spawn(async move { ctx.run_job(job, held, permit).await });
+    }
+
+    /// Runs one job: the handler (its lease renewed by the worker's renewer), then ack or fail. The
+    /// job's slot (`permit`) frees as soon as the handler ends; its ack rides on the next fetch.
+    async fn run_job(&self, job: Job, held: Lease, permit: OwnedSemaphorePermit) {
+        let JobCtx {
+            queue,
+            handler,
+            counters,
+            in_flight,
+            acks,
+        } = self;
+        let timeout = job.timeout;
+        // The handler runs inline (no extra task); a panic is caught and fails the attempt.
+        let handled = std::panic::AssertUnwindSafe(handler(job)).catch_unwind();
+        let outcome = match timeout {
+            Some(t) => match tokio::time::timeout(t, handled).await {
+                Ok(r) => r,
+                Err(_) => Ok(Err(format!("timed out after {t:?}"))),
+            },
+            None => handled.await,
+        };
+        let result = outcome.unwrap_or_else(|_| Err("handler panicked".to_string()));
+        // Settling now: the renewer must not extend a lease the ack is about to end.
+        in_flight
+            .lock()
+            .unwrap()
+            .remove(&(held.id.clone(), held.token.clone()));
+        let mut permit = Some(permit);
+        for attempt in 0..5 {
+            let settled = match &result {
+                Ok(()) => {
+                    let (tx, rx) = oneshot::channel();
+                    acks.push(held.clone(), tx);
+                    drop(permit.take());
+                    match rx.await {
+                        Ok(Ok(true)) => Ok(true),
+                        Ok(Ok(false)) => Err(Error::new(
+                            ErrorKind::LeaseLost,
+                            format!("the lease on job {:?} was lost", held.id),
+                        )),
+                        Ok(Err(e)) => Err(e),
+                        Err(_) => Err(Error::new(ErrorKind::Closed, "worker stopped")),
+                    }
+                }
+                Err(msg) => {
+                    drop(permit.take());
+                    queue.fail_lease(&held, msg).await.map(|_| false)
+                }
+            };
+            match settled {
+                Ok(true) => {
+                    counters.completed.fetch_add(1, Ordering::Relaxed);
+                    return;
+                }
+                Ok(false) => {
+                    counters.failed.fetch_add(1, Ordering::Relaxed);
+                    return;
+                }
+                Err(e) if e.kind() == ErrorKind::LeaseLost => {
+                    counters.lease_lost.fetch_add(1, Ordering::Relaxed);
+                    log::warn!("tideq: {e}");
+                    return;
+                }
+                Err(e) if e.kind() == ErrorKind::Closed => return,
+                Err(e) => {
+                    log::warn!(
+                        "tideq: could not settle job {:?} (try {}): {e}",
+                        held.id,
+                        attempt + 1
+                    );
+                    tokio::time::sleep(Duration::from_millis(100 << attempt)).await;
+                }
+            }
+        }
+        // Gave up: the lease will expire and the job will be redelivered (at-least-once).
+    }
 }

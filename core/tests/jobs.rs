@@ -439,44 +439,74 @@ fn a_job_that_kills_its_worker_every_time_still_ends_dead() {
     assert!(info.last_error.unwrap().contains("lease expired"));
 }
 
+/// The worker half of `a_frozen_workers_late_ack_is_rejected_after_redelivery`, run in a process
+/// of its own (this test binary, started again with TIDEQ_FROZEN_URL set) so that SIGSTOP freezes
+/// all of it, lease renewer thread included.
+#[test]
+#[ignore = "a child process of a_frozen_workers_late_ack_is_rejected_after_redelivery"]
+fn frozen_worker_process() {
+    let (Ok(url), Ok(name)) = (
+        std::env::var("TIDEQ_FROZEN_URL"),
+        std::env::var("TIDEQ_FROZEN_QUEUE"),
+    ) else {
+        return;
+    };
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let q = Queue::new(&Client::open(&url).unwrap(), &name, QueueOptions::default()).unwrap();
+    let stats = rt.block_on(async move {
+        let opts = WorkerOptions {
+            lease: Duration::from_millis(300),
+            concurrency: 1,
+            ..drained()
+        };
+        let w = q
+            .work(opts, |_job: Job| async {
+                println!("FROZEN-CHILD started");
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                Ok::<(), String>(())
+            })
+            .unwrap();
+        w.join().await
+    });
+    println!(
+        "FROZEN-CHILD completed={} lease_lost={}",
+        stats.completed, stats.lease_lost
+    );
+}
+
 #[test]
 fn a_frozen_workers_late_ack_is_rejected_after_redelivery() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
     let server = RedisServer::start();
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let q = queue(&server.url);
+    let q = queue_with(&server.url, QueueOptions::default());
     rt.block_on(q.enqueue(b"x", id("slow"))).unwrap();
-    // Worker A runs on a one-thread runtime and its handler freezes that thread, as SIGSTOP
-    // would freeze a process: nothing renews its lease.
-    let qa = q.clone();
-    let a = std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async move {
-            let opts = WorkerOptions {
-                lease: Duration::from_millis(300),
-                concurrency: 1,
-                ..drained()
-            };
-            let w = qa
-                .work(opts, |_job: Job| {
-                    std::thread::sleep(Duration::from_millis(1500));
-                    async { Ok::<(), String>(()) }
-                })
-                .unwrap();
-            w.join().await
-        })
-    });
-    let mut leased = false;
-    for _ in 0..100 {
-        if rt.block_on(q.get("slow")).unwrap().unwrap().state == JobState::Active {
-            leased = true;
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    assert!(leased, "worker A never leased the job");
+    // Worker A: a process that leases the job, then is frozen by SIGSTOP mid-job.
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--ignored",
+            "--exact",
+            "frozen_worker_process",
+            "--nocapture",
+        ])
+        .env("TIDEQ_FROZEN_URL", &server.url)
+        .env("TIDEQ_FROZEN_QUEUE", q.name())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id().to_string();
+    let mut out = BufReader::new(child.stdout.take().unwrap()).lines();
+    let started = out
+        .by_ref()
+        .map_while(|l| l.ok())
+        .any(|l| l.contains("FROZEN-CHILD started"));
+    assert!(started, "worker A never ran the job");
+    let signal = |sig: &str| {
+        let ok = Command::new("kill").args([sig, &pid]).status().unwrap();
+        assert!(ok.success(), "kill {sig} failed");
+    };
+    signal("-STOP");
     // Worker B recovers the expired lease and completes attempt 2 while A is frozen.
     let attempts = Arc::new(Mutex::new(Vec::new()));
     let a2 = attempts.clone();
@@ -491,12 +521,18 @@ fn a_frozen_workers_late_ack_is_rejected_after_redelivery() {
             .await
             .unwrap()
     });
+    signal("-CONT");
     assert_eq!(*attempts.lock().unwrap(), vec![2]);
     assert_eq!(b.completed, 1);
-    let a = a.join().unwrap();
+    // Read to the end: the child's test harness writes after the line we want.
+    let rest: Vec<String> = out.map_while(|l| l.ok()).collect();
+    let a = rest
+        .iter()
+        .find_map(|l| l.split("FROZEN-CHILD ").nth(1).map(str::to_string));
+    assert!(child.wait().unwrap().success());
     assert_eq!(
-        (a.completed, a.lease_lost),
-        (0, 1),
+        a.as_deref(),
+        Some("completed=0 lease_lost=1"),
         "the frozen worker's late ack was accepted"
     );
     let info = rt.block_on(q.get("slow")).unwrap().unwrap();

@@ -1,40 +1,53 @@
 --[[ Enqueue jobs: ready at once, or delayed until a due time. An id that already exists creates
   nothing (idempotency). Due times are computed with Redis TIME, never the client's clock.
-  KEYS[1] jobs hash (id -> envelope)   KEYS[2] meta hash (id -> "state|attempts|max|enqueued ms|token")
+  KEYS[1] jobs hash (id -> envelope)   KEYS[2] meta hash (id -> "state|attempts|max|enqueued ms|x", see lib_jobs.lua)
   KEYS[3] ready list                   KEYS[4] delayed zset (score = due ms)
   KEYS[5] wake list                    KEYS[6] stats hash
   ARGV[1] number of jobs N; then per job 5 values:
     id, envelope, max attempts, delay ms (relative to Redis now), run-at ms (absolute; 0 = use delay)
-  State letters: q queued (ready, or delayed while in the delayed zset), a active, x dead, c completed.
+  (lib_jobs.lua is put in front.)
   Returns: array of N integers, 1 = created, 0 = the id already existed (nothing written). ]]
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
+local nows = tostring(now)
 local n = tonumber(ARGV[1])
-local out = {}
-local created = 0
-for i = 0, n - 1 do
-  local b = 2 + i * 5
-  local id = ARGV[b]
-  if redis.call('HSETNX', KEYS[1], id, ARGV[b + 1]) == 1 then
-    redis.call('HSET', KEYS[2], id, 'q|0|' .. ARGV[b + 2] .. '|' .. now .. '|')
+local ids = {}
+for i = 1, n do ids[i] = ARGV[2 + (i - 1) * 5] end
+-- One HMGET for the existence check and one variadic call per key for the writes: per-job calls
+-- from Lua would cost more than the work itself.
+local exists = hmget(KEYS[1], ids)
+local out, seen, created = {}, {}, 0
+local jobs, meta, ready, delayed = {}, {}, {}, {}
+for i = 1, n do
+  local b = 2 + (i - 1) * 5
+  local id = ids[i]
+  if exists[i] or seen[id] then
+    out[i] = 0
+  else
+    seen[id] = true
+    jobs[#jobs + 1] = id
+    jobs[#jobs + 1] = ARGV[b + 1]
+    meta[#meta + 1] = id
+    meta[#meta + 1] = meta_of('q', '0', ARGV[b + 2], nows, '0')
     local runat = tonumber(ARGV[b + 4])
     local due = now + tonumber(ARGV[b + 3])
     if runat > 0 then due = runat end
     if due <= now then
-      redis.call('RPUSH', KEYS[3], id)
+      ready[#ready + 1] = id
     else
-      redis.call('ZADD', KEYS[4], due, id)
+      delayed[#delayed + 1] = due
+      delayed[#delayed + 1] = id
     end
     created = created + 1
-    out[#out + 1] = 1
-  else
-    out[#out + 1] = 0
+    out[i] = 1
   end
 end
-if created > 0 then
-  redis.call('RPUSH', KEYS[5], '1')
-  redis.call('LTRIM', KEYS[5], -64, -1)
-  redis.call('PEXPIRE', KEYS[5], 60000)
+if #jobs > 0 then
+  chunked('HSET', KEYS[1], jobs)
+  chunked('HSET', KEYS[2], meta)
+  chunked('RPUSH', KEYS[3], ready)
+  chunked('ZADD', KEYS[4], delayed)
+  wake(KEYS[5])
   redis.call('HINCRBY', KEYS[6], 'enqueued', created)
 end
 return out
