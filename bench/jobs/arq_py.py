@@ -8,8 +8,11 @@ Usage: bench/jobs/.venv-arq/bin/python bench/jobs/arq_py.py URL N   (prints ONE 
 - work_c1/c10/c100: N jobs enqueued first, then a burst-mode Worker (max_jobs = concurrency) that
   stops when the queue is empty; jobs/s from the first job call until the worker has returned
   (or, past CAP_S seconds, the jobs completed by then).
-- lateness: 2 000 jobs with `_defer_until` one instant ~2 s ahead; Worker max_jobs 100; lateness =
-  job start - due time (ms, this machine's clock).
+- lateness_p50/p99/min_ms: 2 000 jobs, job i with `_defer_until` = start + i * 0.5 ms (due times
+  spread evenly over one second, start ~2 s ahead), each carrying its due ms in its argument
+  (`{"due": <ms>, ...}`); Worker max_jobs 100; the job function reads the clock, then
+  `payload["due"]`: lateness = job start - that job's due time (ms, this machine's clock).
+- burst_p50/p99_ms: the same with all 2 000 due at one instant (benchlib.py describes the method).
 - rss_mb after the work runs; idle: one Worker (max_jobs 10) alone on the server for 5 s.
 arq defaults otherwise: poll_delay 0.5 s (arq polls the queue; it has no blocking wait),
 queue_read_limit max(5 * max_jobs, 100), max_tries 5, keep_result 3600 s (results are stored).
@@ -35,11 +38,11 @@ WINDOW = 500
 CAP_S = 30.0
 CAPPED: list[str] = []
 DIAG: dict = {}
-_on_job = lambda: None  # noqa: E731  set per measurement
+_on_job = lambda payload: None  # noqa: E731  set per measurement
 
 
 async def noop(ctx, payload):
-    _on_job()
+    _on_job(payload)
 
 
 FUNCS = [func(noop, name="noop")]
@@ -61,15 +64,21 @@ async def enqueue_seq(url: str, n: int) -> float:
     return r
 
 
-async def enqueue_many(url: str, name: str, n: int, **kw) -> float:
+async def enqueue_many(url: str, name: str, items: list[tuple[dict, dict]]) -> float:
+    """Enqueues (payload, enqueue_job keyword arguments) pairs; returns jobs/s."""
     pool = await create_pool(settings(url))
+    n = len(items)
     t0 = time.perf_counter()
     for start in range(0, n, WINDOW):
-        await asyncio.gather(*(pool.enqueue_job("noop", B.PAYLOAD_OBJ, _queue_name=name, **kw)
-                               for _ in range(start, min(n, start + WINDOW))))
+        await asyncio.gather(*(pool.enqueue_job("noop", payload, _queue_name=name, **kw)
+                               for payload, kw in items[start:start + WINDOW]))
     r = B.rate(n, time.perf_counter() - t0)
     await pool.aclose()
     return r
+
+
+def plain(n: int) -> list[tuple[dict, dict]]:
+    return [(B.PAYLOAD_OBJ, {})] * n
 
 
 def worker(url: str, name: str, max_jobs: int, burst: bool) -> Worker:
@@ -80,9 +89,9 @@ def worker(url: str, name: str, max_jobs: int, burst: bool) -> Worker:
 async def work(url: str, n: int, concurrency: int) -> float:
     global _on_job
     name = B.fresh_name(f"arq-c{concurrency}")
-    await enqueue_many(url, name, n)
+    await enqueue_many(url, name, plain(n))
     mark, first = B.timed_first()
-    _on_job = mark
+    _on_job = lambda payload: mark()  # noqa: E731
     w = worker(url, name, concurrency, burst=True)
     phase = B.Phase(url)
     phase.begin()
@@ -105,19 +114,25 @@ async def work(url: str, n: int, concurrency: int) -> float:
     return B.rate(completed, end - first())
 
 
-async def lateness(url: str) -> dict:
+async def lateness(url: str, spread_ms: int) -> list[float]:
+    """One lateness run: each job's argument carries the due ms its _defer_until says."""
     global _on_job
     name = B.fresh_name("arq-late")
-    due_ms = round(time.time() * 1000 + B.LATE_AHEAD_S * 1000)
-    await enqueue_many(url, name, B.LATE_JOBS,
-                       _defer_until=datetime.fromtimestamp(due_ms / 1000, tz=timezone.utc))
+    await enqueue_many(url, name, [
+        (B.due_payload_obj(due), {"_defer_until": datetime.fromtimestamp(due / 1000, tz=timezone.utc)})
+        for due in B.late_dues(spread_ms)])
     late: list[float] = []
-    _on_job = lambda: late.append(time.time() * 1000 - due_ms)  # noqa: E731
+
+    def on_job(payload: dict) -> None:
+        t = time.time() * 1000
+        late.append(t - payload["due"])
+
+    _on_job = on_job
     w = worker(url, name, B.LATE_CONCURRENCY, burst=True)
     await w.async_run()
     await w.close()
     assert len(late) == B.LATE_JOBS, len(late)
-    return B.lateness_summary(late)
+    return late
 
 
 async def idle(url: str) -> dict:
@@ -138,14 +153,15 @@ async def main() -> None:
     logging.basicConfig(level=logging.WARNING)
     res: dict = {"runtime": "python", "lib": "arq"}
     res["enqueue_seq"] = await enqueue_seq(url, max(1, n // 4))
-    res["enqueue_bulk"] = await enqueue_many(url, B.fresh_name("arq-bulk"), n)
+    res["enqueue_bulk"] = await enqueue_many(url, B.fresh_name("arq-bulk"), plain(n))
     for c in (1, 10, 100):
         res[f"work_c{c}"] = await work(url, n, c)
     if CAPPED:
         res["capped"] = CAPPED
     res["rss_mb"] = B.rss_mb()
     res["diag"] = DIAG
-    res.update(await lateness(url))
+    res.update(B.lateness_summary(await lateness(url, B.LATE_SPREAD_MS)))
+    res.update(B.burst_summary(await lateness(url, 0)))
     res.update(await idle(url))
     B.emit(res)
 

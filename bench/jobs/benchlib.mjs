@@ -1,6 +1,15 @@
 // Shared by the Node job-queue bench scripts (tideq_node.mjs, bullmq_node.mjs): the payload, the
 // result line, percentiles, VmRSS, and the idle measurement (a tiny RESP client on node:net, so
 // it depends on none of the libraries being measured). Mirrors bench/jobs/benchlib.py.
+//
+// Lateness (both scripts, two runs of LATE_JOBS jobs on a fresh queue, worker concurrency
+// LATE_CONCURRENCY): job i is due at start + i * spreadMs / LATE_JOBS (whole ms, rounded down; start
+// LATE_AHEAD_MS ahead) and carries its due ms in its payload (`{"due": <ms>, ...}`); the handler
+// takes the clock first, then reads the due ms from the job: lateness = handler start - that job's
+// due time (ms, this machine's clock).
+// - spreadMs = LATE_SPREAD_MS (1 000): "2 000 jobs due in the same second", the issue's metric:
+//   lateness_p50_ms / lateness_p99_ms / lateness_min_ms (latenessSummary).
+// - spreadMs = 0: all due at one instant (a burst): burst_p50_ms / burst_p99_ms (burstSummary).
 import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import { randomUUID } from 'node:crypto';
@@ -10,6 +19,8 @@ export const PAYLOAD = Buffer.from(JSON.stringify(PAYLOAD_OBJ));
 export const LATE_JOBS = 2000;
 export const LATE_AHEAD_MS = 2000;
 export const LATE_CONCURRENCY = 100;
+// The main lateness run spreads the due times evenly over this window; the burst run uses 0.
+export const LATE_SPREAD_MS = 1000;
 // The idle window: 5 s as the issue asks; JOBS_BENCH_IDLE_S (run.py --idle-seconds) changes it.
 export const IDLE_MS = Number(process.env.JOBS_BENCH_IDLE_S || 5) * 1000;
 export const IDLE_CONCURRENCY = 10;
@@ -46,6 +57,25 @@ export function latenessSummary(lateMs) {
     lateness_min_ms: v.length ? r(v[0]) : NaN,
   };
 }
+
+export function burstSummary(lateMs) {
+  const v = [...lateMs].sort((a, b) => a - b);
+  const r = (x) => Math.round(x * 100) / 100;
+  return { burst_p50_ms: r(percentile(v, 50)), burst_p99_ms: r(percentile(v, 99)) };
+}
+
+/** Due times (epoch ms, whole) of the LATE_JOBS jobs of one lateness run: job i at
+ * start + i * spreadMs / LATE_JOBS, rounded down to a whole ms (the queues take whole ms), start
+ * LATE_AHEAD_MS from now. spreadMs = 0: all at one instant. */
+export function lateDues(spreadMs) {
+  const start = Math.round(nowMs() + LATE_AHEAD_MS);
+  return Array.from({ length: LATE_JOBS }, (_, i) => start + Math.floor((i * spreadMs) / LATE_JOBS));
+}
+
+/** PAYLOAD_OBJ with the job's due time first: {"due": <epoch ms>, ...}. */
+export const duePayloadObj = (dueMs) => ({ due: dueMs, ...PAYLOAD_OBJ });
+/** duePayloadObj as JSON bytes (the tideq payload; the Python and Rust scripts write the same). */
+export const duePayload = (dueMs) => Buffer.from(JSON.stringify(duePayloadObj(dueMs)));
 
 export function rssMb() {
   const m = /VmRSS:\s+(\d+)/.exec(readFileSync('/proc/self/status', 'utf8'));

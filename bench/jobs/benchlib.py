@@ -1,8 +1,18 @@
 """Shared by the Python job-queue bench scripts (tideq_py.py, bullmq_py.py, arq_py.py).
 
 Standard library only: the scripts run under three different virtualenvs. Holds the common
-payload, the result line, percentiles, VmRSS, and the idle measurement (a tiny RESP client, so the
-measurement does not depend on any of the libraries being measured).
+payload, the result line, percentiles, VmRSS, the due times and payloads of the lateness runs, and
+the idle measurement (a tiny RESP client, so the measurement does not depend on any of the
+libraries being measured).
+
+Lateness (every script, two runs of LATE_JOBS jobs on a fresh queue, worker concurrency
+LATE_CONCURRENCY): job i is due at start + i * spread_ms / LATE_JOBS (whole ms, rounded down;
+start LATE_AHEAD_S ahead) and carries its due ms in its payload (`{"due": <ms>, ...}`); the handler
+takes the clock first, then reads the due ms from the job: lateness = handler start - that job's
+due time (ms, this machine's clock).
+- spread_ms = LATE_SPREAD_MS (1 000): "2 000 jobs due in the same second", the issue's metric:
+  lateness_p50_ms / lateness_p99_ms / lateness_min_ms (lateness_summary).
+- spread_ms = 0: all due at one instant (a burst): burst_p50_ms / burst_p99_ms (burst_summary).
 """
 
 from __future__ import annotations
@@ -23,6 +33,8 @@ PAYLOAD = json.dumps(PAYLOAD_OBJ, separators=(",", ":")).encode()
 LATE_JOBS = 2000
 LATE_AHEAD_S = 2.0
 LATE_CONCURRENCY = 100
+# The main lateness run spreads the due times evenly over this window; the burst run uses 0.
+LATE_SPREAD_MS = 1000
 # The idle window: 5 s as the issue asks; JOBS_BENCH_IDLE_S (run.py --idle-seconds) changes it.
 IDLE_SECONDS = float(os.environ.get("JOBS_BENCH_IDLE_S") or 5.0)
 IDLE_CONCURRENCY = 10
@@ -57,6 +69,32 @@ def lateness_summary(late_ms: list[float]) -> dict[str, float]:
         "lateness_p99_ms": round(percentile(v, 99), 2),
         "lateness_min_ms": round(v[0], 2) if v else float("nan"),
     }
+
+
+def burst_summary(late_ms: list[float]) -> dict[str, float]:
+    v = sorted(late_ms)
+    return {
+        "burst_p50_ms": round(percentile(v, 50), 2),
+        "burst_p99_ms": round(percentile(v, 99), 2),
+    }
+
+
+def late_dues(spread_ms: int) -> list[int]:
+    """Due times (epoch ms, whole) of the LATE_JOBS jobs of one lateness run: job i at
+    start + i * spread_ms / LATE_JOBS, rounded down to a whole ms (the queues take whole ms),
+    start LATE_AHEAD_S from now. spread_ms = 0: all at one instant."""
+    start = round(time.time() * 1000 + LATE_AHEAD_S * 1000)
+    return [start + i * spread_ms // LATE_JOBS for i in range(LATE_JOBS)]
+
+
+def due_payload_obj(due_ms: int) -> dict[str, Any]:
+    """PAYLOAD_OBJ with the job's due time first: {"due": <epoch ms>, ...}."""
+    return {"due": due_ms, **PAYLOAD_OBJ}
+
+
+def due_payload(due_ms: int) -> bytes:
+    """due_payload_obj as compact JSON bytes (the tideq payload; the Rust script writes the same)."""
+    return json.dumps(due_payload_obj(due_ms), separators=(",", ":")).encode()
 
 
 def rss_mb() -> float:

@@ -5,8 +5,12 @@
 // - enqueue_bulk: N jobs in one `await queue.addBulk()`.
 // - work_c1/c10/c100: N jobs added first, then a Worker with that concurrency; jobs/s from the
 //   first processor call to the N-th 'completed' event (emitted after moveToCompleted).
-// - lateness: 2 000 jobs with `delay` so they are all due ~2 s ahead; Worker concurrency 100;
-//   lateness = processor start - due time (ms, this machine's clock).
+// - lateness_p50/p99/min_ms: 2 000 jobs in one addBulk, job i due at start + i * 0.5 ms (due
+//   times spread evenly over one second, start ~2 s ahead) through a per-job `delay` = due - now,
+//   each carrying its due ms in `job.data` (`{ due: <ms>, ... }`); Worker concurrency 100; the
+//   processor reads the clock, then `job.data.due`: lateness = processor start - that job's due
+//   time (ms, this machine's clock).
+// - burst_p50/p99_ms: the same with all 2 000 due at one instant (benchlib.mjs describes the method).
 // - rss_mb after the work runs; idle: one Worker (concurrency 10) alone on the server for 5 s.
 // Job options: removeOnComplete 1000 (the bound of tideq's keep_completed default); otherwise
 // BullMQ's defaults (attempts 1, lockDuration 30 s, stalledInterval 30 s, drainDelay 5 s).
@@ -42,13 +46,14 @@ async function bulk(name, jobs) {
   return r;
 }
 
-/** Runs a Worker until `count` jobs completed; returns the time of the last completion. */
+/** Runs a Worker until `count` jobs completed (`onJob(job)` first in each processor call);
+ * returns the time of the last completion. */
 async function runWorker(name, count, concurrency, onJob) {
   let done = 0;
   let end = 0;
   let finished;
   const all = new Promise((r) => { finished = r; });
-  const worker = new Worker(name, async () => { onJob(); }, { connection, concurrency });
+  const worker = new Worker(name, async (job) => { onJob(job); }, { connection, concurrency });
   worker.on('completed', () => {
     if (++done === count) { end = performance.now(); finished(); }
   });
@@ -69,16 +74,24 @@ async function work(count, concurrency) {
   return B.rate(count, end - first());
 }
 
-async function lateness() {
+/** One lateness run: each job's data carries the due ms its `delay` aims at. */
+async function lateness(spreadMs) {
   const name = B.freshName('bmq-late');
-  const dueMs = Math.round(B.nowMs() + B.LATE_AHEAD_MS);
+  const dues = B.lateDues(spreadMs);
   const q = new Queue(name, { connection });
   await q.waitUntilReady();
-  await q.addBulk(bulkJobs(B.LATE_JOBS, { ...JOB_OPTS, delay: Math.max(0, dueMs - Date.now()) }));
+  // One addBulk; each job's delay is computed against the same "now".
+  const now = Date.now();
+  await q.addBulk(dues.map((due) => ({
+    name: 'job', data: B.duePayloadObj(due), opts: { ...JOB_OPTS, delay: Math.max(0, due - now) },
+  })));
   await q.close();
   const late = [];
-  await runWorker(name, B.LATE_JOBS, B.LATE_CONCURRENCY, () => late.push(B.nowMs() - dueMs));
-  return B.latenessSummary(late);
+  await runWorker(name, B.LATE_JOBS, B.LATE_CONCURRENCY, (job) => {
+    const t = B.nowMs();
+    late.push(t - job.data.due);
+  });
+  return late;
 }
 
 async function idle() {
@@ -95,6 +108,7 @@ res.enqueue_bulk = await bulk(B.freshName('bmq-bulk'), bulkJobs(n));
 for (const c of [1, 10, 100]) res[`work_c${c}`] = await work(n, c);
 res.rss_mb = B.rssMb();
 res.diag = diag;
-Object.assign(res, await lateness());
+Object.assign(res, B.latenessSummary(await lateness(B.LATE_SPREAD_MS)));
+Object.assign(res, B.burstSummary(await lateness(0)));
 Object.assign(res, await idle());
 B.emit(res);

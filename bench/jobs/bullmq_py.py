@@ -6,8 +6,12 @@ Usage: bench/jobs/.venv/bin/python bench/jobs/bullmq_py.py URL N   (prints ONE J
 - enqueue_bulk: N jobs in one `await queue.addBulk()`.
 - work_c1/c10/c100: N jobs added first, then a Worker with that concurrency; jobs/s from the first
   processor call to the N-th "completed" event (emitted after moveToCompleted).
-- lateness: 2 000 jobs with `delay` so they are all due ~2 s ahead; Worker concurrency 100;
-  lateness = processor start - due time (ms, this machine's clock).
+- lateness_p50/p99/min_ms: 2 000 jobs in one addBulk, job i due at start + i * 0.5 ms (due times
+  spread evenly over one second, start ~2 s ahead) through a per-job `delay` = due - now, each
+  carrying its due ms in `job.data` (`{"due": <ms>, ...}`); Worker concurrency 100; the processor
+  reads the clock, then `job.data["due"]`: lateness = processor start - that job's due time (ms,
+  this machine's clock).
+- burst_p50/p99_ms: the same with all 2 000 due at one instant (benchlib.py describes the method).
 - rss_mb after the work runs; idle: one Worker (concurrency 10) alone on the server for 5 s.
 Job options: removeOnComplete 1000 (the same bound as tideq's keep_completed default); otherwise
 BullMQ's defaults (attempts 1, lockDuration 30 s, stalledInterval 30 s, drainDelay 5 s).
@@ -51,7 +55,8 @@ def bulk_jobs(n: int, opts: dict = JOB_OPTS) -> list[dict]:
 
 
 async def run_worker(url: str, name: str, n: int, concurrency: int, on_job) -> float:
-    """Runs a Worker until n jobs completed; returns the time of the n-th completion."""
+    """Runs a Worker until n jobs completed (on_job(job) first in each processor call); returns
+    the time of the n-th completion."""
     done = asyncio.Event()
     count = 0
     end = 0.0
@@ -64,7 +69,7 @@ async def run_worker(url: str, name: str, n: int, concurrency: int, on_job) -> f
             done.set()
 
     async def process(job, token):
-        on_job()
+        on_job(job)
         return None
 
     worker = Worker(name, process, {"connection": url, "concurrency": concurrency})
@@ -80,23 +85,29 @@ async def work(url: str, n: int, concurrency: int) -> float:
     mark, first = B.timed_first()
     phase = B.Phase(url)
     phase.begin()
-    end = await run_worker(url, name, n, concurrency, mark)
+    end = await run_worker(url, name, n, concurrency, lambda job: mark())
     DIAG[f"c{concurrency}"] = phase.end(n)
     return B.rate(n, end - first())
 
 
-async def lateness(url: str) -> dict:
+async def lateness(url: str, spread_ms: int) -> list[float]:
+    """One lateness run: each job's data carries the due ms its delay aims at."""
     name = B.fresh_name("bmqpy-late")
-    due_ms = round(time.time() * 1000 + B.LATE_AHEAD_S * 1000)
+    dues = B.late_dues(spread_ms)
     q = Queue(name, {"connection": url})
-    # One addBulk; each job's delay is computed against the same due instant.
-    delay = max(0, due_ms - round(time.time() * 1000))
-    await q.addBulk(bulk_jobs(B.LATE_JOBS, {**JOB_OPTS, "delay": delay}))
+    # One addBulk; each job's delay is computed against the same "now".
+    now = round(time.time() * 1000)
+    await q.addBulk([{"name": "job", "data": B.due_payload_obj(due),
+                      "opts": {**JOB_OPTS, "delay": max(0, due - now)}} for due in dues])
     await q.close()
     late: list[float] = []
-    await run_worker(url, name, B.LATE_JOBS, B.LATE_CONCURRENCY,
-                     lambda: late.append(time.time() * 1000 - due_ms))
-    return B.lateness_summary(late)
+
+    def on_job(job) -> None:
+        t = time.time() * 1000
+        late.append(t - job.data["due"])
+
+    await run_worker(url, name, B.LATE_JOBS, B.LATE_CONCURRENCY, on_job)
+    return late
 
 
 async def idle(url: str) -> dict:
@@ -120,7 +131,8 @@ async def main() -> None:
         res[f"work_c{c}"] = await work(url, n, c)
     res["rss_mb"] = B.rss_mb()
     res["diag"] = DIAG
-    res.update(await lateness(url))
+    res.update(B.lateness_summary(await lateness(url, B.LATE_SPREAD_MS)))
+    res.update(B.burst_summary(await lateness(url, 0)))
     res.update(await idle(url))
     B.emit(res)
 

@@ -15,6 +15,14 @@ They are never dependencies of tideq. A tideq binding that is not built is skipp
 (build: scripts/test-node.sh, scripts/test-python.sh). The server is flushed between scripts, and
 nothing but the script under test is connected while it runs. The raw JSON goes to
 bench/jobs/last-run.json.
+
+Delayed-job lateness (benchlib.py / benchlib.mjs describe it; every script does the same): 2 000
+jobs on a fresh queue, worker concurrency 100, job i due at start + i * spread / 2 000 (start ~2 s
+ahead), each job carrying its due ms in its payload; lateness = handler start - that job's own due
+time (ms, local clock).
+- lateness_p50_ms / lateness_p99_ms / lateness_min_ms: spread 1 s, the issue's "2 000 jobs due in
+  the same second" (the target, p99 <= 5 ms, is on this one; min is the first pickup).
+- burst_p50_ms / burst_p99_ms: spread 0, all 2 000 due at one instant.
 """
 
 from __future__ import annotations
@@ -51,8 +59,10 @@ METRICS = [
     ("work_c1", "process, concurrency 1", "jobs/s", True),
     ("work_c10", "process, concurrency 10", "jobs/s", True),
     ("work_c100", "process, concurrency 100", "jobs/s", True),
-    ("lateness_p50_ms", "delayed lateness p50", "ms", False),
-    ("lateness_p99_ms", "delayed lateness p99", "ms", False),
+    ("lateness_p50_ms", "delayed lateness p50 (2000 due within 1 s)", "ms", False),
+    ("lateness_p99_ms", "delayed lateness p99 (2000 due within 1 s)", "ms", False),
+    ("burst_p50_ms", "delayed lateness p50 (2000 due at one instant)", "ms", False),
+    ("burst_p99_ms", "delayed lateness p99 (2000 due at one instant)", "ms", False),
     ("lateness_min_ms", "delayed, first pickup", "ms", False),
     ("idle_cmds_per_s", "idle worker: Redis calls", "/s", False),
     ("idle_client_cmds_per_s", "idle worker: round trips", "/s", False),
@@ -296,15 +306,16 @@ def report(results: dict[str, dict], skipped: dict[str, str], n: int, ceil: dict
     cols = [k for k, _, _ in RUNS if k in results]
     names = {k: f"{rt}/{lib}" for k, rt, lib in RUNS}
     w = 18
+    lw = max(28, max(len(label) for _, label, _, _ in METRICS) + 2)
     print(f"\njob queue benchmark: N = {n} jobs per enqueue/process run, one private redis-server"
           + (f"; best of {repeat} passes per metric" if repeat > 1 else ""))
     if ceil:
         print("redis-benchmark PING on the same server, 50 clients: "
               + "   ".join(f"-{k[0]} {k[1:]}: {v:,.0f}/s" for k, v in ceil.items()))
     print()
-    print(f"{'metric':<28}{'unit':<8}" + "".join(f"{names[c]:>{w}}" for c in cols))
+    print(f"{'metric':<{lw}}{'unit':<8}" + "".join(f"{names[c]:>{w}}" for c in cols))
     for key, label, unit, _ in METRICS:
-        print(f"{label:<28}{unit:<8}" + "".join(f"{fmt(results[c].get(key), unit):>{w}}" for c in cols))
+        print(f"{label:<{lw}}{unit:<8}" + "".join(f"{fmt(results[c].get(key), unit):>{w}}" for c in cols))
     for key, why in skipped.items():
         print(f"  ({names[key]} not run: {why})")
     capped = {c: results[c].get("capped") for c in cols if results[c].get("capped")}
@@ -321,9 +332,10 @@ def report(results: dict[str, dict], skipped: dict[str, str], n: int, ceil: dict
     pairs = [p for p in pairs if p[0] in results and p[1] in results]
     if pairs:
         print("\nratios tideq/peer (jobs/s: higher is better; lateness, idle, RSS: lower is better)")
-        print(f"{'metric':<36}" + "".join(f"{p[2]:>26}" for p in pairs))
+        rw = max(36, lw)
+        print(f"{'metric':<{rw}}" + "".join(f"{p[2]:>26}" for p in pairs))
         for key, label, unit, _ in METRICS:
-            print(f"{label:<36}" + "".join(
+            print(f"{label:<{rw}}" + "".join(
                 f"{fmt_ratio(ratio(results[a].get(key), results[b].get(key))):>26}" for a, b, _ in pairs))
 
     diag_rows = []

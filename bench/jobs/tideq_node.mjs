@@ -5,8 +5,12 @@
 // - work_c1/c10/c100: N jobs enqueued first, then `queue.work(handler, { concurrency,
 //   stopWhenDrained: true })`; jobs/s from the first handler call until `join()` resolves (every
 //   job acked).
-// - lateness: 2 000 jobs with one `runAt` ~2 s ahead; worker concurrency 100; lateness = handler
-//   start - due time (ms, this machine's clock; tideq compares due times with Redis TIME, same host).
+// - lateness_p50/p99/min_ms: 2 000 jobs, job i with `runAt` = start + i * 0.5 ms (due times spread
+//   evenly over one second, start ~2 s ahead), each carrying its due ms in its payload
+//   (`{"due": <ms>, ...}`); worker concurrency 100; the handler reads the clock, then
+//   `job.json().due`: lateness = handler start - that job's due time (ms, this machine's clock;
+//   tideq compares due times with Redis TIME, same host).
+// - burst_p50/p99_ms: the same with all 2 000 due at one instant (benchlib.mjs describes the method).
 // - rss_mb after the work runs; idle: one worker (concurrency 10) alone on the server for 5 s.
 // Queue defaults: 5 attempts, exponential backoff, keepCompleted 1000.
 import { createRequire } from 'node:module';
@@ -49,15 +53,19 @@ async function work(count, concurrency) {
   return B.rate(count, end - first());
 }
 
-async function lateness() {
+/** One lateness run: each job's payload carries the due ms its `runAt` says. */
+async function lateness(spreadMs) {
   const q = new Queue(B.freshName('tq-node-late'), { url });
-  const dueMs = Math.round(B.nowMs() + B.LATE_AHEAD_MS);
-  await q.enqueueMany(spec(B.LATE_JOBS, { runAt: dueMs }));
+  await q.enqueueMany(B.lateDues(spreadMs).map((due) => ({ payload: B.duePayload(due), runAt: due })));
   const late = [];
-  const w = q.work(() => { late.push(B.nowMs() - dueMs); }, { concurrency: B.LATE_CONCURRENCY, stopWhenDrained: true });
+  const handler = (job) => {
+    const now = B.nowMs();
+    late.push(now - job.json().due);
+  };
+  const w = q.work(handler, { concurrency: B.LATE_CONCURRENCY, stopWhenDrained: true });
   await w.join();
   if (late.length !== B.LATE_JOBS) throw new Error(`ran ${late.length} of ${B.LATE_JOBS} delayed jobs`);
-  return B.latenessSummary(late);
+  return late;
 }
 
 async function idle() {
@@ -75,6 +83,7 @@ res.enqueue_bulk = await bulk(new Queue(B.freshName('tq-node-bulk'), { url }), s
 for (const c of [1, 10, 100]) res[`work_c${c}`] = await work(n, c);
 res.rss_mb = B.rssMb();
 res.diag = diag;
-Object.assign(res, await lateness());
+Object.assign(res, B.latenessSummary(await lateness(B.LATE_SPREAD_MS)));
+Object.assign(res, B.burstSummary(await lateness(0)));
 Object.assign(res, await idle());
 B.emit(res);

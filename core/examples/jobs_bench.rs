@@ -6,8 +6,12 @@
 //! - `enqueue_bulk`: N jobs in one `enqueue_many` call (pipelined chunks of 500; jobs/s).
 //! - `work_c1|c10|c100`: N no-op jobs enqueued first, then a worker with that concurrency and
 //!   `stop_when_drained`; jobs/s from the first handler call until `join()` returns (every ack done).
-//! - `lateness_p50_ms|p99_ms` (and `lateness_min_ms`, the first pickup): 2 000 jobs with one
-//!   `run_at` ~2 s ahead, a worker at concurrency 100; lateness = handler start − due time (ms).
+//! - `lateness_p50_ms|p99_ms` (and `lateness_min_ms`, the first pickup): "2 000 jobs due in the
+//!   same second": job i gets `run_at_ms` = start + i × 1000 / 2000 (whole ms, rounded down; start
+//!   ~2 s ahead) and carries that due ms in its payload (`{"due":<ms>,...}`); a worker at
+//!   concurrency 100 whose handler reads the clock, then the due ms from `job.payload`:
+//!   lateness = handler start − that job's due time (ms, this machine's clock).
+//! - `burst_p50_ms|p99_ms`: the same with all 2 000 jobs due at one instant.
 //! - `rss_mb`: VmRSS of this process (producer and worker) after the work runs.
 //! - `idle_cmds_per_s`: one idle worker (concurrency 10, default poll interval) alone on the
 //!   server: CONFIG RESETSTAT, 5 s, then the calls in INFO commandstats except info/config, / 5
@@ -25,6 +29,9 @@ use tideq::{Client, EnqueueOptions, Job, Queue, QueueOptions, WorkerOptions};
 
 const PAYLOAD: &[u8] = br#"{"user_id":123456,"task":"send_welcome_email","n":1}"#;
 const LATE_JOBS: usize = 2000;
+const LATE_AHEAD_MS: f64 = 2000.0;
+/// The main lateness run spreads the due times evenly over this window; the burst run uses 0.
+const LATE_SPREAD_MS: u64 = 1000;
 
 fn now_ms_f() -> f64 {
     SystemTime::now()
@@ -110,15 +117,37 @@ async fn work(
     Ok((rate(n, end - *first.get().expect("no job ran")), diag))
 }
 
-async fn lateness(client: &Client) -> tideq::Result<(f64, f64, f64)> {
+/// The due ms a lateness job carries: its payload starts `{"due":<ms>,` (written by `lateness`).
+fn due_ms(payload: &[u8]) -> f64 {
+    let digits = payload
+        .strip_prefix(br#"{"due":"#)
+        .expect("lateness payload starts with {\"due\":");
+    let end = digits
+        .iter()
+        .position(|b| !b.is_ascii_digit())
+        .unwrap_or(digits.len());
+    std::str::from_utf8(&digits[..end])
+        .ok()
+        .and_then(|d| d.parse::<u64>().ok())
+        .expect("due ms") as f64
+}
+
+/// One lateness run (p50, p99, min in ms): job i due at start + i × spread_ms / LATE_JOBS (whole
+/// ms, rounded down), start ~2 s ahead, its due ms in its payload; spread_ms 0 is a burst.
+async fn lateness(client: &Client, spread_ms: u64) -> tideq::Result<(f64, f64, f64)> {
     let q = fresh(client, "late")?;
-    let due = (now_ms_f() + 2000.0).round();
-    let opts = EnqueueOptions {
-        run_at_ms: Some(due as u64),
-        ..Default::default()
-    };
-    let jobs: Vec<(&[u8], EnqueueOptions)> =
-        (0..LATE_JOBS).map(|_| (PAYLOAD, opts.clone())).collect();
+    let start = (now_ms_f() + LATE_AHEAD_MS).round() as u64;
+    let rest = std::str::from_utf8(&PAYLOAD[1..]).unwrap(); // the object without its `{`
+    let jobs: Vec<(Vec<u8>, EnqueueOptions)> = (0..LATE_JOBS as u64)
+        .map(|i| {
+            let due = start + i * spread_ms / LATE_JOBS as u64;
+            let opts = EnqueueOptions {
+                run_at_ms: Some(due),
+                ..Default::default()
+            };
+            (format!("{{\"due\":{due},{rest}").into_bytes(), opts)
+        })
+        .collect();
     q.enqueue_many(&jobs).await?;
     let late: Arc<Mutex<Vec<f64>>> = Arc::new(Mutex::new(Vec::with_capacity(LATE_JOBS)));
     let l = late.clone();
@@ -128,8 +157,9 @@ async fn lateness(client: &Client) -> tideq::Result<(f64, f64, f64)> {
             stop_when_drained: true,
             ..Default::default()
         },
-        move |_job: Job| {
-            l.lock().unwrap().push(now_ms_f() - due);
+        move |job: Job| {
+            let now = now_ms_f();
+            l.lock().unwrap().push(now - due_ms(&job.payload));
             async { Ok::<(), String>(()) }
         },
     )?;
@@ -318,7 +348,16 @@ mod diag {
             let wall = self.t0.elapsed().as_secs_f64();
             let own = own_cpu() - self.own0;
             let cpu = redis_cpu(&info(&mut self.c, "cpu")) - self.cpu0;
-            let calls = commandstats(&info(&mut self.c, "commandstats"));
+            let stats = info(&mut self.c, "commandstats");
+            let calls = commandstats(&stats);
+            // Time Redis spent inside scripts (the rest of its CPU is I/O and protocol).
+            let script_us: f64 = stats
+                .lines()
+                .filter(|l| l.starts_with("cmdstat_evalsha:"))
+                .flat_map(|l| l.split([':', ',']))
+                .filter_map(|f| f.strip_prefix("usec="))
+                .filter_map(|v| v.parse::<f64>().ok())
+                .sum();
             let all: u64 = calls.values().sum();
             let scripts: u64 = calls
                 .iter()
@@ -333,12 +372,13 @@ mod diag {
             let r = |x: f64, d: i32| (x * 10f64.powi(d)).round() / 10f64.powi(d);
             let n = n as f64;
             format!(
-                "{{\"redis_cpu\":{},\"client_cpu\":{},\"redis_us_per_job\":{},\"calls_per_job\":{},\"scripts_per_job\":{}}}",
+                "{{\"redis_cpu\":{},\"client_cpu\":{},\"redis_us_per_job\":{},\"calls_per_job\":{},\"scripts_per_job\":{},\"script_us_per_job\":{}}}",
                 r(cpu / wall, 2),
                 r(own / wall, 2),
                 r(cpu * 1e6 / n, 1),
                 r(all as f64 / n, 2),
-                r(scripts as f64 / n, 3)
+                r(scripts as f64 / n, 3),
+                r(script_us / n, 1)
             )
         }
     }
@@ -355,6 +395,19 @@ async fn main() -> tideq::Result<()> {
         std::process::exit(2);
     };
     let client = Client::open(&url)?;
+    // Diagnosis only (not used by run.py): JOBS_BENCH_QUICK=1 runs bulk enqueue, c100 and
+    // both lateness runs (spread over 1 s, then burst) and prints them on one line.
+    if std::env::var("JOBS_BENCH_QUICK").is_ok() {
+        let (_, bulk) = enqueue_bulk(&client, n).await?;
+        let (c100, d100) = work(&client, &url, n, 100).await?;
+        let (p50, p99, pmin) = lateness(&client, LATE_SPREAD_MS).await?;
+        let (b50, b99, bmin) = lateness(&client, 0).await?;
+        println!(
+            "bulk {bulk} c100 {c100} {d100} lateness (2000 due within 1 s) p50/p99/min \
+             {p50}/{p99}/{pmin} ms, burst (2000 due at one instant) p50/p99/min {b50}/{b99}/{bmin} ms"
+        );
+        return Ok(());
+    }
     let seq = enqueue_seq(&client, (n / 4).max(1)).await?;
     let (_, bulk) = enqueue_bulk(&client, n).await?;
     let (c1, d1) = work(&client, &url, n, 1).await?;
@@ -371,12 +424,14 @@ async fn main() -> tideq::Result<()> {
         let (r, d) = work(&client, &url, n, c).await?;
         extra.push_str(&format!("\"work_c{c}\":{r},\"diag_c{c}\":{d},"));
     }
-    let (p50, p99, pmin) = lateness(&client).await?;
+    let (p50, p99, pmin) = lateness(&client, LATE_SPREAD_MS).await?;
+    let (b50, b99, _) = lateness(&client, 0).await?;
     let idle = idle(&client, &url).await?;
     println!(
         "{{\"runtime\":\"rust\",\"lib\":\"tideq\",{extra}\"enqueue_seq\":{seq},\"enqueue_bulk\":{bulk},\
          \"work_c1\":{c1},\"work_c10\":{c10},\"work_c100\":{c100},\"lateness_p50_ms\":{p50},\
-         \"lateness_p99_ms\":{p99},\"lateness_min_ms\":{pmin},\"rss_mb\":{rss},\
+         \"lateness_p99_ms\":{p99},\"lateness_min_ms\":{pmin},\"burst_p50_ms\":{b50},\
+         \"burst_p99_ms\":{b99},\"rss_mb\":{rss},\
          \"diag\":{{\"c1\":{d1},\"c10\":{d10},\"c100\":{d100}}},{idle}}}"
     );
     Ok(())
