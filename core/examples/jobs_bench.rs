@@ -397,13 +397,18 @@ async fn main() -> tideq::Result<()> {
     let client = Client::open(&url)?;
     // Diagnosis only (not used by run.py): JOBS_BENCH_QUICK=1 runs bulk enqueue, c100 and
     // both lateness runs (spread over 1 s, then burst) and prints them on one line.
+    // JOBS_BENCH_QUICK_C=10 uses that concurrency instead of 100.
     if std::env::var("JOBS_BENCH_QUICK").is_ok() {
+        let c = std::env::var("JOBS_BENCH_QUICK_C")
+            .ok()
+            .and_then(|c| c.parse::<usize>().ok())
+            .unwrap_or(100);
         let (_, bulk) = enqueue_bulk(&client, n).await?;
-        let (c100, d100) = work(&client, &url, n, 100).await?;
+        let (c100, d100) = work(&client, &url, n, c).await?;
         let (p50, p99, pmin) = lateness(&client, LATE_SPREAD_MS).await?;
         let (b50, b99, bmin) = lateness(&client, 0).await?;
         println!(
-            "bulk {bulk} c100 {c100} {d100} lateness (2000 due within 1 s) p50/p99/min \
+            "bulk {bulk} c{c} {c100} {d100} lateness (2000 due within 1 s) p50/p99/min \
              {p50}/{p99}/{pmin} ms, burst (2000 due at one instant) p50/p99/min {b50}/{b99}/{bmin} ms"
         );
         return Ok(());

@@ -324,6 +324,9 @@ async fn run(
     let mut soonest: Option<u64> = None;
     // A full pass found nothing: wait (once the fetches in flight are back) for a wake-up.
     let mut idle = false;
+    // The last fetch leased jobs: only then is a second fetch sent before the first is back (an
+    // idle worker's look-around stays one call).
+    let mut busy = false;
     let mut failed = false;
     loop {
         while tasks.try_join_next().is_some() {}
@@ -373,7 +376,8 @@ async fn run(
             }
             continue;
         }
-        let can_fetch = !idle && !failed && fetches.len() < max_fetches;
+        let can_fetch =
+            !idle && !failed && (fetches.is_empty() || (busy && fetches.len() < max_fetches));
         tokio::select! {
             biased;
             _ = stopped(&mut stop_rx) => break,
@@ -388,6 +392,7 @@ async fn run(
                             ctx.spawn(&mut tasks, job, permit);
                         }
                         drop(permits);
+                        busy = got > 0;
                         if got > 0 || f.wake_in == Some(0) {
                             empty_shards = 0;
                             soonest = None;
@@ -406,6 +411,7 @@ async fn run(
                     }
                     Err(e) => {
                         drop(permits);
+                        busy = false;
                         counters.fetch_errors.fetch_add(1, Ordering::Relaxed);
                         log::warn!("tideq: worker fetch failed, retrying in {backoff:?}: {e}");
                         failed = true;

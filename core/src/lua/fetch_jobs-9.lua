@@ -51,10 +51,12 @@ if #due > 0 then
 end
 
 local leased = {}
+local popped = false
 local want = tonumber(ARGV[2])
 if want > 0 then
   local ids = redis.call('LPOP', KEYS[1], want)
   if ids then
+    popped = true
     local envs = hmget(KEYS[5], ids)
     local metas = hmget(KEYS[6], ids)
     local taken = {}
@@ -73,7 +75,9 @@ end
 -- A worker that got jobs comes straight back; only an empty-handed one needs to know when to.
 if #leased > 0 then return { leased, 0, acks } end
 local wake_in = -1
-if redis.call('LLEN', KEYS[1]) > 0 then
+-- Ids popped but none leasable (data gone): look again. Nothing popped while wanting some: ready
+-- is empty, no need for LLEN.
+if popped or (want == 0 and redis.call('LLEN', KEYS[1]) > 0) then
   wake_in = 0
 else
   local nd = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
