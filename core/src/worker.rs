@@ -187,63 +187,89 @@ impl Queue {
     }
 }
 
-/// Running jobs' leases by (job id, token): tokens alone are unique per job, not per queue.
-type InFlight = Arc<Mutex<HashMap<(String, String), Lease>>>;
+/// Running jobs' leases (for the renewer), by a per-worker sequence number.
+type InFlight = Arc<Mutex<HashMap<u64, Lease>>>;
 
-type AckReply = oneshot::Sender<Result<bool>>;
-
-/// Acks waiting to be sent. The fetch loop takes a shard's acks along on its next fetch of that
-/// shard (one script call completes a batch and leases the next); when it cannot fetch (no free
-/// slot, or nothing to fetch) it sends them on their own, all shards in one call each.
-#[derive(Default)]
+/// Acks waiting to be sent. The fetch loop takes them along on its next fetch (one script call
+/// completes a batch and leases the next); when it has nothing to fetch it sends them on their
+/// own. Their results only feed the worker's counters, so a job's task ends with its handler.
 struct AckQueue {
-    items: Mutex<Vec<(Lease, AckReply)>>,
+    items: Mutex<Vec<Lease>>,
     notify: Notify,
+    counters: Arc<Counters>,
 }
 
 impl AckQueue {
-    fn push(&self, lease: Lease, reply: AckReply) {
-        self.items.lock().unwrap().push((lease, reply));
+    fn new(counters: Arc<Counters>) -> Self {
+        AckQueue {
+            items: Mutex::new(Vec::new()),
+            notify: Notify::new(),
+            counters,
+        }
+    }
+
+    fn push(&self, lease: Lease) {
+        self.items.lock().unwrap().push(lease);
         self.notify.notify_one();
     }
 
-    fn take(&self, shard: Option<usize>) -> (Vec<Lease>, Vec<AckReply>) {
+    fn is_empty(&self) -> bool {
+        self.items.lock().unwrap().is_empty()
+    }
+
+    /// Takes the waiting acks of `shard` (all of them with `None`).
+    fn take(&self, shard: Option<usize>) -> Vec<Lease> {
         let mut items = self.items.lock().unwrap();
-        let taken: Vec<(Lease, AckReply)> = match shard {
+        match shard {
             None => std::mem::take(&mut *items),
             Some(s) => {
                 let (mine, rest) = std::mem::take(&mut *items)
                     .into_iter()
-                    .partition(|(l, _)| l.shard == s);
+                    .partition(|l| l.shard == s);
                 *items = rest;
                 mine
             }
-        };
-        taken.into_iter().unzip()
+        }
     }
 
-    /// Sends every waiting ack (complete_jobs, one call per shard).
-    async fn flush(&self, queue: &Queue) {
-        let (leases, replies) = self.take(None);
+    /// Counts what came back; acks that could not be sent wait for the next call.
+    fn settle(&self, leases: Vec<Lease>, results: std::result::Result<&[bool], &Error>) -> bool {
+        match results {
+            Ok(results) => {
+                for (lease, &ok) in leases.iter().zip(results) {
+                    if ok {
+                        self.counters.completed.fetch_add(1, Ordering::Relaxed);
+                    } else {
+                        self.counters.lease_lost.fetch_add(1, Ordering::Relaxed);
+                        log::warn!(
+                            "tideq: the lease on job {:?} was lost (expired and redelivered); \
+                             its completion was refused",
+                            lease.id
+                        );
+                    }
+                }
+                true
+            }
+            Err(e) => {
+                log::warn!(
+                    "tideq: could not complete {} job(s), will retry: {e}",
+                    leases.len()
+                );
+                self.items.lock().unwrap().extend(leases);
+                false
+            }
+        }
+    }
+
+    /// Sends every waiting ack (complete_jobs, one call per shard). False if that failed (the
+    /// acks wait for the next try).
+    async fn flush(&self, queue: &Queue) -> bool {
+        let leases = self.take(None);
         if leases.is_empty() {
-            return;
+            return true;
         }
-        answer(replies, queue.complete_leases(&leases).await);
-    }
-}
-
-fn answer(replies: Vec<AckReply>, results: Result<Vec<bool>>) {
-    match results {
-        Ok(results) => {
-            for (reply, ok) in replies.into_iter().zip(results) {
-                let _ = reply.send(Ok(ok));
-            }
-        }
-        Err(e) => {
-            for reply in replies {
-                let _ = reply.send(Err(e.clone()));
-            }
-        }
+        let results = queue.complete_leases(&leases).await;
+        self.settle(leases, results.as_deref())
     }
 }
 
@@ -259,14 +285,15 @@ type FetchFuture = Pin<Box<dyn Future<Output = FetchDone> + Send>>;
 /// same round trip (acks of other shards, on a sharded queue, go out beside it).
 fn start_fetch(
     queue: &Queue,
-    acks: &AckQueue,
+    acks: &Arc<AckQueue>,
     shard: usize,
     permits: Vec<OwnedSemaphorePermit>,
     lease: Duration,
 ) -> FetchFuture {
     let queue = queue.clone();
-    let (mine, mine_replies) = acks.take(Some(shard));
-    let (others, others_replies) = acks.take(None);
+    let acks = acks.clone();
+    let mine = acks.take(Some(shard));
+    let others = acks.take(None);
     Box::pin(async move {
         let fetch = queue.fetch(shard, permits.len(), lease, &mine);
         let result = if others.is_empty() {
@@ -274,13 +301,13 @@ fn start_fetch(
         } else {
             let (fetched, completed) =
                 futures_util::future::join(fetch, queue.complete_leases(&others)).await;
-            answer(others_replies, completed);
+            acks.settle(others, completed.as_deref());
             fetched
         };
         match &result {
-            Ok(f) => answer(mine_replies, Ok(f.acked.clone())),
-            Err(e) => answer(mine_replies, Err(e.clone())),
-        }
+            Ok(f) => acks.settle(mine, Ok(&f.acked)),
+            Err(e) => acks.settle(mine, Err(e)),
+        };
         FetchDone { permits, result }
     })
 }
@@ -303,9 +330,10 @@ async fn run(
         opts.batch_size
     };
     let in_flight: InFlight = Default::default();
-    let acks = Arc::new(AckQueue::default());
+    let acks = Arc::new(AckQueue::new(counters.clone()));
     let renewer = spawn_renewer(&queue, in_flight.clone(), opts.lease);
     let ctx = JobCtx {
+        next_key: Default::default(),
         queue: queue.clone(),
         handler,
         counters: counters.clone(),
@@ -342,7 +370,7 @@ async fn run(
         if idle && fetches.is_empty() {
             idle = false;
             let wake_in = soonest.take();
-            if opts.stop_when_drained && wake_in.is_none() && tasks.is_empty() {
+            if opts.stop_when_drained && wake_in.is_none() && tasks.is_empty() && acks.is_empty() {
                 break;
             }
             let wait = match wake_in {
@@ -451,9 +479,17 @@ async fn run(
     // Stopped fetching: running jobs get the grace period; their acks still go out.
     let drain = async {
         loop {
+            while tasks.try_join_next().is_some() {}
+            if !acks.flush(&queue).await {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+            if tasks.is_empty() && acks.is_empty() {
+                break;
+            }
             tokio::select! {
-                r = tasks.join_next() => if r.is_none() { break },
-                _ = acks.notify.notified() => acks.flush(&queue).await,
+                _ = tasks.join_next() => {}
+                _ = acks.notify.notified() => {}
             }
         }
     };
@@ -550,6 +586,7 @@ async fn renew(queue: &Queue, in_flight: &InFlight, lease: Duration) {
 /// What a job's task needs from its worker.
 #[derive(Clone)]
 struct JobCtx {
+    next_key: Arc<AtomicU64>,
     queue: Queue,
     handler: JobHandler,
     counters: Arc<Counters>,
@@ -561,27 +598,18 @@ impl JobCtx {
     /// Runs a leased job on its own task, in the worker's slot `permit`.
     fn spawn(&self, tasks: &mut JoinSet<()>, job: Job, permit: OwnedSemaphorePermit) {
         let held = job.lease();
-        self.in_flight
-            .lock()
-            .unwrap()
-            .insert((held.id.clone(), held.token.clone()), held.clone());
+        let key = self.next_key.fetch_add(1, Ordering::Relaxed);
+        self.in_flight.lock().unwrap().insert(key, held.clone());
         let ctx = self.clone();
-        tasks.spawn(async move { ctx.run_job(job, held, permit).await });
+        tasks.spawn(async move { ctx.run_job(job, held, key, permit).await });
     }
 
     /// Runs one job: the handler (its lease renewed by the worker's renewer), then ack or fail. The
     /// job's slot (`permit`) frees as soon as the handler ends; its ack rides on the next fetch.
-    async fn run_job(&self, job: Job, held: Lease, permit: OwnedSemaphorePermit) {
-        let JobCtx {
-            queue,
-            handler,
-            counters,
-            in_flight,
-            acks,
-        } = self;
+    async fn run_job(&self, job: Job, held: Lease, key: u64, permit: OwnedSemaphorePermit) {
         let timeout = job.timeout;
         // The handler runs inline (no extra task); a panic is caught and fails the attempt.
-        let handled = std::panic::AssertUnwindSafe(handler(job)).catch_unwind();
+        let handled = std::panic::AssertUnwindSafe((self.handler)(job)).catch_unwind();
         let outcome = match timeout {
             Some(t) => match tokio::time::timeout(t, handled).await {
                 Ok(r) => r,
@@ -591,50 +619,30 @@ impl JobCtx {
         };
         let result = outcome.unwrap_or_else(|_| Err("handler panicked".to_string()));
         // Settling now: the renewer must not extend a lease the ack is about to end.
-        in_flight
-            .lock()
-            .unwrap()
-            .remove(&(held.id.clone(), held.token.clone()));
-        let mut permit = Some(permit);
+        self.in_flight.lock().unwrap().remove(&key);
+        let msg = match result {
+            Ok(()) => {
+                // Counted when the fetch loop has sent it (AckQueue::settle).
+                self.acks.push(held);
+                return;
+            }
+            Err(msg) => msg,
+        };
+        drop(permit);
         for attempt in 0..5 {
-            let settled = match &result {
-                Ok(()) => {
-                    let (tx, rx) = oneshot::channel();
-                    acks.push(held.clone(), tx);
-                    drop(permit.take());
-                    match rx.await {
-                        Ok(Ok(true)) => Ok(true),
-                        Ok(Ok(false)) => Err(Error::new(
-                            ErrorKind::LeaseLost,
-                            format!("the lease on job {:?} was lost", held.id),
-                        )),
-                        Ok(Err(e)) => Err(e),
-                        Err(_) => Err(Error::new(ErrorKind::Closed, "worker stopped")),
-                    }
-                }
-                Err(msg) => {
-                    drop(permit.take());
-                    queue.fail_lease(&held, msg).await.map(|_| false)
-                }
-            };
-            match settled {
-                Ok(true) => {
-                    counters.completed.fetch_add(1, Ordering::Relaxed);
-                    return;
-                }
-                Ok(false) => {
-                    counters.failed.fetch_add(1, Ordering::Relaxed);
+            match self.queue.fail_lease(&held, &msg).await {
+                Ok(_) => {
+                    self.counters.failed.fetch_add(1, Ordering::Relaxed);
                     return;
                 }
                 Err(e) if e.kind() == ErrorKind::LeaseLost => {
-                    counters.lease_lost.fetch_add(1, Ordering::Relaxed);
+                    self.counters.lease_lost.fetch_add(1, Ordering::Relaxed);
                     log::warn!("tideq: {e}");
                     return;
                 }
-                Err(e) if e.kind() == ErrorKind::Closed => return,
                 Err(e) => {
                     log::warn!(
-                        "tideq: could not settle job {:?} (try {}): {e}",
+                        "tideq: could not fail job {:?} (try {}): {e}",
                         held.id,
                         attempt + 1
                     );
