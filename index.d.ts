@@ -568,12 +568,15 @@ export interface SentinelOptions {
 export interface WorkerOptions {
   /** Jobs run at the same time. Default 10. */
   concurrency?: number
-  /** Most jobs leased per fetch; 0: up to the free concurrency. Default 0. */
+  /**
+   * Most jobs leased per fetch; 0: half the concurrency (two fetches are kept in flight).
+   * Default 0.
+   */
   batchSize?: number
   /**
    * Lease length: a job whose worker stops renewing is redelivered this long after the last
-   * renewal. Renewed every `leaseMs / 3` while the handler runs (on a Rust task: a handler
-   * blocking the event loop keeps its lease). At least 30. Default 30000.
+   * renewal. Renewed every `leaseMs / 3` while the handler runs (from a Rust thread: a
+   * handler blocking the event loop keeps its lease). At least 30. Default 30000.
    */
   leaseMs?: number
   /**

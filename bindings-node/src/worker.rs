@@ -4,7 +4,7 @@
 //! thrown or rejected error into the text the core stores, reports it (`onError` or
 //! `console.error`), and (for `run`) hooks SIGINT/SIGTERM with `process.once`.
 //!
-//! Leases: renewal runs on a core tokio task beside the handler and never needs the JS thread,
+//! Leases: renewal runs on a core thread beside the handler and never needs the JS thread,
 //! so a handler that blocks the event loop (a sync busy loop) keeps its lease.
 //!
 //! Keeping the process alive: the handler's and reporter's `ThreadsafeFunction`s are referenced
@@ -34,11 +34,12 @@ use crate::signals::SignalHooks;
 pub struct WorkerOptions {
     /// Jobs run at the same time. Default 10.
     pub concurrency: Option<u32>,
-    /// Most jobs leased per fetch; 0: up to the free concurrency. Default 0.
+    /// Most jobs leased per fetch; 0: half the concurrency (two fetches are kept in flight).
+    /// Default 0.
     pub batch_size: Option<u32>,
     /// Lease length: a job whose worker stops renewing is redelivered this long after the last
-    /// renewal. Renewed every `leaseMs / 3` while the handler runs (on a Rust task: a handler
-    /// blocking the event loop keeps its lease). At least 30. Default 30000.
+    /// renewal. Renewed every `leaseMs / 3` while the handler runs (from a Rust thread: a
+    /// handler blocking the event loop keeps its lease). At least 30. Default 30000.
     pub lease_ms: Option<f64>,
     /// Longest idle wait before looking again (producers usually wake idle workers sooner).
     /// At least 10. Default 5000.

@@ -1,7 +1,7 @@
 //! `tideq.Worker` (blocking) and `tideq.AsyncWorker` (asyncio) over one `tideq::Worker`,
 //! `tideq.WorkerStats`, and the plumbing that runs a Python handler for each job. The worker loop
 //! (fetching, leases and their renewal, ack/fail/retry, timeouts, shutdown) is the core's; lease
-//! renewal runs on a Rust task and needs no GIL, so a handler that holds the GIL (a CPU-bound
+//! renewal runs on a Rust thread and needs no GIL, so a handler that holds the GIL (a CPU-bound
 //! loop) or blocks its event loop cannot let its lease lapse.
 //!
 //! Where handlers run (as for consumers, see [`crate::handler`]):

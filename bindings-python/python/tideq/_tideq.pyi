@@ -623,7 +623,8 @@ class Queue:
         or dead-lettered after ``max_attempts``. Plain handlers run in worker threads, ``async
         def`` ones on a private event loop per job. The ``lease`` (seconds) is renewed by Rust
         while the handler runs; a worker that dies loses its jobs to another worker after it.
-        ``batch_size``: most jobs leased per fetch (0: the free concurrency). On stop, running
+        ``batch_size``: most jobs leased per fetch (0: half the concurrency; two fetches are kept
+        in flight). On stop, running
         jobs get ``grace`` seconds, then are returned to the queue."""
     def run(
         self,
