@@ -13,7 +13,8 @@
 //! - [`convert`]: reading JS arguments (no core counterpart).
 //!
 //! Every async method runs the core future on napi's tokio runtime (one runtime per binding:
-//! connections are tied to the runtime that opened them).
+//! connections are tied to the runtime that opened them), which is built by the core's
+//! `tideq::runtime_builder` (one worker thread unless TOKIO_WORKER_THREADS says otherwise).
 
 mod capped;
 mod client;
@@ -24,3 +25,13 @@ mod errors;
 mod jobs;
 mod signals;
 mod worker;
+
+/// Hands napi the core's runtime configuration before any async call creates the default one.
+#[napi_derive::module_init]
+fn init_runtime() {
+    match tideq::runtime_builder().build() {
+        Ok(rt) => napi::bindgen_prelude::create_custom_tokio_runtime(rt),
+        // napi then builds its default runtime: slower, not wrong.
+        Err(e) => eprintln!("tideq: could not build the tokio runtime ({e}); using napi's default"),
+    }
+}

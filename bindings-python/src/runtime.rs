@@ -1,6 +1,7 @@
-//! The binding's one tokio runtime: pyo3-async-runtimes' runtime, used by the asyncio API and
-//! (through [`block_on`]) by the blocking API, so a connection is never used from two runtimes
-//! (TOOLCHAIN pitfall 5).
+//! The binding's one tokio runtime: pyo3-async-runtimes' runtime, built by the core's
+//! `tideq::runtime_builder` (one worker thread unless TOKIO_WORKER_THREADS says otherwise), used
+//! by the asyncio API and (through [`block_on`]) by the blocking API, so a connection is never
+//! used from two runtimes (TOOLCHAIN pitfall 5).
 //!
 //! A forked child cannot use it: its worker threads stayed in the parent, so any call would hang
 //! (pitfall 2). The PID is recorded when the runtime is created and every call checks it first,
@@ -31,6 +32,9 @@ static OWNER_PID: OnceLock<u32> = OnceLock::new();
 /// The runtime, created on first use; `ForkedError` in a process forked after that.
 pub fn get() -> PyResult<&'static Runtime> {
     let owner = *OWNER_PID.get_or_init(|| {
+        // The core's configuration (one worker thread unless TOKIO_WORKER_THREADS says
+        // otherwise); set before anything creates the runtime.
+        pyo3_async_runtimes::tokio::init(tideq::runtime_builder());
         pyo3_async_runtimes::tokio::get_runtime();
         std::process::id()
     });

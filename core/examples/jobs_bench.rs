@@ -20,7 +20,8 @@
 //! - `diag`: Redis and client CPU, Redis calls and scripts per job, over each work run.
 //!   `JOBS_BENCH_EXTRA_C=300,1000` adds work runs at those concurrencies (diagnosis only).
 //!
-//! Payload: a ~50-byte JSON object; queue defaults (5 attempts, keep_completed 1000).
+//! Payload: a ~50-byte JSON object; queue defaults (5 attempts, keep_completed 1000). Runs on
+//! `tideq::runtime_builder()` (one runtime worker thread), as the bindings do.
 
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -384,8 +385,15 @@ mod diag {
     }
 }
 
-#[tokio::main]
-async fn main() -> tideq::Result<()> {
+// The runtime tideq recommends for worker processes (one worker thread; see runtime_builder).
+fn main() -> tideq::Result<()> {
+    tideq::runtime_builder()
+        .build()
+        .expect("tokio runtime")
+        .block_on(bench_main())
+}
+
+async fn bench_main() -> tideq::Result<()> {
     let mut args = std::env::args().skip(1);
     let (Some(url), Some(n)) = (
         args.next(),

@@ -35,6 +35,7 @@ pub mod envelope;
 pub mod error;
 pub mod jobs;
 pub mod keys;
+mod runtime;
 mod scripts;
 pub mod signal;
 mod wait;
@@ -47,4 +48,5 @@ pub use consumer::{BatchHandler, Consumer, ConsumerOptions, ConsumerStats, Handl
 pub use envelope::{Backoff, BackoffKind, Envelope};
 pub use error::{Error, ErrorKind, Result};
 pub use jobs::{EnqueueOptions, Enqueued, Job, JobInfo, JobState, JobStats, Queue, QueueOptions};
+pub use runtime::runtime_builder;
 pub use worker::{JobFuture, JobHandler, Worker, WorkerOptions, WorkerStats};
