@@ -103,14 +103,63 @@ where
     }
 }
 
-/// Wraps `fut` in an asyncio future of the running loop (asyncio API). The result is converted
-/// and handed to the loop from a blocking thread through [`with_python`], so no runtime thread is
-/// inside Python once the interpreter starts finalizing. Cancelling the future drops `fut`.
+/// An asyncio-API call's future with its output type erased: the output is converted to a
+/// Python object (with the GIL) when it is delivered.
+type Convert = Box<dyn FnOnce(Python<'_>) -> PyResult<Py<PyAny>> + Send>;
+type Deferred = Pin<Box<dyn Future<Output = tideq::Result<Convert>> + Send>>;
+
+/// `async def _await(start): return await start()`: what makes an asyncio-API method return a
+/// coroutine, as an `async def` would.
+static AWAIT: pyo3::sync::PyOnceLock<Py<PyAny>> = pyo3::sync::PyOnceLock::new();
+
+/// Wraps `fut` in a coroutine (asyncio API). Like any `async def`, nothing runs until it is
+/// awaited or wrapped in a task, so it works with `asyncio.run(q.stats())` and
+/// `asyncio.create_task(...)`; then `fut` runs on the runtime and the coroutine awaits an asyncio
+/// future of the running loop (see [`start_awaitable`]).
 pub fn awaitable<'py, F, T>(py: Python<'py>, fut: F) -> PyResult<Bound<'py, PyAny>>
 where
     F: Future<Output = tideq::Result<T>> + Send + 'static,
     T: for<'a> IntoPyObject<'a> + Send + 'static,
 {
+    get()?;
+    let deferred: Deferred = Box::pin(async move {
+        fut.await
+            .map(|v| Box::new(move |py: Python<'_>| v.into_py_any(py)) as Convert)
+    });
+    let wrap = AWAIT.get_or_try_init(py, || -> PyResult<Py<PyAny>> {
+        let module = PyModule::from_code(
+            py,
+            c"async def _await(start):\n    return await start()\n",
+            c"<tideq>",
+            c"tideq._await",
+        )?;
+        Ok(module.getattr("_await")?.unbind())
+    })?;
+    wrap.bind(py).call1((Start(Mutex::new(Some(deferred))),))
+}
+
+/// Called by the coroutine once it runs: starts the call.
+#[pyclass(frozen)]
+struct Start(Mutex<Option<Deferred>>);
+
+#[pymethods]
+impl Start {
+    fn __call__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let fut = self.0.lock().unwrap_or_else(|e| e.into_inner()).take();
+        match fut {
+            Some(fut) => start_awaitable(py, fut),
+            None => Err(pyo3::exceptions::PyRuntimeError::new_err(
+                "tideq: this call was already started",
+            )),
+        }
+    }
+}
+
+/// Spawns `fut` and returns an asyncio future of the running loop for it. The result is
+/// converted and handed to the loop from a blocking thread through [`with_python`], so no runtime
+/// thread is inside Python once the interpreter starts finalizing. Cancelling the future drops
+/// `fut`.
+fn start_awaitable<'py>(py: Python<'py>, fut: Deferred) -> PyResult<Bound<'py, PyAny>> {
     let rt = get()?;
     let event_loop = pyo3_async_runtimes::get_running_loop(py)?;
     let py_fut = event_loop.call_method0("create_future")?;
@@ -132,7 +181,7 @@ where
             () = cancelled => return,
         };
         deliver(Box::new(move |py| {
-            let outcome = res.map_err(errors::to_py).and_then(|v| v.into_py_any(py));
+            let outcome = res.map_err(errors::to_py).and_then(|convert| convert(py));
             (
                 event_loop,
                 target,
@@ -143,7 +192,7 @@ where
     Ok(py_fut)
 }
 
-/// Done-callback of an [`awaitable`]'s future: tells the Rust side when Python cancelled it.
+/// Done-callback of a [`start_awaitable`] future: tells the Rust side when Python cancelled it.
 #[pyclass(frozen)]
 struct CancelOnDone(Mutex<Option<oneshot::Sender<()>>>);
 

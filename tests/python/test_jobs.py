@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import builtins
 import datetime
+import inspect
 import json
 import logging
 import pathlib
@@ -71,6 +72,23 @@ def test_enqueue_many_takes_payloads_and_payload_option_pairs_in_order(jq):
         jq.enqueue_many([(b"x", {"dealy": 1.0})])
     with pytest.raises(TypeError, match="payload"):
         jq.enqueue_many([(b"x",)])
+
+
+def test_async_methods_return_coroutines_that_run_only_when_awaited(client, name):
+    aq = tideq.AsyncQueue(name, client)
+    pending = aq.enqueue(b"x", id="lazy")
+    assert inspect.iscoroutine(pending)
+    # Like any coroutine, it does nothing until awaited (here: closed unawaited).
+    pending.close()
+    assert asyncio.run(aq.stats()).ready == 0  # asyncio.run takes it directly
+
+    async def main() -> None:
+        task = asyncio.create_task(aq.enqueue(b"x", id="task"))
+        assert (await task).created
+        assert (await aq.get("task")) is not None
+
+    asyncio.run(main())
+    assert asyncio.run(aq.stats()).ready == 1
 
 
 def test_get_reports_state_attempts_and_redis_clock_times_or_none(jq, redis_url):

@@ -2,7 +2,7 @@
 
 import builtins
 import datetime
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from typing import Any, Optional, TypedDict, Union, final
 
 __all__ = [
@@ -213,9 +213,9 @@ class AsyncConsumer:
 
     def stop(self) -> None:
         """Stop taking batches; running handlers get the grace period."""
-    def join(self) -> Awaitable[ConsumerStats]:
+    def join(self) -> Coroutine[Any, Any, ConsumerStats]:
         """Wait until stopped; returns the stats."""
-    def shutdown(self) -> Awaitable[ConsumerStats]:
+    def shutdown(self) -> Coroutine[Any, Any, ConsumerStats]:
         """``stop()`` then ``join()``."""
     def stats(self) -> ConsumerStats:
         """Counters so far."""
@@ -323,19 +323,19 @@ class AsyncCappedQueue:
     @property
     def shards(self) -> int:
         """How many shards (hash tags) the queue is split into."""
-    def push(self, group: str, item: _BytesLike) -> Awaitable[int]:
+    def push(self, group: str, item: _BytesLike) -> Coroutine[Any, Any, int]:
         """Append ``item`` to ``group``; returns how many old items were dropped."""
-    def push_many(self, items: Iterable[tuple[str, _BytesLike]]) -> Awaitable[list[int]]:
+    def push_many(self, items: Iterable[tuple[str, _BytesLike]]) -> Coroutine[Any, Any, list[int]]:
         """Push ``(group, item)`` pairs in one round trip; drops per item."""
-    def pop_batch(self, group: str, max: int = 128) -> Awaitable[list[bytes]]:
+    def pop_batch(self, group: str, max: int = 128) -> Coroutine[Any, Any, list[bytes]]:
         """Remove and return up to ``max`` items of ``group``, oldest first."""
-    def next_batch(self, max: int = 128) -> Awaitable[Optional[tuple[str, list[bytes]]]]:
+    def next_batch(self, max: int = 128) -> Coroutine[Any, Any, Optional[tuple[str, list[bytes]]]]:
         """Next ``(group, items)`` round-robin over groups with data, or ``None``."""
-    def len(self, group: str) -> Awaitable[int]:
+    def len(self, group: str) -> Coroutine[Any, Any, int]:
         """Items queued in ``group``."""
-    def groups(self) -> Awaitable[list[str]]:
+    def groups(self) -> Coroutine[Any, Any, list[str]]:
         """Groups holding data, in round-robin order."""
-    def stats(self) -> Awaitable[CappedStats]:
+    def stats(self) -> Coroutine[Any, Any, CappedStats]:
         """Queue-wide counters."""
     def consume(
         self,
@@ -362,7 +362,7 @@ class AsyncCappedQueue:
         poll_interval: float = 2.0,
         grace: float = 10.0,
         stop_when_empty: bool = False,
-    ) -> Awaitable[ConsumerStats]:
+    ) -> Coroutine[Any, Any, ConsumerStats]:
         """``consume()`` and wait until SIGINT/SIGTERM (graceful stop), cancellation or
         ``stop_when_empty``."""
 
@@ -525,9 +525,9 @@ class AsyncWorker:
 
     def stop(self) -> None:
         """Stop fetching; running jobs get the grace period, then are returned to the queue."""
-    def join(self) -> Awaitable[WorkerStats]:
+    def join(self) -> Coroutine[Any, Any, WorkerStats]:
         """Wait until stopped; returns the stats."""
-    def shutdown(self) -> Awaitable[WorkerStats]:
+    def shutdown(self) -> Coroutine[Any, Any, WorkerStats]:
         """``stop()`` then ``join()``."""
     def stats(self) -> WorkerStats:
         """Counters so far."""
@@ -675,23 +675,23 @@ class AsyncQueue:
         max_attempts: Optional[int] = None,
         backoff: Optional[Backoff] = None,
         timeout: Optional[float] = None,
-    ) -> Awaitable[Enqueued]:
+    ) -> Coroutine[Any, Any, Enqueued]:
         """Enqueue one job (see ``Queue.enqueue``)."""
-    def enqueue_many(self, items: Iterable[_JobItem]) -> Awaitable[list[Enqueued]]:
+    def enqueue_many(self, items: Iterable[_JobItem]) -> Coroutine[Any, Any, list[Enqueued]]:
         """Enqueue payloads or ``(payload, options)`` pairs in one round trip."""
-    def get(self, id: str) -> Awaitable[Optional[JobInfo]]:
+    def get(self, id: str) -> Coroutine[Any, Any, Optional[JobInfo]]:
         """A job's state, attempts, last error and times; None if unknown."""
-    def cancel(self, id: str) -> Awaitable[None]:
+    def cancel(self, id: str) -> Coroutine[Any, Any, None]:
         """Remove a delayed or ready job."""
-    def dead_letters(self, offset: int = 0, limit: int = 100) -> Awaitable[list[JobInfo]]:
+    def dead_letters(self, offset: int = 0, limit: int = 100) -> Coroutine[Any, Any, list[JobInfo]]:
         """Dead jobs, oldest death first."""
-    def requeue(self, id: str) -> Awaitable[None]:
+    def requeue(self, id: str) -> Coroutine[Any, Any, None]:
         """Move a dead job back to ready with its attempts reset."""
-    def requeue_all(self) -> Awaitable[int]:
+    def requeue_all(self) -> Coroutine[Any, Any, int]:
         """Requeue every dead job; returns how many."""
-    def purge(self) -> Awaitable[int]:
+    def purge(self) -> Coroutine[Any, Any, int]:
         """Delete every dead job; returns how many."""
-    def stats(self) -> Awaitable[JobStats]:
+    def stats(self) -> Coroutine[Any, Any, JobStats]:
         """Jobs per state and lifetime counters."""
     def work(
         self,
@@ -716,7 +716,7 @@ class AsyncQueue:
         poll_interval: float = 5.0,
         grace: float = 10.0,
         stop_when_drained: bool = False,
-    ) -> Awaitable[WorkerStats]:
+    ) -> Coroutine[Any, Any, WorkerStats]:
         """``work()`` and wait until SIGINT/SIGTERM (graceful stop), cancellation or
         ``stop_when_drained``."""
 
