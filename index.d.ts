@@ -343,6 +343,16 @@ export interface ClientOptions {
    * `id` is safe. Applies to `Queue` enqueues only. Default: no waiting.
    */
   replicaAck?: ReplicaAckOptions
+  /**
+   * A private certificate authority to trust for `rediss://` connections: the PEM contents
+   * (one or more `-----BEGIN CERTIFICATE-----` blocks), as a string or `Buffer`, not a file
+   * path (like `tls.connect({ ca })`), e.g. `fs.readFileSync('ca.pem')`. It replaces the public
+   * roots; the server's certificate is still verified (name included). Applies to `url`,
+   * `cluster` and `sentinel` (Sentinels and primary). Anything that is not PEM certificates
+   * throws `INVALID_ARGUMENT`. Default: the public roots. For a queue, pass a `Client` built
+   * with it as `client` (the queues' `url` shorthand takes no other client option).
+   */
+  tlsCa?: string | Buffer
 }
 
 /** Options of `consume(handler, options)` and `run(handler, options)`. Every field is optional. */

@@ -6,7 +6,7 @@ use std::time::Duration;
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
-use crate::convert::{count, describe, millis, read_value, string, strings, Options};
+use crate::convert::{bytes, count, describe, millis, read_value, string, strings, Options};
 use crate::errors::{invalid, spawn, throw, type_error, Res};
 
 /// Options of `new Client(options)`. Every field is optional. Give at most one of `url`,
@@ -43,6 +43,15 @@ pub struct ClientOptions {
     /// rejects with `NOT_REPLICATED`; the job is on the primary, so enqueuing again with the same
     /// `id` is safe. Applies to `Queue` enqueues only. Default: no waiting.
     pub replica_ack: Option<ReplicaAckOptions>,
+    /// A private certificate authority to trust for `rediss://` connections: the PEM contents
+    /// (one or more `-----BEGIN CERTIFICATE-----` blocks), as a string or `Buffer`, not a file
+    /// path (like `tls.connect({ ca })`), e.g. `fs.readFileSync('ca.pem')`. It replaces the public
+    /// roots; the server's certificate is still verified (name included). Applies to `url`,
+    /// `cluster` and `sentinel` (Sentinels and primary). Anything that is not PEM certificates
+    /// throws `INVALID_ARGUMENT`. Default: the public roots. For a queue, pass a `Client` built
+    /// with it as `client` (the queues' `url` shorthand takes no other client option).
+    #[napi(ts_type = "string | Buffer")]
+    pub tls_ca: Option<String>,
 }
 
 /// `sentinel` option of `new Client(options)`.
@@ -82,6 +91,7 @@ const CLIENT_KEYS: &[&str] = &[
     "connectTimeoutMs",
     "responseTimeoutMs",
     "replicaAck",
+    "tlsCa",
 ];
 
 /// The default URL: `TIDEQ_REDIS_URL`, else a local Redis.
@@ -153,6 +163,9 @@ impl Client {
         }
         if let Some((replicas, timeout)) = opts.get("replicaAck", replica_ack_arg)? {
             cfg = cfg.with_replica_ack(replicas, timeout);
+        }
+        if let Some(pem) = opts.get("tlsCa", bytes)? {
+            cfg = cfg.with_tls_ca(pem);
         }
         Ok(tideq::Client::new(cfg)?)
     }
