@@ -1,6 +1,7 @@
 //! `tideq.Client`: connection settings shared by queue handles (wraps `tideq::Client`): one
 //! server (`url`), a Redis Cluster (`cluster` seeds) or a Sentinel-managed primary (`sentinel`
-//! plus `master_name`).
+//! plus `master_name`). `tls_ca` (PEM bytes, or a PEM file's path read here) is handed to
+//! `Config::with_tls_ca` as is.
 
 use pyo3::prelude::*;
 use tideq::config::redact_url;
@@ -40,6 +41,7 @@ impl Client {
             "tideq",
             tideq::config::DEFAULT_MAX_PAYLOAD as i64,
             None,
+            None,
         )
     }
 }
@@ -56,7 +58,7 @@ fn non_empty(what: &str, urls: Vec<String>) -> PyResult<Vec<String>> {
 #[pymethods]
 impl Client {
     #[new]
-    #[pyo3(signature = (url=None, *, cluster=None, sentinel=None, master_name=None, username=None, password=None, prefix="tideq", max_payload=524288, replica_ack=None))]
+    #[pyo3(signature = (url=None, *, cluster=None, sentinel=None, master_name=None, username=None, password=None, prefix="tideq", max_payload=524288, replica_ack=None, tls_ca=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         url: Option<String>,
@@ -68,6 +70,7 @@ impl Client {
         prefix: &str,
         max_payload: i64,
         replica_ack: Option<(i64, f64)>,
+        tls_ca: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let (config, mode) = match (url, cluster, sentinel) {
             (url, None, None) => {
@@ -117,6 +120,9 @@ impl Client {
             }
             None => None,
         };
+        if let Some(ca) = tls_ca {
+            config = config.with_tls_ca(convert::pem("tls_ca", ca)?);
+        }
         let inner = tideq::Client::new(config).map_err(errors::to_py)?;
         Ok(Client {
             inner,

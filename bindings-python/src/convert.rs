@@ -4,7 +4,9 @@ use std::time::Duration;
 
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyByteArray, PyBytes, PyFloat, PyInt, PyList, PyMemoryView, PyTuple};
+use pyo3::types::{
+    PyBool, PyByteArray, PyBytes, PyFloat, PyInt, PyList, PyMemoryView, PyString, PyTuple,
+};
 
 use crate::errors::invalid;
 
@@ -32,6 +34,34 @@ pub fn bytes_like(what: &str, obj: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
         "{what} must be bytes, bytearray or memoryview, not {}",
         type_name(obj)
     )))
+}
+
+/// `what` (`tls_ca`) as PEM bytes: `bytes` are the PEM itself; a `str` or `os.PathLike` is the
+/// path of a PEM file, read here (unreadable: `InvalidArgumentError` naming the path). Anything
+/// else is a `TypeError`. Whether it is PEM at all is the core's check.
+pub fn pem(what: &str, obj: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
+    if let Ok(b) = obj.cast::<PyBytes>() {
+        return Ok(b.as_bytes().to_vec());
+    }
+    if let Ok(s) = obj.cast::<PyString>() {
+        if s.to_cow()?.trim_start().starts_with("-----BEGIN") {
+            return Err(invalid(format!(
+                "{what} as a str is a file path; pass PEM contents as bytes"
+            )));
+        }
+    }
+    let path: std::path::PathBuf = obj.extract().map_err(|_| {
+        PyTypeError::new_err(format!(
+            "{what} must be bytes (PEM) or a file path (str or os.PathLike), not {}",
+            type_name(obj)
+        ))
+    })?;
+    std::fs::read(&path).map_err(|e| {
+        invalid(format!(
+            "{what}: cannot read the CA file {:?}: {e}",
+            path.display().to_string()
+        ))
+    })
 }
 
 /// `(group, item)` pairs from any iterable of 2-tuples; every pair is converted before anything is

@@ -2,6 +2,7 @@
 
 import builtins
 import datetime
+import os
 from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from typing import Any, Optional, TypedDict, Union, final
 
@@ -112,6 +113,11 @@ class Client:
     ``username``/``password`` override the URL's (with Sentinel: the primary's credentials).
     ``replica_ack=(replicas, timeout)`` makes every job enqueue wait (Redis ``WAIT``) until
     ``replicas`` replicas have it, at most ``timeout`` seconds, else ``NotReplicatedError``.
+    ``tls_ca`` trusts a private CA for ``rediss://`` (single server, cluster and Sentinel, both
+    to the Sentinels and to the primary) instead of the public roots; verification stays on. Give
+    the PEM contents as ``bytes`` or the path of a PEM file as ``str``/``os.PathLike`` (read when
+    the client is created; an unreadable file raises ``InvalidArgumentError``, so do ``bytes``
+    holding no PEM certificate).
     Conflicting or empty options raise ``InvalidArgumentError``.
     """
 
@@ -127,6 +133,7 @@ class Client:
         prefix: str = "tideq",
         max_payload: int = 524288,
         replica_ack: Optional[tuple[int, float]] = None,
+        tls_ca: Union[bytes, str, os.PathLike[str], None] = None,
     ) -> Client: ...
     @property
     def url(self) -> str:
