@@ -141,7 +141,8 @@ impl Config {
     }
 
     /// Trust this PEM root certificate for `rediss://` (a private CA) instead of the public roots.
-    /// Single nodes and clusters. (`rediss://host/#insecure` skips verification: tests only.)
+    /// Single nodes, clusters and Sentinel setups (primary and Sentinels).
+    /// (`rediss://host/#insecure` skips verification: tests only.)
     pub fn with_tls_ca(mut self, pem: impl Into<Vec<u8>>) -> Self {
         self.tls_ca = Some(pem.into());
         self
@@ -218,10 +219,21 @@ impl Config {
             _ => {}
         }
         if let Some(ca) = &self.tls_ca {
-            if !String::from_utf8_lossy(ca).contains("-----BEGIN CERTIFICATE-----") {
-                return Err(Error::invalid(
-                    "tls_ca must be PEM certificate(s) (-----BEGIN CERTIFICATE-----)",
-                ));
+            // Parsed as the TLS layer will, so a damaged certificate is refused here rather than
+            // surfacing as a connection error.
+            use rustls::pki_types::{pem::PemObject, CertificateDer};
+            let bad = |why: &dyn std::fmt::Display| {
+                Error::invalid(format!(
+                    "tls_ca must be PEM certificate(s) (-----BEGIN CERTIFICATE-----): {why}"
+                ))
+            };
+            let mut roots = rustls::RootCertStore::empty();
+            for cert in CertificateDer::pem_slice_iter(ca) {
+                let cert = cert.map_err(|e| bad(&e))?;
+                roots.add(cert).map_err(|e| bad(&e))?;
+            }
+            if roots.is_empty() {
+                return Err(bad(&"no certificate found"));
             }
         }
         if self.max_payload == 0 {

@@ -1099,3 +1099,30 @@ async fn an_idle_worker_picks_up_a_delayed_job_within_milliseconds_of_its_due_ti
     assert!(l[2] < 50, "median lateness {} ms: {l:?}", l[2]);
     w.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_stopping_when_drained_runs_every_job_of_a_sharded_queue() {
+    let server = RedisServer::start();
+    let client = Client::open(&server.url).unwrap();
+    for round in 0..30 {
+        let q = Queue::sharded(&client, &unique("jq-sh"), 3, QueueOptions::default()).unwrap();
+        let jobs: Vec<(&[u8], EnqueueOptions)> = (0..30)
+            .map(|_| (&b"x"[..], EnqueueOptions::default()))
+            .collect();
+        q.enqueue_many(&jobs).await.unwrap();
+        let w = q
+            .work(drained(), move |_job: Job| async move {
+                // Handlers of uneven length, so shards drain at different times.
+                tokio::time::sleep(Duration::from_micros(fastrand::u64(0..2000))).await;
+                Ok::<(), String>(())
+            })
+            .unwrap();
+        let stats = tokio::time::timeout(Duration::from_secs(10), w.join())
+            .await
+            .unwrap();
+        assert_eq!(
+            stats.completed, 30,
+            "round {round}: stopped early: {stats:?}"
+        );
+    }
+}

@@ -136,3 +136,22 @@ fn a_certificate_authority_that_is_not_pem_is_invalid_argument() {
             .unwrap_err();
     assert_eq!(err.code(), "INVALID_ARGUMENT", "{err}");
 }
+
+#[test]
+fn a_certificate_authority_with_a_damaged_body_is_invalid_argument() {
+    let certs = common::make_certs();
+    let pem = std::fs::read_to_string(certs.join("ca.pem")).unwrap();
+    // Valid armour, broken contents: one base64 line cut short, and a body of valid base64 that
+    // is not a certificate.
+    let mut lines: Vec<&str> = pem.lines().collect();
+    lines[3] = &lines[3][..10];
+    let cut = lines.join("\n");
+    let not_der = "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n";
+    for bad in [cut.as_str(), not_der] {
+        let err = Client::new(Config::new("rediss://127.0.0.1:1").with_tls_ca(bad.as_bytes()))
+            .unwrap_err();
+        assert_eq!(err.code(), "INVALID_ARGUMENT", "{err}");
+    }
+    // The intact file is accepted.
+    Client::new(Config::new("rediss://127.0.0.1:1").with_tls_ca(pem.as_bytes())).unwrap();
+}
