@@ -217,19 +217,8 @@ impl AckQueue {
         self.items.lock().unwrap().is_empty()
     }
 
-    /// Takes the waiting acks of `shard` (all of them with `None`).
-    fn take(&self, shard: Option<usize>) -> Vec<Lease> {
-        let mut items = self.items.lock().unwrap();
-        match shard {
-            None => std::mem::take(&mut *items),
-            Some(s) => {
-                let (mine, rest) = std::mem::take(&mut *items)
-                    .into_iter()
-                    .partition(|l| l.shard == s);
-                *items = rest;
-                mine
-            }
-        }
+    fn take(&self) -> Vec<Lease> {
+        std::mem::take(&mut *self.items.lock().unwrap())
     }
 
     /// Counts what came back; acks that could not be sent wait for the next call.
@@ -264,7 +253,7 @@ impl AckQueue {
     /// Sends every waiting ack (complete_jobs, one call per shard). False if that failed (the
     /// acks wait for the next try).
     async fn flush(&self, queue: &Queue) -> bool {
-        let leases = self.take(None);
+        let leases = self.take();
         if leases.is_empty() {
             return true;
         }
@@ -292,8 +281,8 @@ fn start_fetch(
 ) -> FetchFuture {
     let queue = queue.clone();
     let acks = acks.clone();
-    let mine = acks.take(Some(shard));
-    let others = acks.take(None);
+    let (mine, others): (Vec<Lease>, Vec<Lease>) =
+        acks.take().into_iter().partition(|l| l.shard == shard);
     Box::pin(async move {
         let fetch = queue.fetch(shard, permits.len(), lease, &mine);
         let result = if others.is_empty() {
@@ -332,14 +321,14 @@ async fn run(
     let in_flight: InFlight = Default::default();
     let acks = Arc::new(AckQueue::new(counters.clone()));
     let renewer = spawn_renewer(&queue, in_flight.clone(), opts.lease);
-    let ctx = JobCtx {
+    let ctx = Arc::new(JobCtx {
         next_key: Default::default(),
         queue: queue.clone(),
         handler,
         counters: counters.clone(),
         in_flight: in_flight.clone(),
         acks: acks.clone(),
-    };
+    });
     let mut tasks: JoinSet<()> = JoinSet::new();
     let mut fetches: FuturesUnordered<FetchFuture> = FuturesUnordered::new();
     let wake_keys = queue.shards.iter().map(|k| k.wake()).collect();
@@ -583,10 +572,9 @@ async fn renew(queue: &Queue, in_flight: &InFlight, lease: Duration) {
     }
 }
 
-/// What a job's task needs from its worker.
-#[derive(Clone)]
+/// What a job's task needs from its worker (shared: one `Arc` clone per job).
 struct JobCtx {
-    next_key: Arc<AtomicU64>,
+    next_key: AtomicU64,
     queue: Queue,
     handler: JobHandler,
     counters: Arc<Counters>,
@@ -596,7 +584,7 @@ struct JobCtx {
 
 impl JobCtx {
     /// Runs a leased job on its own task, in the worker's slot `permit`.
-    fn spawn(&self, tasks: &mut JoinSet<()>, job: Job, permit: OwnedSemaphorePermit) {
+    fn spawn(self: &Arc<Self>, tasks: &mut JoinSet<()>, job: Job, permit: OwnedSemaphorePermit) {
         let held = job.lease();
         let key = self.next_key.fetch_add(1, Ordering::Relaxed);
         self.in_flight.lock().unwrap().insert(key, held.clone());
