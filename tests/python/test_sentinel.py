@@ -48,6 +48,15 @@ def sentinels() -> Iterator[Sentinels]:
         subprocess.run(["bash", str(SCRIPT), "stop", workdir], check=False, timeout=30)
 
 
+def role_of(port: int) -> str:
+    """`master` or `slave`, as the Redis on `port` sees itself ("" if it does not answer)."""
+    try:
+        role = command(f"redis://127.0.0.1:{port}", "ROLE")[0]
+    except OSError:
+        return ""
+    return role.decode() if isinstance(role, bytes) else str(role)
+
+
 def primary_port(sentinel_url: str) -> int:
     """The primary's port as the Sentinel at `sentinel_url` reports it."""
     _host, port = command(sentinel_url, "SENTINEL", "get-master-addr-by-name", MASTER)
@@ -58,6 +67,11 @@ def test_a_queue_over_sentinel_keeps_every_acknowledged_job_through_a_failover(s
     client = tideq.Client(sentinel=sentinels.urls, master_name=MASTER)
     assert (client.mode, client.sentinel, client.master_name) == ("sentinel", sentinels.urls, MASTER)
     q = tideq.Queue(name, client)
+    # The producer waits for the replica (Redis WAIT): a Sentinel failover is not coordinated, so
+    # a write the old primary takes just before its demotion is lost, and only replica_ack turns
+    # that into a refused enqueue instead of a lost acknowledged one (as the Rust and Node tests).
+    producer = tideq.Queue(name, tideq.Client(sentinel=sentinels.urls, master_name=MASTER,
+                                              replica_ack=(1, 0.3)))
     done: set[str] = set()
     lock = threading.Lock()
 
@@ -72,7 +86,7 @@ def test_a_queue_over_sentinel_keeps_every_acknowledged_job_through_a_failover(s
     errors: list[str] = []
     failed_over_at = None
     i = 0
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + 40
     while time.monotonic() < deadline:
         if i == 50:
             port = urlparse(sentinels.urls[0]).port
@@ -81,18 +95,20 @@ def test_a_queue_over_sentinel_keeps_every_acknowledged_job_through_a_failover(s
                 check=True, capture_output=True, timeout=10,
             )
         try:
-            acked.append(q.enqueue(b"x", id=f"f{i}").id)
+            acked.append(producer.enqueue(b"x", id=f"f{i}").id)
         except tideq.TideqError as e:  # refused or cut off during the switch: not acknowledged
             errors.append(f"{e.code}: {e}")
         i += 1
         if failed_over_at is None and i > 50 and primary_port(sentinels.urls[0]) != before:
             failed_over_at = i
-        if failed_over_at is not None and i > failed_over_at + 50:
+        # Keep writing until the old primary has been demoted (seconds after the switch): the
+        # writes it took in between are refused (NOT_REPLICATED), not lost.
+        if failed_over_at is not None and i > failed_over_at + 50 and role_of(before) == "slave":
             break
         time.sleep(0.02)
     assert failed_over_at is not None, "the Sentinels never failed over"
     assert primary_port(sentinels.urls[0]) == sentinels.replica_port
-    assert len(acked) > 100, errors
+    assert len(acked) > 50 and len(acked) > len(errors), errors
 
     wait_until = time.monotonic() + 15
     while time.monotonic() < wait_until:
@@ -106,7 +122,10 @@ def test_a_queue_over_sentinel_keeps_every_acknowledged_job_through_a_failover(s
     print(f"sentinel failover: {len(acked)} enqueues acknowledged, {len(errors)} refused: {errors[:3]}")
     assert worker.running, "the worker stopped during the failover"
     stats = worker.shutdown()
-    assert stats.completed >= len(acked)
+    # An ack whose reply is cut off by the switch is retried and then refused as lease lost
+    # (the first try had completed it), so it counts there: every job ran (checked above) and
+    # every ack is accounted for.
+    assert stats.completed + stats.lease_lost >= len(acked), stats
     assert q.stats().ready == 0
 
 
