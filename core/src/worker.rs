@@ -264,8 +264,51 @@ impl AckQueue {
 
 /// What one fetch hands back to the loop: the slots it reserved (one per leased job) and the result.
 struct FetchDone {
+    shard: usize,
     permits: Vec<OwnedSemaphorePermit>,
     result: Result<Fetched>,
+}
+
+/// What the fetches of one pass over the shards found. The worker waits only once the latest
+/// fetch of *every* shard came back empty: counting empty replies in a row is not enough, since
+/// with two fetches in flight the replies arrive out of step with the shards they were sent to
+/// (a shard that just gave jobs could be followed by three empty replies from the other shards,
+/// and a drained worker would stop with that shard still full).
+struct Pass {
+    /// Per shard: `Some(wake_in)` when its latest fetch found nothing to lease.
+    empty: Vec<Option<Option<u64>>>,
+    empties: usize,
+}
+
+impl Pass {
+    fn new(shards: usize) -> Self {
+        Pass {
+            empty: vec![None; shards],
+            empties: 0,
+        }
+    }
+
+    /// Records one fetch's reply. Returns `Some(soonest wake_in)` once every shard is empty (the
+    /// pass then starts over).
+    fn record(&mut self, shard: usize, leased: usize, wake_in: Option<u64>) -> Option<Option<u64>> {
+        let slot = &mut self.empty[shard];
+        if leased > 0 || wake_in == Some(0) {
+            if slot.take().is_some() {
+                self.empties -= 1;
+            }
+            return None;
+        }
+        if slot.replace(wake_in).is_none() {
+            self.empties += 1;
+        }
+        if self.empties < self.empty.len() {
+            return None;
+        }
+        let soonest = self.empty.iter().filter_map(|w| w.flatten()).min();
+        self.empty.iter_mut().for_each(|w| *w = None);
+        self.empties = 0;
+        Some(soonest)
+    }
 }
 
 type FetchFuture = Pin<Box<dyn Future<Output = FetchDone> + Send>>;
@@ -297,7 +340,11 @@ fn start_fetch(
             Ok(f) => acks.settle(mine, Ok(&f.acked)),
             Err(e) => acks.settle(mine, Err(e)),
         };
-        FetchDone { permits, result }
+        FetchDone {
+            shard,
+            permits,
+            result,
+        }
     })
 }
 
@@ -337,7 +384,7 @@ async fn run(
     // Shards are served round-robin; the worker waits only after a pass found nothing anywhere.
     let shards = queue.shards.len();
     let mut next_shard = fastrand::usize(..shards);
-    let mut empty_shards = 0;
+    let mut pass = Pass::new(shards);
     let mut soonest: Option<u64> = None;
     // A full pass found nothing: wait (once the fetches in flight are back) for a wake-up.
     let mut idle = false;
@@ -399,7 +446,11 @@ async fn run(
             biased;
             _ = stopped(&mut stop_rx) => break,
             Some(done) = fetches.next(), if !fetches.is_empty() => {
-                let FetchDone { mut permits, result } = done;
+                let FetchDone {
+                    shard,
+                    mut permits,
+                    result,
+                } = done;
                 match result {
                     Ok(f) => {
                         backoff = Duration::from_millis(50);
@@ -410,20 +461,11 @@ async fn run(
                         }
                         drop(permits);
                         busy = got > 0;
-                        if got > 0 || f.wake_in == Some(0) {
-                            empty_shards = 0;
-                            soonest = None;
+                        if let Some(wake_in) = pass.record(shard, got, f.wake_in) {
+                            soonest = wake_in;
+                            idle = true;
+                        } else if got > 0 || f.wake_in == Some(0) {
                             idle = false;
-                        } else {
-                            soonest = match (soonest, f.wake_in) {
-                                (Some(a), Some(b)) => Some(a.min(b)),
-                                (a, b) => a.or(b),
-                            };
-                            empty_shards += 1;
-                            if empty_shards >= shards {
-                                empty_shards = 0;
-                                idle = true;
-                            }
                         }
                     }
                     Err(e) => {
@@ -639,5 +681,33 @@ impl JobCtx {
             }
         }
         // Gave up: the lease will expire and the job will be redelivered (at-least-once).
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Pass;
+
+    #[test]
+    fn a_worker_goes_idle_only_once_every_shard_came_back_empty() {
+        // Three shards, two fetches in flight: shard 1's reply (jobs) overtakes shard 0's, then
+        // shards 0, 2 and 0 again come back empty. Shard 1 was not looked at again: not idle.
+        let mut pass = Pass::new(3);
+        assert_eq!(pass.record(1, 5, Some(0)), None);
+        assert_eq!(pass.record(0, 0, None), None);
+        assert_eq!(pass.record(2, 0, None), None);
+        assert_eq!(pass.record(0, 0, None), None);
+        // Shard 1 empty too: idle, waking for the soonest due job of any shard.
+        assert_eq!(pass.record(1, 0, Some(700)), Some(Some(700)));
+        // A new pass starts from scratch; a shard with jobs clears its own mark only.
+        assert_eq!(pass.record(0, 0, Some(300)), None);
+        assert_eq!(pass.record(1, 0, None), None);
+        assert_eq!(pass.record(1, 2, Some(0)), None);
+        assert_eq!(pass.record(2, 0, None), None);
+        assert_eq!(pass.record(1, 0, None), Some(Some(300)));
+        // "Look again now" counts as not empty.
+        let mut one = Pass::new(1);
+        assert_eq!(one.record(0, 0, Some(0)), None);
+        assert_eq!(one.record(0, 0, None), Some(None));
     }
 }
