@@ -6,9 +6,9 @@ cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
 bash scripts/ensure-deps.sh
 echo "== rust"
-cargo test -p tideq --all-targets
-cargo test -p tideq --doc
-cargo run -q -p tideq --example quickstart
+cargo test -p tideq --all-targets --features mimalloc
+cargo test -p tideq --doc --features mimalloc
+cargo run -q -p tideq --features mimalloc --example quickstart
 echo "== python"
 bash scripts/test-python.sh
 echo "== node"

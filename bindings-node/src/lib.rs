@@ -35,3 +35,7 @@ fn init_runtime() {
         Err(e) => eprintln!("tideq: could not build the tokio runtime ({e}); using napi's default"),
     }
 }
+
+/// mimalloc for small blocks, the system allocator for large ones (see `tideq::alloc`).
+#[global_allocator]
+static GLOBAL: tideq::alloc::Split = tideq::alloc::Split;

@@ -28,6 +28,10 @@ pub mod running;
 pub mod runtime;
 pub mod worker;
 
+/// mimalloc for small blocks, the system allocator for large ones (see `tideq::alloc`).
+#[global_allocator]
+static GLOBAL: tideq::alloc::Split = tideq::alloc::Split;
+
 /// Sends the core's `log` warnings (fetch retries, lost leases, abandoned handlers) to Python's
 /// `logging`, under `tideq.*` loggers. The core's one-line "handler failed" warning is dropped:
 /// the binding logs that failure itself, with the Python traceback.

@@ -26,6 +26,8 @@
 //! # Ok(()) }
 //! ```
 
+#[cfg(feature = "mimalloc")]
+pub mod alloc;
 mod background;
 pub mod capped;
 pub mod client;

@@ -659,6 +659,14 @@ impl JobCtx {
             Err(msg) => msg,
         };
         drop(permit);
+        // Boxed: the failure path's futures (a script call, retries) would otherwise sit in every
+        // job's task, making each spawn copy kilobytes.
+        Box::pin(self.fail(held, msg)).await;
+    }
+
+    /// Fails a job's attempt (retry after backoff, or dead letter), retrying Redis errors a few
+    /// times.
+    async fn fail(&self, held: Lease, msg: String) {
         for attempt in 0..5 {
             match self.queue.fail_lease(&held, &msg).await {
                 Ok(_) => {
