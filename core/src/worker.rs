@@ -442,6 +442,16 @@ async fn run(
         }
         let can_fetch =
             !idle && !failed && (fetches.is_empty() || (busy && fetches.len() < max_fetches));
+        // With a fetch already out, the next waits until a whole batch of slots is free: sending
+        // one per freed slot made many small fetches (25 jobs on average at concurrency 100),
+        // each a round trip the jobs behind it waited for. Node's worker went from ~110k to
+        // ~180k jobs/s with this alone. Nothing starves: once the fetch in flight is back, the
+        // next goes out for whatever is free.
+        let need = if fetches.is_empty() {
+            1
+        } else {
+            batch.clamp(1, opts.concurrency)
+        };
         tokio::select! {
             biased;
             _ = stopped(&mut stop_rx) => break,
@@ -477,8 +487,13 @@ async fn run(
                     }
                 }
             }
-            p = sem.clone().acquire_owned(), if can_fetch => {
-                let mut permits = vec![p.expect("semaphore never closes")];
+            p = sem.clone().acquire_many_owned(need as u32), if can_fetch => {
+                let mut first = p.expect("semaphore never closes");
+                let mut permits = Vec::with_capacity(batch.max(need));
+                while let Some(one) = (first.num_permits() > 1).then(|| first.split(1)).flatten() {
+                    permits.push(one);
+                }
+                permits.push(first);
                 while permits.len() < batch {
                     match sem.clone().try_acquire_owned() {
                         Ok(p) => permits.push(p),
