@@ -609,14 +609,23 @@ async fn renew(queue: &Queue, in_flight: &InFlight, lease: Duration) {
     tick.tick().await;
     loop {
         tick.tick().await;
-        let held: Vec<Lease> = in_flight.lock().unwrap().values().cloned().collect();
+        let (keys, held): (Vec<u64>, Vec<Lease>) = in_flight
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|(k, l)| (*k, l.clone()))
+            .unzip();
         if held.is_empty() {
             continue;
         }
         match queue.extend_leases(&held, lease).await {
             Ok(results) => {
-                for (l, ok) in held.iter().zip(results) {
-                    if !ok {
+                // A job that ended while the call was on its way is no longer active (its ack
+                // went out with a fetch): refused, but nothing was lost. Only a job still running
+                // has really lost its lease.
+                let running = in_flight.lock().unwrap();
+                for ((l, key), ok) in held.iter().zip(&keys).zip(results) {
+                    if !ok && running.contains_key(key) {
                         log::warn!(
                             "tideq: the lease on job {:?} was lost; its result will be rejected",
                             l.id
