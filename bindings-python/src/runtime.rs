@@ -343,10 +343,61 @@ pub fn with_python<R>(f: impl for<'py> FnOnce(Python<'py>) -> R) -> Option<R> {
     let out = if EXITING.load(Ordering::SeqCst) {
         None
     } else {
+        keep_thread_state();
         Python::try_attach(f)
     };
     ATTACHED.fetch_sub(1, Ordering::SeqCst);
     out
+}
+
+/// A runtime thread's Python thread state, made on its first [`with_python`] and kept (detached,
+/// without the GIL) until the thread ends. Without it every call made a thread state and freed it
+/// again, and Python 3.11+ gives each thread state a frame stack it maps and unmaps: an `munmap`
+/// per job, each a TLB shootdown interrupting every core (a third of a sync-handler worker's CPU
+/// went to that and the thread-state churn).
+struct KeptThreadState {
+    gil: pyo3::ffi::PyGILState_STATE,
+    saved: *mut pyo3::ffi::PyThreadState,
+}
+
+impl Drop for KeptThreadState {
+    fn drop(&mut self) {
+        ATTACHED.fetch_add(1, Ordering::SeqCst);
+        // Once the interpreter is exiting it frees every thread state itself: leave this one.
+        if !EXITING.load(Ordering::SeqCst) {
+            unsafe {
+                pyo3::ffi::PyEval_RestoreThread(self.saved);
+                pyo3::ffi::PyGILState_Release(self.gil);
+            }
+        }
+        ATTACHED.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+thread_local! {
+    static KEPT: std::cell::RefCell<Option<KeptThreadState>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Gives this thread a thread state that outlives each call (see [`KeptThreadState`]). Only for
+/// threads Python does not know: a Python thread (or one already attached) keeps its own.
+fn keep_thread_state() {
+    KEPT.with(|kept| {
+        let mut kept = kept.borrow_mut();
+        if kept.is_some() {
+            return;
+        }
+        unsafe {
+            if pyo3::ffi::Py_IsInitialized() == 0
+                || !pyo3::ffi::PyGILState_GetThisThreadState().is_null()
+            {
+                return;
+            }
+            let gil = pyo3::ffi::PyGILState_Ensure();
+            let saved = pyo3::ffi::PyEval_SaveThread();
+            *kept = Some(KeptThreadState { gil, saved });
+        }
+    });
 }
 
 /// Keeps a consumer or worker alive until it stops (so dropping its Python handle does not stop
