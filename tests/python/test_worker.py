@@ -370,6 +370,24 @@ def test_a_sync_handler_may_call_the_blocking_api(jq, client, name):
     assert sink.stats().ready == 40
 
 
+
+def test_sync_handlers_run_on_pooled_threads_that_keep_their_thread_locals(jq):
+    # Like a ThreadPoolExecutor: a per-thread resource (a connection in a threading.local) is made
+    # once per thread, not once per job.
+    local = threading.local()
+    made: Counter[int] = Counter()
+    lock = threading.Lock()
+
+    def handler(job: tideq.Job) -> None:
+        if not hasattr(local, "conn"):
+            local.conn = object()
+            with lock:
+                made[threading.get_ident()] += 1
+
+    jq.enqueue_many([b"x"] * 300)
+    assert drain(jq, handler, concurrency=4).completed == 300
+    assert sum(made.values()) < 300 and set(made.values()) == {1}, made
+
 def test_worker_join_timeout_stats_and_repr(jq):
     worker = jq.work(lambda job: None, poll_interval=0.05)
     t0 = time.monotonic()

@@ -627,8 +627,9 @@ class Queue:
         """Start a worker in the background: ``handler(job)`` per job, up to ``concurrency`` at a
         time. Returning completes the job; raising fails the attempt (error text
         ``"ExcType: message"``, traceback logged on the ``tideq`` logger), retried after backoff
-        or dead-lettered after ``max_attempts``. Plain handlers run in worker threads, ``async
-        def`` ones on a private event loop per job. The ``lease`` (seconds) is renewed by Rust
+        or dead-lettered after ``max_attempts``. Plain handlers run in pooled worker threads (as
+        in a ``ThreadPoolExecutor``: a ``threading.local`` lives as long as its thread, not one
+        job), ``async def`` ones on a private event loop per job. The ``lease`` (seconds) is renewed by Rust
         while the handler runs; a worker that dies loses its jobs to another worker after it.
         ``batch_size``: most jobs leased per fetch (0: half the concurrency; two fetches are kept
         in flight). On stop, running
