@@ -6,10 +6,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::free_port;
-use tideq::{
-    CappedOptions, CappedQueue, Client, Config, EnqueueOptions, Job, Queue, QueueOptions,
-    WorkerOptions,
-};
+use tideq::{CappedOptions, CappedQueue, Client, Config, EnqueueOptions, Queue, QueueOptions};
 
 struct TlsServer {
     port: u16,
@@ -101,16 +98,7 @@ async fn both_queue_kinds_work_over_tls_with_an_acl_user() {
     );
     let q = Queue::new(&client, "tls-jobs", QueueOptions::default()).unwrap();
     q.enqueue(b"job", EnqueueOptions::default()).await.unwrap();
-    let w = q
-        .work(
-            WorkerOptions {
-                stop_when_drained: true,
-                ..Default::default()
-            },
-            |_j: Job| async { Ok::<(), String>(()) },
-        )
-        .unwrap();
-    assert_eq!(w.join().await.completed, 1);
+    assert_eq!(common::drain_noop(&q).await, 1);
     // Plain redis:// to a TLS-only port is a CONNECTION error; a wrong password never leaks.
     let plain = Client::new(
         Config::new(format!("redis://127.0.0.1:{}", server.port))

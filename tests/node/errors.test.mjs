@@ -3,25 +3,10 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { freePort, freshQueue, keysWithPrefix, redisCommand, tideq, unique, useRedis } from './harness.mjs';
+import { freePort, freshQueue, keysWithPrefix, redisCommand, rejectsWith, tideq, unique, useRedis } from './harness.mjs';
 
 const redis = useRedis();
 const { Client, CappedQueue, Queue } = tideq;
-
-/** Asserts that `fn()` rejects (or throws) an error with `code`, and of class `cls`. */
-async function rejectsWith(fn, code, cls = Error, messagePart) {
-  let caught;
-  try {
-    await fn();
-  } catch (err) {
-    caught = err;
-  }
-  assert.ok(caught, `expected an error with code ${code}`);
-  assert.equal(caught.code, code, `code of ${caught}`);
-  assert.ok(caught instanceof cls, `${caught} is not a ${cls.name}`);
-  if (messagePart) assert.match(caught.message, messagePart);
-  return caught;
-}
 
 test('an item that is not bytes (number, object, array, null) is rejected with a clear TypeError and nothing is written', async () => {
   const { queue, prefix } = freshQueue(redis.url);

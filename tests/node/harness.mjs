@@ -2,6 +2,7 @@
 // loopback port in a temporary directory and stopped afterwards (its log is printed when a test
 // failed), or the server named by TIDEQ_TEST_REDIS_URL. Tests isolate by unique queue names and
 // key prefixes; nothing here ever flushes a database.
+import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -246,4 +247,19 @@ export function runNode(args, { env = {}, timeoutMs = 30_000, onSpawn } = {}) {
     });
     if (onSpawn) onSpawn(child, () => stdout);
   });
+}
+
+/** Asserts that `fn()` rejects (or throws) an error with `code`, and of class `cls`. */
+export async function rejectsWith(fn, code, cls = Error, messagePart) {
+  let caught;
+  try {
+    await fn();
+  } catch (err) {
+    caught = err;
+  }
+  assert.ok(caught, `expected an error with code ${code}`);
+  assert.equal(caught.code, code, `code of ${caught}`);
+  assert.ok(caught instanceof cls, `${caught} is not a ${cls.name}`);
+  if (messagePart) assert.match(caught.message, messagePart);
+  return caught;
 }

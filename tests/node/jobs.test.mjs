@@ -13,6 +13,7 @@ import {
   keysWithPrefix,
   redisTime,
   redisTimeSync,
+  rejectsWith,
   tideq,
   unique,
   useRedis,
@@ -23,21 +24,6 @@ const redis = useRedis();
 const { Queue, decodeEnvelope, encodeEnvelope } = tideq;
 const fast = { backoff: { type: 'fixed', delayMs: 50 } };
 const drained = { stopWhenDrained: true, pollIntervalMs: 100 };
-
-/** Asserts that `fn()` rejects (or throws) an error with `code`, and of class `cls`. */
-async function rejectsWith(fn, code, cls = Error, messagePart) {
-  let caught;
-  try {
-    await fn();
-  } catch (err) {
-    caught = err;
-  }
-  assert.ok(caught, `expected an error with code ${code}`);
-  assert.equal(caught.code, code, `code of ${caught}`);
-  assert.ok(caught instanceof cls, `${caught} is not a ${cls.name}`);
-  if (messagePart) assert.match(caught.message, messagePart);
-  return caught;
-}
 
 test('enqueue resolves with the id, get reads the job back, and an existing id creates nothing', async () => {
   const { queue } = freshJobQueue(redis.url, fast);

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, afterEach, before, test } from 'node:test';
 
-import { freePort, sleep, tideq, unique } from './harness.mjs';
+import { freePort, rejectsWith, sleep, tideq, unique } from './harness.mjs';
 
 const { Client, CappedQueue, Queue } = tideq;
 const drained = { stopWhenDrained: true, pollIntervalMs: 100 };
@@ -95,21 +95,6 @@ after(async () => {
   }
   if (server.dir) rmSync(server.dir, { recursive: true, force: true });
 });
-
-/** Asserts that `fn()` rejects (or throws) an error with `code`, and of class `cls`. */
-async function rejectsWith(fn, code, cls = Error, messagePart) {
-  let caught;
-  try {
-    await fn();
-  } catch (err) {
-    caught = err;
-  }
-  assert.ok(caught, `expected an error with code ${code}`);
-  assert.equal(caught.code, code, `code of ${caught}`);
-  assert.ok(caught instanceof cls, `${caught} is not a ${cls.name}`);
-  if (messagePart) assert.match(caught.message, messagePart);
-  return caught;
-}
 
 test('with tlsCa as a PEM string, a job is enqueued and processed over rediss://', async () => {
   const client = new Client({ url: server.url, prefix: unique('t'), tlsCa: server.ca });

@@ -9,7 +9,7 @@ import subprocess
 import tempfile
 import time
 import uuid
-from typing import Iterator
+from typing import Any, Iterator
 
 import pytest
 
@@ -20,6 +20,16 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def stop_process(proc: subprocess.Popen[Any]) -> None:
+    """Terminates a server process, killing it if it does not exit within 10 s."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def _ping(port: int) -> bool:
@@ -63,11 +73,7 @@ def redis_url(request: pytest.FixtureRequest) -> Iterator[str]:
     try:
         yield f"redis://127.0.0.1:{port}"
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop_process(proc)
         if request.session.testsfailed:
             show_log()
         shutil.rmtree(workdir, ignore_errors=True)

@@ -18,7 +18,7 @@ from typing import Iterator, NamedTuple, Union
 import pytest
 
 import tideq
-from conftest import free_port
+from conftest import free_port, stop_process
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 CLUSTER_SCRIPT = ROOT / "tests" / "cluster" / "redis-cluster.sh"
@@ -92,12 +92,7 @@ def tls_server(certs: pathlib.Path) -> Iterator[TlsServer]:
             time.sleep(0.02)
         yield TlsServer(f"rediss://127.0.0.1:{port}", certs / "ca.pem", certs)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_process(proc)
         if proc.stdout:
             proc.stdout.close()
         shutil.rmtree(workdir, ignore_errors=True)

@@ -447,3 +447,27 @@ pub fn make_certs() -> PathBuf {
     }
     dir
 }
+
+/// Runs a no-op worker until `q` is drained; returns how many jobs it completed.
+pub async fn drain_noop(q: &tideq::Queue) -> u64 {
+    let w = q
+        .work(
+            tideq::WorkerOptions {
+                stop_when_drained: true,
+                ..Default::default()
+            },
+            |_j: tideq::Job| async { Ok::<(), String>(()) },
+        )
+        .unwrap();
+    w.join().await.completed
+}
+
+/// An enqueue through `client` (wrong credentials) fails, and its error does not show `secret`.
+pub async fn assert_enqueue_refused_without_leaking(client: &tideq::Client, secret: &str) {
+    let err = tideq::Queue::new(client, &unique("refused"), Default::default())
+        .unwrap()
+        .enqueue(b"x", Default::default())
+        .await
+        .unwrap_err();
+    assert!(!err.to_string().contains(secret), "{err}");
+}
