@@ -8,6 +8,14 @@ use crate::keys::validate_prefix;
 /// Default payload limit: 512 KiB.
 pub const DEFAULT_MAX_PAYLOAD: usize = 512 * 1024;
 
+/// What a [`Config`] was built for.
+#[derive(Clone, Copy, PartialEq)]
+enum Mode {
+    Single,
+    Cluster,
+    Sentinel,
+}
+
 /// How to reach Redis and the limits applied before anything is sent.
 ///
 /// ```
@@ -26,8 +34,8 @@ pub struct Config {
     pub(crate) replica_ack: Option<(usize, Duration)>,
     /// PEM root certificate(s) to trust for `rediss://` instead of the public roots.
     pub(crate) tls_ca: Option<Vec<u8>>,
-    /// "cluster" or "sentinel" when built for those modes (even with an empty address list).
-    mode: Option<&'static str>,
+    /// What the config was built for (kept even with an empty address list, to say what is missing).
+    mode: Mode,
     pub(crate) username: Option<String>,
     pub(crate) password: Option<String>,
     pub(crate) prefix: String,
@@ -84,7 +92,7 @@ impl Config {
             master_name: String::new(),
             replica_ack: None,
             tls_ca: None,
-            mode: None,
+            mode: Mode::Single,
             username: None,
             password: None,
             prefix: "tideq".to_string(),
@@ -105,7 +113,7 @@ impl Config {
         let nodes: Vec<String> = nodes.into_iter().map(Into::into).collect();
         let mut cfg = Config::new(nodes.first().cloned().unwrap_or_default());
         cfg.cluster_nodes = nodes;
-        cfg.mode = Some("cluster");
+        cfg.mode = Mode::Cluster;
         cfg
     }
 
@@ -122,7 +130,7 @@ impl Config {
         let mut cfg = Config::new(sentinels.first().cloned().unwrap_or_default());
         cfg.sentinels = sentinels;
         cfg.master_name = master_name.into();
-        cfg.mode = Some("sentinel");
+        cfg.mode = Mode::Sentinel;
         cfg
     }
 
@@ -206,12 +214,12 @@ impl Config {
     pub(crate) fn validate(&self) -> Result<()> {
         validate_prefix(&self.prefix)?;
         match self.mode {
-            Some("cluster") if self.cluster_nodes.is_empty() => {
+            Mode::Cluster if self.cluster_nodes.is_empty() => {
                 return Err(Error::invalid(
                     "a Redis Cluster configuration needs at least one seed node URL",
                 ));
             }
-            Some("sentinel") if self.sentinels.is_empty() => {
+            Mode::Sentinel if self.sentinels.is_empty() => {
                 return Err(Error::invalid(
                     "a Sentinel configuration needs at least one Sentinel URL",
                 ));

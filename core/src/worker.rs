@@ -1,7 +1,7 @@
 //! The worker runtime for job queues. One fetch loop per worker keeps up to two fetches in
 //! flight, each leasing up to half the concurrency and carrying the acks of the jobs that finished
 //! since (one script call per batch), so Redis serves one fetch while this process runs the
-//! other's jobs. Each job's handler runs on its own task. Leases are renewed from a thread of the
+//! other's jobs; the second goes out once a whole batch of slots is free. Each job's handler runs on its own task. Leases are renewed from a thread of the
 //! worker's own (see `spawn_renewer`), so a handler that holds the GIL, blocks the Node event loop
 //! or blocks a runtime thread cannot let them lapse. Idle, the loop blocks on a wake-up list that
 //! producers signal, for no longer than the time until the next delayed job or lease deadline
@@ -450,7 +450,7 @@ async fn run(
         let need = if fetches.is_empty() {
             1
         } else {
-            batch.clamp(1, opts.concurrency)
+            batch.min(opts.concurrency)
         };
         tokio::select! {
             biased;
@@ -488,12 +488,10 @@ async fn run(
                 }
             }
             p = sem.clone().acquire_many_owned(need as u32), if can_fetch => {
-                let mut first = p.expect("semaphore never closes");
-                let mut permits = Vec::with_capacity(batch.max(need));
-                while let Some(one) = (first.num_permits() > 1).then(|| first.split(1)).flatten() {
-                    permits.push(one);
-                }
-                permits.push(first);
+                // One permit per job: the leased jobs take one each, unused ones drop.
+                let mut reserved = p.expect("semaphore never closes");
+                let mut permits: Vec<_> = (1..need).filter_map(|_| reserved.split(1)).collect();
+                permits.push(reserved);
                 while permits.len() < batch {
                     match sem.clone().try_acquire_owned() {
                         Ok(p) => permits.push(p),
