@@ -267,7 +267,7 @@ impl CappedQueue {
                 index.insert(g, names.len());
             }
         }
-        let mut keys = vec![k.registry(), k.registry_set(), k.stats(), k.wake()];
+        let mut keys = k.for_script(&PUSH_CAPPED, "");
         for g in &names {
             keys.push(k.group(g));
             keys.push(k.group_wake(g));
@@ -303,8 +303,7 @@ impl CappedQueue {
             return Err(Error::invalid("max must be at least 1"));
         }
         let k = self.keys_for(group);
-        let keys = [k.group(group), k.registry(), k.registry_set(), k.stats()];
-        let mut cmd = POP_CAPPED.cmd(&keys);
+        let mut cmd = POP_CAPPED.cmd(&k.for_script(&POP_CAPPED, group));
         cmd.arg(max)
             .arg(millis("max_age", self.opts.max_age)?)
             .arg(group)
@@ -342,7 +341,7 @@ impl CappedQueue {
     }
 
     async fn rotate(&self, shard: usize, skip: &[String]) -> Result<Option<String>> {
-        let mut cmd = NEXT_GROUP.cmd(&[self.shards[shard].registry()]);
+        let mut cmd = NEXT_GROUP.cmd(&self.shards[shard].for_script(&NEXT_GROUP, ""));
         cmd.arg(skip);
         self.client.eval(&cmd, &NEXT_GROUP).await
     }

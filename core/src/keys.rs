@@ -4,6 +4,7 @@
 //! keys of one queue hash to one Cluster slot and every script touches a single slot.
 
 use crate::error::{Error, Result};
+use crate::scripts::LuaScript;
 
 /// Longest accepted queue, group or prefix name, in bytes.
 pub const MAX_NAME_LEN: usize = 256;
@@ -80,6 +81,32 @@ impl CappedKeys {
     pub fn wake(&self) -> String {
         format!("{}wake", self.base)
     }
+
+    /// The keys a capped script takes, in the order its contract header lists them (`group`
+    /// names the group whose list is meant by `group`).
+    pub fn for_script(&self, script: &LuaScript, group: &str) -> Vec<String> {
+        script
+            .keys
+            .iter()
+            .map(|name| {
+                self.by_name(name, group).unwrap_or_else(|| {
+                    panic!("{}: unknown key {name:?} in its header", script.name)
+                })
+            })
+            .collect()
+    }
+
+    /// A key by the name a script's contract header gives it (`group` is `group`'s list).
+    pub fn by_name(&self, name: &str, group: &str) -> Option<String> {
+        Some(match name {
+            "group" => self.group(group),
+            "registry" => self.registry(),
+            "registry_set" => self.registry_set(),
+            "stats" => self.stats(),
+            "wake" => self.wake(),
+            _ => return None,
+        })
+    }
 }
 
 /// Keys of one job queue. Every script gets them in KEYS; none is invented in Lua.
@@ -92,6 +119,20 @@ macro_rules! job_keys {
     ($($name:ident => $suffix:literal: $doc:literal),* $(,)?) => {
         impl JobKeys {
             $(#[doc = $doc] pub fn $name(&self) -> String { format!("{}{}", self.base, $suffix) })*
+
+            /// A key by its accessor's name, as scripts' contract headers name their keys.
+            pub fn by_name(&self, name: &str) -> Option<String> {
+                match name {
+                    $(stringify!($name) => Some(self.$name()),)*
+                    _ => None,
+                }
+            }
+
+            /// Every key of the queue (shard).
+            #[cfg(test)]
+            pub fn all(&self) -> Vec<String> {
+                vec![$(self.$name()),*]
+            }
         }
     };
 }
@@ -125,21 +166,17 @@ impl JobKeys {
             .collect())
     }
 
-    /// Every key of the queue, for tests that check they share one slot.
-    #[cfg(test)]
-    pub fn all(&self) -> Vec<String> {
-        vec![
-            self.ready(),
-            self.delayed(),
-            self.active(),
-            self.dead(),
-            self.done(),
-            self.jobs(),
-            self.meta(),
-            self.errors(),
-            self.stats(),
-            self.wake(),
-        ]
+    /// The keys a job script takes, in the order its contract header lists them.
+    pub fn for_script(&self, script: &LuaScript) -> Vec<String> {
+        script
+            .keys
+            .iter()
+            .map(|name| {
+                self.by_name(name).unwrap_or_else(|| {
+                    panic!("{}: unknown key {name:?} in its header", script.name)
+                })
+            })
+            .collect()
     }
 }
 

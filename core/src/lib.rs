@@ -9,7 +9,10 @@
 //! - `scripts` + `src/lua/`: the Lua scripts, one file per operation, each stating its contract.
 //! - [`capped`]: the capped grouped queue (drop-oldest, TTL, `max_age`, round-robin batches).
 //! - [`consumer`]: the consumer runtime for capped queues (concurrency, dedicated groups, shutdown).
-//! - [`jobs`]: the job queue (delayed jobs, leases, ack, retries, dead letters, cancel).
+//! - [`job`]: the job queue's value types (options, `Job`, `JobInfo`, `JobStats`).
+//! - [`jobs`]: the job queue handle and its producer side (`enqueue`, `enqueue_many`).
+//! - `admin`: inspecting and repairing a job queue (`get`, `cancel`, dead letters, `stats`).
+//! - `lease`: the worker's lease protocol (fetch, complete, fail, release, extend).
 //! - [`worker`]: the worker runtime for job queues (concurrency, lease renewal, shutdown).
 //! - [`envelope`]: the versioned MessagePack job envelope and backoff policy.
 //! - [`error`]: one error type with stable codes.
@@ -26,6 +29,7 @@
 //! # Ok(()) }
 //! ```
 
+mod admin;
 #[cfg(feature = "mimalloc")]
 pub mod alloc;
 mod background;
@@ -35,8 +39,10 @@ pub mod config;
 pub mod consumer;
 pub mod envelope;
 pub mod error;
+pub mod job;
 pub mod jobs;
 pub mod keys;
+mod lease;
 mod runtime;
 mod scripts;
 pub mod signal;
@@ -49,6 +55,7 @@ pub use config::Config;
 pub use consumer::{BatchHandler, Consumer, ConsumerOptions, ConsumerStats, HandlerFuture};
 pub use envelope::{Backoff, BackoffKind, Envelope};
 pub use error::{Error, ErrorKind, Result};
-pub use jobs::{EnqueueOptions, Enqueued, Job, JobInfo, JobState, JobStats, Queue, QueueOptions};
+pub use job::{EnqueueOptions, Enqueued, Job, JobInfo, JobState, JobStats, QueueOptions};
+pub use jobs::Queue;
 pub use runtime::runtime_builder;
 pub use worker::{JobFuture, JobHandler, Worker, WorkerOptions, WorkerStats};

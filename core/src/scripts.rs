@@ -1,25 +1,61 @@
-//! The Lua scripts (files under `src/lua/`, each opening with its KEYS/ARGV/return contract) and
-//! how they run: EVALSHA first, `SCRIPT LOAD` + retry on NOSCRIPT, also inside pipelines.
+//! The Lua scripts: one file under `src/lua/` per operation, each opening with its contract
+//! (`KEYS[i] <key> ...`, `ARGV[i] ...`, `Returns: ...`). Shared helpers live in `lib_*.lua` files
+//! that a script pulls in with a `--#include lib_jobs.lua` line after its header (Redis scripts
+//! cannot call each other); the text sent to Redis is the script with its includes flattened.
+//!
+//! The header is also the key contract: the key names after `KEYS[1]`, `KEYS[2]`, ... are the
+//! accessor names of [`JobKeys`](crate::keys::JobKeys) / [`CappedKeys`](crate::keys::CappedKeys),
+//! and the Rust side builds each script's key array from that list
+//! ([`JobKeys::for_script`](crate::keys::JobKeys::for_script)), so the two cannot drift.
+//!
+//! Scripts run by EVALSHA; NOSCRIPT (after a restart or `SCRIPT FLUSH`) is recovered by
+//! `SCRIPT LOAD` and a retry, also inside pipelines (see `client.rs`).
 
 use std::sync::LazyLock;
 
+/// Files a script may include.
+const INCLUDES: &[(&str, &str)] = &[("lib_jobs.lua", include_str!("lua/lib_jobs.lua"))];
+
 /// One Lua script, compiled into the crate, with its SHA1 computed once.
 pub(crate) struct LuaScript {
+    /// File name under `src/lua/`.
     pub name: &'static str,
-    pub code: &'static str,
+    /// The file as written (contract header first).
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub source: &'static str,
+    /// What Redis runs: `source` with its includes flattened.
+    pub code: String,
     pub sha: String,
+    /// Key names from the header, in `KEYS[1]`, `KEYS[2]`, ... order.
+    pub keys: Vec<&'static str>,
 }
 
 impl LuaScript {
-    fn new(name: &'static str, code: &'static str) -> Self {
+    fn new(name: &'static str, source: &'static str) -> Self {
+        let mut code = String::with_capacity(source.len());
+        for line in source.split_inclusive('\n') {
+            match line.trim().strip_prefix("--#include ") {
+                Some(file) => {
+                    let (_, text) = INCLUDES
+                        .iter()
+                        .find(|(f, _)| *f == file.trim())
+                        .unwrap_or_else(|| panic!("{name}: unknown include {file:?}"));
+                    code.push_str(text);
+                    code.push('\n');
+                }
+                None => code.push_str(line),
+            }
+        }
         LuaScript {
             name,
+            source,
+            sha: redis::Script::new(&code).get_hash().to_string(),
             code,
-            sha: redis::Script::new(code).get_hash().to_string(),
+            keys: header_keys(name, source),
         }
     }
 
-    /// An `EVALSHA` command for this script.
+    /// An `EVALSHA` command for this script with these keys.
     pub fn cmd<K: redis::ToRedisArgs>(&self, keys: &[K]) -> redis::Cmd {
         let mut cmd = redis::cmd("EVALSHA");
         cmd.arg(&self.sha).arg(keys.len()).arg(keys);
@@ -28,60 +64,66 @@ impl LuaScript {
 
     pub fn load_cmd(&self) -> redis::Cmd {
         let mut cmd = redis::cmd("SCRIPT");
-        cmd.arg("LOAD").arg(self.code);
+        cmd.arg("LOAD").arg(&self.code);
         cmd
     }
 }
 
-macro_rules! script {
-    ($ident:ident, $file:literal) => {
-        pub(crate) static $ident: LazyLock<LuaScript> =
-            LazyLock::new(|| LuaScript::new($file, include_str!(concat!("lua/", $file))));
-    };
-    // A script that uses the shared job helpers: lib_jobs.lua is put in front of it.
-    ($ident:ident, $file:literal, jobs_lib) => {
-        pub(crate) static $ident: LazyLock<LuaScript> = LazyLock::new(|| {
-            LuaScript::new(
-                $file,
-                concat!(
-                    include_str!("lua/lib_jobs.lua"),
-                    include_str!(concat!("lua/", $file))
-                ),
-            )
-        });
+/// The key names of a contract header: the word after each `KEYS[<n>]` (n = 1, 2, ... in order;
+/// forms like `KEYS[5 + 2(i-1)]` describe variadic keys and are not listed).
+fn header_keys(name: &str, source: &'static str) -> Vec<&'static str> {
+    let header = source
+        .strip_prefix("--[[")
+        .and_then(|s| s.split_once("]]"))
+        .map(|(h, _)| h)
+        .unwrap_or_else(|| panic!("{name} must open with its contract (--[[ ... ]])"));
+    let mut keys = Vec::new();
+    let mut rest = header;
+    while let Some(at) = rest.find("KEYS[") {
+        rest = &rest[at + 5..];
+        let Some(close) = rest.find(']') else { break };
+        let Ok(n) = rest[..close].parse::<usize>() else {
+            continue;
+        };
+        let word = rest[close + 1..].split_whitespace().next().unwrap_or("");
+        assert_eq!(n, keys.len() + 1, "{name}: KEYS[{n}] out of order");
+        keys.push(word);
+    }
+    keys
+}
+
+macro_rules! scripts {
+    ($($ident:ident => $file:literal),* $(,)?) => {
+        $(pub(crate) static $ident: LazyLock<LuaScript> =
+            LazyLock::new(|| LuaScript::new($file, include_str!(concat!("lua/", $file))));)*
+
+        /// Every script, so a client can find one by SHA (e.g. to reload it after NOSCRIPT).
+        pub(crate) fn all() -> &'static [&'static LuaScript] {
+            static ALL: LazyLock<Vec<&'static LuaScript>> =
+                LazyLock::new(|| vec![$(&*$ident),*]);
+            &ALL
+        }
     };
 }
 
-script!(PUSH_CAPPED, "push_capped.lua");
-script!(POP_CAPPED, "pop_capped-4.lua");
-script!(NEXT_GROUP, "next_group-1.lua");
-script!(ENQUEUE_JOBS, "enqueue_jobs-6.lua", jobs_lib);
-script!(FETCH_JOBS, "fetch_jobs-9.lua", jobs_lib);
-script!(COMPLETE_JOBS, "complete_jobs-6.lua", jobs_lib);
-script!(SETTLE_JOB, "settle_job-9.lua", jobs_lib);
-script!(EXTEND_LEASE, "extend_lease-2.lua", jobs_lib);
-script!(CANCEL_JOB, "cancel_job-7.lua");
-script!(DEAD_LETTERS, "dead_letters-7.lua", jobs_lib);
-
-/// Every script, so a client can find one by SHA (e.g. to reload it after NOSCRIPT).
-pub(crate) fn all() -> [&'static LuaScript; 10] {
-    [
-        &PUSH_CAPPED,
-        &POP_CAPPED,
-        &NEXT_GROUP,
-        &ENQUEUE_JOBS,
-        &FETCH_JOBS,
-        &COMPLETE_JOBS,
-        &SETTLE_JOB,
-        &EXTEND_LEASE,
-        &CANCEL_JOB,
-        &DEAD_LETTERS,
-    ]
+scripts! {
+    PUSH_CAPPED => "push_capped.lua",
+    POP_CAPPED => "pop_capped.lua",
+    NEXT_GROUP => "next_group.lua",
+    ENQUEUE_JOBS => "enqueue_jobs.lua",
+    FETCH_JOBS => "fetch_jobs.lua",
+    COMPLETE_JOBS => "complete_jobs.lua",
+    FAIL_JOB => "fail_job.lua",
+    RELEASE_JOB => "release_job.lua",
+    EXTEND_LEASE => "extend_lease.lua",
+    CANCEL_JOB => "cancel_job.lua",
+    REQUEUE_DEAD => "requeue_dead.lua",
+    PURGE_DEAD => "purge_dead.lua",
 }
 
 /// Finds which script an `EVALSHA` command runs (first argument after the command name).
 pub(crate) fn by_sha(sha: &[u8]) -> Option<&'static LuaScript> {
-    all().into_iter().find(|s| s.sha.as_bytes() == sha)
+    all().iter().copied().find(|s| s.sha.as_bytes() == sha)
 }
 
 pub(crate) fn is_noscript(err: &redis::RedisError) -> bool {
@@ -90,17 +132,54 @@ pub(crate) fn is_noscript(err: &redis::RedisError) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use crate::keys::{CappedKeys, JobKeys};
+
     #[test]
     fn every_script_states_its_contract() {
         for s in super::all() {
             assert!(
-                s.code.starts_with("--[["),
+                s.source.starts_with("--[["),
                 "{} must open with its contract",
                 s.name
             );
             for word in ["KEYS[1]", "ARGV[1]", "Returns:"] {
-                assert!(s.code.contains(word), "{} header lacks {word}", s.name);
+                assert!(s.source.contains(word), "{} header lacks {word}", s.name);
+            }
+            assert!(!s.keys.is_empty(), "{} lists no keys", s.name);
+        }
+    }
+
+    #[test]
+    fn every_key_a_header_names_is_one_the_rust_side_builds() {
+        const CAPPED: [&str; 3] = ["push_capped.lua", "pop_capped.lua", "next_group.lua"];
+        let jobs = JobKeys::new("tideq", "q").unwrap();
+        let capped = CappedKeys::new("tideq", "q").unwrap();
+        for s in super::all() {
+            for key in &s.keys {
+                let known = if CAPPED.contains(&s.name) {
+                    capped.by_name(key, "g").is_some()
+                } else {
+                    jobs.by_name(key).is_some()
+                };
+                assert!(
+                    known,
+                    "{}: KEYS name {key:?} is not a key of its queue",
+                    s.name
+                );
             }
         }
+        // The job scripts take exactly the keys their header lists.
+        let fail = jobs.for_script(&super::FAIL_JOB);
+        assert_eq!(fail.len(), 8);
+        assert_eq!(fail[0], jobs.active());
+        assert_eq!(fail[7], jobs.wake());
+    }
+
+    #[test]
+    fn includes_are_flattened_and_contracts_kept_first() {
+        let fetch = &*super::FETCH_JOBS;
+        assert!(fetch.code.starts_with("--[["));
+        assert!(fetch.code.contains("local function parse_meta"));
+        assert!(!fetch.code.contains("--#include"));
     }
 }

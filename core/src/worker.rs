@@ -24,7 +24,9 @@ use tokio::task::JoinSet;
 
 use crate::client::Client;
 use crate::error::{Error, ErrorKind, Result};
-use crate::jobs::{Fetched, Job, Lease, Queue};
+use crate::job::{Job, Lease};
+use crate::jobs::Queue;
+use crate::lease::Fetched;
 use crate::wait::Waiter;
 
 /// The future a job handler returns.

@@ -1,6 +1,6 @@
---[[ Shared helpers for the job scripts. scripts.rs puts this text in front of the scripts that
-  use them (Redis scripts cannot call each other), so every script reads and writes job state the
-  same way.
+--[[ Shared helpers for the job scripts, pulled in by the include line after their headers
+  (Redis scripts cannot call each other), so every script reads and writes job state the same
+  way.
 
   Job meta (KEYS "meta" hash, one field per job): "state|attempts|max|enqueued ms|x"
     state q: pending: delayed (in the delayed zset), active (in the active zset) or else ready;
@@ -59,6 +59,16 @@ local function add_active(key, deadline, ids)
     args[#args + 1] = id
   end
   chunked('ZADD', key, args)
+end
+
+-- The dead jobs a requeue or purge applies to: `id` when it is dead, or ("" for all) the oldest
+-- `limit`.
+local function dead_ids(key, id, limit)
+  if id ~= '' then
+    if redis.call('ZSCORE', key, id) then return { id } end
+    return {}
+  end
+  return redis.call('ZRANGE', key, 0, limit - 1)
 end
 
 local function wake(key)

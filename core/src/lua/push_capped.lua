@@ -1,8 +1,8 @@
 --[[ Append items to capped groups: drop the oldest above capacity, refresh the TTL, register
   groups that were empty, and wake waiting consumers. One call may carry items for many groups.
-  KEYS[1] registry list (rotation order)   KEYS[2] registry set   KEYS[3] stats hash
-  KEYS[4] general wake list
-  KEYS[5 + 2(i-1)] group i list            KEYS[6 + 2(i-1)] group i wake list   (i = 1..G)
+  KEYS[1] registry list (rotation order)   KEYS[2] registry_set   KEYS[3] stats hash
+  KEYS[4] wake list (general consumers)
+  then per group i = 1..G: KEYS[5 + 2(i-1)] its list, KEYS[6 + 2(i-1)] its wake list
   ARGV[1] capacity (>= 1)   ARGV[2] group TTL in ms (0 = no TTL)   ARGV[3] G
   ARGV[4 .. 3+G]            group names, in the order of their KEYS
   ARGV[4+G ..]              pairs: group index (1..G), item bytes

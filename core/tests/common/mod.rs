@@ -471,3 +471,56 @@ pub async fn assert_enqueue_refused_without_leaking(client: &tideq::Client, secr
         .unwrap_err();
     assert!(!err.to_string().contains(secret), "{err}");
 }
+
+/// Job-queue helpers shared by the jobs, lease and worker tests.
+pub mod jobs {
+    use std::time::{Duration, Instant};
+
+    use super::{unique, RedisServer};
+    use tideq::{Backoff, Client, EnqueueOptions, Queue, QueueOptions, WorkerOptions};
+
+    pub fn queue_with(url: &str, opts: QueueOptions) -> Queue {
+        Queue::new(&Client::open(url).unwrap(), &unique("jq"), opts).unwrap()
+    }
+
+    pub fn queue(url: &str) -> Queue {
+        queue_with(
+            url,
+            QueueOptions {
+                backoff: Backoff::fixed(50),
+                ..Default::default()
+            },
+        )
+    }
+
+    pub fn id(s: &str) -> EnqueueOptions {
+        EnqueueOptions {
+            id: Some(s.into()),
+            ..Default::default()
+        }
+    }
+
+    pub fn drained() -> WorkerOptions {
+        WorkerOptions {
+            stop_when_drained: true,
+            poll_interval: Duration::from_millis(100),
+            ..Default::default()
+        }
+    }
+
+    pub fn redis_ms(server: &RedisServer) -> u64 {
+        let (s, us): (u64, u64) = redis::cmd("TIME").query(&mut server.conn()).unwrap();
+        s * 1000 + us / 1000
+    }
+
+    pub async fn wait_until(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            if f() {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        f()
+    }
+}

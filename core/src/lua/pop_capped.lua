@@ -1,7 +1,7 @@
 --[[ Remove up to ARGV[1] fresh items from one group, oldest first; exactly ARGV[1] when that many
   fresh items are queued. Items older than ARGV[2] ms are discarded and counted, never returned.
   A group left empty leaves the registry in the same atomic step.
-  KEYS[1] group list   KEYS[2] registry list   KEYS[3] registry set   KEYS[4] stats hash
+  KEYS[1] group list   KEYS[2] registry list   KEYS[3] registry_set   KEYS[4] stats hash
   ARGV[1] max items (>= 1)   ARGV[2] max age in ms (0 = keep all)   ARGV[3] group name
   ARGV[4] "1" to also advance the round-robin and return the next group, "0" not to
   ARGV[5 ..] groups the round-robin must skip

@@ -1,8 +1,8 @@
 --[[ One worker round trip: complete the acks the worker has gathered, recover expired leases,
   promote due delayed jobs, then lease up to ARGV[2] ready jobs (into the active zset with a
   deadline). Attempts are counted at delivery: a delivery whose lease expires counts as an
-  attempt, so a job that kills its worker every time still ends dead. (lib_jobs.lua, put in
-  front, describes the meta format and lease tokens.)
+  attempt, so a job that kills its worker every time still ends dead. (lib_jobs.lua describes
+  the meta format and lease tokens.)
   KEYS[1] ready list     KEYS[2] delayed zset    KEYS[3] active zset (score = lease deadline ms; + ANCHOR)
   KEYS[4] dead zset      KEYS[5] jobs hash       KEYS[6] meta hash
   KEYS[7] errors hash    KEYS[8] stats hash      KEYS[9] done list (retained completed ids)
@@ -14,6 +14,7 @@
   enqueued ms}; wake_in_ms = ms until the next delayed job is due or a lease expires (0 = look
   again now, always so when jobs were leased), -1 if nothing is pending; acks = per ack pair,
   1 completed or -1 lease lost. ]]
+--#include lib_jobs.lua
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
 

@@ -5,8 +5,8 @@
   KEYS[5] wake list                    KEYS[6] stats hash
   ARGV[1] number of jobs N; then per job 5 values:
     id, envelope, max attempts, delay ms (relative to Redis now), run-at ms (absolute; 0 = use delay)
-  (lib_jobs.lua is put in front.)
   Returns: array of N integers, 1 = created, 0 = the id already existed (nothing written). ]]
+--#include lib_jobs.lua
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
 local nows = tostring(now)

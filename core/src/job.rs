@@ -1,0 +1,204 @@
+//! The job queue's value types: queue and job options, what `enqueue`, `get` and `stats`
+//! report, the leased [`Job`] a handler receives, and the job-id rules.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use crate::envelope::Backoff;
+use crate::error::{Error, Result};
+
+/// Queue-wide defaults. Per-job options in [`EnqueueOptions`] override the first three.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QueueOptions {
+    /// Deliveries before a job is dead-lettered. Default 5.
+    pub max_attempts: u32,
+    /// Delay before retries. Default: exponential from 1 s, capped at 1 h, with jitter.
+    pub backoff: Backoff,
+    /// Longest run time of one attempt; past it the attempt fails and is retried. Default none.
+    pub timeout: Option<Duration>,
+    /// Completed jobs kept for `get` (newest N). 0 = delete on completion. Default 1000.
+    pub keep_completed: usize,
+    /// Completed jobs older than this are deleted. Default 1 day.
+    pub keep_for: Option<Duration>,
+    /// Longest error text stored with a failed job, in bytes. Default 4096.
+    pub max_error_len: usize,
+}
+
+impl Default for QueueOptions {
+    fn default() -> Self {
+        QueueOptions {
+            max_attempts: 5,
+            backoff: Backoff::default(),
+            timeout: None,
+            keep_completed: 1000,
+            keep_for: Some(Duration::from_secs(24 * 3600)),
+            max_error_len: 4096,
+        }
+    }
+}
+
+/// Options of one enqueued job.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct EnqueueOptions {
+    /// Idempotency key: enqueuing an id that exists creates nothing. Default: a random id.
+    pub id: Option<String>,
+    /// Run no earlier than this long from now (Redis clock).
+    pub delay: Option<Duration>,
+    /// Run no earlier than this time (ms since the epoch). Exclusive with `delay`.
+    pub run_at_ms: Option<u64>,
+    pub max_attempts: Option<u32>,
+    pub backoff: Option<Backoff>,
+    pub timeout: Option<Duration>,
+}
+
+/// What `enqueue` did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Enqueued {
+    pub id: String,
+    /// False when a job with this id already existed (nothing was written).
+    pub created: bool,
+}
+
+/// Where a job is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JobState {
+    Delayed,
+    Ready,
+    Active,
+    Dead,
+    Completed,
+}
+
+impl JobState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobState::Delayed => "delayed",
+            JobState::Ready => "ready",
+            JobState::Active => "active",
+            JobState::Dead => "dead",
+            JobState::Completed => "completed",
+        }
+    }
+
+    /// From the meta state letter; `q` (pending) is delayed while the job is in the delayed set,
+    /// active while it is in the active set, else ready.
+    pub(crate) fn from_code(c: &str, in_delayed: bool, in_active: bool) -> Option<Self> {
+        Some(match c {
+            "q" if in_delayed => JobState::Delayed,
+            "q" if in_active => JobState::Active,
+            "q" => JobState::Ready,
+            "x" => JobState::Dead,
+            "c" => JobState::Completed,
+            _ => return None,
+        })
+    }
+}
+
+/// A job as `get` and `dead_letters` report it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobInfo {
+    pub id: String,
+    pub state: JobState,
+    pub payload: Vec<u8>,
+    /// Deliveries so far.
+    pub attempts: u32,
+    pub max_attempts: u32,
+    pub last_error: Option<String>,
+    /// Redis-clock ms.
+    pub enqueued_at: u64,
+    /// Delayed: due time; active: lease deadline; dead: time of death; completed: finish time.
+    pub state_since_or_until: Option<u64>,
+}
+
+/// Counts per state plus lifetime counters.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct JobStats {
+    pub delayed: u64,
+    pub ready: u64,
+    pub active: u64,
+    pub dead: u64,
+    pub enqueued: u64,
+    pub completed: u64,
+    /// Jobs that exhausted their attempts (dead-lettered).
+    pub failed: u64,
+    /// Failed attempts scheduled for a retry.
+    pub retried: u64,
+    /// Expired leases recovered (worker died or stalled).
+    pub recovered: u64,
+    pub cancelled: u64,
+}
+
+/// A leased job, as the worker runtime hands it to a handler.
+#[derive(Debug, Clone)]
+pub struct Job {
+    pub id: String,
+    pub payload: Vec<u8>,
+    /// 1 on first delivery.
+    pub attempt: u32,
+    pub max_attempts: u32,
+    /// Redis-clock ms.
+    pub enqueued_at: u64,
+    pub queue: String,
+    pub timeout: Option<Duration>,
+    pub(crate) backoff: Backoff,
+    pub(crate) token: String,
+    pub(crate) shard: usize,
+}
+
+/// What settling a leased job needs (no payload): id, lease token, attempt, backoff.
+#[derive(Debug, Clone)]
+pub(crate) struct Lease {
+    pub id: String,
+    pub token: String,
+    pub attempt: u32,
+    pub backoff: Backoff,
+    pub shard: usize,
+}
+
+impl Job {
+    pub(crate) fn lease(&self) -> Lease {
+        Lease {
+            id: self.id.clone(),
+            token: self.token.clone(),
+            attempt: self.attempt,
+            backoff: self.backoff,
+            shard: self.shard,
+        }
+    }
+
+    /// The payload as UTF-8 text.
+    pub fn payload_str(&self) -> Result<&str> {
+        std::str::from_utf8(&self.payload)
+            .map_err(|e| Error::invalid(format!("payload is not UTF-8: {e}")))
+    }
+}
+
+/// Checks a job id: 1–256 bytes, no control characters.
+pub fn validate_job_id(id: &str) -> Result<()> {
+    if id.is_empty() || id.len() > 256 {
+        return Err(Error::invalid(format!(
+            "job id must be 1 to 256 bytes, got {}",
+            id.len()
+        )));
+    }
+    if id.chars().any(char::is_control) {
+        return Err(Error::invalid(format!(
+            "job id {id:?} contains control characters"
+        )));
+    }
+    Ok(())
+}
+
+pub(crate) fn new_job_id() -> String {
+    format!("{:032x}", fastrand::u128(..))
+}
+
+pub(crate) fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+pub(crate) fn ms(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}

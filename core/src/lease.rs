@@ -1,0 +1,225 @@
+//! The worker side of the job queue: the lease protocol. One `fetch` call completes a batch of
+//! acks, recovers expired leases, promotes due jobs and leases the next batch; `complete`,
+//! `fail`, `release` and `extend` settle or renew one delivery, fenced by its lease token (a
+//! stale holder gets `LEASE_LOST`). The worker runtime (`worker.rs`) drives these.
+
+use std::time::Duration;
+
+use redis::Value;
+
+use crate::envelope::{Backoff, Envelope};
+use crate::error::{Error, ErrorKind, Result};
+use crate::job::{ms, Job, Lease};
+use crate::jobs::Queue;
+use crate::scripts::{COMPLETE_JOBS, EXTEND_LEASE, FAIL_JOB, FETCH_JOBS, RELEASE_JOB};
+
+/// Most delayed jobs promoted per fetch (bounded script time).
+pub(crate) const PROMOTE_LIMIT: usize = 1000;
+/// Most expired leases one fetch recovers.
+const RECOVER_LIMIT: usize = 100;
+
+/// One worker round trip's result (see [`Queue::fetch`]).
+pub(crate) struct Fetched {
+    pub jobs: Vec<Job>,
+    /// Ms until something is due (Redis clock); `Some(0)` = look again now; `None` = nothing pending.
+    pub wake_in: Option<u64>,
+    /// Per ack sent along: true = completed, false = its lease was lost.
+    pub acked: Vec<bool>,
+}
+
+impl Queue {
+    /// Completes `acks` (all on `shard`), recovers expired leases, promotes due jobs and leases
+    /// up to `want` ready jobs, in one script call. Returns the jobs, how long until something is
+    /// due (ms, Redis clock) if anything is, and per ack whether it was accepted (false = lease
+    /// lost).
+    pub(crate) async fn fetch(
+        &self,
+        shard: usize,
+        want: usize,
+        lease: Duration,
+        acks: &[Lease],
+    ) -> Result<Fetched> {
+        let mut cmd = self.script_cmd(shard, &FETCH_JOBS);
+        cmd.arg(ms(lease))
+            .arg(want)
+            .arg(RECOVER_LIMIT)
+            .arg(PROMOTE_LIMIT)
+            .arg(self.opts.keep_completed)
+            .arg(self.opts.keep_for.map(ms).unwrap_or(0));
+        for l in acks {
+            debug_assert_eq!(l.shard, shard, "acks ride on a fetch of their own shard");
+            cmd.arg(&l.id).arg(&l.token);
+        }
+        let reply: Value = self.client.eval(&cmd, &FETCH_JOBS).await?;
+        let bad = || Error::new(ErrorKind::Redis, "unexpected reply from fetch_jobs");
+        type Leased = (String, Vec<u8>, u32, String, u64);
+        let (leased, wake, acked): (Vec<Leased>, i64, Vec<i64>) =
+            redis::from_redis_value(reply).map_err(|_| bad())?;
+        if acked.len() != acks.len() {
+            return Err(bad());
+        }
+        let acked = acked.into_iter().map(|r| r == 1).collect();
+        let mut jobs = Vec::with_capacity(leased.len());
+        for (id, env, attempt, token, enqueued_at) in leased {
+            let env = match Envelope::decode(&env) {
+                Ok(env) => env,
+                Err(e) => {
+                    // Unreadable: dead-letter it rather than loop on it.
+                    log::error!("tideq: job {id:?} has an unreadable envelope: {e}");
+                    let lease = Lease {
+                        id: id.clone(),
+                        token,
+                        attempt,
+                        backoff: Backoff::fixed(0),
+                        shard,
+                    };
+                    let _ = self
+                        .fail_lease(&lease, &format!("unreadable envelope: {e}"))
+                        .await;
+                    continue;
+                }
+            };
+            jobs.push(Job {
+                id,
+                payload: env.payload,
+                attempt,
+                max_attempts: env.max_attempts,
+                enqueued_at,
+                queue: self.name.to_string(),
+                timeout: env.timeout_ms.map(Duration::from_millis),
+                backoff: env.backoff,
+                token,
+                shard,
+            });
+        }
+        Ok(Fetched {
+            jobs,
+            wake_in: u64::try_from(wake).ok(),
+            acked,
+        })
+    }
+
+    fn lease_lost(&self, id: &str) -> Error {
+        Error::new(
+            ErrorKind::LeaseLost,
+            format!("the lease on job {id:?} was lost (expired and redelivered)"),
+        )
+    }
+
+    /// Marks a leased job done. `LEASE_LOST` if the lease expired and the job was redelivered.
+    pub async fn complete(&self, job: &Job) -> Result<()> {
+        match self.complete_leases(&[job.lease()]).await?[0] {
+            true => Ok(()),
+            false => Err(self.lease_lost(&job.id)),
+        }
+    }
+
+    /// Completes many leased jobs in one script call (the worker batches its acks). Per job:
+    /// true = completed, false = its lease was lost.
+    pub(crate) async fn complete_leases(&self, leases: &[Lease]) -> Result<Vec<bool>> {
+        let mut out = vec![false; leases.len()];
+        for shard in 0..self.shards.len() {
+            let idx: Vec<usize> = (0..leases.len())
+                .filter(|&i| leases[i].shard == shard)
+                .collect();
+            if idx.is_empty() {
+                continue;
+            }
+            let mut cmd = self.script_cmd(shard, &COMPLETE_JOBS);
+            cmd.arg(self.opts.keep_completed)
+                .arg(self.opts.keep_for.map(ms).unwrap_or(0));
+            for &i in &idx {
+                cmd.arg(&leases[i].id).arg(&leases[i].token);
+            }
+            let res: Vec<i64> = self.client.eval(&cmd, &COMPLETE_JOBS).await?;
+            for (i, r) in idx.into_iter().zip(res) {
+                out[i] = r == 1;
+            }
+        }
+        Ok(out)
+    }
+
+    /// Fails a leased attempt: retried after the job's backoff, or dead-lettered after
+    /// `max_attempts`. Returns true when dead-lettered.
+    pub async fn fail(&self, job: &Job, error: &str) -> Result<bool> {
+        self.fail_lease(&job.lease(), error).await
+    }
+
+    pub(crate) async fn fail_lease(&self, lease: &Lease, error: &str) -> Result<bool> {
+        let delay = lease.backoff.delay_ms(lease.attempt);
+        let mut text = error.to_string();
+        if text.len() > self.opts.max_error_len {
+            let mut cut = self.opts.max_error_len;
+            while !text.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            text.truncate(cut);
+            text.push('…');
+        }
+        let mut cmd = self.script_cmd(lease.shard, &FAIL_JOB);
+        cmd.arg(&lease.id).arg(&lease.token).arg(text).arg(delay);
+        match self.client.eval::<i64>(&cmd, &FAIL_JOB).await? {
+            -1 => Err(self.lease_lost(&lease.id)),
+            n => Ok(n == 2),
+        }
+    }
+
+    /// Returns a leased job to the front of the ready list without counting the attempt
+    /// (graceful shutdown).
+    pub async fn release(&self, job: &Job) -> Result<()> {
+        self.release_lease(&job.lease()).await
+    }
+
+    pub(crate) async fn release_lease(&self, lease: &Lease) -> Result<()> {
+        let mut cmd = self.script_cmd(lease.shard, &RELEASE_JOB);
+        cmd.arg(&lease.id).arg(&lease.token);
+        match self.client.eval::<i64>(&cmd, &RELEASE_JOB).await? {
+            -1 => Err(self.lease_lost(&lease.id)),
+            _ => Ok(()),
+        }
+    }
+
+    /// Pushes the lease deadline to `lease` from now (Redis clock).
+    pub async fn extend(&self, job: &Job, lease: Duration) -> Result<()> {
+        self.extend_lease(&job.lease(), lease).await
+    }
+
+    /// Extends many leases, one pipeline per shard; per lease, false = lost.
+    pub(crate) async fn extend_leases(
+        &self,
+        leases: &[Lease],
+        lease: Duration,
+    ) -> Result<Vec<bool>> {
+        let mut out = vec![true; leases.len()];
+        for shard in 0..self.shards.len() {
+            let idx: Vec<usize> = (0..leases.len())
+                .filter(|&i| leases[i].shard == shard)
+                .collect();
+            if idx.is_empty() {
+                continue;
+            }
+            let cmds: Vec<redis::Cmd> = idx
+                .iter()
+                .map(|&i| {
+                    let mut cmd = self.script_cmd(shard, &EXTEND_LEASE);
+                    cmd.arg(&leases[i].id).arg(&leases[i].token).arg(ms(lease));
+                    cmd
+                })
+                .collect();
+            let replies = self.client.pipeline(&cmds).await?;
+            for (i, v) in idx.into_iter().zip(replies) {
+                out[i] = !matches!(v, Value::Int(-1));
+            }
+        }
+        Ok(out)
+    }
+
+    pub(crate) async fn extend_lease(&self, l: &Lease, lease: Duration) -> Result<()> {
+        let mut cmd = self.script_cmd(l.shard, &EXTEND_LEASE);
+        cmd.arg(&l.id).arg(&l.token).arg(ms(lease));
+        match self.client.eval::<i64>(&cmd, &EXTEND_LEASE).await? {
+            -1 => Err(self.lease_lost(&l.id)),
+            _ => Ok(()),
+        }
+    }
+}

@@ -1,0 +1,12 @@
+--[[ Delete dead-lettered jobs and their data, at most ARGV[2] per call (the client loops).
+  KEYS[1] dead zset   KEYS[2] jobs hash   KEYS[3] meta hash   KEYS[4] errors hash
+  ARGV[1] job id, or "" for all   ARGV[2] most jobs this call
+  Returns: number of jobs purged (0 when the id is not dead). ]]
+--#include lib_jobs.lua
+local ids = dead_ids(KEYS[1], ARGV[1], tonumber(ARGV[2]))
+if #ids == 0 then return 0 end
+redis.call('ZREM', KEYS[1], unpack(ids))
+redis.call('HDEL', KEYS[2], unpack(ids))
+redis.call('HDEL', KEYS[3], unpack(ids))
+redis.call('HDEL', KEYS[4], unpack(ids))
+return #ids

@@ -1,0 +1,321 @@
+//! The worker runtime's contract (delayed jobs promoted once, graceful shutdown, idle cost and
+//! wake-ups, riding out a Redis restart, draining, sharded queues), one test per promise,
+//! against a real redis-server.
+
+mod common;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::jobs::*;
+use common::{unique, RedisServer};
+use tideq::{Client, EnqueueOptions, Job, JobState, Queue, QueueOptions, WorkerOptions};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delayed_jobs_never_run_early_and_are_promoted_exactly_once_with_two_workers_racing() {
+    let server = RedisServer::start();
+    let q = queue(&server.url);
+    let base = redis_ms(&server);
+    let jobs: Vec<(Vec<u8>, EnqueueOptions)> = (0..300u64)
+        .map(|i| {
+            let due = base + 300 + (i % 30) * 10;
+            (
+                due.to_string().into_bytes(),
+                EnqueueOptions {
+                    run_at_ms: Some(due),
+                    ..id(&format!("d{i}"))
+                },
+            )
+        })
+        .collect();
+    q.enqueue_many(&jobs).await.unwrap();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let mut workers = Vec::new();
+    for _ in 0..2 {
+        let (seen, url) = (seen.clone(), server.url.clone());
+        workers.push(
+            q.work(drained(), move |job: Job| {
+                let mut c = redis::Client::open(url.as_str())
+                    .unwrap()
+                    .get_connection()
+                    .unwrap();
+                let (s, us): (u64, u64) = redis::cmd("TIME").query(&mut c).unwrap();
+                let due: u64 = job.payload_str().unwrap().parse().unwrap();
+                seen.lock()
+                    .unwrap()
+                    .push((job.id.clone(), due, s * 1000 + us / 1000));
+                async { Ok::<(), String>(()) }
+            })
+            .unwrap(),
+        );
+    }
+    for w in &workers {
+        tokio::time::timeout(Duration::from_secs(20), w.join())
+            .await
+            .unwrap();
+    }
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.len(), 300);
+    let ids: HashSet<&String> = seen.iter().map(|(id, _, _)| id).collect();
+    assert_eq!(ids.len(), 300, "a delayed job ran twice");
+    for (id, due, ran) in seen.iter() {
+        assert!(ran >= due, "{id} ran {} ms early", due - ran);
+    }
+}
+
+#[tokio::test]
+async fn graceful_shutdown_finishes_running_jobs_and_returns_unfinished_leases_at_once() {
+    let server = RedisServer::start();
+    let q = queue(&server.url);
+    q.enqueue(b"quick", id("quick")).await.unwrap();
+    q.enqueue(b"endless", id("endless")).await.unwrap();
+    let started = Arc::new(AtomicUsize::new(0));
+    let s2 = started.clone();
+    let opts = WorkerOptions {
+        grace: Duration::from_millis(300),
+        concurrency: 2,
+        ..Default::default()
+    };
+    let w = q
+        .work(opts, move |job: Job| {
+            s2.fetch_add(1, Ordering::SeqCst);
+            async move {
+                let ms = if job.payload == b"quick" {
+                    100
+                } else {
+                    3_600_000
+                };
+                tokio::time::sleep(Duration::from_millis(ms)).await;
+                Ok::<(), String>(())
+            }
+        })
+        .unwrap();
+    assert!(
+        wait_until(Duration::from_secs(5), || started.load(Ordering::SeqCst)
+            == 2)
+        .await
+    );
+    let stats = w.shutdown().await;
+    assert_eq!((stats.completed, stats.released), (1, 1));
+    let info = q.get("endless").await.unwrap().unwrap();
+    assert_eq!(
+        info.state,
+        JobState::Ready,
+        "returned to the queue, not left to its lease"
+    );
+    assert_eq!(info.attempts, 0, "a returned attempt is not counted");
+    assert_eq!(
+        q.get("quick").await.unwrap().unwrap().state,
+        JobState::Completed
+    );
+}
+
+#[tokio::test]
+async fn an_idle_worker_costs_at_most_two_commands_per_second_and_wakes_within_milliseconds() {
+    let server = RedisServer::start_private(common::free_port(), &[]);
+    let q = queue(&server.url);
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let s2 = seen.clone();
+    let w = q
+        .work(WorkerOptions::default(), move |job: Job| {
+            s2.lock().unwrap().push((job.id.clone(), Instant::now()));
+            async { Ok::<(), String>(()) }
+        })
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    redis::cmd("CONFIG")
+        .arg("RESETSTAT")
+        .exec(&mut server.conn())
+        .unwrap();
+    // Longer than the default poll interval (5 s), so the window holds a look-around.
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query(&mut server.conn())
+        .unwrap();
+    let calls: u64 = info
+        .lines()
+        .filter(|l| {
+            l.starts_with("cmdstat_")
+                && !l.starts_with("cmdstat_info")
+                && !l.starts_with("cmdstat_config")
+        })
+        .filter_map(|l| {
+            l.split("calls=")
+                .nth(1)?
+                .split(',')
+                .next()?
+                .parse::<u64>()
+                .ok()
+        })
+        .sum();
+    assert!(
+        calls <= 12,
+        "idle worker ran {calls} commands in 6 s (script-internal ones included):\n{info}"
+    );
+    let t = Instant::now();
+    q.enqueue(b"x", id("wake")).await.unwrap();
+    assert!(
+        wait_until(Duration::from_secs(3), || !seen.lock().unwrap().is_empty()).await,
+        "not woken"
+    );
+    let latency = seen.lock().unwrap()[0].1 - t;
+    eprintln!("idle worker: {calls} commands in 4 s; picked up a new job after {latency:?}");
+    w.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_rides_out_a_redis_restart_and_nothing_is_lost() {
+    let mut server = RedisServer::start_private(
+        common::free_port(),
+        &["--appendonly", "yes", "--appendfsync", "always"],
+    );
+    let q = queue(&server.url);
+    let jobs: Vec<(Vec<u8>, EnqueueOptions)> =
+        (0..200).map(|i| (vec![1], id(&format!("r{i}")))).collect();
+    q.enqueue_many(&jobs).await.unwrap();
+    let done = Arc::new(Mutex::new(HashMap::<String, u32>::new()));
+    let d2 = done.clone();
+    let opts = WorkerOptions {
+        lease: Duration::from_millis(1000),
+        concurrency: 4,
+        poll_interval: Duration::from_millis(200),
+        ..Default::default()
+    };
+    let w = q
+        .work(opts, move |job: Job| {
+            *d2.lock().unwrap().entry(job.id.clone()).or_default() += 1;
+            async {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+                Ok::<(), String>(())
+            }
+        })
+        .unwrap();
+    assert!(wait_until(Duration::from_secs(5), || done.lock().unwrap().len() >= 50).await);
+    server.restart();
+    assert!(
+        wait_until(Duration::from_secs(30), || done.lock().unwrap().len()
+            == 200)
+        .await,
+        "only {} of 200 jobs handled after the restart",
+        done.lock().unwrap().len()
+    );
+    // Jobs whose ack was lost in the restart are redelivered (at-least-once), none is lost.
+    let mut settled = false;
+    for _ in 0..150 {
+        if let Ok(s) = q.stats().await {
+            if s.ready + s.active + s.delayed == 0 {
+                settled = true;
+                break;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(settled, "jobs left unsettled after the restart");
+    w.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_draining_worker_stops_as_soon_as_its_last_job_ends() {
+    let server = RedisServer::start();
+    let q = queue(&server.url);
+    q.enqueue(b"x", EnqueueOptions::default()).await.unwrap();
+    // Default poll interval (5 s): only noticing the job's end can stop the worker sooner.
+    let opts = WorkerOptions {
+        stop_when_drained: true,
+        ..Default::default()
+    };
+    let w = q
+        .work(opts, |_job: Job| async {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            Ok::<(), String>(())
+        })
+        .unwrap();
+    let t = Instant::now();
+    let stats = tokio::time::timeout(Duration::from_secs(10), w.join())
+        .await
+        .unwrap();
+    assert_eq!(stats.completed, 1);
+    assert!(
+        t.elapsed() < Duration::from_secs(3),
+        "took {:?}, i.e. waited out the poll interval",
+        t.elapsed()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_worker_picks_up_a_delayed_job_within_milliseconds_of_its_due_time() {
+    // Redis checks BLPOP timeouts only 10 times a second, so this needs the worker's own timer.
+    let server = RedisServer::start();
+    let q = queue(&server.url);
+    let late = Arc::new(Mutex::new(Vec::new()));
+    let (l2, url) = (late.clone(), server.url.clone());
+    let opts = WorkerOptions {
+        poll_interval: Duration::from_secs(30),
+        ..Default::default()
+    };
+    let w = q
+        .work(opts, move |job: Job| {
+            let mut c = redis::Client::open(url.as_str())
+                .unwrap()
+                .get_connection()
+                .unwrap();
+            let (s, us): (u64, u64) = redis::cmd("TIME").query(&mut c).unwrap();
+            let due: u64 = job.payload_str().unwrap().parse().unwrap();
+            l2.lock()
+                .unwrap()
+                .push((s * 1000 + us / 1000) as i64 - due as i64);
+            async { Ok::<(), String>(()) }
+        })
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    for i in 0..5u64 {
+        let due = redis_ms(&server) + 150 + i * 37;
+        q.enqueue(
+            due.to_string(),
+            EnqueueOptions {
+                run_at_ms: Some(due),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+        tokio::time::sleep(Duration::from_millis(200 + i * 37)).await;
+    }
+    assert!(wait_until(Duration::from_secs(5), || late.lock().unwrap().len() == 5).await);
+    let mut l = late.lock().unwrap().clone();
+    l.sort();
+    eprintln!("delayed pickup lateness (ms): {l:?}");
+    assert!(l[0] >= 0, "ran early: {l:?}");
+    assert!(l[2] < 50, "median lateness {} ms: {l:?}", l[2]);
+    w.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_stopping_when_drained_runs_every_job_of_a_sharded_queue() {
+    let server = RedisServer::start();
+    let client = Client::open(&server.url).unwrap();
+    for round in 0..30 {
+        let q = Queue::sharded(&client, &unique("jq-sh"), 3, QueueOptions::default()).unwrap();
+        let jobs: Vec<(&[u8], EnqueueOptions)> = (0..30)
+            .map(|_| (&b"x"[..], EnqueueOptions::default()))
+            .collect();
+        q.enqueue_many(&jobs).await.unwrap();
+        let w = q
+            .work(drained(), move |_job: Job| async move {
+                // Handlers of uneven length, so shards drain at different times.
+                tokio::time::sleep(Duration::from_micros(fastrand::u64(0..2000))).await;
+                Ok::<(), String>(())
+            })
+            .unwrap();
+        let stats = tokio::time::timeout(Duration::from_secs(10), w.join())
+            .await
+            .unwrap();
+        assert_eq!(
+            stats.completed, 30,
+            "round {round}: stopped early: {stats:?}"
+        );
+    }
+}
