@@ -8,6 +8,12 @@ use crate::keys::validate_prefix;
 /// Default payload limit: 512 KiB.
 pub const DEFAULT_MAX_PAYLOAD: usize = 512 * 1024;
 
+/// The environment variable [`Config::from_env`] reads the Redis URL from.
+pub const URL_ENV: &str = "TIDEQ_REDIS_URL";
+
+/// The URL used when none is given and [`URL_ENV`] is not set: a local Redis.
+pub const DEFAULT_URL: &str = "redis://127.0.0.1:6379";
+
 /// What a [`Config`] was built for.
 #[derive(Clone, Copy, PartialEq)]
 enum Mode {
@@ -100,6 +106,20 @@ impl Config {
             connect_timeout: Duration::from_secs(5),
             response_timeout: Duration::from_secs(30),
         }
+    }
+
+    /// The URL in `TIDEQ_REDIS_URL`, else a local Redis (`redis://127.0.0.1:6379`): what the
+    /// Python and Node bindings use when no URL is given.
+    pub fn from_env() -> Self {
+        Config::new(Self::env_url())
+    }
+
+    /// `TIDEQ_REDIS_URL` if set and not empty, else [`DEFAULT_URL`].
+    pub fn env_url() -> String {
+        std::env::var(URL_ENV)
+            .ok()
+            .filter(|u| !u.is_empty())
+            .unwrap_or_else(|| DEFAULT_URL.to_string())
     }
 
     /// A Redis Cluster, reached through any of these seed nodes (`redis://host:port` or

@@ -274,6 +274,7 @@ async fn run(
                     if let Err(e) = res {
                         counters.failed.fetch_add(1, Ordering::Relaxed);
                         log::warn!(
+                            target: crate::HANDLER_LOG_TARGET,
                             "tideq: handler failed on a batch of {n} from group {group:?}: {e}"
                         );
                     }

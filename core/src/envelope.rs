@@ -17,6 +17,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, ErrorKind, Result};
 
+/// The generic MessagePack value [`Envelope::to_value`] and [`Envelope::from_value`] use.
+pub use rmpv::Value;
+
 pub const ENVELOPE_VERSION: u8 = 1;
 
 /// How long to wait before retrying a failed attempt.
@@ -38,6 +41,31 @@ pub enum BackoffKind {
     Exponential,
 }
 
+impl BackoffKind {
+    /// Every kind, by its wire name.
+    pub const ALL: [BackoffKind; 2] = [BackoffKind::Fixed, BackoffKind::Exponential];
+
+    /// The wire name: `"fixed"` or `"exponential"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BackoffKind::Fixed => "fixed",
+            BackoffKind::Exponential => "exponential",
+        }
+    }
+
+    /// The kind named `name` (`INVALID_ARGUMENT` for anything else).
+    pub fn parse(name: &str) -> Result<Self> {
+        Self::ALL
+            .into_iter()
+            .find(|k| k.as_str() == name)
+            .ok_or_else(|| {
+                Error::invalid(format!(
+                    "backoff kind must be 'fixed' or 'exponential', not {name:?}"
+                ))
+            })
+    }
+}
+
 impl Default for Backoff {
     /// Exponential from 1 s, doubling, capped at 1 hour, with jitter.
     fn default() -> Self {
@@ -51,6 +79,9 @@ impl Default for Backoff {
 }
 
 impl Backoff {
+    /// The backoff map's field names, as in the envelope.
+    pub const FIELDS: [&'static str; 4] = ["kind", "base_ms", "max_ms", "jitter"];
+
     pub fn fixed(ms: u64) -> Self {
         Backoff {
             kind: BackoffKind::Fixed,
@@ -109,6 +140,48 @@ pub struct Envelope {
 }
 
 impl Envelope {
+    /// The field names of the current version, in wire order. Bindings convert the envelope
+    /// through [`to_value`](Self::to_value) / [`from_value`](Self::from_value), so this list
+    /// and the struct are the only place the schema is written down.
+    pub const FIELDS: [&'static str; 7] = [
+        "v",
+        "id",
+        "payload",
+        "created_at",
+        "max_attempts",
+        "backoff",
+        "timeout_ms",
+    ];
+
+    /// The envelope as a generic MessagePack value: a map from the wire field names (`payload`
+    /// is binary, `backoff` a map of [`Backoff::FIELDS`]). What `decode_envelope` returns in the
+    /// bindings.
+    pub fn to_value(&self) -> Value {
+        rmpv::decode::read_value(&mut self.encode().as_slice()).expect("an envelope always converts")
+    }
+
+    /// An envelope from a map of wire fields (what `encode_envelope` takes in the bindings).
+    /// `v` defaults to the current version and `timeout_ms` to none; unknown or missing fields
+    /// and values of the wrong type are `INVALID_ARGUMENT`.
+    pub fn from_value(value: Value) -> Result<Self> {
+        let mut value = value;
+        let rmpv::Value::Map(fields) = &mut value else {
+            return Err(Error::invalid("an envelope must be a map of its fields"));
+        };
+        check_fields("envelope", fields, &Self::FIELDS)?;
+        if let Some((_, rmpv::Value::Map(b))) =
+            fields.iter().find(|(k, _)| k.as_str() == Some("backoff"))
+        {
+            check_fields("envelope backoff", b, &Backoff::FIELDS)?;
+        }
+        if !fields.iter().any(|(k, _)| k.as_str() == Some("v")) {
+            fields.insert(0, ("v".into(), ENVELOPE_VERSION.into()));
+        }
+        let mut bytes = Vec::new();
+        rmpv::encode::write_value(&mut bytes, &value).expect("writing to a Vec never fails");
+        rmp_serde::from_slice(&bytes).map_err(|e| Error::invalid(format!("envelope: {e}")))
+    }
+
     pub fn encode(&self) -> Vec<u8> {
         rmp_serde::to_vec_named(self).expect("an envelope always serializes")
     }
@@ -128,6 +201,22 @@ impl Envelope {
         }
         Ok(env)
     }
+}
+
+/// Refuses a map key that is not a string or not one of `known`.
+fn check_fields(what: &str, fields: &[(rmpv::Value, rmpv::Value)], known: &[&str]) -> Result<()> {
+    for (k, _) in fields {
+        match k.as_str() {
+            Some(name) if known.contains(&name) => {}
+            _ => {
+                return Err(Error::invalid(format!(
+                    "unknown {what} field {k}; known fields: {}",
+                    known.join(", ")
+                )))
+            }
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -165,5 +254,63 @@ mod tests {
         assert!(Envelope::decode(b"not msgpack").is_err());
         let future = Envelope { v: 9, ..e };
         assert!(Envelope::decode(&future.encode()).is_err());
+    }
+
+    #[test]
+    fn the_field_lists_are_the_wire_names() {
+        let e = Envelope {
+            v: 1,
+            id: "j".into(),
+            payload: b"p".to_vec(),
+            created_at: 1,
+            max_attempts: 2,
+            backoff: Backoff::default(),
+            timeout_ms: None,
+        };
+        let rmpv::Value::Map(fields) = e.to_value() else {
+            panic!("not a map")
+        };
+        let names: Vec<_> = fields.iter().map(|(k, _)| k.as_str().unwrap()).collect();
+        assert_eq!(names, Envelope::FIELDS);
+        let (_, backoff) = &fields[5];
+        let rmpv::Value::Map(b) = backoff else {
+            panic!("backoff is not a map")
+        };
+        let names: Vec<_> = b.iter().map(|(k, _)| k.as_str().unwrap()).collect();
+        assert_eq!(names, Backoff::FIELDS);
+        assert_eq!(fields[2].1, rmpv::Value::Binary(b"p".to_vec()));
+        assert_eq!(Envelope::from_value(e.to_value()).unwrap(), e);
+        for k in BackoffKind::ALL {
+            assert_eq!(BackoffKind::parse(k.as_str()).unwrap(), k);
+        }
+    }
+
+    #[test]
+    fn from_value_refuses_unknown_missing_and_mistyped_fields() {
+        let e = Envelope {
+            v: 1,
+            id: "j".into(),
+            payload: vec![],
+            created_at: 1,
+            max_attempts: 2,
+            backoff: Backoff::fixed(5),
+            timeout_ms: Some(3),
+        };
+        let with = |f: &dyn Fn(&mut Vec<(rmpv::Value, rmpv::Value)>)| {
+            let mut v = e.to_value();
+            if let rmpv::Value::Map(m) = &mut v {
+                f(m);
+            }
+            Envelope::from_value(v)
+        };
+        let err = with(&|m| m.push(("colour".into(), 1.into()))).unwrap_err();
+        assert!(err.message().contains("unknown envelope field \"colour\""), "{err}");
+        let err = with(&|m| m.retain(|(k, _)| k.as_str() != Some("id"))).unwrap_err();
+        assert!(err.message().contains("id"), "{err}");
+        let err = with(&|m| m[4].1 = (-1).into()).unwrap_err();
+        assert_eq!(err.code(), "INVALID_ARGUMENT");
+        // `v` defaults to the current version.
+        let v = with(&|m| m.retain(|(k, _)| k.as_str() != Some("v"))).unwrap();
+        assert_eq!(v.v, ENVELOPE_VERSION);
     }
 }

@@ -49,6 +49,10 @@ pub mod signal;
 mod wait;
 pub mod worker;
 
+/// The `log` target of handler failures the runtimes report (a binding that reports them
+/// itself, with the host's traceback, filters this target out).
+pub const HANDLER_LOG_TARGET: &str = "tideq::handler";
+
 pub use capped::{Batch, CappedOptions, CappedQueue, CappedStats};
 pub use client::Client;
 pub use config::Config;
