@@ -10,11 +10,11 @@ test: ## every test: Rust, Python, Node, cross-language
 
 bench: ## ceiling vs tideq from Rust, Python and Node (run `make test` once first to build the bindings)
 	@bash scripts/ensure-deps.sh >/dev/null
-	cargo run --release --example bench
+	cargo run --release -p tideq-bench --bin capped
 
 bench-cluster: ## one node vs a local 6-node cluster (1 and 3 shards), both queue kinds
 	@bash scripts/ensure-deps.sh >/dev/null
-	cargo run --release --example cluster_bench
+	cargo run --release -p tideq-bench --bin cluster
 
 fmt:
 	cargo fmt --all

@@ -157,7 +157,8 @@ impl Envelope {
     /// is binary, `backoff` a map of [`Backoff::FIELDS`]). What `decode_envelope` returns in the
     /// bindings.
     pub fn to_value(&self) -> Value {
-        rmpv::decode::read_value(&mut self.encode().as_slice()).expect("an envelope always converts")
+        rmpv::decode::read_value(&mut self.encode().as_slice())
+            .expect("an envelope always converts")
     }
 
     /// An envelope from a map of wire fields (what `encode_envelope` takes in the bindings).
@@ -304,7 +305,10 @@ mod tests {
             Envelope::from_value(v)
         };
         let err = with(&|m| m.push(("colour".into(), 1.into()))).unwrap_err();
-        assert!(err.message().contains("unknown envelope field \"colour\""), "{err}");
+        assert!(
+            err.message().contains("unknown envelope field \"colour\""),
+            "{err}"
+        );
         let err = with(&|m| m.retain(|(k, _)| k.as_str() != Some("id"))).unwrap_err();
         assert!(err.message().contains("id"), "{err}");
         let err = with(&|m| m[4].1 = (-1).into()).unwrap_err();

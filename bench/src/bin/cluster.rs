@@ -1,10 +1,11 @@
 //! Cluster mode of the benchmark: the same work on one redis-server (1 shard) and on a local
 //! 6-node Redis Cluster (1 shard and 3 shards), for both queue kinds. `make bench-cluster`
-//! (`cargo run --release --example cluster_bench -- [N]`). Starts its own servers.
+//! (`make bench-cluster`, or `cargo run --release -p tideq-bench --bin cluster -- [N]`). Starts its own servers.
 //!
 //! On a 2-core machine the three masters share the cores with the client, so this shows the
 //! cost of cluster routing and the spread of shards rather than a 3x speed-up.
 
+#[path = "../../../core/examples/support/mod.rs"]
 mod support;
 
 use std::process::Command;

@@ -1,4 +1,4 @@
-//! Job-queue benchmark, Rust side: `cargo run --release -p tideq --example jobs_bench -- URL N`.
+//! Job-queue benchmark, Rust side: `cargo run --release -p tideq-bench --bin jobs -- URL N`.
 //! Prints ONE JSON line in the format of `bench/jobs/run.py` (which runs it beside the Python,
 //! Node, BullMQ and arq scripts against one private redis-server):
 //!
@@ -399,7 +399,7 @@ async fn bench_main() -> tideq::Result<()> {
         args.next(),
         args.next().and_then(|s| s.parse::<usize>().ok()),
     ) else {
-        eprintln!("usage: jobs_bench URL N");
+        eprintln!("usage: jobs URL N");
         std::process::exit(2);
     };
     let client = Client::open(&url)?;

@@ -1,7 +1,8 @@
 //! Capped-queue benchmark: the raw Redis ceiling (`redis-benchmark` running EVALSHA of the push
 //! script) and tideq's operations from Rust, Python and Node against one redis-server, printed as
-//! items/s and ratios to the ceiling. `make bench` (or `cargo run --release --example bench -- N`).
+//! items/s and ratios to the ceiling. `make bench` (or `cargo run --release -p tideq-bench --bin capped -- N`).
 
+#[path = "../../../core/examples/support/mod.rs"]
 mod support;
 
 use std::process::Command;
@@ -10,7 +11,7 @@ use std::time::Instant;
 use serde_json_lite::parse_line;
 use tideq::{CappedOptions, CappedQueue, Client};
 
-const PUSH_SCRIPT: &str = include_str!("../src/lua/push_capped.lua");
+const PUSH_SCRIPT: &str = include_str!("../../../core/src/lua/push_capped.lua");
 
 /// redis-benchmark's requests/s for EVALSHA of the push script, `pipeline` commands per send.
 fn ceiling(port: u16, sha: &str, pipeline: usize, n: usize) -> f64 {
