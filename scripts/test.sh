@@ -8,10 +8,11 @@ bash scripts/ensure-deps.sh
 echo "== rust"
 cargo test -p tideq --all-targets --features mimalloc
 cargo test -p tideq --doc --features mimalloc
-cargo run -q -p tideq --features mimalloc --example quickstart
 echo "== python"
 bash scripts/test-python.sh
 echo "== node"
 bash scripts/test-node.sh
 echo "== interop"
 .venv/bin/python -m pytest tests/interop -q
+echo "== README (every code block, as pasted)"
+.venv/bin/python scripts/readme.py
