@@ -2,6 +2,31 @@
 //!
 //! Redis-backed queues with one implementation for Rust, Python and Node.
 //!
+//! Two queue kinds over one Redis (or a Redis Cluster, or a Sentinel-managed primary): a
+//! [`CappedQueue`] (per-group FIFOs capped at N, newest data wins, at-most-once) and a job
+//! [`Queue`] (delayed jobs, leases, retries, dead letters; at-least-once). The Python and Node
+//! packages are thin bindings over this crate. `ARCHITECTURE.md` in the repository follows one job
+//! through every file.
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use tideq::{Client, Config, EnqueueOptions, Job, Queue, QueueOptions, WorkerOptions};
+//!
+//! #[tokio::main]
+//! async fn main() -> tideq::Result<()> {
+//!     let client = Client::new(Config::from_env())?; // TIDEQ_REDIS_URL, else a local Redis
+//!     let emails = Queue::new(&client, "emails", QueueOptions::default())?;
+//!     let later = EnqueueOptions { delay: Some(Duration::from_secs(5)), ..Default::default() };
+//!     emails.enqueue(br#"{"to":"ada@example.com"}"#, later).await?;
+//!     let worker = emails.work(WorkerOptions::default(), |job: Job| async move {
+//!         println!("sending {:?} (attempt {})", job.payload_str(), job.attempt);
+//!         Ok::<(), String>(()) // Err -> retried after a backoff, dead-lettered after max_attempts
+//!     })?;
+//!     worker.run_until_signal().await; // until SIGINT/SIGTERM, then a graceful shutdown
+//!     Ok(())
+//! }
+//! ```
+//!
 //! Map of the crate:
 //! - [`config`]: connection settings (`redis://`, `rediss://`, ACL users, key prefix, payload limit).
 //! - [`client`]: the shared connection, script execution with NOSCRIPT recovery.
@@ -16,18 +41,11 @@
 //! - [`worker`]: the worker runtime for job queues (concurrency, lease renewal, shutdown).
 //! - [`envelope`]: the versioned MessagePack job envelope and backoff policy.
 //! - [`error`]: one error type with stable codes.
-//!
-//! ```no_run
-//! # async fn demo() -> tideq::Result<()> {
-//! use tideq::{CappedOptions, CappedQueue, Client};
-//! let client = Client::open("redis://127.0.0.1:6379")?;
-//! let q = CappedQueue::new(&client, "events", CappedOptions { capacity: 1000, ..Default::default() })?;
-//! q.push("game:1", b"player joined").await?;
-//! if let Some(batch) = q.next_batch(128).await? {
-//!     println!("{} items from {}", batch.items.len(), batch.group);
-//! }
-//! # Ok(()) }
-//! ```
+//! - `wait`: idle consumers and workers block on producers' wake-up lists instead of polling.
+//! - `background`: the stop/join/until-signal handle shared by consumers and workers.
+//! - [`signal`]: waiting for SIGINT/SIGTERM.
+//! - [`runtime_builder`]: the tokio runtime the bindings use (one worker thread by default).
+//! - `alloc` (feature `mimalloc`): the bindings' global allocator.
 
 mod admin;
 #[cfg(feature = "mimalloc")]
