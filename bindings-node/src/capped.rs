@@ -2,14 +2,12 @@
 //! the core on napi's tokio runtime, and results come back as Promises. At-most-once: a popped
 //! batch is gone from Redis even if the code that received it fails.
 
-use std::time::Duration;
-
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
 use crate::client::client_option;
-use crate::convert::{array, bytes, count, string, Options};
-use crate::errors::{spawn, throw, type_error, Res};
+use crate::convert::{array, bytes, count, string, to_millis, Options};
+use crate::error::{spawn, throw, type_error, Res};
 
 /// Options of `new CappedQueue(name, options)`. Every field is optional.
 // Declared for the TypeScript definitions only; `convert::Options` reads the fields one by one.
@@ -82,6 +80,18 @@ pub struct CappedStats {
     pub groups: i64,
 }
 
+impl From<tideq::CappedStats> for CappedStats {
+    fn from(s: tideq::CappedStats) -> Self {
+        CappedStats {
+            pushed: s.pushed as i64,
+            dropped: s.dropped as i64,
+            discarded: s.discarded as i64,
+            delivered: s.delivered as i64,
+            groups: s.groups as i64,
+        }
+    }
+}
+
 /// A capped grouped queue: per-group FIFOs capped at `capacity` (drop-oldest), round-robin
 /// batches over groups. Delivery is at-most-once.
 ///
@@ -107,10 +117,6 @@ impl CappedQueue {
         let shards = opts.get("shards", count)?.unwrap_or(1);
         Ok(tideq::CappedQueue::sharded(&client, &name, shards, capped)?)
     }
-}
-
-fn ms(d: Option<Duration>) -> Option<f64> {
-    d.map(|d| d.as_secs_f64() * 1000.0)
 }
 
 #[napi]
@@ -146,13 +152,13 @@ impl CappedQueue {
     /// `null` when groups never expire.
     #[napi(getter)]
     pub fn ttl_ms(&self) -> Option<f64> {
-        ms(self.inner.options().ttl)
+        to_millis(self.inner.options().ttl)
     }
 
     /// `null` when items never age out.
     #[napi(getter)]
     pub fn max_age_ms(&self) -> Option<f64> {
-        ms(self.inner.options().max_age)
+        to_millis(self.inner.options().max_age)
     }
 
     /// Appends `item` to `group`, dropping the oldest items above capacity. Resolves with how
@@ -268,18 +274,6 @@ impl CappedQueue {
     #[napi(ts_return_type = "Promise<CappedStats>")]
     pub fn stats<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, CappedStats>> {
         let q = self.inner.clone();
-        spawn(
-            env,
-            Ok(async move {
-                let s = q.stats().await?;
-                Ok(CappedStats {
-                    pushed: s.pushed as i64,
-                    dropped: s.dropped as i64,
-                    discarded: s.discarded as i64,
-                    delivered: s.delivered as i64,
-                    groups: s.groups as i64,
-                })
-            }),
-        )
+        spawn(env, Ok(async move { Ok(q.stats().await?.into()) }))
     }
 }

@@ -7,7 +7,7 @@ use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
 use crate::convert::{bytes, count, describe, millis, read_value, string, strings, Options};
-use crate::errors::{invalid, spawn, throw, type_error, Res};
+use crate::error::{invalid, spawn, throw, type_error, Res};
 
 /// Options of `new Client(options)`. Every field is optional. Give at most one of `url`,
 /// `cluster` and `sentinel`; with none, the client uses `process.env.TIDEQ_REDIS_URL`, else
@@ -94,14 +94,6 @@ const CLIENT_KEYS: &[&str] = &[
     "tlsCa",
 ];
 
-/// The default URL: `TIDEQ_REDIS_URL`, else a local Redis.
-pub(crate) fn default_url() -> String {
-    std::env::var("TIDEQ_REDIS_URL")
-        .ok()
-        .filter(|u| !u.is_empty())
-        .unwrap_or_else(|| "redis://127.0.0.1:6379".to_string())
-}
-
 fn client_arg(what: &str, v: &Unknown) -> Res<tideq::Client> {
     match read_value::<ClassInstance<Client>>(v) {
         Ok(c) => Ok(c.inner.clone()),
@@ -113,13 +105,13 @@ fn client_arg(what: &str, v: &Unknown) -> Res<tideq::Client> {
 }
 
 /// The connection a queue's options name: `client` (a `Client`), or a new one on `url` (default
-/// [`default_url`]). Both together are refused.
+/// `tideq::Config::env_url`). Both together are refused.
 pub(crate) fn client_option(opts: &Options) -> Res<tideq::Client> {
     match (opts.get("client", client_arg)?, opts.get("url", string)?) {
         (Some(_), Some(_)) => Err(invalid("give either client or url, not both")),
         (Some(client), None) => Ok(client),
         (None, url) => Ok(tideq::Client::new(tideq::Config::new(
-            url.unwrap_or_else(default_url),
+            url.unwrap_or_else(tideq::Config::env_url),
         ))?),
     }
 }
@@ -137,7 +129,7 @@ impl Client {
         let cluster = opts.get("cluster", non_empty_strings)?;
         let sentinel = opts.get("sentinel", sentinel_arg)?;
         let mut cfg = match (url, cluster, sentinel) {
-            (url, None, None) => tideq::Config::new(url.unwrap_or_else(default_url)),
+            (url, None, None) => tideq::Config::new(url.unwrap_or_else(tideq::Config::env_url)),
             (None, Some(nodes), None) => tideq::Config::cluster(nodes),
             (None, None, Some((sentinels, master_name))) => {
                 tideq::Config::sentinel(sentinels, master_name)
@@ -183,24 +175,18 @@ fn non_empty_strings(what: &str, v: &Unknown) -> Res<Vec<String>> {
 
 fn sentinel_arg(what: &str, v: &Unknown) -> Res<(Vec<String>, String)> {
     let opts = Options::new(what, Some(v), &["sentinels", "masterName"])?;
-    let sentinels = opts
-        .get("sentinels", non_empty_strings)?
-        .ok_or_else(|| invalid(format!("{what}.sentinels is required")))?;
-    let master_name = opts
-        .get("masterName", string)?
-        .ok_or_else(|| invalid(format!("{what}.masterName is required")))?;
-    Ok((sentinels, master_name))
+    Ok((
+        opts.required("sentinels", non_empty_strings)?,
+        opts.required("masterName", string)?,
+    ))
 }
 
 fn replica_ack_arg(what: &str, v: &Unknown) -> Res<(usize, Duration)> {
     let opts = Options::new(what, Some(v), &["replicas", "timeoutMs"])?;
-    let replicas = opts
-        .get("replicas", count)?
-        .ok_or_else(|| invalid(format!("{what}.replicas is required")))?;
-    let timeout = opts
-        .get("timeoutMs", millis)?
-        .ok_or_else(|| invalid(format!("{what}.timeoutMs is required")))?;
-    Ok((replicas, timeout))
+    Ok((
+        opts.required("replicas", count)?,
+        opts.required("timeoutMs", millis)?,
+    ))
 }
 
 #[napi]

@@ -1,24 +1,17 @@
-//! Consumers: wraps `tideq::Consumer`. The core owns the fetch loop, concurrency and shutdown;
-//! this file only calls the JS handler through a `ThreadsafeFunction` and awaits the Promise it
-//! may return, reports handler errors, and (for `run`) hooks SIGINT/SIGTERM with `process.once`.
-//!
-//! Keeping the process alive: the handler's `ThreadsafeFunction` is referenced (not weak), so a
-//! running consumer keeps Node's event loop alive, like a server socket. It is owned by the
-//! core's consumer task and released when that task ends (after `stop()`/`shutdown()` and the
-//! grace period, or by itself with `stopWhenEmpty`), so the process can exit after shutdown.
+//! Consumers: wraps `tideq::Consumer` (`CappedQueue::consume_boxed`) and adds
+//! `CappedQueue.consume`/`run`. The core owns the fetch loop, concurrency and shutdown; this file
+//! reads the options and hands the core a handler that calls the JS one ([`crate::handler`]).
 
 use std::sync::Arc;
 
 use napi::bindgen_prelude::*;
-use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
-use napi::JsValue;
 use napi_derive::napi;
-use tokio::sync::oneshot;
 
 use crate::capped::{CappedQueue, Items};
-use crate::convert::{boolean, count, describe, is_function, millis, read_value, strings, Options};
-use crate::errors::{throw, type_error, Res};
-use crate::signals::SignalHooks;
+use crate::convert::{boolean, count, function, millis, strings, Options};
+use crate::error::{throw, Res};
+use crate::handler::{JsHandler, Subject};
+use crate::signal::stop_on_signal;
 
 /// Options of `consume(handler, options)` and `run(handler, options)`. Every field is optional.
 // Declared for the TypeScript definitions only; `convert::Options` reads the fields one by one.
@@ -81,92 +74,6 @@ impl From<tideq::ConsumerStats> for ConsumerStats {
     }
 }
 
-/// The JS handler: called with `(group, items)`, returns anything (a Promise is awaited).
-type HandlerFn =
-    ThreadsafeFunction<tideq::Batch, Unknown<'static>, FnArgs<(String, Items)>, Status, false>;
-
-/// A handler failure on its way to JS.
-struct Report {
-    error: napi::Error,
-    group: String,
-    items: usize,
-}
-
-/// Where handler errors go: the user's `onError(err, group)`, or `console.error`.
-enum Reporter {
-    User(
-        ThreadsafeFunction<Report, Unknown<'static>, FnArgs<(napi::Error, String)>, Status, false>,
-    ),
-    Console(
-        ThreadsafeFunction<Report, Unknown<'static>, FnArgs<(String, napi::Error)>, Status, false>,
-    ),
-}
-
-impl Reporter {
-    /// Calls the reporter on the JS thread and waits until it has run.
-    async fn report(&self, report: Report) {
-        let (tx, rx) = oneshot::channel::<()>();
-        let done = move |res: Result<Unknown<'static>>, _env: Env| {
-            let _ = tx.send(());
-            // An error thrown by `onError` itself surfaces as an uncaught exception.
-            res.map(|_| ())
-        };
-        let status = match self {
-            Reporter::User(f) => {
-                f.call_with_return_value(report, ThreadsafeFunctionCallMode::NonBlocking, done)
-            }
-            Reporter::Console(f) => {
-                f.call_with_return_value(report, ThreadsafeFunctionCallMode::NonBlocking, done)
-            }
-        };
-        if status == Status::Ok {
-            let _ = rx.await;
-        }
-    }
-}
-
-/// Calls the JS handler for one batch and waits for it (and for its Promise, if it returns one).
-async fn call_handler(
-    handler: &HandlerFn,
-    batch: tideq::Batch,
-) -> std::result::Result<(), napi::Error> {
-    let (tx, rx) = oneshot::channel::<Result<Option<Promise<()>>>>();
-    let status = handler.call_with_return_value(
-        batch,
-        ThreadsafeFunctionCallMode::NonBlocking,
-        move |ret: Result<Unknown<'static>>, env: Env| {
-            // A sync handler's return value is ignored (so `(g, items) => out.push(...items)`
-            // works); only a Promise is awaited.
-            let outcome = ret.and_then(|v| {
-                if v.is_promise()? {
-                    Ok(Some(unsafe {
-                        Promise::<()>::from_napi_value(env.raw(), v.raw())
-                    }?))
-                } else {
-                    Ok(None)
-                }
-            });
-            let _ = tx.send(outcome);
-            Ok(())
-        },
-    );
-    if status != Status::Ok {
-        return Err(napi::Error::new(
-            Status::GenericFailure,
-            format!("tideq: the handler could not be called ({status})"),
-        ));
-    }
-    match rx.await {
-        Ok(Ok(Some(promise))) => promise.await,
-        Ok(Ok(None)) => Ok(()),
-        Ok(Err(e)) => Err(e),
-        Err(_) => Err(napi::Error::new(
-            Status::GenericFailure,
-            "tideq: the handler call was dropped (is the process exiting?)",
-        )),
-    }
-}
-
 /// A running consumer. Dropping it does not stop it: call `shutdown()`. While it runs it keeps
 /// the process alive (like a listening server); after it has stopped it no longer does.
 #[napi]
@@ -210,17 +117,25 @@ impl Consumer {
     }
 }
 
-pub(crate) fn function<'env, Args: JsValuesTupleIntoVec>(
-    what: &str,
-    v: &Unknown<'env>,
-) -> Res<Function<'env, Args, Unknown<'static>>> {
-    if !is_function(v) {
-        return Err(type_error(format!(
-            "{what} must be a function; got {}",
-            describe(v)
-        )));
+/// A batch whose handler failed: `onError(err, group)`. Its items have gone to JS.
+struct FailedBatch {
+    group: String,
+    items: usize,
+}
+
+impl Subject for FailedBatch {
+    type Js = String;
+
+    fn into_js(self) -> String {
+        self.group
     }
-    read_value(v)
+
+    fn headline(&self) -> String {
+        format!(
+            "tideq: handler failed on a batch of {} item(s) from group {:?}; the batch is not redelivered:",
+            self.items, self.group
+        )
+    }
 }
 
 impl CappedQueue {
@@ -231,8 +146,7 @@ impl CappedQueue {
         handler: &Unknown,
         options: Option<&Unknown>,
     ) -> Res<tideq::Consumer> {
-        let handler: Function<FnArgs<(String, Items)>, Unknown<'static>> =
-            function("handler", handler)?;
+        let handler = function("handler", handler)?;
         let opts = Options::new("consume options", options, CONSUME_KEYS)?;
         let defaults = tideq::ConsumerOptions::default();
         let consumer_opts = tideq::ConsumerOptions {
@@ -250,65 +164,21 @@ impl CappedQueue {
                 .get("stopWhenEmpty", boolean)?
                 .unwrap_or(defaults.stop_when_empty),
         };
-        let reporter = match opts.get("onError", |what, v| {
-            function::<FnArgs<(napi::Error, String)>>(what, v)
-        })? {
-            Some(on_error) => Reporter::User(
-                on_error
-                    .build_threadsafe_function::<Report>()
-                    .callee_handled::<false>()
-                    .build_callback(|ctx| Ok(FnArgs::from((ctx.value.error, ctx.value.group))))?,
-            ),
-            None => {
-                let console: Object = env.get_global()?.get_named_property("console")?;
-                let error: Function<FnArgs<(String, napi::Error)>, Unknown<'static>> =
-                    console.get_named_property("error")?;
-                Reporter::Console(error.build_threadsafe_function::<Report>().callee_handled::<false>().build_callback(
-                    |ctx| {
-                        let r = ctx.value;
-                        Ok(FnArgs::from((
-                            format!(
-                                "tideq: handler failed on a batch of {} item(s) from group {:?}; the batch is not redelivered:",
-                                r.items, r.group
-                            ),
-                            r.error,
-                        )))
-                    },
-                )?)
-            }
-        };
-        let handler: Arc<HandlerFn> = Arc::new(
-            handler
-                .build_threadsafe_function::<tideq::Batch>()
-                .callee_handled::<false>()
-                .build_callback(|ctx| {
-                    Ok(FnArgs::from((ctx.value.group, Items(ctx.value.items))))
-                })?,
-        );
-        let reporter = Arc::new(reporter);
-        let boxed: tideq::BatchHandler = Arc::new(move |batch: tideq::Batch| {
-            let handler = handler.clone();
-            let reporter = reporter.clone();
-            let fut: tideq::HandlerFuture = Box::pin(async move {
-                let group = batch.group.clone();
-                let items = batch.items.len();
-                match call_handler(&handler, batch).await {
-                    Ok(()) => Ok(()),
-                    Err(error) => {
-                        let message = error.reason.clone();
-                        reporter
-                            .report(Report {
-                                error,
-                                group,
-                                items,
-                            })
-                            .await;
-                        Err(message)
-                    }
-                }
+        let js = JsHandler::<_, _, FailedBatch>::new(
+            env,
+            handler,
+            |batch: tideq::Batch| FnArgs::from((batch.group, Items(batch.items))),
+            opts.get("onError", function)?,
+        )?;
+        // The closure owns the JS functions for as long as the core's consumer runs.
+        let boxed: tideq::BatchHandler =
+            Arc::new(move |batch: tideq::Batch| -> tideq::HandlerFuture {
+                let failed = FailedBatch {
+                    group: batch.group.clone(),
+                    items: batch.items.len(),
+                };
+                Box::pin(js.call(batch, failed))
             });
-            fut
-        });
         // `consume_boxed` spawns on the current tokio runtime: napi's.
         Ok(napi::bindgen_prelude::within_runtime_if_available(|| {
             self.inner.consume_boxed(consumer_opts, boxed)
@@ -351,14 +221,8 @@ impl CappedQueue {
     ) -> Result<PromiseRaw<'env, ConsumerStats>> {
         let consumer = Arc::new(throw(env, self.start(env, &handler, options.as_ref()))?);
         let stop = consumer.clone();
-        let hooks =
-            SignalHooks::install(env, move || stop.stop()).inspect_err(|_| consumer.stop())?;
-        env.spawn_future_with_callback(
-            async move { Ok(consumer.join().await) },
-            move |env, stats| {
-                hooks.remove(env)?;
-                Ok(ConsumerStats::from(stats))
-            },
-        )
+        stop_on_signal(env, move || stop.stop(), async move {
+            ConsumerStats::from(consumer.join().await)
+        })
     }
 }

@@ -1,9 +1,8 @@
-//! `Queue`: wraps `tideq::Queue`, the job queue (delayed jobs, leases, retries, dead letters,
-//! cancel). Arguments are converted here (durations in ms, camelCase options), the work is done by
-//! the core on napi's tokio runtime, and results come back as Promises. Delivery is
-//! at-least-once: a job leaves Redis only when a handler has completed it (or it is purged).
-
-use std::time::Duration;
+//! `Queue`: wraps `tideq::Queue`, the job queue (core `jobs` and `admin`: enqueue, get, cancel,
+//! dead letters, stats; `work`/`run` are in [`crate::worker`]). Arguments are converted here
+//! (durations in ms, camelCase options), the work is done by the core on napi's tokio runtime, and
+//! results come back as Promises. Delivery is at-least-once: a job leaves Redis only when a
+//! handler has completed it (or it is purged).
 
 use napi::bindgen_prelude::*;
 use napi::{JsValue, ValueType};
@@ -11,103 +10,10 @@ use napi_derive::napi;
 
 use crate::client::client_option;
 use crate::convert::{
-    array, boolean, bytes, count, count_u32, describe, epoch_ms, millis, string, whole_millis,
-    Options,
+    array, bytes, count, count_u32, describe, epoch_ms, millis, string, to_millis, Options,
 };
-use crate::errors::{invalid, spawn, throw, type_error, Res};
-
-/// Retry delays. `{ type: 'fixed', delayMs }`, or `{ type: 'exponential', baseMs = 1000,
-/// maxMs = 3600000, jitter = true }` (doubling from `baseMs`, capped at `maxMs`; with jitter
-/// each delay is drawn from [delay/2, delay]).
-// Declared for the TypeScript definitions only; `backoff_arg` reads the fields one by one.
-#[allow(dead_code)]
-#[napi(object, object_from_js = false, object_to_js = false)]
-pub struct BackoffOptions {
-    #[napi(js_name = "type", ts_type = "'fixed' | 'exponential'")]
-    pub kind: String,
-    /// `fixed`: the delay before every retry.
-    pub delay_ms: Option<f64>,
-    /// `exponential`: the first retry's delay. Default 1000.
-    pub base_ms: Option<f64>,
-    /// `exponential`: the longest delay. Default 3600000.
-    pub max_ms: Option<f64>,
-    /// `exponential`: randomise each delay. Default true.
-    pub jitter: Option<bool>,
-}
-
-const BACKOFF_KEYS: &[&str] = &["type", "delayMs", "baseMs", "maxMs", "jitter"];
-
-/// Reads a backoff object. Range checks (`maxMs >= baseMs`) stay in the core.
-fn backoff_arg(_what: &str, v: &Unknown) -> Res<tideq::Backoff> {
-    let what = "backoff";
-    let opts = Options::new(what, Some(v), BACKOFF_KEYS)?;
-    let kind = opts
-        .get("type", string)?
-        .ok_or_else(|| invalid(format!("{what}.type is required: 'fixed' or 'exponential'")))?;
-    let present = |key: &str| -> Res<bool> { Ok(opts.raw(key)?.is_some()) };
-    match kind.as_str() {
-        "fixed" => {
-            for key in ["baseMs", "maxMs", "jitter"] {
-                if present(key)? {
-                    return Err(invalid(format!(
-                        "{what}.{key} applies to exponential backoff; fixed backoff takes delayMs"
-                    )));
-                }
-            }
-            let delay = opts
-                .get("delayMs", whole_millis)?
-                .ok_or_else(|| invalid(format!("{what}.delayMs is required for fixed backoff")))?;
-            Ok(tideq::Backoff::fixed(delay))
-        }
-        "exponential" => {
-            if present("delayMs")? {
-                return Err(invalid(format!(
-                    "{what}.delayMs applies to fixed backoff; exponential backoff takes baseMs and maxMs"
-                )));
-            }
-            let d = tideq::Backoff::default();
-            Ok(tideq::Backoff {
-                kind: tideq::BackoffKind::Exponential,
-                base_ms: opts.get("baseMs", whole_millis)?.unwrap_or(d.base_ms),
-                max_ms: opts.get("maxMs", whole_millis)?.unwrap_or(d.max_ms),
-                jitter: opts.get("jitter", boolean)?.unwrap_or(d.jitter),
-            })
-        }
-        other => Err(invalid(format!(
-            "{what}.type must be 'fixed' or 'exponential'; got {other:?}"
-        ))),
-    }
-}
-
-fn backoff_to_js(b: &tideq::Backoff) -> BackoffInfo {
-    match b.kind {
-        tideq::BackoffKind::Fixed => BackoffInfo {
-            kind: "fixed".into(),
-            delay_ms: Some(b.base_ms as f64),
-            base_ms: None,
-            max_ms: None,
-            jitter: None,
-        },
-        tideq::BackoffKind::Exponential => BackoffInfo {
-            kind: "exponential".into(),
-            delay_ms: None,
-            base_ms: Some(b.base_ms as f64),
-            max_ms: Some(b.max_ms as f64),
-            jitter: Some(b.jitter),
-        },
-    }
-}
-
-/// A backoff policy as the queue reports it (`queue.backoff`).
-#[napi(object, object_from_js = false)]
-pub struct BackoffInfo {
-    #[napi(js_name = "type", ts_type = "'fixed' | 'exponential'")]
-    pub kind: String,
-    pub delay_ms: Option<f64>,
-    pub base_ms: Option<f64>,
-    pub max_ms: Option<f64>,
-    pub jitter: Option<bool>,
-}
+use crate::error::{spawn, throw, type_error, Res};
+use crate::job::{backoff_arg, BackoffInfo, BackoffOptions, Enqueued, JobInfo, JobStats};
 
 /// Options of `new Queue(name, options)`. Every field is optional.
 // Declared for the TypeScript definitions only; `convert::Options` reads the fields one by one.
@@ -177,14 +83,7 @@ pub struct EnqueueOptions {
     pub timeout_ms: Option<f64>,
 }
 
-const ENQUEUE_KEYS: &[&str] = &[
-    "id",
-    "delayMs",
-    "runAt",
-    "maxAttempts",
-    "backoff",
-    "timeoutMs",
-];
+/// The keys of a `JobSpec`: `payload`, then those of `EnqueueOptions`.
 const ENQUEUE_MANY_KEYS: &[&str] = &[
     "payload",
     "id",
@@ -194,6 +93,7 @@ const ENQUEUE_MANY_KEYS: &[&str] = &[
     "backoff",
     "timeoutMs",
 ];
+const ENQUEUE_KEYS: &[&str] = ENQUEUE_MANY_KEYS.split_at(1).1;
 
 /// One job of `enqueueMany`: its payload plus the options of `enqueue`.
 // Declared for the TypeScript definitions only.
@@ -220,108 +120,6 @@ fn enqueue_options(opts: &Options) -> Res<tideq::EnqueueOptions> {
         backoff: opts.get("backoff", backoff_arg)?,
         timeout: opts.get("timeoutMs", millis)?,
     })
-}
-
-/// What `enqueue` did.
-#[napi(object, object_from_js = false)]
-pub struct Enqueued {
-    pub id: String,
-    /// False when a job with this id already existed (nothing was written).
-    pub created: bool,
-}
-
-impl From<tideq::Enqueued> for Enqueued {
-    fn from(e: tideq::Enqueued) -> Self {
-        Enqueued {
-            id: e.id,
-            created: e.created,
-        }
-    }
-}
-
-/// Bytes on their way to JS: a `Buffer` holding a copy (cheaper for small payloads than handing
-/// V8 the Rust allocation with a finalizer).
-pub struct Bytes(pub Vec<u8>);
-
-impl ToNapiValue for Bytes {
-    unsafe fn to_napi_value(
-        raw_env: napi::sys::napi_env,
-        val: Self,
-    ) -> Result<napi::sys::napi_value> {
-        let env = Env::from_raw(raw_env);
-        unsafe { BufferSlice::to_napi_value(raw_env, BufferSlice::copy_from(&env, &val.0)?) }
-    }
-}
-
-/// A job as `get` and `deadLetters` report it.
-#[napi(object, object_from_js = false, use_nullable = true)]
-pub struct JobInfo {
-    pub id: String,
-    #[napi(ts_type = "'delayed' | 'ready' | 'active' | 'dead' | 'completed'")]
-    pub state: String,
-    #[napi(ts_type = "Buffer")]
-    pub payload: Bytes,
-    /// Deliveries so far.
-    pub attempts: u32,
-    pub max_attempts: u32,
-    /// The error text of the last failed attempt, if any.
-    pub last_error: Option<String>,
-    /// When the job was enqueued: ms since the epoch, Redis clock.
-    pub enqueued_at: i64,
-    /// Delayed: due time; active: lease deadline; dead: time of death; completed: finish time
-    /// (ms since the epoch, Redis clock). `null` for a ready job.
-    pub state_since_or_until: Option<i64>,
-}
-
-impl From<tideq::JobInfo> for JobInfo {
-    fn from(j: tideq::JobInfo) -> Self {
-        JobInfo {
-            id: j.id,
-            state: j.state.as_str().to_string(),
-            payload: Bytes(j.payload),
-            attempts: j.attempts,
-            max_attempts: j.max_attempts,
-            last_error: j.last_error,
-            enqueued_at: j.enqueued_at as i64,
-            state_since_or_until: j.state_since_or_until.map(|t| t as i64),
-        }
-    }
-}
-
-/// Counts per state (now) plus lifetime counters of the queue, kept in Redis.
-#[napi(object, object_from_js = false)]
-pub struct JobStats {
-    pub delayed: i64,
-    pub ready: i64,
-    pub active: i64,
-    pub dead: i64,
-    /// Jobs created by `enqueue`/`enqueueMany` (not counting existing ids).
-    pub enqueued: i64,
-    pub completed: i64,
-    /// Jobs that exhausted their attempts (dead-lettered).
-    pub failed: i64,
-    /// Failed attempts scheduled for a retry.
-    pub retried: i64,
-    /// Expired leases recovered (a worker died or stalled).
-    pub recovered: i64,
-    pub cancelled: i64,
-}
-
-impl From<tideq::JobStats> for JobStats {
-    fn from(s: tideq::JobStats) -> Self {
-        JobStats {
-            delayed: s.delayed as i64,
-            ready: s.ready as i64,
-            active: s.active as i64,
-            dead: s.dead as i64,
-            enqueued: s.enqueued as i64,
-            completed: s.completed as i64,
-            failed: s.failed as i64,
-            retried: s.retried as i64,
-            recovered: s.recovered as i64,
-            cancelled: s.cancelled as i64,
-        }
-    }
 }
 
 /// Options of `deadLetters(options)`.
@@ -371,10 +169,6 @@ impl Queue {
     }
 }
 
-fn ms(d: Option<Duration>) -> Option<f64> {
-    d.map(|d| d.as_secs_f64() * 1000.0)
-}
-
 /// A job id argument: a string (its format is checked by the core).
 fn job_id(v: &Unknown) -> Res<String> {
     string("job id", v)
@@ -409,13 +203,13 @@ impl Queue {
 
     #[napi(getter)]
     pub fn backoff(&self) -> BackoffInfo {
-        backoff_to_js(&self.inner.options().backoff)
+        BackoffInfo::from(&self.inner.options().backoff)
     }
 
     /// `null` when attempts have no time limit.
     #[napi(getter)]
     pub fn timeout_ms(&self) -> Option<f64> {
-        ms(self.inner.options().timeout)
+        to_millis(self.inner.options().timeout)
     }
 
     #[napi(getter)]
@@ -426,7 +220,7 @@ impl Queue {
     /// `null` when completed jobs have no age limit.
     #[napi(getter)]
     pub fn keep_for_ms(&self) -> Option<f64> {
-        ms(self.inner.options().keep_for)
+        to_millis(self.inner.options().keep_for)
     }
 
     #[napi(getter)]

@@ -1,0 +1,263 @@
+//! Calling JS handlers from the core's consumers and workers: each call goes through a
+//! `ThreadsafeFunction` to the JS thread, a returned Promise is awaited (any other return value
+//! is ignored), and a failure (thrown or rejected) is reported to `onError` or `console.error`,
+//! then handed back to the core as text (`name: message`).
+//!
+//! Keeping the process alive: the functions are referenced (not weak) and owned by the
+//! [`JsHandler`] that the core's consumer or worker task holds, so a running one keeps Node's
+//! event loop alive, like a server socket, and lets it go once it has stopped. Each call's future
+//! holds them only weakly while it waits for the JS Promise: a handler that never settles
+//! (abandoned after a timeout or at shutdown) does not keep the process alive.
+
+use std::future::Future;
+use std::sync::{Arc, Weak};
+
+use napi::bindgen_prelude::*;
+use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
+use napi::{JsValue, ValueType};
+use tokio::sync::oneshot;
+
+use crate::convert::read_value;
+use crate::error::Res;
+
+/// A JS function callable from any thread with a `T`, which becomes its arguments `Args` on the
+/// JS thread.
+type Tsfn<T, Args> = ThreadsafeFunction<T, Unknown<'static>, Args, Status, false>;
+
+/// What a handler failure is reported with (by then the handler's input has gone to JS).
+pub(crate) trait Subject: Send + 'static {
+    /// The second argument of `onError`.
+    type Js: ToNapiValue + 'static;
+    fn into_js(self) -> Self::Js;
+    /// The line `console.error` prints before the error.
+    fn headline(&self) -> String;
+}
+
+/// `onError(err, subject)`.
+pub(crate) type OnError<'env, S> =
+    Function<'env, FnArgs<(Unknown<'static>, <S as Subject>::Js)>, Unknown<'static>>;
+
+/// A JS handler called with `T`s and where its failures go, for as long as the core runs it.
+pub(crate) struct JsHandler<T: 'static, Args: JsValuesTupleIntoVec + 'static, S: Subject> {
+    handler: Arc<Tsfn<T, Args>>,
+    reporter: Arc<Reporter<S>>,
+}
+
+impl<T, Args, S> JsHandler<T, Args, S>
+where
+    T: Send + 'static,
+    Args: JsValuesTupleIntoVec + 'static,
+    S: Subject,
+{
+    /// `handler` is called with `args(value)`; failures go to `on_error`, else `console.error`.
+    pub(crate) fn new(
+        env: &Env,
+        handler: Function<Args, Unknown<'static>>,
+        args: impl Fn(T) -> Args + 'static,
+        on_error: Option<OnError<S>>,
+    ) -> Res<Self> {
+        Ok(JsHandler {
+            handler: Arc::new(
+                handler
+                    .build_threadsafe_function::<T>()
+                    .callee_handled::<false>()
+                    .build_callback(move |ctx| Ok(args(ctx.value)))?,
+            ),
+            reporter: Arc::new(Reporter::new(env, on_error)?),
+        })
+    }
+
+    /// The core's future for one call: calls the handler with `value` and waits for it; on
+    /// failure reports it with `subject` and resolves with the error's text.
+    pub(crate) fn call(
+        &self,
+        value: T,
+        subject: S,
+    ) -> impl Future<Output = std::result::Result<(), String>> + Send + 'static {
+        let handler = Arc::downgrade(&self.handler);
+        let reporter = Arc::downgrade(&self.reporter);
+        async move {
+            let error = match call(&handler, value).await {
+                Ok(()) => return Ok(()),
+                Err(error) => error,
+            };
+            Err(match reporter.upgrade() {
+                Some(r) => r.report(error, subject).await,
+                None => error.reason,
+            })
+        }
+    }
+}
+
+/// Calls the JS handler and waits for it (and for its Promise, if it returns one). Holds the
+/// handler only for the call itself, not while waiting for the Promise.
+async fn call<T: 'static, Args: JsValuesTupleIntoVec + 'static>(
+    handler: &Weak<Tsfn<T, Args>>,
+    value: T,
+) -> std::result::Result<(), napi::Error> {
+    let Some(handler) = handler.upgrade() else {
+        return Err(napi::Error::new(
+            Status::GenericFailure,
+            "tideq: the worker stopped before the handler was called",
+        ));
+    };
+    let (tx, rx) = oneshot::channel::<Result<Option<Promise<()>>>>();
+    let status = handler.call_with_return_value(
+        value,
+        ThreadsafeFunctionCallMode::NonBlocking,
+        move |ret: Result<Unknown<'static>>, env: Env| {
+            // A sync handler's return value is ignored (so `(g, items) => out.push(...items)`
+            // works); only a Promise is awaited.
+            let outcome = ret.and_then(|v| {
+                if v.is_promise()? {
+                    Ok(Some(unsafe {
+                        Promise::<()>::from_napi_value(env.raw(), v.raw())
+                    }?))
+                } else {
+                    Ok(None)
+                }
+            });
+            let _ = tx.send(outcome);
+            Ok(())
+        },
+    );
+    drop(handler);
+    if status != Status::Ok {
+        return Err(napi::Error::new(
+            Status::GenericFailure,
+            format!("tideq: the handler could not be called ({status})"),
+        ));
+    }
+    match rx.await {
+        Ok(Ok(Some(promise))) => promise.await,
+        Ok(Ok(None)) => Ok(()),
+        Ok(Err(e)) => Err(e),
+        Err(_) => Err(napi::Error::new(
+            Status::GenericFailure,
+            "tideq: the handler call was dropped (is the process exiting?)",
+        )),
+    }
+}
+
+/// A handler failure on its way to JS, and where to send the error's text.
+struct Report<S> {
+    error: napi::Error,
+    subject: S,
+    text: oneshot::Sender<String>,
+}
+
+impl<S> Report<S> {
+    /// On the JS thread: the error as a JS value, its text sent back, and the subject.
+    fn open(self, env: &Env) -> Result<(Unknown<'static>, S)> {
+        let raw = unsafe { napi::Error::to_napi_value(env.raw(), self.error)? };
+        let value: Unknown<'static> = unsafe { Unknown::from_raw_unchecked(env.raw(), raw) };
+        let _ = self.text.send(error_text(&value));
+        Ok((value, self.subject))
+    }
+}
+
+/// Where handler errors go: the user's `onError(err, subject)`, or `console.error`.
+enum Reporter<S: Subject> {
+    User(Tsfn<Report<S>, FnArgs<(Unknown<'static>, S::Js)>>),
+    Console(Tsfn<Report<S>, FnArgs<(String, Unknown<'static>)>>),
+}
+
+impl<S: Subject> Reporter<S> {
+    fn new(env: &Env, on_error: Option<OnError<S>>) -> Res<Self> {
+        Ok(match on_error {
+            Some(on_error) => Reporter::User(
+                on_error
+                    .build_threadsafe_function::<Report<S>>()
+                    .callee_handled::<false>()
+                    .build_callback(|ctx| {
+                        let (err, subject) = ctx.value.open(&ctx.env)?;
+                        Ok(FnArgs::from((err, subject.into_js())))
+                    })?,
+            ),
+            None => {
+                let console: Object = env.get_global()?.get_named_property("console")?;
+                let error: Function<FnArgs<(String, Unknown<'static>)>, Unknown<'static>> =
+                    console.get_named_property("error")?;
+                Reporter::Console(
+                    error
+                        .build_threadsafe_function::<Report<S>>()
+                        .callee_handled::<false>()
+                        .build_callback(|ctx| {
+                            let (err, subject) = ctx.value.open(&ctx.env)?;
+                            Ok(FnArgs::from((subject.headline(), err)))
+                        })?,
+                )
+            }
+        })
+    }
+
+    /// Reports `error` on the JS thread, waits until the reporter has run, and returns the
+    /// error's text (`error.reason` if JS could not be reached).
+    async fn report(&self, error: napi::Error, subject: S) -> String {
+        let fallback = error.reason.clone();
+        let (text_tx, text_rx) = oneshot::channel::<String>();
+        let (done_tx, done_rx) = oneshot::channel::<()>();
+        let done = move |res: Result<Unknown<'static>>, _env: Env| {
+            let _ = done_tx.send(());
+            // An error thrown by `onError` itself surfaces as an uncaught exception.
+            res.map(|_| ())
+        };
+        let report = Report {
+            error,
+            subject,
+            text: text_tx,
+        };
+        let status = match self {
+            Reporter::User(f) => {
+                f.call_with_return_value(report, ThreadsafeFunctionCallMode::NonBlocking, done)
+            }
+            Reporter::Console(f) => {
+                f.call_with_return_value(report, ThreadsafeFunctionCallMode::NonBlocking, done)
+            }
+        };
+        if status != Status::Ok {
+            return fallback;
+        }
+        let text = text_rx.await.unwrap_or(fallback);
+        let _ = done_rx.await;
+        text
+    }
+}
+
+/// The text the core keeps for a thrown or rejected value: `name: message` for an error
+/// (`Error: boom`, `TypeError: x is undefined`), `String(value)` for anything else.
+fn error_text(v: &Unknown) -> String {
+    let as_string = |v: &Unknown| -> Option<String> {
+        if v.get_type().ok()? != ValueType::String {
+            return None;
+        }
+        read_value::<String>(v).ok()
+    };
+    match v.get_type() {
+        Ok(ValueType::Object) | Ok(ValueType::Function) => {
+            if let Ok(obj) = read_value::<Object>(v) {
+                let message = obj
+                    .get_named_property::<Unknown>("message")
+                    .ok()
+                    .and_then(|m| as_string(&m));
+                if let Some(message) = message {
+                    let name = obj
+                        .get_named_property::<Unknown>("name")
+                        .ok()
+                        .and_then(|n| as_string(&n))
+                        .unwrap_or_else(|| "Error".into());
+                    return match (name.is_empty(), message.is_empty()) {
+                        (_, true) => name,
+                        (true, false) => message,
+                        (false, false) => format!("{name}: {message}"),
+                    };
+                }
+            }
+        }
+        Ok(ValueType::Symbol) => return "a Symbol was thrown".into(),
+        _ => {}
+    }
+    v.coerce_to_string()
+        .and_then(|s| s.into_utf8()?.into_owned())
+        .unwrap_or_else(|_| "the handler failed with a value that has no text".into())
+}

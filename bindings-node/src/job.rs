@@ -1,0 +1,364 @@
+//! The job queue's value objects (core `job`): `Job`, the class a worker's handler receives;
+//! what `Queue` methods resolve with (`Enqueued`, `JobInfo`, `JobStats`, `BackoffInfo`); and the
+//! `backoff` option (`BackoffOptions`), read into core's `tideq::Backoff`.
+
+use std::sync::Arc;
+
+use napi::bindgen_prelude::*;
+use napi::{Property, PropertyAttributes};
+use napi_derive::napi;
+use tideq::BackoffKind;
+
+use crate::convert::{boolean, string, to_millis, whole_millis, Options};
+use crate::error::{invalid, throw, Failure, Res};
+
+/// A leased job, as a handler receives it. Read-only.
+#[napi]
+pub struct Job {
+    inner: Arc<tideq::Job>,
+}
+
+impl From<Arc<tideq::Job>> for Job {
+    fn from(inner: Arc<tideq::Job>) -> Self {
+        Job { inner }
+    }
+}
+
+#[napi]
+impl Job {
+    #[napi(getter)]
+    pub fn id(&self) -> String {
+        self.inner.id.clone()
+    }
+
+    /// The payload's bytes (made on first read; later reads return the same Buffer).
+    #[napi(getter, ts_return_type = "Buffer")]
+    pub fn payload<'env>(&self, env: &'env Env, mut this: This<'env>) -> Result<BufferSlice<'env>> {
+        let buf = BufferSlice::copy_from(env, &self.inner.payload)?;
+        // An own data property shadows this getter from now on.
+        this.define_properties(&[Property::new()
+            .with_utf8_name("payload")?
+            .with_value(&buf)
+            .with_property_attributes(PropertyAttributes::Enumerable)])?;
+        Ok(buf)
+    }
+
+    /// 1 on the first delivery.
+    #[napi(getter)]
+    pub fn attempt(&self) -> u32 {
+        self.inner.attempt
+    }
+
+    #[napi(getter)]
+    pub fn max_attempts(&self) -> u32 {
+        self.inner.max_attempts
+    }
+
+    /// When the job was enqueued: ms since the epoch, Redis clock.
+    #[napi(getter)]
+    pub fn enqueued_at(&self) -> f64 {
+        self.inner.enqueued_at as f64
+    }
+
+    /// The queue's name.
+    #[napi(getter)]
+    pub fn queue(&self) -> String {
+        self.inner.queue.clone()
+    }
+
+    /// This attempt's time limit in ms, `null` when it has none.
+    #[napi(getter)]
+    pub fn timeout_ms(&self) -> Option<f64> {
+        to_millis(self.inner.timeout)
+    }
+
+    /// The payload as UTF-8 text; throws `INVALID_ARGUMENT` if it is not valid UTF-8.
+    #[napi]
+    pub fn text(&self, env: &Env) -> Result<String> {
+        throw(
+            env,
+            self.inner
+                .payload_str()
+                .map(str::to_owned)
+                .map_err(Failure::from),
+        )
+    }
+
+    /// The job's fields without the payload, for loggers and `JSON.stringify(job)`.
+    #[napi(js_name = "toJSON")]
+    pub fn to_json(&self) -> JobView {
+        self.view()
+    }
+
+    /// The payload parsed as JSON (`JSON.parse(job.text())`).
+    #[napi(ts_return_type = "any")]
+    pub fn json<'env>(&self, env: &'env Env) -> Result<Unknown<'env>> {
+        let text = self.text(env)?;
+        let json: Object = env.get_global()?.get_named_property("JSON")?;
+        let parse: Function<String, Unknown> = json.get_named_property("parse")?;
+        parse.call(text)
+    }
+}
+
+/// A job's fields as a plain object (no payload): `job.toJSON()`, for loggers and
+/// `JSON.stringify(job)`.
+#[napi(object, object_from_js = false, use_nullable = true)]
+pub struct JobView {
+    pub id: String,
+    pub queue: String,
+    pub attempt: u32,
+    pub max_attempts: u32,
+    pub enqueued_at: f64,
+    pub timeout_ms: Option<f64>,
+}
+
+impl Job {
+    fn view(&self) -> JobView {
+        let j = &self.inner;
+        JobView {
+            id: j.id.clone(),
+            queue: j.queue.clone(),
+            attempt: j.attempt,
+            max_attempts: j.max_attempts,
+            enqueued_at: j.enqueued_at as f64,
+            timeout_ms: self.timeout_ms(),
+        }
+    }
+}
+
+/// Gives `Job` a readable `console.log`/`util.inspect` form (its fields and payload) through
+/// `Symbol.for('nodejs.util.inspect.custom')`; the getters alone would print `Job {}`.
+// Registered with Node at load time; a `cargo test` build sees no caller.
+#[cfg_attr(test, allow(dead_code))]
+#[napi(module_exports)]
+pub fn job_inspect(exports: Object, env: Env) -> Result<()> {
+    // Cosmetic: never let it stop the addon from loading.
+    let _ = add_job_inspect(&exports, &env);
+    Ok(())
+}
+
+#[cfg_attr(test, allow(dead_code))]
+fn add_job_inspect(exports: &Object, env: &Env) -> Result<()> {
+    let class: Function<(), ()> = exports.get_named_property("Job")?;
+    let mut proto: Object = class.get_named_property("prototype")?;
+    let symbol: Function<(), ()> = env.get_global()?.get_named_property("Symbol")?;
+    let symbol_for: Function<&str, Unknown> = symbol.get_named_property("for")?;
+    let key = symbol_for.call("nodejs.util.inspect.custom")?;
+    // `console.log(job)` shows `toJSON()` plus the payload.
+    let inspect = env.create_function_from_closure::<(), Object, _>("inspect", |ctx| {
+        let this: ClassInstance<Job> = ctx.this()?;
+        let raw = unsafe { JobView::to_napi_value(ctx.env.raw(), this.view())? };
+        let mut view = Object::from_raw(ctx.env.raw(), raw);
+        view.set_named_property("payload", Bytes(this.inner.payload.clone()))?;
+        Ok(view)
+    })?;
+    proto.set_property(key, inspect)
+}
+
+/// What `enqueue` did.
+#[napi(object, object_from_js = false)]
+pub struct Enqueued {
+    pub id: String,
+    /// False when a job with this id already existed (nothing was written).
+    pub created: bool,
+}
+
+impl From<tideq::Enqueued> for Enqueued {
+    fn from(e: tideq::Enqueued) -> Self {
+        Enqueued {
+            id: e.id,
+            created: e.created,
+        }
+    }
+}
+
+/// Bytes on their way to JS: a `Buffer` holding a copy (cheaper for small payloads than handing
+/// V8 the Rust allocation with a finalizer).
+pub struct Bytes(pub Vec<u8>);
+
+impl ToNapiValue for Bytes {
+    unsafe fn to_napi_value(
+        raw_env: napi::sys::napi_env,
+        val: Self,
+    ) -> Result<napi::sys::napi_value> {
+        let env = Env::from_raw(raw_env);
+        unsafe { BufferSlice::to_napi_value(raw_env, BufferSlice::copy_from(&env, &val.0)?) }
+    }
+}
+
+/// A job as `get` and `deadLetters` report it.
+#[napi(object, object_from_js = false, use_nullable = true)]
+pub struct JobInfo {
+    pub id: String,
+    #[napi(ts_type = "'delayed' | 'ready' | 'active' | 'dead' | 'completed'")]
+    pub state: String,
+    #[napi(ts_type = "Buffer")]
+    pub payload: Bytes,
+    /// Deliveries so far.
+    pub attempts: u32,
+    pub max_attempts: u32,
+    /// The error text of the last failed attempt, if any.
+    pub last_error: Option<String>,
+    /// When the job was enqueued: ms since the epoch, Redis clock.
+    pub enqueued_at: i64,
+    /// Delayed: due time; active: lease deadline; dead: time of death; completed: finish time
+    /// (ms since the epoch, Redis clock). `null` for a ready job.
+    pub state_since_or_until: Option<i64>,
+}
+
+impl From<tideq::JobInfo> for JobInfo {
+    fn from(j: tideq::JobInfo) -> Self {
+        JobInfo {
+            id: j.id,
+            state: j.state.as_str().to_string(),
+            payload: Bytes(j.payload),
+            attempts: j.attempts,
+            max_attempts: j.max_attempts,
+            last_error: j.last_error,
+            enqueued_at: j.enqueued_at as i64,
+            state_since_or_until: j.state_since_or_until.map(|t| t as i64),
+        }
+    }
+}
+
+/// Counts per state (now) plus lifetime counters of the queue, kept in Redis.
+#[napi(object, object_from_js = false)]
+pub struct JobStats {
+    pub delayed: i64,
+    pub ready: i64,
+    pub active: i64,
+    pub dead: i64,
+    /// Jobs created by `enqueue`/`enqueueMany` (not counting existing ids).
+    pub enqueued: i64,
+    pub completed: i64,
+    /// Jobs that exhausted their attempts (dead-lettered).
+    pub failed: i64,
+    /// Failed attempts scheduled for a retry.
+    pub retried: i64,
+    /// Expired leases recovered (a worker died or stalled).
+    pub recovered: i64,
+    pub cancelled: i64,
+}
+
+impl From<tideq::JobStats> for JobStats {
+    fn from(s: tideq::JobStats) -> Self {
+        JobStats {
+            delayed: s.delayed as i64,
+            ready: s.ready as i64,
+            active: s.active as i64,
+            dead: s.dead as i64,
+            enqueued: s.enqueued as i64,
+            completed: s.completed as i64,
+            failed: s.failed as i64,
+            retried: s.retried as i64,
+            recovered: s.recovered as i64,
+            cancelled: s.cancelled as i64,
+        }
+    }
+}
+
+/// Retry delays. `{ type: 'fixed', delayMs }`, or `{ type: 'exponential', baseMs = 1000,
+/// maxMs = 3600000, jitter = true }` (doubling from `baseMs`, capped at `maxMs`; with jitter
+/// each delay is drawn from [delay/2, delay]).
+// Declared for the TypeScript definitions only; `backoff_arg` reads the fields one by one.
+#[allow(dead_code)]
+#[napi(object, object_from_js = false, object_to_js = false)]
+pub struct BackoffOptions {
+    #[napi(js_name = "type", ts_type = "'fixed' | 'exponential'")]
+    pub kind: String,
+    /// `fixed`: the delay before every retry.
+    pub delay_ms: Option<f64>,
+    /// `exponential`: the first retry's delay. Default 1000.
+    pub base_ms: Option<f64>,
+    /// `exponential`: the longest delay. Default 3600000.
+    pub max_ms: Option<f64>,
+    /// `exponential`: randomise each delay. Default true.
+    pub jitter: Option<bool>,
+}
+
+const BACKOFF_KEYS: &[&str] = &["type", "delayMs", "baseMs", "maxMs", "jitter"];
+
+/// The backoff kinds for messages: `'fixed' or 'exponential'`.
+fn kinds() -> String {
+    BackoffKind::ALL
+        .map(|k| format!("'{}'", k.as_str()))
+        .join(" or ")
+}
+
+/// Reads a backoff object. Range checks (`maxMs >= baseMs`) stay in the core.
+pub(crate) fn backoff_arg(_what: &str, v: &Unknown) -> Res<tideq::Backoff> {
+    let what = "backoff";
+    let opts = Options::new(what, Some(v), BACKOFF_KEYS)?;
+    let kind = opts
+        .get("type", string)?
+        .ok_or_else(|| invalid(format!("{what}.type is required: {}", kinds())))?;
+    let kind = BackoffKind::parse(&kind)
+        .map_err(|_| invalid(format!("{what}.type must be {}; got {kind:?}", kinds())))?;
+    let present = |key: &str| -> Res<bool> { Ok(opts.raw(key)?.is_some()) };
+    let (fixed, exponential) = (
+        BackoffKind::Fixed.as_str(),
+        BackoffKind::Exponential.as_str(),
+    );
+    match kind {
+        BackoffKind::Fixed => {
+            for key in ["baseMs", "maxMs", "jitter"] {
+                if present(key)? {
+                    return Err(invalid(format!(
+                        "{what}.{key} applies to {exponential} backoff; {fixed} backoff takes delayMs"
+                    )));
+                }
+            }
+            let delay = opts.get("delayMs", whole_millis)?.ok_or_else(|| {
+                invalid(format!("{what}.delayMs is required for {fixed} backoff"))
+            })?;
+            Ok(tideq::Backoff::fixed(delay))
+        }
+        BackoffKind::Exponential => {
+            if present("delayMs")? {
+                return Err(invalid(format!(
+                    "{what}.delayMs applies to {fixed} backoff; {exponential} backoff takes baseMs and maxMs"
+                )));
+            }
+            let d = tideq::Backoff::default();
+            Ok(tideq::Backoff {
+                kind,
+                base_ms: opts.get("baseMs", whole_millis)?.unwrap_or(d.base_ms),
+                max_ms: opts.get("maxMs", whole_millis)?.unwrap_or(d.max_ms),
+                jitter: opts.get("jitter", boolean)?.unwrap_or(d.jitter),
+            })
+        }
+    }
+}
+
+/// A backoff policy as the queue reports it (`queue.backoff`).
+#[napi(object, object_from_js = false)]
+pub struct BackoffInfo {
+    #[napi(js_name = "type", ts_type = "'fixed' | 'exponential'")]
+    pub kind: String,
+    pub delay_ms: Option<f64>,
+    pub base_ms: Option<f64>,
+    pub max_ms: Option<f64>,
+    pub jitter: Option<bool>,
+}
+
+impl From<&tideq::Backoff> for BackoffInfo {
+    fn from(b: &tideq::Backoff) -> Self {
+        let kind = b.kind.as_str().to_string();
+        match b.kind {
+            BackoffKind::Fixed => BackoffInfo {
+                kind,
+                delay_ms: Some(b.base_ms as f64),
+                base_ms: None,
+                max_ms: None,
+                jitter: None,
+            },
+            BackoffKind::Exponential => BackoffInfo {
+                kind,
+                delay_ms: None,
+                base_ms: Some(b.base_ms as f64),
+                max_ms: Some(b.max_ms as f64),
+                jitter: Some(b.jitter),
+            },
+        }
+    }
+}
