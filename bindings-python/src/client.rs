@@ -5,13 +5,10 @@
 
 use pyo3::prelude::*;
 use tideq::config::redact_url;
+use tideq::Config;
 
 use crate::convert;
-use crate::errors::{self, invalid};
-
-/// Environment variable read when no URL is given.
-const URL_ENV: &str = "TIDEQ_REDIS_URL";
-const DEFAULT_URL: &str = "redis://127.0.0.1:6379";
+use crate::error::{self, invalid};
 
 /// Which kind of deployment a client reaches, with the addresses it was given (redacted).
 enum Mode {
@@ -29,20 +26,28 @@ pub struct Client {
 }
 
 impl Client {
-    /// A client for `url`, or for `$TIDEQ_REDIS_URL`, or for the local default.
-    pub fn from_url(url: Option<String>) -> PyResult<Self> {
-        Client::new(
-            url,
-            None,
-            None,
-            None,
-            None,
-            None,
-            "tideq",
-            tideq::config::DEFAULT_MAX_PAYLOAD as i64,
-            None,
-            None,
-        )
+    /// The client a queue uses: `client`, or one for `url` (neither: as `Client()`).
+    pub fn for_queue(
+        py: Python<'_>,
+        client: Option<Py<Client>>,
+        url: Option<String>,
+    ) -> PyResult<Py<Client>> {
+        match (client, url) {
+            (Some(_), Some(_)) => Err(invalid("pass either client or url, not both")),
+            (Some(client), None) => Ok(client),
+            (None, url) => {
+                let config = url.map_or_else(Config::from_env, Config::new);
+                let inner = tideq::Client::new(config).map_err(error::to_py)?;
+                Py::new(
+                    py,
+                    Client {
+                        inner,
+                        mode: Mode::Single,
+                        replica_ack: None,
+                    },
+                )
+            }
+        }
     }
 }
 
@@ -58,7 +63,7 @@ fn non_empty(what: &str, urls: Vec<String>) -> PyResult<Vec<String>> {
 #[pymethods]
 impl Client {
     #[new]
-    #[pyo3(signature = (url=None, *, cluster=None, sentinel=None, master_name=None, username=None, password=None, prefix="tideq", max_payload=524288, replica_ack=None, tls_ca=None))]
+    #[pyo3(signature = (url=None, *, cluster=None, sentinel=None, master_name=None, username=None, password=None, prefix=None, max_payload=None, replica_ack=None, tls_ca=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         url: Option<String>,
@@ -67,8 +72,8 @@ impl Client {
         master_name: Option<String>,
         username: Option<String>,
         password: Option<String>,
-        prefix: &str,
-        max_payload: i64,
+        prefix: Option<String>,
+        max_payload: Option<i64>,
         replica_ack: Option<(i64, f64)>,
         tls_ca: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
@@ -77,10 +82,7 @@ impl Client {
                 if master_name.is_some() {
                     return Err(invalid("master_name is only for sentinel=[...]"));
                 }
-                let url = url
-                    .or_else(|| std::env::var(URL_ENV).ok().filter(|u| !u.is_empty()))
-                    .unwrap_or_else(|| DEFAULT_URL.to_string());
-                (tideq::Config::new(url), Mode::Single)
+                (url.map_or_else(Config::from_env, Config::new), Mode::Single)
             }
             (None, Some(nodes), None) => {
                 if master_name.is_some() {
@@ -88,7 +90,7 @@ impl Client {
                 }
                 let nodes = non_empty("cluster", nodes)?;
                 let shown = nodes.iter().map(|u| redact_url(u)).collect();
-                (tideq::Config::cluster(nodes), Mode::Cluster(shown))
+                (Config::cluster(nodes), Mode::Cluster(shown))
             }
             (None, None, Some(sentinels)) => {
                 let sentinels = non_empty("sentinel", sentinels)?;
@@ -97,7 +99,7 @@ impl Client {
                 })?;
                 let shown = sentinels.iter().map(|u| redact_url(u)).collect();
                 (
-                    tideq::Config::sentinel(sentinels, master_name.clone()),
+                    Config::sentinel(sentinels, master_name.clone()),
                     Mode::Sentinel(shown, master_name),
                 )
             }
@@ -107,10 +109,13 @@ impl Client {
                 ))
             }
         };
-        let mut config = config
-            .with_credentials(username, password)
-            .with_prefix(prefix)
-            .with_max_payload(convert::count("max_payload", max_payload)?);
+        let mut config = config.with_credentials(username, password);
+        if let Some(prefix) = prefix {
+            config = config.with_prefix(prefix);
+        }
+        if let Some(n) = max_payload {
+            config = config.with_max_payload(convert::count("max_payload", n)?);
+        }
         let replica_ack = match replica_ack {
             Some((replicas, timeout)) => {
                 let replicas = convert::count("replica_ack replicas", replicas)?;
@@ -123,7 +128,7 @@ impl Client {
         if let Some(ca) = tls_ca {
             config = config.with_tls_ca(convert::pem("tls_ca", ca)?);
         }
-        let inner = tideq::Client::new(config).map_err(errors::to_py)?;
+        let inner = tideq::Client::new(config).map_err(error::to_py)?;
         Ok(Client {
             inner,
             mode,

@@ -1,14 +1,18 @@
-//! Python values to core arguments and back: items, durations, counts, batches.
+//! Python values to core arguments and back: items, durations, counts, batches, MessagePack
+//! values, and keyword arguments that keep the core's defaults when not given ([`Opt`],
+//! [`set_given!`]).
 
 use std::time::Duration;
 
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{
-    PyBool, PyByteArray, PyBytes, PyFloat, PyInt, PyList, PyMemoryView, PyString, PyTuple,
+    PyBool, PyByteArray, PyBytes, PyDict, PyFloat, PyInt, PyList, PyMemoryView, PyString, PyTuple,
 };
+use pyo3::IntoPyObjectExt;
+use tideq::envelope::Value;
 
-use crate::errors::invalid;
+use crate::error::invalid;
 
 /// An item as bytes: `bytes`, `bytearray` or `memoryview`; anything else (`str` included) is a
 /// `TypeError` naming the type.
@@ -114,6 +118,11 @@ pub fn opt_duration(what: &str, secs: Option<f64>) -> PyResult<Option<Duration>>
     secs.map(|s| duration(what, s)).transpose()
 }
 
+/// A duration as `repr()` shows it: float seconds, or `None`.
+pub fn secs_repr(d: Option<Duration>) -> String {
+    d.map_or("None".to_string(), |d| format!("{:?}", d.as_secs_f64()))
+}
+
 /// A count from a Python int; negative is `InvalidArgumentError` (zero is left to the core).
 pub fn count(what: &str, n: i64) -> PyResult<usize> {
     usize::try_from(n).map_err(|_| invalid(format!("{what} must be a positive integer, got {n}")))
@@ -175,5 +184,138 @@ impl<'py> IntoPyObject<'py> for Items {
 
     fn into_pyobject(self, py: Python<'py>) -> PyResult<Self::Output> {
         PyList::new(py, self.0.iter().map(|b| PyBytes::new(py, b)))
+    }
+}
+
+/// A keyword argument whose `None` already means something (`ttl=None`: never expire), so "not
+/// given" needs a value of its own: `Opt::Unset`, the signature's default (shown as `...`),
+/// which keeps the core's default.
+pub enum Opt<T> {
+    Unset,
+    Given(Option<T>),
+}
+
+impl<'a, 'py, T: FromPyObject<'a, 'py>> FromPyObject<'a, 'py> for Opt<T> {
+    type Error = PyErr;
+
+    fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        if obj.is_none() {
+            return Ok(Opt::Given(None));
+        }
+        T::extract(obj)
+            .map(|v| Opt::Given(Some(v)))
+            .map_err(Into::into)
+    }
+}
+
+/// A keyword argument that may be left out: an `Option` (None: not given) or an [`Opt`].
+pub trait Given {
+    type Value;
+    fn given(self) -> Option<Self::Value>;
+}
+
+impl<T> Given for Option<T> {
+    type Value = T;
+    fn given(self) -> Option<T> {
+        self
+    }
+}
+
+impl<T> Given for Opt<T> {
+    type Value = Option<T>;
+    fn given(self) -> Option<Option<T>> {
+        match self {
+            Opt::Unset => None,
+            Opt::Given(v) => Some(v),
+        }
+    }
+}
+
+/// `set_given!(opts, field: convert, ...)`: for each keyword argument given (a variable named
+/// like the field, see [`Given`]), `opts.field = convert("field", value)?`, in the order listed.
+/// Fields not given keep their value: start from the core's `Default`.
+macro_rules! set_given {
+    ($opts:ident, $($field:ident: $convert:path),* $(,)?) => {
+        $(if let Some(value) = $crate::convert::Given::given($field) {
+            $opts.$field = $convert(stringify!($field), value)?;
+        })*
+    };
+}
+pub(crate) use set_given;
+
+/// The converter of [`set_given!`] for values taken as they are.
+pub fn as_is<T>(_what: &str, value: T) -> PyResult<T> {
+    Ok(value)
+}
+
+/// A MessagePack value as Python: maps as dicts, arrays as lists, binary as bytes, strings as
+/// str (bytes when not UTF-8), integers, floats, booleans, nil as None.
+pub fn from_value<'py>(py: Python<'py>, value: &Value) -> PyResult<Bound<'py, PyAny>> {
+    match value {
+        Value::Nil => Ok(py.None().into_bound(py)),
+        Value::Boolean(b) => b.into_bound_py_any(py),
+        Value::Integer(i) => match i.as_i64() {
+            Some(i) => i.into_bound_py_any(py),
+            None => i.as_u64().into_bound_py_any(py),
+        },
+        Value::F32(f) => f.into_bound_py_any(py),
+        Value::F64(f) => f.into_bound_py_any(py),
+        Value::String(s) => match s.as_str() {
+            Some(s) => s.into_bound_py_any(py),
+            None => PyBytes::new(py, s.as_bytes()).into_bound_py_any(py),
+        },
+        Value::Binary(b) => PyBytes::new(py, b).into_bound_py_any(py),
+        Value::Array(items) => {
+            let items: Vec<_> = items
+                .iter()
+                .map(|v| from_value(py, v))
+                .collect::<PyResult<_>>()?;
+            PyList::new(py, items)?.into_bound_py_any(py)
+        }
+        Value::Map(entries) => {
+            let dict = PyDict::new(py);
+            for (k, v) in entries {
+                dict.set_item(from_value(py, k)?, from_value(py, v)?)?;
+            }
+            Ok(dict.into_any())
+        }
+        Value::Ext(..) => Err(invalid("MessagePack extension values are not supported")),
+    }
+}
+
+/// The reverse of [`from_value`] (tuples as arrays, any bytes-like object as binary);
+/// `child` converts what a dict, list or tuple holds, so a caller can add its own types.
+pub fn to_value(
+    obj: &Bound<'_, PyAny>,
+    child: fn(&Bound<'_, PyAny>) -> PyResult<Value>,
+) -> PyResult<Value> {
+    if obj.is_none() {
+        Ok(Value::Nil)
+    } else if let Ok(b) = obj.cast::<PyBool>() {
+        Ok(Value::Boolean(b.is_true()))
+    } else if obj.is_instance_of::<PyInt>() {
+        match obj.extract::<i64>() {
+            Ok(i) => Ok(i.into()),
+            Err(_) => Ok(obj.extract::<u64>()?.into()),
+        }
+    } else if let Ok(f) = obj.cast::<PyFloat>() {
+        Ok(Value::F64(f.value()))
+    } else if let Ok(s) = obj.cast::<PyString>() {
+        Ok(s.to_cow()?.as_ref().into())
+    } else if let Ok(d) = obj.cast::<PyDict>() {
+        let entries = d.iter().map(|(k, v)| Ok((child(&k)?, child(&v)?)));
+        Ok(Value::Map(entries.collect::<PyResult<_>>()?))
+    } else if obj.is_instance_of::<PyList>() || obj.is_instance_of::<PyTuple>() {
+        let items = obj.try_iter()?.map(|v| child(&v?));
+        Ok(Value::Array(items.collect::<PyResult<_>>()?))
+    } else {
+        bytes_like("a MessagePack value", obj)
+            .map(Value::Binary)
+            .map_err(|_| {
+                PyTypeError::new_err(format!(
+                    "{} cannot be converted to MessagePack",
+                    type_name(obj)
+                ))
+            })
     }
 }

@@ -1,24 +1,47 @@
-//! What consumers and workers share to run Python handlers: where an awaitable runs, a coroutine
-//! as a task on the caller's event loop (cancelled when the Rust side gives up on it), the text
-//! of a handler's exception, and the `tideq` logger.
+//! Calling Python handlers, for consumers (a batch) and workers (a job) alike: [`wrap`] makes
+//! a core handler of a Python callable. Where it runs:
+//! - a plain function: on a tokio blocking thread, holding the GIL only for the call;
+//! - an `async def` in the asyncio API: as a task on the event loop that started the consumer
+//!   or worker, cancelled when the core drops it (a job timed out, or was abandoned at shutdown);
+//! - an `async def` (or a returned awaitable) in the blocking API: on a private event loop per
+//!   call, in the blocking thread.
 //!
-//! Rules kept by every caller (TOOLCHAIN pitfall 3): a plain handler is called on a tokio
-//! blocking thread, holding the GIL only for the call; handler calls and coroutine creation never
-//! take the GIL on a runtime worker thread (where a CPU-bound handler would stall the tasks that
-//! renew leases); nothing holds the GIL while waiting on Redis or on another thread.
+//! A handler exception is logged on the `tideq` logger with its traceback, and its text goes to
+//! the core (a failed batch is not redelivered; a failed job is retried or dead-lettered).
+//!
+//! Rules kept here (TOOLCHAIN pitfall 3): handler calls and coroutine creation never take the
+//! GIL on a runtime worker thread (where a CPU-bound handler would stall the tasks that renew
+//! leases); nothing holds the GIL while waiting on Redis or on another thread.
 
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
-use pyo3::exceptions::PyRuntimeError;
+use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString, PyTuple};
 use pyo3_async_runtimes::TaskLocals;
 use tokio::sync::oneshot;
 
-use crate::runtime;
+use crate::runtime::{self, Api};
+
+/// What a handler is called with: a batch (consumers) or a job (workers).
+pub trait Work: Send + 'static {
+    /// How the handler is called, for the error about one that is not callable.
+    const CALL: &'static str;
+    /// What reporting a failure needs once the work was handed to the handler.
+    type Note: Send + 'static;
+    /// Calls `func` with this work (with the GIL).
+    fn call<'py>(self, func: &Bound<'py, PyAny>) -> (PyResult<Bound<'py, PyAny>>, Self::Note);
+    /// Logs the handler's exception and returns the failure text for the core.
+    fn failed(py: Python<'_>, note: &Self::Note, err: &PyErr) -> String;
+}
+
+/// A core handler: the type of `tideq::BatchHandler` and `tideq::JobHandler`.
+pub type Handler<W> = Arc<
+    dyn Fn(W) -> Pin<Box<dyn Future<Output = Result<(), String>> + Send>> + Send + Sync + 'static,
+>;
 
 /// Where the awaitable returned by a handler runs.
 pub enum Loop {
@@ -28,17 +51,100 @@ pub enum Loop {
     Caller(TaskLocals),
 }
 
-/// True for `async def` functions (and other callables `inspect` recognises as such).
-pub fn is_coroutine_function(func: &Bound<'_, PyAny>) -> PyResult<bool> {
-    func.py()
+impl Loop {
+    /// The loop of `api`: for the asyncio API the running one (`RuntimeError(no_loop)` if none).
+    pub fn of(py: Python<'_>, api: Api, no_loop: &str) -> PyResult<Loop> {
+        match api {
+            Api::Blocking => Ok(Loop::Private),
+            Api::Async => pyo3_async_runtimes::tokio::get_current_locals(py)
+                .map(Loop::Caller)
+                .map_err(|_| PyRuntimeError::new_err(no_loop.to_string())),
+        }
+    }
+}
+
+/// `func` as a core handler (`TypeError` if it is not callable).
+pub fn wrap<W: Work>(py: Python<'_>, func: Py<PyAny>, event_loop: Loop) -> PyResult<Handler<W>> {
+    let bound = func.bind(py);
+    if !bound.is_callable() {
+        return Err(PyTypeError::new_err(format!(
+            "handler must be callable as {}, not {}",
+            W::CALL,
+            bound.get_type().name()?
+        )));
+    }
+    let is_async = py
         .import("inspect")?
-        .call_method1("iscoroutinefunction", (func,))?
-        .is_truthy()
+        .call_method1("iscoroutinefunction", (bound,))?
+        .is_truthy()?;
+    let handler = Arc::new(PyHandler {
+        func,
+        is_async,
+        event_loop,
+    });
+    Ok(Arc::new(move |work: W| {
+        Box::pin(handler.clone().handle(work))
+    }))
+}
+
+struct PyHandler {
+    func: Py<PyAny>,
+    is_async: bool,
+    event_loop: Loop,
+}
+
+impl PyHandler {
+    async fn handle<W: Work>(self: Arc<Self>, work: W) -> Result<(), String> {
+        if let (true, Loop::Caller(locals)) = (self.is_async, &self.event_loop) {
+            // Calling an `async def` only creates the coroutine (with the GIL, so on a blocking
+            // thread); its body runs as a task on the caller's loop.
+            let (this, locals) = (self.clone(), locals.clone());
+            let (task, note) = tokio::task::spawn_blocking(move || {
+                runtime::with_python(|py| {
+                    let (coro, note) = work.call(this.func.bind(py));
+                    (coro.and_then(|c| LoopTask::start(py, &locals, c)), note)
+                })
+            })
+            .await
+            .map_err(|e| e.to_string())?
+            .ok_or_else(shutting_down)?;
+            // The core drops this future when a job times out or is abandoned after the grace
+            // period; dropping the task then cancels the coroutine on the user's loop.
+            let Err(err) = (match task {
+                Ok(task) => task.await,
+                Err(e) => Err(e),
+            }) else {
+                return Ok(());
+            };
+            // Logging handlers may block: keep them off the runtime's workers.
+            let text = tokio::task::spawn_blocking(move || {
+                runtime::with_python(|py| W::failed(py, &note, &err))
+            })
+            .await;
+            return Err(text.ok().flatten().unwrap_or_else(shutting_down));
+        }
+        let this = self.clone();
+        match tokio::task::spawn_blocking(move || this.call_blocking(work)).await {
+            Ok(res) => res,
+            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    /// Runs in a blocking thread: calls the handler, runs a returned awaitable, logs a failure.
+    fn call_blocking<W: Work>(&self, work: W) -> Result<(), String> {
+        runtime::with_python(|py| {
+            let (out, note) = work.call(self.func.bind(py));
+            out.and_then(|out| finish_in_thread(py, out, &self.event_loop))
+                .map_err(|err| W::failed(py, &note, &err))
+        })
+        .ok_or_else(shutting_down)?
+    }
 }
 
 /// Runs in a blocking thread, with the GIL: waits for `out` (a handler's return value) if it is
 /// awaitable, on a private loop or on the caller's loop (the GIL released while waiting there).
-pub fn finish_in_thread(py: Python<'_>, out: Bound<'_, PyAny>, event_loop: &Loop) -> PyResult<()> {
+fn finish_in_thread(py: Python<'_>, out: Bound<'_, PyAny>, event_loop: &Loop) -> PyResult<()> {
     if out.is_none()
         || !py
             .import("inspect")?
@@ -68,7 +174,7 @@ pub fn finish_in_thread(py: Python<'_>, out: Bound<'_, PyAny>, event_loop: &Loop
 }
 
 /// The message a consumer or worker is refused with once the interpreter is exiting.
-pub fn shutting_down() -> String {
+fn shutting_down() -> String {
     "not run: the Python interpreter is exiting".to_string()
 }
 
@@ -90,8 +196,12 @@ pub fn error_text(py: Python<'_>, err: &PyErr) -> String {
 
 /// `logger.error(msg, *args, exc_info=err)` on the `tideq` logger: the message plus the
 /// handler's traceback. A logging failure is reported as unraisable, never raised.
-pub fn log_exception(py: Python<'_>, err: &PyErr, msg: &str, args: Bound<'_, PyTuple>) {
+pub fn log_exception<'py, A>(py: Python<'py>, err: &PyErr, msg: &str, args: A)
+where
+    A: IntoPyObject<'py, Target = PyTuple, Output = Bound<'py, PyTuple>>,
+{
     let res = (|| -> PyResult<()> {
+        let args = args.into_pyobject(py).map_err(Into::into)?;
         let logger = py
             .import("logging")?
             .call_method1("getLogger", ("tideq",))?;
@@ -114,7 +224,7 @@ pub fn log_exception(py: Python<'_>, err: &PyErr, msg: &str, args: Bound<'_, PyT
 /// `pyo3_async_runtimes::into_future_with_locals`, dropping it before the task finished (or
 /// calling [`cancel`](Self::cancel)) cancels the task, so a handler the worker gave up on (timed
 /// out, or abandoned after the grace period) does not keep running on the user's loop.
-pub struct LoopTask {
+struct LoopTask {
     rx: oneshot::Receiver<PyResult<()>>,
     shared: Arc<Mutex<TaskSlot>>,
     event_loop: Option<Py<PyAny>>,
@@ -129,11 +239,7 @@ struct TaskSlot {
 
 impl LoopTask {
     /// Schedules `awaitable` on the loop of `locals` (in its context); needs the GIL.
-    pub fn start(
-        py: Python<'_>,
-        locals: &TaskLocals,
-        awaitable: Bound<'_, PyAny>,
-    ) -> PyResult<Self> {
+    fn start(py: Python<'_>, locals: &TaskLocals, awaitable: Bound<'_, PyAny>) -> PyResult<Self> {
         let (tx, rx) = oneshot::channel();
         let shared = Arc::new(Mutex::new(TaskSlot::default()));
         let starter = StartTask {
@@ -154,7 +260,7 @@ impl LoopTask {
     }
 
     /// Cancels the task (from any thread, without the GIL); a no-op once it finished.
-    pub fn cancel(&mut self) {
+    fn cancel(&mut self) {
         if self.finished {
             return;
         }

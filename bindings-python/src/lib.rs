@@ -1,19 +1,21 @@
 //! Python binding of tideq (`tideq._tideq`): conversion and callback plumbing only. Every queue
-//! operation, script and the consumer loop live in the `tideq` core crate.
+//! operation, script, schema and default lives in the `tideq` core crate.
 //!
-//! Map (files mirror the core's):
-//! - [`client`]: `Client` (one server, a Redis Cluster or a Sentinel-managed primary; lazy
-//!   connect).
-//! - [`capped`]: `CappedQueue` (blocking), `AsyncCappedQueue` (asyncio), `CappedStats`.
-//! - [`consumer`]: `Consumer`, `AsyncConsumer`, `ConsumerStats`, running batch handlers.
-//! - [`jobs`]: `Queue` (blocking), `AsyncQueue` (asyncio), `Backoff`, `Enqueued`, `Job`,
-//!   `JobInfo`, `JobStats`, `decode_envelope`/`encode_envelope`.
-//! - [`worker`]: `Worker`, `AsyncWorker`, `WorkerStats`, running job handlers.
-//! - [`handler`]: what both handler kinds share (where awaitables run, loop tasks, logging).
-//! - [`running`]: `run()` for consumers and workers (SIGINT/SIGTERM as a graceful stop).
-//! - [`errors`]: `TideqError` and one subclass per core error code.
-//! - [`runtime`]: the one tokio runtime (shared by both APIs) and fork detection.
+//! Map (files named after the core modules they wrap, plus host plumbing; the Node binding has
+//! the same set):
+//! - [`client`]: `Client` (one server, a Redis Cluster or a Sentinel-managed primary).
+//! - [`capped`]: `CappedQueue`, `AsyncCappedQueue`, `CappedStats`.
+//! - [`consumer`]: `Consumer`, `AsyncConsumer` (running handles), `ConsumerStats`.
+//! - [`job`]: value classes `Backoff`, `Enqueued`, `Job`, `JobInfo`, `JobStats`.
+//! - [`jobs`]: `Queue`, `AsyncQueue`.
+//! - [`worker`]: `Worker`, `AsyncWorker` (running handles), `WorkerStats`.
+//! - [`envelope`]: the job envelope as a dict (`decode_envelope`, `encode_envelope`).
+//! - [`error`]: `TideqError` and one subclass per core error code.
 //! - [`convert`]: Python values to core arguments and back.
+//! - [`handler`]: calling Python handlers, for consumers and workers alike.
+//! - [`runtime`]: the one tokio runtime, fork detection, and [`runtime::Api`]: each method is
+//!   written once, on a hidden base class, for both the blocking and the asyncio class.
+//! - [`signal`]: the running handles' base class and `run()` (SIGINT/SIGTERM: graceful stop).
 
 use pyo3::prelude::*;
 
@@ -21,11 +23,13 @@ pub mod capped;
 pub mod client;
 pub mod consumer;
 pub mod convert;
-pub mod errors;
+pub mod envelope;
+pub mod error;
 pub mod handler;
+pub mod job;
 pub mod jobs;
-pub mod running;
 pub mod runtime;
+pub mod signal;
 pub mod worker;
 
 /// mimalloc for small blocks, the system allocator for large ones (see `tideq::alloc`).
@@ -33,26 +37,17 @@ pub mod worker;
 static GLOBAL: tideq::alloc::Split = tideq::alloc::Split;
 
 /// Sends the core's `log` warnings (fetch retries, lost leases, abandoned handlers) to Python's
-/// `logging`, under `tideq.*` loggers. The core's one-line "handler failed" warning is dropped:
-/// the binding logs that failure itself, with the Python traceback.
+/// `logging`, under `tideq.*` loggers, except handler failures (target
+/// `tideq::HANDLER_LOG_TARGET`): the binding logs those itself, with the Python traceback.
 struct CoreLog(pyo3_log::Logger);
 
 impl log::Log for CoreLog {
     fn enabled(&self, metadata: &log::Metadata<'_>) -> bool {
-        self.0.enabled(metadata)
+        metadata.target() != tideq::HANDLER_LOG_TARGET && self.0.enabled(metadata)
     }
 
     fn log(&self, record: &log::Record<'_>) {
-        let handler_failed = record.args().as_str().map_or_else(
-            || {
-                record
-                    .args()
-                    .to_string()
-                    .starts_with("tideq: handler failed")
-            },
-            |s| s.starts_with("tideq: handler failed"),
-        );
-        if !handler_failed {
+        if record.target() != tideq::HANDLER_LOG_TARGET {
             runtime::with_python(|_| self.0.log(record));
         }
     }
@@ -73,7 +68,7 @@ fn init_logging(py: Python<'_>) -> PyResult<()> {
 
 #[pymodule]
 fn _tideq(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    errors::register(m)?;
+    error::register(m)?;
     m.add_class::<client::Client>()?;
     m.add_class::<capped::CappedQueue>()?;
     m.add_class::<capped::AsyncCappedQueue>()?;
@@ -83,16 +78,16 @@ fn _tideq(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<consumer::ConsumerStats>()?;
     m.add_class::<jobs::Queue>()?;
     m.add_class::<jobs::AsyncQueue>()?;
-    m.add_class::<jobs::Backoff>()?;
-    m.add_class::<jobs::Enqueued>()?;
-    m.add_class::<jobs::Job>()?;
-    m.add_class::<jobs::JobInfo>()?;
-    m.add_class::<jobs::JobStats>()?;
+    m.add_class::<job::Backoff>()?;
+    m.add_class::<job::Enqueued>()?;
+    m.add_class::<job::Job>()?;
+    m.add_class::<job::JobInfo>()?;
+    m.add_class::<job::JobStats>()?;
     m.add_class::<worker::Worker>()?;
     m.add_class::<worker::AsyncWorker>()?;
     m.add_class::<worker::WorkerStats>()?;
-    m.add_function(wrap_pyfunction!(jobs::decode_envelope, m)?)?;
-    m.add_function(wrap_pyfunction!(jobs::encode_envelope, m)?)?;
+    m.add_function(wrap_pyfunction!(envelope::decode_envelope, m)?)?;
+    m.add_function(wrap_pyfunction!(envelope::encode_envelope, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     init_logging(m.py())?;
     let at_exit = wrap_pyfunction!(runtime::at_exit, m)?;

@@ -9,6 +9,10 @@
 //!
 //! Runtime threads enter Python only through [`with_python`], which an `atexit` hook closes
 //! before the interpreter finalizes.
+//!
+//! [`Api`] is what a method written once does in each API: wait for the core call
+//! ([`block_on`]) or return a coroutine for it ([`awaitable`]). [`api_classes!`] declares the
+//! two public classes over one hidden base class.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -22,7 +26,7 @@ use tideq::{Error, ErrorKind};
 use tokio::runtime::Runtime;
 use tokio::sync::oneshot;
 
-use crate::errors;
+use crate::error;
 
 /// How often a blocking call wakes up to let Python handle signals (Ctrl-C).
 const SIGNAL_CHECK: Duration = Duration::from_millis(100);
@@ -39,7 +43,7 @@ pub fn get() -> PyResult<&'static Runtime> {
         std::process::id()
     });
     if owner != std::process::id() {
-        return Err(errors::to_py(forked(owner)));
+        return Err(error::to_py(forked(owner)));
     }
     Ok(pyo3_async_runtimes::tokio::get_runtime())
 }
@@ -57,6 +61,69 @@ fn forked(owner: u32) -> Error {
     )
 }
 
+/// Which API a handle belongs to: blocking (`Queue`) or asyncio (`AsyncQueue`). Their methods
+/// are written once, on a hidden base class holding the mode, and end in [`Api::call`].
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Api {
+    Blocking,
+    Async,
+}
+
+impl Api {
+    /// Runs a core call the mode's way: blocking, waits for it (see [`block_on`]) and returns
+    /// its converted result; asyncio, returns a coroutine that runs it (see [`awaitable`]).
+    pub fn call<'py, F, T>(self, py: Python<'py>, fut: F) -> PyResult<Bound<'py, PyAny>>
+    where
+        F: Future<Output = tideq::Result<T>> + Send + 'static,
+        T: for<'a> IntoPyObject<'a> + Send + 'static,
+    {
+        match self {
+            Api::Blocking => block_on(py, fut)?.into_bound_py_any(py),
+            Api::Async => awaitable(py, fut),
+        }
+    }
+}
+
+/// Declares the public blocking and asyncio classes of a hidden base class (`subclass`,
+/// `frozen`) from the base's `open(py, api, args...)`: `#[pyclass(extends = Base)]` unit
+/// structs whose constructors take `open`'s arguments (with its `signature`) and open the base
+/// in their mode. Written as plain items, so rustfmt formats the invocation.
+macro_rules! api_classes {
+    (
+        $(#[$blocking_doc:meta])* pub struct $blocking:ident;
+        $(#[$async_doc:meta])* pub struct $asyncio:ident;
+        impl $base:ident {
+            #[pyo3(signature = $signature:tt)]
+            fn open($py:ident: Python<'_>, $api:ident: Api, $($arg:ident: $ty:ty),* $(,)?) -> PyResult<Self>
+            $body:block
+        }
+    ) => {
+        impl $base {
+            #[allow(clippy::too_many_arguments)]
+            fn open($py: Python<'_>, $api: Api, $($arg: $ty),*) -> PyResult<Self> $body
+        }
+        $crate::runtime::api_classes!(@class $base, Blocking, $(#[$blocking_doc])* $blocking, $signature, $($arg: $ty),*);
+        $crate::runtime::api_classes!(@class $base, Async, $(#[$async_doc])* $asyncio, $signature, $($arg: $ty),*);
+    };
+    (@class $base:ident, $api:ident, $(#[$doc:meta])* $class:ident, $signature:tt, $($arg:ident: $ty:ty),*) => {
+        $(#[$doc])*
+        #[pyclass(module = "tideq", extends = $base, frozen)]
+        pub struct $class;
+
+        #[pymethods]
+        impl $class {
+            #[new]
+            #[pyo3(signature = $signature)]
+            #[allow(clippy::too_many_arguments)]
+            fn new(py: Python<'_>, $($arg: $ty),*) -> PyResult<PyClassInitializer<Self>> {
+                let base = $base::open(py, $crate::runtime::Api::$api, $($arg),*)?;
+                Ok(PyClassInitializer::from(base).add_subclass($class))
+            }
+        }
+    };
+}
+pub(crate) use api_classes;
+
 /// Runs `fut` on the runtime with the GIL released, for the blocking API. Wakes every 100 ms to
 /// run Python signal handlers, so Ctrl-C interrupts a call waiting on an unreachable Redis.
 pub fn block_on<F, T>(py: Python<'_>, fut: F) -> PyResult<T>
@@ -65,7 +132,7 @@ where
     T: Send,
 {
     match wait_until(py, fut, None)? {
-        Some(res) => res.map_err(errors::to_py),
+        Some(res) => res.map_err(error::to_py),
         None => unreachable!("a wait without deadline only ends with the future"),
     }
 }
@@ -181,7 +248,7 @@ fn start_awaitable<'py>(py: Python<'py>, fut: Deferred) -> PyResult<Bound<'py, P
             () = cancelled => return,
         };
         deliver(Box::new(move |py| {
-            let outcome = res.map_err(errors::to_py).and_then(|convert| convert(py));
+            let outcome = res.map_err(error::to_py).and_then(|convert| convert(py));
             (
                 event_loop,
                 target,
@@ -295,43 +362,19 @@ static ATTACHED: AtomicUsize = AtomicUsize::new(0);
 /// Consumers and workers started in this process: kept alive while they run (the core stops one
 /// when its handle is dropped, and a Python program may drop its handle), and stopped at
 /// interpreter exit.
-static RUNNING: Mutex<Vec<(Arc<dyn Stoppable>, Duration)>> = Mutex::new(Vec::new());
+static RUNNING: Mutex<Vec<(Arc<dyn Running>, Duration)>> = Mutex::new(Vec::new());
 
-/// A core consumer or worker, as the binding starts, stops and waits for it.
-pub trait Stoppable: Send + Sync + 'static {
+/// A core consumer or worker, as the binding stops, waits for and reports it.
+pub trait Running: Send + Sync + 'static {
     /// Stop taking work; running handlers get the grace period.
     fn stop(&self);
     fn is_running(&self) -> bool;
     /// Resolves once the loop has ended and its handlers finished (or were abandoned).
     fn wait(&self) -> Pin<Box<dyn Future<Output = ()> + Send + '_>>;
-}
-
-impl Stoppable for tideq::Consumer {
-    fn stop(&self) {
-        tideq::Consumer::stop(self)
-    }
-    fn is_running(&self) -> bool {
-        tideq::Consumer::is_running(self)
-    }
-    fn wait(&self) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
-        Box::pin(async move {
-            self.join().await;
-        })
-    }
-}
-
-impl Stoppable for tideq::Worker {
-    fn stop(&self) {
-        tideq::Worker::stop(self)
-    }
-    fn is_running(&self) -> bool {
-        tideq::Worker::is_running(self)
-    }
-    fn wait(&self) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
-        Box::pin(async move {
-            self.join().await;
-        })
-    }
+    /// Its `ConsumerStats` or `WorkerStats`.
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>>;
+    /// Its counters as `name=value, ...`, for `repr`.
+    fn counters(&self) -> String;
 }
 
 /// Runs `f` with the GIL from a runtime or blocking thread, unless the interpreter is exiting
@@ -402,7 +445,7 @@ fn keep_thread_state() {
 
 /// Keeps a consumer or worker alive until it stops (so dropping its Python handle does not stop
 /// it), and lets [`at_exit`] stop it.
-pub fn track(running: Arc<dyn Stoppable>, grace: Duration) {
+pub fn track(running: Arc<dyn Running>, grace: Duration) {
     let mut list = RUNNING.lock().unwrap_or_else(|e| e.into_inner());
     list.retain(|(c, _)| c.is_running());
     list.push((running, grace));
@@ -413,7 +456,7 @@ pub fn track(running: Arc<dyn Stoppable>, grace: Duration) {
 /// in progress. Handler calls after that are refused (and counted as failed).
 #[pyfunction]
 pub fn at_exit(py: Python<'_>) {
-    let running: Vec<(Arc<dyn Stoppable>, Duration)> =
+    let running: Vec<(Arc<dyn Running>, Duration)> =
         std::mem::take(&mut *RUNNING.lock().unwrap_or_else(|e| e.into_inner()))
             .into_iter()
             .filter(|(c, _)| c.is_running())

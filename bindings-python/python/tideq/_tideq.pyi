@@ -111,6 +111,8 @@ class Client:
       ``master_name``; the client asks them for the current primary again after a failover.
 
     ``username``/``password`` override the URL's (with Sentinel: the primary's credentials).
+    ``prefix`` is the first segment of every key (default ``"tideq"``); ``max_payload`` the
+    largest item accepted, in bytes (default 512 KiB).
     ``replica_ack=(replicas, timeout)`` makes every job enqueue wait (Redis ``WAIT``) until
     ``replicas`` replicas have it, at most ``timeout`` seconds, else ``NotReplicatedError``.
     ``tls_ca`` trusts a private CA for ``rediss://`` (single server, cluster and Sentinel, both
@@ -130,8 +132,8 @@ class Client:
         master_name: Optional[str] = None,
         username: Optional[str] = None,
         password: Optional[str] = None,
-        prefix: str = "tideq",
-        max_payload: int = 524288,
+        prefix: Optional[str] = None,
+        max_payload: Optional[int] = None,
         replica_ack: Optional[tuple[int, float]] = None,
         tls_ca: Union[bytes, str, os.PathLike[str], None] = None,
     ) -> Client: ...
@@ -235,8 +237,10 @@ class CappedQueue:
     """A capped grouped queue, blocking API (the GIL is released while waiting on Redis).
 
     Each group keeps its newest ``capacity`` items; a group idle for ``ttl`` seconds disappears
-    (``None``: never); items older than ``max_age`` seconds are discarded when consumed. Pass a
-    ``client`` or a ``url`` (neither: ``Client()``). Delivery is at-most-once.
+    (``None``: never); items older than ``max_age`` seconds are discarded when consumed
+    (``None``: no limit). Pass a ``client`` or a ``url`` (neither: ``Client()``). Delivery is
+    at-most-once. Options not given (or None where None has no meaning of its own) take the
+    core's defaults: ``capacity`` 1000, ``ttl`` one day, no ``max_age``.
 
     ``shards`` (1 to 1024) splits the queue into that many hash tags, which a Redis Cluster
     spreads over its masters; a group's shard is fixed by its name, consumers serve every shard
@@ -250,9 +254,9 @@ class CappedQueue:
         client: Optional[Client] = None,
         *,
         url: Optional[str] = None,
-        capacity: int = 1000,
-        ttl: Optional[float] = 86400.0,
-        max_age: Optional[float] = None,
+        capacity: Optional[int] = None,
+        ttl: Optional[float] = ...,
+        max_age: Optional[float] = ...,
         shards: int = 1,
     ) -> CappedQueue: ...
     @property
@@ -280,31 +284,33 @@ class CappedQueue:
         self,
         handler: _Handler,
         *,
-        concurrency: int = 1,
-        batch_size: int = 128,
+        concurrency: Optional[int] = None,
+        batch_size: Optional[int] = None,
         groups: Optional[list[str]] = None,
         exclude: Optional[list[str]] = None,
-        poll_interval: float = 2.0,
-        grace: float = 10.0,
-        stop_when_empty: bool = False,
+        poll_interval: Optional[float] = None,
+        grace: Optional[float] = None,
+        stop_when_empty: Optional[bool] = None,
     ) -> Consumer:
         """Start consuming in the background: ``handler(group, items)`` per batch.
 
         Plain handlers run in worker threads; ``async def`` handlers on a private event loop per
         batch. A handler exception is logged on the ``tideq`` logger and the batch is not
-        redelivered. ``groups``: serve only these; ``exclude``: skip these.
+        redelivered. ``groups``: serve only these; ``exclude``: skip these. Options not given
+        take the core's defaults: ``concurrency`` 1, ``batch_size`` 128, ``poll_interval`` 2 s,
+        ``grace`` 10 s, ``stop_when_empty`` False.
         """
     def run(
         self,
         handler: _Handler,
         *,
-        concurrency: int = 1,
-        batch_size: int = 128,
+        concurrency: Optional[int] = None,
+        batch_size: Optional[int] = None,
         groups: Optional[list[str]] = None,
         exclude: Optional[list[str]] = None,
-        poll_interval: float = 2.0,
-        grace: float = 10.0,
-        stop_when_empty: bool = False,
+        poll_interval: Optional[float] = None,
+        grace: Optional[float] = None,
+        stop_when_empty: Optional[bool] = None,
     ) -> ConsumerStats:
         """``consume()`` and block until SIGINT/SIGTERM (graceful stop) or ``stop_when_empty``."""
 
@@ -318,9 +324,9 @@ class AsyncCappedQueue:
         client: Optional[Client] = None,
         *,
         url: Optional[str] = None,
-        capacity: int = 1000,
-        ttl: Optional[float] = 86400.0,
-        max_age: Optional[float] = None,
+        capacity: Optional[int] = None,
+        ttl: Optional[float] = ...,
+        max_age: Optional[float] = ...,
         shards: int = 1,
     ) -> AsyncCappedQueue: ...
     @property
@@ -348,13 +354,13 @@ class AsyncCappedQueue:
         self,
         handler: _Handler,
         *,
-        concurrency: int = 1,
-        batch_size: int = 128,
+        concurrency: Optional[int] = None,
+        batch_size: Optional[int] = None,
         groups: Optional[list[str]] = None,
         exclude: Optional[list[str]] = None,
-        poll_interval: float = 2.0,
-        grace: float = 10.0,
-        stop_when_empty: bool = False,
+        poll_interval: Optional[float] = None,
+        grace: Optional[float] = None,
+        stop_when_empty: Optional[bool] = None,
     ) -> AsyncConsumer:
         """Start consuming; call from a running event loop. ``async def`` handlers run on that
         loop, plain ones in worker threads."""
@@ -362,13 +368,13 @@ class AsyncCappedQueue:
         self,
         handler: _Handler,
         *,
-        concurrency: int = 1,
-        batch_size: int = 128,
+        concurrency: Optional[int] = None,
+        batch_size: Optional[int] = None,
         groups: Optional[list[str]] = None,
         exclude: Optional[list[str]] = None,
-        poll_interval: float = 2.0,
-        grace: float = 10.0,
-        stop_when_empty: bool = False,
+        poll_interval: Optional[float] = None,
+        grace: Optional[float] = None,
+        stop_when_empty: Optional[bool] = None,
     ) -> Coroutine[Any, Any, ConsumerStats]:
         """``consume()`` and wait until SIGINT/SIGTERM (graceful stop), cancellation or
         ``stop_when_empty``."""
@@ -382,9 +388,12 @@ class Backoff:
     def fixed(delay: float) -> Backoff:
         """The same ``delay`` (seconds) before every retry, no jitter."""
     @staticmethod
-    def exponential(base: float = 1.0, max: float = 3600.0, jitter: bool = True) -> Backoff:
+    def exponential(
+        base: Optional[float] = None, max: Optional[float] = None, jitter: Optional[bool] = None
+    ) -> Backoff:
         """``base`` seconds before the first retry, doubling up to ``max``; with ``jitter`` each
-        delay is drawn from [delay/2, delay]."""
+        delay is drawn from [delay/2, delay]. Not given (or None): as in the default backoff
+        (1 s, 3600 s, jitter)."""
     @property
     def kind(self) -> str:
         """``"fixed"`` or ``"exponential"``."""
@@ -551,6 +560,9 @@ class Queue:
     ``timeout`` seconds per attempt (None: no limit); the newest ``keep_completed`` completed jobs
     younger than ``keep_for`` seconds (None: no age limit) stay visible to ``get``; error texts
     are cut to ``max_error_len`` bytes. Pass a ``client`` or a ``url`` (neither: ``Client()``).
+    Options not given (or None where None has no meaning of its own) take the core's defaults:
+    ``max_attempts`` 5, ``Backoff.exponential()``, no ``timeout``, ``keep_completed`` 1000,
+    ``keep_for`` one day, ``max_error_len`` 4096.
 
     ``shards`` (1 to 1024) splits the queue into that many hash tags, which a Redis Cluster
     spreads over its masters; a job's shard is fixed by its id (so ids stay idempotent and
@@ -565,12 +577,12 @@ class Queue:
         client: Optional[Client] = None,
         *,
         url: Optional[str] = None,
-        max_attempts: int = 5,
+        max_attempts: Optional[int] = None,
         backoff: Optional[Backoff] = None,
-        timeout: Optional[float] = None,
-        keep_completed: int = 1000,
-        keep_for: Optional[float] = 86400.0,
-        max_error_len: int = 4096,
+        timeout: Optional[float] = ...,
+        keep_completed: Optional[int] = None,
+        keep_for: Optional[float] = ...,
+        max_error_len: Optional[int] = None,
         shards: int = 1,
     ) -> Queue: ...
     @property
@@ -617,12 +629,12 @@ class Queue:
         self,
         handler: _JobHandler,
         *,
-        concurrency: int = 10,
-        batch_size: int = 0,
-        lease: float = 30.0,
-        poll_interval: float = 5.0,
-        grace: float = 10.0,
-        stop_when_drained: bool = False,
+        concurrency: Optional[int] = None,
+        batch_size: Optional[int] = None,
+        lease: Optional[float] = None,
+        poll_interval: Optional[float] = None,
+        grace: Optional[float] = None,
+        stop_when_drained: Optional[bool] = None,
     ) -> Worker:
         """Start a worker in the background: ``handler(job)`` per job, up to ``concurrency`` at a
         time. Returning completes the job; raising fails the attempt (error text
@@ -632,18 +644,19 @@ class Queue:
         job), ``async def`` ones on a private event loop per job. The ``lease`` (seconds) is renewed by Rust
         while the handler runs; a worker that dies loses its jobs to another worker after it.
         ``batch_size``: most jobs leased per fetch (0: half the concurrency; two fetches are kept
-        in flight). On stop, running
-        jobs get ``grace`` seconds, then are returned to the queue."""
+        in flight). On stop, running jobs get ``grace`` seconds, then are returned to the queue.
+        Options not given take the core's defaults: ``concurrency`` 10, ``batch_size`` 0,
+        ``lease`` 30 s, ``poll_interval`` 5 s, ``grace`` 10 s, ``stop_when_drained`` False."""
     def run(
         self,
         handler: _JobHandler,
         *,
-        concurrency: int = 10,
-        batch_size: int = 0,
-        lease: float = 30.0,
-        poll_interval: float = 5.0,
-        grace: float = 10.0,
-        stop_when_drained: bool = False,
+        concurrency: Optional[int] = None,
+        batch_size: Optional[int] = None,
+        lease: Optional[float] = None,
+        poll_interval: Optional[float] = None,
+        grace: Optional[float] = None,
+        stop_when_drained: Optional[bool] = None,
     ) -> WorkerStats:
         """``work()`` and block until SIGINT/SIGTERM (graceful stop) or, with
         ``stop_when_drained``, until nothing is ready, delayed or active."""
@@ -658,12 +671,12 @@ class AsyncQueue:
         client: Optional[Client] = None,
         *,
         url: Optional[str] = None,
-        max_attempts: int = 5,
+        max_attempts: Optional[int] = None,
         backoff: Optional[Backoff] = None,
-        timeout: Optional[float] = None,
-        keep_completed: int = 1000,
-        keep_for: Optional[float] = 86400.0,
-        max_error_len: int = 4096,
+        timeout: Optional[float] = ...,
+        keep_completed: Optional[int] = None,
+        keep_for: Optional[float] = ...,
+        max_error_len: Optional[int] = None,
         shards: int = 1,
     ) -> AsyncQueue: ...
     @property
@@ -705,12 +718,12 @@ class AsyncQueue:
         self,
         handler: _JobHandler,
         *,
-        concurrency: int = 10,
-        batch_size: int = 0,
-        lease: float = 30.0,
-        poll_interval: float = 5.0,
-        grace: float = 10.0,
-        stop_when_drained: bool = False,
+        concurrency: Optional[int] = None,
+        batch_size: Optional[int] = None,
+        lease: Optional[float] = None,
+        poll_interval: Optional[float] = None,
+        grace: Optional[float] = None,
+        stop_when_drained: Optional[bool] = None,
     ) -> AsyncWorker:
         """Start a worker; call from a running event loop. ``async def`` handlers run as tasks on
         that loop (cancelled when their attempt times out), plain ones in worker threads."""
@@ -718,12 +731,12 @@ class AsyncQueue:
         self,
         handler: _JobHandler,
         *,
-        concurrency: int = 10,
-        batch_size: int = 0,
-        lease: float = 30.0,
-        poll_interval: float = 5.0,
-        grace: float = 10.0,
-        stop_when_drained: bool = False,
+        concurrency: Optional[int] = None,
+        batch_size: Optional[int] = None,
+        lease: Optional[float] = None,
+        poll_interval: Optional[float] = None,
+        grace: Optional[float] = None,
+        stop_when_drained: Optional[bool] = None,
     ) -> Coroutine[Any, Any, WorkerStats]:
         """``work()`` and wait until SIGINT/SIGTERM (graceful stop), cancellation or
         ``stop_when_drained``."""
@@ -735,4 +748,5 @@ def decode_envelope(data: _BytesLike) -> dict[str, Any]:
 
 def encode_envelope(fields: dict[str, Any]) -> bytes:
     """The envelope bytes for ``fields`` (as ``decode_envelope`` returns them; ``v`` defaults to
-    the current version, ``timeout_ms`` to None)."""
+    the current version, ``timeout_ms`` to None; ``backoff`` may also be a ``Backoff``). Unknown
+    or missing fields and values of the wrong type raise ``InvalidArgumentError``."""

@@ -1,19 +1,142 @@
-//! `run()` for consumers and workers: wait until stopped, turning SIGINT/SIGTERM into a graceful
-//! stop in each API's idiom (a `KeyboardInterrupt` in the blocking API, event-loop signal
-//! handlers in the asyncio API).
+//! A running consumer or worker as Python sees it: [`RunningBase`] (`_Running`), the hidden
+//! base class of `Consumer`, `AsyncConsumer`, `Worker` and `AsyncWorker` (`stop`, `join`,
+//! `shutdown`, `stats`, `running`), and [`run`], which waits until it stops and turns
+//! SIGINT/SIGTERM into a graceful stop in each API's idiom (a `KeyboardInterrupt` in the
+//! blocking API, event-loop signal handlers in the asyncio API).
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use pyo3::exceptions::PyKeyboardInterrupt;
 use pyo3::prelude::*;
-use pyo3::IntoPyObject;
 
-use crate::runtime::{self, Stoppable};
+use crate::convert;
+use crate::error;
+use crate::handler::{self, Handler, Loop, Work};
+use crate::runtime::{self, Api, Running};
+
+/// Starts a consumer or worker: `start` makes the core loop from `func` as a core handler. The
+/// loop is kept running until stopped (see [`runtime::track`]); returns the base of its handle.
+pub fn start<W: Work, R: Running>(
+    py: Python<'_>,
+    api: Api,
+    func: Py<PyAny>,
+    no_loop: &str,
+    grace: Duration,
+    start: impl FnOnce(Handler<W>) -> tideq::Result<R>,
+) -> PyResult<PyClassInitializer<RunningBase>> {
+    let event_loop = Loop::of(py, api, no_loop)?;
+    let rt = runtime::get()?;
+    let handler = handler::wrap(py, func, event_loop)?;
+    let _in_runtime = rt.enter();
+    let running = Arc::new(start(handler).map_err(error::to_py)?);
+    runtime::track(running.clone(), grace);
+    Ok(RunningBase { running, api }.into())
+}
+
+/// What the handles of both APIs share; `join` is each subclass's (with a timeout, or
+/// awaitable). Dropping a handle does not stop its consumer or worker.
+#[pyclass(module = "tideq", name = "_Running", subclass, frozen)]
+pub struct RunningBase {
+    running: Arc<dyn Running>,
+    api: Api,
+}
+
+impl RunningBase {
+    /// Blocking: waits until stopped or for `timeout` seconds and returns the stats either way.
+    /// Asyncio: an awaitable of the stats once stopped.
+    pub fn join<'py>(&self, py: Python<'py>, timeout: Option<f64>) -> PyResult<Bound<'py, PyAny>> {
+        let running = self.running.clone();
+        match self.api {
+            Api::Blocking => {
+                let deadline = match timeout {
+                    Some(t) => Some(Instant::now() + convert::duration("timeout", t)?),
+                    None => None,
+                };
+                runtime::wait_until(py, running.wait(), deadline)?;
+                running.stats(py)
+            }
+            Api::Async => runtime::awaitable(py, async move {
+                running.wait().await;
+                Ok(Stats(running))
+            }),
+        }
+    }
+}
+
+#[pymethods]
+impl RunningBase {
+    /// Stop taking work; running handlers get the grace period (a worker then returns
+    /// unfinished jobs to the queue).
+    fn stop(&self) -> PyResult<()> {
+        runtime::get()?;
+        self.running.stop();
+        Ok(())
+    }
+
+    /// `stop()` then `join()`.
+    fn shutdown<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.stop()?;
+        self.join(py, None)
+    }
+
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.running.stats(py)
+    }
+
+    #[getter]
+    fn running(&self) -> bool {
+        self.running.is_running()
+    }
+
+    fn __repr__(slf: &Bound<'_, Self>) -> PyResult<String> {
+        let running = &slf.get().running;
+        Ok(format!(
+            "{}(running={}, {})",
+            slf.get_type().name()?,
+            if running.is_running() {
+                "True"
+            } else {
+                "False"
+            },
+            running.counters()
+        ))
+    }
+}
+
+/// The stats of a consumer or worker, made when an asyncio call delivers them.
+struct Stats(Arc<dyn Running>);
+
+impl<'py> IntoPyObject<'py> for Stats {
+    type Target = PyAny;
+    type Output = Bound<'py, PyAny>;
+    type Error = PyErr;
+
+    fn into_pyobject(self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.0.stats(py)
+    }
+}
+
+/// `run()` once `handle` (a `_Running`) started: blocking, waits until it stops and returns its
+/// stats; asyncio, an awaitable of them. SIGINT/SIGTERM stop it gracefully, as does cancelling
+/// the awaitable.
+pub fn run<'py>(handle: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    let py = handle.py();
+    let base = handle.cast::<RunningBase>()?.get();
+    let running = base.running.clone();
+    match base.api {
+        Api::Blocking => {
+            run_blocking(py, &*running)?;
+            running.stats(py)
+        }
+        Api::Async => run_async(py, running, handle.getattr("stop")?.unbind()),
+    }
+}
 
 /// Blocking `run`: waits until `running` stops; SIGINT (and SIGTERM, while its handler is the
 /// default) raise `KeyboardInterrupt`, which stops it gracefully; `run` then returns normally.
 /// A second interrupt during the grace period propagates.
-pub fn run_blocking(py: Python<'_>, running: &dyn Stoppable) -> PyResult<()> {
+fn run_blocking(py: Python<'_>, running: &dyn Running) -> PyResult<()> {
     let previous_term = sigterm_as_interrupt(py)?;
     let mut res = runtime::wait_until(py, running.wait(), None).map(drop);
     if let Err(e) = &res {
@@ -52,20 +175,15 @@ fn sigterm_as_interrupt(py: Python<'_>) -> PyResult<Option<Bound<'_, PyAny>>> {
     Ok(Some(previous))
 }
 
-/// Asyncio `run`: an awaitable that waits until `running` stops and resolves to `finish()`. On
+/// Asyncio `run`: an awaitable that waits until `running` stops and resolves to its stats. On
 /// the main thread, SIGINT and SIGTERM (when their handlers are Python's defaults) call `stop`
 /// (a Python callable) through the event loop's signal handlers; cancelling the awaitable stops
 /// it too.
-pub fn run_async<'py, T, F>(
+fn run_async<'py>(
     py: Python<'py>,
-    running: Arc<dyn Stoppable>,
+    running: Arc<dyn Running>,
     stop: Py<PyAny>,
-    finish: F,
-) -> PyResult<Bound<'py, PyAny>>
-where
-    F: FnOnce() -> T + Send + 'static,
-    T: for<'a> IntoPyObject<'a> + Send + 'static,
-{
+) -> PyResult<Bound<'py, PyAny>> {
     let signals = LoopSignals::install(py, stop)?;
     let guard = RunGuard {
         running: running.clone(),
@@ -74,14 +192,14 @@ where
     runtime::awaitable(py, async move {
         running.wait().await;
         drop(guard);
-        Ok(finish())
+        Ok(Stats(running))
     })
 }
 
 /// Stops the consumer or worker and puts the signal handlers back when `run` ends or is
 /// cancelled.
 struct RunGuard {
-    running: Arc<dyn Stoppable>,
+    running: Arc<dyn Running>,
     signals: Option<Py<LoopSignals>>,
 }
 
