@@ -25,5 +25,5 @@ echo "== pytest tests/python"
 "$PY" -m pytest tests/python -q
 echo "== stubtest tideq._tideq"
 "$PY" -m mypy.stubtest tideq._tideq
-echo "== mypy examples/python tests/python (the stubs against real use)"
-"$PY" -m mypy --check-untyped-defs --no-error-summary examples/python tests/python
+echo "== mypy tests/python (the stubs against real use; the README's blocks: scripts/readme.py)"
+"$PY" -m mypy --check-untyped-defs --no-error-summary tests/python

@@ -1,5 +1,5 @@
 // Process-level behaviour, checked in child node processes: exit after shutdown, staying alive
-// while consuming, run() on SIGINT/SIGTERM, default error reporting, and the quick-start example.
+// while consuming, run() on SIGINT/SIGTERM, and default error reporting.
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -68,10 +68,4 @@ test('without onError a handler failure is printed with console.error, stack inc
   assert.match(res.stderr, /tideq: handler failed on a batch of 1 item\(s\) from group "g"/);
   assert.match(res.stderr, /Error: boom from the handler/);
   assert.match(res.stderr, /at brokenHandler .*child\.mjs/);
-});
-
-test('the quick-start example runs', async () => {
-  const res = await runNode([join(ROOT, 'examples/node/capped_quickstart.mjs')], { env: { TIDEQ_REDIS_URL: redis.url } });
-  assert.equal(res.code, 0, res.stderr);
-  assert.match(res.stdout, /handled 300 events in \d+ batches/);
 });

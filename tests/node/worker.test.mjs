@@ -301,10 +301,3 @@ test('without onError a handler failure is printed with console.error, stack inc
   assert.match(res.stderr, /at brokenHandler .*job_child\.mjs/);
   assert.equal((await queue.get('broken')).lastError, 'Error: boom from the handler');
 });
-
-test('the jobs quick-start example runs', async () => {
-  const res = await runNode([join(ROOT, 'examples/node/jobs_quickstart.mjs')], { env: { TIDEQ_REDIS_URL: redis.url } });
-  assert.equal(res.code, 0, res.stderr);
-  assert.match(res.stdout, /sent welcome email to ada@example\.com/);
-  assert.match(res.stdout, /completed 3 jobs/);
-});
