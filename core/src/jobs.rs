@@ -27,6 +27,8 @@ pub struct Queue {
     /// One key set per shard (one shard unless built with [`Queue::sharded`]).
     pub(crate) shards: Arc<[JobKeys]>,
     pub(crate) opts: QueueOptions,
+    /// `opts`' retention settings as the scripts take them (see `QueueOptions::policy`).
+    pub(crate) policy: Arc<str>,
 }
 
 impl Queue {
@@ -71,6 +73,7 @@ impl Queue {
             client: client.clone(),
             name: name.into(),
             shards: keys.into(),
+            policy: opts.policy().into(),
             opts,
         })
     }
@@ -186,14 +189,17 @@ impl Queue {
                     .chunks(ENQUEUE_CHUNK)
                     .map(|chunk| {
                         let mut cmd = self.script_cmd(shard, &ENQUEUE_JOBS);
-                        cmd.arg(chunk.len());
+                        let remember = self.opts.idempotency_window.is_some_and(|w| !w.is_zero());
+                        cmd.arg(chunk.len()).arg(if remember { "1" } else { "0" });
                         for &i in chunk {
                             let (env, delay, run_at) = &prepared[i];
+                            let explicit = jobs[i].1.id.is_some();
                             cmd.arg(&env.id)
                                 .arg(env.encode())
                                 .arg(env.max_attempts)
                                 .arg(*delay)
-                                .arg(*run_at);
+                                .arg(*run_at)
+                                .arg(if explicit { "1" } else { "0" });
                         }
                         cmd
                     })

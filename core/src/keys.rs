@@ -146,8 +146,9 @@ job_keys! {
     jobs => "jobs": "Hash id -> envelope (MessagePack, immutable).",
     meta => "meta": "Hash id -> \"state|attempts|max attempts|enqueued ms|x\" (mutable state; see lib_jobs.lua).",
     errors => "errors": "Hash id -> last error text (size-capped).",
-    stats => "stats": "Counters: enqueued, completed, failed, retried, recovered, cancelled, requeued.",
+    stats => "stats": "Counters: enqueued, completed, failed, retried, recovered, cancelled, requeued, dead_trimmed, lost.",
     wake => "wake": "Wake-up tokens for idle workers.",
+    idem => "idem": "Sorted set of ids given to enqueue: +inf while the job exists, then when it finished (idempotency window).",
 }
 
 impl JobKeys {

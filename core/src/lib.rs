@@ -80,4 +80,5 @@ pub use error::{Error, ErrorKind, Result};
 pub use job::{EnqueueOptions, Enqueued, Job, JobInfo, JobState, JobStats, QueueOptions};
 pub use jobs::Queue;
 pub use runtime::runtime_builder;
+pub use tokio_util::sync::CancellationToken;
 pub use worker::{JobFuture, JobHandler, Worker, WorkerOptions, WorkerStats};

@@ -72,7 +72,12 @@ impl LuaScript {
 /// The key names of a contract header: the word after each `KEYS[<n>]` (n = 1, 2, ... in order;
 /// forms like `KEYS[5 + 2(i-1)]` describe variadic keys and are not listed).
 fn header_keys(name: &str, source: &'static str) -> Vec<&'static str> {
-    let header = source
+    // A first line `#!lua flags=...` (Redis script flags) comes before the contract.
+    let body = match source.strip_prefix("#!") {
+        Some(rest) => rest.split_once('\n').map_or("", |(_, b)| b),
+        None => source,
+    };
+    let header = body
         .strip_prefix("--[[")
         .and_then(|s| s.split_once("]]"))
         .map(|(h, _)| h)
@@ -119,6 +124,7 @@ scripts! {
     CANCEL_JOB => "cancel_job.lua",
     REQUEUE_DEAD => "requeue_dead.lua",
     PURGE_DEAD => "purge_dead.lua",
+    GET_JOBS => "get_jobs.lua",
 }
 
 /// Finds which script an `EVALSHA` command runs (first argument after the command name).
@@ -137,8 +143,12 @@ mod tests {
     #[test]
     fn every_script_states_its_contract() {
         for s in super::all() {
+            let body = s
+                .source
+                .strip_prefix("#!lua flags=no-writes\n")
+                .unwrap_or(s.source);
             assert!(
-                s.source.starts_with("--[["),
+                body.starts_with("--[["),
                 "{} must open with its contract",
                 s.name
             );
@@ -170,9 +180,9 @@ mod tests {
         }
         // The job scripts take exactly the keys their header lists.
         let fail = jobs.for_script(&super::FAIL_JOB);
-        assert_eq!(fail.len(), 8);
+        assert_eq!(fail.len(), 10);
         assert_eq!(fail[0], jobs.active());
-        assert_eq!(fail[7], jobs.wake());
+        assert_eq!(fail[8], jobs.wake());
     }
 
     #[test]

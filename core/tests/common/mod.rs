@@ -513,6 +513,44 @@ pub mod jobs {
         s * 1000 + us / 1000
     }
 
+    /// A field of `INFO` as a number (0 when absent), e.g. `blocked_clients`.
+    pub fn info_u64(server: &RedisServer, field: &str) -> u64 {
+        let info: String = redis::cmd("INFO").query(&mut server.conn()).unwrap();
+        info.lines()
+            .find_map(|l| l.strip_prefix(&format!("{field}:")))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0)
+    }
+
+    /// Waits until `n` clients are blocked in `BLPOP` (idle workers listening for wake-ups).
+    pub async fn until_blocked(server: &RedisServer, n: u64) {
+        let ok = wait_until(Duration::from_secs(10), || {
+            info_u64(server, "blocked_clients") == n
+        })
+        .await;
+        assert!(
+            ok,
+            "expected {n} blocked clients, found {}",
+            info_u64(server, "blocked_clients")
+        );
+    }
+
+    /// [`wait_until`] for a condition that needs Redis (`f` returns a future).
+    pub async fn wait_for<F, Fut>(timeout: Duration, mut f: F) -> bool
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = bool>,
+    {
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            if f().await {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        f().await
+    }
+
     pub async fn wait_until(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
         let deadline = Instant::now() + timeout;
         while Instant::now() < deadline {
