@@ -297,7 +297,8 @@ mod tests {
             backoff: Backoff::fixed(5),
             timeout_ms: Some(3),
         };
-        let with = |f: &dyn Fn(&mut Vec<(rmpv::Value, rmpv::Value)>)| {
+        type Fields = Vec<(rmpv::Value, rmpv::Value)>;
+        let with = |f: &dyn Fn(&mut Fields)| {
             let mut v = e.to_value();
             if let rmpv::Value::Map(m) = &mut v {
                 f(m);

@@ -69,9 +69,13 @@ impl CappedKeys {
     pub fn registry(&self) -> String {
         format!("{}reg", self.base)
     }
-    /// Membership set mirroring [`registry`](Self::registry).
+    /// Membership set mirroring [`registry`](Self::registry) (groups in the rotation list).
     pub fn registry_set(&self) -> String {
         format!("{}regset", self.base)
+    }
+    /// Sorted set of registered groups: expiry ms (+inf without a TTL), 0 once drained.
+    pub fn live(&self) -> String {
+        format!("{}live", self.base)
     }
     /// Counters: pushed, dropped, discarded, delivered.
     pub fn stats(&self) -> String {
@@ -102,6 +106,7 @@ impl CappedKeys {
             "group" => self.group(group),
             "registry" => self.registry(),
             "registry_set" => self.registry_set(),
+            "live" => self.live(),
             "stats" => self.stats(),
             "wake" => self.wake(),
             _ => return None,
@@ -280,6 +285,7 @@ mod tests {
             k.group("{x}"),
             k.group_wake("g"),
             k.registry_set(),
+            k.live(),
             k.stats(),
             k.wake(),
         ] {

@@ -114,7 +114,7 @@ macro_rules! scripts {
 scripts! {
     PUSH_CAPPED => "push_capped.lua",
     POP_CAPPED => "pop_capped.lua",
-    NEXT_GROUP => "next_group.lua",
+    CAPPED_GROUPS => "capped_groups.lua",
     ENQUEUE_JOBS => "enqueue_jobs.lua",
     FETCH_JOBS => "fetch_jobs.lua",
     COMPLETE_JOBS => "complete_jobs.lua",
@@ -161,7 +161,7 @@ mod tests {
 
     #[test]
     fn every_key_a_header_names_is_one_the_rust_side_builds() {
-        const CAPPED: [&str; 3] = ["push_capped.lua", "pop_capped.lua", "next_group.lua"];
+        const CAPPED: [&str; 3] = ["push_capped.lua", "pop_capped.lua", "capped_groups.lua"];
         let jobs = JobKeys::new("tideq", "q").unwrap();
         let capped = CappedKeys::new("tideq", "q").unwrap();
         for s in super::all() {

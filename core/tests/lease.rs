@@ -417,7 +417,8 @@ async fn a_handler_overrunning_its_timeout_keeps_its_slot_so_attempts_never_over
     // plain Python function would): 600 ms, three times its timeout.
     let running = Arc::new(AtomicUsize::new(0));
     let most = Arc::new(AtomicUsize::new(0));
-    let runs: Arc<Mutex<Vec<(String, u32, Instant, Instant)>>> = Default::default();
+    type Runs = Vec<(String, u32, Instant, Instant)>;
+    let runs: Arc<Mutex<Runs>> = Default::default();
     let (r2, m2, l2) = (running.clone(), most.clone(), runs.clone());
     let handler: tideq::JobHandler = Arc::new(move |job: Job| {
         let (running, most, runs) = (r2.clone(), m2.clone(), l2.clone());
