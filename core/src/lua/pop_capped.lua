@@ -1,11 +1,11 @@
 --[[ Pop up to ARGV[1] fresh items from each of G groups, oldest first (exactly ARGV[1] when that
   many fresh items are queued); items older than ARGV[2] ms are discarded and counted, never
-  returned. A group left empty is marked drained in the live zset; it leaves the rotation when
-  the round-robin next meets it (O(1), no search of the rotation list). Then, when ARGV[4] > 0,
+  returned. A group left empty leaves the live zset; it leaves the rotation when the round-robin
+  next meets it (O(1), no search of the rotation list). Then, when ARGV[4] > 0,
   advance the round-robin over up to ARGV[4] live groups (skipping those named after the popped
   ones) and return them: the groups the caller pops next.
   KEYS[1] registry list (rotation order)   KEYS[2] registry_set (groups in the rotation list)
-  KEYS[3] live zset (group -> expiry ms, +inf without TTL; 0 = drained)   KEYS[4] stats hash
+  KEYS[3] live zset (group -> expiry ms, +inf without TTL)   KEYS[4] stats hash
   then KEYS[4 + i], i = 1..G: the list of the i-th group to pop
   ARGV[1] max items per group (>= 1)   ARGV[2] max age in ms (0 = keep all)   ARGV[3] G
   ARGV[4] how many next groups to return (0: no round-robin)
@@ -39,12 +39,9 @@ for i = 1, ngroups do
       end
     end
   end
-  if redis.call('LLEN', key) == 0 then
-    if redis.call('SISMEMBER', KEYS[2], name) == 1 then
-      redis.call('ZADD', KEYS[3], 0, name)
-    else
-      redis.call('ZREM', KEYS[3], name)
-    end
+  -- Fewer than asked: the list is empty now (no LLEN needed).
+  if (maxage == 0 and #out < max) or redis.call('LLEN', key) == 0 then
+    redis.call('ZREM', KEYS[3], name)
   end
   if #out > 0 then
     batches[#batches + 1] = { name, out }
@@ -60,16 +57,16 @@ if want > 0 then
   local n = redis.call('LLEN', KEYS[1])
   for _ = 1, n do
     if #nexts >= want then break end
-    local g = redis.call('LPOP', KEYS[1])
+    local g = redis.call('LMOVE', KEYS[1], KEYS[1], 'LEFT', 'RIGHT')
     if not g then break end
     local score = redis.call('ZSCORE', KEYS[3], g)
-    -- No score: registered before the live zset existed; it is popped, then marked drained.
-    if not score or (score ~= '0' and (score == 'inf' or tonumber(score) > now)) then
-      redis.call('RPUSH', KEYS[1], g)
+    if score and (score == 'inf' or tonumber(score) > now) then
       if not skip[g] then nexts[#nexts + 1] = g end
     else
+      -- Drained (no score) or its TTL passed: it leaves the rotation.
+      redis.call('RPOP', KEYS[1])
       redis.call('SREM', KEYS[2], g)
-      redis.call('ZREM', KEYS[3], g)
+      if score then redis.call('ZREM', KEYS[3], g) end
     end
   end
 end

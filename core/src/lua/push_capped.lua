@@ -2,7 +2,7 @@
   group in the registry (live until its TTL, in the rotation once), and wake waiting consumers
   when a group goes from empty to non-empty. One call may carry items for many groups.
   KEYS[1] registry list (rotation order)   KEYS[2] registry_set (groups in the rotation list)
-  KEYS[3] live zset (group -> expiry ms, +inf without TTL; 0 = drained)   KEYS[4] stats hash
+  KEYS[3] live zset (group -> expiry ms, +inf without TTL; drained groups leave it)   KEYS[4] stats hash
   KEYS[5] wake list (general consumers)
   then per group i = 1..G: KEYS[6 + 2(i-1)] its list, KEYS[7 + 2(i-1)] its wake list
   ARGV[1] capacity (>= 1)   ARGV[2] group TTL in ms (0 = no TTL)   ARGV[3] G
