@@ -620,3 +620,96 @@ impl Client {
         ))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scripts::{CAPPED_GROUPS, GET_JOBS};
+
+    /// A private redis-server on a free port, killed on drop.
+    struct Server(std::process::Child, u16);
+
+    impl Drop for Server {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+
+    fn server() -> Server {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = std::process::Command::new("redis-server")
+            .args([
+                "--port",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+            ])
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("redis-server must be installed");
+        for _ in 0..500 {
+            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        Server(child, port)
+    }
+
+    #[tokio::test]
+    async fn after_noscript_in_a_pipeline_only_the_commands_that_failed_are_sent_again() {
+        let s = server();
+        let client = Client::open(&format!("redis://127.0.0.1:{}", s.1)).unwrap();
+        let mut conn = client.conn().await.unwrap();
+        // One script known to Redis, the other not.
+        redis::cmd("SCRIPT")
+            .arg("FLUSH")
+            .query_async::<()>(&mut conn)
+            .await
+            .unwrap();
+        GET_JOBS
+            .load_cmd()
+            .query_async::<String>(&mut conn)
+            .await
+            .unwrap();
+        redis::cmd("CONFIG")
+            .arg("RESETSTAT")
+            .query_async::<()>(&mut conn)
+            .await
+            .unwrap();
+        let jobs = crate::keys::JobKeys::new("t", "q").unwrap();
+        let capped = crate::keys::CappedKeys::new("t", "q").unwrap();
+        let mut read = GET_JOBS.cmd(&jobs.for_script(&GET_JOBS));
+        read.arg("some-id");
+        let mut count = CAPPED_GROUPS.cmd(&capped.for_script(&CAPPED_GROUPS, ""));
+        count.arg("count");
+        let replies = client.pipeline(&[read.clone(), count, read]).await.unwrap();
+        assert_eq!(replies.len(), 3);
+        let info: String = redis::cmd("INFO")
+            .arg("commandstats")
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        let calls = |name: &str| -> u64 {
+            info.lines()
+                .find_map(|l| l.strip_prefix(&format!("cmdstat_{name}:")))
+                .and_then(|l| l.split("calls=").nth(1))
+                .and_then(|c| c.split(',').next())
+                .and_then(|c| c.parse().ok())
+                .unwrap_or(0)
+        };
+        assert_eq!(
+            calls("evalsha"),
+            4,
+            "three sent, and only the failed one again: {info}"
+        );
+        assert_eq!(calls("script|load"), 1, "{info}");
+    }
+}
