@@ -244,7 +244,7 @@ enum Backend {
     },
 }
 
-use crate::config::Config;
+use crate::config::{Config, EvictionCheck};
 use crate::error::{Error, ErrorKind, Result};
 use crate::scripts::{self, LuaScript};
 
@@ -395,59 +395,126 @@ impl Client {
 
     pub(crate) fn err(&self, e: redis::RedisError) -> Error {
         let err = Error::from_redis(e, self.inner.secret.as_deref());
-        if err.kind() == ErrorKind::Connection {
-            let to = self.inner.config.redacted_url();
-            Error::new(
-                ErrorKind::Connection,
-                format!("{} (Redis at {to})", err.message()),
-            )
-        } else {
-            err
+        match err.kind() {
+            ErrorKind::Connection | ErrorKind::Auth | ErrorKind::NotRedis => {
+                let to = self.inner.config.redacted_url();
+                Error::new(err.kind(), format!("{} (Redis at {to})", err.message()))
+            }
+            _ => err,
         }
     }
 
     fn script_err(&self, e: redis::RedisError, script: &LuaScript) -> Error {
         let err = self.err(e);
-        if err.kind() == ErrorKind::Redis {
-            Error::new(
+        match err.kind() {
+            ErrorKind::Redis => Error::new(
                 ErrorKind::Redis,
                 format!("{} ({})", err.message(), script.name),
-            )
-        } else {
-            err
+            ),
+            // Inside a script Redis says only "can't run this command": name it from the line.
+            ErrorKind::Permission if err.message().contains("@user_script:") => Error::new(
+                ErrorKind::Permission,
+                format!(
+                    "the Redis user may not run {}, which {} needs (see the README's \
+                     'Least privilege' section for the ACL each role needs)",
+                    script.denied_command(err.message()),
+                    script.name
+                ),
+            ),
+            _ => err,
         }
     }
 
     /// The shared connection (reconnects by itself after a failure).
     pub(crate) async fn conn(&self) -> Result<Conn> {
-        let cfg = &self.inner.config;
         self.inner
             .conn
             .get_or_try_init(|| async {
-                match &self.inner.backend {
-                    Backend::Single(client) => {
-                        let mgr_cfg = ConnectionManagerConfig::new()
-                            .set_connection_timeout(Some(cfg.connect_timeout))
-                            .set_response_timeout(Some(cfg.response_timeout))
-                            .set_number_of_retries(1)
-                            .set_min_delay(Duration::from_millis(50))
-                            .set_max_delay(Duration::from_secs(2));
-                        ConnectionManager::new_with_config(client.clone(), mgr_cfg)
-                            .await
-                            .map(Conn::Single)
-                    }
-                    Backend::Sentinel(conn) => {
-                        conn.primary().await?;
-                        Ok(Conn::Sentinel(conn.clone()))
-                    }
-                    Backend::Cluster { client, .. } => {
-                        client.get_async_connection().await.map(Conn::Cluster)
-                    }
-                }
+                let mut conn = self.connect().await.map_err(|e| self.err(e))?;
+                self.check_server(&mut conn).await?;
+                Ok(conn)
             })
             .await
             .cloned()
-            .map_err(|e| self.err(e))
+    }
+
+    /// Opens the shared connection.
+    async fn connect(&self) -> redis::RedisResult<Conn> {
+        let cfg = &self.inner.config;
+        match &self.inner.backend {
+            Backend::Single(client) => {
+                let mgr_cfg = ConnectionManagerConfig::new()
+                    .set_connection_timeout(Some(cfg.connect_timeout))
+                    .set_response_timeout(Some(cfg.response_timeout))
+                    .set_number_of_retries(1)
+                    .set_min_delay(Duration::from_millis(50))
+                    .set_max_delay(Duration::from_secs(2));
+                ConnectionManager::new_with_config(client.clone(), mgr_cfg)
+                    .await
+                    .map(Conn::Single)
+            }
+            Backend::Sentinel(conn) => {
+                conn.primary().await?;
+                Ok(Conn::Sentinel(conn.clone()))
+            }
+            Backend::Cluster { client, .. } => {
+                client.get_async_connection().await.map(Conn::Cluster)
+            }
+        }
+    }
+
+    /// The first command on a new shared connection, once per client: checks that Redis
+    /// answers and accepts the credentials (so a missing password is `AUTH` whatever the first
+    /// real command, not a connection Redis dropped), and reads its `maxmemory-policy` (from
+    /// `INFO memory`, which works where `CONFIG GET` is not allowed): any policy but
+    /// `noeviction` lets Redis delete queue keys under memory pressure, losing jobs silently.
+    /// Warns once per server, or refuses to work with [`EvictionCheck::Refuse`]. A user not
+    /// allowed `INFO` skips the policy check.
+    async fn check_server(&self, conn: &mut Conn) -> Result<()> {
+        let check = self.inner.config.eviction_check;
+        let probe = if check == EvictionCheck::Off {
+            redis::cmd("PING")
+        } else {
+            let mut info = redis::cmd("INFO");
+            info.arg("memory");
+            info
+        };
+        let info: Value = match probe.query_async(conn).await.map_err(|e| self.err(e)) {
+            Ok(v) => v,
+            Err(e) if e.kind() == ErrorKind::Permission => {
+                log::debug!("tideq: could not read the eviction policy: {e}");
+                return Ok(());
+            }
+            Err(e) => return Err(e),
+        };
+        if check == EvictionCheck::Off {
+            return Ok(());
+        }
+        let text = format!("{info:?}");
+        let policies: Vec<&str> = text
+            .split("maxmemory_policy:")
+            .skip(1)
+            .filter_map(|rest| rest.split(['\\', '\r', '\n', '"']).next())
+            .filter(|p| *p != "noeviction")
+            .collect();
+        let Some(policy) = policies.first() else {
+            return Ok(());
+        };
+        let to = self.inner.config.redacted_url();
+        let message = format!(
+            "Redis at {to} has maxmemory-policy {policy}: under memory pressure it deletes keys, \
+             and jobs with them, without any error; set maxmemory-policy noeviction"
+        );
+        if check == EvictionCheck::Refuse {
+            return Err(Error::new(ErrorKind::EvictionPolicy, message));
+        }
+        static WARNED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+        let mut warned = WARNED.lock().unwrap();
+        if !warned.contains(&to) {
+            warned.push(to);
+            log::warn!("tideq: {message}");
+        }
+        Ok(())
     }
 
     /// The connection for replica-acknowledged enqueues (see `Inner::ack_conn`).

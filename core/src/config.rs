@@ -14,6 +14,18 @@ pub const URL_ENV: &str = "TIDEQ_REDIS_URL";
 /// The URL used when none is given and [`URL_ENV`] is not set: a local Redis.
 pub const DEFAULT_URL: &str = "redis://127.0.0.1:6379";
 
+/// What a client does about a Redis whose `maxmemory-policy` may evict keys (and so jobs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum EvictionCheck {
+    /// Log a warning once per server (the default).
+    #[default]
+    Warn,
+    /// Refuse to work: every call fails with `EVICTION_POLICY`.
+    Refuse,
+    /// Do not check.
+    Off,
+}
+
 /// What a [`Config`] was built for.
 #[derive(Clone, Copy, PartialEq)]
 enum Mode {
@@ -48,6 +60,7 @@ pub struct Config {
     pub(crate) max_payload: usize,
     pub(crate) connect_timeout: Duration,
     pub(crate) response_timeout: Duration,
+    pub(crate) eviction_check: EvictionCheck,
 }
 
 impl std::fmt::Debug for Config {
@@ -105,6 +118,7 @@ impl Config {
             max_payload: DEFAULT_MAX_PAYLOAD,
             connect_timeout: Duration::from_secs(5),
             response_timeout: Duration::from_secs(30),
+            eviction_check: EvictionCheck::Warn,
         }
     }
 
@@ -215,6 +229,13 @@ impl Config {
     /// How long a non-blocking command may take before it fails with `CONNECTION` (default 30 s).
     pub fn with_response_timeout(mut self, timeout: Duration) -> Self {
         self.response_timeout = timeout;
+        self
+    }
+
+    /// What to do when Redis's `maxmemory-policy` is not `noeviction` (checked on the first
+    /// command, from `INFO memory`): warn once (default), refuse, or skip the check.
+    pub fn with_eviction_check(mut self, check: EvictionCheck) -> Self {
+        self.eviction_check = check;
         self
     }
 

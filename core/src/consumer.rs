@@ -9,9 +9,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::{watch, Semaphore};
+use tokio::sync::Semaphore;
 
-use crate::background::{stopped, Background};
+use crate::background::{stopped, Background, Failure, Signals};
 use tokio::task::JoinSet;
 
 use crate::capped::{Batch, CappedQueue, RoundRobin};
@@ -142,9 +142,7 @@ impl CappedQueue {
         let counters = Arc::new(Counters::default());
         let c = counters.clone();
         let queue = self.clone();
-        let bg = Background::spawn("consume", move |sig| {
-            run(queue, opts, handler, sig.stop, c, sig.done)
-        })?;
+        let bg = Background::spawn("consume", move |sig| run(queue, opts, handler, c, sig))?;
         Ok(Consumer { bg, counters })
     }
 }
@@ -175,6 +173,13 @@ impl Consumer {
     pub async fn shutdown(&self) -> ConsumerStats {
         self.stop();
         self.join().await
+    }
+
+    /// The error the consumer stopped on by itself, if any: credentials or permissions Redis
+    /// refused ([`Error::is_fatal`]), which retrying cannot fix. Transient errors are retried with
+    /// backoff and never end up here.
+    pub fn error(&self) -> Option<Error> {
+        self.bg.error()
     }
 
     /// Runs until SIGINT (Ctrl-C) or SIGTERM, or until the consumer stops by itself, then shuts
@@ -233,10 +238,14 @@ async fn run(
     queue: CappedQueue,
     opts: ConsumerOptions,
     handler: BatchHandler,
-    mut stop_rx: watch::Receiver<bool>,
     counters: Arc<Counters>,
-    done: watch::Sender<bool>,
+    sig: Signals,
 ) {
+    let Signals {
+        stop: mut stop_rx,
+        done,
+        failure,
+    } = sig;
     let wake_keys = if opts.groups.is_empty() {
         queue.shards.iter().map(|k| k.wake()).collect()
     } else {
@@ -317,6 +326,10 @@ async fn run(
                 };
                 if let Err(e) = waited {
                     counters.fetch_errors.fetch_add(1, Ordering::Relaxed);
+                    if e.is_fatal() {
+                        stopped_on(&fetcher.queue, &failure, e);
+                        break;
+                    }
                     log::warn!("tideq: consumer wait failed, retrying in {backoff:?}: {e}");
                     tokio::select! {
                         _ = stopped(&mut stop_rx) => break,
@@ -328,6 +341,10 @@ async fn run(
             Err(e) => {
                 drop(permits);
                 counters.fetch_errors.fetch_add(1, Ordering::Relaxed);
+                if e.is_fatal() {
+                    stopped_on(&fetcher.queue, &failure, e);
+                    break;
+                }
                 log::warn!("tideq: consumer fetch failed, retrying in {backoff:?}: {e}");
                 tokio::select! {
                     _ = stopped(&mut stop_rx) => break,
@@ -350,6 +367,15 @@ async fn run(
         tasks.abort_all();
     }
     let _ = done.send(true);
+}
+
+/// Logs and keeps the error a consumer stops on (it cannot be fixed by retrying).
+fn stopped_on(queue: &CappedQueue, failure: &Failure, e: Error) {
+    log::error!(
+        "tideq: the consumer of capped queue {:?} stopped: {e}; running handlers get the grace period",
+        queue.name()
+    );
+    failure.set(e);
 }
 
 fn reap(res: std::result::Result<(), tokio::task::JoinError>, counters: &Counters) {

@@ -73,7 +73,7 @@ pub const HANDLER_LOG_TARGET: &str = "tideq::handler";
 
 pub use capped::{Batch, CappedOptions, CappedQueue, CappedStats};
 pub use client::Client;
-pub use config::Config;
+pub use config::{Config, EvictionCheck};
 pub use consumer::{BatchHandler, Consumer, ConsumerOptions, ConsumerStats, HandlerFuture};
 pub use envelope::{Backoff, BackoffKind, Envelope};
 pub use error::{Error, ErrorKind, Result};

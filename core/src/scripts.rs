@@ -62,6 +62,42 @@ impl LuaScript {
         cmd
     }
 
+    /// The command(s) a permission error inside this script was about, from the line Redis
+    /// names (`... on @user_script:12.`): the command called on that line, or, on a line that
+    /// calls a command chosen at run time, every command the script uses.
+    pub fn denied_command(&self, message: &str) -> String {
+        let line: Option<usize> = message
+            .split("@user_script:")
+            .nth(1)
+            .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
+            .and_then(|n| n.parse().ok());
+        let named = |text: &str| -> Vec<String> {
+            text.split("redis.call('")
+                .skip(1)
+                .filter_map(|rest| rest.split('\'').next())
+                .map(str::to_uppercase)
+                .collect()
+        };
+        if let Some(text) = line.and_then(|n| self.code.lines().nth(n.saturating_sub(1))) {
+            if let [one] = named(text).as_slice() {
+                return one.clone();
+            }
+        }
+        let mut all = named(&self.code);
+        all.extend(
+            ["HSET", "HDEL", "ZADD", "ZREM", "RPUSH", "HMGET"]
+                .into_iter()
+                .filter(|c| {
+                    self.code.contains(&format!("chunked('{c}'"))
+                        || *c == "HMGET" && self.code.contains("hmget(")
+                })
+                .map(String::from),
+        );
+        all.sort();
+        all.dedup();
+        format!("one of {}", all.join(", "))
+    }
+
     pub fn load_cmd(&self) -> redis::Cmd {
         let mut cmd = redis::cmd("SCRIPT");
         cmd.arg("LOAD").arg(&self.code);

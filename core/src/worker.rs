@@ -17,9 +17,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::sync::{oneshot, watch, Notify, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{oneshot, Notify, OwnedSemaphorePermit, Semaphore};
 
-use crate::background::{stopped, Background};
+use crate::background::{stopped, Background, Failure, Signals};
 use tokio::task::JoinSet;
 
 use crate::client::Client;
@@ -155,6 +155,13 @@ impl Worker {
         self.join().await
     }
 
+    /// The error the worker stopped on by itself, if any: credentials or permissions Redis
+    /// refused ([`Error::is_fatal`]), which retrying cannot fix. Transient errors (Redis down,
+    /// busy) are retried with backoff and never end up here.
+    pub fn error(&self) -> Option<Error> {
+        self.bg.error()
+    }
+
     /// Runs until SIGINT (Ctrl-C) or SIGTERM, or until the worker stops by itself, then shuts down
     /// gracefully: the usual `main` of a worker process.
     pub async fn run_until_signal(&self) -> WorkerStats {
@@ -197,9 +204,7 @@ impl Queue {
         let counters = Arc::new(Counters::default());
         let c = counters.clone();
         let queue = self.clone();
-        let bg = Background::spawn("work", move |sig| {
-            run(queue, opts, handler, sig.stop, c, sig.done)
-        })?;
+        let bg = Background::spawn("work", move |sig| run(queue, opts, handler, c, sig))?;
         Ok(Worker { bg, counters })
     }
 }
@@ -261,6 +266,14 @@ impl AckQueue {
                         }
                     }
                 }
+                true
+            }
+            Err(e) if e.is_fatal() => {
+                // Retrying cannot help: the jobs are left to their leases (and run again).
+                log::error!(
+                    "tideq: could not complete {} job(s), left to their leases: {e}",
+                    leases.len()
+                );
                 true
             }
             Err(e) => {
@@ -379,10 +392,14 @@ async fn run(
     queue: Queue,
     opts: WorkerOptions,
     handler: JobHandler,
-    mut stop_rx: watch::Receiver<bool>,
     counters: Arc<Counters>,
-    done: watch::Sender<bool>,
+    sig: Signals,
 ) {
+    let Signals {
+        stop: mut stop_rx,
+        done,
+        failure,
+    } = sig;
     let sem = Arc::new(Semaphore::new(opts.concurrency));
     // Two fetches may be in flight, each for up to half the slots: Redis serves one while this
     // process runs the other's jobs, so neither side waits for the other.
@@ -463,6 +480,10 @@ async fn run(
             };
             if let Err(e) = res {
                 counters.fetch_errors.fetch_add(1, Ordering::Relaxed);
+                if e.is_fatal() {
+                    stopped_on(&queue, &failure, e);
+                    break;
+                }
                 log::warn!("tideq: worker wait failed, retrying in {backoff:?}: {e}");
                 failed = true;
             }
@@ -519,6 +540,10 @@ async fn run(
                         drop(permits);
                         busy = false;
                         counters.fetch_errors.fetch_add(1, Ordering::Relaxed);
+                        if e.is_fatal() {
+                            stopped_on(&queue, &failure, e);
+                            break;
+                        }
                         log::warn!("tideq: worker fetch failed, retrying in {backoff:?}: {e}");
                         failed = true;
                     }
@@ -609,6 +634,15 @@ async fn run(
     }
     drop(renewer);
     let _ = done.send(true);
+}
+
+/// Logs and keeps the error a worker stops on (it cannot be fixed by retrying).
+fn stopped_on(queue: &Queue, failure: &Failure, e: Error) {
+    log::error!(
+        "tideq: the worker of queue {:?} stopped: {e}; running jobs get the grace period",
+        queue.name()
+    );
+    failure.set(e);
 }
 
 /// Renews every running job's lease each `lease / 3`, in one pipeline, from a thread of its own
@@ -788,6 +822,13 @@ impl JobCtx {
                 Err(e) if e.kind() == ErrorKind::LeaseLost => {
                     self.counters.lease_lost.fetch_add(1, Ordering::Relaxed);
                     log::warn!("tideq: {e}");
+                    return;
+                }
+                Err(e) if e.is_fatal() => {
+                    log::error!(
+                        "tideq: could not fail job {:?} (left to its lease): {e}",
+                        held.id
+                    );
                     return;
                 }
                 Err(e) => {

@@ -90,8 +90,11 @@ impl RedisServer {
             if let Ok(mut c) =
                 redis::Client::open(self.url.as_str()).and_then(|c| c.get_connection())
             {
-                if redis::cmd("PING").query::<String>(&mut c).is_ok() {
-                    return;
+                match redis::cmd("PING").query::<String>(&mut c) {
+                    Ok(_) => return,
+                    // Up, with a password required (--requirepass).
+                    Err(e) if e.code() == Some("NOAUTH") => return,
+                    Err(_) => {}
                 }
             }
             assert!(
