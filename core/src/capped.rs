@@ -181,6 +181,13 @@ impl CappedQueue {
         G: AsRef<str>,
         I: AsRef<[u8]>,
     {
+        if items.len() > crate::job::MAX_BATCH {
+            return Err(Error::invalid(format!(
+                "push_many takes at most {} items per call; got {}: send them in parts",
+                crate::job::MAX_BATCH,
+                items.len()
+            )));
+        }
         for (i, (g, item)) in items.iter().enumerate() {
             let checked =
                 validate_name("group", g.as_ref()).and_then(|_| self.check_item(item.as_ref()));

@@ -216,3 +216,16 @@ impl fmt::Display for Error {
 }
 
 impl std::error::Error for Error {}
+
+/// `text` cut to at most `max` bytes (at a character boundary) with `…` after a cut: what is
+/// stored or logged of a handler's error, however large the error was.
+pub(crate) fn capped_text(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_string();
+    }
+    let mut cut = max;
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}…", &text[..cut])
+}

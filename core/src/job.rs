@@ -8,6 +8,10 @@ use tokio_util::sync::CancellationToken;
 use crate::envelope::Backoff;
 use crate::error::{Error, Result};
 
+/// Most jobs one `enqueue_many` (or items one `push_many`) takes: a batch is checked whole before
+/// anything is written, so it is held in memory whole; send larger ones in parts.
+pub const MAX_BATCH: usize = 100_000;
+
 /// Queue-wide defaults. Per-job options in [`EnqueueOptions`] override the first three.
 #[derive(Debug, Clone, PartialEq)]
 pub struct QueueOptions {

@@ -12,7 +12,9 @@ use redis::Value;
 use crate::client::Client;
 use crate::envelope::{Envelope, ENVELOPE_VERSION};
 use crate::error::{Error, ErrorKind, Result};
-use crate::job::{ms, new_job_id, now_ms, validate_job_id, EnqueueOptions, Enqueued, QueueOptions};
+use crate::job::{
+    ms, new_job_id, now_ms, validate_job_id, EnqueueOptions, Enqueued, QueueOptions, MAX_BATCH,
+};
 use crate::keys::{shard_of, JobKeys};
 use crate::scripts::{LuaScript, ENQUEUE_JOBS};
 
@@ -164,6 +166,12 @@ impl Queue {
         &self,
         jobs: &[(P, EnqueueOptions)],
     ) -> Result<Vec<Enqueued>> {
+        if jobs.len() > MAX_BATCH {
+            return Err(Error::invalid(format!(
+                "enqueue_many takes at most {MAX_BATCH} jobs per call; got {}: send them in parts",
+                jobs.len()
+            )));
+        }
         let mut prepared = Vec::with_capacity(jobs.len());
         for (i, (payload, o)) in jobs.iter().enumerate() {
             let env = self.envelope(payload.as_ref(), o);

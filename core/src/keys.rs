@@ -31,8 +31,24 @@ pub fn validate_name(what: &str, name: &str) -> Result<()> {
     Ok(())
 }
 
+/// Characters Redis ACL key patterns treat as patterns: a queue or prefix holding one could be
+/// matched by another tenant's rule (`~tideq:{e*}:*` would grant the queue `emails`).
+const GLOB: [char; 5] = ['*', '?', '[', ']', '\\'];
+
+/// Queue names and key prefixes appear in ACL key rules, so they may not hold glob characters.
+fn validate_no_glob(what: &str, name: &str) -> Result<()> {
+    if let Some(c) = name.chars().find(|c| GLOB.contains(c)) {
+        return Err(Error::invalid(format!(
+            "{what} {name:?} contains {c:?}; '*', '?', '[', ']' and '\\' are not allowed in queue \
+             names and key prefixes (Redis ACL key rules read them as patterns)"
+        )));
+    }
+    Ok(())
+}
+
 pub(crate) fn validate_prefix(prefix: &str) -> Result<()> {
-    validate_name("key prefix", prefix)
+    validate_name("key prefix", prefix)?;
+    validate_no_glob("key prefix", prefix)
 }
 
 /// Keys of one capped queue.
@@ -196,6 +212,7 @@ pub const MAX_SHARDS: usize = 1024;
 pub fn shard_tags(prefix: &str, queue: &str, shards: usize) -> Result<Vec<String>> {
     validate_prefix(prefix)?;
     validate_name("queue", queue)?;
+    validate_no_glob("queue name", queue)?;
     if queue.contains('#') {
         return Err(Error::invalid(format!(
             "queue name {queue:?} contains '#', which is reserved for shards"
@@ -307,6 +324,15 @@ mod tests {
             }
         }
         assert!(JobKeys::new("tideq", "a#1").is_err());
+        for glob in ["e*", "a?", "[x]", "b\\c"] {
+            let err = JobKeys::new("tideq", glob).unwrap_err();
+            assert!(err.message().contains("ACL"), "{err}");
+            assert!(CappedKeys::new(glob, "q").is_err(), "prefix {glob:?}");
+        }
+        assert!(CappedKeys::new("tideq", "q")
+            .unwrap()
+            .group("g*")
+            .contains("g*"));
         assert!(JobKeys::shards("tideq", "a", 0).is_err());
         assert_eq!(
             key_slot("{user1000}.following"),

@@ -176,15 +176,7 @@ impl Queue {
         dead_now: bool,
     ) -> Result<bool> {
         let delay = lease.backoff.delay_ms(lease.attempt);
-        let mut text = error.to_string();
-        if text.len() > self.opts.max_error_len {
-            let mut cut = self.opts.max_error_len;
-            while !text.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            text.truncate(cut);
-            text.push('…');
-        }
+        let text = crate::error::capped_text(error, self.opts.max_error_len);
         let mut cmd = self.script_cmd(lease.shard, &FAIL_JOB);
         cmd.arg(&lease.id)
             .arg(&lease.token)

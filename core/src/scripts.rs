@@ -13,15 +13,17 @@
 
 use std::sync::LazyLock;
 
+/// The job scripts' shared helpers.
+pub(crate) const LIB_JOBS: &str = include_str!("lua/lib_jobs.lua");
+
 /// Files a script may include.
-const INCLUDES: &[(&str, &str)] = &[("lib_jobs.lua", include_str!("lua/lib_jobs.lua"))];
+const INCLUDES: &[(&str, &str)] = &[("lib_jobs.lua", LIB_JOBS)];
 
 /// One Lua script, compiled into the crate, with its SHA1 computed once.
 pub(crate) struct LuaScript {
     /// File name under `src/lua/`.
     pub name: &'static str,
     /// The file as written (contract header first).
-    #[cfg_attr(not(test), allow(dead_code))]
     pub source: &'static str,
     /// What Redis runs: `source` with its includes flattened.
     pub code: String,
@@ -83,18 +85,10 @@ impl LuaScript {
                 return one.clone();
             }
         }
-        let mut all = named(&self.code);
-        all.extend(
-            ["HSET", "HDEL", "ZADD", "ZREM", "RPUSH", "HMGET"]
-                .into_iter()
-                .filter(|c| {
-                    self.code.contains(&format!("chunked('{c}'"))
-                        || *c == "HMGET" && self.code.contains("hmget(")
-                })
-                .map(String::from),
-        );
-        all.sort();
-        all.dedup();
+        let all: Vec<String> = crate::acl::script_commands(self)
+            .into_iter()
+            .map(|c| c.to_uppercase())
+            .collect();
         format!("one of {}", all.join(", "))
     }
 

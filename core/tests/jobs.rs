@@ -495,3 +495,30 @@ async fn cancelled_and_purged_jobs_free_their_ids() {
     assert_eq!(q.purge().await.unwrap(), 1);
     assert!(q.enqueue(b"x", id("p")).await.unwrap().created);
 }
+
+#[tokio::test]
+async fn a_batch_over_the_maximum_is_refused_whole_and_nothing_is_written() {
+    let server = RedisServer::start();
+    let q = queue(&server.url);
+    let jobs: Vec<(&[u8], EnqueueOptions)> = (0..tideq::MAX_BATCH + 1)
+        .map(|_| (&b"x"[..], EnqueueOptions::default()))
+        .collect();
+    let err = q.enqueue_many(&jobs).await.unwrap_err();
+    assert_eq!(err.code(), "INVALID_ARGUMENT");
+    assert!(err.message().contains("at most 100000"), "{err}");
+    assert_eq!(q.stats().await.unwrap().enqueued, 0);
+    let capped = tideq::CappedQueue::new(
+        &Client::open(&server.url).unwrap(),
+        &common::unique("c"),
+        Default::default(),
+    )
+    .unwrap();
+    let items: Vec<(&str, &[u8])> = (0..tideq::MAX_BATCH + 1)
+        .map(|_| ("g", &b"x"[..]))
+        .collect();
+    assert_eq!(
+        capped.push_many(&items).await.unwrap_err().code(),
+        "INVALID_ARGUMENT"
+    );
+    assert_eq!(capped.len("g").await.unwrap(), 0);
+}
