@@ -3,13 +3,11 @@
 
 use std::collections::HashMap;
 
-use redis::Value;
-
 use crate::envelope::Envelope;
 use crate::error::{Error, ErrorKind, Result};
 use crate::job::{validate_job_id, JobInfo, JobState, JobStats};
 use crate::jobs::Queue;
-use crate::scripts::{LuaScript, CANCEL_JOB, PURGE_DEAD, REQUEUE_DEAD};
+use crate::scripts::{LuaScript, CANCEL_JOB, GET_JOBS, PURGE_DEAD, REQUEUE_DEAD};
 
 impl Queue {
     /// A job's state, attempts, last error and timestamps; `None` if unknown (or no longer
@@ -21,71 +19,25 @@ impl Queue {
     }
 
     async fn get_many(&self, shard: usize, ids: &[String]) -> Result<Vec<Option<JobInfo>>> {
-        let k = &self.shards[shard];
-        let mut pipe = redis::pipe();
-        pipe.atomic();
-        for id in ids {
-            pipe.hget(k.jobs(), id)
-                .hget(k.meta(), id)
-                .hget(k.errors(), id);
-            pipe.zscore(k.delayed(), id)
-                .zscore(k.active(), id)
-                .zscore(k.dead(), id);
+        if ids.is_empty() {
+            return Ok(Vec::new());
         }
-        let mut conn = self.client.conn().await?;
-        let values: Vec<Value> = pipe
-            .query_async(&mut conn)
-            .await
-            .map_err(|e| self.client.err(e))?;
-        let mut out = Vec::new();
-        for (id, v) in ids.iter().zip(values.chunks(6)) {
-            let (env, meta, err): (Option<Vec<u8>>, Option<String>, Option<String>) =
-                redis::from_redis_value(Value::Array(v[..3].to_vec()))
-                    .map_err(|e| self.client.err(e.into()))?;
-            let scores: Vec<Option<f64>> = redis::from_redis_value(Value::Array(v[3..].to_vec()))
-                .map_err(|e| self.client.err(e.into()))?;
-            let (Some(env), Some(meta)) = (env, meta) else {
-                out.push(None);
-                continue;
-            };
-            // "state|attempts|max|enqueued|x" (see lib_jobs.lua)
-            let mut fields = meta.split('|');
-            let code = fields.next().unwrap_or("");
-            let mut attempts: u32 = fields.next().and_then(|a| a.parse().ok()).unwrap_or(0);
-            let _max = fields.next();
-            let enqueued_at = fields.next().and_then(|e| e.parse().ok()).unwrap_or(0);
-            let x: Option<f64> = fields.next().and_then(|x| x.parse().ok());
-            let Some(state) = JobState::from_code(code, scores[0].is_some(), scores[1].is_some())
-            else {
-                out.push(None);
-                continue;
-            };
-            let env = Envelope::decode(&env)?;
-            let when = match state {
-                JobState::Delayed => scores[0],
-                JobState::Active => {
-                    attempts += 1; // the delivery under way
-                    scores[1]
-                }
-                JobState::Dead => scores[2],
-                JobState::Completed => {
-                    attempts += 1; // the attempt that succeeded
-                    x
-                }
-                JobState::Ready => None,
-            };
-            out.push(Some(JobInfo {
-                id: id.clone(),
-                state,
-                payload: env.payload,
-                attempts,
-                max_attempts: env.max_attempts,
-                last_error: err,
-                enqueued_at,
-                state_since_or_until: when.map(|s| s as u64),
-            }));
-        }
-        Ok(out)
+        let mut cmd = self.script_cmd(shard, &GET_JOBS);
+        cmd.arg(ids);
+        type Raw = (
+            Option<Vec<u8>>,
+            Option<String>,
+            Option<String>,
+            Option<f64>,
+            Option<f64>,
+            Option<f64>,
+        );
+        let rows: Vec<Raw> = self.client.eval(&cmd, &GET_JOBS).await?;
+        Ok(ids
+            .iter()
+            .zip(rows)
+            .map(|(id, row)| job_info(id, row))
+            .collect())
     }
 
     /// Removes a delayed or ready job. Active, dead or completed jobs are refused
@@ -211,6 +163,8 @@ impl Queue {
                 retried: get("retried"),
                 recovered: get("recovered"),
                 cancelled: get("cancelled"),
+                dead_trimmed: get("dead_trimmed"),
+                lost: get("lost"),
             })
         });
         let mut total = JobStats::default();
@@ -226,7 +180,86 @@ impl Queue {
             total.retried += s.retried;
             total.recovered += s.recovered;
             total.cancelled += s.cancelled;
+            total.dead_trimmed += s.dead_trimmed;
+            total.lost += s.lost;
         }
         Ok(total)
     }
+}
+
+/// A job as `get` reports it, from what `get_jobs.lua` read: envelope, meta, last error, and its
+/// scores in the delayed, active and dead sets. `None` when there is no such job. A record that
+/// cannot be read is still reported, with `unreadable` saying why, so an operator can see and
+/// requeue or purge it.
+#[allow(clippy::type_complexity)]
+fn job_info(
+    id: &str,
+    (env, meta, err, delayed, active, dead): (
+        Option<Vec<u8>>,
+        Option<String>,
+        Option<String>,
+        Option<f64>,
+        Option<f64>,
+        Option<f64>,
+    ),
+) -> Option<JobInfo> {
+    let (env, meta) = (env?, meta?);
+    // "state|attempts|max|enqueued|x" (see lib_jobs.lua)
+    let fields: Vec<&str> = meta.split('|').collect();
+    let num = |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok());
+    let parsed = (|| {
+        if fields.len() != 5 {
+            return None;
+        }
+        let state = JobState::from_code(fields[0], delayed.is_some(), active.is_some())?;
+        Some((state, num(1)?, num(3)?, num(4)?))
+    })();
+    let mut unreadable = None;
+    let (state, mut attempts, enqueued_at, x) = match parsed {
+        Some((state, a, e, x)) => (state, u32::try_from(a).unwrap_or(u32::MAX), e, Some(x)),
+        None => {
+            unreadable = Some(format!("unreadable job record (meta {meta:?})"));
+            let state = if dead.is_some() {
+                JobState::Dead
+            } else if active.is_some() {
+                JobState::Active
+            } else if delayed.is_some() {
+                JobState::Delayed
+            } else {
+                JobState::Ready
+            };
+            (state, 0, 0, None)
+        }
+    };
+    let (payload, max_attempts) = match Envelope::decode(&env) {
+        Ok(e) => (e.payload, e.max_attempts),
+        Err(e) => {
+            unreadable.get_or_insert_with(|| format!("unreadable envelope: {}", e.message()));
+            (env, 0)
+        }
+    };
+    let when = match state {
+        JobState::Delayed => delayed,
+        JobState::Active => {
+            attempts += 1; // the delivery under way
+            active
+        }
+        JobState::Dead => dead,
+        JobState::Completed => {
+            attempts += 1; // the attempt that succeeded
+            x.map(|x| x as f64)
+        }
+        JobState::Ready => None,
+    };
+    Some(JobInfo {
+        id: id.to_string(),
+        state,
+        payload,
+        attempts,
+        max_attempts,
+        last_error: err,
+        enqueued_at,
+        state_since_or_until: when.map(|s| s as u64),
+        unreadable,
+    })
 }

@@ -2,7 +2,7 @@
 //! be asked to stop, waited for, or run until SIGINT/SIGTERM.
 
 use std::future::Future;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -13,12 +13,29 @@ pub(crate) struct Background {
     stop: watch::Sender<bool>,
     done: watch::Receiver<bool>,
     task: Mutex<Option<JoinHandle<()>>>,
+    failure: Failure,
 }
 
-/// What the loop gets: a stop signal to watch and a flag to raise when it has finished.
+/// What the loop gets: a stop signal to watch, a flag to raise when it has finished, and where
+/// to leave the error that made it stop by itself.
 pub(crate) struct Signals {
     pub stop: watch::Receiver<bool>,
     pub done: watch::Sender<bool>,
+    pub failure: Failure,
+}
+
+/// The error a loop stopped on (the first one), for `error()` on its handle.
+#[derive(Clone, Default)]
+pub(crate) struct Failure(Arc<Mutex<Option<Error>>>);
+
+impl Failure {
+    pub fn set(&self, e: Error) {
+        self.0.lock().unwrap().get_or_insert(e);
+    }
+
+    pub fn get(&self) -> Option<Error> {
+        self.0.lock().unwrap().clone()
+    }
 }
 
 impl Background {
@@ -36,15 +53,23 @@ impl Background {
         })?;
         let (stop, stop_rx) = watch::channel(false);
         let (done_tx, done) = watch::channel(false);
+        let failure = Failure::default();
         let task = rt.spawn(body(Signals {
             stop: stop_rx,
             done: done_tx,
+            failure: failure.clone(),
         }));
         Ok(Background {
             stop,
             done,
             task: Mutex::new(Some(task)),
+            failure,
         })
+    }
+
+    /// The error the loop stopped on by itself, if any (see [`Error::is_fatal`]).
+    pub fn error(&self) -> Option<Error> {
+        self.failure.get()
     }
 
     pub fn stop(&self) {

@@ -11,7 +11,7 @@ use redis::Value;
 use crate::client::Client;
 use crate::error::{Error, Result};
 use crate::keys::{shard_of, validate_name, CappedKeys};
-use crate::scripts::{NEXT_GROUP, POP_CAPPED, PUSH_CAPPED};
+use crate::scripts::{CAPPED_GROUPS, POP_CAPPED, PUSH_CAPPED};
 
 /// Items per script call in [`CappedQueue::push_many`]; all calls go in one pipeline.
 const PUSH_CHUNK_ITEMS: usize = 1000;
@@ -73,12 +73,12 @@ pub struct CappedQueue {
     rr: Arc<Mutex<RoundRobin>>,
 }
 
-/// Where a round-robin over groups stands: the next shard to look at and, per shard, the group
-/// the last pop script already rotated to.
+/// Where a round-robin over groups stands: the next shard to look at and, per shard, the groups
+/// the last pop script already rotated to (the ones to pop next).
 #[derive(Debug, Default)]
 pub(crate) struct RoundRobin {
     next_shard: usize,
-    hints: Vec<Option<String>>,
+    hints: Vec<Vec<String>>,
 }
 
 impl std::fmt::Debug for CappedQueue {
@@ -181,6 +181,13 @@ impl CappedQueue {
         G: AsRef<str>,
         I: AsRef<[u8]>,
     {
+        if items.len() > crate::job::MAX_BATCH {
+            return Err(Error::invalid(format!(
+                "push_many takes at most {} items per call; got {}: send them in parts",
+                crate::job::MAX_BATCH,
+                items.len()
+            )));
+        }
         for (i, (g, item)) in items.iter().enumerate() {
             let checked =
                 validate_name("group", g.as_ref()).and_then(|_| self.check_item(item.as_ref()));
@@ -287,126 +294,106 @@ impl CappedQueue {
     /// when at least `max` fresh items are queued.
     pub async fn pop_batch(&self, group: &str, max: usize) -> Result<Vec<Vec<u8>>> {
         validate_name("group", group)?;
-        let (items, _) = self.pop(group, max, None).await?;
-        Ok(items)
+        let shard = shard_of(group, self.shards.len());
+        let (mut batches, _) = self
+            .pop_groups(shard, &[group.to_string()], max, 0, &[])
+            .await?;
+        Ok(batches.pop().map(|b| b.items).unwrap_or_default())
     }
 
-    /// Pops up to `max` items; with `rotate`, also advances the round-robin (skipping the given
-    /// groups) and returns the next group.
-    pub(crate) async fn pop(
+    /// One `pop_capped` call on `shard`: pops up to `max` items from each of `groups` (all on that
+    /// shard) and, with `next > 0`, advances the round-robin over up to `next` live groups (not
+    /// `skip`), returned as the groups to pop next.
+    pub(crate) async fn pop_groups(
         &self,
-        group: &str,
+        shard: usize,
+        groups: &[String],
         max: usize,
-        rotate: Option<&[String]>,
-    ) -> Result<(Vec<Vec<u8>>, Option<String>)> {
+        next: usize,
+        skip: &[String],
+    ) -> Result<(Vec<Batch>, Vec<String>)> {
         if max == 0 {
             return Err(Error::invalid("max must be at least 1"));
         }
-        let k = self.keys_for(group);
-        let mut cmd = POP_CAPPED.cmd(&k.for_script(&POP_CAPPED, group));
+        let k = &self.shards[shard];
+        let mut keys = k.for_script(&POP_CAPPED, "");
+        keys.extend(groups.iter().map(|g| k.group(g)));
+        let mut cmd = POP_CAPPED.cmd(&keys);
         cmd.arg(max)
             .arg(millis("max_age", self.opts.max_age)?)
-            .arg(group)
-            .arg(if rotate.is_some() { "1" } else { "0" });
-        if let Some(skip) = rotate {
-            cmd.arg(skip);
-        }
+            .arg(groups.len())
+            .arg(next)
+            .arg(groups)
+            .arg(skip);
         let reply: Value = self.client.eval(&cmd, &POP_CAPPED).await?;
         let bad = || Error::new(crate::ErrorKind::Redis, "unexpected reply from pop_capped");
-        let Value::Array(mut parts) = reply else {
-            return Err(bad());
-        };
-        if parts.len() != 3 {
-            return Err(bad());
+        type Popped = Vec<(String, Vec<Vec<u8>>)>;
+        let (raw, next): (Popped, Vec<String>) =
+            redis::from_redis_value(reply).map_err(|_| bad())?;
+        let mut batches = Vec::with_capacity(raw.len());
+        for (group, stamped) in raw {
+            let mut items = Vec::with_capacity(stamped.len());
+            for mut b in stamped {
+                // "<ms>:<bytes>": the stamp is the push time (Redis clock).
+                let sep = b.iter().position(|&c| c == b':').ok_or_else(bad)?;
+                b.drain(..=sep);
+                items.push(b);
+            }
+            batches.push(Batch { group, items });
         }
-        let next = match parts.pop() {
-            Some(Value::BulkString(b)) => Some(String::from_utf8(b).map_err(|_| bad())?),
-            _ => None,
-        };
-        let _discarded = parts.pop();
-        let raw = match parts.pop() {
-            Some(Value::Array(items)) => items,
-            _ => Vec::new(),
-        };
-        let mut items = Vec::with_capacity(raw.len());
-        for v in raw {
-            let Value::BulkString(mut b) = v else {
-                return Err(bad());
-            };
-            let sep = b.iter().position(|&c| c == b':').ok_or_else(bad)?;
-            b.drain(..=sep);
-            items.push(b);
-        }
-        Ok((items, next))
-    }
-
-    async fn rotate(&self, shard: usize, skip: &[String]) -> Result<Option<String>> {
-        let mut cmd = NEXT_GROUP.cmd(&self.shards[shard].for_script(&NEXT_GROUP, ""));
-        cmd.arg(skip);
-        self.client.eval(&cmd, &NEXT_GROUP).await
+        Ok((batches, next))
     }
 
     /// Takes the next batch round-robin over the groups that have data, or `None` when no group
-    /// has any. Groups found empty (drained or expired) are removed from the registry on the way.
+    /// has any. Groups found empty (drained or expired) leave the rotation on the way.
     pub async fn next_batch(&self, max: usize) -> Result<Option<Batch>> {
         let mut rr = std::mem::take(&mut *self.rr.lock().unwrap());
-        let res = self.next_batch_skipping(max, &[], &mut rr).await;
+        let res = self.next_batches(max, 1, &[], &mut rr).await;
         *self.rr.lock().unwrap() = rr;
-        res
+        Ok(res?.pop())
     }
 
-    /// `next_batch` for consumers: skips `skip` groups and carries its own round-robin state
-    /// (per shard, the group the previous pop script already rotated to), so a steady stream
-    /// costs one script call per batch. Shards take turns.
-    pub(crate) async fn next_batch_skipping(
+    /// Up to `count` batches (each from another group) round-robin, skipping `skip`, with the
+    /// caller's round-robin state: per shard, the groups the previous call already rotated to, so
+    /// a steady stream costs one script call per `count` batches. Shards take turns. Empty when no
+    /// (unskipped) group has data.
+    pub(crate) async fn next_batches(
         &self,
         max: usize,
+        count: usize,
         skip: &[String],
         rr: &mut RoundRobin,
-    ) -> Result<Option<Batch>> {
+    ) -> Result<Vec<Batch>> {
         if max == 0 {
             return Err(Error::invalid("max must be at least 1"));
         }
         let n = self.shards.len();
-        rr.hints.resize(n, None);
+        rr.hints.resize(n, Vec::new());
         for _ in 0..n {
             let shard = rr.next_shard % n;
             rr.next_shard = (shard + 1) % n;
-            // Boxed: keeps the future's type shallow for callers' auto-trait checks.
-            let found =
-                Box::pin(self.next_batch_in_shard(shard, max, skip, &mut rr.hints[shard])).await?;
-            if let Some(batch) = found {
-                return Ok(Some(batch));
+            for _ in 0..MAX_EMPTY_HOPS {
+                let mut hints = std::mem::take(&mut rr.hints[shard]);
+                let later = hints.split_off(hints.len().min(count));
+                // Boxed: keeps the future's type shallow for callers' auto-trait checks.
+                let (batches, next) =
+                    Box::pin(self.pop_groups(shard, &hints, max, count, skip)).await?;
+                let mut queued = later;
+                for g in next {
+                    if !queued.contains(&g) {
+                        queued.push(g);
+                    }
+                }
+                rr.hints[shard] = queued;
+                if !batches.is_empty() {
+                    return Ok(batches);
+                }
+                if rr.hints[shard].is_empty() {
+                    break;
+                }
             }
         }
-        Ok(None)
-    }
-
-    async fn next_batch_in_shard(
-        &self,
-        shard: usize,
-        max: usize,
-        skip: &[String],
-        hint: &mut Option<String>,
-    ) -> Result<Option<Batch>> {
-        for _ in 0..MAX_EMPTY_HOPS {
-            let group = match hint.take() {
-                Some(g) if !skip.contains(&g) => g,
-                _ => match self.rotate(shard, skip).await? {
-                    Some(g) => g,
-                    None => return Ok(None),
-                },
-            };
-            let (items, next) = self.pop(&group, max, Some(skip)).await?;
-            *hint = next;
-            if !items.is_empty() {
-                return Ok(Some(Batch { group, items }));
-            }
-            if hint.is_none() {
-                return Ok(None);
-            }
-        }
-        Ok(None)
+        Ok(Vec::new())
     }
 
     /// Number of items queued in `group`.
@@ -420,19 +407,15 @@ impl CappedQueue {
             .map_err(|e| self.client.err(e))
     }
 
-    /// Groups that currently hold data, in round-robin order (shard by shard).
+    /// Groups that currently hold data, in round-robin order (shard by shard). Reads the whole
+    /// rotation (O(groups)); [`stats`](Self::stats) counts them cheaply.
     pub async fn groups(&self) -> Result<Vec<String>> {
-        let mut conn = self.client.conn().await?;
         let mut out = Vec::new();
         for k in self.shards.iter() {
-            let groups: Vec<String> = redis::cmd("LRANGE")
-                .arg(k.registry())
-                .arg(0)
-                .arg(-1)
-                .query_async(&mut conn)
-                .await
-                .map_err(|e| self.client.err(e))?;
-            out.extend(groups);
+            let mut cmd = CAPPED_GROUPS.cmd(&k.for_script(&CAPPED_GROUPS, ""));
+            cmd.arg("list");
+            let (names, _): (Vec<String>, u64) = self.client.eval(&cmd, &CAPPED_GROUPS).await?;
+            out.extend(names);
         }
         Ok(out)
     }
@@ -442,14 +425,14 @@ impl CappedQueue {
         let mut conn = self.client.conn().await?;
         let mut total = CappedStats::default();
         for k in self.shards.iter() {
-            let (counters, groups): (HashMap<String, u64>, u64) = redis::pipe()
-                .cmd("HGETALL")
+            let counters: HashMap<String, u64> = redis::cmd("HGETALL")
                 .arg(k.stats())
-                .cmd("SCARD")
-                .arg(k.registry_set())
                 .query_async(&mut conn)
                 .await
                 .map_err(|e| self.client.err(e))?;
+            let mut cmd = CAPPED_GROUPS.cmd(&k.for_script(&CAPPED_GROUPS, ""));
+            cmd.arg("count");
+            let (_, groups): (Vec<String>, u64) = self.client.eval(&cmd, &CAPPED_GROUPS).await?;
             let get = |k: &str| counters.get(k).copied().unwrap_or(0);
             total.pushed += get("pushed");
             total.dropped += get("dropped");

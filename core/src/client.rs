@@ -244,7 +244,7 @@ enum Backend {
     },
 }
 
-use crate::config::Config;
+use crate::config::{Config, EvictionCheck};
 use crate::error::{Error, ErrorKind, Result};
 use crate::scripts::{self, LuaScript};
 
@@ -395,59 +395,126 @@ impl Client {
 
     pub(crate) fn err(&self, e: redis::RedisError) -> Error {
         let err = Error::from_redis(e, self.inner.secret.as_deref());
-        if err.kind() == ErrorKind::Connection {
-            let to = self.inner.config.redacted_url();
-            Error::new(
-                ErrorKind::Connection,
-                format!("{} (Redis at {to})", err.message()),
-            )
-        } else {
-            err
+        match err.kind() {
+            ErrorKind::Connection | ErrorKind::Auth | ErrorKind::NotRedis => {
+                let to = self.inner.config.redacted_url();
+                Error::new(err.kind(), format!("{} (Redis at {to})", err.message()))
+            }
+            _ => err,
         }
     }
 
     fn script_err(&self, e: redis::RedisError, script: &LuaScript) -> Error {
         let err = self.err(e);
-        if err.kind() == ErrorKind::Redis {
-            Error::new(
+        match err.kind() {
+            ErrorKind::Redis => Error::new(
                 ErrorKind::Redis,
                 format!("{} ({})", err.message(), script.name),
-            )
-        } else {
-            err
+            ),
+            // Inside a script Redis says only "can't run this command": name it from the line.
+            ErrorKind::Permission if err.message().contains("@user_script:") => Error::new(
+                ErrorKind::Permission,
+                format!(
+                    "the Redis user may not run {}, which {} needs (see the README's \
+                     'Least privilege' section for the ACL each role needs)",
+                    script.denied_command(err.message()),
+                    script.name
+                ),
+            ),
+            _ => err,
         }
     }
 
     /// The shared connection (reconnects by itself after a failure).
     pub(crate) async fn conn(&self) -> Result<Conn> {
-        let cfg = &self.inner.config;
         self.inner
             .conn
             .get_or_try_init(|| async {
-                match &self.inner.backend {
-                    Backend::Single(client) => {
-                        let mgr_cfg = ConnectionManagerConfig::new()
-                            .set_connection_timeout(Some(cfg.connect_timeout))
-                            .set_response_timeout(Some(cfg.response_timeout))
-                            .set_number_of_retries(1)
-                            .set_min_delay(Duration::from_millis(50))
-                            .set_max_delay(Duration::from_secs(2));
-                        ConnectionManager::new_with_config(client.clone(), mgr_cfg)
-                            .await
-                            .map(Conn::Single)
-                    }
-                    Backend::Sentinel(conn) => {
-                        conn.primary().await?;
-                        Ok(Conn::Sentinel(conn.clone()))
-                    }
-                    Backend::Cluster { client, .. } => {
-                        client.get_async_connection().await.map(Conn::Cluster)
-                    }
-                }
+                let mut conn = self.connect().await.map_err(|e| self.err(e))?;
+                self.check_server(&mut conn).await?;
+                Ok(conn)
             })
             .await
             .cloned()
-            .map_err(|e| self.err(e))
+    }
+
+    /// Opens the shared connection.
+    async fn connect(&self) -> redis::RedisResult<Conn> {
+        let cfg = &self.inner.config;
+        match &self.inner.backend {
+            Backend::Single(client) => {
+                let mgr_cfg = ConnectionManagerConfig::new()
+                    .set_connection_timeout(Some(cfg.connect_timeout))
+                    .set_response_timeout(Some(cfg.response_timeout))
+                    .set_number_of_retries(1)
+                    .set_min_delay(Duration::from_millis(50))
+                    .set_max_delay(Duration::from_secs(2));
+                ConnectionManager::new_with_config(client.clone(), mgr_cfg)
+                    .await
+                    .map(Conn::Single)
+            }
+            Backend::Sentinel(conn) => {
+                conn.primary().await?;
+                Ok(Conn::Sentinel(conn.clone()))
+            }
+            Backend::Cluster { client, .. } => {
+                client.get_async_connection().await.map(Conn::Cluster)
+            }
+        }
+    }
+
+    /// The first command on a new shared connection, once per client: checks that Redis
+    /// answers and accepts the credentials (so a missing password is `AUTH` whatever the first
+    /// real command, not a connection Redis dropped), and reads its `maxmemory-policy` (from
+    /// `INFO memory`, which works where `CONFIG GET` is not allowed): any policy but
+    /// `noeviction` lets Redis delete queue keys under memory pressure, losing jobs silently.
+    /// Warns once per server, or refuses to work with [`EvictionCheck::Refuse`]. A user not
+    /// allowed `INFO` skips the policy check.
+    async fn check_server(&self, conn: &mut Conn) -> Result<()> {
+        let check = self.inner.config.eviction_check;
+        let probe = if check == EvictionCheck::Off {
+            redis::cmd("PING")
+        } else {
+            let mut info = redis::cmd("INFO");
+            info.arg("memory");
+            info
+        };
+        let info: Value = match probe.query_async(conn).await.map_err(|e| self.err(e)) {
+            Ok(v) => v,
+            Err(e) if e.kind() == ErrorKind::Permission => {
+                log::debug!("tideq: could not read the eviction policy: {e}");
+                return Ok(());
+            }
+            Err(e) => return Err(e),
+        };
+        if check == EvictionCheck::Off {
+            return Ok(());
+        }
+        let text = format!("{info:?}");
+        let policies: Vec<&str> = text
+            .split("maxmemory_policy:")
+            .skip(1)
+            .filter_map(|rest| rest.split(['\\', '\r', '\n', '"']).next())
+            .filter(|p| *p != "noeviction")
+            .collect();
+        let Some(policy) = policies.first() else {
+            return Ok(());
+        };
+        let to = self.inner.config.redacted_url();
+        let message = format!(
+            "Redis at {to} has maxmemory-policy {policy}: under memory pressure it deletes keys, \
+             and jobs with them, without any error; set maxmemory-policy noeviction"
+        );
+        if check == EvictionCheck::Refuse {
+            return Err(Error::new(ErrorKind::EvictionPolicy, message));
+        }
+        static WARNED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+        let mut warned = WARNED.lock().unwrap();
+        if !warned.contains(&to) {
+            warned.push(to);
+            log::warn!("tideq: {message}");
+        }
+        Ok(())
     }
 
     /// The connection for replica-acknowledged enqueues (see `Inner::ack_conn`).
@@ -618,5 +685,98 @@ impl Client {
             ErrorKind::Redis,
             "scripts kept disappearing (NOSCRIPT) while pipelining",
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scripts::{CAPPED_GROUPS, GET_JOBS};
+
+    /// A private redis-server on a free port, killed on drop.
+    struct Server(std::process::Child, u16);
+
+    impl Drop for Server {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+
+    fn server() -> Server {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = std::process::Command::new("redis-server")
+            .args([
+                "--port",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+            ])
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("redis-server must be installed");
+        for _ in 0..500 {
+            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        Server(child, port)
+    }
+
+    #[tokio::test]
+    async fn after_noscript_in_a_pipeline_only_the_commands_that_failed_are_sent_again() {
+        let s = server();
+        let client = Client::open(&format!("redis://127.0.0.1:{}", s.1)).unwrap();
+        let mut conn = client.conn().await.unwrap();
+        // One script known to Redis, the other not.
+        redis::cmd("SCRIPT")
+            .arg("FLUSH")
+            .query_async::<()>(&mut conn)
+            .await
+            .unwrap();
+        GET_JOBS
+            .load_cmd()
+            .query_async::<String>(&mut conn)
+            .await
+            .unwrap();
+        redis::cmd("CONFIG")
+            .arg("RESETSTAT")
+            .query_async::<()>(&mut conn)
+            .await
+            .unwrap();
+        let jobs = crate::keys::JobKeys::new("t", "q").unwrap();
+        let capped = crate::keys::CappedKeys::new("t", "q").unwrap();
+        let mut read = GET_JOBS.cmd(&jobs.for_script(&GET_JOBS));
+        read.arg("some-id");
+        let mut count = CAPPED_GROUPS.cmd(&capped.for_script(&CAPPED_GROUPS, ""));
+        count.arg("count");
+        let replies = client.pipeline(&[read.clone(), count, read]).await.unwrap();
+        assert_eq!(replies.len(), 3);
+        let info: String = redis::cmd("INFO")
+            .arg("commandstats")
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        let calls = |name: &str| -> u64 {
+            info.lines()
+                .find_map(|l| l.strip_prefix(&format!("cmdstat_{name}:")))
+                .and_then(|l| l.split("calls=").nth(1))
+                .and_then(|c| c.split(',').next())
+                .and_then(|c| c.parse().ok())
+                .unwrap_or(0)
+        };
+        assert_eq!(
+            calls("evalsha"),
+            4,
+            "three sent, and only the failed one again: {info}"
+        );
+        assert_eq!(calls("script|load"), 1, "{info}");
     }
 }

@@ -14,6 +14,18 @@ pub const URL_ENV: &str = "TIDEQ_REDIS_URL";
 /// The URL used when none is given and [`URL_ENV`] is not set: a local Redis.
 pub const DEFAULT_URL: &str = "redis://127.0.0.1:6379";
 
+/// What a client does about a Redis whose `maxmemory-policy` may evict keys (and so jobs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum EvictionCheck {
+    /// Log a warning once per server (the default).
+    #[default]
+    Warn,
+    /// Refuse to work: every call fails with `EVICTION_POLICY`.
+    Refuse,
+    /// Do not check.
+    Off,
+}
+
 /// What a [`Config`] was built for.
 #[derive(Clone, Copy, PartialEq)]
 enum Mode {
@@ -48,6 +60,7 @@ pub struct Config {
     pub(crate) max_payload: usize,
     pub(crate) connect_timeout: Duration,
     pub(crate) response_timeout: Duration,
+    pub(crate) eviction_check: EvictionCheck,
 }
 
 impl std::fmt::Debug for Config {
@@ -105,6 +118,7 @@ impl Config {
             max_payload: DEFAULT_MAX_PAYLOAD,
             connect_timeout: Duration::from_secs(5),
             response_timeout: Duration::from_secs(30),
+            eviction_check: EvictionCheck::Warn,
         }
     }
 
@@ -218,6 +232,13 @@ impl Config {
         self
     }
 
+    /// What to do when Redis's `maxmemory-policy` is not `noeviction` (checked on the first
+    /// command, from `INFO memory`): warn once (default), refuse, or skip the check.
+    pub fn with_eviction_check(mut self, check: EvictionCheck) -> Self {
+        self.eviction_check = check;
+        self
+    }
+
     pub fn prefix(&self) -> &str {
         &self.prefix
     }
@@ -326,34 +347,113 @@ impl Config {
         Ok(info.set_redis_settings(settings))
     }
 
-    /// The password in force (explicit or from the URL), to scrub it from error text.
+    /// The password in force (explicit, in the URL's user info, or a `pass`/`password` query
+    /// parameter of a unix-socket URL), to scrub it from error text.
     pub(crate) fn secret(&self) -> Option<String> {
         if let Some(p) = &self.password {
             return Some(p.clone());
         }
-        let rest = self.url.split_once("://")?.1;
-        let userinfo = rest.split_once('@')?.0;
-        let pass = userinfo.split_once(':').map(|(_, p)| p).unwrap_or(userinfo);
-        Some(pass.to_string()).filter(|p| !p.is_empty())
+        let parts = UrlParts::of(&self.url)?;
+        if let Some(p) = parts.password.filter(|p| !p.is_empty()) {
+            return Some(p.to_string());
+        }
+        let found = parts.query_secrets().next().map(str::to_string);
+        found.filter(|p| !p.is_empty())
     }
 }
 
-/// Replaces the password part of a URL with `***`.
-pub fn redact_url(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_string();
-    };
-    let (authority, tail) = match rest.find('/') {
-        Some(i) => rest.split_at(i),
-        None => (rest, ""),
-    };
-    match authority.rsplit_once('@') {
-        Some((userinfo, host)) => {
-            let user = userinfo.split_once(':').map(|(u, _)| u).unwrap_or("");
-            format!("{scheme}://{user}:***@{host}{tail}")
+/// Query parameters that carry a secret in URLs redis-rs accepts (`unix:///s.sock?pass=...`).
+const SECRET_PARAMS: [&str; 3] = ["pass", "password", "passwd"];
+
+/// A URL cut where credentials can sit, without decoding anything.
+struct UrlParts<'a> {
+    scheme: &'a str,
+    user: Option<&'a str>,
+    password: Option<&'a str>,
+    /// Host, port and path.
+    rest: &'a str,
+    query: Option<&'a str>,
+}
+
+impl<'a> UrlParts<'a> {
+    fn of(url: &'a str) -> Option<Self> {
+        let (scheme, after) = url.split_once("://")?;
+        if scheme.is_empty()
+            || !scheme
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '+')
+        {
+            return None;
         }
-        None => url.to_string(),
+        // The user info ends at the last '@' (a password may hold '/', '?', '#' or '@').
+        let (userinfo, rest) = match after.rfind('@') {
+            Some(at) => (Some(&after[..at]), &after[at + 1..]),
+            None => (None, after),
+        };
+        let (user, password) = match userinfo {
+            Some(ui) => match ui.split_once(':') {
+                Some((u, p)) => (Some(u), Some(p)),
+                // A lone user-info part could be a password given without its ':'.
+                None => (None, Some(ui)),
+            },
+            None => (None, None),
+        };
+        let (rest, query) = match rest.split_once('?') {
+            Some((r, q)) => (r, Some(q)),
+            None => (rest, None),
+        };
+        Some(UrlParts {
+            scheme,
+            user,
+            password,
+            rest,
+            query,
+        })
     }
+
+    fn query_secrets(&self) -> impl Iterator<Item = &'a str> + '_ {
+        self.query
+            .into_iter()
+            .flat_map(|q| q.split('&'))
+            .filter_map(|pair| {
+                let (k, v) = pair.split_once('=')?;
+                SECRET_PARAMS
+                    .contains(&k.to_ascii_lowercase().as_str())
+                    .then_some(v)
+            })
+    }
+}
+
+/// The URL with every credential it may hold replaced by `***` (the password of the user info,
+/// and `pass`/`password` query parameters), safe to log. Something that is not a URL at all
+/// (no `scheme://`) is not shown, since it may be a password typed in the wrong place.
+pub fn redact_url(url: &str) -> String {
+    let Some(p) = UrlParts::of(url) else {
+        return "<not a URL: not shown>".to_string();
+    };
+    let mut out = format!("{}://", p.scheme);
+    match (p.user, p.password) {
+        // A user part holding '@' may be a password with '@' in it: show none of it.
+        (Some(u), Some(_)) if !u.contains('@') => out.push_str(&format!("{u}:***@")),
+        (Some(_), Some(_)) => out.push_str("***@"),
+        (None, Some(_)) => out.push_str("***@"),
+        _ => {}
+    }
+    out.push_str(p.rest);
+    if let Some(q) = p.query {
+        let pairs: Vec<String> = q
+            .split('&')
+            .map(|pair| match pair.split_once('=') {
+                Some((k, _)) if SECRET_PARAMS.contains(&k.to_ascii_lowercase().as_str()) => {
+                    format!("{k}=***")
+                }
+                _ => pair.to_string(),
+            })
+            .collect();
+        out.push('?');
+        out.push_str(&pairs.join("&"));
+    }
+    out
 }
 
 #[cfg(test)]
@@ -365,6 +465,19 @@ mod tests {
         assert_eq!(redact_url("redis://u:s3cret@h:1/0"), "redis://u:***@h:1/0");
         assert_eq!(redact_url("rediss://:s3cret@h"), "rediss://:***@h");
         assert_eq!(redact_url("redis://h:1"), "redis://h:1");
+        assert_eq!(redact_url("redis://u:pa/ss@h:1"), "redis://u:***@h:1");
+        assert_eq!(redact_url("redis://u:p@ss@h"), "redis://u:***@h");
+        assert_eq!(
+            redact_url("unix:///tmp/r.sock?db=1&user=alice&pass=SECRET"),
+            "unix:///tmp/r.sock?db=1&user=alice&pass=***"
+        );
+        assert_eq!(
+            redact_url("alice:SECRET@host:6379"),
+            "<not a URL: not shown>"
+        );
+        let unix = Config::new("redis+unix:///tmp/r.sock?password=SECRET");
+        assert_eq!(unix.secret().as_deref(), Some("SECRET"));
+        assert!(!format!("{unix:?}").contains("SECRET"));
         let cfg = Config::new("redis://u:s3cret@h:1/0");
         assert!(!format!("{cfg:?}").contains("s3cret"));
         assert_eq!(cfg.secret().as_deref(), Some("s3cret"));

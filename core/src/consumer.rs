@@ -9,14 +9,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::{watch, Semaphore};
+use tokio::sync::Semaphore;
 
-use crate::background::{stopped, Background};
+use crate::background::{stopped, Background, Failure, Signals};
 use tokio::task::JoinSet;
 
 use crate::capped::{Batch, CappedQueue, RoundRobin};
 use crate::error::{Error, Result};
-use crate::keys::validate_name;
+use crate::keys::{shard_of, validate_name};
 use crate::wait::Waiter;
 
 /// The future a handler returns.
@@ -142,9 +142,7 @@ impl CappedQueue {
         let counters = Arc::new(Counters::default());
         let c = counters.clone();
         let queue = self.clone();
-        let bg = Background::spawn("consume", move |sig| {
-            run(queue, opts, handler, sig.stop, c, sig.done)
-        })?;
+        let bg = Background::spawn("consume", move |sig| run(queue, opts, handler, c, sig))?;
         Ok(Consumer { bg, counters })
     }
 }
@@ -177,6 +175,13 @@ impl Consumer {
         self.join().await
     }
 
+    /// The error the consumer stopped on by itself, if any: credentials or permissions Redis
+    /// refused ([`Error::is_fatal`]), which retrying cannot fix. Transient errors are retried with
+    /// backoff and never end up here.
+    pub fn error(&self) -> Option<Error> {
+        self.bg.error()
+    }
+
     /// Runs until SIGINT (Ctrl-C) or SIGTERM, or until the consumer stops by itself, then shuts
     /// down gracefully.
     pub async fn run_until_signal(&self) -> ConsumerStats {
@@ -194,23 +199,33 @@ struct Fetcher {
 }
 
 impl Fetcher {
-    async fn fetch(&mut self) -> Result<Option<Batch>> {
+    /// Up to `count` batches, each from another group, in one script call per shard: round-robin
+    /// over the groups with data, or over the dedicated `groups`.
+    async fn fetch(&mut self, count: usize) -> Result<Vec<Batch>> {
+        let max = self.opts.batch_size;
         if self.opts.groups.is_empty() {
             return self
                 .queue
-                .next_batch_skipping(self.opts.batch_size, &self.opts.exclude, &mut self.rr)
+                .next_batches(max, count, &self.opts.exclude, &mut self.rr)
                 .await;
         }
+        // Dedicated: the next `count` of our groups in turn, one call per shard they are on.
         let n = self.opts.groups.len();
-        for _ in 0..n {
+        let shards = self.queue.shards.len();
+        let mut by_shard: Vec<Vec<String>> = vec![Vec::new(); shards];
+        for _ in 0..count.min(n) {
             let group = self.opts.groups[self.next_dedicated % n].clone();
             self.next_dedicated = (self.next_dedicated + 1) % n;
-            let (items, _) = self.queue.pop(&group, self.opts.batch_size, None).await?;
-            if !items.is_empty() {
-                return Ok(Some(Batch { group, items }));
+            by_shard[shard_of(&group, shards)].push(group);
+        }
+        let mut out = Vec::new();
+        for (shard, groups) in by_shard.iter().enumerate() {
+            if !groups.is_empty() {
+                let (batches, _) = self.queue.pop_groups(shard, groups, max, 0, &[]).await?;
+                out.extend(batches);
             }
         }
-        Ok(None)
+        Ok(out)
     }
 
     /// Blocks until a producer signals new data or `poll_interval` passes.
@@ -223,10 +238,14 @@ async fn run(
     queue: CappedQueue,
     opts: ConsumerOptions,
     handler: BatchHandler,
-    mut stop_rx: watch::Receiver<bool>,
     counters: Arc<Counters>,
-    done: watch::Sender<bool>,
+    sig: Signals,
 ) {
+    let Signals {
+        stop: mut stop_rx,
+        done,
+        failure,
+    } = sig;
     let wake_keys = if opts.groups.is_empty() {
         queue.shards.iter().map(|k| k.wake()).collect()
     } else {
@@ -259,30 +278,38 @@ async fn run(
         if *stop_rx.borrow() {
             break;
         }
+        // One slot taken; every other free one joins it, so one call fetches for all of them.
+        let mut permits = vec![permit];
+        while let Ok(p) = sem.clone().try_acquire_owned() {
+            permits.push(p);
+        }
         // Not raced against stop: a batch popped from Redis must reach the handler.
-        match fetcher.fetch().await {
-            Ok(Some(batch)) => {
+        match fetcher.fetch(permits.len()).await {
+            Ok(batches) if !batches.is_empty() => {
                 backoff = Duration::from_millis(50);
-                let handler = handler.clone();
-                let counters = counters.clone();
-                tasks.spawn(async move {
-                    let n = batch.items.len() as u64;
-                    let group = batch.group.clone();
-                    let res = handler(batch).await;
-                    counters.batches.fetch_add(1, Ordering::Relaxed);
-                    counters.items.fetch_add(n, Ordering::Relaxed);
-                    if let Err(e) = res {
-                        counters.failed.fetch_add(1, Ordering::Relaxed);
-                        log::warn!(
-                            target: crate::HANDLER_LOG_TARGET,
-                            "tideq: handler failed on a batch of {n} from group {group:?}: {e}"
-                        );
-                    }
-                    drop(permit);
-                });
+                for batch in batches {
+                    let permit = permits.pop().expect("at most one batch per slot");
+                    let handler = handler.clone();
+                    let counters = counters.clone();
+                    tasks.spawn(async move {
+                        let n = batch.items.len() as u64;
+                        let group = batch.group.clone();
+                        let res = handler(batch).await;
+                        counters.batches.fetch_add(1, Ordering::Relaxed);
+                        counters.items.fetch_add(n, Ordering::Relaxed);
+                        if let Err(e) = res {
+                            counters.failed.fetch_add(1, Ordering::Relaxed);
+                            log::warn!(
+                                target: crate::HANDLER_LOG_TARGET,
+                                "tideq: handler failed on a batch of {n} from group {group:?}: {e}"
+                            );
+                        }
+                        drop(permit);
+                    });
+                }
             }
-            Ok(None) => {
-                drop(permit);
+            Ok(_) => {
+                drop(permits);
                 if stop_when_empty {
                     if tasks.is_empty() {
                         break;
@@ -299,6 +326,10 @@ async fn run(
                 };
                 if let Err(e) = waited {
                     counters.fetch_errors.fetch_add(1, Ordering::Relaxed);
+                    if e.is_fatal() {
+                        stopped_on(&fetcher.queue, &failure, e);
+                        break;
+                    }
                     log::warn!("tideq: consumer wait failed, retrying in {backoff:?}: {e}");
                     tokio::select! {
                         _ = stopped(&mut stop_rx) => break,
@@ -308,8 +339,12 @@ async fn run(
                 }
             }
             Err(e) => {
-                drop(permit);
+                drop(permits);
                 counters.fetch_errors.fetch_add(1, Ordering::Relaxed);
+                if e.is_fatal() {
+                    stopped_on(&fetcher.queue, &failure, e);
+                    break;
+                }
                 log::warn!("tideq: consumer fetch failed, retrying in {backoff:?}: {e}");
                 tokio::select! {
                     _ = stopped(&mut stop_rx) => break,
@@ -332,6 +367,15 @@ async fn run(
         tasks.abort_all();
     }
     let _ = done.send(true);
+}
+
+/// Logs and keeps the error a consumer stops on (it cannot be fixed by retrying).
+fn stopped_on(queue: &CappedQueue, failure: &Failure, e: Error) {
+    log::error!(
+        "tideq: the consumer of capped queue {:?} stopped: {e}; running handlers get the grace period",
+        queue.name()
+    );
+    failure.set(e);
 }
 
 fn reap(res: std::result::Result<(), tokio::task::JoinError>, counters: &Counters) {

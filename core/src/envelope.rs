@@ -22,6 +22,9 @@ pub use rmpv::Value;
 
 pub const ENVELOPE_VERSION: u8 = 1;
 
+/// Longest retry delay a backoff may give: one year, in ms.
+pub const MAX_BACKOFF_MS: u64 = 365 * 24 * 3600 * 1000;
+
 /// How long to wait before retrying a failed attempt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Backoff {
@@ -109,7 +112,8 @@ impl Backoff {
                 self.base_ms.saturating_mul(1u64 << shift)
             }
         };
-        let capped = raw.min(self.max_ms.max(self.base_ms));
+        // An envelope made by hand may hold any numbers: no delay parks a job beyond a year.
+        let capped = raw.min(self.max_ms.max(self.base_ms)).min(MAX_BACKOFF_MS);
         if self.jitter && capped > 1 {
             capped / 2 + fastrand::u64(0..=capped - capped / 2)
         } else {
@@ -121,6 +125,12 @@ impl Backoff {
     pub fn validate(&self) -> Result<()> {
         if self.max_ms < self.base_ms {
             return Err(Error::invalid("backoff max_ms must be >= base_ms"));
+        }
+        if self.max_ms > MAX_BACKOFF_MS {
+            return Err(Error::invalid(format!(
+                "backoff delays are at most {MAX_BACKOFF_MS} ms (one year); got {} ms",
+                self.max_ms
+            )));
         }
         Ok(())
     }
@@ -188,12 +198,20 @@ impl Envelope {
     }
 
     pub fn decode(bytes: &[u8]) -> Result<Self> {
-        let env: Envelope = rmp_serde::from_slice(bytes).map_err(|e| {
+        let mut rest = bytes;
+        let mut de = rmp_serde::Deserializer::new(&mut rest);
+        let env: Envelope = serde::Deserialize::deserialize(&mut de).map_err(|e| {
             Error::new(
                 ErrorKind::InvalidArgument,
                 format!("not a tideq job envelope: {e}"),
             )
         })?;
+        if !rest.is_empty() {
+            return Err(Error::invalid(format!(
+                "not a tideq job envelope: {} byte(s) after its end",
+                rest.len()
+            )));
+        }
         if env.v == 0 || env.v > ENVELOPE_VERSION {
             return Err(Error::invalid(format!(
                 "job envelope version {} is not supported (this build reads up to {ENVELOPE_VERSION})",
@@ -253,6 +271,20 @@ mod tests {
         };
         assert_eq!(Envelope::decode(&e.encode()).unwrap(), e);
         assert!(Envelope::decode(b"not msgpack").is_err());
+        let mut trailing = e.encode();
+        trailing.push(0);
+        let err = Envelope::decode(&trailing).unwrap_err();
+        assert!(err.message().contains("after its end"), "{err}");
+        let huge = Backoff {
+            jitter: false,
+            ..Backoff::exponential(u64::MAX / 2, u64::MAX)
+        };
+        assert!(huge.validate().is_err());
+        assert_eq!(
+            huge.delay_ms(60),
+            MAX_BACKOFF_MS,
+            "a hand-made envelope is clamped"
+        );
         let future = Envelope { v: 9, ..e };
         assert!(Envelope::decode(&future.encode()).is_err());
     }
@@ -297,7 +329,8 @@ mod tests {
             backoff: Backoff::fixed(5),
             timeout_ms: Some(3),
         };
-        let with = |f: &dyn Fn(&mut Vec<(rmpv::Value, rmpv::Value)>)| {
+        type Fields = Vec<(rmpv::Value, rmpv::Value)>;
+        let with = |f: &dyn Fn(&mut Fields)| {
             let mut v = e.to_value();
             if let rmpv::Value::Map(m) = &mut v {
                 f(m);

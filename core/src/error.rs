@@ -13,6 +13,19 @@ pub enum ErrorKind {
     PayloadTooLarge,
     /// Redis could not be reached (refused, timed out, connection dropped).
     Connection,
+    /// Redis refused the credentials, or requires some and none were given. Not transient:
+    /// workers and consumers stop on it.
+    Auth,
+    /// The Redis (ACL) user may not run a command tideq needs, or touch a key. Not transient:
+    /// workers and consumers stop on it.
+    Permission,
+    /// Redis is at `maxmemory` with the `noeviction` policy and refuses writes (reads work).
+    OutOfMemory,
+    /// The server at the address did not answer as Redis does.
+    NotRedis,
+    /// Redis may evict keys (its `maxmemory-policy` is not `noeviction`) and the client was
+    /// configured to refuse that (`EvictionCheck::Refuse`).
+    EvictionPolicy,
     /// Redis answered with an error (including a script error).
     Redis,
     /// The process was forked after the runtime started; the handle cannot be used in the child.
@@ -38,6 +51,11 @@ impl ErrorKind {
             ErrorKind::InvalidArgument => "INVALID_ARGUMENT",
             ErrorKind::PayloadTooLarge => "PAYLOAD_TOO_LARGE",
             ErrorKind::Connection => "CONNECTION",
+            ErrorKind::Auth => "AUTH",
+            ErrorKind::Permission => "PERMISSION",
+            ErrorKind::OutOfMemory => "OUT_OF_MEMORY",
+            ErrorKind::NotRedis => "NOT_REDIS",
+            ErrorKind::EvictionPolicy => "EVICTION_POLICY",
             ErrorKind::Redis => "REDIS",
             ErrorKind::Forked => "FORKED",
             ErrorKind::Closed => "CLOSED",
@@ -53,6 +71,11 @@ impl ErrorKind {
         ErrorKind::InvalidArgument,
         ErrorKind::PayloadTooLarge,
         ErrorKind::Connection,
+        ErrorKind::Auth,
+        ErrorKind::Permission,
+        ErrorKind::OutOfMemory,
+        ErrorKind::NotRedis,
+        ErrorKind::EvictionPolicy,
         ErrorKind::Redis,
         ErrorKind::Forked,
         ErrorKind::Closed,
@@ -103,19 +126,72 @@ impl Error {
     }
 
     /// Maps a redis-rs error, removing `secret` (the password) from the text if it appears.
+    /// One message per cause, whatever the call path (a command, a pipeline or a script).
     pub(crate) fn from_redis(err: redis::RedisError, secret: Option<&str>) -> Self {
-        let kind = if is_connection_error(&err) {
-            ErrorKind::Connection
-        } else if err.kind() == redis::ErrorKind::InvalidClientConfig {
-            ErrorKind::InvalidArgument
-        } else {
-            ErrorKind::Redis
-        };
-        let mut message = err.to_string();
+        let mut text = err.to_string();
         if let Some(s) = secret.filter(|s| !s.is_empty()) {
-            message = message.replace(s, "***");
+            text = text.replace(s, "***");
         }
+        let kind = classify(&err, &text);
+        let message = match kind {
+            ErrorKind::Auth
+                if text.contains("WRONGPASS")
+                    || err.kind() == redis::ErrorKind::AuthenticationFailed =>
+            {
+                "Redis refused the username or password (WRONGPASS)".to_string()
+            }
+            ErrorKind::Auth => "Redis requires a password and none was given (NOAUTH): put it in \
+                                the URL (redis://:PASSWORD@host:6379) or pass it as the password \
+                                option"
+                .to_string(),
+            ErrorKind::OutOfMemory => "Redis is out of memory (maxmemory reached and the \
+                                       noeviction policy refuses writes; reads still work): \
+                                       free memory or raise maxmemory"
+                .to_string(),
+            ErrorKind::NotRedis => format!(
+                "the server did not answer as Redis does (is something else listening on that \
+                 port?): {text}"
+            ),
+            _ => text,
+        };
         Error::new(kind, message)
+    }
+
+    /// True for errors that retrying cannot fix (credentials, permissions): a worker or consumer
+    /// stops on them instead of retrying forever.
+    pub fn is_fatal(&self) -> bool {
+        matches!(self.kind, ErrorKind::Auth | ErrorKind::Permission)
+    }
+}
+
+fn classify(err: &redis::RedisError, text: &str) -> ErrorKind {
+    use redis::ErrorKind as K;
+    let code = err.code();
+    if err.kind() == K::AuthenticationFailed
+        || matches!(code, Some("NOAUTH" | "WRONGPASS"))
+        || text.contains("NOAUTH")
+        || text.contains("WRONGPASS")
+        || text.contains("unauthenticated multibulk")
+        || text.contains("unauthenticated bulk")
+    {
+        ErrorKind::Auth
+    } else if code == Some("NOPERM")
+        || err.kind() == K::Server(redis::ServerErrorKind::NoPerm)
+        || text.contains("NOPERM")
+        || text.contains("can't run this command")
+        || text.contains("No permissions to access")
+    {
+        ErrorKind::Permission
+    } else if code == Some("OOM") || text.contains("OOM command not allowed") {
+        ErrorKind::OutOfMemory
+    } else if err.kind() == K::Parse {
+        ErrorKind::NotRedis
+    } else if is_connection_error(err) {
+        ErrorKind::Connection
+    } else if err.kind() == K::InvalidClientConfig {
+        ErrorKind::InvalidArgument
+    } else {
+        ErrorKind::Redis
     }
 }
 
@@ -127,8 +203,7 @@ pub(crate) fn is_connection_error(err: &redis::RedisError) -> bool {
         || err.is_connection_refusal()
         || matches!(
             err.kind(),
-            K::AuthenticationFailed
-                | K::ClusterConnectionNotFound
+            K::ClusterConnectionNotFound
                 | K::Server(redis::ServerErrorKind::BusyLoading)
                 | K::Server(redis::ServerErrorKind::MasterDown)
         )
@@ -141,3 +216,16 @@ impl fmt::Display for Error {
 }
 
 impl std::error::Error for Error {}
+
+/// `text` cut to at most `max` bytes (at a character boundary) with `…` after a cut: what is
+/// stored or logged of a handler's error, however large the error was.
+pub(crate) fn capped_text(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_string();
+    }
+    let mut cut = max;
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}…", &text[..cut])
+}

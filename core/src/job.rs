@@ -3,8 +3,14 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use tokio_util::sync::CancellationToken;
+
 use crate::envelope::Backoff;
 use crate::error::{Error, Result};
+
+/// Most jobs one `enqueue_many` (or items one `push_many`) takes: a batch is checked whole before
+/// anything is written, so it is held in memory whole; send larger ones in parts.
+pub const MAX_BATCH: usize = 100_000;
 
 /// Queue-wide defaults. Per-job options in [`EnqueueOptions`] override the first three.
 #[derive(Debug, Clone, PartialEq)]
@@ -21,6 +27,18 @@ pub struct QueueOptions {
     pub keep_for: Option<Duration>,
     /// Longest error text stored with a failed job, in bytes. Default 4096.
     pub max_error_len: usize,
+    /// Dead-lettered jobs kept (the newest N; older ones are deleted and counted in
+    /// [`JobStats::dead_trimmed`]). `None`: no limit. Default 10 000.
+    pub keep_dead: Option<usize>,
+    /// Dead-lettered jobs older than this are deleted (counted in `dead_trimmed`). `None`: no age
+    /// limit. Default 180 days.
+    pub keep_dead_for: Option<Duration>,
+    /// How long an id given to `enqueue` is remembered after its job completed or died: enqueuing
+    /// it again within this window creates nothing, even once the job's data was trimmed by
+    /// `keep_completed`/`keep_for`. (While the job exists, its id always creates nothing.)
+    /// Cancelled and purged jobs' ids are forgotten at once. Costs about 100 bytes of Redis memory
+    /// per id. `None`: ids are remembered only as long as their job is retained. Default 1 day.
+    pub idempotency_window: Option<Duration>,
 }
 
 impl Default for QueueOptions {
@@ -32,14 +50,33 @@ impl Default for QueueOptions {
             keep_completed: 1000,
             keep_for: Some(Duration::from_secs(24 * 3600)),
             max_error_len: 4096,
+            keep_dead: Some(10_000),
+            keep_dead_for: Some(Duration::from_secs(180 * 24 * 3600)),
+            idempotency_window: Some(Duration::from_secs(24 * 3600)),
         }
+    }
+}
+
+impl QueueOptions {
+    /// The scripts' view of the retention settings (see `lib_jobs.lua`, "Queue policy").
+    pub(crate) fn policy(&self) -> String {
+        format!(
+            "{}|{}|{}|{}|{}",
+            self.keep_completed,
+            self.keep_for.map(ms).unwrap_or(0),
+            self.keep_dead
+                .map_or(-1, |n| n.min(i64::MAX as usize) as i64),
+            self.keep_dead_for.map(ms).unwrap_or(0),
+            self.idempotency_window.map(ms).unwrap_or(0),
+        )
     }
 }
 
 /// Options of one enqueued job.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct EnqueueOptions {
-    /// Idempotency key: enqueuing an id that exists creates nothing. Default: a random id.
+    /// Idempotency key: enqueuing an id that exists creates nothing, nor does one whose job
+    /// finished within the queue's `idempotency_window`. Default: a random id.
     pub id: Option<String>,
     /// Run no earlier than this long from now (Redis clock).
     pub delay: Option<Duration>,
@@ -107,6 +144,9 @@ pub struct JobInfo {
     pub enqueued_at: u64,
     /// Delayed: due time; active: lease deadline; dead: time of death; completed: finish time.
     pub state_since_or_until: Option<u64>,
+    /// Why the stored job could not be read (a damaged envelope or state record), when it could
+    /// not; `payload` then holds the stored envelope's raw bytes.
+    pub unreadable: Option<String>,
 }
 
 /// Counts per state plus lifetime counters.
@@ -125,6 +165,11 @@ pub struct JobStats {
     /// Expired leases recovered (worker died or stalled).
     pub recovered: u64,
     pub cancelled: u64,
+    /// Dead-lettered jobs deleted by the `keep_dead` / `keep_dead_for` bounds.
+    pub dead_trimmed: u64,
+    /// Jobs found with their envelope or their state record missing (evicted by Redis, or deleted
+    /// by hand): removed, since they could not run. Unreadable records are dead-lettered instead.
+    pub lost: u64,
 }
 
 /// A leased job, as the worker runtime hands it to a handler.
@@ -142,6 +187,9 @@ pub struct Job {
     pub(crate) backoff: Backoff,
     pub(crate) token: String,
     pub(crate) shard: usize,
+    /// Fired when the handler should stop: its attempt timed out, or the worker is shutting down
+    /// and the grace period is over.
+    pub(crate) cancel: CancellationToken,
 }
 
 /// What settling a leased job needs (no payload): id, lease token, attempt, backoff.
@@ -152,6 +200,9 @@ pub(crate) struct Lease {
     pub attempt: u32,
     pub backoff: Backoff,
     pub shard: usize,
+    /// An ack of this lease was sent before and its reply lost (so "already completed" means
+    /// this delivery completed it).
+    pub resent: bool,
 }
 
 impl Job {
@@ -162,7 +213,22 @@ impl Job {
             attempt: self.attempt,
             backoff: self.backoff,
             shard: self.shard,
+            resent: false,
         }
+    }
+
+    /// The cooperative stop signal of this attempt: cancelled when the attempt's `timeout`
+    /// passes or when the worker shuts down and its grace period is over. A handler that can stop
+    /// early (a long loop, a wait) should watch it (`is_cancelled()`, or `await cancelled()` in a
+    /// `select!`) and return; its job is then retried (timeout) or returned to the queue
+    /// (shutdown). Until the handler returns, the job keeps its slot and its lease.
+    pub fn cancellation(&self) -> &CancellationToken {
+        &self.cancel
+    }
+
+    /// True once the attempt should stop (see [`cancellation`](Self::cancellation)).
+    pub fn is_cancelled(&self) -> bool {
+        self.cancel.is_cancelled()
     }
 
     /// The payload as UTF-8 text.

@@ -12,7 +12,9 @@ use redis::Value;
 use crate::client::Client;
 use crate::envelope::{Envelope, ENVELOPE_VERSION};
 use crate::error::{Error, ErrorKind, Result};
-use crate::job::{ms, new_job_id, now_ms, validate_job_id, EnqueueOptions, Enqueued, QueueOptions};
+use crate::job::{
+    ms, new_job_id, now_ms, validate_job_id, EnqueueOptions, Enqueued, QueueOptions, MAX_BATCH,
+};
 use crate::keys::{shard_of, JobKeys};
 use crate::scripts::{LuaScript, ENQUEUE_JOBS};
 
@@ -27,6 +29,8 @@ pub struct Queue {
     /// One key set per shard (one shard unless built with [`Queue::sharded`]).
     pub(crate) shards: Arc<[JobKeys]>,
     pub(crate) opts: QueueOptions,
+    /// `opts`' retention settings as the scripts take them (see `QueueOptions::policy`).
+    pub(crate) policy: Arc<str>,
 }
 
 impl Queue {
@@ -71,6 +75,7 @@ impl Queue {
             client: client.clone(),
             name: name.into(),
             shards: keys.into(),
+            policy: opts.policy().into(),
             opts,
         })
     }
@@ -161,6 +166,12 @@ impl Queue {
         &self,
         jobs: &[(P, EnqueueOptions)],
     ) -> Result<Vec<Enqueued>> {
+        if jobs.len() > MAX_BATCH {
+            return Err(Error::invalid(format!(
+                "enqueue_many takes at most {MAX_BATCH} jobs per call; got {}: send them in parts",
+                jobs.len()
+            )));
+        }
         let mut prepared = Vec::with_capacity(jobs.len());
         for (i, (payload, o)) in jobs.iter().enumerate() {
             let env = self.envelope(payload.as_ref(), o);
@@ -186,14 +197,17 @@ impl Queue {
                     .chunks(ENQUEUE_CHUNK)
                     .map(|chunk| {
                         let mut cmd = self.script_cmd(shard, &ENQUEUE_JOBS);
-                        cmd.arg(chunk.len());
+                        let remember = self.opts.idempotency_window.is_some_and(|w| !w.is_zero());
+                        cmd.arg(chunk.len()).arg(if remember { "1" } else { "0" });
                         for &i in chunk {
                             let (env, delay, run_at) = &prepared[i];
+                            let explicit = jobs[i].1.id.is_some();
                             cmd.arg(&env.id)
                                 .arg(env.encode())
                                 .arg(env.max_attempts)
                                 .arg(*delay)
-                                .arg(*run_at);
+                                .arg(*run_at)
+                                .arg(if explicit { "1" } else { "0" });
                         }
                         cmd
                     })

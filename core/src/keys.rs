@@ -31,8 +31,24 @@ pub fn validate_name(what: &str, name: &str) -> Result<()> {
     Ok(())
 }
 
+/// Characters Redis ACL key patterns treat as patterns: a queue or prefix holding one could be
+/// matched by another tenant's rule (`~tideq:{e*}:*` would grant the queue `emails`).
+const GLOB: [char; 5] = ['*', '?', '[', ']', '\\'];
+
+/// Queue names and key prefixes appear in ACL key rules, so they may not hold glob characters.
+fn validate_no_glob(what: &str, name: &str) -> Result<()> {
+    if let Some(c) = name.chars().find(|c| GLOB.contains(c)) {
+        return Err(Error::invalid(format!(
+            "{what} {name:?} contains {c:?}; '*', '?', '[', ']' and '\\' are not allowed in queue \
+             names and key prefixes (Redis ACL key rules read them as patterns)"
+        )));
+    }
+    Ok(())
+}
+
 pub(crate) fn validate_prefix(prefix: &str) -> Result<()> {
-    validate_name("key prefix", prefix)
+    validate_name("key prefix", prefix)?;
+    validate_no_glob("key prefix", prefix)
 }
 
 /// Keys of one capped queue.
@@ -69,9 +85,13 @@ impl CappedKeys {
     pub fn registry(&self) -> String {
         format!("{}reg", self.base)
     }
-    /// Membership set mirroring [`registry`](Self::registry).
+    /// Membership set mirroring [`registry`](Self::registry) (groups in the rotation list).
     pub fn registry_set(&self) -> String {
         format!("{}regset", self.base)
+    }
+    /// Sorted set of registered groups: expiry ms (+inf without a TTL), 0 once drained.
+    pub fn live(&self) -> String {
+        format!("{}live", self.base)
     }
     /// Counters: pushed, dropped, discarded, delivered.
     pub fn stats(&self) -> String {
@@ -102,6 +122,7 @@ impl CappedKeys {
             "group" => self.group(group),
             "registry" => self.registry(),
             "registry_set" => self.registry_set(),
+            "live" => self.live(),
             "stats" => self.stats(),
             "wake" => self.wake(),
             _ => return None,
@@ -146,8 +167,9 @@ job_keys! {
     jobs => "jobs": "Hash id -> envelope (MessagePack, immutable).",
     meta => "meta": "Hash id -> \"state|attempts|max attempts|enqueued ms|x\" (mutable state; see lib_jobs.lua).",
     errors => "errors": "Hash id -> last error text (size-capped).",
-    stats => "stats": "Counters: enqueued, completed, failed, retried, recovered, cancelled, requeued.",
+    stats => "stats": "Counters: enqueued, completed, failed, retried, recovered, cancelled, requeued, dead_trimmed, lost.",
     wake => "wake": "Wake-up tokens for idle workers.",
+    idem => "idem": "Sorted set of ids given to enqueue: +inf while the job exists, then when it finished (idempotency window).",
 }
 
 impl JobKeys {
@@ -190,6 +212,7 @@ pub const MAX_SHARDS: usize = 1024;
 pub fn shard_tags(prefix: &str, queue: &str, shards: usize) -> Result<Vec<String>> {
     validate_prefix(prefix)?;
     validate_name("queue", queue)?;
+    validate_no_glob("queue name", queue)?;
     if queue.contains('#') {
         return Err(Error::invalid(format!(
             "queue name {queue:?} contains '#', which is reserved for shards"
@@ -279,6 +302,7 @@ mod tests {
             k.group("{x}"),
             k.group_wake("g"),
             k.registry_set(),
+            k.live(),
             k.stats(),
             k.wake(),
         ] {
@@ -300,6 +324,15 @@ mod tests {
             }
         }
         assert!(JobKeys::new("tideq", "a#1").is_err());
+        for glob in ["e*", "a?", "[x]", "b\\c"] {
+            let err = JobKeys::new("tideq", glob).unwrap_err();
+            assert!(err.message().contains("ACL"), "{err}");
+            assert!(CappedKeys::new(glob, "q").is_err(), "prefix {glob:?}");
+        }
+        assert!(CappedKeys::new("tideq", "q")
+            .unwrap()
+            .group("g*")
+            .contains("g*"));
         assert!(JobKeys::shards("tideq", "a", 0).is_err());
         assert_eq!(
             key_slot("{user1000}.following"),

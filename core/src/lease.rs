@@ -23,8 +23,30 @@ pub(crate) struct Fetched {
     pub jobs: Vec<Job>,
     /// Ms until something is due (Redis clock); `Some(0)` = look again now; `None` = nothing pending.
     pub wake_in: Option<u64>,
-    /// Per ack sent along: true = completed, false = its lease was lost.
-    pub acked: Vec<bool>,
+    /// Per ack sent along, what became of it.
+    pub acked: Vec<Acked>,
+    /// Job records found missing (removed) or unreadable (dead-lettered) on the way.
+    pub lost: u64,
+}
+
+/// What became of one ack.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Acked {
+    Completed,
+    /// The job was already completed: by this very delivery when the ack is a retry whose first
+    /// reply was lost; otherwise by another worker after this one's lease expired.
+    AlreadyCompleted,
+    LeaseLost,
+}
+
+impl Acked {
+    fn from_code(code: i64) -> Self {
+        match code {
+            1 => Acked::Completed,
+            2 => Acked::AlreadyCompleted,
+            _ => Acked::LeaseLost,
+        }
+    }
 }
 
 impl Queue {
@@ -44,8 +66,7 @@ impl Queue {
             .arg(want)
             .arg(RECOVER_LIMIT)
             .arg(PROMOTE_LIMIT)
-            .arg(self.opts.keep_completed)
-            .arg(self.opts.keep_for.map(ms).unwrap_or(0));
+            .arg(&*self.policy);
         for l in acks {
             debug_assert_eq!(l.shard, shard, "acks ride on a fetch of their own shard");
             cmd.arg(&l.id).arg(&l.token);
@@ -53,12 +74,12 @@ impl Queue {
         let reply: Value = self.client.eval(&cmd, &FETCH_JOBS).await?;
         let bad = || Error::new(ErrorKind::Redis, "unexpected reply from fetch_jobs");
         type Leased = (String, Vec<u8>, u32, String, u64);
-        let (leased, wake, acked): (Vec<Leased>, i64, Vec<i64>) =
+        let (leased, wake, acked, lost): (Vec<Leased>, i64, Vec<i64>, u64) =
             redis::from_redis_value(reply).map_err(|_| bad())?;
         if acked.len() != acks.len() {
             return Err(bad());
         }
-        let acked = acked.into_iter().map(|r| r == 1).collect();
+        let acked = acked.into_iter().map(Acked::from_code).collect();
         let mut jobs = Vec::with_capacity(leased.len());
         for (id, env, attempt, token, enqueued_at) in leased {
             let env = match Envelope::decode(&env) {
@@ -72,9 +93,10 @@ impl Queue {
                         attempt,
                         backoff: Backoff::fixed(0),
                         shard,
+                        resent: false,
                     };
                     let _ = self
-                        .fail_lease(&lease, &format!("unreadable envelope: {e}"))
+                        .fail_lease(&lease, &format!("unreadable envelope: {e}"), true)
                         .await;
                     continue;
                 }
@@ -90,12 +112,14 @@ impl Queue {
                 backoff: env.backoff,
                 token,
                 shard,
+                cancel: Default::default(),
             });
         }
         Ok(Fetched {
             jobs,
             wake_in: u64::try_from(wake).ok(),
             acked,
+            lost,
         })
     }
 
@@ -109,15 +133,14 @@ impl Queue {
     /// Marks a leased job done. `LEASE_LOST` if the lease expired and the job was redelivered.
     pub async fn complete(&self, job: &Job) -> Result<()> {
         match self.complete_leases(&[job.lease()]).await?[0] {
-            true => Ok(()),
-            false => Err(self.lease_lost(&job.id)),
+            Acked::Completed => Ok(()),
+            _ => Err(self.lease_lost(&job.id)),
         }
     }
 
-    /// Completes many leased jobs in one script call (the worker batches its acks). Per job:
-    /// true = completed, false = its lease was lost.
-    pub(crate) async fn complete_leases(&self, leases: &[Lease]) -> Result<Vec<bool>> {
-        let mut out = vec![false; leases.len()];
+    /// Completes many leased jobs in one script call per shard (the worker batches its acks).
+    pub(crate) async fn complete_leases(&self, leases: &[Lease]) -> Result<Vec<Acked>> {
+        let mut out = vec![Acked::LeaseLost; leases.len()];
         for shard in 0..self.shards.len() {
             let idx: Vec<usize> = (0..leases.len())
                 .filter(|&i| leases[i].shard == shard)
@@ -126,14 +149,13 @@ impl Queue {
                 continue;
             }
             let mut cmd = self.script_cmd(shard, &COMPLETE_JOBS);
-            cmd.arg(self.opts.keep_completed)
-                .arg(self.opts.keep_for.map(ms).unwrap_or(0));
+            cmd.arg(&*self.policy);
             for &i in &idx {
                 cmd.arg(&leases[i].id).arg(&leases[i].token);
             }
             let res: Vec<i64> = self.client.eval(&cmd, &COMPLETE_JOBS).await?;
             for (i, r) in idx.into_iter().zip(res) {
-                out[i] = r == 1;
+                out[i] = Acked::from_code(r);
             }
         }
         Ok(out)
@@ -142,22 +164,26 @@ impl Queue {
     /// Fails a leased attempt: retried after the job's backoff, or dead-lettered after
     /// `max_attempts`. Returns true when dead-lettered.
     pub async fn fail(&self, job: &Job, error: &str) -> Result<bool> {
-        self.fail_lease(&job.lease(), error).await
+        self.fail_lease(&job.lease(), error, false).await
     }
 
-    pub(crate) async fn fail_lease(&self, lease: &Lease, error: &str) -> Result<bool> {
+    /// [`fail`](Self::fail) for a lease; `dead_now` dead-letters the job whatever its attempts
+    /// (an attempt that can never succeed).
+    pub(crate) async fn fail_lease(
+        &self,
+        lease: &Lease,
+        error: &str,
+        dead_now: bool,
+    ) -> Result<bool> {
         let delay = lease.backoff.delay_ms(lease.attempt);
-        let mut text = error.to_string();
-        if text.len() > self.opts.max_error_len {
-            let mut cut = self.opts.max_error_len;
-            while !text.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            text.truncate(cut);
-            text.push('…');
-        }
+        let text = crate::error::capped_text(error, self.opts.max_error_len);
         let mut cmd = self.script_cmd(lease.shard, &FAIL_JOB);
-        cmd.arg(&lease.id).arg(&lease.token).arg(text).arg(delay);
+        cmd.arg(&lease.id)
+            .arg(&lease.token)
+            .arg(text)
+            .arg(delay)
+            .arg(&*self.policy)
+            .arg(if dead_now { "1" } else { "0" });
         match self.client.eval::<i64>(&cmd, &FAIL_JOB).await? {
             -1 => Err(self.lease_lost(&lease.id)),
             n => Ok(n == 2),

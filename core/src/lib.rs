@@ -41,12 +41,14 @@
 //! - [`worker`]: the worker runtime for job queues (concurrency, lease renewal, shutdown).
 //! - [`envelope`]: the versioned MessagePack job envelope and backoff policy.
 //! - [`error`]: one error type with stable codes.
+//! - [`acl`]: the Redis ACL rules each role needs (least privilege), derived from the scripts.
 //! - `wait`: idle consumers and workers block on producers' wake-up lists instead of polling.
 //! - `background`: the stop/join/until-signal handle shared by consumers and workers.
 //! - [`signal`]: waiting for SIGINT/SIGTERM.
 //! - [`runtime_builder`]: the tokio runtime the bindings use (one worker thread by default).
 //! - `alloc` (feature `mimalloc`): the bindings' global allocator.
 
+pub mod acl;
 mod admin;
 #[cfg(feature = "mimalloc")]
 pub mod alloc;
@@ -73,11 +75,14 @@ pub const HANDLER_LOG_TARGET: &str = "tideq::handler";
 
 pub use capped::{Batch, CappedOptions, CappedQueue, CappedStats};
 pub use client::Client;
-pub use config::Config;
+pub use config::{Config, EvictionCheck};
 pub use consumer::{BatchHandler, Consumer, ConsumerOptions, ConsumerStats, HandlerFuture};
 pub use envelope::{Backoff, BackoffKind, Envelope};
 pub use error::{Error, ErrorKind, Result};
-pub use job::{EnqueueOptions, Enqueued, Job, JobInfo, JobState, JobStats, QueueOptions};
+pub use job::{
+    EnqueueOptions, Enqueued, Job, JobInfo, JobState, JobStats, QueueOptions, MAX_BATCH,
+};
 pub use jobs::Queue;
 pub use runtime::runtime_builder;
+pub use tokio_util::sync::CancellationToken;
 pub use worker::{JobFuture, JobHandler, Worker, WorkerOptions, WorkerStats};

@@ -13,15 +13,17 @@
 
 use std::sync::LazyLock;
 
+/// The job scripts' shared helpers.
+pub(crate) const LIB_JOBS: &str = include_str!("lua/lib_jobs.lua");
+
 /// Files a script may include.
-const INCLUDES: &[(&str, &str)] = &[("lib_jobs.lua", include_str!("lua/lib_jobs.lua"))];
+const INCLUDES: &[(&str, &str)] = &[("lib_jobs.lua", LIB_JOBS)];
 
 /// One Lua script, compiled into the crate, with its SHA1 computed once.
 pub(crate) struct LuaScript {
     /// File name under `src/lua/`.
     pub name: &'static str,
     /// The file as written (contract header first).
-    #[cfg_attr(not(test), allow(dead_code))]
     pub source: &'static str,
     /// What Redis runs: `source` with its includes flattened.
     pub code: String,
@@ -62,6 +64,34 @@ impl LuaScript {
         cmd
     }
 
+    /// The command(s) a permission error inside this script was about, from the line Redis
+    /// names (`... on @user_script:12.`): the command called on that line, or, on a line that
+    /// calls a command chosen at run time, every command the script uses.
+    pub fn denied_command(&self, message: &str) -> String {
+        let line: Option<usize> = message
+            .split("@user_script:")
+            .nth(1)
+            .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
+            .and_then(|n| n.parse().ok());
+        let named = |text: &str| -> Vec<String> {
+            text.split("redis.call('")
+                .skip(1)
+                .filter_map(|rest| rest.split('\'').next())
+                .map(str::to_uppercase)
+                .collect()
+        };
+        if let Some(text) = line.and_then(|n| self.code.lines().nth(n.saturating_sub(1))) {
+            if let [one] = named(text).as_slice() {
+                return one.clone();
+            }
+        }
+        let all: Vec<String> = crate::acl::script_commands(self)
+            .into_iter()
+            .map(|c| c.to_uppercase())
+            .collect();
+        format!("one of {}", all.join(", "))
+    }
+
     pub fn load_cmd(&self) -> redis::Cmd {
         let mut cmd = redis::cmd("SCRIPT");
         cmd.arg("LOAD").arg(&self.code);
@@ -72,7 +102,12 @@ impl LuaScript {
 /// The key names of a contract header: the word after each `KEYS[<n>]` (n = 1, 2, ... in order;
 /// forms like `KEYS[5 + 2(i-1)]` describe variadic keys and are not listed).
 fn header_keys(name: &str, source: &'static str) -> Vec<&'static str> {
-    let header = source
+    // A first line `#!lua flags=...` (Redis script flags) comes before the contract.
+    let body = match source.strip_prefix("#!") {
+        Some(rest) => rest.split_once('\n').map_or("", |(_, b)| b),
+        None => source,
+    };
+    let header = body
         .strip_prefix("--[[")
         .and_then(|s| s.split_once("]]"))
         .map(|(h, _)| h)
@@ -109,7 +144,7 @@ macro_rules! scripts {
 scripts! {
     PUSH_CAPPED => "push_capped.lua",
     POP_CAPPED => "pop_capped.lua",
-    NEXT_GROUP => "next_group.lua",
+    CAPPED_GROUPS => "capped_groups.lua",
     ENQUEUE_JOBS => "enqueue_jobs.lua",
     FETCH_JOBS => "fetch_jobs.lua",
     COMPLETE_JOBS => "complete_jobs.lua",
@@ -119,6 +154,7 @@ scripts! {
     CANCEL_JOB => "cancel_job.lua",
     REQUEUE_DEAD => "requeue_dead.lua",
     PURGE_DEAD => "purge_dead.lua",
+    GET_JOBS => "get_jobs.lua",
 }
 
 /// Finds which script an `EVALSHA` command runs (first argument after the command name).
@@ -137,8 +173,12 @@ mod tests {
     #[test]
     fn every_script_states_its_contract() {
         for s in super::all() {
+            let body = s
+                .source
+                .strip_prefix("#!lua flags=no-writes\n")
+                .unwrap_or(s.source);
             assert!(
-                s.source.starts_with("--[["),
+                body.starts_with("--[["),
                 "{} must open with its contract",
                 s.name
             );
@@ -151,7 +191,7 @@ mod tests {
 
     #[test]
     fn every_key_a_header_names_is_one_the_rust_side_builds() {
-        const CAPPED: [&str; 3] = ["push_capped.lua", "pop_capped.lua", "next_group.lua"];
+        const CAPPED: [&str; 3] = ["push_capped.lua", "pop_capped.lua", "capped_groups.lua"];
         let jobs = JobKeys::new("tideq", "q").unwrap();
         let capped = CappedKeys::new("tideq", "q").unwrap();
         for s in super::all() {
@@ -170,9 +210,9 @@ mod tests {
         }
         // The job scripts take exactly the keys their header lists.
         let fail = jobs.for_script(&super::FAIL_JOB);
-        assert_eq!(fail.len(), 8);
+        assert_eq!(fail.len(), 10);
         assert_eq!(fail[0], jobs.active());
-        assert_eq!(fail[7], jobs.wake());
+        assert_eq!(fail[8], jobs.wake());
     }
 
     #[test]

@@ -13,20 +13,22 @@ use futures_util::stream::FuturesUnordered;
 use futures_util::{FutureExt, StreamExt};
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::sync::{oneshot, watch, Notify, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{oneshot, Notify, OwnedSemaphorePermit, Semaphore};
 
-use crate::background::{stopped, Background};
+use crate::background::{stopped, Background, Failure, Signals};
 use tokio::task::JoinSet;
 
 use crate::client::Client;
 use crate::error::{Error, ErrorKind, Result};
+use tokio_util::sync::CancellationToken;
+
 use crate::job::{Job, Lease};
 use crate::jobs::Queue;
-use crate::lease::Fetched;
+use crate::lease::{Acked, Fetched};
 use crate::wait::Waiter;
 
 /// The future a job handler returns.
@@ -48,8 +50,10 @@ pub struct WorkerOptions {
     pub lease: Duration,
     /// Longest idle wait before looking again (wake-ups usually come sooner). Default 5 s.
     pub poll_interval: Duration,
-    /// On shutdown, how long running jobs may take; unfinished ones are then returned to the
-    /// queue at once. Default 10 s.
+    /// On shutdown, how long running jobs may take. Past it, the handlers still running are asked
+    /// to stop ([`Job::cancellation`]); each such job is returned to the queue (its attempt not
+    /// counted) once its handler has returned, never while it may still run: until then it keeps
+    /// its lease. Default 10 s.
     pub grace: Duration,
     /// Stop by itself once nothing is ready, delayed or active (scripts, tests).
     pub stop_when_drained: bool,
@@ -151,6 +155,13 @@ impl Worker {
         self.join().await
     }
 
+    /// The error the worker stopped on by itself, if any: credentials or permissions Redis
+    /// refused ([`Error::is_fatal`]), which retrying cannot fix. Transient errors (Redis down,
+    /// busy) are retried with backoff and never end up here.
+    pub fn error(&self) -> Option<Error> {
+        self.bg.error()
+    }
+
     /// Runs until SIGINT (Ctrl-C) or SIGTERM, or until the worker stops by itself, then shuts down
     /// gracefully: the usual `main` of a worker process.
     pub async fn run_until_signal(&self) -> WorkerStats {
@@ -169,28 +180,37 @@ impl Queue {
         Fut: Future<Output = std::result::Result<(), E>> + Send + 'static,
         E: std::fmt::Display + 'static,
     {
-        let handler: JobHandler = Arc::new(move |job| {
+        let handler: JobHandler = Arc::new(move |job: Job| {
+            let cancel = job.cancel.clone();
             let fut = handler(job);
-            Box::pin(async move { fut.await.map_err(|e| e.to_string()) })
+            // Rust's way to stop a future is to drop it: a cancelled job's handler is dropped at
+            // its next await point.
+            Box::pin(async move {
+                tokio::select! {
+                    r = fut => r.map_err(|e| e.to_string()),
+                    _ = cancel.cancelled() => Err("stopped: the job was cancelled".to_string()),
+                }
+            })
         });
         self.work_boxed(opts, handler)
     }
 
-    /// [`work`](Self::work) with an already boxed handler (used by the bindings).
+    /// [`work`](Self::work) with an already boxed handler (used by the bindings). Unlike `work`,
+    /// the handler's future is never dropped before it completes: a cancelled job (timeout,
+    /// shutdown) only fires [`Job::cancellation`], and keeps its slot and lease until the future
+    /// completes, so a handler running on another thread can never overlap its own retry.
     pub fn work_boxed(&self, opts: WorkerOptions, handler: JobHandler) -> Result<Worker> {
         opts.validate()?;
         let counters = Arc::new(Counters::default());
         let c = counters.clone();
         let queue = self.clone();
-        let bg = Background::spawn("work", move |sig| {
-            run(queue, opts, handler, sig.stop, c, sig.done)
-        })?;
+        let bg = Background::spawn("work", move |sig| run(queue, opts, handler, c, sig))?;
         Ok(Worker { bg, counters })
     }
 }
 
-/// Running jobs' leases (for the renewer), by a per-worker sequence number.
-type InFlight = Arc<Mutex<HashMap<u64, Lease>>>;
+/// Running jobs' leases (for the renewer) and stop signals, by a per-worker sequence number.
+type InFlight = Arc<Mutex<HashMap<u64, (Lease, CancellationToken)>>>;
 
 /// Acks waiting to be sent. The fetch loop takes them along on its next fetch (one script call
 /// completes a batch and leases the next); when it has nothing to fetch it sends them on their
@@ -224,29 +244,47 @@ impl AckQueue {
     }
 
     /// Counts what came back; acks that could not be sent wait for the next call.
-    fn settle(&self, leases: Vec<Lease>, results: std::result::Result<&[bool], &Error>) -> bool {
+    fn settle(&self, leases: Vec<Lease>, results: std::result::Result<&[Acked], &Error>) -> bool {
         match results {
             Ok(results) => {
-                for (lease, &ok) in leases.iter().zip(results) {
-                    if ok {
-                        self.counters.completed.fetch_add(1, Ordering::Relaxed);
-                    } else {
-                        self.counters.lease_lost.fetch_add(1, Ordering::Relaxed);
-                        log::warn!(
-                            "tideq: the lease on job {:?} was lost (expired and redelivered); \
-                             its completion was refused",
-                            lease.id
-                        );
+                for (lease, &acked) in leases.iter().zip(results) {
+                    match acked {
+                        Acked::Completed => {
+                            self.counters.completed.fetch_add(1, Ordering::Relaxed);
+                        }
+                        // A resent ack whose first reply was lost: that first one completed it.
+                        Acked::AlreadyCompleted if lease.resent => {
+                            self.counters.completed.fetch_add(1, Ordering::Relaxed);
+                        }
+                        _ => {
+                            self.counters.lease_lost.fetch_add(1, Ordering::Relaxed);
+                            log::warn!(
+                                "tideq: the lease on job {:?} was lost (expired and redelivered); \
+                                 its completion was refused",
+                                lease.id
+                            );
+                        }
                     }
                 }
                 true
             }
-            Err(e) => {
-                log::warn!(
-                    "tideq: could not complete {} job(s), will retry: {e}",
+            Err(e) if e.is_fatal() => {
+                // Retrying cannot help: the jobs are left to their leases (and run again).
+                log::error!(
+                    "tideq: could not complete {} job(s), left to their leases: {e}",
                     leases.len()
                 );
-                self.items.lock().unwrap().extend(leases);
+                true
+            }
+            Err(e) => {
+                if !leases.is_empty() {
+                    log::warn!(
+                        "tideq: could not complete {} job(s), will retry: {e}",
+                        leases.len()
+                    );
+                }
+                let mut items = self.items.lock().unwrap();
+                items.extend(leases.into_iter().map(|l| Lease { resent: true, ..l }));
                 false
             }
         }
@@ -354,10 +392,14 @@ async fn run(
     queue: Queue,
     opts: WorkerOptions,
     handler: JobHandler,
-    mut stop_rx: watch::Receiver<bool>,
     counters: Arc<Counters>,
-    done: watch::Sender<bool>,
+    sig: Signals,
 ) {
+    let Signals {
+        stop: mut stop_rx,
+        done,
+        failure,
+    } = sig;
     let sem = Arc::new(Semaphore::new(opts.concurrency));
     // Two fetches may be in flight, each for up to half the slots: Redis serves one while this
     // process runs the other's jobs, so neither side waits for the other.
@@ -377,6 +419,7 @@ async fn run(
         counters: counters.clone(),
         in_flight: in_flight.clone(),
         acks: acks.clone(),
+        shutting_down: AtomicBool::new(false),
     });
     let mut tasks: JoinSet<()> = JoinSet::new();
     let mut fetches: FuturesUnordered<FetchFuture> = FuturesUnordered::new();
@@ -437,6 +480,10 @@ async fn run(
             };
             if let Err(e) = res {
                 counters.fetch_errors.fetch_add(1, Ordering::Relaxed);
+                if e.is_fatal() {
+                    stopped_on(&queue, &failure, e);
+                    break;
+                }
                 log::warn!("tideq: worker wait failed, retrying in {backoff:?}: {e}");
                 failed = true;
             }
@@ -466,6 +513,15 @@ async fn run(
                 match result {
                     Ok(f) => {
                         backoff = Duration::from_millis(50);
+                        if f.lost > 0 {
+                            log::warn!(
+                                "tideq: queue {:?}: {} job record(s) were missing or unreadable \
+                                 (evicted by Redis, or changed by hand); the missing ones were \
+                                 removed and the unreadable ones dead-lettered (stats: lost, dead)",
+                                queue.name(),
+                                f.lost
+                            );
+                        }
                         let got = f.jobs.len();
                         for job in f.jobs {
                             let permit = permits.pop().expect("one permit per leased job");
@@ -484,6 +540,10 @@ async fn run(
                         drop(permits);
                         busy = false;
                         counters.fetch_errors.fetch_add(1, Ordering::Relaxed);
+                        if e.is_fatal() {
+                            stopped_on(&queue, &failure, e);
+                            break;
+                        }
                         log::warn!("tideq: worker fetch failed, retrying in {backoff:?}: {e}");
                         failed = true;
                     }
@@ -540,24 +600,49 @@ async fn run(
         }
     };
     if tokio::time::timeout(opts.grace, drain).await.is_err() {
-        acks.flush(&queue).await;
-        tasks.abort_all();
-        let unfinished: Vec<Lease> = in_flight.lock().unwrap().drain().map(|(_, l)| l).collect();
-        for job in unfinished {
-            match queue.release_lease(&job).await {
-                Ok(()) => {
-                    counters.released.fetch_add(1, Ordering::Relaxed);
-                }
-                Err(e) => log::warn!(
-                    "tideq: could not return job {:?} at shutdown (its lease will expire): {e}",
-                    job.id
-                ),
-            }
+        // Past the grace period: ask the handlers still running to stop. A job is handed back
+        // (released) only once its handler has returned, never while it may still run; until
+        // then it keeps its slot and its lease (the renewer goes on).
+        ctx.shutting_down.store(true, Ordering::SeqCst);
+        let running: Vec<CancellationToken> = in_flight
+            .lock()
+            .unwrap()
+            .values()
+            .map(|(_, c)| c.clone())
+            .collect();
+        if !running.is_empty() {
+            log::warn!(
+                "tideq: {} job(s) still running after the grace period of {:?}; asked them to \
+                 stop, and waiting for their handlers to return (each is then returned to the \
+                 queue, or completed if it succeeded)",
+                running.len(),
+                opts.grace
+            );
+        }
+        for c in running {
+            c.cancel();
         }
         while tasks.join_next().await.is_some() {}
+        // Acks that still cannot be sent are left to their leases: those jobs run again
+        // (at-least-once).
+        for attempt in 0..5 {
+            if acks.flush(&queue).await {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100 << attempt)).await;
+        }
     }
     drop(renewer);
     let _ = done.send(true);
+}
+
+/// Logs and keeps the error a worker stops on (it cannot be fixed by retrying).
+fn stopped_on(queue: &Queue, failure: &Failure, e: Error) {
+    log::error!(
+        "tideq: the worker of queue {:?} stopped: {e}; running jobs get the grace period",
+        queue.name()
+    );
+    failure.set(e);
 }
 
 /// Renews every running job's lease each `lease / 3`, in one pipeline, from a thread of its own
@@ -613,7 +698,7 @@ async fn renew(queue: &Queue, in_flight: &InFlight, lease: Duration) {
             .lock()
             .unwrap()
             .iter()
-            .map(|(k, l)| (*k, l.clone()))
+            .map(|(k, (l, _))| (*k, l.clone()))
             .unzip();
         if held.is_empty() {
             continue;
@@ -646,6 +731,9 @@ struct JobCtx {
     counters: Arc<Counters>,
     in_flight: InFlight,
     acks: Arc<AckQueue>,
+    /// Set when the grace period is over: a cancelled job's handler then ended because the worker
+    /// is stopping, and the job goes back to the queue instead of failing its attempt.
+    shutting_down: AtomicBool,
 }
 
 impl JobCtx {
@@ -653,25 +741,40 @@ impl JobCtx {
     fn spawn(self: &Arc<Self>, tasks: &mut JoinSet<()>, job: Job, permit: OwnedSemaphorePermit) {
         let held = job.lease();
         let key = self.next_key.fetch_add(1, Ordering::Relaxed);
-        self.in_flight.lock().unwrap().insert(key, held.clone());
+        self.in_flight
+            .lock()
+            .unwrap()
+            .insert(key, (held.clone(), job.cancel.clone()));
         let ctx = self.clone();
         tasks.spawn(async move { ctx.run_job(job, held, key, permit).await });
     }
 
-    /// Runs one job: the handler (its lease renewed by the worker's renewer), then ack or fail. The
-    /// job's slot (`permit`) frees as soon as the handler ends; its ack rides on the next fetch.
+    /// Runs one job: the handler (its lease renewed by the worker's renewer), then ack or fail.
+    /// The job's slot (`permit`) is held until the handler's future has completed, even past a
+    /// timeout (which only fires the job's cancellation), so concurrency is never exceeded and an
+    /// attempt never overlaps its retry. Its ack rides on the next fetch.
     async fn run_job(&self, job: Job, held: Lease, key: u64, permit: OwnedSemaphorePermit) {
         let timeout = job.timeout;
+        let cancel = job.cancel.clone();
         // The handler runs inline (no extra task); a panic is caught and fails the attempt.
         let handled = std::panic::AssertUnwindSafe((self.handler)(job)).catch_unwind();
+        tokio::pin!(handled);
+        let mut timed_out = None;
         let outcome = match timeout {
-            Some(t) => match tokio::time::timeout(t, handled).await {
-                Ok(r) => r,
-                Err(_) => Ok(Err(format!("timed out after {t:?}"))),
+            Some(t) => tokio::select! {
+                r = &mut handled => r,
+                _ = tokio::time::sleep(t) => {
+                    timed_out = Some(t);
+                    cancel.cancel();
+                    handled.await
+                }
             },
             None => handled.await,
         };
-        let result = outcome.unwrap_or_else(|_| Err("handler panicked".to_string()));
+        let mut result = outcome.unwrap_or_else(|_| Err("handler panicked".to_string()));
+        if let Some(t) = timed_out {
+            result = Err(format!("timed out after {t:?}"));
+        }
         // Settling now: the renewer must not extend a lease the ack is about to end.
         self.in_flight.lock().unwrap().remove(&key);
         let msg = match result {
@@ -685,14 +788,33 @@ impl JobCtx {
         drop(permit);
         // Boxed: the failure path's futures (a script call, retries) would otherwise sit in every
         // job's task, making each spawn copy kilobytes.
-        Box::pin(self.fail(held, msg)).await;
+        if cancel.is_cancelled() && timed_out.is_none() && self.shutting_down.load(Ordering::SeqCst)
+        {
+            Box::pin(self.release(held)).await;
+        } else {
+            Box::pin(self.fail(held, msg)).await;
+        }
+    }
+
+    /// Returns a job whose handler stopped because the worker is shutting down; its attempt is
+    /// not counted.
+    async fn release(&self, held: Lease) {
+        match self.queue.release_lease(&held).await {
+            Ok(()) => {
+                self.counters.released.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(e) => log::warn!(
+                "tideq: could not return job {:?} at shutdown (its lease will expire): {e}",
+                held.id
+            ),
+        }
     }
 
     /// Fails a job's attempt (retry after backoff, or dead letter), retrying Redis errors a few
     /// times.
     async fn fail(&self, held: Lease, msg: String) {
         for attempt in 0..5 {
-            match self.queue.fail_lease(&held, &msg).await {
+            match self.queue.fail_lease(&held, &msg, false).await {
                 Ok(_) => {
                     self.counters.failed.fetch_add(1, Ordering::Relaxed);
                     return;
@@ -700,6 +822,13 @@ impl JobCtx {
                 Err(e) if e.kind() == ErrorKind::LeaseLost => {
                     self.counters.lease_lost.fetch_add(1, Ordering::Relaxed);
                     log::warn!("tideq: {e}");
+                    return;
+                }
+                Err(e) if e.is_fatal() => {
+                    log::error!(
+                        "tideq: could not fail job {:?} (left to its lease): {e}",
+                        held.id
+                    );
                     return;
                 }
                 Err(e) => {

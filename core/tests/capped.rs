@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::{unique, RedisServer};
-use tideq::{CappedOptions, CappedQueue, Client, Config};
+use tideq::{CappedOptions, CappedQueue, Client, Config, ConsumerOptions};
 
 fn queue(server: &RedisServer, opts: CappedOptions) -> CappedQueue {
     let client = Client::open(&server.url).unwrap();
@@ -215,12 +215,14 @@ async fn round_robin_serves_every_small_group_within_51_calls() {
     assert!(served.contains("big"));
 }
 
-/// Reads every group's length and the registry in one MULTI, so the check itself is atomic.
+/// Reads every group's length and the registry (rotation list and set, live zset) in one MULTI,
+/// so the check itself is atomic.
+#[allow(clippy::type_complexity)]
 fn registry_snapshot(
     server: &RedisServer,
     q: &str,
     groups: &[String],
-) -> (Vec<u64>, HashSet<String>, Vec<String>) {
+) -> (Vec<u64>, HashSet<String>, Vec<String>, HashMap<String, f64>) {
     let mut pipe = redis::pipe();
     pipe.atomic();
     for g in groups {
@@ -231,14 +233,20 @@ fn registry_snapshot(
         .arg(format!("tideq:{{{q}}}:c:reg"))
         .arg(0)
         .arg(-1);
+    pipe.cmd("ZRANGE")
+        .arg(format!("tideq:{{{q}}}:c:live"))
+        .arg(0)
+        .arg(-1)
+        .arg("WITHSCORES");
     let mut values: Vec<redis::Value> = pipe.query(&mut server.conn()).unwrap();
+    let live: Vec<(String, f64)> = redis::from_redis_value(values.pop().unwrap()).unwrap();
     let list: Vec<String> = redis::from_redis_value(values.pop().unwrap()).unwrap();
     let set: HashSet<String> = redis::from_redis_value(values.pop().unwrap()).unwrap();
     let lens = values
         .into_iter()
         .map(|v| redis::from_redis_value(v).unwrap())
         .collect();
-    (lens, set, list)
+    (lens, set, list, live.into_iter().collect())
 }
 
 #[tokio::test]
@@ -273,12 +281,16 @@ async fn a_group_with_items_is_never_missing_from_the_registry() {
         }));
     }
     for _ in 0..200 {
-        let (lens, set, list) = registry_snapshot(&server, q.name(), &groups);
+        let (lens, set, list, live) = registry_snapshot(&server, q.name(), &groups);
         for (g, len) in groups.iter().zip(&lens) {
-            assert!(
-                *len == 0 || set.contains(g),
-                "{g} has {len} items but is not registered"
-            );
+            if *len > 0 {
+                assert!(
+                    set.contains(g),
+                    "{g} has {len} items but is not in the rotation"
+                );
+                let score = live.get(g).copied().unwrap_or(0.0);
+                assert!(score > 0.0, "{g} has {len} items but is not live ({score})");
+            }
         }
         let listed: HashSet<String> = list.iter().cloned().collect();
         assert_eq!(listed, set, "registry list and set disagree");
@@ -292,7 +304,7 @@ async fn a_group_with_items_is_never_missing_from_the_registry() {
 }
 
 #[tokio::test]
-async fn an_idle_group_expires_and_leaves_the_registry_when_met() {
+async fn an_expired_group_is_neither_listed_nor_counted_and_its_next_push_wakes_consumers() {
     let server = RedisServer::start();
     let q = queue(
         &server,
@@ -303,23 +315,89 @@ async fn an_idle_group_expires_and_leaves_the_registry_when_met() {
         },
     );
     q.push("short-lived", "x").await.unwrap();
-    assert_eq!(q.len("short-lived").await.unwrap(), 1);
+    assert_eq!(q.groups().await.unwrap(), vec!["short-lived"]);
+    assert_eq!(q.stats().await.unwrap().groups, 1);
     tokio::time::sleep(Duration::from_millis(400)).await;
     assert_eq!(
         q.len("short-lived").await.unwrap(),
         0,
         "the group key expired"
     );
-    assert_eq!(
-        q.groups().await.unwrap(),
-        vec!["short-lived"],
-        "still registered until met"
-    );
-    assert!(q.next_batch(10).await.unwrap().is_none());
     assert!(
         q.groups().await.unwrap().is_empty(),
-        "an expired group is dropped from the registry when met"
+        "an expired group is not listed"
     );
+    assert_eq!(q.stats().await.unwrap().groups, 0, "nor counted");
+    // An idle consumer that polls once a minute: only a wake-up brings it the new item in time.
+    let got = Arc::new(Mutex::new(Vec::new()));
+    let g2 = got.clone();
+    let opts = ConsumerOptions {
+        poll_interval: Duration::from_secs(60),
+        ..Default::default()
+    };
+    let c = q
+        .consume(opts, move |batch| {
+            g2.lock().unwrap().push(batch.group);
+            async { Ok::<(), String>(()) }
+        })
+        .unwrap();
+    let idle = wait_until(Duration::from_secs(5), || blocked_clients(&server) == 1).await;
+    assert!(idle, "the consumer never went idle");
+    q.push("short-lived", "again").await.unwrap();
+    let woke = wait_until(Duration::from_secs(5), || got.lock().unwrap().len() == 1).await;
+    assert!(woke, "the push to a group whose TTL had passed woke nobody");
+    c.shutdown().await;
+    assert!(q.next_batch(10).await.unwrap().is_none());
+}
+
+fn blocked_clients(server: &RedisServer) -> u64 {
+    let info: String = redis::cmd("INFO")
+        .arg("clients")
+        .query(&mut server.conn())
+        .unwrap();
+    info.lines()
+        .find_map(|l| l.strip_prefix("blocked_clients:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+async fn wait_until(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
+    let deadline = std::time::Instant::now() + timeout;
+    while std::time::Instant::now() < deadline {
+        if f() {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    f()
+}
+
+#[tokio::test]
+async fn draining_many_one_item_groups_costs_constant_time_per_group() {
+    let server = RedisServer::start();
+    let q = queue(&server, cap(10));
+    let n = 20_000;
+    let items: Vec<(String, &str)> = (0..n).map(|i| (format!("g{i}"), "x")).collect();
+    q.push_many(&items).await.unwrap();
+    assert_eq!(q.stats().await.unwrap().groups, n as u64);
+    let opts = ConsumerOptions {
+        concurrency: 64,
+        stop_when_empty: true,
+        ..Default::default()
+    };
+    let stats = q
+        .consume(opts, |_batch| async { Ok::<(), String>(()) })
+        .unwrap()
+        .join()
+        .await;
+    assert_eq!(stats.items, n as u64);
+    assert_eq!(q.stats().await.unwrap().groups, 0);
+    // Drained groups leave the rotation when met, and nothing else is left behind.
+    let left: u64 = redis::cmd("LLEN")
+        .arg(format!("tideq:{{{}}}:c:reg", q.name()))
+        .query(&mut server.conn())
+        .unwrap();
+    assert_eq!(left, 0);
 }
 
 #[tokio::test]

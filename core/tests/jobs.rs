@@ -394,3 +394,131 @@ async fn a_sharded_queue_spreads_jobs_and_still_finds_each_by_id() {
     let s = q.stats().await.unwrap();
     assert_eq!((s.ready, s.dead, s.completed, s.cancelled), (1, 0, 359, 1));
 }
+
+#[tokio::test]
+async fn an_id_creates_one_job_within_the_idempotency_window_even_after_its_job_was_trimmed() {
+    let server = RedisServer::start();
+    // Completed jobs are deleted at once, so only the window remembers the id.
+    let q = queue_with(
+        &server.url,
+        QueueOptions {
+            keep_completed: 0,
+            ..Default::default()
+        },
+    );
+    assert!(q.enqueue(b"x", id("charge-42")).await.unwrap().created);
+    common::drain_noop(&q).await;
+    assert!(
+        q.get("charge-42").await.unwrap().is_none(),
+        "its data is gone"
+    );
+    let again = q.enqueue(b"x", id("charge-42")).await.unwrap();
+    assert!(
+        !again.created,
+        "enqueued again within the window: nothing created"
+    );
+    assert_eq!(q.stats().await.unwrap().ready, 0);
+
+    // Without a window, an id is remembered only while its job is retained.
+    let forgetful = queue_with(
+        &server.url,
+        QueueOptions {
+            keep_completed: 0,
+            idempotency_window: None,
+            ..Default::default()
+        },
+    );
+    forgetful.enqueue(b"x", id("charge-42")).await.unwrap();
+    common::drain_noop(&forgetful).await;
+    assert!(
+        forgetful
+            .enqueue(b"x", id("charge-42"))
+            .await
+            .unwrap()
+            .created
+    );
+
+    // A short window: the id is free again once it has passed.
+    let short = queue_with(
+        &server.url,
+        QueueOptions {
+            keep_completed: 0,
+            idempotency_window: Some(Duration::from_millis(200)),
+            ..Default::default()
+        },
+    );
+    short.enqueue(b"x", id("a")).await.unwrap();
+    common::drain_noop(&short).await;
+    assert!(!short.enqueue(b"x", id("a")).await.unwrap().created);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    short.enqueue(b"x", id("other")).await.unwrap();
+    common::drain_noop(&short).await; // a completion trims the window
+    assert!(short.enqueue(b"x", id("a")).await.unwrap().created);
+}
+
+#[tokio::test]
+async fn cancelled_and_purged_jobs_free_their_ids() {
+    let server = RedisServer::start();
+    let q = queue_with(
+        &server.url,
+        QueueOptions {
+            max_attempts: 1,
+            ..Default::default()
+        },
+    );
+    q.enqueue(
+        b"x",
+        EnqueueOptions {
+            delay: Some(Duration::from_secs(60)),
+            ..id("c")
+        },
+    )
+    .await
+    .unwrap();
+    q.cancel("c").await.unwrap();
+    assert!(
+        q.enqueue(
+            b"x",
+            EnqueueOptions {
+                delay: Some(Duration::from_secs(60)),
+                ..id("c")
+            }
+        )
+        .await
+        .unwrap()
+        .created
+    );
+    q.cancel("c").await.unwrap();
+    q.enqueue(b"x", id("p")).await.unwrap();
+    let fail = |_job: Job| async { Err::<(), String>("boom".into()) };
+    q.work(drained(), fail).unwrap().join().await;
+    assert_eq!(q.purge().await.unwrap(), 1);
+    assert!(q.enqueue(b"x", id("p")).await.unwrap().created);
+}
+
+#[tokio::test]
+async fn a_batch_over_the_maximum_is_refused_whole_and_nothing_is_written() {
+    let server = RedisServer::start();
+    let q = queue(&server.url);
+    let jobs: Vec<(&[u8], EnqueueOptions)> = (0..tideq::MAX_BATCH + 1)
+        .map(|_| (&b"x"[..], EnqueueOptions::default()))
+        .collect();
+    let err = q.enqueue_many(&jobs).await.unwrap_err();
+    assert_eq!(err.code(), "INVALID_ARGUMENT");
+    assert!(err.message().contains("at most 100000"), "{err}");
+    assert_eq!(q.stats().await.unwrap().enqueued, 0);
+    let capped = tideq::CappedQueue::new(
+        &Client::open(&server.url).unwrap(),
+        &common::unique("c"),
+        Default::default(),
+    )
+    .unwrap();
+    let items: Vec<(&str, &[u8])> = (0..tideq::MAX_BATCH + 1)
+        .map(|_| ("g", &b"x"[..]))
+        .collect();
+    assert_eq!(
+        capped.push_many(&items).await.unwrap_err().code(),
+        "INVALID_ARGUMENT"
+    );
+    assert_eq!(capped.len("g").await.unwrap(), 0);
+}

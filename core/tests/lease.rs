@@ -6,7 +6,7 @@ mod common;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use common::jobs::*;
 use common::RedisServer;
@@ -58,19 +58,25 @@ async fn a_failing_job_is_retried_then_dead_lettered_after_exactly_max_attempts(
         ..id("flaky")
     };
     q.enqueue(b"x", opts).await.unwrap();
-    let calls = Arc::new(AtomicUsize::new(0));
-    let c2 = calls.clone();
+    // Recorded, and checked after the run: a failed assertion inside a handler would only fail
+    // the attempt.
+    let seen: Arc<Mutex<Vec<u32>>> = Default::default();
+    let s2 = seen.clone();
     let w = q
         .work(drained(), move |job: Job| {
-            let n = c2.fetch_add(1, Ordering::SeqCst) + 1;
-            assert_eq!(job.attempt as usize, n);
+            s2.lock().unwrap().push(job.attempt);
+            let n = job.attempt;
             async move { Err(format!("boom {n}")) }
         })
         .unwrap();
     let stats = tokio::time::timeout(Duration::from_secs(10), w.join())
         .await
         .unwrap();
-    assert_eq!(calls.load(Ordering::SeqCst), 3);
+    assert_eq!(
+        *seen.lock().unwrap(),
+        vec![1, 2, 3],
+        "attempts are numbered from 1"
+    );
     assert_eq!(stats.failed, 3);
     let info = q.get("flaky").await.unwrap().unwrap();
     assert_eq!(info.state, JobState::Dead);
@@ -391,4 +397,221 @@ async fn a_handler_exceeding_its_timeout_loses_the_attempt_and_is_retried() {
     assert_eq!((stats.failed, stats.completed), (1, 1));
     let info = q.get("stuck").await.unwrap().unwrap();
     assert_eq!(info.state, JobState::Completed);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handler_overrunning_its_timeout_keeps_its_slot_so_attempts_never_overlap() {
+    let server = RedisServer::start();
+    let q = queue(&server.url);
+    let opts = EnqueueOptions {
+        timeout: Some(Duration::from_millis(200)),
+        max_attempts: Some(2),
+        ..Default::default()
+    };
+    for i in 0..2 {
+        q.enqueue(
+            b"x",
+            EnqueueOptions {
+                id: Some(format!("slow{i}")),
+                ..opts.clone()
+            },
+        )
+        .await
+        .unwrap();
+    }
+    // A handler on another thread that cannot be interrupted and ignores its stop signal (as a
+    // plain Python function would): 600 ms, three times its timeout.
+    let running = Arc::new(AtomicUsize::new(0));
+    let most = Arc::new(AtomicUsize::new(0));
+    type Runs = Vec<(String, u32, Instant, Instant)>;
+    let runs: Arc<Mutex<Runs>> = Default::default();
+    let (r2, m2, l2) = (running.clone(), most.clone(), runs.clone());
+    let handler: tideq::JobHandler = Arc::new(move |job: Job| {
+        let (running, most, runs) = (r2.clone(), m2.clone(), l2.clone());
+        Box::pin(async move {
+            tokio::task::spawn_blocking(move || {
+                let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+                most.fetch_max(now, Ordering::SeqCst);
+                let start = Instant::now();
+                std::thread::sleep(Duration::from_millis(600));
+                running.fetch_sub(1, Ordering::SeqCst);
+                runs.lock()
+                    .unwrap()
+                    .push((job.id.clone(), job.attempt, start, Instant::now()));
+            })
+            .await
+            .unwrap();
+            Ok(())
+        })
+    });
+    let w = q
+        .work_boxed(
+            WorkerOptions {
+                concurrency: 1,
+                ..drained()
+            },
+            handler,
+        )
+        .unwrap();
+    let stats = tokio::time::timeout(Duration::from_secs(20), w.join())
+        .await
+        .unwrap();
+    assert_eq!(most.load(Ordering::SeqCst), 1, "concurrency 1 was exceeded");
+    assert_eq!(stats.failed, 4, "every attempt timed out: {stats:?}");
+    let runs = runs.lock().unwrap().clone();
+    for id in ["slow0", "slow1"] {
+        let mine: Vec<_> = runs.iter().filter(|r| r.0 == id).collect();
+        assert_eq!(mine.len(), 2, "{runs:?}");
+        assert!(
+            mine[1].2 >= mine[0].3,
+            "attempt 2 of {id} started before attempt 1 ended"
+        );
+    }
+    let info = q.get("slow0").await.unwrap().unwrap();
+    assert_eq!(info.state, JobState::Dead);
+    assert!(info.last_error.unwrap().contains("timed out"));
+}
+
+#[tokio::test]
+async fn a_timeout_fires_the_jobs_cancellation_before_the_attempt_fails() {
+    let server = RedisServer::start();
+    let q = queue(&server.url);
+    let opts = EnqueueOptions {
+        timeout: Some(Duration::from_millis(100)),
+        max_attempts: Some(1),
+        ..id("cooperative")
+    };
+    q.enqueue(b"x", opts).await.unwrap();
+    let saw = Arc::new(AtomicUsize::new(0));
+    let s2 = saw.clone();
+    let handler: tideq::JobHandler = Arc::new(move |job: Job| {
+        let saw = s2.clone();
+        Box::pin(async move {
+            job.cancellation().cancelled().await;
+            saw.fetch_add(1, Ordering::SeqCst);
+            Err("stopped as asked".to_string())
+        })
+    });
+    let w = q.work_boxed(drained(), handler).unwrap();
+    tokio::time::timeout(Duration::from_secs(10), w.join())
+        .await
+        .unwrap();
+    assert_eq!(saw.load(Ordering::SeqCst), 1);
+    let info = q.get("cooperative").await.unwrap().unwrap();
+    assert_eq!(info.state, JobState::Dead);
+    assert!(info.last_error.unwrap().contains("timed out after"));
+}
+
+#[tokio::test]
+async fn a_stale_holder_gets_lease_lost_on_fail_and_on_extend() {
+    let server = RedisServer::start();
+    let q = queue(&server.url);
+    q.enqueue(b"x", id("once")).await.unwrap();
+    let kept: Arc<Mutex<Option<Job>>> = Default::default();
+    let k2 = kept.clone();
+    let w = q
+        .work(drained(), move |job: Job| {
+            *k2.lock().unwrap() = Some(job);
+            async { Ok::<(), String>(()) }
+        })
+        .unwrap();
+    w.join().await;
+    // The job was completed: its delivery is over, so its holder may no longer settle it.
+    let job = kept.lock().unwrap().clone().unwrap();
+    assert_eq!(q.fail(&job, "late").await.unwrap_err().code(), "LEASE_LOST");
+    assert_eq!(
+        q.extend(&job, Duration::from_secs(5))
+            .await
+            .unwrap_err()
+            .code(),
+        "LEASE_LOST"
+    );
+    assert_eq!(q.release(&job).await.unwrap_err().code(), "LEASE_LOST");
+    assert_eq!(q.complete(&job).await.unwrap_err().code(), "LEASE_LOST");
+    let info = q.get("once").await.unwrap().unwrap();
+    assert_eq!((info.state, info.attempts), (JobState::Completed, 1));
+}
+
+#[tokio::test]
+async fn dead_letters_are_bounded_by_count_and_age_and_the_trimmed_are_counted() {
+    let server = RedisServer::start();
+    let q = queue_with(
+        &server.url,
+        QueueOptions {
+            max_attempts: 1,
+            keep_dead: Some(3),
+            keep_dead_for: Some(Duration::from_millis(400)),
+            ..Default::default()
+        },
+    );
+    for i in 0..5 {
+        q.enqueue(b"x", id(&format!("d{i}"))).await.unwrap();
+    }
+    let fail = |_job: Job| async { Err::<(), String>("boom".into()) };
+    q.work(
+        WorkerOptions {
+            concurrency: 1,
+            ..drained()
+        },
+        fail,
+    )
+    .unwrap()
+    .join()
+    .await;
+    let s = q.stats().await.unwrap();
+    assert_eq!((s.dead, s.dead_trimmed, s.failed), (3, 2, 5), "{s:?}");
+    assert!(
+        q.get("d0").await.unwrap().is_none(),
+        "a trimmed dead job's data is deleted"
+    );
+    assert!(q.get("d4").await.unwrap().is_some());
+    // Older than keep_dead_for: gone at the next death.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    q.enqueue(b"x", id("late")).await.unwrap();
+    q.work(drained(), fail).unwrap().join().await;
+    let s = q.stats().await.unwrap();
+    assert_eq!((s.dead, s.dead_trimmed), (1, 5), "{s:?}");
+    let dead = q.dead_letters(0, 10).await.unwrap();
+    assert_eq!(
+        dead.iter().map(|j| j.id.as_str()).collect::<Vec<_>>(),
+        ["late"]
+    );
+}
+
+#[tokio::test]
+async fn completed_jobs_are_deleted_at_once_with_keep_completed_zero_and_after_keep_for() {
+    let server = RedisServer::start();
+    let none = queue_with(
+        &server.url,
+        QueueOptions {
+            keep_completed: 0,
+            ..Default::default()
+        },
+    );
+    none.enqueue(b"x", id("gone")).await.unwrap();
+    common::drain_noop(&none).await;
+    assert!(none.get("gone").await.unwrap().is_none());
+    assert_eq!(none.stats().await.unwrap().completed, 1);
+
+    let aged = queue_with(
+        &server.url,
+        QueueOptions {
+            keep_for: Some(Duration::from_millis(300)),
+            ..Default::default()
+        },
+    );
+    aged.enqueue(b"x", id("old")).await.unwrap();
+    common::drain_noop(&aged).await;
+    assert_eq!(
+        aged.get("old").await.unwrap().unwrap().state,
+        JobState::Completed
+    );
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    aged.enqueue(b"x", id("new")).await.unwrap();
+    common::drain_noop(&aged).await;
+    assert!(
+        aged.get("old").await.unwrap().is_none(),
+        "older than keep_for: trimmed"
+    );
+    assert!(aged.get("new").await.unwrap().is_some());
 }

@@ -112,57 +112,81 @@ async fn graceful_shutdown_finishes_running_jobs_and_returns_unfinished_leases_a
     );
 }
 
-#[tokio::test]
-async fn an_idle_worker_costs_at_most_two_commands_per_second_and_wakes_within_milliseconds() {
-    let server = RedisServer::start_private(common::free_port(), &[]);
-    let q = queue(&server.url);
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let s2 = seen.clone();
-    let w = q
-        .work(WorkerOptions::default(), move |job: Job| {
-            s2.lock().unwrap().push((job.id.clone(), Instant::now()));
-            async { Ok::<(), String>(()) }
-        })
-        .unwrap();
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    redis::cmd("CONFIG")
-        .arg("RESETSTAT")
-        .exec(&mut server.conn())
-        .unwrap();
-    // Longer than the default poll interval (5 s), so the window holds a look-around.
-    tokio::time::sleep(Duration::from_secs(6)).await;
+/// Calls per command since the last `CONFIG RESETSTAT` (script-internal calls included).
+fn command_calls(server: &RedisServer) -> HashMap<String, u64> {
     let info: String = redis::cmd("INFO")
         .arg("commandstats")
         .query(&mut server.conn())
         .unwrap();
-    let calls: u64 = info
-        .lines()
-        .filter(|l| {
-            l.starts_with("cmdstat_")
-                && !l.starts_with("cmdstat_info")
-                && !l.starts_with("cmdstat_config")
-        })
+    info.lines()
         .filter_map(|l| {
-            l.split("calls=")
+            let (name, rest) = l.strip_prefix("cmdstat_")?.split_once(':')?;
+            let calls = rest
+                .split("calls=")
                 .nth(1)?
                 .split(',')
                 .next()?
-                .parse::<u64>()
-                .ok()
+                .parse()
+                .ok()?;
+            Some((name.to_string(), calls))
         })
-        .sum();
+        .filter(|(name, _)| name != "info" && name != "config")
+        .collect()
+}
+
+#[tokio::test]
+async fn an_idle_worker_costs_about_two_commands_per_second_with_default_options() {
+    let server = RedisServer::start_private(common::free_port(), &[]);
+    let q = queue(&server.url);
+    let w = q
+        .work(WorkerOptions::default(), |_job: Job| async {
+            Ok::<(), String>(())
+        })
+        .unwrap();
+    until_blocked(&server, 1).await;
+    redis::cmd("CONFIG")
+        .arg("RESETSTAT")
+        .exec(&mut server.conn())
+        .unwrap();
+    // Two blocking waits long (the listener's BLPOP blocks 5 s), so the window holds whole
+    // waits and at least one look-around of the default 5 s poll interval.
+    tokio::time::sleep(Duration::from_secs(11)).await;
+    let calls = command_calls(&server);
+    let total: u64 = calls.values().sum();
+    let blpop = calls.get("blpop").copied().unwrap_or(0);
+    assert!(blpop >= 1, "the window saw no blocking wait: {calls:?}");
     assert!(
-        calls <= 12,
-        "idle worker ran {calls} commands in 6 s (script-internal ones included):\n{info}"
+        total <= 24,
+        "idle worker ran {total} commands in 11 s (script-internal ones included): {calls:?}"
     );
+    w.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_new_job_reaches_an_idle_worker_by_its_wake_up_not_its_poll() {
+    let server = RedisServer::start_private(common::free_port(), &[]);
+    let q = queue(&server.url);
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let s2 = seen.clone();
+    // Polling once a minute: only the wake-up can bring the job within seconds.
+    let opts = WorkerOptions {
+        poll_interval: Duration::from_secs(60),
+        ..Default::default()
+    };
+    let w = q
+        .work(opts, move |job: Job| {
+            s2.lock().unwrap().push((job.id.clone(), Instant::now()));
+            async { Ok::<(), String>(()) }
+        })
+        .unwrap();
+    until_blocked(&server, 1).await;
     let t = Instant::now();
     q.enqueue(b"x", id("wake")).await.unwrap();
     assert!(
-        wait_until(Duration::from_secs(3), || !seen.lock().unwrap().is_empty()).await,
+        wait_until(Duration::from_secs(10), || !seen.lock().unwrap().is_empty()).await,
         "not woken"
     );
-    let latency = seen.lock().unwrap()[0].1 - t;
-    eprintln!("idle worker: {calls} commands in 4 s; picked up a new job after {latency:?}");
+    eprintln!("picked up after {:?}", seen.lock().unwrap()[0].1 - t);
     w.shutdown().await;
 }
 
@@ -318,4 +342,191 @@ async fn a_worker_stopping_when_drained_runs_every_job_of_a_sharded_queue() {
             "round {round}: stopped early: {stats:?}"
         );
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_busy_worker_does_not_swallow_wake_ups_meant_for_an_idle_one() {
+    let server = RedisServer::start_private(common::free_port(), &[]);
+    let q = queue(&server.url);
+    // Worker A: one slot, taken by a job that runs until the end of the test.
+    let release = Arc::new(tokio::sync::Notify::new());
+    let r2 = release.clone();
+    let slow = WorkerOptions {
+        concurrency: 1,
+        poll_interval: Duration::from_secs(60),
+        ..Default::default()
+    };
+    let a = q
+        .work(slow.clone(), move |_job: Job| {
+            let r = r2.clone();
+            async move {
+                r.notified().await;
+                Ok::<(), String>(())
+            }
+        })
+        .unwrap();
+    q.enqueue(b"long", id("long")).await.unwrap();
+    let active =
+        || async { q.get("long").await.unwrap().map(|i| i.state) == Some(JobState::Active) };
+    assert!(wait_for(Duration::from_secs(5), active).await);
+    // Worker B: idle, polling only once a minute; only wake-ups can bring it jobs in time.
+    let picked = Arc::new(Mutex::new(Vec::new()));
+    let p2 = picked.clone();
+    let b = q
+        .work(slow, move |job: Job| {
+            p2.lock().unwrap().push(job.id.clone());
+            async { Ok::<(), String>(()) }
+        })
+        .unwrap();
+    until_blocked(&server, 1).await;
+    // One job at a time, each once B is idle again: each must reach B by its wake-up.
+    for i in 0..12 {
+        q.enqueue(b"x", id(&format!("j{i}"))).await.unwrap();
+        let got = wait_until(Duration::from_secs(3), || {
+            picked.lock().unwrap().len() == i + 1
+        })
+        .await;
+        assert!(
+            got,
+            "job {i} did not reach the idle worker (its wake-up went elsewhere)"
+        );
+        until_blocked(&server, 1).await;
+    }
+    release.notify_waiters();
+    a.shutdown().await;
+    b.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_reaches_every_idle_worker_not_just_the_first() {
+    let server = RedisServer::start_private(common::free_port(), &[]);
+    let q = queue(&server.url);
+    let ran: Arc<Mutex<HashMap<usize, usize>>> = Default::default();
+    let mut workers = Vec::new();
+    for w in 0..3 {
+        let ran = ran.clone();
+        let opts = WorkerOptions {
+            concurrency: 1,
+            poll_interval: Duration::from_secs(60),
+            ..Default::default()
+        };
+        workers.push(
+            q.work(opts, move |_job: Job| {
+                *ran.lock().unwrap().entry(w).or_default() += 1;
+                async {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    Ok::<(), String>(())
+                }
+            })
+            .unwrap(),
+        );
+    }
+    until_blocked(&server, 3).await;
+    let jobs: Vec<(&[u8], EnqueueOptions)> = (0..30)
+        .map(|_| (&b"x"[..], EnqueueOptions::default()))
+        .collect();
+    q.enqueue_many(&jobs).await.unwrap();
+    let done = wait_until(Duration::from_secs(20), || {
+        ran.lock().unwrap().values().sum::<usize>() == 30
+    })
+    .await;
+    assert!(done, "not all jobs ran: {:?}", ran.lock().unwrap());
+    let ran = ran.lock().unwrap().clone();
+    for w in 0..3 {
+        assert!(
+            ran.get(&w).copied().unwrap_or(0) >= 5,
+            "worker {w} ran too few of the burst: {ran:?}"
+        );
+    }
+    for w in workers {
+        w.shutdown().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_never_returns_a_job_while_its_handler_still_runs() {
+    let server = RedisServer::start();
+    let q = queue(&server.url);
+    q.enqueue(b"stubborn", id("stubborn")).await.unwrap();
+    // A handler on another thread that ignores the stop signal (like a plain Python function).
+    let log: Arc<Mutex<Vec<(&'static str, Instant)>>> = Default::default();
+    let l2 = log.clone();
+    let handler: tideq::JobHandler = Arc::new(move |_job: Job| {
+        let log = l2.clone();
+        Box::pin(async move {
+            tokio::task::spawn_blocking(move || {
+                log.lock().unwrap().push(("start", Instant::now()));
+                std::thread::sleep(Duration::from_millis(1200));
+                log.lock().unwrap().push(("end", Instant::now()));
+            })
+            .await
+            .unwrap();
+            Ok(())
+        })
+    });
+    let opts = WorkerOptions {
+        grace: Duration::from_millis(100),
+        lease: Duration::from_millis(300),
+        ..Default::default()
+    };
+    let first = q.work_boxed(opts.clone(), handler.clone()).unwrap();
+    assert!(wait_until(Duration::from_secs(5), || log.lock().unwrap().len() == 1).await);
+    // A second worker stands by while the first shuts down past its grace period.
+    let second = q.work_boxed(opts, handler).unwrap();
+    let stats = first.shutdown().await;
+    // The first handler finished (and its job was completed), so nothing was handed back.
+    assert_eq!((stats.completed, stats.released), (1, 0), "{stats:?}");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    second.shutdown().await;
+    let log = log.lock().unwrap().clone();
+    let starts = log.iter().filter(|(e, _)| *e == "start").count();
+    assert_eq!(
+        starts, 1,
+        "the job ran again while its first run was going: {log:?}"
+    );
+    assert_eq!(
+        q.get("stubborn").await.unwrap().unwrap().state,
+        JobState::Completed
+    );
+}
+
+#[tokio::test]
+async fn a_job_stopped_by_shutdown_goes_back_to_the_front_of_the_queue_uncounted() {
+    let server = RedisServer::start();
+    let q = queue(&server.url);
+    q.enqueue(b"first", id("first")).await.unwrap();
+    let started = Arc::new(AtomicUsize::new(0));
+    let s2 = started.clone();
+    let opts = WorkerOptions {
+        concurrency: 1,
+        batch_size: 1,
+        grace: Duration::from_millis(50),
+        ..Default::default()
+    };
+    // A handler that watches its cancellation and stops when asked.
+    let handler: tideq::JobHandler = Arc::new(move |job: Job| {
+        s2.fetch_add(1, Ordering::SeqCst);
+        Box::pin(async move {
+            job.cancellation().cancelled().await;
+            Err("stopped".to_string())
+        })
+    });
+    let w = q.work_boxed(opts, handler).unwrap();
+    assert!(
+        wait_until(Duration::from_secs(5), || started.load(Ordering::SeqCst)
+            == 1)
+        .await
+    );
+    q.enqueue(b"second", id("second")).await.unwrap();
+    let stats = w.shutdown().await;
+    assert_eq!(stats.released, 1, "{stats:?}");
+    let ready: Vec<String> = redis::cmd("LRANGE")
+        .arg(format!("tideq:{{{}}}:ready", q.name()))
+        .arg(0)
+        .arg(-1)
+        .query(&mut server.conn())
+        .unwrap();
+    assert_eq!(ready, ["first", "second"], "released to the front");
+    let info = q.get("first").await.unwrap().unwrap();
+    assert_eq!((info.state, info.attempts), (JobState::Ready, 0));
 }

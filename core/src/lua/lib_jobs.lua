@@ -15,9 +15,22 @@
   Numbers are kept as the strings they were read as where possible: formatting a Lua number is
   a printf, and it showed up in profiles.
 
+  A record that does not parse (damaged by hand or by a partial restore) never stops a script
+  half-way: Redis keeps the writes a failing script already made, so an error after a pop would
+  orphan every other job of the batch. Unreadable records are dead-lettered with an error that
+  says so; a job whose envelope or meta is missing is removed and counted ("lost" in stats).
+
   The active zset holds ANCHOR (score +inf) besides the leased jobs. Its length (over 64 bytes)
   keeps the set in skiplist encoding: a worker's active set sits near the listpack limit (128),
   where every ZADD and ZREM would be a linear scan. Readers skip it ('(+inf' bounds).
+
+  The idem zset remembers ids enqueued explicitly (score +inf while the job exists, then the time
+  it completed or died), so an id enqueued again within the idempotency window creates nothing
+  even after the job's data was trimmed; cancel and purge forget the id.
+
+  Queue policy (one ARGV, see `policy`): "keep|keepfor|keepdead|keepdeadfor|idem": completed
+  jobs kept (count, 0 = none) and for how long (ms, 0 = no limit); dead jobs kept (count, -1 = no
+  limit) and for how long (ms, 0 = no limit); idempotency window (ms, 0 = off).
 
   Commands run variadic (one call per batch, at most 1000 arguments per call): a call from Lua
   costs about as much as the work it does on a few fields. ]]
@@ -38,9 +51,14 @@ local function hmget(key, fields)
   return out
 end
 
--- state, attempts, max, enqueued, x: all strings (see above)
+local function now_ms()
+  local t = redis.call('TIME')
+  return t[1] * 1000 + math.floor(t[2] / 1000)
+end
+
+-- state, attempts, max, enqueued, x: all strings (see above); nil when `m` does not parse.
 local function parse_meta(m)
-  return string.match(m, '^(%a)|(%d+)|(%d+)|(%d+)|(%d*)$')
+  return string.match(m, '^([qcx])|(%d+)|(%d+)|(%d+)|(%d+)$')
 end
 
 local function meta_of(s, a, mx, enq, x)
@@ -49,6 +67,14 @@ end
 
 local function token_of(enq, x)
   return enq .. '.' .. x
+end
+
+local function policy(p)
+  local keep, keepfor, keepdead, keepdeadfor, idem =
+    string.match(p, '^(%d+)|(%d+)|(%-?%d+)|(%d+)|(%d+)$')
+  if not keep then error('tideq: bad queue policy ' .. tostring(p)) end
+  return { keep = tonumber(keep), keepfor = tonumber(keepfor), keepdead = tonumber(keepdead),
+    keepdeadfor = tonumber(keepdeadfor), idem = tonumber(idem) }
 end
 
 -- Leases `ids` until `deadline` (a string) in the active zset (ANCHOR included, see above).
@@ -61,29 +87,87 @@ local function add_active(key, deadline, ids)
   chunked('ZADD', key, args)
 end
 
--- The dead jobs a requeue or purge applies to: `id` when it is dead, or ("" for all) the oldest
--- `limit`.
-local function dead_ids(key, id, limit)
-  if id ~= '' then
-    if redis.call('ZSCORE', key, id) then return { id } end
-    return {}
-  end
-  return redis.call('ZRANGE', key, 0, limit - 1)
-end
-
 local function wake(key)
   redis.call('RPUSH', key, '1')
   redis.call('LTRIM', key, -64, -1)
   redis.call('PEXPIRE', key, 60000)
 end
 
+-- Deletes jobs' data (envelope, meta, last error).
+local function forget(K, ids)
+  if #ids == 0 then return end
+  chunked('HDEL', K.jobs, ids)
+  chunked('HDEL', K.meta, ids)
+  chunked('HDEL', K.errors, ids)
+end
+
+-- Marks explicit ids as finished at `now` in the idem zset (only those it holds), and drops the
+-- ones older than the window.
+local function idem_finished(K, now, P, ids)
+  if P.idem == 0 or #ids == 0 or redis.call('EXISTS', K.idem) == 0 then return end
+  local args = {}
+  for _, id in ipairs(ids) do
+    args[#args + 1] = now
+    args[#args + 1] = id
+  end
+  for i = 1, #args, 1000 do
+    redis.call('ZADD', K.idem, 'XX', unpack(args, i, math.min(i + 999, #args)))
+  end
+  redis.call('ZREMRANGEBYSCORE', K.idem, '-inf', '(' .. (now - P.idem))
+end
+
+-- Keeps the dead set within the policy's count and age: the oldest beyond are deleted with their
+-- data, at most 1000 per call, and counted as dead_trimmed.
+local function trim_dead(K, now, P)
+  local old = {}
+  if P.keepdead >= 0 then
+    local over = redis.call('ZCARD', K.dead) - P.keepdead
+    if over > 0 then old = redis.call('ZRANGE', K.dead, 0, math.min(over, 1000) - 1) end
+  end
+  if P.keepdeadfor > 0 and #old < 1000 then
+    local aged = redis.call('ZRANGEBYSCORE', K.dead, '-inf', '(' .. (now - P.keepdeadfor),
+      'LIMIT', #old, 1000 - #old)
+    for _, id in ipairs(aged) do old[#old + 1] = id end
+  end
+  if #old == 0 then return end
+  chunked('ZREM', K.dead, old)
+  forget(K, old)
+  redis.call('HINCRBY', K.stats, 'dead_trimmed', #old)
+end
+
+-- Dead-letters jobs: `dead` is a list of { id, meta, error text }; counted as failed.
+local function bury(K, now, P, dead)
+  if #dead == 0 then return end
+  local z, m, e, ids = {}, {}, {}, {}
+  for _, d in ipairs(dead) do
+    z[#z + 1] = now
+    z[#z + 1] = d[1]
+    m[#m + 1] = d[1]
+    m[#m + 1] = d[2]
+    e[#e + 1] = d[1]
+    e[#e + 1] = d[3]
+    ids[#ids + 1] = d[1]
+  end
+  chunked('ZADD', K.dead, z)
+  chunked('HSET', K.meta, m)
+  chunked('HSET', K.errors, e)
+  redis.call('HINCRBY', K.stats, 'failed', #dead)
+  idem_finished(K, now, P, ids)
+  trim_dead(K, now, P)
+end
+
+-- The dead record of a job whose meta `m` does not parse: its text goes into the error.
+local function unreadable(id, m)
+  return { id, 'x|0|1|0|0', 'unreadable job record (meta ' .. string.format('%q', m) ..
+    '); dead-lettered so the rest of its batch could go on' }
+end
+
 -- Completes the (job id, lease token) pairs found in ARGV[first], ARGV[first + 1], ...: only the
--- holder of a job's current delivery may; a stale token gets -1 and changes nothing. Finished
--- jobs are kept (state c, listed in the done list oldest first) up to the newest `keep` and those
--- younger than `keepfor` ms, else deleted at once.
--- K: { active =, done =, jobs =, meta =, errors =, stats = } key names.
--- Returns an array with, per pair, 1 completed or -1 lease lost.
-local function complete_leases(K, now, keep, keepfor, first)
+-- holder of a job's current delivery may. Finished jobs are kept (state c, listed in the done list
+-- oldest first) up to the newest P.keep and those younger than P.keepfor ms, else deleted at once.
+-- Returns an array with, per pair: 1 completed; 2 already completed (by this delivery: an ack sent
+-- again after its reply was lost); -1 lease lost (changes nothing).
+local function complete_leases(K, now, P, first)
   local nows = tostring(now)
   local ids, toks = {}, {}
   for i = first, #ARGV - 1, 2 do
@@ -96,52 +180,57 @@ local function complete_leases(K, now, keep, keepfor, first)
   local okids, seen, newmeta = {}, {}, {}
   for j, id in ipairs(ids) do
     local m = metas[j]
-    local ok = false
+    out[j] = -1
     if m and not seen[id] then
       local s, a, mx, enq, x = parse_meta(m)
       if s == 'q' and token_of(enq, x) == toks[j] then
-        ok = true
+        out[j] = 1
         seen[id] = true
         okids[#okids + 1] = id
-        if keep > 0 then
+        if P.keep > 0 then
           newmeta[#newmeta + 1] = id
           newmeta[#newmeta + 1] = meta_of('c', a, mx, enq, nows)
         end
+      elseif s == 'c' and string.match(toks[j], '^(%d+)%.') == enq then
+        out[j] = 2
       end
     end
-    out[j] = ok and 1 or -1
   end
   if #okids == 0 then return out end
   -- A current token means the job is in the active zset: every script keeps the two in step.
   chunked('ZREM', K.active, okids)
   redis.call('HINCRBY', K.stats, 'completed', #okids)
-  if keep == 0 then
-    chunked('HDEL', K.jobs, okids)
-    chunked('HDEL', K.meta, okids)
-    chunked('HDEL', K.errors, okids)
+  idem_finished(K, now, P, okids)
+  if P.keep == 0 then
+    forget(K, okids)
     return out
   end
   chunked('HSET', K.meta, newmeta)
   chunked('RPUSH', K.done, okids)
   local old = {}
-  local over = redis.call('LLEN', K.done) - keep
+  local over = redis.call('LLEN', K.done) - P.keep
   if over > 0 then old = redis.call('LPOP', K.done, over) end
-  if keepfor > 0 then
+  if P.keepfor > 0 then
     for _ = 1, 100 do
       local head = redis.call('LINDEX', K.done, 0)
       if not head then break end
       local hm = redis.call('HGET', K.meta, head)
       local finished = hm and tonumber(string.match(hm, '^c|%d+|%d+|%d+|(%d+)$'))
-      if finished and finished > now - keepfor then break end
+      if finished and finished > now - P.keepfor then break end
       redis.call('LPOP', K.done)
       old[#old + 1] = head
     end
   end
-  if #old > 0 then
-    chunked('HDEL', K.jobs, old)
-    chunked('HDEL', K.meta, old)
-    chunked('HDEL', K.errors, old)
-  end
+  forget(K, old)
   return out
 end
 
+-- The dead jobs a requeue or purge applies to: `id` when it is dead, or ("" for all) the oldest
+-- `limit`.
+local function dead_ids(key, id, limit)
+  if id ~= '' then
+    if redis.call('ZSCORE', key, id) then return { id } end
+    return {}
+  end
+  return redis.call('ZRANGE', key, 0, limit - 1)
+end

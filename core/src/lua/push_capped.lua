@@ -1,8 +1,10 @@
---[[ Append items to capped groups: drop the oldest above capacity, refresh the TTL, register
-  groups that were empty, and wake waiting consumers. One call may carry items for many groups.
-  KEYS[1] registry list (rotation order)   KEYS[2] registry_set   KEYS[3] stats hash
-  KEYS[4] wake list (general consumers)
-  then per group i = 1..G: KEYS[5 + 2(i-1)] its list, KEYS[6 + 2(i-1)] its wake list
+--[[ Append items to capped groups: drop the oldest above capacity, refresh the TTL, keep each
+  group in the registry (live until its TTL, in the rotation once), and wake waiting consumers
+  when a group goes from empty to non-empty. One call may carry items for many groups.
+  KEYS[1] registry list (rotation order)   KEYS[2] registry_set (groups in the rotation list)
+  KEYS[3] live zset (group -> expiry ms, +inf without TTL; drained groups leave it)   KEYS[4] stats hash
+  KEYS[5] wake list (general consumers)
+  then per group i = 1..G: KEYS[6 + 2(i-1)] its list, KEYS[7 + 2(i-1)] its wake list
   ARGV[1] capacity (>= 1)   ARGV[2] group TTL in ms (0 = no TTL)   ARGV[3] G
   ARGV[4 .. 3+G]            group names, in the order of their KEYS
   ARGV[4+G ..]              pairs: group index (1..G), item bytes
@@ -12,15 +14,18 @@ local cap = tonumber(ARGV[1])
 local ttl = tonumber(ARGV[2])
 local ngroups = tonumber(ARGV[3])
 local t = redis.call('TIME')
-local stamp = (t[1] * 1000 + math.floor(t[2] / 1000)) .. ':'
+local now = t[1] * 1000 + math.floor(t[2] / 1000)
+local stamp = now .. ':'
 local drops = {}
 local total_dropped = 0
+-- Per group index: true when this call found the group empty (its first push made length 1).
 local touched = {}
 local n = 0
 for a = 4 + ngroups, #ARGV, 2 do
   local gi = tonumber(ARGV[a])
-  local key = KEYS[3 + 2 * gi]
+  local key = KEYS[4 + 2 * gi]
   local len = redis.call('RPUSH', key, stamp .. ARGV[a + 1])
+  if touched[gi] == nil then touched[gi] = (len == 1) end
   local dropped = 0
   if len > cap then
     dropped = len - cap
@@ -29,16 +34,18 @@ for a = 4 + ngroups, #ARGV, 2 do
   total_dropped = total_dropped + dropped
   n = n + 1
   drops[n] = dropped
-  touched[gi] = true
 end
+local expiry = '+inf'
+if ttl > 0 then expiry = now + ttl end
 local woke = false
-for gi in pairs(touched) do
-  local key = KEYS[3 + 2 * gi]
+for gi, was_empty in pairs(touched) do
+  local key = KEYS[4 + 2 * gi]
   if ttl > 0 then redis.call('PEXPIRE', key, ttl) end
   local name = ARGV[3 + gi]
-  if redis.call('SADD', KEYS[2], name) == 1 then
-    redis.call('RPUSH', KEYS[1], name)
-    local gw = KEYS[4 + 2 * gi]
+  local new = redis.call('ZADD', KEYS[3], expiry, name) == 1
+  if redis.call('SADD', KEYS[2], name) == 1 then redis.call('RPUSH', KEYS[1], name) end
+  if was_empty or new then
+    local gw = KEYS[5 + 2 * gi]
     redis.call('RPUSH', gw, '1')
     redis.call('LTRIM', gw, -16, -1)
     redis.call('PEXPIRE', gw, 60000)
@@ -46,10 +53,10 @@ for gi in pairs(touched) do
   end
 end
 if woke then
-  redis.call('RPUSH', KEYS[4], '1')
-  redis.call('LTRIM', KEYS[4], -64, -1)
-  redis.call('PEXPIRE', KEYS[4], 60000)
+  redis.call('RPUSH', KEYS[5], '1')
+  redis.call('LTRIM', KEYS[5], -64, -1)
+  redis.call('PEXPIRE', KEYS[5], 60000)
 end
-redis.call('HINCRBY', KEYS[3], 'pushed', n)
-if total_dropped > 0 then redis.call('HINCRBY', KEYS[3], 'dropped', total_dropped) end
+redis.call('HINCRBY', KEYS[4], 'pushed', n)
+if total_dropped > 0 then redis.call('HINCRBY', KEYS[4], 'dropped', total_dropped) end
 return drops

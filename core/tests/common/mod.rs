@@ -90,8 +90,11 @@ impl RedisServer {
             if let Ok(mut c) =
                 redis::Client::open(self.url.as_str()).and_then(|c| c.get_connection())
             {
-                if redis::cmd("PING").query::<String>(&mut c).is_ok() {
-                    return;
+                match redis::cmd("PING").query::<String>(&mut c) {
+                    Ok(_) => return,
+                    // Up, with a password required (--requirepass).
+                    Err(e) if e.code() == Some("NOAUTH") => return,
+                    Err(_) => {}
                 }
             }
             assert!(
@@ -511,6 +514,44 @@ pub mod jobs {
     pub fn redis_ms(server: &RedisServer) -> u64 {
         let (s, us): (u64, u64) = redis::cmd("TIME").query(&mut server.conn()).unwrap();
         s * 1000 + us / 1000
+    }
+
+    /// A field of `INFO` as a number (0 when absent), e.g. `blocked_clients`.
+    pub fn info_u64(server: &RedisServer, field: &str) -> u64 {
+        let info: String = redis::cmd("INFO").query(&mut server.conn()).unwrap();
+        info.lines()
+            .find_map(|l| l.strip_prefix(&format!("{field}:")))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0)
+    }
+
+    /// Waits until `n` clients are blocked in `BLPOP` (idle workers listening for wake-ups).
+    pub async fn until_blocked(server: &RedisServer, n: u64) {
+        let ok = wait_until(Duration::from_secs(10), || {
+            info_u64(server, "blocked_clients") == n
+        })
+        .await;
+        assert!(
+            ok,
+            "expected {n} blocked clients, found {}",
+            info_u64(server, "blocked_clients")
+        );
+    }
+
+    /// [`wait_until`] for a condition that needs Redis (`f` returns a future).
+    pub async fn wait_for<F, Fut>(timeout: Duration, mut f: F) -> bool
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = bool>,
+    {
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            if f().await {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        f().await
     }
 
     pub async fn wait_until(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {

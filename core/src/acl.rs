@@ -1,0 +1,205 @@
+//! Least privilege: the exact Redis ACL rules each role needs for one queue, derived from the
+//! scripts the role runs (parsed from their text, shared helpers included) plus the plain
+//! commands its code sends, so the list follows the scripts as they change. A test runs every
+//! role under exactly these rules.
+//!
+//! ```
+//! use tideq::acl::{rules, Role};
+//! let line = rules("tideq", "emails", 1, Role::Worker).unwrap();
+//! assert!(line.contains("~tideq:{emails}:*") && line.contains("+evalsha"));
+//! // ACL SETUSER emails-worker on >password <line>
+//! ```
+
+use std::collections::BTreeSet;
+
+use crate::error::Result;
+use crate::keys::shard_tags;
+use crate::scripts::{self, LuaScript};
+
+/// What a Redis user does with a queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// Enqueues jobs (`enqueue`, `enqueue_many`, with or without replica acks).
+    Producer,
+    /// Runs a worker: fetches, completes, fails, releases and renews jobs, waits for wake-ups.
+    Worker,
+    /// Inspects and repairs a job queue: `get`, `cancel`, dead letters, `stats`.
+    Admin,
+    /// Pushes to a capped queue.
+    CappedProducer,
+    /// Consumes a capped queue (`pop_batch`, `next_batch`, consumers), reads `len`, `groups`,
+    /// `stats`.
+    CappedConsumer,
+}
+
+impl Role {
+    pub const ALL: [Role; 5] = [
+        Role::Producer,
+        Role::Worker,
+        Role::Admin,
+        Role::CappedProducer,
+        Role::CappedConsumer,
+    ];
+
+    /// `producer`, `worker`, `admin`, `capped-producer`, `capped-consumer`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Producer => "producer",
+            Role::Worker => "worker",
+            Role::Admin => "admin",
+            Role::CappedProducer => "capped-producer",
+            Role::CappedConsumer => "capped-consumer",
+        }
+    }
+
+    /// The role named `name` (as [`as_str`](Self::as_str) spells it).
+    pub fn parse(name: &str) -> Result<Self> {
+        Self::ALL
+            .into_iter()
+            .find(|r| r.as_str() == name)
+            .ok_or_else(|| {
+                crate::Error::invalid(format!(
+                    "unknown role {name:?}; roles: producer, worker, admin, capped-producer, \
+                     capped-consumer"
+                ))
+            })
+    }
+
+    fn scripts(self) -> Vec<&'static LuaScript> {
+        use scripts::*;
+        match self {
+            Role::Producer => vec![&ENQUEUE_JOBS],
+            Role::Worker => vec![
+                &FETCH_JOBS,
+                &COMPLETE_JOBS,
+                &FAIL_JOB,
+                &RELEASE_JOB,
+                &EXTEND_LEASE,
+            ],
+            Role::Admin => vec![&GET_JOBS, &CANCEL_JOB, &REQUEUE_DEAD, &PURGE_DEAD],
+            Role::CappedProducer => vec![&PUSH_CAPPED],
+            Role::CappedConsumer => vec![&POP_CAPPED, &CAPPED_GROUPS],
+        }
+    }
+
+    /// Commands the role's code sends itself (besides EVALSHA and SCRIPT LOAD).
+    fn direct(self) -> &'static [&'static str] {
+        match self {
+            // WAIT (and EXISTS before it) only with replica acks.
+            Role::Producer => &["wait", "exists"],
+            // Wake-up listener: BLPOP, and passing a token on.
+            Role::Worker => &["blpop", "rpush", "pexpire"],
+            Role::Admin => &["zcard", "zrange", "llen", "zcount", "hgetall"],
+            Role::CappedProducer => &[],
+            Role::CappedConsumer => &["blpop", "llen", "hgetall"],
+        }
+    }
+}
+
+/// The commands named literally in `code` (`redis.call('X'` and `chunked('X'`), lower case.
+fn literal_commands(code: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for marker in ["redis.call('", "chunked('"] {
+        for rest in code.split(marker).skip(1) {
+            if let Some(cmd) = rest.split('\'').next() {
+                out.insert(cmd.to_ascii_lowercase());
+            }
+        }
+    }
+    out
+}
+
+/// The shared helpers of `lib_jobs.lua`: per function, the commands it runs itself and the
+/// helpers it calls.
+fn helpers() -> Vec<(&'static str, &'static str)> {
+    let lib = scripts::LIB_JOBS;
+    let mut out = Vec::new();
+    let mut rest = lib;
+    while let Some(at) = rest.find("\nlocal function ") {
+        let after = &rest[at + "\nlocal function ".len()..];
+        let name = after.split('(').next().unwrap_or("");
+        let end = after.find("\nlocal function ").unwrap_or(after.len());
+        out.push((name, &after[..end]));
+        rest = &after[end..];
+    }
+    out
+}
+
+/// Every command a script runs: the ones in its own text, and those of the shared helpers it
+/// calls (transitively), lower case.
+pub(crate) fn script_commands(script: &LuaScript) -> BTreeSet<String> {
+    let helpers = helpers();
+    let mut out = literal_commands(script.source);
+    let mut todo: Vec<&str> = vec![script.source];
+    let mut seen: BTreeSet<&str> = BTreeSet::new();
+    while let Some(text) = todo.pop() {
+        for (name, body) in &helpers {
+            if !seen.contains(name) && text.contains(&format!("{name}(")) {
+                seen.insert(name);
+                out.extend(literal_commands(body));
+                todo.push(body);
+            }
+        }
+    }
+    out
+}
+
+/// The ACL rules (one line for `ACL SETUSER <user> on ><password> <rules>`) that let a user do
+/// `role` on queue `queue` (split in `shards`) under key prefix `prefix`, and nothing else: the
+/// commands (first `-@all`), and key patterns for exactly the queue's hash tags. `INFO` is
+/// included for the eviction-policy check (without it the check is skipped); on a Redis Cluster
+/// add `+cluster|slots +cluster|shards` so the client can read the topology.
+pub fn rules(prefix: &str, queue: &str, shards: usize, role: Role) -> Result<String> {
+    let tags = shard_tags(prefix, queue, shards)?;
+    let mut commands: BTreeSet<String> = ["evalsha", "script|load", "ping", "info"]
+        .into_iter()
+        .map(String::from)
+        .collect();
+    for s in role.scripts() {
+        commands.extend(script_commands(s));
+    }
+    commands.extend(role.direct().iter().map(|c| c.to_string()));
+    let mut line = String::from("resetchannels -@all");
+    for c in &commands {
+        line.push_str(" +");
+        line.push_str(c);
+    }
+    for tag in tags {
+        line.push_str(&format!(" ~{prefix}:{{{tag}}}:*"));
+    }
+    Ok(line)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_role_gets_the_commands_of_its_scripts_and_only_its_queue() {
+        let worker = rules("tideq", "emails", 1, Role::Worker).unwrap();
+        for c in [
+            "+lpop",
+            "+zadd",
+            "+hmget",
+            "+blpop",
+            "+time",
+            "+evalsha",
+            "+script|load",
+        ] {
+            assert!(worker.contains(c), "{c} missing: {worker}");
+        }
+        assert!(worker.ends_with(" ~tideq:{emails}:*"), "{worker}");
+        assert!(!worker.contains("+eval "), "{worker}");
+        let producer = rules("tideq", "emails", 1, Role::Producer).unwrap();
+        assert!(
+            !producer.contains("+lpop"),
+            "a producer does not pop: {producer}"
+        );
+        let sharded = rules("app", "emails", 3, Role::Producer).unwrap();
+        assert_eq!(sharded.matches(" ~app:{emails#").count(), 3, "{sharded}");
+        assert!(rules("tideq", "e*", 1, Role::Worker).is_err());
+        for r in Role::ALL {
+            assert_eq!(Role::parse(r.as_str()).unwrap(), r);
+        }
+    }
+}

@@ -1,0 +1,224 @@
+//! Least privilege: every role works under exactly the ACL rules `tideq::acl::rules` gives for
+//! it, and no more (a producer's user cannot fetch jobs), so the documented lists cannot drift
+//! from what the scripts run.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{unique, RedisServer};
+use tideq::acl::{rules, Role};
+use tideq::{
+    Backoff, CappedOptions, CappedQueue, Client, Config, ConsumerOptions, EnqueueOptions, Job,
+    Queue, QueueOptions, WorkerOptions,
+};
+
+/// A client logged in as a fresh user holding exactly `role`'s rules for `queue`.
+fn client_as(server: &RedisServer, queue: &str, role: Role) -> Client {
+    let user = unique(role.as_str());
+    let line = rules("tideq", queue, 1, role).unwrap();
+    let mut cmd = redis::cmd("ACL");
+    cmd.arg("SETUSER")
+        .arg(&user)
+        .arg("reset")
+        .arg("on")
+        .arg(">pw");
+    for rule in line.split(' ') {
+        cmd.arg(rule);
+    }
+    cmd.query::<()>(&mut server.conn()).unwrap();
+    let url = format!("redis://{user}:pw@127.0.0.1:{}", server.port);
+    Client::new(Config::new(url)).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_job_role_works_under_exactly_its_documented_acl() {
+    let server = RedisServer::start_private(common::free_port(), &[]);
+    let name = unique("acl");
+    let opts = QueueOptions {
+        max_attempts: 2,
+        backoff: Backoff::fixed(10),
+        keep_dead: Some(1),
+        ..Default::default()
+    };
+    let as_role = |role| Queue::new(&client_as(&server, &name, role), &name, opts.clone()).unwrap();
+    let (producer, worker, admin) = (
+        as_role(Role::Producer),
+        as_role(Role::Worker),
+        as_role(Role::Admin),
+    );
+
+    producer
+        .enqueue(
+            b"ok",
+            EnqueueOptions {
+                id: Some("a".into()),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    let many: Vec<(&[u8], EnqueueOptions)> = vec![
+        (
+            b"fail",
+            EnqueueOptions {
+                id: Some("f1".into()),
+                ..Default::default()
+            },
+        ),
+        (
+            b"fail",
+            EnqueueOptions {
+                id: Some("f2".into()),
+                ..Default::default()
+            },
+        ),
+        (
+            b"slow",
+            EnqueueOptions {
+                id: Some("s".into()),
+                ..Default::default()
+            },
+        ),
+        (
+            b"ok",
+            EnqueueOptions {
+                delay: Some(Duration::from_millis(50)),
+                ..Default::default()
+            },
+        ),
+    ];
+    producer.enqueue_many(&many).await.unwrap();
+    // Fetch, complete, fail (retry, dead letter, dead-letter trimming), lease renewal.
+    let w = worker
+        .work(
+            WorkerOptions {
+                lease: Duration::from_millis(90),
+                stop_when_drained: true,
+                poll_interval: Duration::from_millis(50),
+                ..Default::default()
+            },
+            |job: Job| async move {
+                match job.payload.as_slice() {
+                    b"fail" => Err("boom".to_string()),
+                    b"slow" => {
+                        tokio::time::sleep(Duration::from_millis(250)).await;
+                        Ok(())
+                    }
+                    _ => Ok(()),
+                }
+            },
+        )
+        .unwrap();
+    let stats = tokio::time::timeout(Duration::from_secs(20), w.join())
+        .await
+        .unwrap();
+    assert!(w.error().is_none(), "{:?}", w.error());
+    assert_eq!(
+        (stats.completed, stats.failed, stats.lease_lost),
+        (3, 4, 0),
+        "{stats:?}"
+    );
+
+    // The operator's calls.
+    assert!(admin.get("a").await.unwrap().is_some());
+    let s = admin.stats().await.unwrap();
+    assert_eq!((s.dead, s.dead_trimmed), (1, 1), "{s:?}");
+    let dead = admin.dead_letters(0, 10).await.unwrap();
+    admin.requeue(&dead[0].id).await.unwrap();
+    producer
+        .enqueue(
+            b"x",
+            EnqueueOptions {
+                id: Some("c".into()),
+                delay: Some(Duration::from_secs(60)),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    admin.cancel("c").await.unwrap();
+    admin.requeue_all().await.unwrap();
+    admin.purge().await.unwrap();
+
+    // A shutdown that releases a running job.
+    producer.enqueue(b"slow", Default::default()).await.unwrap();
+    let w = worker
+        .work(
+            WorkerOptions {
+                grace: Duration::from_millis(10),
+                ..Default::default()
+            },
+            |_job: Job| async {
+                tokio::time::sleep(Duration::from_secs(60)).await;
+                Ok::<(), String>(())
+            },
+        )
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(w.shutdown().await.released >= 1);
+
+    // No more than its role: a producer's user cannot fetch.
+    let w = producer
+        .work(WorkerOptions::default(), |_job: Job| async {
+            Ok::<(), String>(())
+        })
+        .unwrap();
+    tokio::time::timeout(Duration::from_secs(10), w.join())
+        .await
+        .unwrap();
+    assert_eq!(w.error().map(|e| e.code()), Some("PERMISSION"));
+}
+
+#[tokio::test]
+async fn each_capped_role_works_under_exactly_its_documented_acl() {
+    let server = RedisServer::start_private(common::free_port(), &[]);
+    let name = unique("acl-capped");
+    let opts = CappedOptions {
+        capacity: 2,
+        ..Default::default()
+    };
+    let producer = CappedQueue::new(
+        &client_as(&server, &name, Role::CappedProducer),
+        &name,
+        opts.clone(),
+    )
+    .unwrap();
+    let consumer = CappedQueue::new(
+        &client_as(&server, &name, Role::CappedConsumer),
+        &name,
+        opts,
+    )
+    .unwrap();
+    producer.push("g1", b"a").await.unwrap();
+    producer
+        .push_many(&[("g1", b"b"), ("g1", b"c"), ("g2", b"d")])
+        .await
+        .unwrap();
+    assert_eq!(consumer.len("g1").await.unwrap(), 2);
+    assert_eq!(consumer.groups().await.unwrap().len(), 2);
+    assert_eq!(consumer.stats().await.unwrap().dropped, 1);
+    assert_eq!(
+        consumer.pop_batch("g1", 1).await.unwrap(),
+        vec![b"b".to_vec()]
+    );
+    assert!(consumer.next_batch(10).await.unwrap().is_some());
+    let c = consumer
+        .consume(
+            ConsumerOptions {
+                stop_when_empty: true,
+                ..Default::default()
+            },
+            |_b| async { Ok::<(), String>(()) },
+        )
+        .unwrap();
+    tokio::time::timeout(Duration::from_secs(10), c.join())
+        .await
+        .unwrap();
+    assert!(c.error().is_none(), "{:?}", c.error());
+    // A consumer's user cannot push.
+    assert_eq!(
+        consumer.push("g1", b"x").await.unwrap_err().code(),
+        "PERMISSION"
+    );
+}

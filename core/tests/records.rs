@@ -1,0 +1,185 @@
+//! Damaged and missing job records (changed by hand, evicted, half restored) never cost healthy
+//! jobs: every script checks a record before it writes, an unreadable record is dead-lettered
+//! with an error saying so, a job whose envelope or state record is missing is removed and
+//! counted, and operators can still list, inspect, requeue and purge whatever is left.
+
+mod common;
+
+use std::time::Duration;
+
+use common::jobs::*;
+use common::RedisServer;
+use tideq::{Job, JobState, Queue, WorkerOptions};
+
+fn key(q: &Queue, kind: &str) -> String {
+    format!("tideq:{{{}}}:{kind}", q.name())
+}
+
+fn hset(server: &RedisServer, key: &str, field: &str, value: &[u8]) {
+    redis::cmd("HSET")
+        .arg(key)
+        .arg(field)
+        .arg(value)
+        .query::<()>(&mut server.conn())
+        .unwrap();
+}
+
+fn hdel(server: &RedisServer, key: &str, field: &str) {
+    redis::cmd("HDEL")
+        .arg(key)
+        .arg(field)
+        .query::<()>(&mut server.conn())
+        .unwrap();
+}
+
+#[tokio::test]
+async fn damaged_records_in_a_batch_never_cost_the_healthy_jobs() {
+    let server = RedisServer::start();
+    let q = queue(&server.url);
+    for i in 0..40 {
+        q.enqueue(b"ok", id(&format!("h{i}"))).await.unwrap();
+        if i % 10 == 5 {
+            // One damaged job of each kind among the healthy ones.
+            q.enqueue(b"bad", id(&format!("bad{i}"))).await.unwrap();
+        }
+    }
+    hset(&server, &key(&q, "meta"), "bad5", b"q|x|5|0|0");
+    hdel(&server, &key(&q, "meta"), "bad15");
+    hdel(&server, &key(&q, "jobs"), "bad25");
+    hset(&server, &key(&q, "jobs"), "bad35", b"\xc1 not an envelope");
+    // A lease entry whose job record is damaged, and one whose job is gone, both expired.
+    q.enqueue(b"bad", id("leased")).await.unwrap();
+    redis::pipe()
+        .cmd("LREM")
+        .arg(key(&q, "ready"))
+        .arg(0)
+        .arg("leased")
+        .cmd("ZADD")
+        .arg(key(&q, "active"))
+        .arg(1)
+        .arg("leased")
+        .arg(1)
+        .arg("vanished")
+        .query::<()>(&mut server.conn())
+        .unwrap();
+    hset(&server, &key(&q, "meta"), "leased", b"garbage");
+
+    let opts = WorkerOptions {
+        concurrency: 8,
+        ..drained()
+    };
+    let stats = q
+        .work(opts, |job: Job| async move {
+            assert_eq!(job.payload, b"ok");
+            Ok::<(), String>(())
+        })
+        .unwrap()
+        .join()
+        .await;
+    assert_eq!(
+        stats.completed, 40,
+        "every healthy job completed: {stats:?}"
+    );
+    let s = q.stats().await.unwrap();
+    assert_eq!((s.ready, s.active, s.delayed), (0, 0, 0), "{s:?}");
+    assert_eq!(
+        s.lost, 3,
+        "missing meta, missing envelope, a lease with no job: {s:?}"
+    );
+    assert_eq!(s.dead, 3, "unreadable meta (twice) and envelope: {s:?}");
+    for id in ["bad5", "bad35", "leased"] {
+        let info = q.get(id).await.unwrap().unwrap();
+        assert_eq!(info.state, JobState::Dead, "{id}");
+        assert!(
+            info.last_error
+                .as_deref()
+                .unwrap_or("")
+                .contains("unreadable"),
+            "{id}: {info:?}"
+        );
+    }
+    for id in ["bad15", "bad25"] {
+        assert!(
+            q.get(id).await.unwrap().is_none(),
+            "{id}: its leftovers are removed"
+        );
+    }
+}
+
+#[tokio::test]
+async fn unreadable_jobs_can_still_be_listed_inspected_requeued_and_purged() {
+    let server = RedisServer::start();
+    let q = queue_with(
+        &server.url,
+        tideq::QueueOptions {
+            max_attempts: 1,
+            ..Default::default()
+        },
+    );
+    q.enqueue(b"x", id("broken")).await.unwrap();
+    q.enqueue(b"x", id("fine")).await.unwrap();
+    hset(&server, &key(&q, "jobs"), "broken", b"\x92\x01\x02");
+    let fail = |_job: Job| async { Err::<(), String>("boom".into()) };
+    q.work(drained(), fail).unwrap().join().await;
+    // Both dead; listing them works although one cannot be decoded.
+    let dead = q.dead_letters(0, 10).await.unwrap();
+    assert_eq!(dead.len(), 2, "{dead:?}");
+    let broken = q.get("broken").await.unwrap().unwrap();
+    assert!(
+        broken.unreadable.as_deref().unwrap().contains("envelope"),
+        "{broken:?}"
+    );
+    assert_eq!(
+        broken.payload, b"\x92\x01\x02",
+        "the raw bytes are there to look at"
+    );
+    assert!(q.get("fine").await.unwrap().unwrap().unreadable.is_none());
+    // A damaged state record of a dead job: still listed, and requeued with one attempt.
+    hset(&server, &key(&q, "meta"), "fine", b"not|a|record");
+    assert_eq!(q.dead_letters(0, 10).await.unwrap().len(), 2);
+    q.requeue("fine").await.unwrap();
+    let info = q.get("fine").await.unwrap().unwrap();
+    assert_eq!((info.state, info.max_attempts), (JobState::Ready, 1));
+    assert_eq!(q.purge().await.unwrap(), 1);
+    assert!(q.get("broken").await.unwrap().is_none());
+}
+
+#[tokio::test]
+async fn settling_a_job_whose_record_was_damaged_meanwhile_is_refused_not_an_error() {
+    let server = RedisServer::start();
+    let q = queue(&server.url);
+    for i in 0..10 {
+        q.enqueue(b"x", id(&format!("j{i}"))).await.unwrap();
+    }
+    let (url, meta) = (server.url.clone(), key(&q, "meta"));
+    let opts = WorkerOptions {
+        concurrency: 10,
+        lease: Duration::from_millis(300),
+        ..drained()
+    };
+    // j3's record is damaged while it runs: its ack, its failure and its lease renewal are all
+    // refused (LEASE_LOST); every other ack of the same batch goes through.
+    let stats = q
+        .work(opts, move |job: Job| {
+            let (url, meta) = (url.clone(), meta.clone());
+            async move {
+                if job.id == "j3" {
+                    let mut c = redis::Client::open(url.as_str())
+                        .unwrap()
+                        .get_connection()
+                        .unwrap();
+                    redis::cmd("HSET")
+                        .arg(&meta)
+                        .arg("j3")
+                        .arg("q|?")
+                        .query::<()>(&mut c)
+                        .unwrap();
+                }
+                Ok::<(), String>(())
+            }
+        })
+        .unwrap()
+        .join()
+        .await;
+    assert_eq!((stats.completed, stats.lease_lost), (9, 1), "{stats:?}");
+}
