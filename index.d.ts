@@ -540,6 +540,20 @@ export interface QueueOptions {
   /** Longest error text stored with a failed job, in bytes. Default 4096. */
   maxErrorLen?: number
   /**
+   * Dead-lettered jobs kept (the newest N; older ones are deleted and counted in
+   * `stats().deadTrimmed`). `null`: no limit. Default 10000.
+   */
+  keepDead?: number | null
+  /** Dead-lettered jobs older than this are deleted. `null`: no age limit. Default 180 days. */
+  keepDeadForMs?: number | null
+  /**
+   * How long an `id` given to `enqueue` is remembered after its job completed or died:
+   * enqueuing it again within this window creates nothing, even once the job's data was
+   * trimmed. Cancel and purge forget the id. About 100 bytes of Redis memory per id. `null`:
+   * ids are remembered only while their job is retained. Default 1 day.
+   */
+  idempotencyWindowMs?: number | null
+  /**
    * Split the queue in this many shards (1 to 1024), each with its own Redis Cluster hash
    * tag, so one queue spreads over a cluster's masters. Queue names may not contain `#`.
    * A job's shard is fixed by its id, so ids stay idempotent and `get`/`cancel` find it;

@@ -40,6 +40,19 @@ pub struct QueueOptions {
     pub keep_for_ms: Option<f64>,
     /// Longest error text stored with a failed job, in bytes. Default 4096.
     pub max_error_len: Option<u32>,
+    /// Dead-lettered jobs kept (the newest N; older ones are deleted and counted in
+    /// `stats().deadTrimmed`). `null`: no limit. Default 10000.
+    #[napi(ts_type = "number | null")]
+    pub keep_dead: Option<u32>,
+    /// Dead-lettered jobs older than this are deleted. `null`: no age limit. Default 180 days.
+    #[napi(ts_type = "number | null")]
+    pub keep_dead_for_ms: Option<f64>,
+    /// How long an `id` given to `enqueue` is remembered after its job completed or died:
+    /// enqueuing it again within this window creates nothing, even once the job's data was
+    /// trimmed. Cancel and purge forget the id. About 100 bytes of Redis memory per id. `null`:
+    /// ids are remembered only while their job is retained. Default 1 day.
+    #[napi(ts_type = "number | null")]
+    pub idempotency_window_ms: Option<f64>,
     /// Split the queue in this many shards (1 to 1024), each with its own Redis Cluster hash
     /// tag, so one queue spreads over a cluster's masters. Queue names may not contain `#`.
     /// A job's shard is fixed by its id, so ids stay idempotent and `get`/`cancel` find it;
@@ -58,6 +71,9 @@ const QUEUE_KEYS: &[&str] = &[
     "keepCompleted",
     "keepForMs",
     "maxErrorLen",
+    "keepDead",
+    "keepDeadForMs",
+    "idempotencyWindowMs",
     "shards",
 ];
 
@@ -163,6 +179,12 @@ impl Queue {
                 .unwrap_or(d.keep_completed),
             keep_for: opts.nullable_millis("keepForMs", d.keep_for)?,
             max_error_len: opts.get("maxErrorLen", count)?.unwrap_or(d.max_error_len),
+            keep_dead: match opts.raw("keepDead")? {
+                None => d.keep_dead,
+                Some(_) => opts.get("keepDead", count)?,
+            },
+            keep_dead_for: opts.nullable_millis("keepDeadForMs", d.keep_dead_for)?,
+            idempotency_window: opts.nullable_millis("idempotencyWindowMs", d.idempotency_window)?,
         };
         let shards = opts.get("shards", count)?.unwrap_or(1);
         Ok(tideq::Queue::sharded(&client, &name, shards, queue_opts)?)
