@@ -11,6 +11,7 @@ use crate::error::{Error, ErrorKind, Result};
 
 pub(crate) struct Background {
     stop: watch::Sender<bool>,
+    abort: watch::Sender<bool>,
     done: watch::Receiver<bool>,
     task: Mutex<Option<JoinHandle<()>>>,
     failure: Failure,
@@ -20,6 +21,9 @@ pub(crate) struct Background {
 /// to leave the error that made it stop by itself.
 pub(crate) struct Signals {
     pub stop: watch::Receiver<bool>,
+    /// Stop at once: do not wait for running handlers (they are abandoned, their jobs left to
+    /// their leases).
+    pub abort: watch::Receiver<bool>,
     pub done: watch::Sender<bool>,
     pub failure: Failure,
 }
@@ -52,15 +56,18 @@ impl Background {
             )
         })?;
         let (stop, stop_rx) = watch::channel(false);
+        let (abort, abort_rx) = watch::channel(false);
         let (done_tx, done) = watch::channel(false);
         let failure = Failure::default();
         let task = rt.spawn(body(Signals {
             stop: stop_rx,
+            abort: abort_rx,
             done: done_tx,
             failure: failure.clone(),
         }));
         Ok(Background {
             stop,
+            abort,
             done,
             task: Mutex::new(Some(task)),
             failure,
@@ -74,6 +81,12 @@ impl Background {
 
     pub fn stop(&self) {
         let _ = self.stop.send(true);
+    }
+
+    /// Stops at once, without waiting for running handlers.
+    pub fn abort(&self) {
+        let _ = self.stop.send(true);
+        let _ = self.abort.send(true);
     }
 
     pub fn is_running(&self) -> bool {
@@ -94,7 +107,8 @@ impl Background {
         }
     }
 
-    /// Waits for SIGINT/SIGTERM (or the loop ending by itself), then stops and joins.
+    /// Waits for SIGINT/SIGTERM (or the loop ending by itself), then stops gracefully and
+    /// joins; a second signal meanwhile stops at once ([`abort`](Self::abort)).
     pub async fn until_signal(&self) {
         let mut done = self.done.clone();
         tokio::select! {
@@ -102,7 +116,19 @@ impl Background {
             _ = done.wait_for(|d| *d) => {}
         }
         self.stop();
+        let mut done = self.done.clone();
+        tokio::select! {
+            _ = done.wait_for(|d| *d) => {}
+            _ = crate::signal::terminated() => self.abort(),
+        }
         self.join().await;
+    }
+}
+
+/// Resolves once an abort is requested (never, if the handle is gone without one).
+pub(crate) async fn aborted(rx: &mut watch::Receiver<bool>) {
+    if rx.wait_for(|a| *a).await.is_err() {
+        std::future::pending::<()>().await;
     }
 }
 

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use tokio::sync::Semaphore;
 
-use crate::background::{stopped, Background, Failure, Signals};
+use crate::background::{aborted, stopped, Background, Failure, Signals};
 use tokio::task::JoinSet;
 
 use crate::capped::{Batch, CappedQueue, RoundRobin};
@@ -175,6 +175,12 @@ impl Consumer {
         self.join().await
     }
 
+    /// Stops at once: running handlers are abandoned (their batches were popped already: a
+    /// capped queue is at-most-once). What a second Ctrl-C does.
+    pub fn abort(&self) {
+        self.bg.abort();
+    }
+
     /// The error the consumer stopped on by itself, if any: credentials or permissions Redis
     /// refused ([`Error::is_fatal`]), which retrying cannot fix. Transient errors are retried with
     /// backoff and never end up here.
@@ -243,6 +249,7 @@ async fn run(
 ) {
     let Signals {
         stop: mut stop_rx,
+        mut abort,
         done,
         failure,
     } = sig;
@@ -359,7 +366,11 @@ async fn run(
             reap(res, &counters);
         }
     };
-    if tokio::time::timeout(grace, drain).await.is_err() {
+    let drained = tokio::select! {
+        r = tokio::time::timeout(grace, drain) => r.is_ok(),
+        _ = aborted(&mut abort) => false,
+    };
+    if !drained {
         log::warn!(
             "tideq: {} handler(s) still running after the grace period; abandoning them",
             tasks.len()

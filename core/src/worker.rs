@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use tokio::sync::{oneshot, Notify, OwnedSemaphorePermit, Semaphore};
 
-use crate::background::{stopped, Background, Failure, Signals};
+use crate::background::{aborted, stopped, Background, Failure, Signals};
 use tokio::task::JoinSet;
 
 use crate::client::Client;
@@ -153,6 +153,13 @@ impl Worker {
     pub async fn shutdown(&self) -> WorkerStats {
         self.stop();
         self.join().await
+    }
+
+    /// Stops at once, without waiting for running handlers: they are abandoned and their jobs
+    /// left to their leases, so they run again once a lease expires (safe: no job is handed
+    /// back while its handler may still run). What a second Ctrl-C does.
+    pub fn abort(&self) {
+        self.bg.abort();
     }
 
     /// The error the worker stopped on by itself, if any: credentials or permissions Redis
@@ -397,6 +404,7 @@ async fn run(
 ) {
     let Signals {
         stop: mut stop_rx,
+        mut abort,
         done,
         failure,
     } = sig;
@@ -599,7 +607,11 @@ async fn run(
             }
         }
     };
-    if tokio::time::timeout(opts.grace, drain).await.is_err() {
+    let drained = tokio::select! {
+        r = tokio::time::timeout(opts.grace, drain) => Some(r.is_ok()),
+        _ = aborted(&mut abort) => None,
+    };
+    if drained == Some(false) {
         // Past the grace period: ask the handlers still running to stop. A job is handed back
         // (released) only once its handler has returned, never while it may still run; until
         // then it keeps its slot and its lease (the renewer goes on).
@@ -614,7 +626,7 @@ async fn run(
             log::warn!(
                 "tideq: {} job(s) still running after the grace period of {:?}; asked them to \
                  stop, and waiting for their handlers to return (each is then returned to the \
-                 queue, or completed if it succeeded)",
+                 queue, or completed if it succeeded); stop again to leave them to their leases",
                 running.len(),
                 opts.grace
             );
@@ -622,15 +634,30 @@ async fn run(
         for c in running {
             c.cancel();
         }
-        while tasks.join_next().await.is_some() {}
-        // Acks that still cannot be sent are left to their leases: those jobs run again
-        // (at-least-once).
-        for attempt in 0..5 {
-            if acks.flush(&queue).await {
-                break;
+        let finished = tokio::select! {
+            _ = async { while tasks.join_next().await.is_some() {} } => true,
+            _ = aborted(&mut abort) => false,
+        };
+        if finished {
+            // Acks that still cannot be sent are left to their leases: those jobs run again
+            // (at-least-once).
+            for attempt in 0..5 {
+                if acks.flush(&queue).await {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(100 << attempt)).await;
             }
-            tokio::time::sleep(Duration::from_millis(100 << attempt)).await;
         }
+    }
+    if !tasks.is_empty() {
+        // Aborted: the handlers still running are abandoned, and their jobs left to their
+        // leases (they run again once a lease expires). Finished jobs' acks get one try.
+        log::warn!(
+            "tideq: stopped at once; {} running job(s) left to their leases",
+            tasks.len()
+        );
+        tasks.abort_all();
+        acks.flush(&queue).await;
     }
     drop(renewer);
     let _ = done.send(true);

@@ -530,3 +530,48 @@ async fn a_job_stopped_by_shutdown_goes_back_to_the_front_of_the_queue_uncounted
     let info = q.get("first").await.unwrap().unwrap();
     assert_eq!((info.state, info.attempts), (JobState::Ready, 0));
 }
+
+#[tokio::test]
+async fn abort_stops_at_once_and_leaves_a_running_job_to_its_lease() {
+    let server = RedisServer::start();
+    let q = queue(&server.url);
+    q.enqueue(b"x", id("endless")).await.unwrap();
+    let started = Arc::new(AtomicUsize::new(0));
+    let s2 = started.clone();
+    // A handler that ignores its stop signal: a graceful shutdown would wait for it forever.
+    let handler: tideq::JobHandler = Arc::new(move |_job: Job| {
+        s2.fetch_add(1, Ordering::SeqCst);
+        Box::pin(std::future::pending())
+    });
+    let opts = WorkerOptions {
+        grace: Duration::from_millis(50),
+        lease: Duration::from_millis(300),
+        ..Default::default()
+    };
+    let w = q.work_boxed(opts, handler).unwrap();
+    assert!(
+        wait_until(Duration::from_secs(5), || started.load(Ordering::SeqCst)
+            == 1)
+        .await
+    );
+    w.stop();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(w.is_running(), "a graceful stop waits for the handler");
+    w.abort();
+    tokio::time::timeout(Duration::from_secs(2), w.join())
+        .await
+        .expect("abort returns at once");
+    let info = q.get("endless").await.unwrap().unwrap();
+    assert_eq!(
+        info.state,
+        JobState::Active,
+        "left to its lease, not handed back"
+    );
+    // Once the lease expires, another worker takes it.
+    let stats = q
+        .work(drained(), |_job: Job| async { Ok::<(), String>(()) })
+        .unwrap()
+        .join()
+        .await;
+    assert_eq!(stats.completed, 1);
+}
