@@ -130,6 +130,29 @@ impl Queue {
         )
     }
 
+    /// Leases up to `max` ready jobs for `lease` (due delayed jobs are promoted first), shard
+    /// by shard: manual processing, without a worker. Settle each with [`complete`](Self::complete),
+    /// [`fail`](Self::fail) or [`release`](Self::release), and renew a long one with
+    /// [`extend`](Self::extend): nothing renews these leases by itself, and a job whose lease
+    /// expires is delivered again. Empty when nothing is ready.
+    pub async fn lease_jobs(&self, max: usize, lease: Duration) -> Result<Vec<Job>> {
+        if max == 0 {
+            return Err(Error::invalid("max must be at least 1"));
+        }
+        if lease < Duration::from_millis(1) {
+            return Err(Error::invalid("lease must be at least 1 ms"));
+        }
+        let mut out = Vec::new();
+        for shard in 0..self.shards.len() {
+            if out.len() >= max {
+                break;
+            }
+            let fetched = self.fetch(shard, max - out.len(), lease, &[]).await?;
+            out.extend(fetched.jobs);
+        }
+        Ok(out)
+    }
+
     /// Marks a leased job done. `LEASE_LOST` if the lease expired and the job was redelivered.
     pub async fn complete(&self, job: &Job) -> Result<()> {
         match self.complete_leases(&[job.lease()]).await?[0] {
