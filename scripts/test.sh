@@ -14,5 +14,7 @@ echo "== node"
 bash scripts/test-node.sh
 echo "== interop"
 .venv/bin/python -m pytest tests/interop -q
+echo "== faults (quick profile; make faults runs the full suite and a soak)"
+.venv/bin/python tests/faults/driver.py
 echo "== README (every code block, as pasted)"
 .venv/bin/python scripts/readme.py

@@ -136,3 +136,9 @@ pub(crate) async fn aborted(rx: &mut watch::Receiver<bool>) {
 pub(crate) async fn stopped(rx: &mut watch::Receiver<bool>) {
     let _ = rx.wait_for(|s| *s).await;
 }
+
+/// `d` scaled by a random factor in [0.5, 1.5): processes that lost their connection at the same
+/// moment (a Redis restart, a `CLIENT KILL`) come back spread out, not in lockstep.
+pub(crate) fn jittered(d: std::time::Duration) -> std::time::Duration {
+    d.mul_f64(0.5 + fastrand::f64())
+}

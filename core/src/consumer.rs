@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use tokio::sync::Semaphore;
 
-use crate::background::{aborted, stopped, Background, Failure, Signals};
+use crate::background::{aborted, jittered, stopped, Background, Failure, Signals};
 use tokio::task::JoinSet;
 
 use crate::capped::{Batch, CappedQueue, RoundRobin};
@@ -340,7 +340,7 @@ async fn run(
                     log::warn!("tideq: consumer wait failed, retrying in {backoff:?}: {e}");
                     tokio::select! {
                         _ = stopped(&mut stop_rx) => break,
-                        _ = tokio::time::sleep(backoff) => {}
+                        _ = tokio::time::sleep(jittered(backoff)) => {}
                     }
                     backoff = (backoff * 2).min(Duration::from_secs(5));
                 }
@@ -355,7 +355,7 @@ async fn run(
                 log::warn!("tideq: consumer fetch failed, retrying in {backoff:?}: {e}");
                 tokio::select! {
                     _ = stopped(&mut stop_rx) => break,
-                    _ = tokio::time::sleep(backoff) => {}
+                    _ = tokio::time::sleep(jittered(backoff)) => {}
                 }
                 backoff = (backoff * 2).min(Duration::from_secs(5));
             }

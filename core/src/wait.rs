@@ -16,6 +16,7 @@ use std::time::Duration;
 use tokio::sync::{watch, Notify};
 use tokio::task::JoinHandle;
 
+use crate::background::jittered;
 use crate::client::{BlockingConn, Client};
 use crate::error::Result;
 use crate::keys::key_slot;
@@ -152,7 +153,7 @@ fn listen(client: Client, keys: Vec<String>, shared: Arc<Shared>) -> JoinHandle<
                         log::warn!(
                             "tideq: wake-up listener cannot connect, retrying in {backoff:?}: {e}"
                         );
-                        tokio::time::sleep(backoff).await;
+                        tokio::time::sleep(jittered(backoff)).await;
                         backoff = (backoff * 2).min(Duration::from_secs(5));
                         continue;
                     }
@@ -173,7 +174,7 @@ fn listen(client: Client, keys: Vec<String>, shared: Arc<Shared>) -> JoinHandle<
                     // The connection may have been lost with work announced meanwhile: look.
                     shared.notify.notify_one();
                     log::warn!("tideq: wake-up listener failed, retrying in {backoff:?}: {e}");
-                    tokio::time::sleep(backoff).await;
+                    tokio::time::sleep(jittered(backoff)).await;
                     backoff = (backoff * 2).min(Duration::from_secs(5));
                     continue;
                 }

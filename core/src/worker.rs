@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use tokio::sync::{oneshot, Notify, OwnedSemaphorePermit, Semaphore};
 
-use crate::background::{aborted, stopped, Background, Failure, Signals};
+use crate::background::{aborted, jittered, stopped, Background, Failure, Signals};
 use tokio::task::JoinSet;
 
 use crate::client::Client;
@@ -451,7 +451,7 @@ async fn run(
             failed = false;
             tokio::select! {
                 _ = stopped(&mut stop_rx) => break,
-                _ = tokio::time::sleep(backoff) => {}
+                _ = tokio::time::sleep(jittered(backoff)) => {}
             }
             backoff = (backoff * 2).min(Duration::from_secs(5));
             continue;
