@@ -142,3 +142,38 @@ pub(crate) async fn stopped(rx: &mut watch::Receiver<bool>) {
 pub(crate) fn jittered(d: std::time::Duration) -> std::time::Duration {
     d.mul_f64(0.5 + fastrand::f64())
 }
+
+/// An outage as a loop sees it: the first failure starts it, the next success ends it, and both
+/// are logged (once each, so an operator knows when Redis came back).
+pub(crate) struct Outage {
+    what: String,
+    since: Option<(std::time::Instant, u32)>,
+}
+
+impl Outage {
+    pub fn new(what: String) -> Self {
+        Outage { what, since: None }
+    }
+
+    /// A failed call, to be retried in `retry_in`.
+    pub fn failed(&mut self, e: &Error, retry_in: std::time::Duration) {
+        let (_, n) = self.since.get_or_insert((std::time::Instant::now(), 0));
+        *n += 1;
+        log::warn!(
+            "tideq: {} failed (try {n}), retrying in {retry_in:?}: {e}",
+            self.what
+        );
+    }
+
+    /// A call that worked: ends an outage, if one was going on.
+    pub fn recovered(&mut self) {
+        if let Some((since, n)) = self.since.take() {
+            log::warn!(
+                "tideq: {} works again, after {:.1?} and {n} failed tr{}",
+                self.what,
+                since.elapsed(),
+                if n == 1 { "y" } else { "ies" }
+            );
+        }
+    }
+}

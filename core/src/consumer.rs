@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use tokio::sync::Semaphore;
 
-use crate::background::{aborted, jittered, stopped, Background, Failure, Signals};
+use crate::background::{aborted, jittered, stopped, Background, Failure, Outage, Signals};
 use tokio::task::JoinSet;
 
 use crate::capped::{Batch, CappedQueue, RoundRobin};
@@ -274,6 +274,10 @@ async fn run(
     };
     let mut tasks: JoinSet<()> = JoinSet::new();
     let mut backoff = Duration::from_millis(50);
+    let mut outage = Outage::new(format!(
+        "the consumer of capped queue {:?}",
+        fetcher.queue.name()
+    ));
     loop {
         while let Some(res) = tasks.try_join_next() {
             reap(res, &counters);
@@ -294,6 +298,7 @@ async fn run(
         match fetcher.fetch(permits.len()).await {
             Ok(batches) if !batches.is_empty() => {
                 backoff = Duration::from_millis(50);
+                outage.recovered();
                 for batch in batches {
                     let permit = permits.pop().expect("at most one batch per slot");
                     let handler = handler.clone();
@@ -317,6 +322,7 @@ async fn run(
             }
             Ok(_) => {
                 drop(permits);
+                outage.recovered();
                 if stop_when_empty {
                     if tasks.is_empty() {
                         break;
@@ -337,7 +343,7 @@ async fn run(
                         stopped_on(&fetcher.queue, &failure, e);
                         break;
                     }
-                    log::warn!("tideq: consumer wait failed, retrying in {backoff:?}: {e}");
+                    outage.failed(&e, backoff);
                     tokio::select! {
                         _ = stopped(&mut stop_rx) => break,
                         _ = tokio::time::sleep(jittered(backoff)) => {}
@@ -352,7 +358,7 @@ async fn run(
                     stopped_on(&fetcher.queue, &failure, e);
                     break;
                 }
-                log::warn!("tideq: consumer fetch failed, retrying in {backoff:?}: {e}");
+                outage.failed(&e, backoff);
                 tokio::select! {
                     _ = stopped(&mut stop_rx) => break,
                     _ = tokio::time::sleep(jittered(backoff)) => {}

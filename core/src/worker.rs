@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use tokio::sync::{oneshot, Notify, OwnedSemaphorePermit, Semaphore};
 
-use crate::background::{aborted, jittered, stopped, Background, Failure, Signals};
+use crate::background::{aborted, jittered, stopped, Background, Failure, Outage, Signals};
 use tokio::task::JoinSet;
 
 use crate::client::Client;
@@ -434,6 +434,7 @@ async fn run(
     let wake_keys = queue.shards.iter().map(|k| k.wake()).collect();
     let mut waiter = Waiter::new(&queue.client, wake_keys);
     let mut backoff = Duration::from_millis(50);
+    let mut outage = Outage::new(format!("the worker of queue {:?}", queue.name()));
     // Shards are served round-robin; the worker waits only after a pass found nothing anywhere.
     let shards = queue.shards.len();
     let mut next_shard = fastrand::usize(..shards);
@@ -492,7 +493,7 @@ async fn run(
                     stopped_on(&queue, &failure, e);
                     break;
                 }
-                log::warn!("tideq: worker wait failed, retrying in {backoff:?}: {e}");
+                outage.failed(&e, backoff);
                 failed = true;
             }
             continue;
@@ -521,6 +522,7 @@ async fn run(
                 match result {
                     Ok(f) => {
                         backoff = Duration::from_millis(50);
+                        outage.recovered();
                         if f.lost > 0 {
                             log::warn!(
                                 "tideq: queue {:?}: {} job record(s) were missing or unreadable \
@@ -552,7 +554,7 @@ async fn run(
                             stopped_on(&queue, &failure, e);
                             break;
                         }
-                        log::warn!("tideq: worker fetch failed, retrying in {backoff:?}: {e}");
+                        outage.failed(&e, backoff);
                         failed = true;
                     }
                 }
