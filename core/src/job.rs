@@ -37,8 +37,12 @@ pub struct QueueOptions {
     /// it again within this window creates nothing, even once the job's data was trimmed by
     /// `keep_completed`/`keep_for`. (While the job exists, its id always creates nothing.)
     /// Cancelled and purged jobs' ids are forgotten at once. Costs about 100 bytes of Redis memory
-    /// per id. `None`: ids are remembered only as long as their job is retained. Default 1 day.
+    /// per id, bounded by `idempotency_max_ids`. `None`: ids are remembered only as long as their
+    /// job is retained. Default 1 day.
     pub idempotency_window: Option<Duration>,
+    /// The most finished ids the idempotency window remembers: the oldest beyond are forgotten
+    /// first, so Redis memory stays flat however many ids a queue sees. Default 100 000.
+    pub idempotency_max_ids: usize,
 }
 
 impl Default for QueueOptions {
@@ -53,6 +57,7 @@ impl Default for QueueOptions {
             keep_dead: Some(10_000),
             keep_dead_for: Some(Duration::from_secs(180 * 24 * 3600)),
             idempotency_window: Some(Duration::from_secs(24 * 3600)),
+            idempotency_max_ids: 100_000,
         }
     }
 }
@@ -61,13 +66,14 @@ impl QueueOptions {
     /// The scripts' view of the retention settings (see `lib_jobs.lua`, "Queue policy").
     pub(crate) fn policy(&self) -> String {
         format!(
-            "{}|{}|{}|{}|{}",
+            "{}|{}|{}|{}|{}|{}",
             self.keep_completed,
             self.keep_for.map(ms).unwrap_or(0),
             self.keep_dead
                 .map_or(-1, |n| n.min(i64::MAX as usize) as i64),
             self.keep_dead_for.map(ms).unwrap_or(0),
             self.idempotency_window.map(ms).unwrap_or(0),
+            self.idempotency_max_ids,
         )
     }
 }

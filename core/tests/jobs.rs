@@ -522,3 +522,33 @@ async fn a_batch_over_the_maximum_is_refused_whole_and_nothing_is_written() {
     );
     assert_eq!(capped.len("g").await.unwrap(), 0);
 }
+
+#[tokio::test]
+async fn the_idempotency_window_remembers_at_most_its_bound_of_ids_oldest_forgotten_first() {
+    let server = RedisServer::start();
+    let q = queue_with(
+        &server.url,
+        QueueOptions {
+            keep_completed: 0,
+            idempotency_max_ids: 3,
+            ..Default::default()
+        },
+    );
+    for i in 0..5 {
+        q.enqueue(b"x", id(&format!("i{i}"))).await.unwrap();
+        common::drain_noop(&q).await;
+    }
+    let remembered: u64 = redis::cmd("ZCARD")
+        .arg(format!("tideq:{{{}}}:idem", q.name()))
+        .query(&mut server.conn())
+        .unwrap();
+    assert_eq!(remembered, 3, "memory stays bounded");
+    assert!(
+        q.enqueue(b"x", id("i0")).await.unwrap().created,
+        "the oldest was forgotten"
+    );
+    assert!(
+        !q.enqueue(b"x", id("i4")).await.unwrap().created,
+        "the newest is remembered"
+    );
+}

@@ -28,9 +28,10 @@
   it completed or died), so an id enqueued again within the idempotency window creates nothing
   even after the job's data was trimmed; cancel and purge forget the id.
 
-  Queue policy (one ARGV, see `policy`): "keep|keepfor|keepdead|keepdeadfor|idem": completed
-  jobs kept (count, 0 = none) and for how long (ms, 0 = no limit); dead jobs kept (count, -1 = no
-  limit) and for how long (ms, 0 = no limit); idempotency window (ms, 0 = off).
+  Queue policy (one ARGV, see `policy`): "keep|keepfor|keepdead|keepdeadfor|idem|idemmax":
+  completed jobs kept (count, 0 = none) and for how long (ms, 0 = no limit); dead jobs kept
+  (count, -1 = no limit) and for how long (ms, 0 = no limit); idempotency window (ms, 0 = off)
+  and the most finished ids it remembers (the oldest beyond are forgotten, so memory stays flat).
 
   Commands run variadic (one call per batch, at most 1000 arguments per call): a call from Lua
   costs about as much as the work it does on a few fields. ]]
@@ -70,11 +71,11 @@ local function token_of(enq, x)
 end
 
 local function policy(p)
-  local keep, keepfor, keepdead, keepdeadfor, idem =
-    string.match(p, '^(%d+)|(%d+)|(%-?%d+)|(%d+)|(%d+)$')
+  local keep, keepfor, keepdead, keepdeadfor, idem, idemmax =
+    string.match(p, '^(%d+)|(%d+)|(%-?%d+)|(%d+)|(%d+)|(%d+)$')
   if not keep then error('tideq: bad queue policy ' .. tostring(p)) end
   return { keep = tonumber(keep), keepfor = tonumber(keepfor), keepdead = tonumber(keepdead),
-    keepdeadfor = tonumber(keepdeadfor), idem = tonumber(idem) }
+    keepdeadfor = tonumber(keepdeadfor), idem = tonumber(idem), idemmax = tonumber(idemmax) }
 end
 
 -- Leases `ids` until `deadline` (a string) in the active zset (ANCHOR included, see above).
@@ -102,7 +103,7 @@ local function forget(K, ids)
 end
 
 -- Marks explicit ids as finished at `now` in the idem zset (only those it holds), and drops the
--- ones older than the window.
+-- ones older than the window and the oldest beyond P.idemmax.
 local function idem_finished(K, now, P, ids)
   if P.idem == 0 or #ids == 0 or redis.call('EXISTS', K.idem) == 0 then return end
   local args = {}
@@ -114,6 +115,8 @@ local function idem_finished(K, now, P, ids)
     redis.call('ZADD', K.idem, 'XX', unpack(args, i, math.min(i + 999, #args)))
   end
   redis.call('ZREMRANGEBYSCORE', K.idem, '-inf', '(' .. (now - P.idem))
+  local over = redis.call('ZCARD', K.idem) - P.idemmax
+  if over > 0 then redis.call('ZREMRANGEBYRANK', K.idem, 0, over - 1) end
 end
 
 -- Keeps the dead set within the policy's count and age: the oldest beyond are deleted with their
