@@ -334,7 +334,7 @@ def soak(minutes: float) -> bool:
         run.stop()
         acked, _, done = run.read()
         redis.kill()
-    warm = [s for s in samples if s[0] > 120] or samples
+    warm = [s for s in samples if s[0] > 180] or samples
     mems = [s[1] for s in warm]
     keys = [s[2] for s in warm]
     flat = max(mems) <= 1.5 * min(mems) + 5e6 and max(keys) <= min(keys) + 20
