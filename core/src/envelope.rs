@@ -10,8 +10,11 @@
 //! | `max_attempts` | int | deliveries before dead-lettering |
 //! | `backoff` | map | `{kind: "fixed"\|"exponential", base_ms, max_ms, jitter}` |
 //! | `timeout_ms` | int or nil | longest run time of one attempt |
+//! | `task` | str (optional) | the task's name, for workers that dispatch by name |
+//! | `format` | str (optional) | how `payload` encodes the task's arguments: `"json"` or `"msgpack"`; absent: raw bytes |
 //!
-//! Readers ignore unknown fields, so later versions can add fields without breaking old workers.
+//! Readers ignore unknown fields, so later versions can add fields without breaking old workers
+//! (the optional fields are left out when unset, so older readers never see them).
 
 use serde::{Deserialize, Serialize};
 
@@ -136,6 +139,37 @@ impl Backoff {
     }
 }
 
+/// How a job's payload encodes its task's arguments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PayloadFormat {
+    /// UTF-8 JSON text (the default for tasks).
+    Json,
+    /// MessagePack.
+    Msgpack,
+}
+
+impl PayloadFormat {
+    /// The wire name: `"json"` or `"msgpack"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PayloadFormat::Json => "json",
+            PayloadFormat::Msgpack => "msgpack",
+        }
+    }
+
+    /// The format named `name` (`INVALID_ARGUMENT` for anything else).
+    pub fn parse(name: &str) -> Result<Self> {
+        match name {
+            "json" => Ok(PayloadFormat::Json),
+            "msgpack" => Ok(PayloadFormat::Msgpack),
+            _ => Err(Error::invalid(format!(
+                "format must be 'json' or 'msgpack', not {name:?}"
+            ))),
+        }
+    }
+}
+
 /// A job as stored in Redis and handed to workers.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Envelope {
@@ -147,13 +181,19 @@ pub struct Envelope {
     pub max_attempts: u32,
     pub backoff: Backoff,
     pub timeout_ms: Option<u64>,
+    /// The task's name, when the job was enqueued as a task.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<String>,
+    /// How `payload` encodes the task's arguments (absent: raw bytes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub format: Option<PayloadFormat>,
 }
 
 impl Envelope {
     /// The field names of the current version, in wire order. Bindings convert the envelope
     /// through [`to_value`](Self::to_value) / [`from_value`](Self::from_value), so this list
     /// and the struct are the only place the schema is written down.
-    pub const FIELDS: [&'static str; 7] = [
+    pub const FIELDS: [&'static str; 9] = [
         "v",
         "id",
         "payload",
@@ -161,6 +201,8 @@ impl Envelope {
         "max_attempts",
         "backoff",
         "timeout_ms",
+        "task",
+        "format",
     ];
 
     /// The envelope as a generic MessagePack value: a map from the wire field names (`payload`
@@ -268,6 +310,8 @@ mod tests {
             max_attempts: 3,
             backoff: Backoff::default(),
             timeout_ms: Some(5000),
+            task: None,
+            format: None,
         };
         assert_eq!(Envelope::decode(&e.encode()).unwrap(), e);
         assert!(Envelope::decode(b"not msgpack").is_err());
@@ -299,6 +343,8 @@ mod tests {
             max_attempts: 2,
             backoff: Backoff::default(),
             timeout_ms: None,
+            task: Some("send".into()),
+            format: Some(PayloadFormat::Json),
         };
         let rmpv::Value::Map(fields) = e.to_value() else {
             panic!("not a map")
@@ -328,6 +374,8 @@ mod tests {
             max_attempts: 2,
             backoff: Backoff::fixed(5),
             timeout_ms: Some(3),
+            task: None,
+            format: None,
         };
         type Fields = Vec<(rmpv::Value, rmpv::Value)>;
         let with = |f: &dyn Fn(&mut Fields)| {

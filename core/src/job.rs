@@ -5,7 +5,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tokio_util::sync::CancellationToken;
 
-use crate::envelope::Backoff;
+use crate::envelope::{Backoff, PayloadFormat};
 use crate::error::{Error, Result};
 
 /// Most jobs one `enqueue_many` (or items one `push_many`) takes: a batch is checked whole before
@@ -91,6 +91,11 @@ pub struct EnqueueOptions {
     pub max_attempts: Option<u32>,
     pub backoff: Option<Backoff>,
     pub timeout: Option<Duration>,
+    /// The task's name: a worker started with [`Tasks`](crate::Tasks) runs the handler of that
+    /// name (1–256 bytes, no control characters). Usually set by `enqueue_task`.
+    pub task: Option<String>,
+    /// How the payload encodes the task's arguments (set by `enqueue_task`; `None`: raw bytes).
+    pub format: Option<PayloadFormat>,
 }
 
 /// What `enqueue` did.
@@ -190,6 +195,10 @@ pub struct Job {
     pub enqueued_at: u64,
     pub queue: String,
     pub timeout: Option<Duration>,
+    /// The task's name, when the job was enqueued as a task.
+    pub task: Option<String>,
+    /// How the payload encodes the task's arguments (`None`: raw bytes).
+    pub format: Option<PayloadFormat>,
     pub(crate) backoff: Backoff,
     pub(crate) token: String,
     pub(crate) shard: usize,
@@ -246,15 +255,20 @@ impl Job {
 
 /// Checks a job id: 1–256 bytes, no control characters.
 pub fn validate_job_id(id: &str) -> Result<()> {
-    if id.is_empty() || id.len() > 256 {
+    validate_label("job id", id)
+}
+
+/// Checks a job id or task name: 1–256 bytes, no control characters.
+pub(crate) fn validate_label(what: &str, s: &str) -> Result<()> {
+    if s.is_empty() || s.len() > 256 {
         return Err(Error::invalid(format!(
-            "job id must be 1 to 256 bytes, got {}",
-            id.len()
+            "{what} must be 1 to 256 bytes, got {}",
+            s.len()
         )));
     }
-    if id.chars().any(char::is_control) {
+    if s.chars().any(char::is_control) {
         return Err(Error::invalid(format!(
-            "job id {id:?} contains control characters"
+            "{what} {s:?} contains control characters"
         )));
     }
     Ok(())

@@ -13,7 +13,8 @@ use crate::client::Client;
 use crate::envelope::{Envelope, ENVELOPE_VERSION};
 use crate::error::{Error, ErrorKind, Result};
 use crate::job::{
-    ms, new_job_id, now_ms, validate_job_id, EnqueueOptions, Enqueued, QueueOptions, MAX_BATCH,
+    ms, new_job_id, now_ms, validate_job_id, validate_label, EnqueueOptions, Enqueued,
+    QueueOptions, MAX_BATCH,
 };
 use crate::keys::{shard_of, JobKeys};
 use crate::scripts::{LuaScript, ENQUEUE_JOBS};
@@ -132,6 +133,9 @@ impl Queue {
         if timeout.is_some_and(|t| t.as_millis() == 0) {
             return Err(Error::invalid("timeout must be at least 1 ms"));
         }
+        if let Some(task) = &o.task {
+            validate_label("task name", task)?;
+        }
         let env = Envelope {
             v: ENVELOPE_VERSION,
             id,
@@ -140,6 +144,8 @@ impl Queue {
             max_attempts,
             backoff,
             timeout_ms: timeout.map(ms),
+            task: o.task.clone(),
+            format: o.format,
         };
         Ok((env, o.delay.map(ms).unwrap_or(0), o.run_at_ms.unwrap_or(0)))
     }

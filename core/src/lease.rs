@@ -109,6 +109,8 @@ impl Queue {
                 enqueued_at,
                 queue: self.name.to_string(),
                 timeout: env.timeout_ms.map(Duration::from_millis),
+                task: env.task,
+                format: env.format,
                 backoff: env.backoff,
                 token,
                 shard,

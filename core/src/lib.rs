@@ -39,6 +39,7 @@
 //! - `admin`: inspecting and repairing a job queue (`get`, `cancel`, dead letters, `stats`).
 //! - `lease`: the worker's lease protocol (fetch, complete, fail, release, extend).
 //! - [`worker`]: the worker runtime for job queues (concurrency, lease renewal, shutdown).
+//! - [`task`]: tasks by name with structured arguments (JSON or MessagePack), and task workers.
 //! - [`envelope`]: the versioned MessagePack job envelope and backoff policy.
 //! - [`error`]: one error type with stable codes.
 //! - [`acl`]: the Redis ACL rules each role needs (least privilege), derived from the scripts.
@@ -66,6 +67,7 @@ mod lease;
 mod runtime;
 mod scripts;
 pub mod signal;
+pub mod task;
 mod wait;
 pub mod worker;
 
@@ -77,12 +79,13 @@ pub use capped::{Batch, CappedOptions, CappedQueue, CappedStats};
 pub use client::Client;
 pub use config::{Config, EvictionCheck};
 pub use consumer::{BatchHandler, Consumer, ConsumerOptions, ConsumerStats, HandlerFuture};
-pub use envelope::{Backoff, BackoffKind, Envelope};
+pub use envelope::{Backoff, BackoffKind, Envelope, PayloadFormat};
 pub use error::{Error, ErrorKind, Result};
 pub use job::{
     EnqueueOptions, Enqueued, Job, JobInfo, JobState, JobStats, QueueOptions, MAX_BATCH,
 };
 pub use jobs::Queue;
 pub use runtime::runtime_builder;
+pub use task::Tasks;
 pub use tokio_util::sync::CancellationToken;
 pub use worker::{JobFuture, JobHandler, Worker, WorkerOptions, WorkerStats};

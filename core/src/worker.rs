@@ -29,6 +29,7 @@ use tokio_util::sync::CancellationToken;
 use crate::job::{Job, Lease};
 use crate::jobs::Queue;
 use crate::lease::{Acked, Fetched};
+use crate::task::Tasks;
 use crate::wait::Waiter;
 
 /// The future a job handler returns.
@@ -130,6 +131,15 @@ pub struct Worker {
     counters: Arc<Counters>,
 }
 
+impl std::fmt::Debug for Worker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Worker")
+            .field("running", &self.is_running())
+            .field("stats", &self.stats())
+            .finish()
+    }
+}
+
 impl Worker {
     pub fn stats(&self) -> WorkerStats {
         self.counters.snapshot()
@@ -187,19 +197,7 @@ impl Queue {
         Fut: Future<Output = std::result::Result<(), E>> + Send + 'static,
         E: std::fmt::Display + 'static,
     {
-        let handler: JobHandler = Arc::new(move |job: Job| {
-            let cancel = job.cancel.clone();
-            let fut = handler(job);
-            // Rust's way to stop a future is to drop it: a cancelled job's handler is dropped at
-            // its next await point.
-            Box::pin(async move {
-                tokio::select! {
-                    r = fut => r.map_err(|e| e.to_string()),
-                    _ = cancel.cancelled() => Err("stopped: the job was cancelled".to_string()),
-                }
-            })
-        });
-        self.work_boxed(opts, handler)
+        self.work_boxed(opts, boxed(handler))
     }
 
     /// [`work`](Self::work) with an already boxed handler (used by the bindings). Unlike `work`,
@@ -207,6 +205,10 @@ impl Queue {
     /// shutdown) only fires [`Job::cancellation`], and keeps its slot and lease until the future
     /// completes, so a handler running on another thread can never overlap its own retry.
     pub fn work_boxed(&self, opts: WorkerOptions, handler: JobHandler) -> Result<Worker> {
+        self.start_worker(opts, Handlers::One(handler))
+    }
+
+    pub(crate) fn start_worker(&self, opts: WorkerOptions, handler: Handlers) -> Result<Worker> {
         opts.validate()?;
         let counters = Arc::new(Counters::default());
         let c = counters.clone();
@@ -214,6 +216,33 @@ impl Queue {
         let bg = Background::spawn("work", move |sig| run(queue, opts, handler, c, sig))?;
         Ok(Worker { bg, counters })
     }
+}
+
+/// A Rust handler boxed for the runtime. Rust's way to stop a future is to drop it: a cancelled
+/// job's handler (timeout, shutdown) is dropped at its next await point.
+pub(crate) fn boxed<F, Fut, E>(handler: F) -> JobHandler
+where
+    F: Fn(Job) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = std::result::Result<(), E>> + Send + 'static,
+    E: std::fmt::Display + 'static,
+{
+    Arc::new(move |job: Job| {
+        let cancel = job.cancel.clone();
+        let fut = handler(job);
+        Box::pin(async move {
+            tokio::select! {
+                r = fut => r.map_err(|e| e.to_string()),
+                _ = cancel.cancelled() => Err("stopped: the job was cancelled".to_string()),
+            }
+        })
+    })
+}
+
+/// What a worker runs: one handler for every job, or a handler per task name.
+#[derive(Clone)]
+pub(crate) enum Handlers {
+    One(JobHandler),
+    Tasks(Arc<Tasks>),
 }
 
 /// Running jobs' leases (for the renewer) and stop signals, by a per-worker sequence number.
@@ -398,7 +427,7 @@ fn start_fetch(
 async fn run(
     queue: Queue,
     opts: WorkerOptions,
-    handler: JobHandler,
+    handler: Handlers,
     counters: Arc<Counters>,
     sig: Signals,
 ) {
@@ -756,7 +785,7 @@ async fn renew(queue: &Queue, in_flight: &InFlight, lease: Duration) {
 struct JobCtx {
     next_key: AtomicU64,
     queue: Queue,
-    handler: JobHandler,
+    handler: Handlers,
     counters: Arc<Counters>,
     in_flight: InFlight,
     acks: Arc<AckQueue>,
@@ -785,8 +814,21 @@ impl JobCtx {
     async fn run_job(&self, job: Job, held: Lease, key: u64, permit: OwnedSemaphorePermit) {
         let timeout = job.timeout;
         let cancel = job.cancel.clone();
+        let handler = match &self.handler {
+            Handlers::One(h) => h.clone(),
+            Handlers::Tasks(tasks) => match tasks.unknown(&job) {
+                None => tasks.handlers[job.task.as_deref().unwrap_or_default()].clone(),
+                Some(why) => {
+                    // It can never run here: dead-lettered at once, not retried.
+                    self.in_flight.lock().unwrap().remove(&key);
+                    drop(permit);
+                    Box::pin(self.fail(held, why, true)).await;
+                    return;
+                }
+            },
+        };
         // The handler runs inline (no extra task); a panic is caught and fails the attempt.
-        let handled = std::panic::AssertUnwindSafe((self.handler)(job)).catch_unwind();
+        let handled = std::panic::AssertUnwindSafe(handler(job)).catch_unwind();
         tokio::pin!(handled);
         let mut timed_out = None;
         let outcome = match timeout {
@@ -821,7 +863,7 @@ impl JobCtx {
         {
             Box::pin(self.release(held)).await;
         } else {
-            Box::pin(self.fail(held, msg)).await;
+            Box::pin(self.fail(held, msg, false)).await;
         }
     }
 
@@ -841,9 +883,9 @@ impl JobCtx {
 
     /// Fails a job's attempt (retry after backoff, or dead letter), retrying Redis errors a few
     /// times.
-    async fn fail(&self, held: Lease, msg: String) {
+    async fn fail(&self, held: Lease, msg: String, dead_now: bool) {
         for attempt in 0..5 {
-            match self.queue.fail_lease(&held, &msg, false).await {
+            match self.queue.fail_lease(&held, &msg, dead_now).await {
                 Ok(_) => {
                     self.counters.failed.fetch_add(1, Ordering::Relaxed);
                     return;

@@ -42,13 +42,17 @@ fn from_fields(f: &serde_json::Value) -> Envelope {
             jitter: b["jitter"].as_bool().unwrap(),
         },
         timeout_ms: f["timeout_ms"].as_u64(),
+        task: f["task"].as_str().map(String::from),
+        format: f["format"]
+            .as_str()
+            .map(|s| tideq::PayloadFormat::parse(s).unwrap()),
     }
 }
 
 #[test]
 fn every_vector_decodes_to_its_fields_and_encodes_to_its_bytes() {
     let vs = vectors();
-    assert!(vs.len() >= 3);
+    assert!(vs.len() >= 4);
     for v in vs {
         let bytes = unhex(v["hex"].as_str().unwrap());
         let expected = from_fields(&v["fields"]);

@@ -1,0 +1,175 @@
+//! Tasks by name: a job can carry a task name and arguments (JSON by default, or MessagePack)
+//! instead of bare bytes, and a worker started with a set of [`Tasks`] runs the handler of each
+//! job's name. A job whose name no handler has goes to the dead letters at once, with an error
+//! naming the tasks the worker knows, instead of being retried. Names and arguments are plain
+//! envelope fields, so a task enqueued from Python runs on a Node or Rust worker and back.
+//!
+//! ```no_run
+//! use serde::{Deserialize, Serialize};
+//! use tideq::{Client, Config, EnqueueOptions, Job, Queue, QueueOptions, Tasks, WorkerOptions};
+//!
+//! #[derive(Serialize, Deserialize)]
+//! struct Welcome { to: String }
+//!
+//! # async fn demo() -> tideq::Result<()> {
+//! let q = Queue::new(&Client::new(Config::from_env())?, "emails", QueueOptions::default())?;
+//! q.enqueue_task("send-welcome", &Welcome { to: "ada@example.com".into() }, EnqueueOptions::default())
+//!     .await?;
+//! let tasks = Tasks::new().task("send-welcome", |args: Welcome, _job: Job| async move {
+//!     println!("welcome, {}", args.to);
+//!     Ok::<(), String>(())
+//! });
+//! let worker = q.work_tasks(WorkerOptions::default(), tasks)?;
+//! # worker.shutdown().await; Ok(()) }
+//! ```
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::Arc;
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+use crate::envelope::PayloadFormat;
+use crate::error::{Error, Result};
+use crate::job::{validate_label, EnqueueOptions, Enqueued, Job};
+use crate::jobs::Queue;
+use crate::worker::{JobHandler, Worker, WorkerOptions};
+
+/// A worker's handlers by task name.
+#[derive(Clone, Default)]
+pub struct Tasks {
+    pub(crate) handlers: HashMap<String, JobHandler>,
+}
+
+impl std::fmt::Debug for Tasks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.names()).finish()
+    }
+}
+
+impl Tasks {
+    pub fn new() -> Self {
+        Tasks::default()
+    }
+
+    /// A task whose arguments are a `T` (decoded from JSON or MessagePack, as enqueued). The
+    /// handler's `Err` fails the attempt (retried after the backoff); arguments that do not
+    /// decode as a `T` fail it too.
+    pub fn task<T, F, Fut, E>(self, name: &str, handler: F) -> Self
+    where
+        T: DeserializeOwned + Send + 'static,
+        F: Fn(T, Job) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = std::result::Result<(), E>> + Send + 'static,
+        E: std::fmt::Display + 'static,
+    {
+        let handler = Arc::new(handler);
+        self.raw(name, move |job: Job| {
+            let handler = handler.clone();
+            async move {
+                let args: T = job.args().map_err(|e| e.to_string())?;
+                handler(args, job).await.map_err(|e| e.to_string())
+            }
+        })
+    }
+
+    /// A task whose handler reads the job itself (its payload as bytes, or `job.args()`).
+    pub fn raw<F, Fut, E>(self, name: &str, handler: F) -> Self
+    where
+        F: Fn(Job) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = std::result::Result<(), E>> + Send + 'static,
+        E: std::fmt::Display + 'static,
+    {
+        self.boxed(name, crate::worker::boxed(handler))
+    }
+
+    /// A task with an already boxed handler (used by the bindings).
+    pub fn boxed(mut self, name: &str, handler: JobHandler) -> Self {
+        self.handlers.insert(name.to_string(), handler);
+        self
+    }
+
+    /// The task names, sorted.
+    pub fn names(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = self.handlers.keys().map(String::as_str).collect();
+        names.sort_unstable();
+        names
+    }
+
+    pub(crate) fn validate(&self) -> Result<()> {
+        if self.handlers.is_empty() {
+            return Err(Error::invalid("a task worker needs at least one task"));
+        }
+        for name in self.handlers.keys() {
+            validate_label("task name", name)?;
+        }
+        Ok(())
+    }
+
+    /// Why `job` cannot run here, if it cannot: no task name, or none of ours.
+    pub(crate) fn unknown(&self, job: &Job) -> Option<String> {
+        let known = self.names().join(", ");
+        match &job.task {
+            Some(name) if self.handlers.contains_key(name) => None,
+            Some(name) => Some(format!(
+                "unknown task {name:?}: this worker runs {known} (dead-lettered, not retried)"
+            )),
+            None => Some(format!(
+                "the job has no task name: this worker runs tasks only ({known}) (dead-lettered, \
+                 not retried)"
+            )),
+        }
+    }
+}
+
+/// Encodes task arguments in `format`.
+pub fn encode_args<T: Serialize + ?Sized>(args: &T, format: PayloadFormat) -> Result<Vec<u8>> {
+    match format {
+        PayloadFormat::Json => serde_json::to_vec(args)
+            .map_err(|e| Error::invalid(format!("task arguments are not JSON-able: {e}"))),
+        PayloadFormat::Msgpack => rmp_serde::to_vec_named(args)
+            .map_err(|e| Error::invalid(format!("task arguments are not MessagePack-able: {e}"))),
+    }
+}
+
+impl Job {
+    /// The task's arguments, decoded from the payload by its format (JSON when the job has no
+    /// format, as for a job enqueued with a JSON payload by hand). `INVALID_ARGUMENT` when they
+    /// do not decode as a `T`.
+    pub fn args<T: DeserializeOwned>(&self) -> Result<T> {
+        match self.format {
+            Some(PayloadFormat::Msgpack) => rmp_serde::from_slice(&self.payload).map_err(|e| {
+                Error::invalid(format!("task arguments (MessagePack) do not decode: {e}"))
+            }),
+            _ => serde_json::from_slice(&self.payload)
+                .map_err(|e| Error::invalid(format!("task arguments (JSON) do not decode: {e}"))),
+        }
+    }
+}
+
+impl Queue {
+    /// Enqueues task `name` with `args` (encoded as JSON; set `opts.format` to
+    /// [`PayloadFormat::Msgpack`] for MessagePack). The other options are `enqueue`'s.
+    pub async fn enqueue_task<T: Serialize + ?Sized>(
+        &self,
+        name: &str,
+        args: &T,
+        opts: EnqueueOptions,
+    ) -> Result<Enqueued> {
+        let format = opts.format.unwrap_or(PayloadFormat::Json);
+        let payload = encode_args(args, format)?;
+        let opts = EnqueueOptions {
+            task: Some(name.to_string()),
+            format: Some(format),
+            ..opts
+        };
+        self.enqueue(payload, opts).await
+    }
+
+    /// Starts a worker that runs each job's task by name. A job with no task name, or one no
+    /// handler has, goes to the dead letters at once (its error names the tasks this worker runs).
+    pub fn work_tasks(&self, opts: WorkerOptions, tasks: Tasks) -> Result<Worker> {
+        tasks.validate()?;
+        self.start_worker(opts, crate::worker::Handlers::Tasks(Arc::new(tasks)))
+    }
+}
