@@ -36,7 +36,8 @@ async fn a_task_runs_on_the_handler_of_its_name_with_its_arguments() {
     q.enqueue_task("count", &[1, 2, 3], EnqueueOptions::default())
         .await
         .unwrap();
-    let got: Arc<Mutex<Vec<(Welcome, Option<PayloadFormat>)>>> = Default::default();
+    type Seen = Vec<(Welcome, Option<PayloadFormat>)>;
+    let got: Arc<Mutex<Seen>> = Default::default();
     let sums: Arc<Mutex<Vec<i64>>> = Default::default();
     let (g, s) = (got.clone(), sums.clone());
     let tasks = Tasks::new()
