@@ -1,5 +1,5 @@
 # The README's commands. Each target installs what it needs (scripts/ensure-deps.sh).
-.PHONY: demo test faults bench bench-cluster fmt lint
+.PHONY: demo test faults dist bench bench-cluster fmt lint
 
 demo: ## the seed's scenario; starts a private redis-server unless TIDEQ_REDIS_URL is set
 	@bash scripts/ensure-deps.sh >/dev/null
@@ -7,6 +7,9 @@ demo: ## the seed's scenario; starts a private redis-server unless TIDEQ_REDIS_U
 
 test: ## every test: Rust, Python, Node, cross-language
 	bash scripts/test.sh
+
+dist: ## release artefacts in dist/: the Python wheel (abi3) and sdist, the npm tarball with the prebuilt addon, and a crate package check
+	bash scripts/dist.sh
 
 faults: ## the fault suite in full (more jobs per scenario) and a 10-minute soak; `make test` runs its quick profile
 	bash scripts/test-python.sh >/dev/null && npm install --no-audit --no-fund >/dev/null

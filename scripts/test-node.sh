@@ -7,8 +7,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
 
-echo "== npm install (builds the addon)"
-npm install --no-audit --no-fund
+echo "== npm install (the napi CLI), then napi build (the addon, and index.d.ts from the code)"
+TIDEQ_SKIP_ADDON_BUILD=1 npm install --no-audit --no-fund
+npm run --silent build
+
+echo "== npm pack (the tarball scripts/dist-check.sh installs)"
+mkdir -p target/npm
+rm -f target/npm/tideq-*.tgz
+npm pack --silent --pack-destination target/npm >/dev/null
 
 echo "== committed index.d.ts matches the build"
 if ! git diff --exit-code -- index.d.ts; then

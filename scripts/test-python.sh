@@ -18,8 +18,11 @@ export PATH="$ROOT/.venv/bin:$PATH"  # the maturin build backend runs the `matur
 
 # Share Rust build artefacts with the rest of the workspace.
 export CARGO_TARGET_DIR="$ROOT/target"
-# maturin is already in the venv: build with it instead of an isolated build environment.
-"$PY" -m pip install --quiet --disable-pip-version-check --no-build-isolation --force-reinstall --no-deps .
+# The release wheel (abi3, manylinux tag), as `make dist` publishes it; installed here, and into a
+# fresh virtualenv by scripts/dist-check.sh.
+rm -rf target/wheels
+"$ROOT/.venv/bin/maturin" build --release --quiet --out target/wheels
+"$PY" -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps target/wheels/tideq-*.whl
 
 echo "== pytest tests/python"
 "$PY" -m pytest tests/python -q

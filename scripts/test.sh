@@ -12,6 +12,8 @@ echo "== python"
 bash scripts/test-python.sh
 echo "== node"
 bash scripts/test-node.sh
+echo "== the built wheel and npm tarball, installed where there is no cargo"
+bash scripts/dist-check.sh
 echo "== interop"
 .venv/bin/python -m pytest tests/interop -q
 echo "== faults (quick profile; make faults runs the full suite and a soak)"
