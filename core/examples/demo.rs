@@ -1,6 +1,8 @@
-//! The seed's scenario, end to end: ~1 000 games report player events in batches; three hot games
-//! get dedicated consumers, general consumers serve the rest round-robin in batches of 128; only
-//! fresh events count (the seed's 3-minute window, scaled to 3 s so the demo runs in ~20 s).
+//! Both queue kinds at work, printed as a report. First a capped grouped queue: ~1 000 games
+//! report player events in batches; three hot games get dedicated consumers, general consumers
+//! serve the rest round-robin in batches of 128; only fresh events count (a 3-minute window in
+//! production, 3 s here so the demo runs in ~25 s). Then a job queue: orders with delays, retries
+//! and dead letters.
 //!
 //! `cargo run --release --example demo` (starts a private redis-server unless TIDEQ_REDIS_URL is set)
 
@@ -40,8 +42,8 @@ async fn main() -> tideq::Result<()> {
     let counts: Counts = Default::default();
     let hot: Vec<String> = HOT.iter().map(|s| s.to_string()).collect();
 
-    // Dedicated consumers: game:0 and game:1 keep up; game:2's consumer is slow, so its backlog
-    // ages past the window (discarded, never delivered) and overflows (oldest dropped).
+    // Dedicated consumers: game:0 and game:1 keep up; game:2's consumer is slow, so most of its
+    // backlog ages past the 3 s window and is discarded, never delivered.
     let mut consumers = Vec::new();
     for (i, g) in hot.iter().enumerate() {
         let pause = if i == 2 {
@@ -64,7 +66,16 @@ async fn main() -> tideq::Result<()> {
     };
     consumers.push(q.consume(general, handler(counts.clone(), Duration::from_micros(200)))?);
 
-    println!("tideq demo: {GAMES} games, ~{EVENTS_PER_SEC} events/s for {RUN_FOR:?}, 3 hot games on dedicated consumers");
+    println!("tideq demo, on {}\n", redis.url);
+    println!(
+        "1. Capped grouped queue: {GAMES} games report player events, about {EVENTS_PER_SEC} a \
+         second for {} s.\n   Each game keeps its newest 20000 events; events older than 3 s are \
+         discarded when consumed.\n   game:0 and game:1 have dedicated consumers, game:2 a \
+         deliberately slow one; 8 general consumers\n   serve the other games round-robin. \
+         game:999 is a client replaying a backlog of 25000 events at once\n   after an outage: \
+         the oldest beyond the cap of 20000 are dropped.",
+        RUN_FOR.as_secs()
+    );
     let stop = Arc::new(AtomicBool::new(false));
     let started = Instant::now();
     let mut producers = Vec::new();
@@ -129,34 +140,64 @@ async fn main() -> tideq::Result<()> {
     }
 
     let counts = counts.lock().unwrap().clone();
-    let mut rows: Vec<(&String, &[u64; 3])> = counts.iter().collect();
-    rows.sort_by(|a, b| b.1[0].cmp(&a.1[0]).then(a.0.cmp(b.0)));
-    println!(
-        "\n{:<12} {:>9} {:>9} {:>10}",
-        "group", "pushed", "dropped", "delivered"
-    );
-    for (g, [p, d, del]) in rows.iter().take(6).map(|(g, c)| (g, *c)) {
-        println!("{g:<12} {p:>9} {d:>9} {del:>10}");
-    }
-    println!("... and {} more groups", rows.len().saturating_sub(6));
     let s = q.stats().await?;
-    let total: u64 = rows.iter().map(|(_, c)| c[0]).sum();
-    let left: u64 = {
-        let mut n = 0;
-        for g in q.groups().await? {
-            n += q.len(&g).await?;
-        }
-        n
+    let mut queued: HashMap<String, u64> = HashMap::new();
+    for g in q.groups().await? {
+        queued.insert(g.clone(), q.len(&g).await?);
+    }
+    // Per group, what is not delivered, dropped or still queued was discarded for its age
+    // (Redis counts discards per queue; every event is accounted for, as checked below).
+    let row = |g: &str| -> [u64; 5] {
+        let [p, d, del] = counts.get(g).copied().unwrap_or_default();
+        let left = queued.get(g).copied().unwrap_or(0);
+        [p, d, p.saturating_sub(d + del + left), del, left]
     };
     println!(
-        "\nqueue totals (Redis): pushed {} | dropped (overflow) {} | discarded (older than 3 s) {} | delivered {} | still queued {}",
-        s.pushed, s.dropped, s.discarded, s.delivered, left
+        "\n   {:<10} {:<26} {:>8} {:>8} {:>10} {:>10} {:>7}",
+        "group", "", "pushed", "dropped", "discarded", "delivered", "queued"
+    );
+    let mut named = [0u64; 5];
+    for (g, what) in [
+        ("game:0", "hot, dedicated consumer"),
+        ("game:1", "hot, dedicated consumer"),
+        ("game:2", "hot, slow consumer"),
+        ("game:999", "replayed backlog"),
+    ] {
+        let r = row(g);
+        (0..5).for_each(|i| named[i] += r[i]);
+        println!(
+            "   {g:<10} {what:<26} {:>8} {:>8} {:>10} {:>10} {:>7}",
+            r[0], r[1], r[2], r[3], r[4]
+        );
+    }
+    let all: Vec<[u64; 5]> = counts.keys().map(|g| row(g)).collect();
+    let total: [u64; 5] = std::array::from_fn(|i| all.iter().map(|r| r[i]).sum());
+    let others: [u64; 5] = std::array::from_fn(|i| total[i] - named[i]);
+    println!(
+        "   {:<37} {:>8} {:>8} {:>10} {:>10} {:>7}",
+        format!("the {} other games", counts.len().saturating_sub(4)),
+        others[0],
+        others[1],
+        others[2],
+        others[3],
+        others[4]
     );
     println!(
-        "throughput: {:.0} events/s pushed, {:.0} events/s delivered; every event accounted for: {}",
-        total as f64 / produced_for.as_secs_f64(),
+        "   {:<37} {:>8} {:>8} {:>10} {:>10} {:>7}",
+        "total", total[0], total[1], total[2], total[3], total[4]
+    );
+    let accounted = s.pushed == s.dropped + s.discarded + s.delivered + total[4]
+        && (s.pushed, s.dropped, s.discarded, s.delivered)
+            == (total[0], total[1], total[2], total[3]);
+    println!(
+        "\n   every event accounted for (pushed = dropped + discarded + delivered + queued, and the \
+         queue's own counters agree): {}",
+        if accounted { "yes" } else { "NO" }
+    );
+    println!(
+        "   throughput: {:.0} events/s pushed, {:.0} events/s delivered",
+        total[0] as f64 / produced_for.as_secs_f64(),
         s.delivered as f64 / started.elapsed().as_secs_f64(),
-        s.pushed == s.dropped + s.discarded + s.delivered + left
     );
     jobs_demo(&client).await
 }
@@ -173,7 +214,11 @@ async fn jobs_demo(client: &Client) -> tideq::Result<()> {
             ..Default::default()
         },
     )?;
-    println!("\njob queue: 5000 order jobs (500 delayed 1-2 s, every 10th fails once, every 500th always fails), 2 workers x 16");
+    println!(
+        "\n2. Job queue: 5000 order jobs (500 of them delayed 1-2 s; every 10th fails once and is \
+         retried,\n   every 500th always fails and is dead-lettered after 3 attempts), run by 2 \
+         workers of 16 slots each."
+    );
     let jobs: Vec<(Vec<u8>, EnqueueOptions)> = (0..5000u64)
         .map(|i| {
             let delay = (i % 10 == 3).then(|| Duration::from_millis(1000 + (i % 1000)));
@@ -199,9 +244,13 @@ async fn jobs_demo(client: &Client) -> tideq::Result<()> {
         )
         .await?;
     println!(
-        "enqueued 5000 in {:?}; enqueuing order-1 again created a job: {}",
-        t.elapsed(),
-        again.created
+        "\n   enqueued 5000 jobs in {} ms; enqueuing order-1 again: {}",
+        t.elapsed().as_millis(),
+        if again.created {
+            "created a second job (unexpected)"
+        } else {
+            "nothing created (its id exists)"
+        }
     );
     let handler = |job: Job| async move {
         let n: u64 = job.payload_str().map_err(|e| e.to_string())?[6..]
@@ -228,18 +277,25 @@ async fn jobs_demo(client: &Client) -> tideq::Result<()> {
     }
     let s = q.stats().await?;
     println!(
-        "done in {:?}: completed {} (workers saw {completed}) | retried {} | dead {} | still ready/delayed/active {}/{}/{}",
-        t.elapsed(), s.completed, s.retried, s.dead, s.ready, s.delayed, s.active
+        "   done in {:.1} s: {} completed (the workers counted {completed}), {} retried after a \
+         failure, {} dead-lettered; left: {} ready, {} delayed, {} running",
+        t.elapsed().as_secs_f64(),
+        s.completed,
+        s.retried,
+        s.dead,
+        s.ready,
+        s.delayed,
+        s.active
     );
     if let Some(dead) = q.dead_letters(0, 1).await?.first() {
         println!(
-            "dead letter example: {} after {} attempts: {}",
+            "   a dead letter: {} after {} attempts, last error \"{}\"",
             dead.id,
             dead.attempts,
             dead.last_error.as_deref().unwrap_or("")
         );
     }
-    println!("purged {} dead letters", q.purge().await?);
+    println!("   purged {} dead letters", q.purge().await?);
     Ok(())
 }
 
