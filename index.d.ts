@@ -13,9 +13,12 @@ export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-was
  * A capped grouped queue: per-group FIFOs capped at `capacity` (drop-oldest), round-robin
  * batches over groups. Delivery is at-most-once.
  *
- * Errors carry `err.code`: `INVALID_ARGUMENT`, `PAYLOAD_TOO_LARGE`, `CONNECTION`, `REDIS`,
- * `CLOSED`. An argument of the wrong JS type is a `TypeError` whose code is `INVALID_ARGUMENT`.
- * Async methods reject (they never throw synchronously); constructors throw.
+ * Errors carry `err.code`: `INVALID_ARGUMENT`, `PAYLOAD_TOO_LARGE`, `CONNECTION`, `AUTH`
+ * (Redis refused the credentials, or needs some), `PERMISSION` (the Redis user may not run a
+ * command), `OUT_OF_MEMORY` (Redis is full and refuses writes; reads work), `NOT_REDIS`,
+ * `EVICTION_POLICY` (the client's `evictionCheck: 'refuse'`), `REDIS`, `CLOSED`. An argument of
+ * the wrong JS type is a `TypeError` whose code is `INVALID_ARGUMENT`. Async methods reject
+ * (they never throw synchronously), with the stack of the call; constructors throw.
  */
 export declare class CappedQueue {
   /**
@@ -64,9 +67,11 @@ export declare class CappedQueue {
    */
   consume(handler: (group: string, items: Buffer[]) => void | Promise<void>, options?: ConsumeOptions): Consumer
   /**
-   * Runs a consumer until SIGINT or SIGTERM (listened to with `process.once`; the listeners
-   * are removed afterwards) triggers a graceful shutdown, or until it stops by itself
-   * (`stopWhenEmpty`). Resolves with its stats.
+   * Runs a consumer until SIGINT or SIGTERM triggers a graceful shutdown (a line on stderr
+   * says how long it waits for how many running handlers), or until it stops by itself
+   * (`stopWhenEmpty`). A second SIGINT or SIGTERM stops it at once, like `abort()`. The
+   * listeners (`process.on`) are removed afterwards. Resolves with its stats; rejects like
+   * `Consumer.join()`.
    */
   run(handler: (group: string, items: Buffer[]) => void | Promise<void>, options?: ConsumeOptions): Promise<ConsumerStats>
 }
@@ -78,7 +83,10 @@ export declare class CappedQueue {
 export declare class Client {
   /** Validates the options; does not connect. Throws `INVALID_ARGUMENT` on a bad option. */
   constructor(options?: ClientOptions)
-  /** Round trip to Redis; rejects with `CONNECTION` when it cannot be reached. */
+  /**
+   * Round trip to Redis; rejects with `CONNECTION` when it cannot be reached (`AUTH` when it
+   * refuses the credentials).
+   */
   ping(): Promise<void>
   /**
    * The URL with any password replaced by `***`. For a cluster, the first seed; for
@@ -92,21 +100,41 @@ export declare class Client {
 /**
  * A running consumer. Dropping it does not stop it: call `shutdown()`. While it runs it keeps
  * the process alive (like a listening server); after it has stopped it no longer does.
+ *
+ * What it retries (Redis unreachable, a lost lease, a damaged record) is printed on stderr as
+ * `tideq: ...` lines, at most one line per cause every 5 seconds. The environment variable
+ * `TIDEQ_LOG` sets how much: `off`, `error`, `warn` (the default), `info` or `debug`.
  */
 export declare class Consumer {
   /** Asks the consumer to stop taking batches; running handlers get the grace period. */
   stop(): void
   /**
+   * Stops at once: running handlers are abandoned (their batches were taken from Redis
+   * already: a capped queue is at-most-once). What a second Ctrl-C does to `run()`.
+   */
+  abort(): void
+  /**
    * Resolves with the stats once the consumer has stopped (after `stop()`, or by itself with
-   * `stopWhenEmpty`).
+   * `stopWhenEmpty`). Rejects with the error the consumer stopped on by itself (`AUTH` or
+   * `PERMISSION`: Redis refused its credentials or a command; see `error`).
    */
   join(): Promise<ConsumerStats>
-  /** Stops and waits: no new batches; running handlers finish within the grace period. */
+  /**
+   * Stops and waits: no new batches; running handlers finish within the grace period.
+   * Rejects like `join()`.
+   */
   shutdown(): Promise<ConsumerStats>
   /** What the consumer has done so far. */
   stats(): ConsumerStats
   /** True until the fetch loop has ended and running handlers have finished or been abandoned. */
   get running(): boolean
+  /**
+   * The error the consumer stopped on by itself, with its `code`: `AUTH` (Redis refused the
+   * credentials) or `PERMISSION` (the Redis user may not run a command the consumer needs).
+   * Retrying cannot fix these, so the consumer stops instead. `null` otherwise: transient
+   * errors (Redis unreachable, busy) are retried with backoff and logged to stderr.
+   */
+  get error(): Error | null
 }
 
 /** A leased job, as a handler receives it. Read-only. */
@@ -123,6 +151,16 @@ export declare class Job {
   get queue(): string
   /** This attempt's time limit in ms, `null` when it has none. */
   get timeoutMs(): number | null
+  /**
+   * Aborted when this attempt should stop: its `timeoutMs` passed (`reason`: an `Error`
+   * saying "timed out after N ms"; the attempt fails and is retried), or the worker is
+   * shutting down and its `graceMs` is over ("the worker is shutting down"; a handler that then
+   * rejects returns its job to the queue, its attempt not counted). The worker waits for the
+   * handler either way: until it returns, the job keeps its slot and its lease, so it never
+   * runs twice at once. Pass it to `fetch`, timers and other calls that take a signal, or
+   * listen for `'abort'`. Also aborted when the worker is stopped with `abort()`.
+   */
+  get signal(): AbortSignal
   /** The payload as UTF-8 text; throws `INVALID_ARGUMENT` if it is not valid UTF-8. */
   text(): string
   /** The job's fields without the payload, for loggers and `JSON.stringify(job)`. */
@@ -135,11 +173,14 @@ export declare class Job {
  * A reliable job queue: delayed jobs, leases, retries with backoff, dead letters, idempotent
  * ids, cancel. Delivery is at-least-once, so handlers should be idempotent.
  *
- * Errors carry `err.code`: `INVALID_ARGUMENT`, `PAYLOAD_TOO_LARGE`, `CONNECTION`, `REDIS`,
+ * Errors carry `err.code`: `INVALID_ARGUMENT`, `PAYLOAD_TOO_LARGE`, `CONNECTION`, `AUTH`
+ * (Redis refused the credentials, or needs some), `PERMISSION` (the Redis user may not run a
+ * command), `OUT_OF_MEMORY` (Redis is full and refuses writes; `get`, `deadLetters` and `stats`
+ * still work), `NOT_REDIS`, `EVICTION_POLICY` (the client's `evictionCheck: 'refuse'`), `REDIS`,
  * `JOB_NOT_FOUND`, `JOB_NOT_CANCELLABLE`, and `NOT_REPLICATED` (an enqueue the client's
  * `replicaAck` replicas did not confirm in time; the job is on the primary). An argument of
  * the wrong JS type is a `TypeError` whose code is `INVALID_ARGUMENT`. Async methods reject
- * (they never throw synchronously); constructors throw.
+ * (they never throw synchronously), with the stack of the call; constructors throw.
  */
 export declare class Queue {
   /**
@@ -196,13 +237,16 @@ export declare class Queue {
    * Starts a worker calling `handler(job)` for each job, up to `concurrency` at a time. A
    * handler that throws or rejects fails the attempt: the error is reported (`onError`, else
    * `console.error`), its text (`name: message`) is stored with the job, and the job is
-   * retried after its backoff, or dead-lettered after `maxAttempts`.
+   * retried after its backoff, or dead-lettered after `maxAttempts`. A job keeps its slot and
+   * its lease until its handler settles, even past its timeout (`job.signal` is aborted then).
    */
   work(handler: (job: Job) => void | Promise<void>, options?: WorkerOptions): Worker
   /**
-   * Runs a worker until SIGINT or SIGTERM (listened to with `process.once`; the listeners are
-   * removed afterwards) triggers a graceful shutdown, or until it stops by itself
-   * (`stopWhenDrained`). Resolves with its stats.
+   * Runs a worker until SIGINT or SIGTERM triggers a graceful shutdown (a line on stderr says
+   * how long it waits for how many running jobs), or until it stops by itself
+   * (`stopWhenDrained`). A second SIGINT or SIGTERM stops it at once, like `abort()`. The
+   * listeners (`process.on`) are removed afterwards. Resolves with its stats; rejects like
+   * `Worker.join()`.
    */
   run(handler: (job: Job) => void | Promise<void>, options?: WorkerOptions): Promise<WorkerStats>
 }
@@ -210,27 +254,64 @@ export declare class Queue {
 /**
  * A running worker. Dropping it does not stop it: call `shutdown()`. While it runs it keeps
  * the process alive (like a listening server); after it has stopped it no longer does.
+ *
+ * What it retries (Redis unreachable, a lost lease, a damaged record) is printed on stderr as
+ * `tideq: ...` lines, at most one line per cause every 5 seconds. The environment variable
+ * `TIDEQ_LOG` sets how much: `off`, `error`, `warn` (the default), `info` or `debug`.
  */
 export declare class Worker {
   /**
-   * Asks the worker to stop fetching; running jobs get the grace period, then unfinished ones
-   * are returned to the queue.
+   * Asks the worker to stop fetching; running jobs get the grace period, then their
+   * `job.signal` is aborted and the worker waits for their handlers.
    */
   stop(): void
   /**
+   * Stops at once, without waiting for running handlers: they are abandoned (their
+   * `job.signal` is aborted) and their jobs are left to their leases, so they run again once
+   * a lease expires. What a second Ctrl-C does to `run()`.
+   */
+  abort(): void
+  /**
    * Resolves with the stats once the worker has stopped (after `stop()`, or by itself with
-   * `stopWhenDrained`).
+   * `stopWhenDrained`). Rejects with the error the worker stopped on by itself (`AUTH` or
+   * `PERMISSION`: Redis refused its credentials or a command; see `error`).
    */
   join(): Promise<WorkerStats>
   /**
-   * Stops and waits: no new jobs; running jobs finish within the grace period, unfinished
-   * ones are returned to the queue at once.
+   * Stops and waits: no new jobs; running jobs get the grace period, then their `job.signal`
+   * is aborted and the worker waits for their handlers (`abort()` stops waiting). Rejects
+   * like `join()`.
    */
   shutdown(): Promise<WorkerStats>
   /** What the worker has done so far. */
   stats(): WorkerStats
   /** True until the fetch loop has ended and running jobs have finished or been returned. */
   get running(): boolean
+  /**
+   * The error the worker stopped on by itself, with its `code`: `AUTH` (Redis refused the
+   * credentials) or `PERMISSION` (the Redis user may not run a command the worker needs).
+   * Retrying cannot fix these, so the worker stops instead. `null` otherwise: transient errors
+   * (Redis unreachable, busy) are retried with backoff and logged to stderr.
+   */
+  get error(): Error | null
+}
+
+/**
+ * The ACL rules that let a Redis user do `role` on queue `queue`, and nothing else, as one line
+ * for `ACL SETUSER <user> reset on ><password> <rules>` (split on spaces when sending it as
+ * arguments). Roles: `producer` (enqueue), `worker` (`work`/`run`), `admin` (`get`, `cancel`,
+ * dead letters, `stats`), `capped-producer` (push), `capped-consumer` (pop, consume, `len`,
+ * `groups`, `stats`). On a Redis Cluster, add `+cluster|slots +cluster|shards`. Throws
+ * `INVALID_ARGUMENT` for an unknown role or a bad queue name, prefix or shard count.
+ */
+export declare function aclRules(queue: string, role: 'producer' | 'worker' | 'admin' | 'capped-producer' | 'capped-consumer', options?: AclRulesOptions): string
+
+/** Options of `aclRules(queue, role, options)`. */
+export interface AclRulesOptions {
+  /** The key prefix the queue's clients use (`Client` option `prefix`). Default `tideq`. */
+  prefix?: string
+  /** The queue's `shards` option. Default 1. */
+  shards?: number
 }
 
 /** A backoff policy as the queue reports it (`queue.backoff`). */
@@ -353,6 +434,13 @@ export interface ClientOptions {
    * with it as `client` (the queues' `url` shorthand takes no other client option).
    */
   tlsCa?: string | Buffer
+  /**
+   * What to do when Redis may evict keys (its `maxmemory-policy` is not `noeviction`), which
+   * would lose jobs silently under memory pressure. Checked on the first command. `'warn'`:
+   * log a warning to stderr once per server (the default); `'refuse'`: every call rejects
+   * with `EVICTION_POLICY`; `'off'`: do not check.
+   */
+  evictionCheck?: 'warn' | 'refuse' | 'off'
 }
 
 /** Options of `consume(handler, options)` and `run(handler, options)`. Every field is optional. */
@@ -474,6 +562,11 @@ export interface JobInfo {
    * (ms since the epoch, Redis clock). `null` for a ready job.
    */
   stateSinceOrUntil: number | null
+  /**
+   * Why the stored job could not be read (a damaged record, e.g. changed by hand), when it
+   * could not; `payload` then holds the stored record's raw bytes. `null` for a sound job.
+   */
+  unreadable: string | null
 }
 
 /** One job of `enqueueMany`: its payload plus the options of `enqueue`. */
@@ -503,6 +596,13 @@ export interface JobStats {
   /** Expired leases recovered (a worker died or stalled). */
   recovered: number
   cancelled: number
+  /** Dead-lettered jobs deleted by the `keepDead` / `keepDeadForMs` bounds. */
+  deadTrimmed: number
+  /**
+   * Jobs found with their data or state record missing (evicted by Redis, or deleted by
+   * hand) and removed, since they could not run. Unreadable records are dead-lettered instead.
+   */
+  lost: number
 }
 
 /**
@@ -609,8 +709,10 @@ export interface WorkerOptions {
    */
   pollIntervalMs?: number
   /**
-   * On shutdown, how long running jobs may take; unfinished ones are then returned to the
-   * queue at once (not counted as an attempt). Default 10000.
+   * On shutdown, how long running jobs may take before their `job.signal` is aborted. The
+   * worker then keeps waiting for their handlers: a job whose handler rejects (or throws) is
+   * returned to the queue, its attempt not counted; one whose handler resolves is completed.
+   * `abort()` stops waiting. Default 10000.
    */
   graceMs?: number
   /** Stop by itself once nothing is ready, delayed or active. */
@@ -634,7 +736,10 @@ export interface WorkerStats {
    * redelivered (e.g. the process was frozen longer than the lease).
    */
   leaseLost: number
-  /** Jobs returned to the queue at shutdown, unfinished. */
+  /**
+   * Jobs returned to the queue at shutdown, their handler having stopped (rejected or thrown)
+   * after the grace period.
+   */
   released: number
   /** Fetches or waits that failed (e.g. Redis unreachable); the worker retried with backoff. */
   fetchErrors: number

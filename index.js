@@ -841,5 +841,6 @@ module.exports.Consumer = nativeBinding.Consumer
 module.exports.Job = nativeBinding.Job
 module.exports.Queue = nativeBinding.Queue
 module.exports.Worker = nativeBinding.Worker
+module.exports.aclRules = nativeBinding.aclRules
 module.exports.decodeEnvelope = nativeBinding.decodeEnvelope
 module.exports.encodeEnvelope = nativeBinding.encodeEnvelope

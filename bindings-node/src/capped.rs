@@ -6,7 +6,7 @@ use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
 use crate::client::client_option;
-use crate::convert::{array, bytes, count, string, to_millis, Options};
+use crate::convert::{array, bytes, count1, string, to_millis, Options};
 use crate::error::{spawn, throw, type_error, Res};
 
 /// Options of `new CappedQueue(name, options)`. Every field is optional.
@@ -95,9 +95,12 @@ impl From<tideq::CappedStats> for CappedStats {
 /// A capped grouped queue: per-group FIFOs capped at `capacity` (drop-oldest), round-robin
 /// batches over groups. Delivery is at-most-once.
 ///
-/// Errors carry `err.code`: `INVALID_ARGUMENT`, `PAYLOAD_TOO_LARGE`, `CONNECTION`, `REDIS`,
-/// `CLOSED`. An argument of the wrong JS type is a `TypeError` whose code is `INVALID_ARGUMENT`.
-/// Async methods reject (they never throw synchronously); constructors throw.
+/// Errors carry `err.code`: `INVALID_ARGUMENT`, `PAYLOAD_TOO_LARGE`, `CONNECTION`, `AUTH`
+/// (Redis refused the credentials, or needs some), `PERMISSION` (the Redis user may not run a
+/// command), `OUT_OF_MEMORY` (Redis is full and refuses writes; reads work), `NOT_REDIS`,
+/// `EVICTION_POLICY` (the client's `evictionCheck: 'refuse'`), `REDIS`, `CLOSED`. An argument of
+/// the wrong JS type is a `TypeError` whose code is `INVALID_ARGUMENT`. Async methods reject
+/// (they never throw synchronously), with the stack of the call; constructors throw.
 #[napi]
 pub struct CappedQueue {
     pub(crate) inner: tideq::CappedQueue,
@@ -110,11 +113,11 @@ impl CappedQueue {
         let client = client_option(&opts)?;
         let defaults = tideq::CappedOptions::default();
         let capped = tideq::CappedOptions {
-            capacity: opts.get("capacity", count)?.unwrap_or(defaults.capacity),
+            capacity: opts.get("capacity", count1)?.unwrap_or(defaults.capacity),
             ttl: opts.nullable_millis("ttlMs", defaults.ttl)?,
             max_age: opts.nullable_millis("maxAgeMs", defaults.max_age)?,
         };
-        let shards = opts.get("shards", count)?.unwrap_or(1);
+        let shards = opts.get("shards", count1)?.unwrap_or(1);
         Ok(tideq::CappedQueue::sharded(&client, &name, shards, capped)?)
     }
 }
@@ -226,7 +229,7 @@ impl CappedQueue {
         max: Unknown,
     ) -> Result<PromiseRaw<'env, Items>> {
         let q = self.inner.clone();
-        let args = string("group", &group).and_then(|g| Ok((g, count("max", &max)?)));
+        let args = string("group", &group).and_then(|g| Ok((g, count1("max", &max)?)));
         spawn(
             env,
             args.map(|(group, max)| async move { Ok(Items(q.pop_batch(&group, max).await?)) }),
@@ -244,7 +247,7 @@ impl CappedQueue {
         let q = self.inner.clone();
         spawn(
             env,
-            count("max", &max).map(|max| async move {
+            count1("max", &max).map(|max| async move {
                 Ok(q.next_batch(max).await?.map(|b| Batch {
                     group: b.group,
                     items: Items(b.items),

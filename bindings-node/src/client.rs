@@ -6,7 +6,7 @@ use std::time::Duration;
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
-use crate::convert::{bytes, count, describe, millis, read_value, string, strings, Options};
+use crate::convert::{bytes, count1, describe, millis, read_value, string, strings, Options};
 use crate::error::{invalid, spawn, throw, type_error, Res};
 
 /// Options of `new Client(options)`. Every field is optional. Give at most one of `url`,
@@ -52,6 +52,12 @@ pub struct ClientOptions {
     /// with it as `client` (the queues' `url` shorthand takes no other client option).
     #[napi(ts_type = "string | Buffer")]
     pub tls_ca: Option<String>,
+    /// What to do when Redis may evict keys (its `maxmemory-policy` is not `noeviction`), which
+    /// would lose jobs silently under memory pressure. Checked on the first command. `'warn'`:
+    /// log a warning to stderr once per server (the default); `'refuse'`: every call rejects
+    /// with `EVICTION_POLICY`; `'off'`: do not check.
+    #[napi(ts_type = "'warn' | 'refuse' | 'off'")]
+    pub eviction_check: Option<String>,
 }
 
 /// `sentinel` option of `new Client(options)`.
@@ -92,6 +98,7 @@ const CLIENT_KEYS: &[&str] = &[
     "responseTimeoutMs",
     "replicaAck",
     "tlsCa",
+    "evictionCheck",
 ];
 
 fn client_arg(what: &str, v: &Unknown) -> Res<tideq::Client> {
@@ -144,7 +151,7 @@ impl Client {
         if let Some(prefix) = opts.get("prefix", string)? {
             cfg = cfg.with_prefix(prefix);
         }
-        if let Some(n) = opts.get("maxPayload", count)? {
+        if let Some(n) = opts.get("maxPayload", count1)? {
             cfg = cfg.with_max_payload(n);
         }
         if let Some(d) = opts.get("connectTimeoutMs", millis)? {
@@ -158,6 +165,9 @@ impl Client {
         }
         if let Some(pem) = opts.get("tlsCa", bytes)? {
             cfg = cfg.with_tls_ca(pem);
+        }
+        if let Some(check) = opts.get("evictionCheck", eviction_check_arg)? {
+            cfg = cfg.with_eviction_check(check);
         }
         Ok(tideq::Client::new(cfg)?)
     }
@@ -181,10 +191,22 @@ fn sentinel_arg(what: &str, v: &Unknown) -> Res<(Vec<String>, String)> {
     ))
 }
 
+fn eviction_check_arg(what: &str, v: &Unknown) -> Res<tideq::EvictionCheck> {
+    use tideq::EvictionCheck::{Off, Refuse, Warn};
+    match string(what, v)?.as_str() {
+        "warn" => Ok(Warn),
+        "refuse" => Ok(Refuse),
+        "off" => Ok(Off),
+        other => Err(invalid(format!(
+            "{what} must be 'warn', 'refuse' or 'off'; got {other:?}"
+        ))),
+    }
+}
+
 fn replica_ack_arg(what: &str, v: &Unknown) -> Res<(usize, Duration)> {
     let opts = Options::new(what, Some(v), &["replicas", "timeoutMs"])?;
     Ok((
-        opts.required("replicas", count)?,
+        opts.required("replicas", count1)?,
         opts.required("timeoutMs", millis)?,
     ))
 }
@@ -201,7 +223,8 @@ impl Client {
         })
     }
 
-    /// Round trip to Redis; rejects with `CONNECTION` when it cannot be reached.
+    /// Round trip to Redis; rejects with `CONNECTION` when it cannot be reached (`AUTH` when it
+    /// refuses the credentials).
     #[napi(ts_return_type = "Promise<void>")]
     pub fn ping<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, ()>> {
         let client = self.inner.clone();

@@ -2,16 +2,18 @@
 //! `CappedQueue.consume`/`run`. The core owns the fetch loop, concurrency and shutdown; this file
 //! reads the options and hands the core a handler that calls the JS one ([`crate::handler`]).
 
+use std::rc::Rc;
 use std::sync::Arc;
+use std::time::Duration;
 
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
 use crate::capped::{CappedQueue, Items};
-use crate::convert::{boolean, count, function, millis, strings, Options};
-use crate::error::{throw, Res};
-use crate::handler::{JsHandler, Subject};
-use crate::signal::stop_on_signal;
+use crate::convert::{boolean, count1, function, millis, strings, Options};
+use crate::error::{error_value, spawn, throw, Failure, Res};
+use crate::handler::{JsHandler, Running, Subject};
+use crate::signal::{stop_on_signal, Stopper};
 
 /// Options of `consume(handler, options)` and `run(handler, options)`. Every field is optional.
 // Declared for the TypeScript definitions only; `convert::Options` reads the fields one by one.
@@ -76,9 +78,21 @@ impl From<tideq::ConsumerStats> for ConsumerStats {
 
 /// A running consumer. Dropping it does not stop it: call `shutdown()`. While it runs it keeps
 /// the process alive (like a listening server); after it has stopped it no longer does.
+///
+/// What it retries (Redis unreachable, a lost lease, a damaged record) is printed on stderr as
+/// `tideq: ...` lines, at most one line per cause every 5 seconds. The environment variable
+/// `TIDEQ_LOG` sets how much: `off`, `error`, `warn` (the default), `info` or `debug`.
 #[napi]
 pub struct Consumer {
     inner: Arc<tideq::Consumer>,
+}
+
+/// The consumer's stats once it has stopped, or the error it stopped on by itself.
+fn outcome(c: &tideq::Consumer, stats: tideq::ConsumerStats) -> Res<ConsumerStats> {
+    match c.error() {
+        Some(e) => Err(Failure::Core(e)),
+        None => Ok(stats.into()),
+    }
 }
 
 #[napi]
@@ -89,19 +103,40 @@ impl Consumer {
         self.inner.stop();
     }
 
+    /// Stops at once: running handlers are abandoned (their batches were taken from Redis
+    /// already: a capped queue is at-most-once). What a second Ctrl-C does to `run()`.
+    #[napi]
+    pub fn abort(&self) {
+        self.inner.abort();
+    }
+
     /// Resolves with the stats once the consumer has stopped (after `stop()`, or by itself with
-    /// `stopWhenEmpty`).
+    /// `stopWhenEmpty`). Rejects with the error the consumer stopped on by itself (`AUTH` or
+    /// `PERMISSION`: Redis refused its credentials or a command; see `error`).
     #[napi(ts_return_type = "Promise<ConsumerStats>")]
     pub fn join<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, ConsumerStats>> {
         let c = self.inner.clone();
-        env.spawn_future(async move { Ok(ConsumerStats::from(c.join().await)) })
+        spawn(
+            env,
+            Ok(async move {
+                let stats = c.join().await;
+                outcome(&c, stats)
+            }),
+        )
     }
 
     /// Stops and waits: no new batches; running handlers finish within the grace period.
+    /// Rejects like `join()`.
     #[napi(ts_return_type = "Promise<ConsumerStats>")]
     pub fn shutdown<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, ConsumerStats>> {
         let c = self.inner.clone();
-        env.spawn_future(async move { Ok(ConsumerStats::from(c.shutdown().await)) })
+        spawn(
+            env,
+            Ok(async move {
+                let stats = c.shutdown().await;
+                outcome(&c, stats)
+            }),
+        )
     }
 
     /// What the consumer has done so far.
@@ -114,6 +149,18 @@ impl Consumer {
     #[napi(getter)]
     pub fn running(&self) -> bool {
         self.inner.is_running()
+    }
+
+    /// The error the consumer stopped on by itself, with its `code`: `AUTH` (Redis refused the
+    /// credentials) or `PERMISSION` (the Redis user may not run a command the consumer needs).
+    /// Retrying cannot fix these, so the consumer stops instead. `null` otherwise: transient
+    /// errors (Redis unreachable, busy) are retried with backoff and logged to stderr.
+    #[napi(getter, ts_return_type = "Error | null")]
+    pub fn error<'env>(&self, env: &'env Env) -> Result<Option<Unknown<'env>>> {
+        self.inner
+            .error()
+            .map(|e| error_value(env, Failure::Core(e)))
+            .transpose()
     }
 }
 
@@ -139,21 +186,24 @@ impl Subject for FailedBatch {
 }
 
 impl CappedQueue {
-    /// Reads the handler and options and starts a core consumer calling the handler.
+    /// Reads the handler and options and starts a core consumer calling the handler. Also
+    /// returns the count of running handlers and the grace period, for `run()`.
     fn start(
         &self,
         env: &Env,
         handler: &Unknown,
         options: Option<&Unknown>,
-    ) -> Res<tideq::Consumer> {
+    ) -> Res<(tideq::Consumer, Running, Duration)> {
         let handler = function("handler", handler)?;
         let opts = Options::new("consume options", options, CONSUME_KEYS)?;
         let defaults = tideq::ConsumerOptions::default();
         let consumer_opts = tideq::ConsumerOptions {
             concurrency: opts
-                .get("concurrency", count)?
+                .get("concurrency", count1)?
                 .unwrap_or(defaults.concurrency),
-            batch_size: opts.get("batchSize", count)?.unwrap_or(defaults.batch_size),
+            batch_size: opts
+                .get("batchSize", count1)?
+                .unwrap_or(defaults.batch_size),
             groups: opts.get("groups", strings)?.unwrap_or_default(),
             exclude: opts.get("exclude", strings)?.unwrap_or_default(),
             poll_interval: opts
@@ -164,12 +214,15 @@ impl CappedQueue {
                 .get("stopWhenEmpty", boolean)?
                 .unwrap_or(defaults.stop_when_empty),
         };
+        let grace = consumer_opts.grace;
         let js = JsHandler::<_, _, FailedBatch>::new(
             env,
             handler,
             |batch: tideq::Batch| FnArgs::from((batch.group, Items(batch.items))),
             opts.get("onError", function)?,
         )?;
+        let running = Running::default();
+        let counted = running.clone();
         // The closure owns the JS functions for as long as the core's consumer runs.
         let boxed: tideq::BatchHandler =
             Arc::new(move |batch: tideq::Batch| -> tideq::HandlerFuture {
@@ -177,12 +230,19 @@ impl CappedQueue {
                     group: batch.group.clone(),
                     items: batch.items.len(),
                 };
-                Box::pin(js.call(batch, failed))
+                let call = js.call(batch, failed);
+                let counting = counted.enter();
+                Box::pin(async move {
+                    let res = call.await;
+                    drop(counting);
+                    res
+                })
             });
         // `consume_boxed` spawns on the current tokio runtime: napi's.
-        Ok(napi::bindgen_prelude::within_runtime_if_available(|| {
+        let consumer = napi::bindgen_prelude::within_runtime_if_available(|| {
             self.inner.consume_boxed(consumer_opts, boxed)
-        })?)
+        })?;
+        Ok((consumer, running, grace))
     }
 }
 
@@ -200,15 +260,17 @@ impl CappedQueue {
         handler: Unknown,
         options: Option<Unknown>,
     ) -> Result<Consumer> {
-        let consumer = throw(env, self.start(env, &handler, options.as_ref()))?;
+        let (consumer, _, _) = throw(env, self.start(env, &handler, options.as_ref()))?;
         Ok(Consumer {
             inner: Arc::new(consumer),
         })
     }
 
-    /// Runs a consumer until SIGINT or SIGTERM (listened to with `process.once`; the listeners
-    /// are removed afterwards) triggers a graceful shutdown, or until it stops by itself
-    /// (`stopWhenEmpty`). Resolves with its stats.
+    /// Runs a consumer until SIGINT or SIGTERM triggers a graceful shutdown (a line on stderr
+    /// says how long it waits for how many running handlers), or until it stops by itself
+    /// (`stopWhenEmpty`). A second SIGINT or SIGTERM stops it at once, like `abort()`. The
+    /// listeners (`process.on`) are removed afterwards. Resolves with its stats; rejects like
+    /// `Consumer.join()`.
     #[napi(
         ts_args_type = "handler: (group: string, items: Buffer[]) => void | Promise<void>, options?: ConsumeOptions",
         ts_return_type = "Promise<ConsumerStats>"
@@ -219,10 +281,19 @@ impl CappedQueue {
         handler: Unknown,
         options: Option<Unknown>,
     ) -> Result<PromiseRaw<'env, ConsumerStats>> {
-        let consumer = Arc::new(throw(env, self.start(env, &handler, options.as_ref()))?);
-        let stop = consumer.clone();
-        stop_on_signal(env, move || stop.stop(), async move {
-            ConsumerStats::from(consumer.join().await)
+        let (consumer, running, grace) = throw(env, self.start(env, &handler, options.as_ref()))?;
+        let consumer = Arc::new(consumer);
+        let (stop, abort) = (consumer.clone(), consumer.clone());
+        let stopper = Stopper {
+            stop: Rc::new(move || stop.stop()),
+            abort: Rc::new(move || abort.abort()),
+            running,
+            grace,
+            what: ("batch handler", "batch handlers"),
+        };
+        stop_on_signal(env, stopper, async move {
+            let stats = consumer.join().await;
+            outcome(&consumer, stats)
         })
     }
 }

@@ -53,9 +53,29 @@ fn typed<T: FromNapiValue>(what: &str, v: &Unknown, t: ValueType, a_t: &str) -> 
     read_value(v)
 }
 
-/// A string argument (queue or group name, URL...).
+/// A string argument (queue or group name, job id, prefix, URL...). A string that is not
+/// well-formed UTF-16 (a lone surrogate, e.g. `'a\uD800'`) is refused: it has no UTF-8 form, and
+/// replacing the surrogate with U+FFFD would give two different names the same keys.
 pub(crate) fn string(what: &str, v: &Unknown) -> Res<String> {
-    typed(what, v, ValueType::String, "a string")
+    let s: String = typed(what, v, ValueType::String, "a string")?;
+    // napi replaces a lone surrogate with U+FFFD; only then is the UTF-16 read again.
+    if s.contains(char::REPLACEMENT_CHARACTER) {
+        if let Some(unit) = lone_surrogate(v)? {
+            return Err(invalid(format!(
+                "{what} is not well-formed UTF-16: it holds a lone surrogate (U+{unit:04X}), \
+                 which has no UTF-8 form"
+            )));
+        }
+    }
+    Ok(s)
+}
+
+/// The first lone surrogate of the JS string `v`, if it has one.
+fn lone_surrogate(v: &Unknown) -> Res<Option<u16>> {
+    let units = read_value::<Utf16String>(v)?;
+    Ok(char::decode_utf16(units.iter().copied())
+        .find_map(|c| c.err())
+        .map(|e| e.unpaired_surrogate()))
 }
 
 pub(crate) fn boolean(what: &str, v: &Unknown) -> Res<bool> {
@@ -108,18 +128,34 @@ fn number(what: &str, v: &Unknown) -> Res<f64> {
     Ok(n)
 }
 
-/// A non-negative integer (counts, sizes).
-pub(crate) fn count(what: &str, v: &Unknown) -> Res<usize> {
-    let n = number(what, v)?;
-    if n.fract() != 0.0 || n > 9_007_199_254_740_991.0 {
-        return Err(invalid(format!("{what} must be a whole number; got {n}")));
+/// A whole number of at least `min`, for messages: `"a whole number of at least 1"`.
+fn whole_number(what: &str, v: &Unknown, min: usize) -> Res<usize> {
+    let n: f64 = typed(what, v, ValueType::Number, "a number")?;
+    if !n.is_finite() || n < 0.0 || n.fract() != 0.0 || n > 9_007_199_254_740_991.0 {
+        let wanted = match min {
+            0 => "a whole number, 0 or more".to_string(),
+            min => format!("a whole number of at least {min}"),
+        };
+        return Err(invalid(format!("{what} must be {wanted}; got {n}")));
     }
+    // Below `min` (0 where the minimum is 1) is left to the core, which names its own rule.
     Ok(n as usize)
 }
 
-/// A whole number that fits a `u32` (attempt counts).
-pub(crate) fn count_u32(what: &str, v: &Unknown) -> Res<u32> {
-    let n = count(what, v)?;
+/// A count where 0 is allowed (`keepCompleted`, `offset`...).
+pub(crate) fn count(what: &str, v: &Unknown) -> Res<usize> {
+    whole_number(what, v, 0)
+}
+
+/// A count of at least 1 (`concurrency`, `capacity`, `shards`...). The type and sign are checked
+/// here; 0 reaches the core, which refuses it with its own message.
+pub(crate) fn count1(what: &str, v: &Unknown) -> Res<usize> {
+    whole_number(what, v, 1)
+}
+
+/// A count of at least 1 that fits a `u32` (attempt counts).
+pub(crate) fn count1_u32(what: &str, v: &Unknown) -> Res<u32> {
+    let n = count1(what, v)?;
     u32::try_from(n).map_err(|_| invalid(format!("{what} must be at most {}; got {n}", u32::MAX)))
 }
 

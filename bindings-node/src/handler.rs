@@ -6,10 +6,12 @@
 //! Keeping the process alive: the functions are referenced (not weak) and owned by the
 //! [`JsHandler`] that the core's consumer or worker task holds, so a running one keeps Node's
 //! event loop alive, like a server socket, and lets it go once it has stopped. Each call's future
-//! holds them only weakly while it waits for the JS Promise: a handler that never settles
-//! (abandoned after a timeout or at shutdown) does not keep the process alive.
+//! holds them only weakly while it waits for the JS Promise: a handler that never settles does
+//! not keep the process alive once its consumer or worker has abandoned it (a consumer at the end
+//! of its grace period, a worker only when aborted).
 
 use std::future::Future;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 
 use napi::bindgen_prelude::*;
@@ -19,6 +21,31 @@ use tokio::sync::oneshot;
 
 use crate::convert::read_value;
 use crate::error::Res;
+
+/// How many handler calls are running, for `run()`'s shutdown message.
+#[derive(Clone, Default)]
+pub(crate) struct Running(Arc<AtomicUsize>);
+
+impl Running {
+    /// Counts one call until the returned guard is dropped.
+    pub(crate) fn enter(&self) -> RunningCall {
+        self.0.fetch_add(1, Ordering::Relaxed);
+        RunningCall(self.0.clone())
+    }
+
+    pub(crate) fn count(&self) -> usize {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+/// One running handler call (see [`Running::enter`]).
+pub(crate) struct RunningCall(Arc<AtomicUsize>);
+
+impl Drop for RunningCall {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
 
 /// A JS function callable from any thread with a `T`, which becomes its arguments `Args` on the
 /// JS thread.
@@ -31,6 +58,10 @@ pub(crate) trait Subject: Send + 'static {
     fn into_js(self) -> Self::Js;
     /// The line `console.error` prints before the error.
     fn headline(&self) -> String;
+    /// False when the failure is no failure (a job handed back at shutdown): not reported.
+    fn reported(&self) -> bool {
+        true
+    }
 }
 
 /// `onError(err, subject)`.
@@ -82,8 +113,8 @@ where
                 Err(error) => error,
             };
             Err(match reporter.upgrade() {
-                Some(r) => r.report(error, subject).await,
-                None => error.reason,
+                Some(r) if subject.reported() => r.report(error, subject).await,
+                _ => error.reason,
             })
         }
     }

@@ -9,6 +9,7 @@ use napi::{Property, PropertyAttributes};
 use napi_derive::napi;
 use tideq::BackoffKind;
 
+use crate::abort::JobSignal;
 use crate::convert::{boolean, string, to_millis, whole_millis, Options};
 use crate::error::{invalid, throw, Failure, Res};
 
@@ -16,11 +17,12 @@ use crate::error::{invalid, throw, Failure, Res};
 #[napi]
 pub struct Job {
     inner: Arc<tideq::Job>,
+    stop: Arc<JobSignal>,
 }
 
-impl From<Arc<tideq::Job>> for Job {
-    fn from(inner: Arc<tideq::Job>) -> Self {
-        Job { inner }
+impl Job {
+    pub(crate) fn new(inner: Arc<tideq::Job>, stop: Arc<JobSignal>) -> Self {
+        Job { inner, stop }
     }
 }
 
@@ -70,6 +72,24 @@ impl Job {
     #[napi(getter)]
     pub fn timeout_ms(&self) -> Option<f64> {
         to_millis(self.inner.timeout)
+    }
+
+    /// Aborted when this attempt should stop: its `timeoutMs` passed (`reason`: an `Error`
+    /// saying "timed out after N ms"; the attempt fails and is retried), or the worker is
+    /// shutting down and its `graceMs` is over ("the worker is shutting down"; a handler that then
+    /// rejects returns its job to the queue, its attempt not counted). The worker waits for the
+    /// handler either way: until it returns, the job keeps its slot and its lease, so it never
+    /// runs twice at once. Pass it to `fetch`, timers and other calls that take a signal, or
+    /// listen for `'abort'`. Also aborted when the worker is stopped with `abort()`.
+    #[napi(getter, ts_return_type = "AbortSignal")]
+    pub fn signal<'env>(&self, env: &'env Env, mut this: This<'env>) -> Result<Unknown<'env>> {
+        let signal = self.stop.signal(env)?;
+        // An own data property shadows this getter from now on (one signal per Job object).
+        this.define_properties(&[Property::new()
+            .with_utf8_name("signal")?
+            .with_value(&signal)
+            .with_property_attributes(PropertyAttributes::Enumerable)])?;
+        Ok(signal)
     }
 
     /// The payload as UTF-8 text; throws `INVALID_ARGUMENT` if it is not valid UTF-8.
@@ -204,6 +224,9 @@ pub struct JobInfo {
     /// Delayed: due time; active: lease deadline; dead: time of death; completed: finish time
     /// (ms since the epoch, Redis clock). `null` for a ready job.
     pub state_since_or_until: Option<i64>,
+    /// Why the stored job could not be read (a damaged record, e.g. changed by hand), when it
+    /// could not; `payload` then holds the stored record's raw bytes. `null` for a sound job.
+    pub unreadable: Option<String>,
 }
 
 impl From<tideq::JobInfo> for JobInfo {
@@ -217,6 +240,7 @@ impl From<tideq::JobInfo> for JobInfo {
             last_error: j.last_error,
             enqueued_at: j.enqueued_at as i64,
             state_since_or_until: j.state_since_or_until.map(|t| t as i64),
+            unreadable: j.unreadable,
         }
     }
 }
@@ -238,6 +262,11 @@ pub struct JobStats {
     /// Expired leases recovered (a worker died or stalled).
     pub recovered: i64,
     pub cancelled: i64,
+    /// Dead-lettered jobs deleted by the `keepDead` / `keepDeadForMs` bounds.
+    pub dead_trimmed: i64,
+    /// Jobs found with their data or state record missing (evicted by Redis, or deleted by
+    /// hand) and removed, since they could not run. Unreadable records are dead-lettered instead.
+    pub lost: i64,
 }
 
 impl From<tideq::JobStats> for JobStats {
@@ -253,6 +282,8 @@ impl From<tideq::JobStats> for JobStats {
             retried: s.retried as i64,
             recovered: s.recovered as i64,
             cancelled: s.cancelled as i64,
+            dead_trimmed: s.dead_trimmed as i64,
+            lost: s.lost as i64,
         }
     }
 }

@@ -10,7 +10,7 @@ use napi_derive::napi;
 
 use crate::client::client_option;
 use crate::convert::{
-    array, bytes, count, count_u32, describe, epoch_ms, millis, string, to_millis, Options,
+    array, bytes, count, count1, count1_u32, describe, epoch_ms, millis, string, to_millis, Options,
 };
 use crate::error::{spawn, throw, type_error, Res};
 use crate::job::{backoff_arg, BackoffInfo, BackoffOptions, Enqueued, JobInfo, JobStats};
@@ -132,7 +132,7 @@ fn enqueue_options(opts: &Options) -> Res<tideq::EnqueueOptions> {
         id: opts.get("id", string)?,
         delay: opts.get("delayMs", millis)?,
         run_at_ms: opts.get("runAt", epoch_ms)?,
-        max_attempts: opts.get("maxAttempts", count_u32)?,
+        max_attempts: opts.get("maxAttempts", count1_u32)?,
         backoff: opts.get("backoff", backoff_arg)?,
         timeout: opts.get("timeoutMs", millis)?,
     })
@@ -152,11 +152,14 @@ pub struct DeadLettersOptions {
 /// A reliable job queue: delayed jobs, leases, retries with backoff, dead letters, idempotent
 /// ids, cancel. Delivery is at-least-once, so handlers should be idempotent.
 ///
-/// Errors carry `err.code`: `INVALID_ARGUMENT`, `PAYLOAD_TOO_LARGE`, `CONNECTION`, `REDIS`,
+/// Errors carry `err.code`: `INVALID_ARGUMENT`, `PAYLOAD_TOO_LARGE`, `CONNECTION`, `AUTH`
+/// (Redis refused the credentials, or needs some), `PERMISSION` (the Redis user may not run a
+/// command), `OUT_OF_MEMORY` (Redis is full and refuses writes; `get`, `deadLetters` and `stats`
+/// still work), `NOT_REDIS`, `EVICTION_POLICY` (the client's `evictionCheck: 'refuse'`), `REDIS`,
 /// `JOB_NOT_FOUND`, `JOB_NOT_CANCELLABLE`, and `NOT_REPLICATED` (an enqueue the client's
 /// `replicaAck` replicas did not confirm in time; the job is on the primary). An argument of
 /// the wrong JS type is a `TypeError` whose code is `INVALID_ARGUMENT`. Async methods reject
-/// (they never throw synchronously); constructors throw.
+/// (they never throw synchronously), with the stack of the call; constructors throw.
 #[napi]
 pub struct Queue {
     pub(crate) inner: tideq::Queue,
@@ -170,7 +173,7 @@ impl Queue {
         let d = tideq::QueueOptions::default();
         let queue_opts = tideq::QueueOptions {
             max_attempts: opts
-                .get("maxAttempts", count_u32)?
+                .get("maxAttempts", count1_u32)?
                 .unwrap_or(d.max_attempts),
             backoff: opts.get("backoff", backoff_arg)?.unwrap_or(d.backoff),
             timeout: opts.nullable_millis("timeoutMs", d.timeout)?,
@@ -184,9 +187,11 @@ impl Queue {
                 Some(_) => opts.get("keepDead", count)?,
             },
             keep_dead_for: opts.nullable_millis("keepDeadForMs", d.keep_dead_for)?,
-            idempotency_window: opts.nullable_millis("idempotencyWindowMs", d.idempotency_window)?,
+            idempotency_window: opts
+                .nullable_millis("idempotencyWindowMs", d.idempotency_window)?,
+            ..d
         };
-        let shards = opts.get("shards", count)?.unwrap_or(1);
+        let shards = opts.get("shards", count1)?.unwrap_or(1);
         Ok(tideq::Queue::sharded(&client, &name, shards, queue_opts)?)
     }
 }

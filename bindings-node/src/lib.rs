@@ -2,7 +2,7 @@
 //! operation, the consumer and worker runtimes, the envelope schema and the error codes live in
 //! the `tideq` core crate.
 //!
-//! Map (each file wraps the core module of the same name; the last four are host plumbing):
+//! Map (each file wraps the core module of the same name; the last six are host plumbing):
 //! - [`client`]: `Client` and its options (core `client` + `config`).
 //! - [`capped`]: `CappedQueue` and its result objects (core `capped`).
 //! - [`consumer`]: `Consumer`, `CappedQueue.consume`/`run` (core `consumer`).
@@ -11,12 +11,17 @@
 //! - [`jobs`]: `Queue`, the job queue, and its options (core `jobs` + `admin`).
 //! - [`worker`]: `Worker`, `Queue.work`/`run` (core `worker`).
 //! - [`envelope`]: `decodeEnvelope`/`encodeEnvelope` (core `envelope`).
-//! - [`error`]: core errors -> JS errors with `code` (core `error`).
+//! - [`acl`]: `aclRules`, the Redis ACL rules of each role (core `acl`).
+//! - [`error`]: core errors -> JS errors with `code` and the caller's stack (core `error`).
 //! - [`handler`]: calling JS handlers from the core's tasks and reporting their failures.
+//! - [`abort`]: `job.signal`, an `AbortSignal` fired by the core's cancellation of an attempt.
+//! - [`logger`]: the core's log lines on stderr (`TIDEQ_LOG`), rate-limited.
 //! - [`runtime`]: napi's tokio runtime, built by the core's `tideq::runtime_builder`.
 //! - [`signal`]: SIGINT/SIGTERM hooks of `run()`.
 //! - [`convert`]: JS values <-> Rust values (arguments, options, MessagePack values).
 
+mod abort;
+mod acl;
 mod capped;
 mod client;
 mod consumer;
@@ -26,6 +31,7 @@ mod error;
 mod handler;
 mod job;
 mod jobs;
+mod logger;
 mod runtime;
 mod signal;
 mod worker;

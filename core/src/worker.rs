@@ -306,10 +306,12 @@ impl AckQueue {
             }
             Err(e) if e.is_fatal() => {
                 // Retrying cannot help: the jobs are left to their leases (and run again).
-                log::error!(
-                    "tideq: could not complete {} job(s), left to their leases: {e}",
-                    leases.len()
-                );
+                if !leases.is_empty() {
+                    log::error!(
+                        "tideq: could not complete {} job(s), left to their leases: {e}",
+                        leases.len()
+                    );
+                }
                 true
             }
             Err(e) => {
@@ -844,7 +846,7 @@ impl JobCtx {
         };
         let mut result = outcome.unwrap_or_else(|_| Err("handler panicked".to_string()));
         if let Some(t) = timed_out {
-            result = Err(format!("timed out after {t:?}"));
+            result = Err(format!("timed out after {} ms", t.as_millis()));
         }
         // Settling now: the renewer must not extend a lease the ack is about to end.
         self.in_flight.lock().unwrap().remove(&key);

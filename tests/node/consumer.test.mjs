@@ -147,6 +147,30 @@ test('shutdown abandons a handler that outlives graceMs', async () => {
   assert.equal(consumer.running, false);
 });
 
+test('abort() stops at once, abandoning a running handler without waiting for graceMs', async () => {
+  const { queue } = freshQueue(redis.url);
+  await queue.push('g', 'stuck');
+  let started = false;
+  const consumer = queue.consume(
+    async () => {
+      started = true;
+      await sleep(2_000);
+    },
+    { graceMs: 10_000 },
+  );
+  await waitFor(() => started, 'the handler to start');
+  const t0 = Date.now();
+  const stopping = consumer.shutdown();
+  await sleep(100);
+  assert.equal(consumer.running, true, 'shutdown waits for the handler within graceMs');
+  consumer.abort();
+  const stats = await stopping;
+  assert.ok(Date.now() - t0 < 1_500, `abort took ${Date.now() - t0} ms`);
+  assert.equal(consumer.running, false);
+  assert.equal(consumer.error, null);
+  assert.deepEqual(stats, { batches: 0, items: 0, failed: 0, fetchErrors: 0 });
+});
+
 test('dedicated consumers serve only their groups, and general ones skip excluded groups', async () => {
   const { queue } = freshQueue(redis.url);
   await fill(queue, ['hot1', 'hot2', 'cold1', 'cold2', 'cold3'], 10);

@@ -1,9 +1,23 @@
-// Bad input and faults: every error carries the core's code on err.code; wrong JS types are
-// TypeErrors (also with code INVALID_ARGUMENT); nothing is written on bad input.
+// Bad input and faults: every error carries the core's code on err.code and the caller's stack;
+// wrong JS types are TypeErrors (also with code INVALID_ARGUMENT); nothing is written on bad
+// input. Credentials and permissions Redis refuses (AUTH, PERMISSION) stop workers and consumers;
+// a full Redis (OUT_OF_MEMORY) still serves reads; an evicting one can be refused.
+// Mirrors core/tests/errors.rs.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { freePort, freshQueue, keysWithPrefix, redisCommand, rejectsWith, tideq, unique, useRedis } from './harness.mjs';
+import {
+  freePort,
+  freshJobQueue,
+  freshQueue,
+  keysWithPrefix,
+  redisCommand,
+  rejectsWith,
+  startRedis,
+  tideq,
+  unique,
+  useRedis,
+} from './harness.mjs';
 
 const redis = useRedis();
 const { Client, CappedQueue, Queue } = tideq;
@@ -163,7 +177,7 @@ test('unreachable Redis is reported with code CONNECTION and the password never 
   assert.equal(new Client({ url }).url, `redis://:***@127.0.0.1:${port}`);
 });
 
-test('an ACL user works with its password, and a wrong password is CONNECTION without the password', async () => {
+test('an ACL user works with its password, and a wrong password is AUTH without the password', async () => {
   const user = unique('user');
   await redisCommand(redis.url, 'ACL', 'SETUSER', user, 'on', '>g00dpass', '~*', '+@all');
   try {
@@ -174,12 +188,200 @@ test('an ACL user works with its password, and a wrong password is CONNECTION wi
     await viaOptions.ping();
 
     const bad = new CappedQueue(unique('q'), { url: `redis://${user}:wr0ngpass@${base.host}` });
-    const err = await rejectsWith(() => bad.push('g', 'x'), 'CONNECTION');
+    const err = await rejectsWith(() => bad.push('g', 'x'), 'AUTH', Error, /refused the username or password/);
     assert.ok(!err.message.includes('wr0ngpass'), err.message);
     const badClient = new Client({ url: redis.url, username: user, password: 'wr0ngpass' });
-    const err2 = await rejectsWith(() => badClient.ping(), 'CONNECTION');
+    const err2 = await rejectsWith(() => badClient.ping(), 'AUTH');
     assert.ok(!err2.message.includes('wr0ngpass'), err2.message);
   } finally {
     await redisCommand(redis.url, 'ACL', 'DELUSER', user);
+  }
+});
+
+test('a missing or wrong password is AUTH on every call path, never echoing the password', async () => {
+  const server = await startRedis(['--requirepass', 's3cret'], { password: 's3cret' });
+  try {
+    const none = new Queue(unique('q'), { url: server.url });
+    for (const call of [() => none.enqueue('x'), () => none.enqueueMany([{ payload: 'x' }, { payload: 'y' }]), () => none.stats(), () => none.get('x')]) {
+      await rejectsWith(call, 'AUTH', Error, /requires a password/);
+    }
+    const capped = new CappedQueue(unique('q'), { url: server.url });
+    await rejectsWith(() => capped.push('g', 'x'), 'AUTH', Error, /requires a password/);
+    const wrongUrl = server.url.replace('redis://', 'redis://:nope@');
+    const wrong = new Queue(unique('q'), { url: wrongUrl });
+    const err = await rejectsWith(() => wrong.enqueue('x'), 'AUTH', Error, /refused the username or password/);
+    assert.ok(!err.message.includes('nope'), err.message);
+    const viaOption = new Client({ url: server.url, password: 'nope' });
+    await rejectsWith(() => viaOption.ping(), 'AUTH');
+    // The right one works.
+    await new Client({ url: server.url, password: 's3cret' }).ping();
+  } finally {
+    await server.stop();
+  }
+});
+
+test('a worker or consumer whose password Redis refuses stops by itself: join() rejects with AUTH and error is set', async () => {
+  const server = await startRedis(['--requirepass', 's3cret'], { password: 's3cret' });
+  try {
+    const client = new Client({ url: server.url, password: 'nope' });
+    const worker = new Queue(unique('q'), { client }).work(() => {});
+    const err = await rejectsWith(() => worker.join(), 'AUTH');
+    assert.equal(worker.running, false);
+    assert.equal(worker.error.code, 'AUTH');
+    assert.equal(worker.error.message, err.message);
+    await rejectsWith(() => worker.shutdown(), 'AUTH');
+    const consumer = new CappedQueue(unique('q'), { client }).consume(() => {});
+    await rejectsWith(() => consumer.join(), 'AUTH');
+    assert.equal(consumer.error.code, 'AUTH');
+  } finally {
+    await server.stop();
+  }
+});
+
+test('run() rejects with the error its worker or consumer stopped on, and removes its signal listeners', async () => {
+  const server = await startRedis(['--requirepass', 's3cret'], { password: 's3cret' });
+  const listeners = () => [process.listenerCount('SIGINT'), process.listenerCount('SIGTERM')];
+  const before = listeners();
+  try {
+    const client = new Client({ url: server.url, password: 'nope' });
+    const running = new Queue(unique('q'), { client }).run(() => {});
+    assert.deepEqual(listeners(), before.map((n) => n + 1));
+    await rejectsWith(() => running, 'AUTH');
+    assert.deepEqual(listeners(), before);
+    await rejectsWith(() => new CappedQueue(unique('q'), { client }).run(() => {}), 'AUTH');
+    assert.deepEqual(listeners(), before);
+  } finally {
+    await server.stop();
+  }
+});
+
+test('a worker whose Redis user may not run LPOP stops with PERMISSION naming it; a consumer without EVALSHA likewise', async () => {
+  const user = unique('limited');
+  // Everything a worker needs but LPOP (which the fetch script runs).
+  await redisCommand(redis.url, 'ACL', 'SETUSER', user, 'reset', 'on', '>pw', '~*', '+@all', '-lpop');
+  const capUser = unique('capped');
+  await redisCommand(redis.url, 'ACL', 'SETUSER', capUser, 'reset', 'on', '>pw', '~*', '+@all', '-evalsha');
+  try {
+    const client = new Client({ url: redis.url, username: user, password: 'pw', prefix: unique('t') });
+    const queue = new Queue(unique('q'), { client });
+    await queue.enqueue('x');
+    const worker = queue.work(() => {});
+    const err = await rejectsWith(() => worker.join(), 'PERMISSION', Error, /LPOP/i);
+    assert.match(err.message, /lpop/i);
+    assert.equal(worker.error.code, 'PERMISSION');
+    assert.equal((await queue.stats()).ready, 1, 'the job is still there');
+
+    const capped = new CappedQueue(unique('q'), { client: new Client({ url: redis.url, username: capUser, password: 'pw' }) });
+    const consumer = capped.consume(() => {});
+    await rejectsWith(() => consumer.join(), 'PERMISSION', Error, /evalsha/i);
+    assert.equal(consumer.error.code, 'PERMISSION');
+  } finally {
+    await redisCommand(redis.url, 'ACL', 'DELUSER', user, capUser);
+  }
+});
+
+test('a full Redis (noeviction at maxmemory) refuses enqueue with OUT_OF_MEMORY while get, deadLetters and stats still work', async () => {
+  const server = await startRedis(['--maxmemory-policy', 'noeviction']);
+  try {
+    const { queue } = freshJobQueue(server.url, { maxAttempts: 1 });
+    await queue.enqueueMany([{ payload: 'x', id: 'kept' }, { payload: 'x', id: 'dead' }]);
+    await queue.work(() => Promise.reject(new Error('boom')), { concurrency: 1, stopWhenDrained: true, pollIntervalMs: 100, onError: () => {} }).join();
+    // Data well past the limit set afterwards: Redis is then over maxmemory for sure.
+    const filler = 'x'.repeat(64 * 1024);
+    for (let i = 0; i < 64; i++) await redisCommand(server.url, 'SET', `filler${i}`, filler);
+    await redisCommand(server.url, 'CONFIG', 'SET', 'maxmemory', '2mb');
+    await rejectsWith(() => queue.enqueue('x'), 'OUT_OF_MEMORY', Error, /out of memory/);
+    assert.equal((await queue.get('dead')).state, 'dead');
+    assert.equal((await queue.deadLetters()).length, 2);
+    assert.equal((await queue.stats()).dead, 2);
+  } finally {
+    await server.stop();
+  }
+});
+
+test("evictionCheck: 'refuse' rejects every call on a Redis that may evict keys with EVICTION_POLICY; an unknown value is INVALID_ARGUMENT", async () => {
+  const server = await startRedis(['--maxmemory', '100mb', '--maxmemory-policy', 'allkeys-lru']);
+  try {
+    const refusing = new Client({ url: server.url, evictionCheck: 'refuse' });
+    await rejectsWith(() => new Queue(unique('q'), { client: refusing }).enqueue('x'), 'EVICTION_POLICY', Error, /allkeys-lru/);
+    await rejectsWith(() => refusing.ping(), 'EVICTION_POLICY');
+    for (const evictionCheck of ['warn', 'off']) {
+      const client = new Client({ url: server.url, evictionCheck });
+      assert.equal((await new Queue(unique('q'), { client }).enqueue('x')).created, true, evictionCheck);
+    }
+  } finally {
+    await server.stop();
+  }
+  await rejectsWith(() => new Client({ evictionCheck: 'ignore' }), 'INVALID_ARGUMENT', Error, /evictionCheck must be 'warn', 'refuse' or 'off'; got "ignore"/);
+  await rejectsWith(() => new Client({ evictionCheck: true }), 'INVALID_ARGUMENT', TypeError, /evictionCheck must be a string/);
+});
+
+test('names and ids that are not well-formed UTF-16 (lone surrogates) are refused, so two of them never share keys', async () => {
+  const names = ['sur\uD800', 'sur\uDBFF'];
+  const lone = /not well-formed UTF-16: it holds a lone surrogate/;
+  const client = new Client({ url: redis.url, prefix: unique('t') });
+  for (const name of names) {
+    await rejectsWith(() => new Queue(name, { client }), 'INVALID_ARGUMENT', Error, lone);
+    await rejectsWith(() => new CappedQueue(name, { client }), 'INVALID_ARGUMENT', Error, lone);
+    await rejectsWith(() => new Client({ url: redis.url, prefix: name }), 'INVALID_ARGUMENT', Error, lone);
+  }
+  const { queue, prefix } = freshJobQueue(redis.url);
+  const { queue: capped, prefix: cappedPrefix } = freshQueue(redis.url);
+  for (const id of names) {
+    await rejectsWith(() => queue.enqueue('x', { id }), 'INVALID_ARGUMENT', Error, /enqueue options\.id is not well-formed/);
+    await rejectsWith(() => queue.enqueueMany([{ payload: 'x', id }]), 'INVALID_ARGUMENT', Error, lone);
+    await rejectsWith(() => queue.get(id), 'INVALID_ARGUMENT', Error, lone);
+    await rejectsWith(() => queue.cancel(id), 'INVALID_ARGUMENT', Error, lone);
+    await rejectsWith(() => queue.requeue(id), 'INVALID_ARGUMENT', Error, lone);
+    await rejectsWith(() => capped.push(id, 'x'), 'INVALID_ARGUMENT', Error, /group is not well-formed/);
+    await rejectsWith(() => capped.pushMany([[id, 'x']]), 'INVALID_ARGUMENT', Error, lone);
+    await rejectsWith(() => capped.len(id), 'INVALID_ARGUMENT', Error, lone);
+    await rejectsWith(() => capped.consume(() => {}, { groups: ['fine', id] }), 'INVALID_ARGUMENT', Error, /groups\[1\] is not well-formed/);
+  }
+  assert.deepEqual(await keysWithPrefix(redis.url, prefix), []);
+  assert.deepEqual(await keysWithPrefix(redis.url, cappedPrefix), []);
+  // A real U+FFFD is a character like any other.
+  assert.equal((await queue.enqueue('x', { id: 'fine\uFFFD' })).created, true);
+  assert.equal((await queue.get('fine\uFFFD')).id, 'fine\uFFFD');
+  // A well-formed pair (an astral character) is fine too.
+  assert.equal((await queue.enqueue('x', { id: 'rocket-\uD83D\uDE80' })).created, true);
+});
+
+test('count options say what they take: at least 1 where 0 is refused, 0 or more where it is allowed', async () => {
+  const client = new Client({ url: redis.url });
+  await rejectsWith(() => new Queue(unique('q'), { client, maxAttempts: -1 }), 'INVALID_ARGUMENT', Error, /maxAttempts must be a whole number of at least 1; got -1/);
+  await rejectsWith(() => new Queue(unique('q'), { client, maxAttempts: 0 }), 'INVALID_ARGUMENT', Error, /at least 1/);
+  await rejectsWith(() => new Queue(unique('q'), { client, maxAttempts: 1.5 }), 'INVALID_ARGUMENT', Error, /maxAttempts must be a whole number of at least 1; got 1.5/);
+  await rejectsWith(() => new Queue(unique('q'), { client, keepCompleted: -1 }), 'INVALID_ARGUMENT', Error, /keepCompleted must be a whole number, 0 or more; got -1/);
+  assert.equal(new Queue(unique('q'), { client, keepCompleted: 0 }).keepCompleted, 0);
+  const { queue } = freshJobQueue(redis.url);
+  await rejectsWith(() => queue.enqueue('x', { maxAttempts: -1 }), 'INVALID_ARGUMENT', Error, /maxAttempts must be a whole number of at least 1/);
+  await rejectsWith(() => queue.work(() => {}, { concurrency: -2 }), 'INVALID_ARGUMENT', Error, /concurrency must be a whole number of at least 1; got -2/);
+  await rejectsWith(() => queue.deadLetters({ limit: -1 }), 'INVALID_ARGUMENT', Error, /limit must be a whole number, 0 or more/);
+  await rejectsWith(() => new CappedQueue(unique('q'), { client, capacity: -1 }), 'INVALID_ARGUMENT', Error, /capacity must be a whole number of at least 1/);
+});
+
+test("a rejected call's error carries the stack of the code that made the call", async () => {
+  const port = await freePort();
+  const queue = new Queue(unique('q'), { url: `redis://127.0.0.1:${port}` });
+  async function enqueueSomething() {
+    return queue.enqueue('x');
+  }
+  const err = await rejectsWith(() => enqueueSomething(), 'CONNECTION');
+  assert.match(err.stack, /^Error: /);
+  assert.ok(err.stack.startsWith(`Error: ${err.message}\n`), err.stack);
+  assert.match(err.stack, /at enqueueSomething \(.*errors\.test\.mjs:\d+:\d+\)/);
+  // Argument errors reject the same way.
+  const typeErr = await rejectsWith(() => queue.enqueue(42), 'INVALID_ARGUMENT', TypeError);
+  assert.match(typeErr.stack, /^TypeError: payload must be/);
+  assert.match(typeErr.stack, /errors\.test\.mjs/);
+  // And so does a worker stopping on an error.
+  const server = await startRedis(['--requirepass', 's3cret'], { password: 's3cret' });
+  try {
+    const worker = new Queue(unique('q'), { url: server.url }).work(() => {});
+    const joinErr = await rejectsWith(() => worker.join(), 'AUTH');
+    assert.match(joinErr.stack, /errors\.test\.mjs/);
+  } finally {
+    await server.stop();
   }
 });

@@ -37,9 +37,12 @@ export function freePort() {
 }
 
 function encode(args) {
-  let out = `*${args.length}\r\n`;
-  for (const a of args) out += `$${Buffer.byteLength(String(a))}\r\n${a}\r\n`;
-  return out;
+  const parts = [Buffer.from(`*${args.length}\r\n`)];
+  for (const a of args) {
+    const bytes = Buffer.isBuffer(a) ? a : Buffer.from(String(a));
+    parts.push(Buffer.from(`$${bytes.length}\r\n`), bytes, Buffer.from('\r\n'));
+  }
+  return Buffer.concat(parts);
 }
 
 // Parses one RESP2 reply from buf at offset i; returns [value, next] or null when incomplete.
@@ -76,7 +79,8 @@ function parse(buf, i) {
 
 /**
  * Sends one command to Redis with a throwaway connection, independent of the binding, so tests
- * can look at the keys directly (e.g. "nothing was written").
+ * can look at the keys directly (e.g. "nothing was written"). Arguments are strings, numbers or
+ * Buffers (sent as they are).
  */
 export function redisCommand(url, ...args) {
   const u = new URL(url);
@@ -91,7 +95,7 @@ export function redisCommand(url, ...args) {
     const replies = [];
     sock.setTimeout(5000, () => sock.destroy(new Error('redis command timed out')));
     sock.on('error', reject);
-    sock.on('connect', () => sock.write(cmds.map(encode).join('')));
+    sock.on('connect', () => sock.write(Buffer.concat(cmds.map(encode))));
     sock.on('data', (chunk) => {
       buf = Buffer.concat([buf, chunk]);
       let at = 0;
@@ -116,17 +120,23 @@ export async function keysWithPrefix(url, prefix) {
   return redisCommand(url, 'KEYS', `${prefix}:*`);
 }
 
-async function startRedis() {
+/**
+ * Starts a private redis-server (with `args` added to its command line, e.g. `--requirepass x`)
+ * on a free loopback port; resolves with `{ url, log, stop }`. `password` is what the harness's
+ * own connection uses to see that it is up.
+ */
+export async function startRedis(args = [], { password } = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'tideq-node-test-'));
   const port = await freePort();
   const logfile = join(dir, 'redis.log');
   const proc = spawn(
     'redis-server',
-    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, '--logfile', logfile],
+    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, '--logfile', logfile, ...args],
     { stdio: 'ignore' },
   );
   const exited = new Promise((resolve) => proc.once('exit', resolve));
   const url = `redis://127.0.0.1:${port}`;
+  const authed = password ? `redis://:${encodeURIComponent(password)}@127.0.0.1:${port}` : url;
   const log = () => {
     try {
       return readFileSync(logfile, 'utf8');
@@ -137,7 +147,7 @@ async function startRedis() {
   const deadline = Date.now() + 10_000;
   for (;;) {
     try {
-      if ((await redisCommand(url, 'PING')) === 'PONG') break;
+      if ((await redisCommand(authed, 'PING')) === 'PONG') break;
     } catch (err) {
       if (proc.exitCode !== null || Date.now() > deadline) {
         proc.kill('SIGKILL');

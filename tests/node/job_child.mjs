@@ -32,12 +32,15 @@ if (mode === 'hang') {
   );
   console.log(`stats ${JSON.stringify(await worker.join())}`);
 } else if (mode === 'shutdown') {
-  // A quick job and one whose handler never settles; shut down and let the process end.
+  // A quick job and one whose handler never settles (and ignores job.signal): shutdown() waits
+  // for it past graceMs; abort() stops waiting, and the process ends by itself.
   let done = 0;
   let started = 0;
+  let aborted = null;
   const worker = queue.work(
     async (job) => {
       started++;
+      job.signal.addEventListener('abort', () => (aborted = job.signal.reason.message));
       if (job.id === 'endless') return never();
       done++;
     },
@@ -45,7 +48,30 @@ if (mode === 'hang') {
   );
   await queue.enqueueMany([{ payload: 'q', id: 'quick' }, { payload: 'e', id: 'endless' }]);
   while (done === 0 || started < 2) await sleep(5);
-  console.log(`stats ${JSON.stringify(await worker.shutdown())}`);
+  let settled = false;
+  const stopping = worker.shutdown().finally(() => (settled = true));
+  await sleep(1_000);
+  console.log(`after 1 s: settled ${settled}, running ${worker.running}, signal ${aborted}`);
+  worker.abort();
+  console.log(`stats ${JSON.stringify(await stopping)}`);
+  console.log(`signal ${aborted}`);
+} else if (mode === 'run-endless') {
+  // run() with a handler that never settles: the first signal waits, the second stops at once.
+  const stats = queue.run(
+    (job) => {
+      console.log(`handling ${job.id}`);
+      return never();
+    },
+    { graceMs: 100 },
+  );
+  await queue.enqueue('x', { id: 'endless' });
+  console.log(`stats ${JSON.stringify(await stats)}`);
+} else if (mode === 'unreachable') {
+  // A worker whose Redis is unreachable (the URL argument): it retries, and says so on stderr.
+  const worker = queue.work(() => {}, { pollIntervalMs: 100 });
+  await sleep(1_500);
+  worker.abort();
+  console.log(`stats ${JSON.stringify(await worker.join())}`);
 } else if (mode === 'run') {
   // run() until a signal; a handler is running (slow) when the signal comes.
   const stats = queue.run(

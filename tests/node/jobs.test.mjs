@@ -11,6 +11,7 @@ import {
   freePort,
   freshJobQueue,
   keysWithPrefix,
+  redisCommand,
   redisTime,
   redisTimeSync,
   rejectsWith,
@@ -42,6 +43,7 @@ test('enqueue resolves with the id, get reads the job back, and an existing id c
     lastError: null,
     enqueuedAt: info.enqueuedAt,
     stateSinceOrUntil: null,
+    unreadable: null,
   });
   assert.ok(info.enqueuedAt >= before && info.enqueuedAt <= (await redisTime(redis.url)), 'enqueuedAt is Redis time');
   const random = await queue.enqueue(new Uint8Array([0, 255]));
@@ -217,6 +219,8 @@ test('stats count jobs per state and the lifetime counters', async () => {
     retried: 0,
     recovered: 0,
     cancelled: 1,
+    deadTrimmed: 0,
+    lost: 0,
   });
   await queue.cancel('later'); // a delayed job would keep a stopWhenDrained worker waiting
   const worker = queue.work(
@@ -238,7 +242,64 @@ test('stats count jobs per state and the lifetime counters', async () => {
     retried: 1,
     recovered: 0,
     cancelled: 2,
+    deadTrimmed: 0,
+    lost: 0,
   });
+});
+
+test('keepDead bounds the dead letters: the oldest beyond it are deleted and counted in stats().deadTrimmed', async () => {
+  const { queue } = freshJobQueue(redis.url, { ...fast, maxAttempts: 1, keepDead: 2 });
+  const ids = ['d0', 'd1', 'd2', 'd3', 'd4'];
+  for (const id of ids) {
+    // One at a time, so the deaths happen in this order.
+    await queue.enqueue(id, { id });
+    await queue.work(() => Promise.reject(new Error('boom')), { ...drained, onError: () => {} }).join();
+  }
+  const dead = await queue.deadLetters();
+  assert.deepEqual(dead.map((j) => j.id), ['d3', 'd4'], 'the newest two are kept, oldest death first');
+  assert.equal(await queue.get('d0'), null, 'a trimmed dead job is gone');
+  const s = await queue.stats();
+  assert.deepEqual([s.dead, s.deadTrimmed, s.failed, s.lost], [2, 3, 5, 0]);
+});
+
+test('an id whose job completed and was trimmed (keepCompleted: 0) creates nothing within the idempotency window, and is created again with idempotencyWindowMs: null', async () => {
+  for (const [options, createdAgain] of [[{}, false], [{ idempotencyWindowMs: null }, true]]) {
+    const { queue } = freshJobQueue(redis.url, { ...fast, keepCompleted: 0, ...options });
+    assert.equal((await queue.enqueue('first', { id: 'once' })).created, true);
+    const ran = [];
+    await queue.work((job) => void ran.push(job.text()), drained).join();
+    assert.deepEqual(ran, ['first']);
+    assert.equal(await queue.get('once'), null, 'keepCompleted: 0 deletes the completed job');
+    const again = await queue.enqueue('second', { id: 'once' });
+    assert.deepEqual(again, { id: 'once', created: createdAgain }, JSON.stringify(options));
+    assert.equal((await queue.stats()).ready, createdAgain ? 1 : 0);
+  }
+});
+
+test('a hand-damaged job record is dead-lettered and listed with unreadable set, its raw bytes as payload; the healthy jobs run', async () => {
+  const { queue, prefix } = freshJobQueue(redis.url, fast);
+  await queue.enqueueMany([
+    { payload: 'ok', id: 'fine' },
+    { payload: 'x', id: 'broken' },
+  ]);
+  const garbage = Buffer.from([0x92, 0x01, 0x02]); // MessagePack, but not an envelope
+  await redisCommand(redis.url, 'HSET', `${prefix}:{${queue.name}}:jobs`, 'broken', garbage);
+  const handled = [];
+  const stats = await queue.work((job) => void handled.push(job.id), drained).join();
+  assert.deepEqual(handled, ['fine'], 'the damaged job never reaches a handler');
+  assert.equal(stats.completed, 1);
+  const dead = await queue.deadLetters();
+  assert.equal(dead.length, 1);
+  const [broken] = dead;
+  assert.equal(broken.id, 'broken');
+  assert.equal(broken.state, 'dead');
+  assert.match(broken.unreadable, /envelope/);
+  assert.match(broken.lastError, /unreadable/);
+  assert.deepEqual([...broken.payload], [...garbage], 'the raw stored bytes');
+  assert.match((await queue.get('broken')).unreadable, /envelope/);
+  assert.equal((await queue.get('fine')).unreadable, null);
+  const s = await queue.stats();
+  assert.deepEqual([s.dead, s.completed, s.lost], [1, 1, 0]);
 });
 
 test('bad job input is refused with INVALID_ARGUMENT and nothing is written', async () => {

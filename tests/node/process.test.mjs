@@ -58,6 +58,7 @@ for (const signal of ['SIGINT', 'SIGTERM']) {
     assert.ok(lines.indexOf('handled') >= 0 && lines.indexOf('handled') < lines.length - 1, res.stdout);
     const stats = JSON.parse(lines.at(-1).replace(/^stats /, ''));
     assert.deepEqual(stats, { batches: 1, items: 1, failed: 0, fetchErrors: 0 });
+    assert.match(res.stderr, new RegExp(`tideq: ${signal} received: shutting down gracefully, waiting up to 5000 ms for 1 running batch handler;`));
   });
 }
 

@@ -1,13 +1,17 @@
 // The worker runtime through the Node binding: JS handlers (sync and async) called by the core's
 // fetch loop, leases kept alive by a Rust task (even while the event loop is blocked), workers
-// that die (SIGKILL) or freeze (SIGSTOP), timeouts, graceful shutdown, run() on signals, error
-// reporting, and the process exiting after shutdown. Mirrors core/tests/jobs.rs.
+// that die (SIGKILL) or freeze (SIGSTOP), timeouts and job.signal, graceful shutdown and abort(),
+// run() on signals, error reporting, core log lines on stderr, and the process exiting after
+// shutdown. Mirrors core/tests/jobs.rs and core/tests/worker.rs.
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { once } from 'node:events';
 import { join } from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
 import { inspect } from 'node:util';
 import { test } from 'node:test';
 
-import { ROOT, freshJobQueue, runNode, sleep, tideq, useRedis, waitFor } from './harness.mjs';
+import { ROOT, freePort, freshJobQueue, runNode, sleep, tideq, unique, useRedis, waitFor } from './harness.mjs';
 
 const redis = useRedis();
 const CHILD = join(ROOT, 'tests/node/job_child.mjs');
@@ -15,10 +19,11 @@ const fast = { backoff: { type: 'fixed', delayMs: 50 } };
 const drained = { stopWhenDrained: true, pollIntervalMs: 100 };
 
 /** Starts `job_child.mjs MODE` on `queue`; `child.out()` is its stdout so far. */
-function startChild(mode, queue, prefix) {
+function startChild(mode, queue, prefix, { url = redis.url, env = {} } = {}) {
   let child;
-  const done = runNode([CHILD, mode, redis.url, prefix, queue.name], {
+  const done = runNode([CHILD, mode, url, prefix, queue.name], {
     timeoutMs: 20_000,
+    env,
     onSpawn: (c, readStdout) => {
       child = c;
       child.out = readStdout;
@@ -100,6 +105,25 @@ test('a worker with sync or async handlers runs every job exactly once, at most 
   }
 });
 
+test('the concurrency bound holds for sync handlers too: never more jobs leased at once than concurrency', async () => {
+  const { queue, prefix } = freshJobQueue(redis.url, fast);
+  await queue.enqueueMany(Array.from({ length: 40 }, (_, i) => ({ payload: String(i), id: `s${i}` })));
+  const u = new URL(redis.url);
+  const active = `${prefix}:{${queue.name}}:active`;
+  const leased = [];
+  const handler = (job) => {
+    // Sync: blocks the event loop while it asks Redis how many jobs are leased right now.
+    // Leases have finite deadlines; the zset also holds an anchor member scored +inf.
+    leased.push(Number(execFileSync('redis-cli', ['-h', u.hostname, '-p', u.port, 'ZCOUNT', active, '-inf', '(+inf'], { encoding: 'utf8' })));
+    job.text();
+  };
+  const stats = await queue.work(handler, { concurrency: 3, ...drained }).join();
+  assert.equal(stats.completed, 40);
+  assert.equal(leased.length, 40);
+  assert.ok(Math.max(...leased) <= 3, `up to ${Math.max(...leased)} jobs leased at once`);
+  assert.ok(Math.max(...leased) > 1, 'the sync handler had jobs waiting for it (the bound was exercised)');
+});
+
 test('a worker process killed with SIGKILL mid-job loses nothing: a new worker completes every job, the killed ones as attempt 2', async () => {
   const { queue, prefix } = freshJobQueue(redis.url, fast);
   const ids = Array.from({ length: 6 }, (_, i) => `k${i}`);
@@ -175,50 +199,143 @@ for (const kind of ['async (awaiting)', 'sync (blocking the event loop)']) {
   });
 }
 
-test('a handler exceeding timeoutMs loses the attempt and the job is retried', async () => {
+test('job.signal fires at the timeout: a handler waiting for it settles right after timeoutMs, the attempt fails as timed out and the job is retried', async () => {
   const { queue } = freshJobQueue(redis.url, fast);
   await queue.enqueue('x', { id: 'stuck', timeoutMs: 200, maxAttempts: 2 });
   const attempts = [];
   const stats = await queue
-    .work((job) => {
-      attempts.push(job.attempt);
-      if (job.attempt === 1) return new Promise(() => {}); // never settles
-    }, drained)
+    .work(
+      async (job) => {
+        const startedAt = Date.now();
+        attempts.push({ attempt: job.attempt, aborted: job.signal.aborted });
+        if (job.attempt > 1) return;
+        await once(job.signal, 'abort');
+        Object.assign(attempts[0], { after: Date.now() - startedAt, reason: job.signal.reason });
+        throw job.signal.reason;
+      },
+      { ...drained, onError: () => {} },
+    )
     .join();
-  assert.deepEqual(attempts, [1, 2]);
-  assert.deepEqual([stats.failed, stats.completed], [1, 1]);
+  assert.deepEqual(
+    attempts.map((a) => [a.attempt, a.aborted]),
+    [[1, false], [2, false]],
+  );
+  const first = attempts[0];
+  assert.ok(first.after >= 195 && first.after < 1_000, `aborted after ${first.after} ms`);
+  assert.ok(first.reason instanceof Error);
+  assert.equal(first.reason.message, 'timed out after 200 ms');
+  assert.deepEqual([stats.failed, stats.completed, stats.released], [1, 1, 0]);
   const info = await queue.get('stuck');
   assert.deepEqual([info.state, info.attempts], ['completed', 2]);
+  assert.match(info.lastError, /timed out after 200/);
+});
+
+test('a handler ignoring job.signal keeps its slot past timeoutMs: at most one runs at a time, and attempt 2 starts only after attempt 1 settled', async () => {
+  const { queue } = freshJobQueue(redis.url, fast);
+  await queue.enqueue('x', { id: 'slow', timeoutMs: 200, maxAttempts: 2 });
+  const runs = [];
+  let running = 0;
+  let maxRunning = 0;
+  const stats = await queue
+    .work(
+      async (job) => {
+        maxRunning = Math.max(maxRunning, ++running);
+        const run = { attempt: job.attempt, start: Date.now() };
+        runs.push(run);
+        await delay(1_000); // ignores job.signal
+        run.end = Date.now();
+        run.aborted = job.signal.aborted;
+        running--;
+      },
+      { ...drained, concurrency: 1 },
+    )
+    .join();
+  assert.equal(maxRunning, 1);
+  assert.deepEqual(runs.map((r) => [r.attempt, r.aborted]), [[1, true], [2, true]]);
+  assert.ok(runs[1].start >= runs[0].end, `attempt 2 started ${runs[0].end - runs[1].start} ms before attempt 1 settled`);
+  assert.deepEqual([stats.failed, stats.completed], [2, 0]);
+  const info = await queue.get('slow');
+  assert.deepEqual([info.state, info.attempts], ['dead', 2]);
   assert.match(info.lastError, /timed out/);
 });
 
-test('graceful shutdown lets a running job finish within grace and returns an unfinished one to ready at once', async () => {
+test('graceful shutdown lets a running job finish within grace; one that stops on job.signal after graceMs goes back to the front of the queue, its attempt not counted', async () => {
   const { queue } = freshJobQueue(redis.url, fast);
-  await queue.enqueueMany([{ payload: 'quick', id: 'quick' }, { payload: 'endless', id: 'endless' }]);
+  await queue.enqueueMany([
+    { payload: 'quick', id: 'quick' },
+    { payload: 'endless', id: 'endless' },
+    { payload: 'waiting', id: 'waiting' },
+  ]);
   let started = 0;
+  const reported = [];
+  const reasons = [];
   const worker = queue.work(
     async (job) => {
       started++;
-      if (job.id === 'endless') return new Promise(() => {});
+      if (job.id === 'endless') {
+        await once(job.signal, 'abort');
+        reasons.push(job.signal.reason.message);
+        throw job.signal.reason;
+      }
       await sleep(100);
     },
-    { concurrency: 2, graceMs: 300 },
+    { concurrency: 2, graceMs: 300, onError: (err, job) => reported.push(job.id) },
   );
   await waitFor(() => started === 2, 'both jobs to start');
   assert.equal(worker.running, true);
   const t0 = Date.now();
   const stats = await worker.shutdown();
-  assert.ok(Date.now() - t0 < 2_000, `shutdown took ${Date.now() - t0} ms`);
-  assert.deepEqual([stats.completed, stats.released], [1, 1]);
+  const took = Date.now() - t0;
+  assert.ok(took >= 290 && took < 2_000, `shutdown took ${took} ms`);
+  assert.deepEqual([stats.completed, stats.released, stats.failed], [1, 1, 0]);
+  assert.deepEqual(reasons, ['the worker is shutting down']);
+  assert.deepEqual(reported, [], 'a job handed back at shutdown is not reported as failed');
   assert.equal(worker.running, false);
+  assert.equal(worker.error, null);
   const endless = await queue.get('endless');
   assert.equal(endless.state, 'ready', 'returned to the queue, not left to its lease');
   assert.equal(endless.attempts, 0, 'a returned attempt is not counted');
   assert.equal((await queue.get('quick')).state, 'completed');
-  // Stopped: it takes nothing more; stop()/join()/shutdown() again are harmless.
+  // Stopped: it takes nothing more; stop()/join()/shutdown()/abort() again are harmless.
   worker.stop();
+  worker.abort();
   assert.deepEqual(await worker.join(), stats);
   assert.deepEqual(worker.stats(), stats);
+  // The returned job is at the front: it runs before the one that waited behind it.
+  const order = [];
+  await queue.work((job) => void order.push(job.id), { ...drained, concurrency: 1 }).join();
+  assert.deepEqual(order, ['endless', 'waiting']);
+});
+
+test('a handler ignoring job.signal at shutdown keeps its job: another worker never starts it meanwhile, and it ends completed', async () => {
+  const { queue } = freshJobQueue(redis.url, fast);
+  await queue.enqueue('x', { id: 'long' });
+  const runs = [];
+  const first = queue.work(
+    async (job) => {
+      const run = { by: 'first', start: Date.now() };
+      runs.push(run);
+      await delay(1_500); // ignores job.signal
+      run.end = Date.now();
+      run.aborted = job.signal.aborted;
+    },
+    { graceMs: 100, leaseMs: 300 },
+  );
+  await waitFor(() => runs.length === 1, 'the first worker to take the job');
+  const second = queue.work(
+    (job) => {
+      runs.push({ by: 'second', start: Date.now(), attempt: job.attempt });
+    },
+    { pollIntervalMs: 50 },
+  );
+  const stats = await first.shutdown();
+  assert.deepEqual([stats.completed, stats.released, stats.failed], [1, 0, 0]);
+  await sleep(500); // the second worker would have picked up a released or expired job by now
+  await second.shutdown();
+  assert.deepEqual(runs.map((r) => r.by), ['first'], JSON.stringify(runs));
+  assert.equal(runs[0].aborted, true, 'job.signal was aborted after graceMs');
+  const info = await queue.get('long');
+  assert.deepEqual([info.state, info.attempts], ['completed', 1]);
 });
 
 test('an idle worker wakes within milliseconds when a job is enqueued', async () => {
@@ -233,15 +350,58 @@ test('an idle worker wakes within milliseconds when a job is enqueued', async ()
   await worker.shutdown();
 });
 
-test('the process exits by itself after w.shutdown(), even with a handler that never settles', async () => {
+test('shutdown() keeps waiting for a handler that never settles; abort() stops at once, the job left to its lease, and the process exits by itself', async () => {
   const { queue, prefix } = freshJobQueue(redis.url, fast);
   const t0 = Date.now();
   const { done } = startChild('shutdown', queue, prefix);
   const res = await done;
   assert.equal(res.code, 0, res.stderr);
-  assert.deepEqual(statsLine(res.stdout), { completed: 1, failed: 0, leaseLost: 0, released: 1, fetchErrors: 0 });
+  assert.match(res.stdout, /after 1 s: settled false, running true, signal the worker is shutting down/);
+  assert.deepEqual(statsLine(res.stdout), { completed: 1, failed: 0, leaseLost: 0, released: 0, fetchErrors: 0 });
+  assert.match(res.stdout, /signal the worker is shutting down/);
   assert.ok(Date.now() - t0 < 10_000);
-  assert.equal((await queue.get('endless')).state, 'ready');
+  const endless = await queue.get('endless');
+  assert.deepEqual([endless.state, endless.attempts], ['active', 1], 'left to its lease');
+});
+
+test('abort() abandons a running handler at once: its job.signal is aborted and its job left to its lease', async () => {
+  const { queue } = freshJobQueue(redis.url, fast);
+  await queue.enqueue('x', { id: 'abandoned' });
+  let reason = null;
+  let started = false;
+  const worker = queue.work(
+    async (job) => {
+      started = true;
+      await once(job.signal, 'abort');
+      reason = job.signal.reason;
+    },
+    { graceMs: 10_000 },
+  );
+  await waitFor(() => started, 'the handler to start');
+  worker.abort();
+  const stats = await worker.join();
+  assert.deepEqual(stats, { completed: 0, failed: 0, leaseLost: 0, released: 0, fetchErrors: 0 });
+  assert.equal(worker.running, false);
+  await waitFor(() => reason !== null, 'the signal to be aborted');
+  assert.match(reason.message, /stopped at once \(abort\): this job is left to its lease/);
+  const info = await queue.get('abandoned');
+  assert.deepEqual([info.state, info.attempts], ['active', 1]);
+});
+
+test('run(): the first SIGINT shuts down gracefully and says so on stderr; a second one stops at once', async () => {
+  const { queue, prefix } = freshJobQueue(redis.url, fast);
+  const { child, done } = startChild('run-endless', queue, prefix);
+  await waitFor(() => child.out().includes('handling endless'), 'the child to take the job');
+  child.kill('SIGINT');
+  await sleep(600);
+  assert.equal(child.exitCode, null, 'still waiting for the handler');
+  child.kill('SIGINT');
+  const res = await done;
+  assert.equal(res.code, 0, `exit ${res.code} ${res.signal}; stderr: ${res.stderr}`);
+  assert.match(res.stderr, /tideq: SIGINT received: shutting down gracefully, waiting up to 100 ms for 1 running job; press Ctrl-C again/);
+  assert.match(res.stderr, /tideq: SIGINT received again: stopping at once/);
+  assert.deepEqual(statsLine(res.stdout), { completed: 0, failed: 0, leaseLost: 0, released: 0, fetchErrors: 0 });
+  assert.equal((await queue.get('endless')).state, 'active', 'left to its lease');
 });
 
 for (const signal of ['SIGINT', 'SIGTERM']) {
@@ -255,6 +415,7 @@ for (const signal of ['SIGINT', 'SIGTERM']) {
     const out = res.stdout.trim().split('\n');
     assert.ok(out.indexOf('handled') >= 0 && out.indexOf('handled') < out.length - 1, res.stdout);
     assert.deepEqual(statsLine(res.stdout), { completed: 1, failed: 0, leaseLost: 0, released: 0, fetchErrors: 0 });
+    assert.match(res.stderr, new RegExp(`tideq: ${signal} received: shutting down gracefully, waiting up to 5000 ms for 1 running job`));
     assert.equal((await queue.get('signalled')).state, 'completed');
   });
 }
@@ -300,4 +461,20 @@ test('without onError a handler failure is printed with console.error, stack inc
   assert.match(res.stderr, /Error: boom from the handler/);
   assert.match(res.stderr, /at brokenHandler .*job_child\.mjs/);
   assert.equal((await queue.get('broken')).lastError, 'Error: boom from the handler');
+});
+
+test("a worker's retries are printed on stderr, one line per call site every few seconds; TIDEQ_LOG=off silences them", async () => {
+  const { queue, prefix } = freshJobQueue(redis.url, fast);
+  const url = `redis://127.0.0.1:${await freePort()}`;
+  const res = await startChild('unreachable', queue, prefix, { url }).done;
+  assert.equal(res.code, 0, res.stderr);
+  const stats = statsLine(res.stdout);
+  assert.ok(stats.fetchErrors >= 3, `fetchErrors ${stats.fetchErrors}`);
+  const failures = lines(res.stderr, 'tideq: ').filter((l) => /failed/.test(l) && /CONNECTION/.test(l));
+  assert.equal(failures.length, 1, `one line for ${stats.fetchErrors} failures, not one each:\n${res.stderr}`);
+  assert.match(failures[0], /^tideq: the worker of queue ".*" failed \(try 1\).*CONNECTION/);
+
+  const quiet = await startChild('unreachable', queue, prefix, { url, env: { TIDEQ_LOG: 'off' } }).done;
+  assert.equal(quiet.code, 0, quiet.stderr);
+  assert.equal(quiet.stderr, '');
 });
