@@ -14,8 +14,25 @@ impl Queue {
     /// retained).
     pub async fn get(&self, id: &str) -> Result<Option<JobInfo>> {
         validate_job_id(id)?;
-        let mut found = self.get_many(self.shard_for(id), &[id.to_string()]).await?;
-        Ok(found.pop().flatten())
+        for shard in self.shards_to_search(id) {
+            if let Some(info) = self
+                .get_many(shard, &[id.to_string()])
+                .await?
+                .pop()
+                .flatten()
+            {
+                return Ok(Some(info));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The shards that may hold job `id`: its own first, then (a grouped job lives on its
+    /// group's shard) the others.
+    fn shards_to_search(&self, id: &str) -> impl Iterator<Item = usize> {
+        let own = self.shard_for(id);
+        let n = self.shards.len();
+        std::iter::once(own).chain((0..n).filter(move |&s| s != own))
     }
 
     async fn get_many(&self, shard: usize, ids: &[String]) -> Result<Vec<Option<JobInfo>>> {
@@ -24,14 +41,6 @@ impl Queue {
         }
         let mut cmd = self.script_cmd(shard, &GET_JOBS);
         cmd.arg(ids);
-        type Raw = (
-            Option<Vec<u8>>,
-            Option<String>,
-            Option<String>,
-            Option<f64>,
-            Option<f64>,
-            Option<f64>,
-        );
         let rows: Vec<Raw> = self.client.eval(&cmd, &GET_JOBS).await?;
         Ok(ids
             .iter()
@@ -44,9 +53,15 @@ impl Queue {
     /// (`JOB_NOT_CANCELLABLE`); unknown ids give `JOB_NOT_FOUND`.
     pub async fn cancel(&self, id: &str) -> Result<()> {
         validate_job_id(id)?;
-        let mut cmd = self.script_cmd(self.shard_for(id), &CANCEL_JOB);
-        cmd.arg(id);
-        let res: String = self.client.eval(&cmd, &CANCEL_JOB).await?;
+        let mut res = String::new();
+        for shard in self.shards_to_search(id) {
+            let mut cmd = self.script_cmd(shard, &CANCEL_JOB);
+            cmd.arg(id);
+            res = self.client.eval(&cmd, &CANCEL_JOB).await?;
+            if res != "missing" {
+                break;
+            }
+        }
         match res.as_str() {
             "cancelled" => Ok(()),
             "missing" => Err(Error::new(
@@ -99,10 +114,11 @@ impl Queue {
             validate_job_id(id)?;
         }
         let mut total = 0;
-        for shard in 0..self.shards.len() {
-            if id.is_some_and(|id| self.shard_for(id) != shard) {
-                continue;
-            }
+        let shards: Vec<usize> = match id {
+            Some(id) => self.shards_to_search(id).collect(),
+            None => (0..self.shards.len()).collect(),
+        };
+        for shard in shards {
             loop {
                 let mut cmd = self.script_cmd(shard, script);
                 cmd.arg(id.unwrap_or("")).arg(1000);
@@ -111,6 +127,9 @@ impl Queue {
                 if id.is_some() || n < 1000 {
                     break;
                 }
+            }
+            if id.is_some() && total > 0 {
+                break;
             }
         }
         Ok(total)
@@ -141,20 +160,31 @@ impl Queue {
     pub async fn stats(&self) -> Result<JobStats> {
         let per_shard = self.shards.iter().map(|k| async move {
             let mut conn = self.client.conn().await?;
-            let (delayed, ready, active, dead, c): (u64, u64, u64, u64, HashMap<String, u64>) =
-                redis::pipe()
-                    .zcard(k.delayed())
-                    .llen(k.ready())
-                    .zcount(k.active(), "-inf", "(+inf") // not the encoding anchor (lib_jobs.lua)
-                    .zcard(k.dead())
-                    .hgetall(k.stats())
-                    .query_async(&mut conn)
-                    .await
-                    .map_err(|e| self.client.err(e))?;
-            let get = |name: &str| c.get(name).copied().unwrap_or(0);
+            #[allow(clippy::type_complexity)]
+            let (delayed, plain, prio, active, dead, c, paused): (
+                u64,
+                u64,
+                u64,
+                u64,
+                u64,
+                HashMap<String, i64>,
+                Option<String>,
+            ) = redis::pipe()
+                .zcard(k.delayed())
+                .llen(k.ready())
+                .zcard(k.prio())
+                .zcount(k.active(), "-inf", "(+inf") // not the encoding anchor (lib_jobs.lua)
+                .zcard(k.dead())
+                .hgetall(k.stats())
+                .hget(k.cfg(), "paused")
+                .query_async(&mut conn)
+                .await
+                .map_err(|e| self.client.err(e))?;
+            let get = |name: &str| c.get(name).copied().unwrap_or(0).max(0) as u64;
             Ok::<_, Error>(JobStats {
                 delayed,
-                ready,
+                // Plain ready jobs, prioritized ones, and the groups' ready jobs.
+                ready: plain + prio + get("gready"),
                 active,
                 dead,
                 enqueued: get("enqueued"),
@@ -165,6 +195,7 @@ impl Queue {
                 cancelled: get("cancelled"),
                 dead_trimmed: get("dead_trimmed"),
                 lost: get("lost"),
+                paused: paused.as_deref() == Some("1"),
             })
         });
         let mut total = JobStats::default();
@@ -182,6 +213,7 @@ impl Queue {
             total.cancelled += s.cancelled;
             total.dead_trimmed += s.dead_trimmed;
             total.lost += s.lost;
+            total.paused |= s.paused;
         }
         Ok(total)
     }
@@ -191,18 +223,25 @@ impl Queue {
 /// scores in the delayed, active and dead sets. `None` when there is no such job. A record that
 /// cannot be read is still reported, with `unreadable` saying why, so an operator can see and
 /// requeue or purge it.
-#[allow(clippy::type_complexity)]
-fn job_info(
-    id: &str,
-    (env, meta, err, delayed, active, dead): (
-        Option<Vec<u8>>,
-        Option<String>,
-        Option<String>,
-        Option<f64>,
-        Option<f64>,
-        Option<f64>,
-    ),
-) -> Option<JobInfo> {
+/// One job as `get_jobs.lua` returns it: envelope, meta, last error, its scores in the delayed,
+/// active and dead sets, and its route ("priority|sequence|group").
+type Raw = (
+    Option<Vec<u8>>,
+    Option<String>,
+    Option<String>,
+    Option<f64>,
+    Option<f64>,
+    Option<f64>,
+    Option<String>,
+);
+
+fn job_info(id: &str, (env, meta, err, delayed, active, dead, route): Raw) -> Option<JobInfo> {
+    // "priority|sequence|group" (see lib_jobs.lua)
+    let route = route.and_then(|r| {
+        let mut parts = r.splitn(3, '|');
+        let (p, _, g) = (parts.next()?, parts.next()?, parts.next()?);
+        Some((p.to_string(), g.to_string()))
+    });
     let (env, meta) = (env?, meta?);
     // "state|attempts|max|enqueued|x" (see lib_jobs.lua)
     let fields: Vec<&str> = meta.split('|').collect();
@@ -261,5 +300,10 @@ fn job_info(
         enqueued_at,
         state_since_or_until: when.map(|s| s as u64),
         unreadable,
+        priority: route
+            .as_ref()
+            .and_then(|(p, _)| p.parse().ok())
+            .filter(|p| *p > 0),
+        group: route.map(|(_, g)| g).filter(|g| !g.is_empty()),
     })
 }

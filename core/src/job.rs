@@ -96,7 +96,16 @@ pub struct EnqueueOptions {
     pub task: Option<String>,
     /// How the payload encodes the task's arguments (set by `enqueue_task`; `None`: raw bytes).
     pub format: Option<PayloadFormat>,
+    /// Priority, 1 (first) to [`MAX_PRIORITY`] (last); jobs without one run before any job
+    /// with one (as in BullMQ). Jobs of the same priority run in order.
+    pub priority: Option<u32>,
+    /// The group the job belongs to (a tenant, a user, an account): groups are served
+    /// round-robin, each in order, under the queue's per-group concurrency limit and rate.
+    pub group: Option<String>,
 }
+
+/// The largest job priority (2^21 - 1): priority and order share one exact sorted-set score.
+pub const MAX_PRIORITY: u32 = (1 << 21) - 1;
 
 /// What `enqueue` did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -155,6 +164,10 @@ pub struct JobInfo {
     pub enqueued_at: u64,
     /// Delayed: due time; active: lease deadline; dead: time of death; completed: finish time.
     pub state_since_or_until: Option<u64>,
+    /// The job's priority (`None`: none).
+    pub priority: Option<u32>,
+    /// The job's group.
+    pub group: Option<String>,
     /// Why the stored job could not be read (a damaged envelope or state record), when it could
     /// not; `payload` then holds the stored envelope's raw bytes.
     pub unreadable: Option<String>,
@@ -181,6 +194,8 @@ pub struct JobStats {
     /// Jobs found with their envelope or their state record missing (evicted by Redis, or deleted
     /// by hand): removed, since they could not run. Unreadable records are dead-lettered instead.
     pub lost: u64,
+    /// The queue is paused ([`Queue::pause`](crate::Queue::pause)): workers start nothing.
+    pub paused: bool,
 }
 
 /// A leased job, as the worker runtime hands it to a handler.
@@ -193,6 +208,8 @@ pub struct Job {
     pub max_attempts: u32,
     /// Redis-clock ms.
     pub enqueued_at: u64,
+    /// When this attempt started (leased), Redis-clock ms.
+    pub started_at: u64,
     pub queue: String,
     pub timeout: Option<Duration>,
     /// The task's name, when the job was enqueued as a task.

@@ -14,7 +14,7 @@ use crate::envelope::{Envelope, ENVELOPE_VERSION};
 use crate::error::{Error, ErrorKind, Result};
 use crate::job::{
     ms, new_job_id, now_ms, validate_job_id, validate_label, EnqueueOptions, Enqueued,
-    QueueOptions, MAX_BATCH,
+    QueueOptions, MAX_BATCH, MAX_PRIORITY,
 };
 use crate::keys::{shard_of, JobKeys};
 use crate::scripts::{LuaScript, ENQUEUE_JOBS};
@@ -136,6 +136,16 @@ impl Queue {
         if let Some(task) = &o.task {
             validate_label("task name", task)?;
         }
+        if let Some(p) = o.priority {
+            if p == 0 || p > MAX_PRIORITY {
+                return Err(Error::invalid(format!(
+                    "priority must be 1 (first) to {MAX_PRIORITY} (last), got {p}"
+                )));
+            }
+        }
+        if let Some(g) = &o.group {
+            crate::keys::validate_name("group", g)?;
+        }
         let env = Envelope {
             v: ENVELOPE_VERSION,
             id,
@@ -192,7 +202,12 @@ impl Queue {
         // Per shard, chunks of jobs in one pipeline; shards (other nodes) in parallel.
         let mut by_shard: Vec<Vec<usize>> = vec![Vec::new(); self.shards.len()];
         for (i, (env, _, _)) in prepared.iter().enumerate() {
-            by_shard[self.shard_for(&env.id)].push(i);
+            // A group lives on one shard (its order and limits hold there); other jobs by id.
+            let shard = match &jobs[i].1.group {
+                Some(g) => shard_of(g, self.shards.len()),
+                None => self.shard_for(&env.id),
+            };
+            by_shard[shard].push(i);
         }
         let sends = by_shard
             .iter()
@@ -207,13 +222,20 @@ impl Queue {
                         cmd.arg(chunk.len()).arg(if remember { "1" } else { "0" });
                         for &i in chunk {
                             let (env, delay, run_at) = &prepared[i];
-                            let explicit = jobs[i].1.id.is_some();
+                            let o = &jobs[i].1;
+                            let route = match (o.priority, &o.group) {
+                                (None, None) => String::new(),
+                                (p, g) => {
+                                    format!("{}|{}", p.unwrap_or(0), g.as_deref().unwrap_or(""))
+                                }
+                            };
                             cmd.arg(&env.id)
                                 .arg(env.encode())
                                 .arg(env.max_attempts)
                                 .arg(*delay)
                                 .arg(*run_at)
-                                .arg(if explicit { "1" } else { "0" });
+                                .arg(if o.id.is_some() { "1" } else { "0" })
+                                .arg(route);
                         }
                         cmd
                     })

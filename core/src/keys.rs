@@ -170,6 +170,17 @@ job_keys! {
     stats => "stats": "Counters: enqueued, completed, failed, retried, recovered, cancelled, requeued, dead_trimmed, lost.",
     wake => "wake": "Wake-up tokens for idle workers.",
     idem => "idem": "Sorted set of ids given to enqueue: +inf while the job exists, then when it finished (idempotency window).",
+    route => "route": "Hash id -> \"priority|group\" for jobs with a priority or a group (flow control, see lib_jobs.lua).",
+    prio => "prio": "Sorted set of ready prioritized jobs without a group (score = priority * 2^32 + sequence).",
+    grot => "grot": "List: the rotation of groups that can start a job now.",
+    gset => "gset": "Set mirroring the group rotation.",
+    gstate => "gstate": "Hash \"a:<group>\" -> running jobs, \"r:<group>\" -> ready jobs.",
+    gcfg => "gcfg": "Hash of per-group settings: \"limit:<group>\", \"rate:<group>\", \"paused:<group>\".",
+    gwait => "gwait": "Sorted set of groups waiting for their rate window (score = when they may start again).",
+    cfg => "cfg": "Hash of queue settings: paused, max_active, rate, glimit, grate.",
+    rl => "rl": "Sorted set of the queue's recent starts (its rate-limit window).",
+    g => "g:": "Prefix of each group's ready zset (`g:<group>`), built in the scripts.",
+    gr => "gr:": "Prefix of each group's rate-limit window (`gr:<group>`), built in the scripts.",
 }
 
 impl JobKeys {

@@ -74,7 +74,7 @@ impl Queue {
         let reply: Value = self.client.eval(&cmd, &FETCH_JOBS).await?;
         let bad = || Error::new(ErrorKind::Redis, "unexpected reply from fetch_jobs");
         type Leased = (String, Vec<u8>, u32, String, u64);
-        let (leased, wake, acked, lost): (Vec<Leased>, i64, Vec<i64>, u64) =
+        let (leased, wake, acked, lost, started_at): (Vec<Leased>, i64, Vec<i64>, u64, u64) =
             redis::from_redis_value(reply).map_err(|_| bad())?;
         if acked.len() != acks.len() {
             return Err(bad());
@@ -107,6 +107,7 @@ impl Queue {
                 attempt,
                 max_attempts: env.max_attempts,
                 enqueued_at,
+                started_at,
                 queue: self.name.to_string(),
                 timeout: env.timeout_ms.map(Duration::from_millis),
                 task: env.task,

@@ -37,6 +37,7 @@
 //! - [`job`]: the job queue's value types (options, `Job`, `JobInfo`, `JobStats`).
 //! - [`jobs`]: the job queue handle and its producer side (`enqueue`, `enqueue_many`).
 //! - `admin`: inspecting and repairing a job queue (`get`, `cancel`, dead letters, `stats`).
+//! - [`flow`]: flow control: pause/resume, concurrency caps and rate limits, per group too.
 //! - `lease`: the worker's lease protocol (fetch, complete, fail, release, extend).
 //! - [`worker`]: the worker runtime for job queues (concurrency, lease renewal, shutdown).
 //! - [`task`]: tasks by name with structured arguments (JSON or MessagePack), and task workers.
@@ -60,6 +61,7 @@ pub mod config;
 pub mod consumer;
 pub mod envelope;
 pub mod error;
+pub mod flow;
 pub mod job;
 pub mod jobs;
 pub mod keys;
@@ -81,8 +83,10 @@ pub use config::{Config, EvictionCheck};
 pub use consumer::{BatchHandler, Consumer, ConsumerOptions, ConsumerStats, HandlerFuture};
 pub use envelope::{Backoff, BackoffKind, Envelope, PayloadFormat};
 pub use error::{Error, ErrorKind, Result};
+pub use flow::{GroupInfo, GroupLimits, Limits, Rate};
 pub use job::{
     EnqueueOptions, Enqueued, Job, JobInfo, JobState, JobStats, QueueOptions, MAX_BATCH,
+    MAX_PRIORITY,
 };
 pub use jobs::Queue;
 pub use runtime::runtime_builder;

@@ -155,6 +155,7 @@ scripts! {
     REQUEUE_DEAD => "requeue_dead.lua",
     PURGE_DEAD => "purge_dead.lua",
     GET_JOBS => "get_jobs.lua",
+    SET_FLOW => "set_flow.lua",
 }
 
 /// Finds which script an `EVALSHA` command runs (first argument after the command name).
@@ -210,7 +211,7 @@ mod tests {
         }
         // The job scripts take exactly the keys their header lists.
         let fail = jobs.for_script(&super::FAIL_JOB);
-        assert_eq!(fail.len(), 10);
+        assert_eq!(fail.len(), 20);
         assert_eq!(fail[0], jobs.active());
         assert_eq!(fail[8], jobs.wake());
     }

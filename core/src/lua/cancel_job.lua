@@ -2,22 +2,39 @@
   dead or finished jobs are not cancelled.
   KEYS[1] ready list   KEYS[2] delayed zset   KEYS[3] jobs hash
   KEYS[4] meta hash ("state|attempts|max|enqueued|x", see lib_jobs.lua)   KEYS[5] errors hash
-  KEYS[6] stats hash   KEYS[7] active zset   KEYS[8] idem zset
+  KEYS[6] stats hash   KEYS[7] active zset   KEYS[8] idem zset   KEYS[9] route hash
+  KEYS[10] prio zset   KEYS[11] gstate hash  KEYS[12] g (group key prefix)
   ARGV[1] job id
   Returns: "cancelled", or the state that prevented it: "active", "dead", "completed", "missing". ]]
+--#include lib_jobs.lua
+local K = { ready = KEYS[1], delayed = KEYS[2], jobs = KEYS[3], meta = KEYS[4], errors = KEYS[5],
+  stats = KEYS[6], active = KEYS[7], idem = KEYS[8], route = KEYS[9], prio = KEYS[10],
+  gstate = KEYS[11], g = KEYS[12] }
 local id = ARGV[1]
-local m = redis.call('HGET', KEYS[4], id)
+local m = redis.call('HGET', K.meta, id)
 if not m then return 'missing' end
 local s = string.sub(m, 1, 1)
 if s == 'x' then return 'dead' end
 if s == 'c' then return 'completed' end
-if redis.call('ZREM', KEYS[2], id) == 0 then
-  if redis.call('ZSCORE', KEYS[7], id) then return 'active' end
-  redis.call('LREM', KEYS[1], 1, id)
+if redis.call('ZREM', K.delayed, id) == 0 then
+  if redis.call('ZSCORE', K.active, id) then return 'active' end
+  local r = redis.call('HGET', K.route, id)
+  local g = r and select(2, parse_route(r))
+  if not r then
+    redis.call('LREM', K.ready, 1, id)
+  elseif g == '' then
+    redis.call('ZREM', K.prio, id)
+  elseif g and redis.call('ZREM', K.g .. g, id) == 1 then
+    if redis.call('HINCRBY', K.gstate, 'r:' .. g, -1) <= 0 then
+      redis.call('HDEL', K.gstate, 'r:' .. g)
+    end
+    redis.call('HINCRBY', K.stats, 'gready', -1)
+  end
 end
-redis.call('HDEL', KEYS[3], id)
-redis.call('HDEL', KEYS[4], id)
-redis.call('HDEL', KEYS[5], id)
-redis.call('ZREM', KEYS[8], id)
-redis.call('HINCRBY', KEYS[6], 'cancelled', 1)
+redis.call('HDEL', K.jobs, id)
+redis.call('HDEL', K.meta, id)
+redis.call('HDEL', K.errors, id)
+redis.call('HDEL', K.route, id)
+redis.call('ZREM', K.idem, id)
+redis.call('HINCRBY', K.stats, 'cancelled', 1)
 return 'cancelled'

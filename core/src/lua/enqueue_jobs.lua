@@ -1,34 +1,50 @@
---[[ Enqueue jobs: ready at once, or delayed until a due time. An id that already exists creates
-  nothing (idempotency), nor does an explicit id that finished within the idempotency window.
-  Due times are computed with Redis TIME, never the client's clock.
+--[[ Enqueue jobs: ready at once (in the ready list, or by priority, or in their group's queue), or
+  delayed until a due time. An id that already exists creates nothing (idempotency), nor does an
+  explicit id that finished within the idempotency window. Due times are computed with Redis
+  TIME, never the client's clock.
   KEYS[1] jobs hash (id -> envelope)   KEYS[2] meta hash (id -> "state|attempts|max|enqueued ms|x", see lib_jobs.lua)
   KEYS[3] ready list                   KEYS[4] delayed zset (score = due ms)
   KEYS[5] wake list                    KEYS[6] stats hash
-  KEYS[7] idem zset (explicit ids, see lib_jobs.lua)
+  KEYS[7] idem zset (explicit ids, see lib_jobs.lua)   KEYS[8] route hash   KEYS[9] prio zset
+  KEYS[10] grot list   KEYS[11] gset set   KEYS[12] gstate hash   KEYS[13] gcfg hash
+  KEYS[14] gwait zset  KEYS[15] cfg hash   KEYS[16] g (group key prefix)
+  KEYS[17] gr (group rate-log prefix)
   ARGV[1] number of jobs N   ARGV[2] "1": remember explicit ids (the window is on), "0": not
-  then per job 6 values: id, envelope, max attempts, delay ms (relative to Redis now),
-    run-at ms (absolute; 0 = use delay), "1" if the id was given by the caller
+  then per job 7 values: id, envelope, max attempts, delay ms (relative to Redis now),
+    run-at ms (absolute; 0 = use delay), "1" if the id was given by the caller,
+    route ("priority|group", 0 = no priority; "" for a plain job)
   Returns: array of N integers, 1 = created, 0 = the id already existed (nothing written). ]]
 --#include lib_jobs.lua
+local K = { jobs = KEYS[1], meta = KEYS[2], ready = KEYS[3], delayed = KEYS[4], wake = KEYS[5],
+  stats = KEYS[6], idem = KEYS[7], route = KEYS[8], prio = KEYS[9], grot = KEYS[10],
+  gset = KEYS[11], gstate = KEYS[12], gcfg = KEYS[13], gwait = KEYS[14], cfg = KEYS[15],
+  g = KEYS[16], gr = KEYS[17] }
+local W = 7
 local now = now_ms()
 local nows = tostring(now)
 local n = tonumber(ARGV[1])
 local ids = {}
-for i = 1, n do ids[i] = ARGV[3 + (i - 1) * 6] end
+for i = 1, n do ids[i] = ARGV[3 + (i - 1) * W] end
 -- One HMGET for the existence check and one variadic call per key for the writes: per-job calls
 -- from Lua would cost more than the work itself.
-local exists = hmget(KEYS[1], ids)
+local exists = hmget(K.jobs, ids)
 local remembered = {}
-if redis.call('EXISTS', KEYS[7]) == 1 then
+if redis.call('EXISTS', K.idem) == 1 then
   for i = 1, n, 1000 do
-    local part = redis.call('ZMSCORE', KEYS[7], unpack(ids, i, math.min(i + 999, n)))
+    local part = redis.call('ZMSCORE', K.idem, unpack(ids, i, math.min(i + 999, n)))
     for j = 1, #part do remembered[i + j - 1] = part[j] end
   end
 end
-local out, seen, created = {}, {}, 0
-local jobs, meta, ready, delayed, idem = {}, {}, {}, {}, {}
+-- Jobs with a priority or a group get their sequence numbers (their place in line) now.
+local nrouted = 0
 for i = 1, n do
-  local b = 3 + (i - 1) * 6
+  if ARGV[3 + (i - 1) * W + 6] ~= '' then nrouted = nrouted + 1 end
+end
+local seq = nrouted > 0 and seq_block(K, nrouted) or 0
+local out, seen, created = {}, {}, 0
+local jobs, meta, ready, routed, delayed, idem, route = {}, {}, {}, {}, {}, {}, {}
+for i = 1, n do
+  local b = 3 + (i - 1) * W
   local id = ids[i]
   if exists[i] or remembered[i] or seen[id] then
     out[i] = 0
@@ -38,14 +54,23 @@ for i = 1, n do
     jobs[#jobs + 1] = ARGV[b + 1]
     meta[#meta + 1] = id
     meta[#meta + 1] = meta_of('q', '0', ARGV[b + 2], nows, '0')
+    local r = ARGV[b + 6]
+    if r ~= '' then
+      seq = seq + 1
+      local p, g = string.match(r, '^(%d+)|(.*)$')
+      route[#route + 1] = id
+      route[#route + 1] = p .. '|' .. seq .. '|' .. g
+    end
     local runat = tonumber(ARGV[b + 4])
     local due = now + tonumber(ARGV[b + 3])
     if runat > 0 then due = runat end
-    if due <= now then
-      ready[#ready + 1] = id
-    else
+    if due > now then
       delayed[#delayed + 1] = due
       delayed[#delayed + 1] = id
+    elseif r ~= '' then
+      routed[#routed + 1] = id
+    else
+      ready[#ready + 1] = id
     end
     if ARGV[2] == '1' and ARGV[b + 5] == '1' then
       idem[#idem + 1] = '+inf'
@@ -56,12 +81,14 @@ for i = 1, n do
   end
 end
 if #jobs > 0 then
-  chunked('HSET', KEYS[1], jobs)
-  chunked('HSET', KEYS[2], meta)
-  chunked('RPUSH', KEYS[3], ready)
-  chunked('ZADD', KEYS[4], delayed)
-  chunked('ZADD', KEYS[7], idem)
-  wake(KEYS[5])
-  redis.call('HINCRBY', KEYS[6], 'enqueued', created)
+  chunked('HSET', K.jobs, jobs)
+  chunked('HSET', K.meta, meta)
+  chunked('HSET', K.route, route)
+  chunked('RPUSH', K.ready, ready)
+  chunked('ZADD', K.delayed, delayed)
+  chunked('ZADD', K.idem, idem)
+  if #routed > 0 then make_ready(K, queue_cfg(K), routed, false, now) end
+  wake(K.wake)
+  redis.call('HINCRBY', K.stats, 'enqueued', created)
 end
 return out

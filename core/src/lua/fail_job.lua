@@ -1,16 +1,21 @@
 --[[ Fail one leased attempt: retry after ARGV[4] ms, or dead-letter the job when its attempts
   reached max. Only the holder of the current delivery may; anyone else gets -1 (LEASE_LOST) and
-  nothing changes.
+  nothing changes. A group's slot is freed.
   KEYS[1] active zset   KEYS[2] ready list   KEYS[3] delayed zset   KEYS[4] dead zset
   KEYS[5] jobs hash     KEYS[6] meta hash    KEYS[7] errors hash    KEYS[8] stats hash
-  KEYS[9] wake list     KEYS[10] idem zset
+  KEYS[9] wake list     KEYS[10] idem zset   KEYS[11] route hash    KEYS[12] prio zset
+  KEYS[13] grot list    KEYS[14] gset set    KEYS[15] gstate hash   KEYS[16] gcfg hash
+  KEYS[17] gwait zset   KEYS[18] cfg hash    KEYS[19] g (group key prefix)
+  KEYS[20] gr (group rate-log prefix)
   ARGV[1] job id   ARGV[2] lease token   ARGV[3] error text (already size-capped)
   ARGV[4] retry delay ms   ARGV[5] queue policy (lib_jobs.lua)   ARGV[6] "1": dead-letter now
   (the attempt cannot succeed, e.g. an unknown task), whatever its attempts
   Returns: -1 lease lost, 1 retried, 2 dead-lettered. ]]
 --#include lib_jobs.lua
 local K = { active = KEYS[1], ready = KEYS[2], delayed = KEYS[3], dead = KEYS[4], jobs = KEYS[5],
-  meta = KEYS[6], errors = KEYS[7], stats = KEYS[8], wake = KEYS[9], idem = KEYS[10] }
+  meta = KEYS[6], errors = KEYS[7], stats = KEYS[8], wake = KEYS[9], idem = KEYS[10],
+  route = KEYS[11], prio = KEYS[12], grot = KEYS[13], gset = KEYS[14], gstate = KEYS[15],
+  gcfg = KEYS[16], gwait = KEYS[17], cfg = KEYS[18], g = KEYS[19], gr = KEYS[20] }
 local id = ARGV[1]
 local m = redis.call('HGET', K.meta, id)
 if not m then return -1 end
@@ -20,6 +25,10 @@ if s ~= 'q' or token_of(enq, x) ~= ARGV[2] or redis.call('ZREM', K.active, id) =
 end
 x = tonumber(x) + 1
 local now = now_ms()
+local C = queue_cfg(K)
+local r = routes(K, { id })
+local g = r and r[1] and select(2, parse_route(r[1]))
+if g and g ~= '' then group_done(K, C, g, now) end
 local att = tonumber(a) + 1
 if att >= tonumber(mx) or ARGV[6] == '1' then
   bury(K, now, policy(ARGV[5]), { { id, meta_of('x', att, mx, enq, x), ARGV[3] } })
@@ -29,7 +38,7 @@ redis.call('HSET', K.errors, id, ARGV[3])
 redis.call('HSET', K.meta, id, meta_of('q', att, mx, enq, x))
 local delay = tonumber(ARGV[4])
 if delay <= 0 then
-  redis.call('RPUSH', K.ready, id)
+  make_ready(K, C, { id }, false, now)
 else
   redis.call('ZADD', K.delayed, now + delay, id)
 end

@@ -1,36 +1,52 @@
 --[[ One worker round trip: complete the acks the worker has gathered, recover expired leases,
-  promote due delayed jobs, then lease up to ARGV[2] ready jobs (into the active zset with a
-  deadline). Attempts are counted at delivery: a delivery whose lease expires counts as an
-  attempt, so a job that kills its worker every time still ends dead. When ready jobs are left
-  over and no wake-up is pending, one is left for another idle worker (so a burst reaches every
-  idle worker, one hand-over at a time). (lib_jobs.lua describes the meta format, lease tokens and
-  the policy.)
+  promote due delayed jobs, then lease up to ARGV[2] jobs (into the active zset with a deadline):
+  first plain ready jobs, then prioritized ones (lowest priority number first), then one job per
+  group round-robin over the groups that can start one. A paused queue leases nothing; its
+  concurrency cap and start rate bound how many start (lib_jobs.lua, "Flow control"). Attempts
+  are counted at delivery: a delivery whose lease expires counts as an attempt, so a job that
+  kills its worker every time still ends dead. When ready jobs are left over and no wake-up is
+  pending, one is left for another idle worker. (lib_jobs.lua describes the meta format, lease
+  tokens and the policy.)
   KEYS[1] ready list     KEYS[2] delayed zset    KEYS[3] active zset (score = lease deadline ms; + ANCHOR)
   KEYS[4] dead zset      KEYS[5] jobs hash       KEYS[6] meta hash
   KEYS[7] errors hash    KEYS[8] stats hash      KEYS[9] done list (retained completed ids)
-  KEYS[10] wake list     KEYS[11] idem zset (explicit ids, see lib_jobs.lua)
+  KEYS[10] wake list     KEYS[11] idem zset      KEYS[12] route hash
+  KEYS[13] prio zset     KEYS[14] grot list      KEYS[15] gset set
+  KEYS[16] gstate hash   KEYS[17] gcfg hash      KEYS[18] gwait zset
+  KEYS[19] cfg hash      KEYS[20] rl zset        KEYS[21] g (group key prefix)
+  KEYS[22] gr (group rate-log key prefix)
   ARGV[1] lease ms   ARGV[2] most jobs to lease (0 = maintenance only)
   ARGV[3] most expired leases to recover   ARGV[4] most delayed jobs to promote (<= 1000)
   ARGV[5] queue policy (see lib_jobs.lua)
   ARGV[6], ARGV[7], ...: acks, pairs of job id, lease token
   Returns: { leased, wake_in_ms, acks, lost }, leased = array of {id, envelope, attempt, token,
-  enqueued ms}; wake_in_ms = ms until the next delayed job is due or a lease expires (0 = look
-  again now, always so when jobs were leased), -1 if nothing is pending; acks = per ack pair,
-  1 completed, 2 already completed, -1 lease lost; lost = popped ids whose envelope or meta was
-  missing (removed and counted) plus unreadable records dead-lettered. ]]
+  enqueued ms}; wake_in_ms = ms until a delayed job is due, a lease expires or a rate limit
+  allows the next start (0 = look again now, always so when jobs were leased), -1 if nothing is
+  pending; acks = per ack pair, 1 completed, 2 already completed, -1 lease lost; lost = popped ids
+  whose envelope or meta was missing (removed and counted) plus unreadable records
+  dead-lettered; now = the Redis time (ms) of the leases (the jobs' start). ]]
 --#include lib_jobs.lua
 local K = { ready = KEYS[1], delayed = KEYS[2], active = KEYS[3], dead = KEYS[4], jobs = KEYS[5],
   meta = KEYS[6], errors = KEYS[7], stats = KEYS[8], done = KEYS[9], wake = KEYS[10],
-  idem = KEYS[11] }
+  idem = KEYS[11], route = KEYS[12], prio = KEYS[13], grot = KEYS[14], gset = KEYS[15],
+  gstate = KEYS[16], gcfg = KEYS[17], gwait = KEYS[18], cfg = KEYS[19], rl = KEYS[20],
+  g = KEYS[21], gr = KEYS[22] }
 local now = now_ms()
 local P = policy(ARGV[5])
-local acks = complete_leases(K, now, P, 6)
+local C = queue_cfg(K)
+-- Priorities and groups in use (a plain queue skips every step about them).
+local flow = redis.call('EXISTS', K.route) == 1
+local acks = complete_leases(K, C, now, P, 6)
 local dead, gone, bad = {}, {}, 0
 
+-- Expired leases: retried (back to their queue) or dead-lettered.
 local expired = redis.call('ZRANGEBYSCORE', K.active, '-inf', now, 'LIMIT', 0, tonumber(ARGV[3]))
-local recovered = 0
-for _, id in ipairs(expired) do
+local recovered, retry = 0, {}
+local exp_routes = routes(K, expired)
+for i, id in ipairs(expired) do
   redis.call('ZREM', K.active, id)
+  local g = exp_routes and exp_routes[i] and select(2, parse_route(exp_routes[i]))
+  if g and g ~= '' then group_done(K, C, g, now) end
   local m = redis.call('HGET', K.meta, id)
   if m then
     local s, a, mx, enq, x = parse_meta(m)
@@ -44,7 +60,7 @@ for _, id in ipairs(expired) do
         dead[#dead + 1] = { id, meta_of('x', att, mx, enq, x),
           'lease expired on attempt ' .. att .. ' of ' .. mx }
       else
-        redis.call('RPUSH', K.ready, id)
+        retry[#retry + 1] = id
         redis.call('HSET', K.meta, id, meta_of('q', att, mx, enq, x))
         recovered = recovered + 1
       end
@@ -53,40 +69,123 @@ for _, id in ipairs(expired) do
     gone[#gone + 1] = id
   end
 end
+make_ready(K, C, retry, false, now)
 if recovered > 0 then redis.call('HINCRBY', K.stats, 'recovered', recovered) end
 
+-- Due delayed jobs, and groups whose rate window moved on.
 local due = redis.call('ZRANGEBYSCORE', K.delayed, '-inf', now, 'LIMIT', 0, tonumber(ARGV[4]))
 if #due > 0 then
   chunked('ZREM', K.delayed, due)
-  chunked('RPUSH', K.ready, due)
+  make_ready(K, C, due, false, now)
+end
+if flow then
+  local rewoken = redis.call('ZRANGEBYSCORE', K.gwait, '-inf', now, 'LIMIT', 0, 1000)
+  if #rewoken > 0 then
+    chunked('ZREM', K.gwait, rewoken)
+    for _, g in ipairs(rewoken) do group_offer(K, C, g, now) end
+  end
+end
+
+-- How many may start now: the batch, within the queue's concurrency cap and start rate.
+local want = tonumber(ARGV[2])
+local rate_n, rate_ms = parse_rate(C.rate)
+local rate_in, capped = 0, false
+if C.paused then want = 0 end
+if want > 0 and C.max_active then
+  local running = redis.call('ZCOUNT', K.active, '-inf', '(+inf')
+  capped = running >= C.max_active
+  want = math.max(0, math.min(want, C.max_active - running))
+end
+if want > 0 and rate_n then
+  rate_in = rate_wait(K.rl, rate_n, rate_ms, now)
+  if rate_in > 0 then
+    want = 0
+  else
+    want = math.min(want, rate_n - redis.call('ZCARD', K.rl))
+  end
+end
+
+-- The jobs to lease, in order: plain ready ones, prioritized ones, then groups round-robin.
+local ids, grp = {}, {}
+local popped, full = false, false
+if want > 0 then
+  local got = redis.call('LPOP', K.ready, want)
+  if got then
+    popped = true
+    for _, id in ipairs(got) do ids[#ids + 1] = id end
+  end
+  if #ids < want and flow then
+    local p = redis.call('ZPOPMIN', K.prio, want - #ids)
+    for i = 1, #p, 2 do
+      ids[#ids + 1] = p[i]
+      popped = true
+    end
+    -- Groups: one job per group per turn, so one busy group cannot starve the others.
+    local hops = math.min(redis.call('LLEN', K.grot), 2 * (want - #ids) + 10)
+    for _ = 1, hops do
+      if #ids >= want then break end
+      local g = redis.call('LMOVE', K.grot, K.grot, 'LEFT', 'RIGHT')
+      if not g then break end
+      local ok, wait = group_can_start(K, C, g, now)
+      local took = false
+      if ok then
+        local j = redis.call('ZPOPMIN', K.g .. g, 1)
+        if j[1] then
+          took, popped = true, true
+          ids[#ids + 1] = j[1]
+          grp[j[1]] = g
+          redis.call('HINCRBY', K.gstate, 'a:' .. g, 1)
+          if redis.call('HINCRBY', K.gstate, 'r:' .. g, -1) <= 0 then
+            redis.call('HDEL', K.gstate, 'r:' .. g)
+          end
+          redis.call('HINCRBY', K.stats, 'gready', -1)
+          local gn, gms = parse_rate(redis.call('HGET', K.gcfg, 'rate:' .. g) or C.grate)
+          if gn then redis.call('ZADD', K.gr .. g, now, j[1] .. '.' .. now) end
+          ok, wait = group_can_start(K, C, g, now)
+        else
+          redis.call('HDEL', K.gstate, 'r:' .. g)
+          ok = false
+        end
+      end
+      if not ok then
+        -- It cannot start another now: out of the rotation until it can.
+        redis.call('RPOP', K.grot)
+        redis.call('SREM', K.gset, g)
+        if wait then redis.call('ZADD', K.gwait, now + wait, g) end
+      end
+    end
+  end
+  full = #ids >= want
 end
 
 local leased = {}
-local popped, full = false, false
-local want = tonumber(ARGV[2])
-if want > 0 then
-  local ids = redis.call('LPOP', K.ready, want)
-  if ids then
-    popped, full = true, #ids == want
-    local envs = hmget(K.jobs, ids)
-    local metas = hmget(K.meta, ids)
-    local taken = {}
-    for i, id in ipairs(ids) do
-      local env, m = envs[i], metas[i]
-      local s, a, _, enq, x
-      if m then s, a, _, enq, x = parse_meta(m) end
-      if env and s then
-        taken[#taken + 1] = id
-        leased[#leased + 1] = { id, env, tonumber(a) + 1, token_of(enq, x), enq }
-      elseif env and m then
+if #ids > 0 then
+  local envs = hmget(K.jobs, ids)
+  local metas = hmget(K.meta, ids)
+  local taken, starts = {}, {}
+  for i, id in ipairs(ids) do
+    local env, m = envs[i], metas[i]
+    local s, a, _, enq, x
+    if m then s, a, _, enq, x = parse_meta(m) end
+    if env and s then
+      taken[#taken + 1] = id
+      leased[#leased + 1] = { id, env, tonumber(a) + 1, token_of(enq, x), enq }
+      if rate_n then
+        starts[#starts + 1] = now
+        starts[#starts + 1] = id .. '.' .. x
+      end
+    else
+      if grp[id] then group_done(K, C, grp[id], now) end
+      if env and m then
         dead[#dead + 1] = unreadable(id, m)
         bad = bad + 1
       elseif env or m then
         gone[#gone + 1] = id
       end
     end
-    add_active(K.active, tostring(now + tonumber(ARGV[1])), taken)
   end
+  add_active(K.active, tostring(now + tonumber(ARGV[1])), taken)
+  chunked('ZADD', K.rl, starts)
 end
 if #gone > 0 then
   forget(K, gone)
@@ -96,25 +195,33 @@ bury(K, now, P, dead)
 local lost = #gone + bad
 
 -- Ready jobs left over: hand a wake-up to another idle worker, unless one is already pending.
-if (full or #due > 0 or recovered > 0) and redis.call('LLEN', K.ready) > 0
+if (full or #due > 0 or recovered > 0) and not C.paused
+    and (redis.call('LLEN', K.ready) > 0
+      or flow and (redis.call('ZCARD', K.prio) > 0 or redis.call('LLEN', K.grot) > 0))
     and redis.call('LLEN', K.wake) == 0 then
   wake(K.wake)
 end
 
 -- A worker that got jobs comes straight back; only an empty-handed one needs to know when to.
-if #leased > 0 then return { leased, 0, acks, lost } end
+if #leased > 0 then return { leased, 0, acks, lost, now } end
 local wake_in = -1
--- Ids popped but none leasable (data gone): look again. Nothing popped while wanting some: ready
--- is empty, no need for LLEN.
-if popped or (want == 0 and redis.call('LLEN', K.ready) > 0) then
+local limited = C.paused or capped or rate_in > 0
+-- Ids popped but none leasable (data gone): look again. Nothing popped while wanting some: there
+-- was nothing to lease. A maintenance call (nothing wanted) looks again if jobs are ready.
+if popped or (not limited and tonumber(ARGV[2]) == 0 and redis.call('LLEN', K.ready) > 0) then
   wake_in = 0
 else
-  local nd = redis.call('ZRANGE', K.delayed, 0, 0, 'WITHSCORES')
-  if nd[2] then wake_in = math.max(0, tonumber(nd[2]) - now) end
-  local na = redis.call('ZRANGEBYSCORE', K.active, '-inf', '(+inf', 'LIMIT', 0, 1, 'WITHSCORES')
-  if na[2] then
-    local w = math.max(0, tonumber(na[2]) - now)
-    if wake_in < 0 or w < wake_in then wake_in = w end
+  local function sooner(ms)
+    if ms and (wake_in < 0 or ms < wake_in) then wake_in = math.max(0, ms) end
   end
+  local nd = redis.call('ZRANGE', K.delayed, 0, 0, 'WITHSCORES')
+  if nd[2] then sooner(tonumber(nd[2]) - now) end
+  local na = redis.call('ZRANGEBYSCORE', K.active, '-inf', '(+inf', 'LIMIT', 0, 1, 'WITHSCORES')
+  if na[2] then sooner(tonumber(na[2]) - now) end
+  if flow then
+    local gw = redis.call('ZRANGE', K.gwait, 0, 0, 'WITHSCORES')
+    if gw[2] then sooner(tonumber(gw[2]) - now) end
+  end
+  if rate_in > 0 then sooner(rate_in) end
 end
-return { leased, wake_in, acks, lost }
+return { leased, wake_in, acks, lost, now }

@@ -33,6 +33,25 @@
   (count, -1 = no limit) and for how long (ms, 0 = no limit); idempotency window (ms, 0 = off)
   and the most finished ids it remembers (the oldest beyond are forgotten, so memory stays flat).
 
+  Flow control (only queues that use it pay for it; `route` is empty otherwise):
+    route   hash id -> "priority|sequence|group" for jobs with a priority or a group (0 = no
+            priority, "" = no group; the sequence number is given at enqueue). Plain jobs have
+            none and wait in the ready list.
+    prio    zset of ready prioritized jobs without a group; score = priority * 2^32 + sequence, so
+            a lower priority number runs first and equal ones in order.
+    g:<group> (K.g .. group) zset of a group's ready jobs, scored the same way.
+    gr:<group> (K.gr .. group) zset: the group's recent starts (its rate-limit window).
+    grot/gset  the rotation of groups that can start a job now (ready jobs, not paused, under their
+            concurrency limit and rate), and its membership set. A group leaves it when it cannot
+            start one, and comes back when it can again (a job of it ends, it is resumed, its rate
+            window moves on: gwait holds when).
+    gstate  hash "a:<group>" -> jobs of the group running, "r:<group>" -> jobs ready.
+    gcfg    hash "limit:<group>", "rate:<group>" ("n|ms"), "paused:<group>": per-group settings.
+    cfg     hash: paused, max_active, rate ("n|ms"), glimit and grate (the groups' defaults).
+    rl      zset: the queue's recent starts (its rate-limit window).
+  Keys under K.g and K.gr are built from those declared prefixes: one per group, in the queue's
+  hash tag like every other key.
+
   Commands run variadic (one call per batch, at most 1000 arguments per call): a call from Lua
   costs about as much as the work it does on a few fields. ]]
 local ANCHOR = '\0tideq: keeps this zset in skiplist encoding; never a job id (see lib_jobs.lua)'
@@ -94,12 +113,142 @@ local function wake(key)
   redis.call('PEXPIRE', key, 60000)
 end
 
--- Deletes jobs' data (envelope, meta, last error).
+-- Deletes jobs' data (envelope, meta, last error, route).
 local function forget(K, ids)
   if #ids == 0 then return end
   chunked('HDEL', K.jobs, ids)
   chunked('HDEL', K.meta, ids)
   chunked('HDEL', K.errors, ids)
+  if K.route and redis.call('EXISTS', K.route) == 1 then chunked('HDEL', K.route, ids) end
+end
+
+---- flow control ----------------------------------------------------------------------------
+
+-- The routes ("priority|group") of `ids`, or nil when no job of the queue has one.
+local function routes(K, ids)
+  if #ids == 0 or redis.call('EXISTS', K.route) == 0 then return nil end
+  return hmget(K.route, ids)
+end
+
+-- "priority|sequence|group" -> priority, group ("" for none), sequence.
+local function parse_route(r)
+  local p, seq, g = string.match(r, '^(%d+)|(%d+)|(.*)$')
+  return p, g, seq
+end
+
+local TWO32 = 4294967296
+
+-- n fresh sequence numbers: returns the one before the first.
+local function seq_block(K, n)
+  return redis.call('HINCRBY', K.stats, 'seq', n) - n
+end
+
+-- The queue's settings (cfg hash), read once per call.
+local function queue_cfg(K)
+  local c = redis.call('HMGET', K.cfg, 'paused', 'max_active', 'rate', 'glimit', 'grate')
+  return { paused = c[1] == '1', max_active = tonumber(c[2]), rate = c[3], glimit = tonumber(c[4]),
+    grate = c[5] }
+end
+
+-- "n|ms" -> n, ms (nil when unset).
+local function parse_rate(r)
+  if not r then return nil end
+  local n, ms = string.match(r, '^(%d+)|(%d+)$')
+  return tonumber(n), tonumber(ms)
+end
+
+-- When a rate-limited log `key` (n starts per ms) allows the next start: 0 = now.
+local function rate_wait(key, n, ms, now)
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', now - ms)
+  if redis.call('ZCARD', key) < n then return 0 end
+  local oldest = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+  return math.max(1, tonumber(oldest[2]) + ms - now + 1)
+end
+
+-- Can group `g` start a job now? Returns true, or false and the ms until its rate allows one
+-- (nil when only a job ending or a resume can change it).
+local function group_can_start(K, C, g, now)
+  local st = redis.call('HMGET', K.gstate, 'a:' .. g, 'r:' .. g)
+  if (tonumber(st[2]) or 0) <= 0 then return false end
+  local gc = redis.call('HMGET', K.gcfg, 'limit:' .. g, 'rate:' .. g, 'paused:' .. g)
+  if gc[3] then return false end
+  local limit = tonumber(gc[1]) or C.glimit
+  if limit and (tonumber(st[1]) or 0) >= limit then return false end
+  local n, ms = parse_rate(gc[2] or C.grate)
+  if n then
+    local wait = rate_wait(K.gr .. g, n, ms, now)
+    if wait > 0 then return false, wait end
+  end
+  return true
+end
+
+-- Puts group `g` in the rotation if it can start a job now (or in gwait, when its rate allows).
+local function group_offer(K, C, g, now)
+  local ok, wait = group_can_start(K, C, g, now)
+  if ok then
+    if redis.call('SADD', K.gset, g) == 1 then
+      redis.call('RPUSH', K.grot, g)
+      wake(K.wake)
+    end
+  elseif wait then
+    redis.call('ZADD', K.gwait, now + wait, g)
+  end
+  return ok
+end
+
+-- A job of group `g` ended (completed, failed, released, expired): its slot is free again.
+local function group_done(K, C, g, now)
+  local left = redis.call('HINCRBY', K.gstate, 'a:' .. g, -1)
+  if left <= 0 then redis.call('HDEL', K.gstate, 'a:' .. g) end
+  group_offer(K, C, g, now)
+end
+
+-- Makes jobs ready, each in its queue: the ready list, the priority zset, or its group's zset.
+-- A job with a priority or a group keeps the place its enqueue gave it (its sequence number), so
+-- a retried, recovered or released job runs before the jobs enqueued after it. Plain jobs queue
+-- at the back, or at the front when `front` (a release at shutdown).
+local function make_ready(K, C, ids, front, now)
+  if #ids == 0 then return end
+  local r = routes(K, ids)
+  if not r then
+    if front then
+      for i = #ids, 1, -1 do redis.call('LPUSH', K.ready, ids[i]) end
+    else
+      chunked('RPUSH', K.ready, ids)
+    end
+    return
+  end
+  local plain, prio = {}, {}
+  local groups = {}
+  for i, id in ipairs(ids) do
+    local p, g, seq = nil, nil, nil
+    if r[i] then p, g, seq = parse_route(r[i]) end
+    if not p then
+      plain[#plain + 1] = id
+    else
+      local score = tonumber(p) * TWO32 + tonumber(seq) % TWO32
+      if g == '' then
+        prio[#prio + 1] = score
+        prio[#prio + 1] = id
+      else
+        redis.call('ZADD', K.g .. g, score, id)
+        redis.call('HINCRBY', K.gstate, 'r:' .. g, 1)
+        redis.call('HINCRBY', K.stats, 'gready', 1)
+        if not groups[g] then
+          groups[g] = true
+          groups[#groups + 1] = g
+        end
+      end
+    end
+  end
+  if front then
+    for i = #plain, 1, -1 do redis.call('LPUSH', K.ready, plain[i]) end
+  else
+    chunked('RPUSH', K.ready, plain)
+  end
+  chunked('ZADD', K.prio, prio)
+  -- In order of first appearance: groups join the rotation as their first jobs arrived.
+  for _, g in ipairs(groups) do group_offer(K, C, g, now) end
 end
 
 -- Marks explicit ids as finished at `now` in the idem zset (only those it holds), and drops the
@@ -170,7 +319,7 @@ end
 -- oldest first) up to the newest P.keep and those younger than P.keepfor ms, else deleted at once.
 -- Returns an array with, per pair: 1 completed; 2 already completed (by this delivery: an ack sent
 -- again after its reply was lost); -1 lease lost (changes nothing).
-local function complete_leases(K, now, P, first)
+local function complete_leases(K, C, now, P, first)
   local nows = tostring(now)
   local ids, toks = {}, {}
   for i = first, #ARGV - 1, 2 do
@@ -203,6 +352,15 @@ local function complete_leases(K, now, P, first)
   -- A current token means the job is in the active zset: every script keeps the two in step.
   chunked('ZREM', K.active, okids)
   redis.call('HINCRBY', K.stats, 'completed', #okids)
+  -- A slot under the queue's concurrency cap is free again: an idle worker may start a job.
+  if C.max_active then wake(K.wake) end
+  local r = routes(K, okids)
+  if r then
+    for i = 1, #okids do
+      local g = r[i] and select(2, parse_route(r[i]))
+      if g and g ~= '' then group_done(K, C, g, now) end
+    end
+  end
   idem_finished(K, now, P, okids)
   if P.keep == 0 then
     forget(K, okids)

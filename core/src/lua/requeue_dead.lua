@@ -1,13 +1,20 @@
---[[ Requeue dead-lettered jobs: back to the ready list with their attempts reset, at most ARGV[2]
+--[[ Requeue dead-lettered jobs: back to their queues with their attempts reset, at most ARGV[2]
   per call (the client loops). A record that does not parse keeps its attempt limit at 1.
   KEYS[1] dead zset   KEYS[2] ready list   KEYS[3] meta hash   KEYS[4] stats hash
-  KEYS[5] wake list   KEYS[6] idem zset
+  KEYS[5] wake list   KEYS[6] idem zset    KEYS[7] route hash  KEYS[8] prio zset
+  KEYS[9] grot list   KEYS[10] gset set    KEYS[11] gstate hash KEYS[12] gcfg hash
+  KEYS[13] gwait zset KEYS[14] cfg hash    KEYS[15] g (group key prefix)
+  KEYS[16] gr (group rate-log prefix)
   ARGV[1] job id, or "" for all   ARGV[2] most jobs this call
   Returns: number of jobs requeued (0 when the id is not dead). ]]
 --#include lib_jobs.lua
-local ids = dead_ids(KEYS[1], ARGV[1], tonumber(ARGV[2]))
+local K = { dead = KEYS[1], ready = KEYS[2], meta = KEYS[3], stats = KEYS[4], wake = KEYS[5],
+  idem = KEYS[6], route = KEYS[7], prio = KEYS[8], grot = KEYS[9], gset = KEYS[10],
+  gstate = KEYS[11], gcfg = KEYS[12], gwait = KEYS[13], cfg = KEYS[14], g = KEYS[15],
+  gr = KEYS[16] }
+local ids = dead_ids(K.dead, ARGV[1], tonumber(ARGV[2]))
 if #ids == 0 then return 0 end
-local metas = hmget(KEYS[3], ids)
+local metas = hmget(K.meta, ids)
 local meta, idem = {}, {}
 for i, id in ipairs(ids) do
   -- Attempts start again; deliveries ended (x) go on counting, so old lease tokens stay stale.
@@ -18,14 +25,14 @@ for i, id in ipairs(ids) do
   idem[#idem + 1] = '+inf'
   idem[#idem + 1] = id
 end
-redis.call('ZREM', KEYS[1], unpack(ids))
-chunked('HSET', KEYS[3], meta)
-chunked('RPUSH', KEYS[2], ids)
-if redis.call('EXISTS', KEYS[6]) == 1 then
+redis.call('ZREM', K.dead, unpack(ids))
+chunked('HSET', K.meta, meta)
+make_ready(K, queue_cfg(K), ids, false, now_ms())
+if redis.call('EXISTS', K.idem) == 1 then
   for i = 1, #idem, 1000 do
-    redis.call('ZADD', KEYS[6], 'XX', unpack(idem, i, math.min(i + 999, #idem)))
+    redis.call('ZADD', K.idem, 'XX', unpack(idem, i, math.min(i + 999, #idem)))
   end
 end
-redis.call('HINCRBY', KEYS[4], 'requeued', #ids)
-wake(KEYS[5])
+redis.call('HINCRBY', K.stats, 'requeued', #ids)
+wake(K.wake)
 return #ids

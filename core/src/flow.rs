@@ -1,0 +1,225 @@
+//! Flow control for a job queue: what decides which job runs next besides order. Priorities and
+//! groups are given per job at enqueue (`EnqueueOptions::priority`, `::group`); this module holds
+//! the queue-wide settings every worker obeys, kept in Redis so they apply across processes and
+//! can change while workers run: pause/resume (the queue or one group), a cap on running jobs, a
+//! start rate, and the groups' concurrency limit and start rate (a default and per group).
+//!
+//! Rate limits count job *starts* (deliveries) in a sliding window: no window of that length
+//! ever holds more; `max_active` caps the jobs *running* at once. Limited jobs stay where they are,
+//! and an idle worker waits exactly until the window allows the next start.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use crate::error::{Error, Result};
+use crate::job::ms;
+use crate::jobs::Queue;
+use crate::keys::validate_name;
+use crate::scripts::SET_FLOW;
+
+/// At most `max` starts in any window of `per`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rate {
+    pub max: u32,
+    pub per: Duration,
+}
+
+impl Rate {
+    pub fn new(max: u32, per: Duration) -> Self {
+        Rate { max, per }
+    }
+
+    fn encode(self) -> Result<String> {
+        if self.max == 0 || self.per.as_millis() == 0 {
+            return Err(Error::invalid(
+                "a rate limit needs at least 1 start per window of at least 1 ms",
+            ));
+        }
+        Ok(format!("{}|{}", self.max, ms(self.per)))
+    }
+
+    fn decode(s: &str) -> Option<Self> {
+        let (n, per) = s.split_once('|')?;
+        Some(Rate {
+            max: n.parse().ok()?,
+            per: Duration::from_millis(per.parse().ok()?),
+        })
+    }
+}
+
+/// Queue-wide limits; `None` is no limit.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Limits {
+    /// At most this many jobs of the queue running at once, across all workers.
+    pub max_active: Option<u32>,
+    /// At most this many job starts per window, across all workers.
+    pub rate: Option<Rate>,
+    /// Each group: at most this many of its jobs running at once (groups without their own).
+    pub group_concurrency: Option<u32>,
+    /// Each group: at most this many starts per window (groups without their own).
+    pub group_rate: Option<Rate>,
+}
+
+/// One group's own limits; `None` is the queue's default.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct GroupLimits {
+    pub concurrency: Option<u32>,
+    pub rate: Option<Rate>,
+}
+
+/// What a group holds and obeys now (on its shard).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupInfo {
+    pub group: String,
+    /// Jobs ready to start (not delayed).
+    pub ready: u64,
+    /// Jobs running.
+    pub active: u64,
+    pub paused: bool,
+    /// The concurrency limit in force (its own, else the queue's default).
+    pub concurrency: Option<u32>,
+    /// The start rate in force (its own, else the queue's default).
+    pub rate: Option<Rate>,
+}
+
+fn opt<T: ToString>(v: Option<T>) -> String {
+    v.map(|v| v.to_string()).unwrap_or_default()
+}
+
+fn positive(what: &str, v: Option<u32>) -> Result<Option<u32>> {
+    match v {
+        Some(0) => Err(Error::invalid(format!(
+            "{what} must be at least 1 (or none)"
+        ))),
+        v => Ok(v),
+    }
+}
+
+impl Queue {
+    async fn set_flow(&self, target: &str, settings: &[(&str, String)]) -> Result<()> {
+        for shard in 0..self.shards.len() {
+            let mut cmd = self.script_cmd(shard, &SET_FLOW);
+            cmd.arg(target);
+            for (k, v) in settings {
+                cmd.arg(*k).arg(v);
+            }
+            self.client.eval::<i64>(&cmd, &SET_FLOW).await?;
+        }
+        Ok(())
+    }
+
+    /// Workers stop starting jobs of this queue (running ones finish; enqueues go on).
+    pub async fn pause(&self) -> Result<()> {
+        self.set_flow("queue", &[("paused", "1".into())]).await
+    }
+
+    /// Workers start jobs again; idle ones are woken at once.
+    pub async fn resume(&self) -> Result<()> {
+        self.set_flow("queue", &[("paused", String::new())]).await
+    }
+
+    /// Stops starting jobs of `group` (other groups go on).
+    pub async fn pause_group(&self, group: &str) -> Result<()> {
+        validate_name("group", group)?;
+        self.set_flow(&format!("group:{group}"), &[("paused", "1".into())])
+            .await
+    }
+
+    /// Starts jobs of `group` again.
+    pub async fn resume_group(&self, group: &str) -> Result<()> {
+        validate_name("group", group)?;
+        self.set_flow(&format!("group:{group}"), &[("paused", String::new())])
+            .await
+    }
+
+    /// Replaces the queue's limits (every field; `None` removes that limit).
+    pub async fn set_limits(&self, limits: Limits) -> Result<()> {
+        let rate = limits.rate.map(Rate::encode).transpose()?;
+        let grate = limits.group_rate.map(Rate::encode).transpose()?;
+        let max_active = positive("max_active", limits.max_active)?;
+        let glimit = positive("group_concurrency", limits.group_concurrency)?;
+        self.set_flow(
+            "queue",
+            &[
+                ("max_active", opt(max_active)),
+                ("rate", rate.unwrap_or_default()),
+                ("glimit", opt(glimit)),
+                ("grate", grate.unwrap_or_default()),
+            ],
+        )
+        .await
+    }
+
+    /// Sets `group`'s own limits (`None` fields: the queue's defaults).
+    pub async fn set_group_limits(&self, group: &str, limits: GroupLimits) -> Result<()> {
+        validate_name("group", group)?;
+        let rate = limits.rate.map(Rate::encode).transpose()?;
+        let limit = positive("concurrency", limits.concurrency)?;
+        self.set_flow(
+            &format!("group:{group}"),
+            &[("limit", opt(limit)), ("rate", rate.unwrap_or_default())],
+        )
+        .await
+    }
+
+    async fn cfg(&self, shard: usize) -> Result<HashMap<String, String>> {
+        let mut conn = self.client.conn().await?;
+        redis::cmd("HGETALL")
+            .arg(self.shards[shard].cfg())
+            .query_async(&mut conn)
+            .await
+            .map_err(|e| self.client.err(e))
+    }
+
+    /// True when the queue is paused.
+    pub async fn is_paused(&self) -> Result<bool> {
+        Ok(self.cfg(0).await?.get("paused").is_some_and(|p| p == "1"))
+    }
+
+    /// The queue's limits.
+    pub async fn limits(&self) -> Result<Limits> {
+        let c = self.cfg(0).await?;
+        Ok(Limits {
+            max_active: c.get("max_active").and_then(|v| v.parse().ok()),
+            rate: c.get("rate").and_then(|v| Rate::decode(v)),
+            group_concurrency: c.get("glimit").and_then(|v| v.parse().ok()),
+            group_rate: c.get("grate").and_then(|v| Rate::decode(v)),
+        })
+    }
+
+    /// What `group` holds (ready, running) and obeys (paused, limits in force).
+    pub async fn group(&self, group: &str) -> Result<GroupInfo> {
+        validate_name("group", group)?;
+        let shard = crate::keys::shard_of(group, self.shards.len());
+        let k = &self.shards[shard];
+        let mut conn = self.client.conn().await?;
+        let (state, gcfg): (Vec<Option<u64>>, Vec<Option<String>>) = redis::pipe()
+            .hmget(k.gstate(), &[format!("r:{group}"), format!("a:{group}")])
+            .hmget(
+                k.gcfg(),
+                &[
+                    format!("limit:{group}"),
+                    format!("rate:{group}"),
+                    format!("paused:{group}"),
+                ],
+            )
+            .query_async(&mut conn)
+            .await
+            .map_err(|e| self.client.err(e))?;
+        let defaults = self.limits().await?;
+        Ok(GroupInfo {
+            group: group.to_string(),
+            ready: state[0].unwrap_or(0),
+            active: state[1].unwrap_or(0),
+            paused: gcfg[2].is_some(),
+            concurrency: gcfg[0]
+                .as_deref()
+                .and_then(|v| v.parse().ok())
+                .or(defaults.group_concurrency),
+            rate: gcfg[1]
+                .as_deref()
+                .and_then(Rate::decode)
+                .or(defaults.group_rate),
+        })
+    }
+}
