@@ -92,4 +92,7 @@ pub use jobs::Queue;
 pub use runtime::runtime_builder;
 pub use task::Tasks;
 pub use tokio_util::sync::CancellationToken;
-pub use worker::{JobFuture, JobHandler, Worker, WorkerOptions, WorkerStats};
+pub use worker::{
+    BatchError, BatchFuture, BatchOptions, JobBatchHandler, JobFuture, JobHandler, Worker,
+    WorkerOptions, WorkerStats,
+};

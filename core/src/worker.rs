@@ -38,6 +38,72 @@ pub type JobFuture =
 /// A job handler, as the runtime stores it.
 pub type JobHandler = Arc<dyn Fn(Job) -> JobFuture + Send + Sync + 'static>;
 
+/// What a batch handler's future returns: `Ok` completes every job of the batch.
+pub type BatchFuture =
+    Pin<Box<dyn Future<Output = std::result::Result<(), BatchError>> + Send + 'static>>;
+/// A batch handler, as the runtime stores it.
+pub type JobBatchHandler = Arc<dyn Fn(Vec<Job>) -> BatchFuture + Send + Sync + 'static>;
+
+/// How a batch worker gathers jobs for its handler ([`Queue::work_batches`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchOptions {
+    /// Most jobs per handler call (at most the worker's concurrency).
+    pub size: usize,
+    /// Longest a leased job waits for the batch to fill; zero hands over whatever one fetch
+    /// brought. The jobs' leases are renewed while they wait.
+    pub wait: Duration,
+}
+
+impl Default for BatchOptions {
+    fn default() -> Self {
+        BatchOptions {
+            size: 10,
+            wait: Duration::ZERO,
+        }
+    }
+}
+
+/// How a batch failed: all of it, or some of its jobs (the others are completed).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BatchError {
+    /// Every job of the batch failed with this error (retried or dead-lettered, each by its own
+    /// attempts).
+    All(String),
+    /// These jobs failed, as (job id, error); every other job of the batch is completed.
+    Jobs(Vec<(String, String)>),
+}
+
+impl BatchError {
+    /// Every job of the batch failed with `error`.
+    pub fn all(error: impl std::fmt::Display) -> Self {
+        BatchError::All(error.to_string())
+    }
+
+    /// These jobs failed; the rest of the batch succeeded.
+    pub fn jobs<I, S, E>(failed: I) -> Self
+    where
+        I: IntoIterator<Item = (S, E)>,
+        S: Into<String>,
+        E: std::fmt::Display,
+    {
+        BatchError::Jobs(
+            failed
+                .into_iter()
+                .map(|(id, e)| (id.into(), e.to_string()))
+                .collect(),
+        )
+    }
+}
+
+impl std::fmt::Display for BatchError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BatchError::All(e) => write!(f, "{e}"),
+            BatchError::Jobs(failed) => write!(f, "{} job(s) of the batch failed", failed.len()),
+        }
+    }
+}
+
 /// How a worker fetches and runs jobs.
 #[derive(Debug, Clone, PartialEq)]
 pub struct WorkerOptions {
@@ -208,6 +274,55 @@ impl Queue {
         self.start_worker(opts, Handlers::One(handler))
     }
 
+    /// Starts a worker whose handler gets up to `batch.size` jobs at once (`batch.wait` bounds
+    /// how long a job waits for its batch to fill). Each job keeps its own lease; the handler's
+    /// `Ok` completes them all, [`BatchError::Jobs`] fails those it names and completes the
+    /// rest, [`BatchError::All`] (or a panic, or a timeout: the smallest of the jobs' timeouts)
+    /// fails them all. `opts.concurrency` counts jobs: `concurrency / size` batches run at once.
+    pub fn work_batches<F, Fut>(
+        &self,
+        opts: WorkerOptions,
+        batch: BatchOptions,
+        handler: F,
+    ) -> Result<Worker>
+    where
+        F: Fn(Vec<Job>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = std::result::Result<(), BatchError>> + Send + 'static,
+    {
+        let handler: JobBatchHandler = Arc::new(move |jobs: Vec<Job>| {
+            let cancel = jobs.first().map(|j| j.cancel.clone()).unwrap_or_default();
+            let fut = handler(jobs);
+            Box::pin(async move {
+                tokio::select! {
+                    r = fut => r,
+                    _ = cancel.cancelled() => Err(BatchError::all("stopped: the batch was cancelled")),
+                }
+            })
+        });
+        self.work_batches_boxed(opts, batch, handler)
+    }
+
+    /// [`work_batches`](Self::work_batches) with an already boxed handler (used by the bindings):
+    /// its future is never dropped before it completes (cancellation only fires the jobs'
+    /// [`Job::cancellation`]).
+    pub fn work_batches_boxed(
+        &self,
+        opts: WorkerOptions,
+        batch: BatchOptions,
+        handler: JobBatchHandler,
+    ) -> Result<Worker> {
+        if batch.size == 0 {
+            return Err(Error::invalid("batch size must be at least 1"));
+        }
+        if batch.size > opts.concurrency {
+            return Err(Error::invalid(format!(
+                "batch size ({}) must not exceed the worker's concurrency ({})",
+                batch.size, opts.concurrency
+            )));
+        }
+        self.start_worker(opts, Handlers::Batch(handler, batch))
+    }
+
     pub(crate) fn start_worker(&self, opts: WorkerOptions, handler: Handlers) -> Result<Worker> {
         opts.validate()?;
         let counters = Arc::new(Counters::default());
@@ -238,11 +353,13 @@ where
     })
 }
 
-/// What a worker runs: one handler for every job, or a handler per task name.
+/// What a worker runs: one handler for every job, a handler per task name, or a handler for
+/// batches of jobs.
 #[derive(Clone)]
 pub(crate) enum Handlers {
     One(JobHandler),
     Tasks(Arc<Tasks>),
+    Batch(JobBatchHandler, BatchOptions),
 }
 
 /// Running jobs' leases (for the renewer) and stop signals, by a per-worker sequence number.
@@ -443,7 +560,15 @@ async fn run(
     // Two fetches may be in flight, each for up to half the slots: Redis serves one while this
     // process runs the other's jobs, so neither side waits for the other.
     let max_fetches = opts.concurrency.min(2);
-    let batch = if opts.batch_size == 0 {
+    // A batch worker gathers leased jobs here until a batch is full or its wait is over.
+    let batching = match &handler {
+        Handlers::Batch(_, b) => Some(*b),
+        _ => None,
+    };
+    let mut pending = Pending::default();
+    let batch = if let Some(b) = batching {
+        b.size
+    } else if opts.batch_size == 0 {
         opts.concurrency.div_ceil(max_fetches)
     } else {
         opts.batch_size
@@ -479,6 +604,9 @@ async fn run(
     let mut failed = false;
     loop {
         while tasks.try_join_next().is_some() {}
+        if let Some(b) = batching {
+            pending.hand_over(&ctx, &mut tasks, b, false);
+        }
         if failed && fetches.is_empty() {
             failed = false;
             tokio::select! {
@@ -491,13 +619,21 @@ async fn run(
         if idle && fetches.is_empty() {
             idle = false;
             let wake_in = soonest.take();
-            if opts.stop_when_drained && wake_in.is_none() && tasks.is_empty() && acks.is_empty() {
+            if opts.stop_when_drained
+                && wake_in.is_none()
+                && tasks.is_empty()
+                && acks.is_empty()
+                && pending.jobs.is_empty()
+            {
                 break;
             }
-            let wait = match wake_in {
+            let mut wait = match wake_in {
                 Some(ms) => Duration::from_millis(ms).min(opts.poll_interval),
                 None => opts.poll_interval,
             };
+            if let Some(d) = pending.deadline {
+                wait = wait.min(d.saturating_duration_since(tokio::time::Instant::now()));
+            }
             if wait.is_zero() {
                 continue;
             }
@@ -541,9 +677,13 @@ async fn run(
         } else {
             batch.min(opts.concurrency)
         };
+        let batch_due = pending.deadline;
         tokio::select! {
             biased;
             _ = stopped(&mut stop_rx) => break,
+            // A partial batch's wait is over: handed over at the top of the loop.
+            _ = tokio::time::sleep_until(batch_due.unwrap_or_else(tokio::time::Instant::now)),
+                if batch_due.is_some() => {}
             Some(done) = fetches.next(), if !fetches.is_empty() => {
                 let FetchDone {
                     shard,
@@ -566,7 +706,10 @@ async fn run(
                         let got = f.jobs.len();
                         for job in f.jobs {
                             let permit = permits.pop().expect("one permit per leased job");
-                            ctx.spawn(&mut tasks, job, permit);
+                            match batching {
+                                Some(b) => pending.add(&ctx, job, permit, b),
+                                None => ctx.spawn(&mut tasks, job, permit),
+                            }
                         }
                         drop(permits);
                         busy = got > 0;
@@ -619,9 +762,16 @@ async fn run(
         if let Ok(f) = result {
             for job in f.jobs {
                 let permit = permits.pop().expect("one permit per leased job");
-                ctx.spawn(&mut tasks, job, permit);
+                match batching {
+                    Some(b) => pending.add(&ctx, job, permit, b),
+                    None => ctx.spawn(&mut tasks, job, permit),
+                }
             }
         }
+    }
+    // Jobs gathered for a batch run now, in what batches they make.
+    if let Some(b) = batching {
+        pending.hand_over(&ctx, &mut tasks, b, true);
     }
     // Stopped fetching: running jobs get the grace period; their acks still go out.
     let drain = async {
@@ -783,6 +933,49 @@ async fn renew(queue: &Queue, in_flight: &InFlight, lease: Duration) {
     }
 }
 
+/// Leased jobs waiting for their batch to fill (a batch worker): their leases are renewed
+/// meanwhile (they are in flight), and they hold their slots.
+#[derive(Default)]
+struct Pending {
+    jobs: Vec<(Job, OwnedSemaphorePermit, u64)>,
+    /// When the oldest waiting job's wait is over.
+    deadline: Option<tokio::time::Instant>,
+}
+
+impl Pending {
+    fn add(&mut self, ctx: &Arc<JobCtx>, job: Job, permit: OwnedSemaphorePermit, b: BatchOptions) {
+        let key = ctx.hold(&job);
+        self.jobs.push((job, permit, key));
+        self.deadline
+            .get_or_insert_with(|| tokio::time::Instant::now() + b.wait);
+    }
+
+    /// Starts every full batch, and (when `all`, or the wait is over) the rest.
+    fn hand_over(
+        &mut self,
+        ctx: &Arc<JobCtx>,
+        tasks: &mut JoinSet<()>,
+        b: BatchOptions,
+        all: bool,
+    ) {
+        let due = all
+            || self
+                .deadline
+                .is_some_and(|d| d <= tokio::time::Instant::now());
+        while self.jobs.len() >= b.size || (due && !self.jobs.is_empty()) {
+            let n = self.jobs.len().min(b.size);
+            let batch: Vec<_> = self.jobs.drain(..n).collect();
+            let ctx = ctx.clone();
+            tasks.spawn(async move { ctx.run_batch(batch).await });
+        }
+        if self.jobs.is_empty() {
+            self.deadline = None;
+        } else if due {
+            self.deadline = Some(tokio::time::Instant::now() + b.wait);
+        }
+    }
+}
+
 /// What a job's task needs from its worker (shared: one `Arc` clone per job).
 struct JobCtx {
     next_key: AtomicU64,
@@ -797,16 +990,96 @@ struct JobCtx {
 }
 
 impl JobCtx {
-    /// Runs a leased job on its own task, in the worker's slot `permit`.
-    fn spawn(self: &Arc<Self>, tasks: &mut JoinSet<()>, job: Job, permit: OwnedSemaphorePermit) {
-        let held = job.lease();
+    /// Puts a leased job in flight: its lease is renewed and its stop signal fired at shutdown
+    /// until [`settled`](Self::settled).
+    fn hold(&self, job: &Job) -> u64 {
         let key = self.next_key.fetch_add(1, Ordering::Relaxed);
         self.in_flight
             .lock()
             .unwrap()
-            .insert(key, (held.clone(), job.cancel.clone()));
+            .insert(key, (job.lease(), job.cancel.clone()));
+        key
+    }
+
+    fn settled(&self, keys: &[u64]) {
+        let mut in_flight = self.in_flight.lock().unwrap();
+        for k in keys {
+            in_flight.remove(k);
+        }
+    }
+
+    /// Runs a leased job on its own task, in the worker's slot `permit`.
+    fn spawn(self: &Arc<Self>, tasks: &mut JoinSet<()>, job: Job, permit: OwnedSemaphorePermit) {
+        let held = job.lease();
+        let key = self.hold(&job);
         let ctx = self.clone();
         tasks.spawn(async move { ctx.run_job(job, held, key, permit).await });
+    }
+
+    /// Runs a batch handler on `batch`, then completes, fails or (at shutdown) returns each job
+    /// as the handler said. The jobs keep their slots until the handler's future has completed.
+    async fn run_batch(&self, batch: Vec<(Job, OwnedSemaphorePermit, u64)>) {
+        let Handlers::Batch(handler, _) = &self.handler else {
+            unreachable!("batches run only on a batch worker")
+        };
+        let mut jobs = Vec::with_capacity(batch.len());
+        let mut held = Vec::with_capacity(batch.len());
+        let mut keys = Vec::with_capacity(batch.len());
+        let mut permits = Vec::with_capacity(batch.len());
+        for (job, permit, key) in batch {
+            held.push(job.lease());
+            keys.push(key);
+            permits.push(permit);
+            jobs.push(job);
+        }
+        // The batch's time limit is the smallest of its jobs'.
+        let timeout = jobs.iter().filter_map(|j| j.timeout).min();
+        let cancels: Vec<CancellationToken> = jobs.iter().map(|j| j.cancel.clone()).collect();
+        let handled = std::panic::AssertUnwindSafe(handler(jobs)).catch_unwind();
+        tokio::pin!(handled);
+        let mut timed_out = None;
+        let outcome = match timeout {
+            Some(t) => tokio::select! {
+                r = &mut handled => r,
+                _ = tokio::time::sleep(t) => {
+                    timed_out = Some(t);
+                    cancels.iter().for_each(CancellationToken::cancel);
+                    handled.await
+                }
+            },
+            None => handled.await,
+        };
+        let mut result = outcome.unwrap_or_else(|_| Err(BatchError::all("handler panicked")));
+        if let Some(t) = timed_out {
+            result = Err(BatchError::All(format!(
+                "timed out after {} ms",
+                t.as_millis()
+            )));
+        }
+        self.settled(&keys);
+        let mut failed: HashMap<String, String> = match result {
+            Ok(()) => HashMap::new(),
+            Err(BatchError::All(msg)) => held.iter().map(|l| (l.id.clone(), msg.clone())).collect(),
+            Err(BatchError::Jobs(list)) => list.into_iter().collect(),
+        };
+        let stopping = timed_out.is_none()
+            && self.shutting_down.load(Ordering::SeqCst)
+            && cancels.iter().any(CancellationToken::is_cancelled);
+        for lease in held {
+            match failed.remove(&lease.id) {
+                None => self.acks.push(lease),
+                Some(_) if stopping => Box::pin(self.release(lease)).await,
+                Some(msg) => Box::pin(self.fail(lease, msg, false)).await,
+            }
+        }
+        if !failed.is_empty() {
+            let ids: Vec<&String> = failed.keys().collect();
+            log::warn!(
+                "tideq: a batch handler of queue {:?} failed job(s) not in its batch: {ids:?}",
+                self.queue.name()
+            );
+        }
+        drop(permits);
     }
 
     /// Runs one job: the handler (its lease renewed by the worker's renewer), then ack or fail.
@@ -818,6 +1091,7 @@ impl JobCtx {
         let cancel = job.cancel.clone();
         let handler = match &self.handler {
             Handlers::One(h) => h.clone(),
+            Handlers::Batch(..) => unreachable!("a batch worker runs jobs in batches"),
             Handlers::Tasks(tasks) => match tasks.unknown(&job) {
                 None => tasks.handlers[job.task.as_deref().unwrap_or_default()].clone(),
                 Some(why) => {

@@ -140,7 +140,11 @@ if want > 0 then
           end
           redis.call('HINCRBY', K.stats, 'gready', -1)
           local gn, gms = parse_rate(redis.call('HGET', K.gcfg, 'rate:' .. g) or C.grate)
-          if gn then redis.call('ZADD', K.gr .. g, now, j[1] .. '.' .. now) end
+          if gn then
+            -- The window's log expires with the window: a group that goes quiet leaves no key.
+            redis.call('ZADD', K.gr .. g, now, j[1] .. '.' .. now)
+            redis.call('PEXPIRE', K.gr .. g, gms)
+          end
           ok, wait = group_can_start(K, C, g, now)
         else
           redis.call('HDEL', K.gstate, 'r:' .. g)
@@ -185,7 +189,10 @@ if #ids > 0 then
     end
   end
   add_active(K.active, tostring(now + tonumber(ARGV[1])), taken)
-  chunked('ZADD', K.rl, starts)
+  if #starts > 0 then
+    chunked('ZADD', K.rl, starts)
+    redis.call('PEXPIRE', K.rl, rate_ms)
+  end
 end
 if #gone > 0 then
   forget(K, gone)
