@@ -11,6 +11,9 @@
 //   processor reads the clock, then `job.data.due`: lateness = processor start - that job's due
 //   time (ms, this machine's clock).
 // - burst_p50/p99_ms: the same with all 2 000 due at one instant (benchlib.mjs describes the method).
+// - work_prio_c100: as work_c100 with random priorities 1..10 (BullMQ OSS has no groups).
+// - rate1000_achieved / rate1000_max_window: Worker limiter { max: 1000, duration: 1000 }, 4 000
+//   jobs, concurrency 100: starts/s achieved and the most starts in a 1-s window (processedOn).
 // - rss_mb after the work runs; idle: one Worker (concurrency 10) alone on the server for 5 s.
 // Job options: removeOnComplete 1000 (the bound of tideq's keep_completed default); otherwise
 // BullMQ's defaults (attempts 1, lockDuration 30 s, stalledInterval 30 s, drainDelay 5 s).
@@ -63,15 +66,45 @@ async function runWorker(name, count, concurrency, onJob) {
   return end;
 }
 
-async function work(count, concurrency) {
-  const name = B.freshName(`bmq-c${concurrency}`);
-  await bulk(name, bulkJobs(count));
+async function work(count, concurrency, jobs = bulkJobs(count), tag = `c${concurrency}`) {
+  const name = B.freshName(`bmq-${tag}`);
+  await bulk(name, jobs);
   const [mark, first] = B.timedFirst();
   const phase = new B.Phase(url);
   await phase.begin();
   const end = await runWorker(name, count, concurrency, mark);
-  diag[`c${concurrency}`] = await phase.end(count);
+  diag[tag] = await phase.end(count);
   return B.rate(count, end - first());
+}
+
+/** Random priorities 1..10 (BullMQ: 1 is the highest), the same as tideq's work_prio_c100. */
+const prioJobs = (count) => Array.from({ length: count }, () => ({
+  name: 'job', data: B.PAYLOAD_OBJ, opts: { ...JOB_OPTS, priority: 1 + Math.floor(Math.random() * 10) },
+}));
+
+/** A global rate limit of 1,000 starts/s (the Worker's limiter) over 4,000 jobs, concurrency 100:
+ * starts/s achieved and the most starts in any 1-s window (job.processedOn, Redis-side ms). */
+async function rateLimited() {
+  const JOBS = 4000;
+  const name = B.freshName('bmq-rate');
+  await bulk(name, bulkJobs(JOBS));
+  const starts = [];
+  let done = 0;
+  let finished;
+  const all = new Promise((r) => { finished = r; });
+  const worker = new Worker(name, async (job) => { starts.push(job.processedOn); },
+    { connection, concurrency: 100, limiter: { max: 1000, duration: 1000 } });
+  worker.on('completed', () => { if (++done === JOBS) finished(); });
+  await all;
+  await worker.close();
+  starts.sort((a, b) => a - b);
+  const span = (starts[starts.length - 1] - starts[0]) / 1000;
+  let most = 0;
+  for (let i = 0, j = 0; i < starts.length; i++) {
+    while (j < starts.length && starts[j] < starts[i] + 1000) j++;
+    most = Math.max(most, j - i);
+  }
+  return { rate1000_achieved: Math.round(starts.length / Math.max(1, Math.ceil(span))), rate1000_max_window: most };
 }
 
 /** One lateness run: each job's data carries the due ms its `delay` aims at. */
@@ -106,6 +139,8 @@ const res = { runtime: 'node', lib: 'bullmq' };
 res.enqueue_seq = await enqueueSeq(Math.max(1, Math.floor(n / 4)));
 res.enqueue_bulk = await bulk(B.freshName('bmq-bulk'), bulkJobs(n));
 for (const c of [1, 10, 100]) res[`work_c${c}`] = await work(n, c);
+res.work_prio_c100 = await work(n, 100, prioJobs(n), 'prio_c100');
+Object.assign(res, await rateLimited());
 res.rss_mb = B.rssMb();
 res.diag = diag;
 Object.assign(res, B.latenessSummary(await lateness(B.LATE_SPREAD_MS)));

@@ -59,6 +59,11 @@ METRICS = [
     ("work_c1", "process, concurrency 1", "jobs/s", True),
     ("work_c10", "process, concurrency 10", "jobs/s", True),
     ("work_c100", "process, concurrency 100", "jobs/s", True),
+    ("work_prio_c100", "process, priorities 1-10, c=100", "jobs/s", True),
+    ("work_groups1k_c100", "process, 1,000 groups, c=100", "jobs/s", True),
+    ("work_groups100k_c100", "process, 100,000 groups, c=100", "jobs/s", True),
+    ("rate1000_achieved", "rate limit 1000/s: starts/s achieved", "/s", True),
+    ("rate1000_max_window", "rate limit 1000/s: most in a 1-s window", "starts", False),
     ("lateness_p50_ms", "delayed lateness p50 (2000 due within 1 s)", "ms", False),
     ("lateness_p99_ms", "delayed lateness p99 (2000 due within 1 s)", "ms", False),
     ("burst_p50_ms", "delayed lateness p50 (2000 due at one instant)", "ms", False),
@@ -383,6 +388,18 @@ def report(results: dict[str, dict], skipped: dict[str, str], n: int, ceil: dict
     for k in ("rust", "tideq-node", "tideq-py"):
         v = get(k, "idle_cmds_per_s")
         target(f"idle Redis calls/s, {names[k]}", v, "<= 2", None if v is None else v <= 2)
+    plain, d = get("rust", "work_c100"), results.get("rust", {}).get("diag") or {}
+    for key, label in (("work_prio_c100", "priorities"), ("work_groups1k_c100", "1,000 groups")):
+        r = ratio(get("rust", key), plain)
+        target(f"rust {label} vs plain, c=100", r, ">= 0.70x", None if r is None else r >= 0.7)
+    us = {k: (d.get(k) or {}).get("redis_us_per_job") for k in ("c100", "groups1k_c100", "groups100k_c100")}
+    r = ratio(us["groups1k_c100"], us["c100"])
+    target("rust 1,000 groups: Redis CPU per job vs plain", r, "<= 1.5x", None if r is None else r <= 1.5)
+    r = ratio(us["groups100k_c100"], us["groups1k_c100"])
+    target("rust 100,000 groups vs 1,000: Redis CPU per job", r, "flat (<= 1.3x)", None if r is None else r <= 1.3)
+    for k in ("rust", "bullmq-node"):
+        v = get(k, "rate1000_max_window")
+        target(f"rate limit 1000/s never exceeded, {names[k]}", v, "<= 1000", None if v is None else v <= 1000)
     lw = max(len(r[0]) for r in rows) + 2
     for label, v, goal, verdict in rows:
         print(f"  {label:<{lw}}{v:>10}   {goal:<20}{verdict}")

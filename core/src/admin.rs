@@ -161,8 +161,7 @@ impl Queue {
         let per_shard = self.shards.iter().map(|k| async move {
             let mut conn = self.client.conn().await?;
             #[allow(clippy::type_complexity)]
-            let (delayed, plain, prio, active, dead, c, paused): (
-                u64,
+            let (delayed, plain, active, dead, c, paused): (
                 u64,
                 u64,
                 u64,
@@ -172,7 +171,6 @@ impl Queue {
             ) = redis::pipe()
                 .zcard(k.delayed())
                 .llen(k.ready())
-                .zcard(k.prio())
                 .zcount(k.active(), "-inf", "(+inf") // not the encoding anchor (lib_jobs.lua)
                 .zcard(k.dead())
                 .hgetall(k.stats())
@@ -184,7 +182,7 @@ impl Queue {
             Ok::<_, Error>(JobStats {
                 delayed,
                 // Plain ready jobs, prioritized ones, and the groups' ready jobs.
-                ready: plain + prio + get("gready"),
+                ready: plain + get("pready") + get("gready"),
                 active,
                 dead,
                 enqueued: get("enqueued"),

@@ -15,7 +15,7 @@ use crate::error::{Error, Result};
 use crate::job::ms;
 use crate::jobs::Queue;
 use crate::keys::validate_name;
-use crate::scripts::SET_FLOW;
+use crate::scripts::{GROUP_INFO, SET_FLOW};
 
 /// At most `max` starts in any window of `per`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -191,32 +191,21 @@ impl Queue {
     pub async fn group(&self, group: &str) -> Result<GroupInfo> {
         validate_name("group", group)?;
         let shard = crate::keys::shard_of(group, self.shards.len());
-        let k = &self.shards[shard];
-        let mut conn = self.client.conn().await?;
-        let (state, gcfg): (Vec<Option<u64>>, Vec<Option<String>>) = redis::pipe()
-            .hmget(k.gstate(), &[format!("r:{group}"), format!("a:{group}")])
-            .hmget(
-                k.gcfg(),
-                &[
-                    format!("limit:{group}"),
-                    format!("rate:{group}"),
-                    format!("paused:{group}"),
-                ],
-            )
-            .query_async(&mut conn)
-            .await
-            .map_err(|e| self.client.err(e))?;
+        let mut cmd = self.script_cmd(shard, &GROUP_INFO);
+        cmd.arg(group);
+        type Raw = (u64, u64, Option<String>, Option<String>, Option<String>);
+        let (ready, active, limit, rate, paused): Raw = self.client.eval(&cmd, &GROUP_INFO).await?;
         let defaults = self.limits().await?;
         Ok(GroupInfo {
             group: group.to_string(),
-            ready: state[0].unwrap_or(0),
-            active: state[1].unwrap_or(0),
-            paused: gcfg[2].is_some(),
-            concurrency: gcfg[0]
+            ready,
+            active,
+            paused: paused.is_some(),
+            concurrency: limit
                 .as_deref()
                 .and_then(|v| v.parse().ok())
                 .or(defaults.group_concurrency),
-            rate: gcfg[1]
+            rate: rate
                 .as_deref()
                 .and_then(Rate::decode)
                 .or(defaults.group_rate),

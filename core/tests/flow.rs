@@ -596,6 +596,9 @@ async fn get_and_stats_show_priority_group_and_ready_counts() {
     q.cancel("both").await.unwrap();
     assert_eq!(q.group("acme").await.unwrap().ready, 0);
     assert_eq!(q.stats().await.unwrap().ready, 2);
+    q.cancel("p").await.unwrap();
+    assert_eq!(q.stats().await.unwrap().ready, 1);
+    assert_eq!(lease_all(&q).await, ["x"]);
 }
 
 #[tokio::test]
@@ -666,7 +669,9 @@ async fn a_group_rate_limits_that_group_only() {
     for g in ["slow", "slow", "fast", "fast", "fast"] {
         q.enqueue(g.as_bytes(), group(g)).await.unwrap();
     }
-    assert_eq!(lease_all(&q).await, ["slow", "fast", "fast", "fast"]);
+    let mut got = lease_all(&q).await;
+    got.sort();
+    assert_eq!(got, ["fast", "fast", "fast", "slow"]);
     let info = q.group("slow").await.unwrap();
     assert_eq!(info.ready, 1);
 }
@@ -996,4 +1001,58 @@ async fn a_rate_of_500_per_second_holds_across_three_worker_processes() {
         let j = starts.partition_point(|s| *s < t + 1000);
         assert!(j - i <= 500, "{} starts in the second from {t}", j - i);
     }
+}
+
+#[tokio::test]
+async fn a_limit_set_while_jobs_run_counts_the_jobs_already_running() {
+    let server = RedisServer::start();
+    let q = queue(&server.url);
+    for i in 0..4 {
+        q.enqueue(format!("{i}").as_bytes(), group("g"))
+            .await
+            .unwrap();
+    }
+    let running = q.lease_jobs(2, Duration::from_secs(30)).await.unwrap();
+    assert_eq!(running.len(), 2);
+    assert_eq!(
+        q.group("g").await.unwrap().active,
+        2,
+        "counted without a limit too"
+    );
+    q.set_group_limits(
+        "g",
+        GroupLimits {
+            concurrency: Some(2),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!(q.group("g").await.unwrap().active, 2);
+    assert!(q
+        .lease_jobs(10, Duration::from_secs(30))
+        .await
+        .unwrap()
+        .is_empty());
+    q.complete(&running[0]).await.unwrap();
+    let next = q.lease_jobs(10, Duration::from_secs(30)).await.unwrap();
+    assert_eq!(next.len(), 1);
+    assert_eq!(next[0].payload, b"2");
+    // Lifting the limit lets the rest start; setting one again counts afresh.
+    q.set_group_limits("g", GroupLimits::default())
+        .await
+        .unwrap();
+    let rest = q.lease_jobs(10, Duration::from_secs(30)).await.unwrap();
+    assert_eq!(rest.len(), 1);
+    q.set_limits(Limits {
+        group_concurrency: Some(5),
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    assert_eq!(q.group("g").await.unwrap().active, 3);
+    for j in [&running[1], &next[0], &rest[0]] {
+        q.complete(j).await.unwrap();
+    }
+    assert_eq!(q.group("g").await.unwrap().active, 0);
 }

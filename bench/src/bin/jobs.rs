@@ -17,6 +17,11 @@
 //!   server: CONFIG RESETSTAT, 5 s, then the calls in INFO commandstats except info/config, / 5
 //!   (script-internal calls included); `idle_client_cmds_per_s`: the commands clients sent in
 //!   that window, counted with MONITOR.
+//! - `work_prio_c100`: as `work_c100` with random priorities 1..=10; `work_groups1k_c100`: N jobs
+//!   over 1,000 groups (job i in group i % 1000); `work_groups100k_c100`: at least 100,000 jobs,
+//!   one per group (the per-fetch cost with many groups).
+//! - `rate1000_achieved` / `rate1000_max_window`: a queue rate limit of 1,000 starts/s, 4,000 jobs,
+//!   concurrency 100: starts per second achieved, and the most starts in any 1-s window.
 //! - `diag`: Redis and client CPU, Redis calls and scripts per job, over each work run.
 //!   `JOBS_BENCH_EXTRA_C=300,1000` adds work runs at those concurrencies (diagnosis only).
 //!
@@ -97,6 +102,99 @@ async fn work(
     concurrency: usize,
 ) -> tideq::Result<(f64, String)> {
     let (q, _) = enqueue_bulk(client, n).await?;
+    drain(&q, url, n, concurrency).await
+}
+
+/// How the flow-control runs enqueue their N jobs.
+#[derive(Clone, Copy)]
+enum Flow {
+    /// Random priorities 1..=10.
+    Priorities,
+    /// Job i in group i % groups.
+    Groups(usize),
+}
+
+/// `work` for prioritized or grouped jobs (concurrency 100); the run with 100,000 groups
+/// enqueues (and drains) at least 100,000 jobs, one per group.
+async fn work_flow(
+    client: &Client,
+    url: &str,
+    n: usize,
+    flow: Flow,
+) -> tideq::Result<(f64, String)> {
+    let q = fresh(client, "flow")?;
+    let n = match flow {
+        Flow::Groups(g) => n.max(g),
+        Flow::Priorities => n,
+    };
+    let jobs: Vec<(&[u8], EnqueueOptions)> = (0..n)
+        .map(|i| {
+            let opts = match flow {
+                Flow::Priorities => EnqueueOptions {
+                    priority: Some(fastrand::u32(1..=10)),
+                    ..Default::default()
+                },
+                Flow::Groups(g) => EnqueueOptions {
+                    group: Some(format!("tenant-{}", i % g)),
+                    ..Default::default()
+                },
+            };
+            (PAYLOAD, opts)
+        })
+        .collect();
+    for chunk in jobs.chunks(20_000) {
+        q.enqueue_many(chunk).await?;
+    }
+    drain(&q, url, n, 100).await
+}
+
+/// A queue-wide start rate of 1,000/s over 4,000 jobs at concurrency 100: the starts per second
+/// achieved (from the first start to the last) and the most starts in any one-second window
+/// (Redis clock, `Job::started_at`).
+async fn rate_limited(client: &Client) -> tideq::Result<(f64, u64)> {
+    const JOBS: usize = 4000;
+    let q = fresh(client, "rate")?;
+    q.set_limits(tideq::Limits {
+        rate: Some(tideq::Rate::new(1000, Duration::from_secs(1))),
+        ..Default::default()
+    })
+    .await?;
+    let jobs: Vec<(&[u8], EnqueueOptions)> = (0..JOBS)
+        .map(|_| (PAYLOAD, EnqueueOptions::default()))
+        .collect();
+    q.enqueue_many(&jobs).await?;
+    let starts = Arc::new(Mutex::new(Vec::with_capacity(JOBS)));
+    let s = starts.clone();
+    let w = q.work(
+        WorkerOptions {
+            concurrency: 100,
+            stop_when_drained: true,
+            ..Default::default()
+        },
+        move |job: Job| {
+            s.lock().unwrap().push(job.started_at);
+            async { Ok::<(), String>(()) }
+        },
+    )?;
+    w.join().await;
+    let mut t = starts.lock().unwrap().clone();
+    t.sort();
+    Ok(rate_summary(&t))
+}
+
+/// Starts per second from the first to the last start (the last window counted whole), and the
+/// most starts in any one-second window.
+fn rate_summary(t: &[u64]) -> (f64, u64) {
+    let span = (t[t.len() - 1] - t[0]) as f64 / 1000.0;
+    let achieved = (t.len() as f64 / (span.ceil().max(1.0))).round();
+    let most = (0..t.len())
+        .map(|i| (t.partition_point(|x| *x < t[i] + 1000) - i) as u64)
+        .max()
+        .unwrap_or(0);
+    (achieved, most)
+}
+
+async fn drain(q: &Queue, url: &str, n: usize, concurrency: usize) -> tideq::Result<(f64, String)> {
     let first: Arc<OnceLock<Instant>> = Arc::new(OnceLock::new());
     let f = first.clone();
     let phase = tokio::task::block_in_place(|| diag::Phase::begin(url));
@@ -350,6 +448,20 @@ mod diag {
             let own = own_cpu() - self.own0;
             let cpu = redis_cpu(&info(&mut self.c, "cpu")) - self.cpu0;
             let stats = info(&mut self.c, "commandstats");
+            // JOBS_BENCH_CMDSTATS=1: where Redis spent its time, per command (diagnosis).
+            if std::env::var("JOBS_BENCH_CMDSTATS").is_ok() {
+                let mut rows: Vec<(f64, &str)> = stats
+                    .lines()
+                    .filter_map(|l| {
+                        let us = l.split([':', ',']).find_map(|f| f.strip_prefix("usec="))?;
+                        Some((us.parse().ok()?, l))
+                    })
+                    .collect();
+                rows.sort_by(|a, b| b.0.total_cmp(&a.0));
+                for (_, l) in rows.iter().take(14) {
+                    eprintln!("  {l}");
+                }
+            }
             let calls = commandstats(&stats);
             // Time Redis spent inside scripts (the rest of its CPU is I/O and protocol).
             let script_us: f64 = stats
@@ -406,6 +518,20 @@ async fn bench_main() -> tideq::Result<()> {
     // Diagnosis only (not used by run.py): JOBS_BENCH_QUICK=1 runs bulk enqueue, c100 and
     // both lateness runs (spread over 1 s, then burst) and prints them on one line.
     // JOBS_BENCH_QUICK_C=10 uses that concurrency instead of 100.
+    // JOBS_BENCH_FLOW=1: plain c100 beside the flow-control runs, one line each (diagnosis).
+    if std::env::var("JOBS_BENCH_FLOW").is_ok() {
+        let (c100, d100) = work(&client, &url, n, 100).await?;
+        println!("plain c100 {c100} {d100}");
+        let (prio, dprio) = work_flow(&client, &url, n, Flow::Priorities).await?;
+        println!("prio c100 {prio} {dprio}");
+        let (g1k, dg1k) = work_flow(&client, &url, n, Flow::Groups(1000)).await?;
+        println!("groups1k c100 {g1k} {dg1k}");
+        let (g100k, dg100k) = work_flow(&client, &url, n, Flow::Groups(100_000)).await?;
+        println!("groups100k c100 {g100k} {dg100k}");
+        let (achieved, most) = rate_limited(&client).await?;
+        println!("rate 1000/s: achieved {achieved}/s, most in a 1-s window {most}");
+        return Ok(());
+    }
     if std::env::var("JOBS_BENCH_QUICK").is_ok() {
         let c = std::env::var("JOBS_BENCH_QUICK_C")
             .ok()
@@ -437,6 +563,14 @@ async fn bench_main() -> tideq::Result<()> {
         let (r, d) = work(&client, &url, n, c).await?;
         extra.push_str(&format!("\"work_c{c}\":{r},\"diag_c{c}\":{d},"));
     }
+    let (prio, dprio) = work_flow(&client, &url, n, Flow::Priorities).await?;
+    let (g1k, dg1k) = work_flow(&client, &url, n, Flow::Groups(1000)).await?;
+    let (g100k, dg100k) = work_flow(&client, &url, n, Flow::Groups(100_000)).await?;
+    let (rate_achieved, rate_max) = rate_limited(&client).await?;
+    extra.push_str(&format!(
+        "\"work_prio_c100\":{prio},\"work_groups1k_c100\":{g1k},\"work_groups100k_c100\":{g100k},\
+         \"rate1000_achieved\":{rate_achieved},\"rate1000_max_window\":{rate_max},"
+    ));
     let (p50, p99, pmin) = lateness(&client, LATE_SPREAD_MS).await?;
     let (b50, b99, _) = lateness(&client, 0).await?;
     let idle = idle(&client, &url).await?;
@@ -445,7 +579,8 @@ async fn bench_main() -> tideq::Result<()> {
          \"work_c1\":{c1},\"work_c10\":{c10},\"work_c100\":{c100},\"lateness_p50_ms\":{p50},\
          \"lateness_p99_ms\":{p99},\"lateness_min_ms\":{pmin},\"burst_p50_ms\":{b50},\
          \"burst_p99_ms\":{b99},\"rss_mb\":{rss},\
-         \"diag\":{{\"c1\":{d1},\"c10\":{d10},\"c100\":{d100}}},{idle}}}"
+         \"diag\":{{\"c1\":{d1},\"c10\":{d10},\"c100\":{d100},\"prio_c100\":{dprio},\
+         \"groups1k_c100\":{dg1k},\"groups100k_c100\":{dg100k}}},{idle}}}"
     );
     Ok(())
 }

@@ -3,13 +3,14 @@
   KEYS[1] ready list   KEYS[2] delayed zset   KEYS[3] jobs hash
   KEYS[4] meta hash ("state|attempts|max|enqueued|x", see lib_jobs.lua)   KEYS[5] errors hash
   KEYS[6] stats hash   KEYS[7] active zset   KEYS[8] idem zset   KEYS[9] route hash
-  KEYS[10] prio zset   KEYS[11] gstate hash  KEYS[12] g (group key prefix)
+  KEYS[10] prio zset   KEYS[11] g (group key prefix)
+  KEYS[12] p (priority list key prefix)
   ARGV[1] job id
   Returns: "cancelled", or the state that prevented it: "active", "dead", "completed", "missing". ]]
 --#include lib_jobs.lua
 local K = { ready = KEYS[1], delayed = KEYS[2], jobs = KEYS[3], meta = KEYS[4], errors = KEYS[5],
   stats = KEYS[6], active = KEYS[7], idem = KEYS[8], route = KEYS[9], prio = KEYS[10],
-  gstate = KEYS[11], g = KEYS[12] }
+  g = KEYS[11], p = KEYS[12] }
 local id = ARGV[1]
 local m = redis.call('HGET', K.meta, id)
 if not m then return 'missing' end
@@ -23,11 +24,13 @@ if redis.call('ZREM', K.delayed, id) == 0 then
   if not r then
     redis.call('LREM', K.ready, 1, id)
   elseif g == '' then
-    redis.call('ZREM', K.prio, id)
-  elseif g and redis.call('ZREM', K.g .. g, id) == 1 then
-    if redis.call('HINCRBY', K.gstate, 'r:' .. g, -1) <= 0 then
-      redis.call('HDEL', K.gstate, 'r:' .. g)
+    local p = parse_route(r)
+    if redis.call('LREM', K.p .. p, 1, id) == 1 then
+      redis.call('HINCRBY', K.stats, 'pready', -1)
+      if redis.call('EXISTS', K.p .. p) == 0 then redis.call('ZREM', K.prio, p) end
     end
+  elseif g and redis.call('ZREM', K.g .. g, id) == 1 then
+    -- An emptied group stays in the rotation until a fetch finds it empty.
     redis.call('HINCRBY', K.stats, 'gready', -1)
   end
 end

@@ -6,9 +6,11 @@
   KEYS[3] ready list                   KEYS[4] delayed zset (score = due ms)
   KEYS[5] wake list                    KEYS[6] stats hash
   KEYS[7] idem zset (explicit ids, see lib_jobs.lua)   KEYS[8] route hash   KEYS[9] prio zset
-  KEYS[10] grot list   KEYS[11] gset set   KEYS[12] gstate hash   KEYS[13] gcfg hash
+  KEYS[10] grot list    KEYS[11] gheld set   KEYS[12] gstate hash   KEYS[13] gcfg hash
   KEYS[14] gwait zset  KEYS[15] cfg hash   KEYS[16] g (group key prefix)
   KEYS[17] gr (group rate-log prefix)
+  KEYS[18] gset set (the groups in the rotation)
+  KEYS[19] p (priority list key prefix)
   ARGV[1] number of jobs N   ARGV[2] "1": remember explicit ids (the window is on), "0": not
   then per job 7 values: id, envelope, max attempts, delay ms (relative to Redis now),
     run-at ms (absolute; 0 = use delay), "1" if the id was given by the caller,
@@ -17,8 +19,8 @@
 --#include lib_jobs.lua
 local K = { jobs = KEYS[1], meta = KEYS[2], ready = KEYS[3], delayed = KEYS[4], wake = KEYS[5],
   stats = KEYS[6], idem = KEYS[7], route = KEYS[8], prio = KEYS[9], grot = KEYS[10],
-  gset = KEYS[11], gstate = KEYS[12], gcfg = KEYS[13], gwait = KEYS[14], cfg = KEYS[15],
-  g = KEYS[16], gr = KEYS[17] }
+  gheld = KEYS[11], gstate = KEYS[12], gcfg = KEYS[13], gwait = KEYS[14], cfg = KEYS[15],
+  g = KEYS[16], gr = KEYS[17], gset = KEYS[18], p = KEYS[19] }
 local W = 7
 local now = now_ms()
 local nows = tostring(now)

@@ -4,9 +4,11 @@
   KEYS[1] active zset   KEYS[2] ready list   KEYS[3] delayed zset   KEYS[4] dead zset
   KEYS[5] jobs hash     KEYS[6] meta hash    KEYS[7] errors hash    KEYS[8] stats hash
   KEYS[9] wake list     KEYS[10] idem zset   KEYS[11] route hash    KEYS[12] prio zset
-  KEYS[13] grot list    KEYS[14] gset set    KEYS[15] gstate hash   KEYS[16] gcfg hash
+  KEYS[13] grot list     KEYS[14] gheld set    KEYS[15] gstate hash   KEYS[16] gcfg hash
   KEYS[17] gwait zset   KEYS[18] cfg hash    KEYS[19] g (group key prefix)
   KEYS[20] gr (group rate-log prefix)
+  KEYS[21] gset set (the groups in the rotation)
+  KEYS[22] p (priority list key prefix)
   ARGV[1] job id   ARGV[2] lease token   ARGV[3] error text (already size-capped)
   ARGV[4] retry delay ms   ARGV[5] queue policy (lib_jobs.lua)   ARGV[6] "1": dead-letter now
   (the attempt cannot succeed, e.g. an unknown task), whatever its attempts
@@ -14,8 +16,8 @@
 --#include lib_jobs.lua
 local K = { active = KEYS[1], ready = KEYS[2], delayed = KEYS[3], dead = KEYS[4], jobs = KEYS[5],
   meta = KEYS[6], errors = KEYS[7], stats = KEYS[8], wake = KEYS[9], idem = KEYS[10],
-  route = KEYS[11], prio = KEYS[12], grot = KEYS[13], gset = KEYS[14], gstate = KEYS[15],
-  gcfg = KEYS[16], gwait = KEYS[17], cfg = KEYS[18], g = KEYS[19], gr = KEYS[20] }
+  route = KEYS[11], prio = KEYS[12], grot = KEYS[13], gheld = KEYS[14], gstate = KEYS[15],
+  gcfg = KEYS[16], gwait = KEYS[17], cfg = KEYS[18], g = KEYS[19], gr = KEYS[20], gset = KEYS[21], p = KEYS[22] }
 local id = ARGV[1]
 local m = redis.call('HGET', K.meta, id)
 if not m then return -1 end

@@ -11,10 +11,12 @@
   KEYS[4] dead zset      KEYS[5] jobs hash       KEYS[6] meta hash
   KEYS[7] errors hash    KEYS[8] stats hash      KEYS[9] done list (retained completed ids)
   KEYS[10] wake list     KEYS[11] idem zset      KEYS[12] route hash
-  KEYS[13] prio zset     KEYS[14] grot list      KEYS[15] gset set
+  KEYS[13] prio zset     KEYS[14] grot list       KEYS[15] gheld set
   KEYS[16] gstate hash   KEYS[17] gcfg hash      KEYS[18] gwait zset
   KEYS[19] cfg hash      KEYS[20] rl zset        KEYS[21] g (group key prefix)
   KEYS[22] gr (group rate-log key prefix)
+  KEYS[23] gset set (the groups in the rotation)
+  KEYS[24] p (priority list key prefix)
   ARGV[1] lease ms   ARGV[2] most jobs to lease (0 = maintenance only)
   ARGV[3] most expired leases to recover   ARGV[4] most delayed jobs to promote (<= 1000)
   ARGV[5] queue policy (see lib_jobs.lua)
@@ -28,9 +30,9 @@
 --#include lib_jobs.lua
 local K = { ready = KEYS[1], delayed = KEYS[2], active = KEYS[3], dead = KEYS[4], jobs = KEYS[5],
   meta = KEYS[6], errors = KEYS[7], stats = KEYS[8], done = KEYS[9], wake = KEYS[10],
-  idem = KEYS[11], route = KEYS[12], prio = KEYS[13], grot = KEYS[14], gset = KEYS[15],
+  idem = KEYS[11], route = KEYS[12], prio = KEYS[13], grot = KEYS[14], gheld = KEYS[15],
   gstate = KEYS[16], gcfg = KEYS[17], gwait = KEYS[18], cfg = KEYS[19], rl = KEYS[20],
-  g = KEYS[21], gr = KEYS[22] }
+  g = KEYS[21], gr = KEYS[22], gset = KEYS[23], p = KEYS[24] }
 local now = now_ms()
 local P = policy(ARGV[5])
 local C = queue_cfg(K)
@@ -82,7 +84,7 @@ if flow then
   local rewoken = redis.call('ZRANGEBYSCORE', K.gwait, '-inf', now, 'LIMIT', 0, 1000)
   if #rewoken > 0 then
     chunked('ZREM', K.gwait, rewoken)
-    for _, g in ipairs(rewoken) do group_offer(K, C, g, now) end
+    groups_offer(K, C, rewoken, now, false)
   end
 end
 
@@ -115,47 +117,108 @@ if want > 0 then
     for _, id in ipairs(got) do ids[#ids + 1] = id end
   end
   if #ids < want and flow then
-    local p = redis.call('ZPOPMIN', K.prio, want - #ids)
-    for i = 1, #p, 2 do
-      ids[#ids + 1] = p[i]
-      popped = true
-    end
-    -- Groups: one job per group per turn, so one busy group cannot starve the others.
-    local hops = math.min(redis.call('LLEN', K.grot), 2 * (want - #ids) + 10)
-    for _ = 1, hops do
-      if #ids >= want then break end
-      local g = redis.call('LMOVE', K.grot, K.grot, 'LEFT', 'RIGHT')
-      if not g then break end
-      local ok, wait = group_can_start(K, C, g, now)
-      local took = false
-      if ok then
-        local j = redis.call('ZPOPMIN', K.g .. g, 1)
-        if j[1] then
-          took, popped = true, true
-          ids[#ids + 1] = j[1]
-          grp[j[1]] = g
-          redis.call('HINCRBY', K.gstate, 'a:' .. g, 1)
-          if redis.call('HINCRBY', K.gstate, 'r:' .. g, -1) <= 0 then
-            redis.call('HDEL', K.gstate, 'r:' .. g)
-          end
-          redis.call('HINCRBY', K.stats, 'gready', -1)
-          local gn, gms = parse_rate(redis.call('HGET', K.gcfg, 'rate:' .. g) or C.grate)
-          if gn then
-            -- The window's log expires with the window: a group that goes quiet leaves no key.
-            redis.call('ZADD', K.gr .. g, now, j[1] .. '.' .. now)
-            redis.call('PEXPIRE', K.gr .. g, gms)
-          end
-          ok, wait = group_can_start(K, C, g, now)
-        else
-          redis.call('HDEL', K.gstate, 'r:' .. g)
-          ok = false
-        end
+    -- Prioritized: the lowest priority number's list first.
+    local took = 0
+    for _ = 1, 100 do
+      local need = want - #ids
+      if need <= 0 then break end
+      local lvl = redis.call('ZRANGE', K.prio, 0, 0)[1]
+      if not lvl then break end
+      local got = redis.call('LPOP', K.p .. lvl, need)
+      if got then
+        for _, id in ipairs(got) do ids[#ids + 1] = id end
+        took = took + #got
       end
-      if not ok then
-        -- It cannot start another now: out of the rotation until it can.
-        redis.call('RPOP', K.grot)
-        redis.call('SREM', K.gset, g)
-        if wait then redis.call('ZADD', K.gwait, now + wait, g) end
+      if not got or #got < need then redis.call('ZREM', K.prio, lvl) end
+    end
+    if took > 0 then
+      popped = true
+      redis.call('HINCRBY', K.stats, 'pready', -took)
+    end
+    -- Groups: one job per group per round, so one busy group cannot starve the others.
+    if #ids < want then
+      local started, sgroups, total_started = {}, {}, 0
+      local limited = groups_limited(K, C)
+      for _ = 1, 100 do
+        local need = want - #ids
+        if need <= 0 then break end
+        local heads = redis.call('LPOP', K.grot, need)
+        if not heads then break end
+        local m = #heads
+        -- Fewer groups than jobs wanted (the rotation is now empty): each gives several.
+        local per = m < need and math.ceil(need / m) or 1
+        local back, gone = {}, {}
+        if per == 1 and not limited then
+          -- The common case, kept lean (a call per job is the cost of a group): one job from
+          -- each group, each back at the end of the rotation.
+          for _, g in ipairs(heads) do
+            local j = redis.call('ZPOPMIN', K.g .. g, 1)[1]
+            if j then
+              ids[#ids + 1] = j
+              back[#back + 1] = g
+            else
+              gone[#gone + 1] = g
+            end
+          end
+          total_started = total_started + #back
+        else
+          -- The jobs taken, by turn (each group's first, then each one's second, ...), so a
+          -- batch that takes several per group still starts them round-robin.
+          local turns, taken = {}, 0
+          for _, g in ipairs(heads) do
+            local take = math.min(per, need - taken)
+            local room, wait = math.huge, nil
+            if limited then
+              room, wait = group_room(K, C, g, now)
+              take = math.min(take, room)
+            end
+            local n = 0
+            if take > 0 then
+              local got = redis.call('ZPOPMIN', K.g .. g, take)
+              n = #got / 2
+              for k = 1, #got, 2 do
+                local t = (k + 1) / 2
+                turns[t] = turns[t] or {}
+                turns[t][#turns[t] + 1] = got[k]
+                grp[got[k]] = g
+              end
+              taken = taken + n
+            end
+            if n > 0 then
+              total_started = total_started + n
+              if not started[g] then
+                started[g] = 0
+                sgroups[#sgroups + 1] = g
+              end
+              started[g] = started[g] + n
+              if limited then
+                C.act[g] = group_active(K, C, g) + n
+                C.rs[g] = (C.rs[g] or 0) + n
+              end
+            end
+            if take > 0 and n < take then
+              -- Emptied: it leaves the rotation (its next job brings it back).
+              gone[#gone + 1] = g
+            elseif room - n > 0 then
+              back[#back + 1] = g
+            else
+              group_hold(K, g, now, wait)
+            end
+          end
+          for _, turn in ipairs(turns) do
+            for _, id in ipairs(turn) do ids[#ids + 1] = id end
+          end
+        end
+        -- Whether a group put back has jobs left is not looked up (a call per job): an emptied
+        -- group leaves when its next turn finds nothing.
+        if #back > 0 then redis.call('RPUSH', K.grot, unpack(back)) end
+        if #gone > 0 then redis.call('SREM', K.gset, unpack(gone)) end
+      end
+      if total_started > 0 then
+        popped = true
+        redis.call('HINCRBY', K.stats, 'gready', -total_started)
+        -- Running counts are kept only where a limit needs them.
+        if limited then add_group_active(K, C, started, sgroups) end
       end
     end
   end
@@ -177,6 +240,15 @@ if #ids > 0 then
       if rate_n then
         starts[#starts + 1] = now
         starts[#starts + 1] = id .. '.' .. x
+      end
+      local g = grp[id]
+      if g and groups_limited(K, C) then
+        local gn, gms = parse_rate(group_cfg(K, C, g).rate)
+        if gn then
+          -- The window's log expires with the window: a group that goes quiet leaves no key.
+          redis.call('ZADD', K.gr .. g, now, id .. '.' .. x)
+          redis.call('PEXPIRE', K.gr .. g, gms)
+        end
       end
     else
       if grp[id] then group_done(K, C, grp[id], now) end

@@ -37,20 +37,30 @@
     route   hash id -> "priority|sequence|group" for jobs with a priority or a group (0 = no
             priority, "" = no group; the sequence number is given at enqueue). Plain jobs have
             none and wait in the ready list.
-    prio    zset of ready prioritized jobs without a group; score = priority * 2^32 + sequence, so
-            a lower priority number runs first and equal ones in order.
-    g:<group> (K.g .. group) zset of a group's ready jobs, scored the same way.
+    p:<priority> (K.p .. priority) list of the ready jobs of that priority without a group,
+            oldest first; prio: zset of the priorities that have some (score = priority), so a
+            lower priority number runs first and equal ones in order, at list cost per job.
+    g:<group> (K.g .. group) zset of a group's ready jobs, score = priority * 2^32 + sequence
+            (a group's jobs without a priority count as priority 0).
+    grot    list: the group rotation, the groups that can start a job now; gset holds the same
+            groups as a set. A fetch pops groups off its front, takes one job of each (several
+            when there are fewer groups than jobs wanted, handed out in turns) and pushes back
+            those with room for more; a group that gets jobs joins at the back. So every group
+            with ready jobs gets one turn per round, whatever its size, at one call per job.
+    gheld   set of groups out of the rotation for want of room (at their concurrency limit,
+            paused, or rate-limited): a job of theirs ending, a resume or a settings change
+            offers them their place back.
+    gwait   zset: rate-limited groups -> when their window allows the next start.
     gr:<group> (K.gr .. group) zset: the group's recent starts (its rate-limit window).
-    grot/gset  the rotation of groups that can start a job now (ready jobs, not paused, under their
-            concurrency limit and rate), and its membership set. A group leaves it when it cannot
-            start one, and comes back when it can again (a job of it ends, it is resumed, its rate
-            window moves on: gwait holds when).
-    gstate  hash "a:<group>" -> jobs of the group running, "r:<group>" -> jobs ready.
+    gstate  hash group -> jobs of the group running (across workers), kept only while a group
+            limit, rate or pause is set (set_flow.lua counts them afresh when one is set).
     gcfg    hash "limit:<group>", "rate:<group>" ("n|ms"), "paused:<group>": per-group settings.
     cfg     hash: paused, max_active, rate ("n|ms"), glimit and grate (the groups' defaults).
     rl      zset: the queue's recent starts (its rate-limit window).
-  Keys under K.g and K.gr are built from those declared prefixes: one per group, in the queue's
-  hash tag like every other key.
+  Without any group limit, rate or pause (no glimit/grate, empty gcfg), nothing about a group is
+  looked up: a group with ready jobs is always in the rotation (an emptied one leaves it when its
+  turn finds nothing). Keys under K.g and K.gr are built
+  from those declared prefixes: one per group, in the queue's hash tag like every other key.
 
   Commands run variadic (one call per batch, at most 1000 arguments per call): a call from Lua
   costs about as much as the work it does on a few fields. ]]
@@ -124,7 +134,7 @@ end
 
 ---- flow control ----------------------------------------------------------------------------
 
--- The routes ("priority|group") of `ids`, or nil when no job of the queue has one.
+-- The routes ("priority|sequence|group") of `ids`, or nil when no job of the queue has one.
 local function routes(K, ids)
   if #ids == 0 or redis.call('EXISTS', K.route) == 0 then return nil end
   return hmget(K.route, ids)
@@ -146,8 +156,17 @@ end
 -- The queue's settings (cfg hash), read once per call.
 local function queue_cfg(K)
   local c = redis.call('HMGET', K.cfg, 'paused', 'max_active', 'rate', 'glimit', 'grate')
-  return { paused = c[1] == '1', max_active = tonumber(c[2]), rate = c[3], glimit = tonumber(c[4]),
-    grate = c[5] }
+  return { paused = c[1] == '1', max_active = tonumber(c[2]), rate = c[3] or nil,
+    glimit = tonumber(c[4]), grate = c[5] or nil, gc = {}, act = {}, rs = {} }
+end
+
+-- Whether any group limit, rate or pause is set (a queue default, or any group's own): without
+-- one, every group may always start its next job, and none of it is looked up.
+local function groups_limited(K, C)
+  if C.limited == nil then
+    C.limited = C.glimit ~= nil or C.grate ~= nil or redis.call('EXISTS', K.gcfg) == 1
+  end
+  return C.limited
 end
 
 -- "n|ms" -> n, ms (nil when unset).
@@ -165,48 +184,160 @@ local function rate_wait(key, n, ms, now)
   return math.max(1, tonumber(oldest[2]) + ms - now + 1)
 end
 
--- Can group `g` start a job now? Returns true, or false and the ms until its rate allows one
--- (nil when only a job ending or a resume can change it).
-local function group_can_start(K, C, g, now)
-  local st = redis.call('HMGET', K.gstate, 'a:' .. g, 'r:' .. g)
-  if (tonumber(st[2]) or 0) <= 0 then return false end
-  local gc = redis.call('HMGET', K.gcfg, 'limit:' .. g, 'rate:' .. g, 'paused:' .. g)
-  if gc[3] then return false end
-  local limit = tonumber(gc[1]) or C.glimit
-  if limit and (tonumber(st[1]) or 0) >= limit then return false end
-  local n, ms = parse_rate(gc[2] or C.grate)
-  if n then
-    local wait = rate_wait(K.gr .. g, n, ms, now)
-    if wait > 0 then return false, wait end
+-- Group g's settings in force (its own, else the queue's defaults), read once per call.
+local function group_cfg(K, C, g)
+  local c = C.gc[g]
+  if not c then
+    local v = redis.call('HMGET', K.gcfg, 'limit:' .. g, 'rate:' .. g, 'paused:' .. g)
+    c = { limit = tonumber(v[1]) or C.glimit, rate = v[2] or C.grate, paused = v[3] ~= false }
+    C.gc[g] = c
   end
+  return c
+end
+
+-- Jobs of group g running now (kept up to date in C.act within one call).
+local function group_active(K, C, g)
+  local a = C.act[g]
+  if not a then
+    a = tonumber(redis.call('HGET', K.gstate, g) or '0')
+    C.act[g] = a
+  end
+  return a
+end
+
+-- Adds deltas (group -> n) to the groups' running counts (gstate), two calls for all.
+local function add_group_active(K, C, deltas, groups)
+  if #groups == 0 then return end
+  local cur = redis.call('HMGET', K.gstate, unpack(groups))
+  local set, del = {}, {}
+  for i, g in ipairs(groups) do
+    local v = (tonumber(cur[i]) or 0) + deltas[g]
+    C.act[g] = math.max(v, 0)
+    if v > 0 then
+      set[#set + 1] = g
+      set[#set + 1] = v
+    else
+      del[#del + 1] = g
+    end
+  end
+  chunked('HSET', K.gstate, set)
+  chunked('HDEL', K.gstate, del)
+end
+
+-- Counts the running jobs of every group afresh from the active set (when group limits are
+-- set: without them nothing keeps the counts), or drops the counts.
+local function recount_group_active(K, C)
+  redis.call('DEL', K.gstate)
+  if not groups_limited(K, C) or redis.call('EXISTS', K.route) == 0 then return end
+  local running = redis.call('ZRANGEBYSCORE', K.active, '-inf', '(+inf')
+  local r = hmget(K.route, running)
+  local counts, groups = {}, {}
+  for i = 1, #running do
+    local g = r[i] and select(2, parse_route(r[i]))
+    if g and g ~= '' then
+      if not counts[g] then
+        counts[g] = 0
+        groups[#groups + 1] = g
+      end
+      counts[g] = counts[g] + 1
+    end
+  end
+  add_group_active(K, C, counts, groups)
+end
+
+-- How many more jobs group g may start now (math.huge: no limit); when none, also the ms until
+-- its rate allows one, if the rate is what stops it.
+local function group_room(K, C, g, now)
+  if not groups_limited(K, C) then return math.huge end
+  local c = group_cfg(K, C, g)
+  if c.paused then return 0 end
+  local room = math.huge
+  if c.limit then
+    room = c.limit - group_active(K, C, g)
+    if room <= 0 then return 0 end
+  end
+  local n, ms = parse_rate(c.rate)
+  if n then
+    -- Starts of this call are not in the log yet.
+    local used = C.rs[g] or 0
+    if used >= n then return 0, ms + 1 end
+    local wait = rate_wait(K.gr .. g, n - used, ms, now)
+    if wait > 0 then return 0, wait end
+    room = math.min(room, n - used - redis.call('ZCARD', K.gr .. g))
+  end
+  return room
+end
+
+-- A group with no room to start a job leaves the rotation until it has some again: held (a job
+-- of it ending, a resume or a settings change offers it again), or waiting for its rate window.
+local function group_hold(K, g, now, wait)
+  redis.call('SREM', K.gset, g)
+  redis.call('SADD', K.gheld, g)
+  if wait then redis.call('ZADD', K.gwait, now + wait, g) end
+end
+
+-- Puts groups at the back of the rotation, those not in it already.
+local function rotation_join(K, groups)
+  local inside = redis.call('SMISMEMBER', K.gset, unpack(groups))
+  local new = {}
+  for i, g in ipairs(groups) do
+    if inside[i] == 0 then new[#new + 1] = g end
+  end
+  if #new == 0 then return false end
+  redis.call('SADD', K.gset, unpack(new))
+  redis.call('RPUSH', K.grot, unpack(new))
   return true
 end
 
--- Puts group `g` in the rotation if it can start a job now (or in gwait, when its rate allows).
-local function group_offer(K, C, g, now)
-  local ok, wait = group_can_start(K, C, g, now)
-  if ok then
-    if redis.call('SADD', K.gset, g) == 1 then
-      redis.call('RPUSH', K.grot, g)
-      wake(K.wake)
+-- Offers groups that may have ready jobs a place in the rotation (at its back; a group already
+-- in it keeps its place). Without group limits this is three calls for all of them. `ready`: the
+-- groups are known to have ready jobs. Returns whether any joined.
+local function groups_offer(K, C, groups, now, ready)
+  local can = {}
+  for _, g in ipairs(groups) do
+    if ready or redis.call('EXISTS', K.g .. g) == 1 then
+      if groups_limited(K, C) then
+        local room, wait = group_room(K, C, g, now)
+        if room > 0 then
+          can[#can + 1] = g
+          redis.call('SREM', K.gheld, g)
+        else
+          redis.call('SADD', K.gheld, g)
+          if wait then redis.call('ZADD', K.gwait, now + wait, g) end
+        end
+      else
+        can[#can + 1] = g
+      end
+    elseif groups_limited(K, C) then
+      redis.call('SREM', K.gheld, g)
     end
-  elseif wait then
-    redis.call('ZADD', K.gwait, now + wait, g)
   end
-  return ok
+  local joined = false
+  for i = 1, #can, 1000 do
+    joined = rotation_join(K, { unpack(can, i, math.min(i + 999, #can)) }) or joined
+  end
+  return joined
 end
 
--- A job of group `g` ended (completed, failed, released, expired): its slot is free again.
+-- Jobs of groups ended (completed, failed, released, expired): `groups` lists each group once,
+-- `ended[g]` how many of its jobs. Their slots are free again; with group limits, each group is
+-- offered its place back (and idle workers woken when one joins).
+local function groups_done(K, C, groups, ended, now)
+  if #groups == 0 or not groups_limited(K, C) then return end
+  local deltas = {}
+  for _, g in ipairs(groups) do deltas[g] = -ended[g] end
+  add_group_active(K, C, deltas, groups)
+  if groups_offer(K, C, groups, now, false) then wake(K.wake) end
+end
+
 local function group_done(K, C, g, now)
-  local left = redis.call('HINCRBY', K.gstate, 'a:' .. g, -1)
-  if left <= 0 then redis.call('HDEL', K.gstate, 'a:' .. g) end
-  group_offer(K, C, g, now)
+  groups_done(K, C, { g }, { [g] = 1 }, now)
 end
 
--- Makes jobs ready, each in its queue: the ready list, the priority zset, or its group's zset.
--- A job with a priority or a group keeps the place its enqueue gave it (its sequence number), so
--- a retried, recovered or released job runs before the jobs enqueued after it. Plain jobs queue
--- at the back, or at the front when `front` (a release at shutdown).
+-- Makes jobs ready, each in its queue: the ready list, its priority's list, or its group's zset.
+-- A job of a group keeps the place its enqueue gave it (its sequence number), so a retried,
+-- recovered or released job runs before the group's jobs enqueued after it. Other jobs queue at
+-- the back of their list, or at the front when `front` (a release at shutdown).
 local function make_ready(K, C, ids, front, now)
   if #ids == 0 then return end
   local r = routes(K, ids)
@@ -219,25 +350,29 @@ local function make_ready(K, C, ids, front, now)
     return
   end
   local plain, prio = {}, {}
-  local groups = {}
+  -- Per group (in order of first appearance), its jobs' scores and ids.
+  local groups, byg = {}, {}
+  local ngrouped = 0
   for i, id in ipairs(ids) do
     local p, g, seq = nil, nil, nil
     if r[i] then p, g, seq = parse_route(r[i]) end
     if not p then
       plain[#plain + 1] = id
     else
-      local score = tonumber(p) * TWO32 + tonumber(seq) % TWO32
       if g == '' then
-        prio[#prio + 1] = score
+        prio[#prio + 1] = p
         prio[#prio + 1] = id
       else
-        redis.call('ZADD', K.g .. g, score, id)
-        redis.call('HINCRBY', K.gstate, 'r:' .. g, 1)
-        redis.call('HINCRBY', K.stats, 'gready', 1)
-        if not groups[g] then
-          groups[g] = true
+        local score = tonumber(p) * TWO32 + tonumber(seq) % TWO32
+        local z = byg[g]
+        if not z then
+          z = {}
+          byg[g] = z
           groups[#groups + 1] = g
         end
+        z[#z + 1] = score
+        z[#z + 1] = id
+        ngrouped = ngrouped + 1
       end
     end
   end
@@ -246,9 +381,36 @@ local function make_ready(K, C, ids, front, now)
   else
     chunked('RPUSH', K.ready, plain)
   end
-  chunked('ZADD', K.prio, prio)
-  -- In order of first appearance: groups join the rotation as their first jobs arrived.
-  for _, g in ipairs(groups) do group_offer(K, C, g, now) end
+  if #prio > 0 then
+    -- Each priority's jobs wait in a list of their own (FIFO, one call per batch and priority);
+    -- the prio zset holds the priorities that have some.
+    local levels, byp = {}, {}
+    for i = 1, #prio, 2 do
+      local lvl = prio[i]
+      if not byp[lvl] then
+        byp[lvl] = {}
+        levels[#levels + 1] = lvl
+        levels[#levels + 1] = lvl
+      end
+      local l = byp[lvl]
+      l[#l + 1] = prio[i + 1]
+    end
+    for i = 1, #levels, 2 do
+      local l = byp[levels[i]]
+      if front then
+        for j = #l, 1, -1 do redis.call('LPUSH', K.p .. levels[i], l[j]) end
+      else
+        chunked('RPUSH', K.p .. levels[i], l)
+      end
+    end
+    chunked('ZADD', K.prio, levels)
+    redis.call('HINCRBY', K.stats, 'pready', #prio / 2)
+  end
+  if ngrouped > 0 then
+    for _, g in ipairs(groups) do chunked('ZADD', K.g .. g, byg[g]) end
+    redis.call('HINCRBY', K.stats, 'gready', ngrouped)
+    groups_offer(K, C, groups, now, true)
+  end
 end
 
 -- Marks explicit ids as finished at `now` in the idem zset (only those it holds), and drops the
@@ -354,11 +516,22 @@ local function complete_leases(K, C, now, P, first)
   redis.call('HINCRBY', K.stats, 'completed', #okids)
   -- A slot under the queue's concurrency cap is free again: an idle worker may start a job.
   if C.max_active then wake(K.wake) end
-  local r = routes(K, okids)
-  if r then
-    for i = 1, #okids do
-      local g = r[i] and select(2, parse_route(r[i]))
-      if g and g ~= '' then group_done(K, C, g, now) end
+  -- Grouped jobs free their groups' slots (only looked up when a group has jobs running).
+  if redis.call('EXISTS', K.gstate) == 1 then
+    local r = routes(K, okids)
+    if r then
+      local groups, ended = {}, {}
+      for i = 1, #okids do
+        local g = r[i] and select(2, parse_route(r[i]))
+        if g and g ~= '' then
+          if not ended[g] then
+            ended[g] = 0
+            groups[#groups + 1] = g
+          end
+          ended[g] = ended[g] + 1
+        end
+      end
+      groups_done(K, C, groups, ended, now)
     end
   end
   idem_finished(K, now, P, okids)

@@ -3,14 +3,16 @@
   else gets -1 (LEASE_LOST) and nothing changes. A group's slot is freed.
   KEYS[1] active zset   KEYS[2] ready list   KEYS[3] meta hash   KEYS[4] wake list
   KEYS[5] stats hash    KEYS[6] route hash   KEYS[7] prio zset   KEYS[8] grot list
-  KEYS[9] gset set      KEYS[10] gstate hash KEYS[11] gcfg hash  KEYS[12] gwait zset
+  KEYS[9] gheld set      KEYS[10] gstate hash KEYS[11] gcfg hash  KEYS[12] gwait zset
   KEYS[13] cfg hash     KEYS[14] g (group key prefix)            KEYS[15] gr (group rate-log prefix)
+  KEYS[16] gset set (the groups in the rotation)
+  KEYS[17] p (priority list key prefix)
   ARGV[1] job id   ARGV[2] lease token
   Returns: 1 released, -1 lease lost. ]]
 --#include lib_jobs.lua
 local K = { active = KEYS[1], ready = KEYS[2], meta = KEYS[3], wake = KEYS[4], stats = KEYS[5],
-  route = KEYS[6], prio = KEYS[7], grot = KEYS[8], gset = KEYS[9], gstate = KEYS[10],
-  gcfg = KEYS[11], gwait = KEYS[12], cfg = KEYS[13], g = KEYS[14], gr = KEYS[15] }
+  route = KEYS[6], prio = KEYS[7], grot = KEYS[8], gheld = KEYS[9], gstate = KEYS[10],
+  gcfg = KEYS[11], gwait = KEYS[12], cfg = KEYS[13], g = KEYS[14], gr = KEYS[15], gset = KEYS[16], p = KEYS[17] }
 local id = ARGV[1]
 local m = redis.call('HGET', K.meta, id)
 if not m then return -1 end

@@ -1,15 +1,19 @@
---[[ Change flow-control settings (lib_jobs.lua, "Flow control"), then offer every group the
-  change may let start a job, and wake idle workers.
+--[[ Change flow-control settings (lib_jobs.lua, "Flow control"), then offer the groups the change
+  may let start a job their place in the rotation, and wake idle workers.
   KEYS[1] cfg hash     KEYS[2] gcfg hash    KEYS[3] gstate hash   KEYS[4] grot list
-  KEYS[5] gset set     KEYS[6] gwait zset   KEYS[7] wake list     KEYS[8] gr (group rate-log prefix)
+  KEYS[5] gheld set    KEYS[6] gwait zset   KEYS[7] wake list     KEYS[8] stats hash
+  KEYS[9] g (group key prefix)              KEYS[10] gr (group rate-log prefix)
+  KEYS[11] active zset  KEYS[12] route hash
+  KEYS[13] gset set (the groups in the rotation)
   ARGV[1] "queue" (queue settings) or a group name prefixed by "group:"
   ARGV[2], ARGV[3], ...: pairs of setting, value ("" removes the setting); queue settings:
     paused, max_active, rate ("n|ms"), glimit, grate ("n|ms"); group settings: limit, rate,
     paused
   Returns: 1. ]]
 --#include lib_jobs.lua
-local K = { cfg = KEYS[1], gcfg = KEYS[2], gstate = KEYS[3], grot = KEYS[4], gset = KEYS[5],
-  gwait = KEYS[6], wake = KEYS[7], gr = KEYS[8] }
+local K = { cfg = KEYS[1], gcfg = KEYS[2], gstate = KEYS[3], grot = KEYS[4], gheld = KEYS[5],
+  gwait = KEYS[6], wake = KEYS[7], stats = KEYS[8], g = KEYS[9], gr = KEYS[10],
+  active = KEYS[11], route = KEYS[12], gset = KEYS[13] }
 local group = string.match(ARGV[1], '^group:(.*)$')
 for i = 2, #ARGV - 1, 2 do
   local key, field = K.cfg, ARGV[i]
@@ -22,13 +26,16 @@ for i = 2, #ARGV - 1, 2 do
 end
 local now = now_ms()
 local C = queue_cfg(K)
+-- Group running counts exist only while some group limit needs them: counted afresh now.
+recount_group_active(K, C)
 if group then
-  group_offer(K, C, group, now)
+  groups_offer(K, C, { group }, now, false)
 else
-  -- A default changed: any group with ready jobs may start one now.
-  for _, f in ipairs(redis.call('HKEYS', K.gstate)) do
-    local g = string.match(f, '^r:(.*)$')
-    if g then group_offer(K, C, g, now) end
+  -- A default changed: every group held out of the rotation may have room now.
+  local held = redis.call('SMEMBERS', K.gheld)
+  for _, g in ipairs(redis.call('ZRANGE', K.gwait, 0, -1)) do held[#held + 1] = g end
+  for i = 1, #held, 1000 do
+    groups_offer(K, C, { unpack(held, i, math.min(i + 999, #held)) }, now, false)
   end
 end
 wake(K.wake)
