@@ -4,6 +4,7 @@ tideq_harness (test files import them from there, never from ``conftest``)."""
 
 from __future__ import annotations
 
+import signal
 import uuid
 
 import pytest
@@ -12,6 +13,12 @@ import tideq
 from tideq_harness import private_redis, redis_url
 
 __all__ = ["private_redis", "redis_url", "client", "name", "queue"]
+
+# A shell without job control starts background commands with SIGINT ignored, and an ignored
+# signal stays ignored in every child: the worker processes these tests start would never see
+# their Ctrl-C. A handler here is reset to the default in children.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture
