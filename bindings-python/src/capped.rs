@@ -8,7 +8,7 @@ use tideq::{CappedOptions, ConsumerOptions};
 
 use crate::client::Client;
 use crate::consumer;
-use crate::convert::{self, Items, Opt};
+use crate::convert::{self, Int, Items, Opt, Secret, Secs, Text};
 use crate::error;
 use crate::runtime::{self, Api};
 use crate::signal;
@@ -73,13 +73,13 @@ runtime::api_classes!(
         fn open(
             py: Python<'_>,
             api: Api,
-            name: &str,
+            name: Text,
             client: Option<Py<Client>>,
-            url: Option<String>,
-            capacity: Option<i64>,
-            ttl: Opt<f64>,
-            max_age: Opt<f64>,
-            shards: i64,
+            url: Option<Secret>,
+            capacity: Option<Int>,
+            ttl: Opt<Secs>,
+            max_age: Opt<Secs>,
+            #[pyo3(from_py_with = convert::int)] shards: i64,
         ) -> PyResult<Self> {
             let client = Client::for_queue(py, client, url)?;
             let mut opts = CappedOptions::default();
@@ -90,7 +90,7 @@ runtime::api_classes!(
                 max_age: convert::opt_duration,
             );
             let shards = convert::count("shards", shards)?;
-            let queue = tideq::CappedQueue::sharded(&client.get().inner, name, shards, opts)
+            let queue = tideq::CappedQueue::sharded(&client.get().inner, &name.0, shards, opts)
                 .map_err(error::to_py)?;
             Ok(CappedQueueBase { queue, client, api })
         }
@@ -118,10 +118,10 @@ impl CappedQueueBase {
     fn push<'py>(
         &self,
         py: Python<'py>,
-        group: String,
+        group: Text,
         item: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let (q, item) = (self.queue.clone(), convert::item(item)?);
+        let (q, group, item) = (self.queue.clone(), group.0, convert::item(item)?);
         self.api.call(py, async move { q.push(&group, item).await })
     }
 
@@ -138,16 +138,20 @@ impl CappedQueueBase {
     fn pop_batch<'py>(
         &self,
         py: Python<'py>,
-        group: String,
-        max: i64,
+        group: Text,
+        #[pyo3(from_py_with = convert::int)] max: i64,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let (q, max) = (self.queue.clone(), convert::count("max", max)?);
+        let (q, group, max) = (self.queue.clone(), group.0, convert::count("max", max)?);
         self.api
             .call(py, async move { q.pop_batch(&group, max).await.map(Items) })
     }
 
     #[pyo3(signature = (max=128))]
-    fn next_batch<'py>(&self, py: Python<'py>, max: i64) -> PyResult<Bound<'py, PyAny>> {
+    fn next_batch<'py>(
+        &self,
+        py: Python<'py>,
+        #[pyo3(from_py_with = convert::int)] max: i64,
+    ) -> PyResult<Bound<'py, PyAny>> {
         let (q, max) = (self.queue.clone(), convert::count("max", max)?);
         self.api.call(py, async move {
             let batch = q.next_batch(max).await?;
@@ -155,8 +159,8 @@ impl CappedQueueBase {
         })
     }
 
-    fn len<'py>(&self, py: Python<'py>, group: String) -> PyResult<Bound<'py, PyAny>> {
-        let q = self.queue.clone();
+    fn len<'py>(&self, py: Python<'py>, group: Text) -> PyResult<Bound<'py, PyAny>> {
+        let (q, group) = (self.queue.clone(), group.0);
         self.api.call(py, async move { q.len(&group).await })
     }
 
@@ -179,12 +183,12 @@ impl CappedQueueBase {
         &self,
         py: Python<'py>,
         handler: Py<PyAny>,
-        concurrency: Option<i64>,
-        batch_size: Option<i64>,
-        groups: Option<Vec<String>>,
-        exclude: Option<Vec<String>>,
-        poll_interval: Option<f64>,
-        grace: Option<f64>,
+        concurrency: Option<Int>,
+        batch_size: Option<Int>,
+        groups: Option<Vec<Text>>,
+        exclude: Option<Vec<Text>>,
+        poll_interval: Option<Secs>,
+        grace: Option<Secs>,
         stop_when_empty: Option<bool>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let mut opts = ConsumerOptions::default();
@@ -192,8 +196,8 @@ impl CappedQueueBase {
             opts,
             concurrency: convert::count,
             batch_size: convert::count,
-            groups: convert::as_is,
-            exclude: convert::as_is,
+            groups: convert::texts,
+            exclude: convert::texts,
             poll_interval: convert::duration,
             grace: convert::duration,
             stop_when_empty: convert::as_is,
@@ -208,12 +212,12 @@ impl CappedQueueBase {
         &self,
         py: Python<'py>,
         handler: Py<PyAny>,
-        concurrency: Option<i64>,
-        batch_size: Option<i64>,
-        groups: Option<Vec<String>>,
-        exclude: Option<Vec<String>>,
-        poll_interval: Option<f64>,
-        grace: Option<f64>,
+        concurrency: Option<Int>,
+        batch_size: Option<Int>,
+        groups: Option<Vec<Text>>,
+        exclude: Option<Vec<Text>>,
+        poll_interval: Option<Secs>,
+        grace: Option<Secs>,
         stop_when_empty: Option<bool>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let consumer = self.consume(

@@ -5,9 +5,9 @@
 
 use pyo3::prelude::*;
 use tideq::config::redact_url;
-use tideq::Config;
+use tideq::{Config, EvictionCheck};
 
-use crate::convert;
+use crate::convert::{self, Int, Secret, Secs, Text};
 use crate::error::{self, invalid};
 
 /// Which kind of deployment a client reaches, with the addresses it was given (redacted).
@@ -23,6 +23,7 @@ pub struct Client {
     pub(crate) inner: tideq::Client,
     mode: Mode,
     replica_ack: Option<(usize, f64)>,
+    eviction_check: EvictionCheck,
 }
 
 impl Client {
@@ -30,13 +31,13 @@ impl Client {
     pub fn for_queue(
         py: Python<'_>,
         client: Option<Py<Client>>,
-        url: Option<String>,
+        url: Option<Secret>,
     ) -> PyResult<Py<Client>> {
         match (client, url) {
             (Some(_), Some(_)) => Err(invalid("pass either client or url, not both")),
             (Some(client), None) => Ok(client),
             (None, url) => {
-                let config = url.map_or_else(Config::from_env, Config::new);
+                let config = url.map_or_else(Config::from_env, |u| Config::new(u.0));
                 let inner = tideq::Client::new(config).map_err(error::to_py)?;
                 Py::new(
                     py,
@@ -44,6 +45,7 @@ impl Client {
                         inner,
                         mode: Mode::Single,
                         replica_ack: None,
+                        eviction_check: EvictionCheck::default(),
                     },
                 )
             }
@@ -53,36 +55,65 @@ impl Client {
 
 /// A list of URLs that must not be empty (an empty one would otherwise reach the core as an
 /// empty URL and fail with a confusing message).
-fn non_empty(what: &str, urls: Vec<String>) -> PyResult<Vec<String>> {
+fn non_empty(what: &str, urls: Vec<Secret>) -> PyResult<Vec<String>> {
     if urls.is_empty() {
         return Err(invalid(format!("{what} must list at least one URL")));
     }
-    Ok(urls)
+    Ok(urls.into_iter().map(|u| u.0).collect())
+}
+
+/// `"warn"`, `"refuse"` or `"off"` as the core's `EvictionCheck`.
+fn eviction_check(py: Python<'_>, name: &str) -> PyResult<EvictionCheck> {
+    Ok(match name {
+        "warn" => EvictionCheck::Warn,
+        "refuse" => EvictionCheck::Refuse,
+        "off" => EvictionCheck::Off,
+        _ => {
+            return Err(invalid(format!(
+                "eviction_check must be \"warn\", \"refuse\" or \"off\", got {}",
+                convert::str_repr(py, name)
+            )))
+        }
+    })
+}
+
+fn eviction_check_name(check: EvictionCheck) -> &'static str {
+    match check {
+        EvictionCheck::Warn => "warn",
+        EvictionCheck::Refuse => "refuse",
+        EvictionCheck::Off => "off",
+    }
 }
 
 #[pymethods]
 impl Client {
     #[new]
-    #[pyo3(signature = (url=None, *, cluster=None, sentinel=None, master_name=None, username=None, password=None, prefix=None, max_payload=None, replica_ack=None, tls_ca=None))]
+    #[pyo3(signature = (url=None, *, cluster=None, sentinel=None, master_name=None, username=None, password=None, prefix=None, max_payload=None, replica_ack=None, tls_ca=None, eviction_check=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
-        url: Option<String>,
-        cluster: Option<Vec<String>>,
-        sentinel: Option<Vec<String>>,
-        master_name: Option<String>,
-        username: Option<String>,
-        password: Option<String>,
-        prefix: Option<String>,
-        max_payload: Option<i64>,
-        replica_ack: Option<(i64, f64)>,
+        py: Python<'_>,
+        url: Option<Secret>,
+        cluster: Option<Vec<Secret>>,
+        sentinel: Option<Vec<Secret>>,
+        master_name: Option<Text>,
+        username: Option<Secret>,
+        password: Option<Secret>,
+        prefix: Option<Text>,
+        max_payload: Option<Int>,
+        replica_ack: Option<(Int, Secs)>,
         tls_ca: Option<&Bound<'_, PyAny>>,
+        eviction_check: Option<Text>,
     ) -> PyResult<Self> {
+        let master_name = master_name.map(|n| n.0);
         let (config, mode) = match (url, cluster, sentinel) {
             (url, None, None) => {
                 if master_name.is_some() {
                     return Err(invalid("master_name is only for sentinel=[...]"));
                 }
-                (url.map_or_else(Config::from_env, Config::new), Mode::Single)
+                (
+                    url.map_or_else(Config::from_env, |u| Config::new(u.0)),
+                    Mode::Single,
+                )
             }
             (None, Some(nodes), None) => {
                 if master_name.is_some() {
@@ -109,10 +140,15 @@ impl Client {
                 ))
             }
         };
-        let mut config = config.with_credentials(username, password);
+        let mut config = config.with_credentials(username.map(|u| u.0), password.map(|p| p.0));
         if let Some(prefix) = prefix {
-            config = config.with_prefix(prefix);
+            config = config.with_prefix(prefix.0);
         }
+        let eviction_check = match eviction_check {
+            Some(name) => self::eviction_check(py, &name.0)?,
+            None => EvictionCheck::default(),
+        };
+        config = config.with_eviction_check(eviction_check);
         if let Some(n) = max_payload {
             config = config.with_max_payload(convert::count("max_payload", n)?);
         }
@@ -121,7 +157,7 @@ impl Client {
                 let replicas = convert::count("replica_ack replicas", replicas)?;
                 let timeout_d = convert::duration("replica_ack timeout", timeout)?;
                 config = config.with_replica_ack(replicas, timeout_d);
-                Some((replicas, timeout))
+                Some((replicas, timeout.0))
             }
             None => None,
         };
@@ -133,6 +169,7 @@ impl Client {
             inner,
             mode,
             replica_ack,
+            eviction_check,
         })
     }
 
@@ -184,6 +221,12 @@ impl Client {
     #[getter]
     fn replica_ack(&self) -> Option<(usize, f64)> {
         self.replica_ack
+    }
+
+    /// What the client does about a Redis that may evict keys: `"warn"`, `"refuse"` or `"off"`.
+    #[getter]
+    fn eviction_check(&self) -> &'static str {
+        eviction_check_name(self.eviction_check)
     }
 
     #[getter]

@@ -11,7 +11,7 @@ use std::pin::Pin;
 use pyo3::prelude::*;
 use tideq::{Batch, ConsumerOptions};
 
-use crate::convert::Items;
+use crate::convert::{Items, Secs};
 use crate::handler::{self, Work};
 use crate::runtime::{Api, Running};
 use crate::signal::{self, RunningBase};
@@ -85,6 +85,9 @@ impl Running for tideq::Consumer {
             self.join().await;
         })
     }
+    fn error(&self) -> Option<tideq::Error> {
+        tideq::Consumer::error(self)
+    }
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         Ok(Bound::new(py, ConsumerStats(tideq::Consumer::stats(self)))?.into_any())
     }
@@ -126,7 +129,7 @@ impl Consumer {
     /// Wait until the consumer has stopped, or `timeout` seconds; returns the stats either way
     /// (check `running`).
     #[pyo3(signature = (timeout=None))]
-    fn join<'py>(slf: &Bound<'py, Self>, timeout: Option<f64>) -> PyResult<Bound<'py, PyAny>> {
+    fn join<'py>(slf: &Bound<'py, Self>, timeout: Option<Secs>) -> PyResult<Bound<'py, PyAny>> {
         slf.as_super().get().join(slf.py(), timeout)
     }
 }

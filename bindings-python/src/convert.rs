@@ -2,9 +2,9 @@
 //! values, and keyword arguments that keep the core's defaults when not given ([`Opt`],
 //! [`set_given!`]).
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use pyo3::exceptions::PyTypeError;
+use pyo3::exceptions::{PyOverflowError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{
     PyBool, PyByteArray, PyBytes, PyDict, PyFloat, PyInt, PyList, PyMemoryView, PyString, PyTuple,
@@ -48,7 +48,9 @@ pub fn pem(what: &str, obj: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
         return Ok(b.as_bytes().to_vec());
     }
     if let Ok(s) = obj.cast::<PyString>() {
-        if s.to_cow()?.trim_start().starts_with("-----BEGIN") {
+        if s.to_cow()
+            .is_ok_and(|t| t.trim_start().starts_with("-----BEGIN"))
+        {
             return Err(invalid(format!(
                 "{what} as a str is a file path; pass PEM contents as bytes"
             )));
@@ -84,8 +86,8 @@ pub fn pairs(obj: &Bound<'_, PyAny>) -> PyResult<Vec<(String, Vec<u8>)>> {
                     type_name(&pair)
                 ))
             })?;
-        let group: String = tuple.get_item(0)?.extract()?;
-        out.push((group, item(&tuple.get_item(1)?)?));
+        let group: Text = tuple.get_item(0)?.extract()?;
+        out.push((group.0, item(&tuple.get_item(1)?)?));
     }
     Ok(out)
 }
@@ -105,8 +107,10 @@ fn type_name(obj: &Bound<'_, PyAny>) -> String {
         .unwrap_or_else(|_| "?".into())
 }
 
-/// Float seconds to a `Duration`; negative, NaN or infinite is `InvalidArgumentError`.
-pub fn duration(what: &str, secs: f64) -> PyResult<Duration> {
+/// Float seconds to a `Duration`; negative, NaN, infinite or too large is
+/// `InvalidArgumentError`.
+pub fn duration(what: &str, secs: Secs) -> PyResult<Duration> {
+    let secs = secs.0;
     Duration::try_from_secs_f64(secs).map_err(|_| {
         invalid(format!(
             "{what} must be a non-negative number of seconds, got {secs}"
@@ -114,8 +118,98 @@ pub fn duration(what: &str, secs: f64) -> PyResult<Duration> {
     })
 }
 
-pub fn opt_duration(what: &str, secs: Option<f64>) -> PyResult<Option<Duration>> {
+pub fn opt_duration(what: &str, secs: Option<Secs>) -> PyResult<Option<Duration>> {
     secs.map(|s| duration(what, s)).transpose()
+}
+
+/// A wait's deadline from float seconds: `None` (no deadline) when `timeout` is `None` or too
+/// large to be a point in time; negative or NaN is `InvalidArgumentError`.
+pub fn deadline(what: &str, timeout: Option<Secs>) -> PyResult<Option<Instant>> {
+    let Some(Secs(secs)) = timeout else {
+        return Ok(None);
+    };
+    if secs.is_nan() || secs < 0.0 {
+        return Err(invalid(format!(
+            "{what} must be a non-negative number of seconds, got {secs}"
+        )));
+    }
+    Ok(Duration::try_from_secs_f64(secs)
+        .ok()
+        .and_then(|d| Instant::now().checked_add(d)))
+}
+
+/// Seconds as a float argument. An int too large for a float is kept as an infinity (so the
+/// conversion reports it as `InvalidArgumentError`, not `OverflowError`).
+#[derive(Clone, Copy)]
+pub struct Secs(pub f64);
+
+impl<'a, 'py> FromPyObject<'a, 'py> for Secs {
+    type Error = PyErr;
+
+    fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        match obj.extract::<f64>() {
+            Ok(secs) => Ok(Secs(secs)),
+            Err(e) if e.is_instance_of::<PyOverflowError>(obj.py()) => {
+                let negative = obj.lt(0)?;
+                Ok(Secs(if negative {
+                    f64::NEG_INFINITY
+                } else {
+                    f64::INFINITY
+                }))
+            }
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// An int argument, kept even when it does not fit 64 bits, so the conversion that knows the
+/// option's name ([`count`], [`count_u32`]) reports it as `InvalidArgumentError`, not
+/// `OverflowError`.
+pub struct Int(Result<i64, String>);
+
+impl From<i64> for Int {
+    fn from(n: i64) -> Self {
+        Int(Ok(n))
+    }
+}
+
+impl<'a, 'py> FromPyObject<'a, 'py> for Int {
+    type Error = PyErr;
+
+    fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        match obj.extract::<i64>() {
+            Ok(n) => Ok(Int(Ok(n))),
+            Err(e) if e.is_instance_of::<PyOverflowError>(obj.py()) => Ok(Int(Err(big_int(&obj)))),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// An int too large for 64 bits as an error message shows it: its digits, or its size when
+/// they would be too many to read.
+fn big_int(obj: &Bound<'_, PyAny>) -> String {
+    let bits: u64 = obj
+        .call_method0("bit_length")
+        .and_then(|b| b.extract())
+        .unwrap_or(0);
+    match obj.str() {
+        Ok(s) if bits <= 128 => s.to_string(),
+        _ => {
+            let sign = if obj.lt(0).unwrap_or(false) { "-" } else { "" };
+            format!("{sign}an integer of {bits} bits")
+        }
+    }
+}
+
+/// An int argument that has a literal default (`shards=1`), for `#[pyo3(from_py_with)]`: one
+/// that does not fit 64 bits is `InvalidArgumentError`, not `OverflowError`.
+pub fn int(obj: &Bound<'_, PyAny>) -> PyResult<i64> {
+    match Int::extract(obj.as_borrowed())?.0 {
+        Ok(n) => Ok(n),
+        Err(shown) => Err(invalid(format!(
+            "integer out of range: {shown} does not fit 64 bits"
+        ))),
+    }
 }
 
 /// A duration as `repr()` shows it: float seconds, or `None`.
@@ -123,19 +217,87 @@ pub fn secs_repr(d: Option<Duration>) -> String {
     d.map_or("None".to_string(), |d| format!("{:?}", d.as_secs_f64()))
 }
 
-/// A count from a Python int; negative is `InvalidArgumentError` (zero is left to the core).
-pub fn count(what: &str, n: i64) -> PyResult<usize> {
-    usize::try_from(n).map_err(|_| invalid(format!("{what} must be a positive integer, got {n}")))
+/// A count from a Python int; negative or too large is `InvalidArgumentError` (zero is left to
+/// the core).
+pub fn count(what: &str, n: impl Into<Int>) -> PyResult<usize> {
+    let shown = match n.into().0 {
+        Ok(n) => match usize::try_from(n) {
+            Ok(n) => return Ok(n),
+            Err(_) => n.to_string(),
+        },
+        Err(shown) => shown,
+    };
+    Err(invalid(format!(
+        "{what} must be a positive integer below 2**64, got {shown}"
+    )))
 }
 
 /// A count that must fit a `u32` (e.g. `max_attempts`); negative or too large is
 /// `InvalidArgumentError` (zero is left to the core).
-pub fn count_u32(what: &str, n: i64) -> PyResult<u32> {
-    u32::try_from(n).map_err(|_| {
-        invalid(format!(
-            "{what} must be a positive integer below 2**32, got {n}"
-        ))
-    })
+pub fn count_u32(what: &str, n: impl Into<Int>) -> PyResult<u32> {
+    let shown = match n.into().0 {
+        Ok(n) => match u32::try_from(n) {
+            Ok(n) => return Ok(n),
+            Err(_) => n.to_string(),
+        },
+        Err(shown) => shown,
+    };
+    Err(invalid(format!(
+        "{what} must be a positive integer below 2**32, got {shown}"
+    )))
+}
+
+/// A count or `None` (no limit), for options where `None` means something.
+pub fn opt_count(what: &str, n: Option<Int>) -> PyResult<Option<usize>> {
+    n.map(|n| count(what, n)).transpose()
+}
+
+/// A name, id or other text argument. A `str` that is not valid UTF-8 (it holds a lone
+/// surrogate, as `os.fsdecode` makes of undecodable bytes) is `InvalidArgumentError`, not
+/// `UnicodeEncodeError`; the message shows the value (see [`Secret`] for one it must not show).
+pub struct Text(pub String);
+
+impl<'a, 'py> FromPyObject<'a, 'py> for Text {
+    type Error = PyErr;
+
+    fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        text(&obj, true).map(Text)
+    }
+}
+
+/// A URL, user name or password: as [`Text`], but an error never shows the value.
+pub struct Secret(pub String);
+
+impl<'a, 'py> FromPyObject<'a, 'py> for Secret {
+    type Error = PyErr;
+
+    fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        text(&obj, false).map(Secret)
+    }
+}
+
+fn text(obj: &Bound<'_, PyAny>, show: bool) -> PyResult<String> {
+    let s = obj.cast::<PyString>()?;
+    match s.to_cow() {
+        Ok(text) => Ok(text.into_owned()),
+        Err(_) if show => {
+            let mut shown = s.repr().map(|r| r.to_string()).unwrap_or_default();
+            if shown.chars().count() > 80 {
+                shown = shown.chars().take(77).collect::<String>() + "...";
+            }
+            Err(invalid(format!(
+                "{shown} is not valid UTF-8 text: it holds a lone surrogate"
+            )))
+        }
+        Err(_) => Err(invalid(
+            "a URL, user name or password is not valid UTF-8 text: it holds a lone surrogate",
+        )),
+    }
+}
+
+/// Names (`Vec<Text>`) as the core takes them.
+pub fn texts(_what: &str, names: Vec<Text>) -> PyResult<Vec<String>> {
+    Ok(names.into_iter().map(|t| t.0).collect())
 }
 
 /// Whole milliseconds of a duration (saturating), as the core's wire types take them.
@@ -164,7 +326,7 @@ pub fn epoch_ms(what: &str, obj: &Bound<'_, PyAny>) -> PyResult<u64> {
             type_name(obj)
         )));
     } else {
-        obj.extract()?
+        obj.extract::<Secs>()?.0
     };
     if !secs.is_finite() || secs < 0.0 {
         return Err(invalid(format!(
@@ -294,14 +456,18 @@ pub fn to_value(
     } else if let Ok(b) = obj.cast::<PyBool>() {
         Ok(Value::Boolean(b.is_true()))
     } else if obj.is_instance_of::<PyInt>() {
-        match obj.extract::<i64>() {
-            Ok(i) => Ok(i.into()),
-            Err(_) => Ok(obj.extract::<u64>()?.into()),
+        match (obj.extract::<i64>(), obj.extract::<u64>()) {
+            (Ok(i), _) => Ok(i.into()),
+            (_, Ok(u)) => Ok(u.into()),
+            _ => Err(invalid(format!(
+                "integer out of range for MessagePack: {}",
+                big_int(obj)
+            ))),
         }
     } else if let Ok(f) = obj.cast::<PyFloat>() {
         Ok(Value::F64(f.value()))
-    } else if let Ok(s) = obj.cast::<PyString>() {
-        Ok(s.to_cow()?.as_ref().into())
+    } else if obj.is_instance_of::<PyString>() {
+        Ok(text(obj, true)?.as_str().into())
     } else if let Ok(d) = obj.cast::<PyDict>() {
         let entries = d.iter().map(|(k, v)| Ok((child(&k)?, child(&v)?)));
         Ok(Value::Map(entries.collect::<PyResult<_>>()?))

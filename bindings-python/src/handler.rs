@@ -2,12 +2,21 @@
 //! a core handler of a Python callable. Where it runs:
 //! - a plain function: on a tokio blocking thread, holding the GIL only for the call;
 //! - an `async def` in the asyncio API: as a task on the event loop that started the consumer
-//!   or worker, cancelled when the core drops it (a job timed out, or was abandoned at shutdown);
+//!   or worker;
 //! - an `async def` (or a returned awaitable) in the blocking API: on a private event loop per
 //!   call, in the blocking thread.
 //!
+//! Stopping a handler: a job's cancellation (its timeout passed, or the shutdown grace period is
+//! over) cancels the asyncio task of an awaitable (`task.cancel()`), and the core handler's
+//! future still completes only once the task has really finished, so a job keeps its slot and
+//! lease while any of its code runs. A plain function cannot be stopped from outside: it reads
+//! `job.cancelled`. A consumer drops a batch's future after its grace period: an asyncio task is
+//! then cancelled, and a plain function's thread runs on.
+//!
 //! A handler exception is logged on the `tideq` logger with its traceback, and its text goes to
-//! the core (a failed batch is not redelivered; a failed job is retried or dead-lettered).
+//! the core (a failed batch is not redelivered; a failed job is retried or dead-lettered). The
+//! `CancelledError` of a task cancelled for a job's cancellation is not logged: the core reports
+//! the timeout (or returns the job to the queue at shutdown).
 //!
 //! Rules kept here (TOOLCHAIN pitfall 3): handler calls and coroutine creation never take the
 //! GIL on a runtime worker thread (where a CPU-bound handler would stall the tasks that renew
@@ -18,10 +27,12 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
+use pyo3::exceptions::asyncio::CancelledError;
 use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString, PyTuple};
 use pyo3_async_runtimes::TaskLocals;
+use tideq::CancellationToken;
 use tokio::sync::oneshot;
 
 use crate::runtime::{self, Api};
@@ -34,6 +45,10 @@ pub trait Work: Send + 'static {
     type Note: Send + 'static;
     /// Calls `func` with this work (with the GIL).
     fn call<'py>(self, func: &Bound<'py, PyAny>) -> (PyResult<Bound<'py, PyAny>>, Self::Note);
+    /// The signal asking the handler to stop, if this work has one (a job does).
+    fn cancellation(&self) -> Option<CancellationToken> {
+        None
+    }
     /// Logs the handler's exception and returns the failure text for the core.
     fn failed(py: Python<'_>, note: &Self::Note, err: &PyErr) -> String;
 }
@@ -95,6 +110,7 @@ struct PyHandler {
 
 impl PyHandler {
     async fn handle<W: Work>(self: Arc<Self>, work: W) -> Result<(), String> {
+        let cancel = work.cancellation();
         if let (true, Loop::Caller(locals)) = (self.is_async, &self.event_loop) {
             // Calling an `async def` only creates the coroutine (with the GIL, so on a blocking
             // thread); its body runs as a task on the caller's loop.
@@ -108,23 +124,22 @@ impl PyHandler {
             .await
             .map_err(|e| e.to_string())?
             .ok_or_else(shutting_down)?;
-            // The core drops this future when a job times out or is abandoned after the grace
-            // period; dropping the task then cancels the coroutine on the user's loop.
+            // A job's cancellation cancels the task, which is then awaited until it finished.
             let Err(err) = (match task {
-                Ok(task) => task.await,
+                Ok(task) => task.finish(cancel.clone()).await,
                 Err(e) => Err(e),
             }) else {
                 return Ok(());
             };
             // Logging handlers may block: keep them off the runtime's workers.
             let text = tokio::task::spawn_blocking(move || {
-                runtime::with_python(|py| W::failed(py, &note, &err))
+                runtime::with_python(|py| failure::<W>(py, &note, &err, cancel.as_ref()))
             })
             .await;
             return Err(text.ok().flatten().unwrap_or_else(shutting_down));
         }
         let this = self.clone();
-        match tokio::task::spawn_blocking(move || this.call_blocking(work)).await {
+        match tokio::task::spawn_blocking(move || this.call_blocking(work, cancel)).await {
             Ok(res) => res,
             Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
             Err(e) => Err(e.to_string()),
@@ -132,19 +147,44 @@ impl PyHandler {
     }
 
     /// Runs in a blocking thread: calls the handler, runs a returned awaitable, logs a failure.
-    fn call_blocking<W: Work>(&self, work: W) -> Result<(), String> {
+    fn call_blocking<W: Work>(
+        &self,
+        work: W,
+        cancel: Option<CancellationToken>,
+    ) -> Result<(), String> {
         runtime::with_python(|py| {
             let (out, note) = work.call(self.func.bind(py));
-            out.and_then(|out| finish_in_thread(py, out, &self.event_loop))
-                .map_err(|err| W::failed(py, &note, &err))
+            out.and_then(|out| finish_in_thread(py, out, &self.event_loop, cancel.as_ref()))
+                .map_err(|err| failure::<W>(py, &note, &err, cancel.as_ref()))
         })
         .ok_or_else(shutting_down)?
     }
 }
 
+/// The failure text for the core, logged through [`Work::failed`]; but the `CancelledError` of
+/// a task cancelled because `cancel` fired is only named (the core reports the timeout, or
+/// returns the job to the queue at shutdown).
+fn failure<W: Work>(
+    py: Python<'_>,
+    note: &W::Note,
+    err: &PyErr,
+    cancel: Option<&CancellationToken>,
+) -> String {
+    if cancel.is_some_and(|c| c.is_cancelled()) && err.is_instance_of::<CancelledError>(py) {
+        return "CancelledError: the job was cancelled".to_string();
+    }
+    W::failed(py, note, err)
+}
+
 /// Runs in a blocking thread, with the GIL: waits for `out` (a handler's return value) if it is
 /// awaitable, on a private loop or on the caller's loop (the GIL released while waiting there).
-fn finish_in_thread(py: Python<'_>, out: Bound<'_, PyAny>, event_loop: &Loop) -> PyResult<()> {
+/// When `cancel` fires, the awaitable's task is cancelled, and still waited for.
+fn finish_in_thread(
+    py: Python<'_>,
+    out: Bound<'_, PyAny>,
+    event_loop: &Loop,
+    cancel: Option<&CancellationToken>,
+) -> PyResult<()> {
     if out.is_none()
         || !py
             .import("inspect")?
@@ -157,19 +197,68 @@ fn finish_in_thread(py: Python<'_>, out: Bound<'_, PyAny>, event_loop: &Loop) ->
         Loop::Private => {
             let asyncio = py.import("asyncio")?;
             let event_loop = asyncio.call_method0("new_event_loop")?;
-            let res = event_loop.call_method1("run_until_complete", (out,));
+            let res = run_private(&asyncio, &event_loop, out, cancel);
             let _ = event_loop
                 .call_method0("shutdown_asyncgens")
                 .and_then(|g| event_loop.call_method1("run_until_complete", (g,)));
             event_loop.call_method0("close")?;
-            res.map(drop)
+            res
         }
         Loop::Caller(locals) => {
             // A plain function that returned an awaitable: run it on the caller's loop.
             let task = LoopTask::start(py, locals, out)?;
             let rt = tokio::runtime::Handle::current();
-            py.detach(|| rt.block_on(task))
+            py.detach(|| rt.block_on(task.finish(cancel.cloned())))
         }
+    }
+}
+
+/// Runs `out` as a task of `event_loop` (a private loop, in this thread) until it finished,
+/// cancelling the task when `cancel` fires.
+fn run_private(
+    asyncio: &Bound<'_, PyModule>,
+    event_loop: &Bound<'_, PyAny>,
+    out: Bound<'_, PyAny>,
+    cancel: Option<&CancellationToken>,
+) -> PyResult<()> {
+    let kwargs = PyDict::new(asyncio.py());
+    kwargs.set_item("loop", event_loop)?;
+    let task = asyncio.call_method("ensure_future", (out,), Some(&kwargs))?;
+    // Dropped when the task finished: stops watching.
+    let _watch = cancel.map(|c| cancel_on(c.clone(), event_loop, &task));
+    event_loop
+        .call_method1("run_until_complete", (&task,))
+        .map(drop)
+}
+
+/// Cancels `task` (through `event_loop`, from another thread) once `cancel` fires, until the
+/// returned sender is dropped.
+fn cancel_on(
+    cancel: CancellationToken,
+    event_loop: &Bound<'_, PyAny>,
+    task: &Bound<'_, PyAny>,
+) -> oneshot::Sender<()> {
+    let (done_tx, done_rx) = oneshot::channel::<()>();
+    let (event_loop, task) = (event_loop.clone().unbind(), task.clone().unbind());
+    pyo3_async_runtimes::tokio::get_runtime().spawn(async move {
+        tokio::select! {
+            _ = done_rx => {}
+            () = cancel.cancelled() => {
+                // The GIL is taken on a blocking thread, never on a runtime worker.
+                tokio::task::spawn_blocking(move || {
+                    runtime::with_python(|py| cancel_task(py, &event_loop, &task))
+                });
+            }
+        }
+    });
+    done_tx
+}
+
+/// `event_loop.call_soon_threadsafe(task.cancel)`; nothing when the loop is already closed
+/// (then the task has finished).
+fn cancel_task(py: Python<'_>, event_loop: &Py<PyAny>, task: &Py<PyAny>) {
+    if let Ok(cancel) = task.getattr(py, "cancel") {
+        let _ = event_loop.call_method1(py, "call_soon_threadsafe", (cancel,));
     }
 }
 
@@ -221,12 +310,16 @@ where
 }
 
 /// A coroutine running as an asyncio task on the caller's loop, awaited from Rust. Unlike
-/// `pyo3_async_runtimes::into_future_with_locals`, dropping it before the task finished (or
-/// calling [`cancel`](Self::cancel)) cancels the task, so a handler the worker gave up on (timed
-/// out, or abandoned after the grace period) does not keep running on the user's loop.
+/// `pyo3_async_runtimes::into_future_with_locals`, it can cancel the task: [`finish`] does when
+/// the job's cancellation fires, and goes on waiting until the task has finished; dropping it
+/// before the task finished (a consumer giving up on a batch after the grace period) cancels the
+/// task too, so it does not keep running on the user's loop.
+///
+/// [`finish`]: Self::finish
 struct LoopTask {
     rx: oneshot::Receiver<PyResult<()>>,
     shared: Arc<Mutex<TaskSlot>>,
+    /// Taken by the first [`cancel`](Self::cancel).
     event_loop: Option<Py<PyAny>>,
     finished: bool,
 }
@@ -234,7 +327,7 @@ struct LoopTask {
 #[derive(Default)]
 struct TaskSlot {
     task: Option<Py<PyAny>>,
-    abandoned: bool,
+    cancelled: bool,
 }
 
 impl LoopTask {
@@ -259,12 +352,24 @@ impl LoopTask {
         })
     }
 
-    /// Cancels the task (from any thread, without the GIL); a no-op once it finished.
+    /// Waits until the task finished; when `cancel` fires first, cancels the task and goes on
+    /// waiting (a coroutine may catch the `CancelledError` and run on a while).
+    async fn finish(mut self, cancel: Option<CancellationToken>) -> PyResult<()> {
+        if let Some(cancel) = cancel {
+            tokio::select! {
+                res = &mut self => return res,
+                () = cancel.cancelled() => self.cancel(),
+            }
+        }
+        (&mut self).await
+    }
+
+    /// Cancels the task (from any thread, without the GIL); a no-op once it finished or was
+    /// cancelled. The task's outcome still arrives (as a `CancelledError` unless it caught it).
     fn cancel(&mut self) {
         if self.finished {
             return;
         }
-        self.finished = true;
         let (Some(event_loop), shared) = (self.event_loop.take(), self.shared.clone()) else {
             return;
         };
@@ -274,7 +379,7 @@ impl LoopTask {
                 // The lock is never held while calling Python (which may release the GIL).
                 let task = {
                     let mut slot = shared.lock().unwrap_or_else(|e| e.into_inner());
-                    slot.abandoned = true;
+                    slot.cancelled = true;
                     slot.task.take()
                 };
                 if let Some(cancel) = task.and_then(|t| t.getattr(py, "cancel").ok()) {
@@ -308,7 +413,7 @@ impl Drop for LoopTask {
     }
 }
 
-/// Runs on the event loop: wraps the awaitable in a task (unless already abandoned).
+/// Runs on the event loop: wraps the awaitable in a task (unless already cancelled).
 #[pyclass(frozen)]
 struct StartTask {
     awaitable: Mutex<Option<Py<PyAny>>>,
@@ -329,17 +434,19 @@ impl StartTask {
             return;
         };
         let awaitable = awaitable.bind(py);
-        let abandoned = || {
+        let cancelled = || {
             self.shared
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
-                .abandoned
+                .cancelled
         };
-        if abandoned() {
-            // Given up before it started: close a coroutine so it is not reported as never awaited.
+        if cancelled() {
+            // Cancelled before it started: close a coroutine so it is not reported as never
+            // awaited, and report the cancellation.
             if awaitable.hasattr("close").unwrap_or(false) {
                 let _ = awaitable.call_method0("close");
             }
+            let _ = tx.send(Err(CancelledError::new_err("cancelled before it started")));
             return;
         }
         let task = match py
@@ -362,7 +469,7 @@ impl StartTask {
         // The lock is never held while calling Python (which may release the GIL).
         let cancel_now = {
             let mut slot = self.shared.lock().unwrap_or_else(|e| e.into_inner());
-            if slot.abandoned {
+            if slot.cancelled {
                 true
             } else {
                 slot.task = Some(task.clone().unbind());

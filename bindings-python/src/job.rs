@@ -8,7 +8,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use tideq::BackoffKind;
 
-use crate::convert::{self, millis, secs};
+use crate::convert::{self, millis, secs, Secs};
 
 /// A retry delay policy: `Backoff.fixed(delay)` or `Backoff.exponential(base, max, jitter)`.
 #[pyclass(module = "tideq", frozen, eq)]
@@ -19,7 +19,7 @@ pub struct Backoff(pub tideq::Backoff);
 impl Backoff {
     /// The same delay (seconds) before every retry, no jitter.
     #[staticmethod]
-    fn fixed(delay: f64) -> PyResult<Self> {
+    fn fixed(delay: Secs) -> PyResult<Self> {
         let delay = convert::duration("delay", delay)?;
         Ok(Backoff(tideq::Backoff::fixed(millis(delay))))
     }
@@ -28,9 +28,9 @@ impl Backoff {
     /// drawn from [delay/2, delay]. What is not given is as in the core's default backoff.
     #[staticmethod]
     #[pyo3(signature = (base=None, max=None, jitter=None))]
-    fn exponential(base: Option<f64>, max: Option<f64>, jitter: Option<bool>) -> PyResult<Self> {
+    fn exponential(base: Option<Secs>, max: Option<Secs>, jitter: Option<bool>) -> PyResult<Self> {
         let d = tideq::Backoff::default();
-        let ms = |what, secs: Option<f64>, default| {
+        let ms = |what, secs: Option<Secs>, default| {
             secs.map_or(Ok(default), |s| convert::duration(what, s).map(millis))
         };
         let (base, max) = (ms("base", base, d.base_ms)?, ms("max", max, d.max_ms)?);
@@ -109,11 +109,13 @@ pub struct Job {
     enqueued_at: u64,
     queue: String,
     timeout: Option<Duration>,
+    cancel: tideq::CancellationToken,
 }
 
 impl Job {
     pub fn from_core(py: Python<'_>, job: tideq::Job) -> Self {
         Job {
+            cancel: job.cancellation().clone(),
             payload: PyBytes::new(py, &job.payload).unbind(),
             id: job.id,
             attempt: job.attempt,
@@ -158,6 +160,12 @@ impl Job {
     #[getter]
     fn timeout(&self) -> Option<f64> {
         self.timeout.map(|t| t.as_secs_f64())
+    }
+    /// True once the handler should stop: the attempt's timeout passed, or the worker is
+    /// shutting down and its grace period is over.
+    #[getter]
+    fn cancelled(&self) -> bool {
+        self.cancel.is_cancelled()
     }
 
     /// The payload decoded as UTF-8 (`UnicodeDecodeError` if it is not).
@@ -228,10 +236,19 @@ impl JobInfo {
     fn state_since_or_until(&self) -> Option<f64> {
         self.0.state_since_or_until.map(secs)
     }
+    /// Why the stored job could not be read (a damaged record), or None; `payload` then holds
+    /// the stored envelope's raw bytes.
+    #[getter]
+    fn unreadable(&self) -> Option<&str> {
+        self.0.unreadable.as_deref()
+    }
     fn __repr__(&self, py: Python<'_>) -> String {
         let i = &self.0;
+        let unreadable = i.unreadable.as_deref().map_or(String::new(), |u| {
+            format!(", unreadable={}", convert::str_repr(py, u))
+        });
         format!(
-            "JobInfo(id={}, state={}, attempts={}, max_attempts={}, last_error={})",
+            "JobInfo(id={}, state={}, attempts={}, max_attempts={}, last_error={}{unreadable})",
             convert::str_repr(py, &i.id),
             convert::str_repr(py, i.state.as_str()),
             i.attempts,
@@ -294,11 +311,21 @@ impl JobStats {
     fn cancelled(&self) -> u64 {
         self.0.cancelled
     }
+    /// Dead jobs deleted by the `keep_dead` / `keep_dead_for` bounds.
+    #[getter]
+    fn dead_trimmed(&self) -> u64 {
+        self.0.dead_trimmed
+    }
+    /// Jobs found with their data missing (evicted by Redis, or deleted by hand) and removed.
+    #[getter]
+    fn lost(&self) -> u64 {
+        self.0.lost
+    }
     fn __repr__(&self) -> String {
         let s = &self.0;
         format!(
             "JobStats(delayed={}, ready={}, active={}, dead={}, enqueued={}, completed={}, \
-             failed={}, retried={}, recovered={}, cancelled={})",
+             failed={}, retried={}, recovered={}, cancelled={}, dead_trimmed={}, lost={})",
             s.delayed,
             s.ready,
             s.active,
@@ -308,7 +335,9 @@ impl JobStats {
             s.failed,
             s.retried,
             s.recovered,
-            s.cancelled
+            s.cancelled,
+            s.dead_trimmed,
+            s.lost
         )
     }
 }

@@ -8,7 +8,7 @@ use pyo3::types::{PyDict, PyTuple};
 use tideq::{EnqueueOptions, QueueOptions};
 
 use crate::client::Client;
-use crate::convert::{self, Opt};
+use crate::convert::{self, Int, Opt, Secret, Secs, Text};
 use crate::error;
 use crate::job::{Backoff, Enqueued, JobInfo, JobStats};
 use crate::runtime::{self, Api};
@@ -18,12 +18,12 @@ use crate::worker;
 /// Per-job options as keyword arguments (or an `enqueue_many` dict) before conversion.
 #[derive(Default)]
 struct JobArgs<'py> {
-    id: Option<String>,
-    delay: Option<f64>,
+    id: Option<Text>,
+    delay: Option<Secs>,
     run_at: Option<Bound<'py, PyAny>>,
-    max_attempts: Option<i64>,
+    max_attempts: Option<Int>,
     backoff: Option<Bound<'py, Backoff>>,
-    timeout: Option<f64>,
+    timeout: Option<Secs>,
 }
 
 impl<'py> JobArgs<'py> {
@@ -31,12 +31,21 @@ impl<'py> JobArgs<'py> {
     fn from_dict(dict: &Bound<'py, PyDict>) -> PyResult<Self> {
         let mut args = JobArgs::default();
         for (key, value) in dict.iter() {
-            let key: String = key.extract()?;
+            let Text(key) = key.extract()?;
             if value.is_none() {
                 continue;
             }
             let shown = convert::str_repr(dict.py(), &key);
-            let named = |e: PyErr| PyTypeError::new_err(format!("option {shown}: {e}"));
+            // A value of the wrong type is a TypeError naming the option; other errors (an id
+            // that is not valid UTF-8, an int out of range) keep their class.
+            let py = dict.py();
+            let named = |e: PyErr| {
+                if e.is_instance_of::<PyTypeError>(py) {
+                    PyTypeError::new_err(format!("option {shown}: {e}"))
+                } else {
+                    e
+                }
+            };
             match key.as_str() {
                 "id" => args.id = Some(value.extract().map_err(named)?),
                 "delay" => args.delay = Some(value.extract().map_err(named)?),
@@ -59,7 +68,7 @@ impl<'py> JobArgs<'py> {
 
     fn convert(self) -> PyResult<EnqueueOptions> {
         Ok(EnqueueOptions {
-            id: self.id,
+            id: self.id.map(|t| t.0),
             delay: convert::opt_duration("delay", self.delay)?,
             run_at_ms: self
                 .run_at
@@ -117,20 +126,23 @@ runtime::api_classes!(
     /// A job queue with an asyncio API: every method returns an awaitable.
     pub struct AsyncQueue;
     impl QueueBase {
-        #[pyo3(signature = (name, client=None, *, url=None, max_attempts=None, backoff=None, timeout=Opt::Unset, keep_completed=None, keep_for=Opt::Unset, max_error_len=None, shards=1))]
+        #[pyo3(signature = (name, client=None, *, url=None, max_attempts=None, backoff=None, timeout=Opt::Unset, keep_completed=None, keep_for=Opt::Unset, max_error_len=None, keep_dead=Opt::Unset, keep_dead_for=Opt::Unset, idempotency_window=Opt::Unset, shards=1))]
         fn open(
             py: Python<'_>,
             api: Api,
-            name: &str,
+            name: Text,
             client: Option<Py<Client>>,
-            url: Option<String>,
-            max_attempts: Option<i64>,
+            url: Option<Secret>,
+            max_attempts: Option<Int>,
             backoff: Option<Bound<'_, Backoff>>,
-            timeout: Opt<f64>,
-            keep_completed: Option<i64>,
-            keep_for: Opt<f64>,
-            max_error_len: Option<i64>,
-            shards: i64,
+            timeout: Opt<Secs>,
+            keep_completed: Option<Int>,
+            keep_for: Opt<Secs>,
+            max_error_len: Option<Int>,
+            keep_dead: Opt<Int>,
+            keep_dead_for: Opt<Secs>,
+            idempotency_window: Opt<Secs>,
+            #[pyo3(from_py_with = convert::int)] shards: i64,
         ) -> PyResult<Self> {
             let mut opts = QueueOptions::default();
             let backoff = backoff.map(|b| b.get().0);
@@ -142,10 +154,13 @@ runtime::api_classes!(
                 keep_completed: convert::count,
                 keep_for: convert::opt_duration,
                 max_error_len: convert::count,
+                keep_dead: convert::opt_count,
+                keep_dead_for: convert::opt_duration,
+                idempotency_window: convert::opt_duration,
             );
             let client = Client::for_queue(py, client, url)?;
             let shards = convert::count("shards", shards)?;
-            let queue = tideq::Queue::sharded(&client.get().inner, name, shards, opts)
+            let queue = tideq::Queue::sharded(&client.get().inner, &name.0, shards, opts)
                 .map_err(error::to_py)?;
             Ok(QueueBase { queue, client, api })
         }
@@ -176,12 +191,12 @@ impl QueueBase {
         &self,
         py: Python<'py>,
         payload: &Bound<'py, PyAny>,
-        id: Option<String>,
-        delay: Option<f64>,
+        id: Option<Text>,
+        delay: Option<Secs>,
         run_at: Option<Bound<'py, PyAny>>,
-        max_attempts: Option<i64>,
+        max_attempts: Option<Int>,
         backoff: Option<Bound<'py, Backoff>>,
-        timeout: Option<f64>,
+        timeout: Option<Secs>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let payload = convert::bytes_like("payload", payload)?;
         let args = JobArgs {
@@ -211,13 +226,15 @@ impl QueueBase {
         })
     }
 
-    fn get<'py>(&self, py: Python<'py>, id: String) -> PyResult<Bound<'py, PyAny>> {
+    fn get<'py>(&self, py: Python<'py>, id: Text) -> PyResult<Bound<'py, PyAny>> {
+        let id = id.0;
         let q = self.queue.clone();
         self.api
             .call(py, async move { Ok(q.get(&id).await?.map(JobInfo)) })
     }
 
-    fn cancel<'py>(&self, py: Python<'py>, id: String) -> PyResult<Bound<'py, PyAny>> {
+    fn cancel<'py>(&self, py: Python<'py>, id: Text) -> PyResult<Bound<'py, PyAny>> {
+        let id = id.0;
         let q = self.queue.clone();
         self.api.call(py, async move { q.cancel(&id).await })
     }
@@ -226,8 +243,8 @@ impl QueueBase {
     fn dead_letters<'py>(
         &self,
         py: Python<'py>,
-        offset: i64,
-        limit: i64,
+        #[pyo3(from_py_with = convert::int)] offset: i64,
+        #[pyo3(from_py_with = convert::int)] limit: i64,
     ) -> PyResult<Bound<'py, PyAny>> {
         let (offset, limit) = (
             convert::count("offset", offset)?,
@@ -240,7 +257,8 @@ impl QueueBase {
         })
     }
 
-    fn requeue<'py>(&self, py: Python<'py>, id: String) -> PyResult<Bound<'py, PyAny>> {
+    fn requeue<'py>(&self, py: Python<'py>, id: Text) -> PyResult<Bound<'py, PyAny>> {
+        let id = id.0;
         let q = self.queue.clone();
         self.api.call(py, async move { q.requeue(&id).await })
     }
@@ -269,11 +287,11 @@ impl QueueBase {
         &self,
         py: Python<'py>,
         handler: Py<PyAny>,
-        concurrency: Option<i64>,
-        batch_size: Option<i64>,
-        lease: Option<f64>,
-        poll_interval: Option<f64>,
-        grace: Option<f64>,
+        concurrency: Option<Int>,
+        batch_size: Option<Int>,
+        lease: Option<Secs>,
+        poll_interval: Option<Secs>,
+        grace: Option<Secs>,
         stop_when_drained: Option<bool>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let mut opts = tideq::WorkerOptions::default();
@@ -296,11 +314,11 @@ impl QueueBase {
         &self,
         py: Python<'py>,
         handler: Py<PyAny>,
-        concurrency: Option<i64>,
-        batch_size: Option<i64>,
-        lease: Option<f64>,
-        poll_interval: Option<f64>,
-        grace: Option<f64>,
+        concurrency: Option<Int>,
+        batch_size: Option<Int>,
+        lease: Option<Secs>,
+        poll_interval: Option<Secs>,
+        grace: Option<Secs>,
         stop_when_drained: Option<bool>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let worker = self.work(
@@ -320,7 +338,8 @@ impl QueueBase {
         let (this, py) = (slf.get(), slf.py());
         let o = this.queue.options();
         Ok(format!(
-            "{}({}, max_attempts={}, backoff={}, timeout={}, keep_completed={}, keep_for={}, shards={}, client={})",
+            "{}({}, max_attempts={}, backoff={}, timeout={}, keep_completed={}, keep_for={}, \
+             keep_dead={}, keep_dead_for={}, idempotency_window={}, shards={}, client={})",
             slf.get_type().name()?,
             convert::str_repr(py, this.queue.name()),
             o.max_attempts,
@@ -328,6 +347,9 @@ impl QueueBase {
             convert::secs_repr(o.timeout),
             o.keep_completed,
             convert::secs_repr(o.keep_for),
+            o.keep_dead.map_or("None".to_string(), |n| n.to_string()),
+            convert::secs_repr(o.keep_dead_for),
+            convert::secs_repr(o.idempotency_window),
             this.queue.shard_count(),
             convert::str_repr(py, &this.client.get().inner.config().redacted_url()),
         ))

@@ -4,6 +4,7 @@
 //! Map (files named after the core modules they wrap, plus host plumbing; the Node binding has
 //! the same set):
 //! - [`client`]: `Client` (one server, a Redis Cluster or a Sentinel-managed primary).
+//! - [`acl`]: `acl_rules`, the Redis ACL rules of a role on a queue.
 //! - [`capped`]: `CappedQueue`, `AsyncCappedQueue`, `CappedStats`.
 //! - [`consumer`]: `Consumer`, `AsyncConsumer` (running handles), `ConsumerStats`.
 //! - [`job`]: value classes `Backoff`, `Enqueued`, `Job`, `JobInfo`, `JobStats`.
@@ -19,6 +20,7 @@
 
 use pyo3::prelude::*;
 
+pub mod acl;
 pub mod capped;
 pub mod client;
 pub mod consumer;
@@ -86,6 +88,7 @@ fn _tideq(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<worker::Worker>()?;
     m.add_class::<worker::AsyncWorker>()?;
     m.add_class::<worker::WorkerStats>()?;
+    m.add_function(wrap_pyfunction!(acl::acl_rules, m)?)?;
     m.add_function(wrap_pyfunction!(envelope::decode_envelope, m)?)?;
     m.add_function(wrap_pyfunction!(envelope::encode_envelope, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

@@ -86,15 +86,16 @@ impl Api {
 
 /// Declares the public blocking and asyncio classes of a hidden base class (`subclass`,
 /// `frozen`) from the base's `open(py, api, args...)`: `#[pyclass(extends = Base)]` unit
-/// structs whose constructors take `open`'s arguments (with its `signature`) and open the base
-/// in their mode. Written as plain items, so rustfmt formats the invocation.
+/// structs whose constructors take `open`'s arguments (with its `signature`, and attributes
+/// such as `#[pyo3(from_py_with = ...)]` on the arguments) and open the base in their mode.
+/// Written as plain items, so rustfmt formats the invocation.
 macro_rules! api_classes {
     (
         $(#[$blocking_doc:meta])* pub struct $blocking:ident;
         $(#[$async_doc:meta])* pub struct $asyncio:ident;
         impl $base:ident {
             #[pyo3(signature = $signature:tt)]
-            fn open($py:ident: Python<'_>, $api:ident: Api, $($arg:ident: $ty:ty),* $(,)?) -> PyResult<Self>
+            fn open($py:ident: Python<'_>, $api:ident: Api, $($(#[$attr:meta])* $arg:ident: $ty:ty),* $(,)?) -> PyResult<Self>
             $body:block
         }
     ) => {
@@ -102,10 +103,10 @@ macro_rules! api_classes {
             #[allow(clippy::too_many_arguments)]
             fn open($py: Python<'_>, $api: Api, $($arg: $ty),*) -> PyResult<Self> $body
         }
-        $crate::runtime::api_classes!(@class $base, Blocking, $(#[$blocking_doc])* $blocking, $signature, $($arg: $ty),*);
-        $crate::runtime::api_classes!(@class $base, Async, $(#[$async_doc])* $asyncio, $signature, $($arg: $ty),*);
+        $crate::runtime::api_classes!(@class $base, Blocking, $(#[$blocking_doc])* $blocking, $signature, $($(#[$attr])* $arg: $ty),*);
+        $crate::runtime::api_classes!(@class $base, Async, $(#[$async_doc])* $asyncio, $signature, $($(#[$attr])* $arg: $ty),*);
     };
-    (@class $base:ident, $api:ident, $(#[$doc:meta])* $class:ident, $signature:tt, $($arg:ident: $ty:ty),*) => {
+    (@class $base:ident, $api:ident, $(#[$doc:meta])* $class:ident, $signature:tt, $($(#[$attr:meta])* $arg:ident: $ty:ty),*) => {
         $(#[$doc])*
         #[pyclass(module = "tideq", extends = $base, frozen)]
         pub struct $class;
@@ -115,7 +116,7 @@ macro_rules! api_classes {
             #[new]
             #[pyo3(signature = $signature)]
             #[allow(clippy::too_many_arguments)]
-            fn new(py: Python<'_>, $($arg: $ty),*) -> PyResult<PyClassInitializer<Self>> {
+            fn new(py: Python<'_>, $($(#[$attr])* $arg: $ty),*) -> PyResult<PyClassInitializer<Self>> {
                 let base = $base::open(py, $crate::runtime::Api::$api, $($arg),*)?;
                 Ok(PyClassInitializer::from(base).add_subclass($class))
             }
@@ -371,6 +372,8 @@ pub trait Running: Send + Sync + 'static {
     fn is_running(&self) -> bool;
     /// Resolves once the loop has ended and its handlers finished (or were abandoned).
     fn wait(&self) -> Pin<Box<dyn Future<Output = ()> + Send + '_>>;
+    /// The error it stopped on by itself (credentials or permissions Redis refused), if any.
+    fn error(&self) -> Option<Error>;
     /// Its `ConsumerStats` or `WorkerStats`.
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>>;
     /// Its counters as `name=value, ...`, for `repr`.

@@ -5,12 +5,12 @@
 //! blocking API, event-loop signal handlers in the asyncio API).
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use pyo3::exceptions::PyKeyboardInterrupt;
 use pyo3::prelude::*;
 
-use crate::convert;
+use crate::convert::{self, Secs};
 use crate::error;
 use crate::handler::{self, Handler, Loop, Work};
 use crate::runtime::{self, Api, Running};
@@ -43,24 +43,40 @@ pub struct RunningBase {
 }
 
 impl RunningBase {
-    /// Blocking: waits until stopped or for `timeout` seconds and returns the stats either way.
-    /// Asyncio: an awaitable of the stats once stopped.
-    pub fn join<'py>(&self, py: Python<'py>, timeout: Option<f64>) -> PyResult<Bound<'py, PyAny>> {
+    /// Blocking: waits until stopped or for `timeout` seconds and returns the stats either way,
+    /// unless it stopped on an error (raised). Asyncio: an awaitable of the stats once stopped
+    /// (or of that error).
+    pub fn join<'py>(&self, py: Python<'py>, timeout: Option<Secs>) -> PyResult<Bound<'py, PyAny>> {
         let running = self.running.clone();
         match self.api {
             Api::Blocking => {
-                let deadline = match timeout {
-                    Some(t) => Some(Instant::now() + convert::duration("timeout", t)?),
-                    None => None,
-                };
-                runtime::wait_until(py, running.wait(), deadline)?;
+                let deadline = convert::deadline("timeout", timeout)?;
+                if runtime::wait_until(py, running.wait(), deadline)?.is_some() {
+                    raise_failure(&*running)?;
+                }
                 running.stats(py)
             }
             Api::Async => runtime::awaitable(py, async move {
                 running.wait().await;
-                Ok(Stats(running))
+                outcome(running)
             }),
         }
+    }
+}
+
+/// The error a stopped consumer or worker stopped on, raised.
+fn raise_failure(running: &dyn Running) -> PyResult<()> {
+    match running.error() {
+        Some(e) => Err(error::to_py(e)),
+        None => Ok(()),
+    }
+}
+
+/// What waiting for a stopped consumer or worker gives: its stats, or the error it stopped on.
+fn outcome(running: Arc<dyn Running>) -> tideq::Result<Stats> {
+    match running.error() {
+        Some(e) => Err(e),
+        None => Ok(Stats(running)),
     }
 }
 
@@ -87,6 +103,15 @@ impl RunningBase {
     #[getter]
     fn running(&self) -> bool {
         self.running.is_running()
+    }
+
+    /// The error it stopped on by itself (credentials or permissions Redis refused), as the
+    /// exception `join()` raises; None otherwise.
+    #[getter]
+    fn error(&self, py: Python<'_>) -> Option<Py<PyAny>> {
+        self.running
+            .error()
+            .map(|e| error::to_py(e).into_value(py).into_any())
     }
 
     fn __repr__(slf: &Bound<'_, Self>) -> PyResult<String> {
@@ -127,6 +152,7 @@ pub fn run<'py>(handle: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
     match base.api {
         Api::Blocking => {
             run_blocking(py, &*running)?;
+            raise_failure(&*running)?;
             running.stats(py)
         }
         Api::Async => run_async(py, running, handle.getattr("stop")?.unbind()),
@@ -192,7 +218,7 @@ fn run_async<'py>(
     runtime::awaitable(py, async move {
         running.wait().await;
         drop(guard);
-        Ok(Stats(running))
+        outcome(running)
     })
 }
 

@@ -14,6 +14,7 @@ use std::pin::Pin;
 use pyo3::prelude::*;
 use tideq::WorkerOptions;
 
+use crate::convert::Secs;
 use crate::handler::{self, Work};
 use crate::job::Job;
 use crate::runtime::{Api, Running};
@@ -72,6 +73,10 @@ impl Work for tideq::Job {
         (func.call1((Job::from_core(func.py(), self),)), note)
     }
 
+    fn cancellation(&self) -> Option<tideq::CancellationToken> {
+        Some(tideq::Job::cancellation(self).clone())
+    }
+
     fn failed(py: Python<'_>, (id, attempt, max_attempts): &Self::Note, err: &PyErr) -> String {
         let msg = "handler failed on job %r (attempt %d of %d)";
         handler::log_exception(py, err, msg, (id, attempt, max_attempts));
@@ -90,6 +95,9 @@ impl Running for tideq::Worker {
         Box::pin(async move {
             self.join().await;
         })
+    }
+    fn error(&self) -> Option<tideq::Error> {
+        tideq::Worker::error(self)
     }
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         Ok(Bound::new(py, WorkerStats(tideq::Worker::stats(self)))?.into_any())
@@ -132,7 +140,7 @@ impl Worker {
     /// Wait until the worker has stopped, or `timeout` seconds; returns the stats either way
     /// (check `running`).
     #[pyo3(signature = (timeout=None))]
-    fn join<'py>(slf: &Bound<'py, Self>, timeout: Option<f64>) -> PyResult<Bound<'py, PyAny>> {
+    fn join<'py>(slf: &Bound<'py, Self>, timeout: Option<Secs>) -> PyResult<Bound<'py, PyAny>> {
         slf.as_super().get().join(slf.py(), timeout)
     }
 }

@@ -1,12 +1,12 @@
-"""Reuses the Python harness (a real redis-server on a free port, or TIDEQ_TEST_REDIS_URL)."""
-import importlib.util
+"""Reuses the Python tests' harness (a real redis-server on a free port, or
+TIDEQ_TEST_REDIS_URL) from tests/python/tideq_harness.py."""
+import sys
 from pathlib import Path
 
-_spec = importlib.util.spec_from_file_location(
-    "tideq_python_harness", Path(__file__).resolve().parents[1] / "python" / "conftest.py"
-)
-assert _spec and _spec.loader
-_harness = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_harness)
+_PYTHON_TESTS = str(Path(__file__).resolve().parents[1] / "python")
+if _PYTHON_TESTS not in sys.path:
+    sys.path.insert(0, _PYTHON_TESTS)
 
-redis_url = _harness.redis_url
+from tideq_harness import redis_url  # noqa: E402
+
+__all__ = ["redis_url"]

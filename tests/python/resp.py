@@ -42,11 +42,15 @@ def _read(f: Any) -> Any:
 
 
 def command(url: str, *args: Arg) -> Any:
-    """Sends one command to the Redis at `url` (redis://host:port) and returns its reply."""
+    """Sends one command to the Redis at `url` (redis://[user:password@]host:port) and returns
+    its reply (logging in first when the URL holds a password)."""
     u = urlparse(url)
     with socket.create_connection((u.hostname or "127.0.0.1", u.port or 6379), timeout=5) as s:
-        s.sendall(_encode(args))
         with s.makefile("rb") as f:
+            if u.password is not None:
+                s.sendall(_encode(("AUTH", u.username or "default", u.password)))
+                _read(f)
+            s.sendall(_encode(args))
             return _read(f)
 
 

@@ -9,7 +9,7 @@ import time
 import pytest
 
 import tideq
-from conftest import free_port
+from tideq_harness import free_port
 
 
 def test_push_returns_drops_and_cap_holds(client, name):

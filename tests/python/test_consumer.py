@@ -180,6 +180,21 @@ def test_join_with_timeout_returns_while_running(queue):
     assert not consumer.running
 
 
+def test_join_with_a_timeout_too_large_for_a_deadline_waits_without_one(queue):
+    consumer = queue.consume(lambda g, items: None, poll_interval=0.05)
+    stopper = threading.Timer(0.2, consumer.stop)
+    stopper.start()
+    try:
+        t0 = time.monotonic()
+        consumer.join(timeout=1e19)
+        assert time.monotonic() - t0 < 5 and not consumer.running
+    finally:
+        stopper.cancel()
+    assert consumer.join(timeout=float("inf")) == consumer.stats()
+    with pytest.raises(tideq.InvalidArgumentError):
+        consumer.join(timeout=-1.0)
+
+
 def test_dropping_the_consumer_handle_does_not_stop_it(queue):
     queue.push("g", b"first")
     started, release, second = threading.Event(), threading.Event(), threading.Event()

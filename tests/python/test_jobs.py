@@ -15,8 +15,8 @@ import threading
 import pytest
 
 import tideq
-from conftest import free_port
 from resp import command, keys, server_ms
+from tideq_harness import free_port, wait_for
 
 VECTORS = pathlib.Path(__file__).resolve().parents[1] / "vectors" / "envelope_v1.json"
 FAST = tideq.Backoff.fixed(0.05)
@@ -394,3 +394,99 @@ def test_asyncio_api_enqueues_and_administers_concurrently(client, name):
             await aq.requeue("j1")
 
     asyncio.run(main())
+
+
+def fail(job: tideq.Job) -> None:
+    raise RuntimeError("boom")
+
+
+def test_dead_letters_are_bounded_by_keep_dead_and_the_trimmed_are_counted(client, name):
+    q = tideq.Queue(name, client, max_attempts=1, keep_dead=3)
+    assert "keep_dead=3," in repr(q)
+    q.enqueue_many([(b"x", {"id": f"d{i}"}) for i in range(5)])
+    q.run(fail, concurrency=1, poll_interval=0.1, stop_when_drained=True)
+    s = q.stats()
+    assert (s.dead, s.dead_trimmed, s.failed) == (3, 2, 5)
+    assert "dead_trimmed=2, lost=0" in repr(s)
+    assert q.get("d0") is None and q.get("d1") is None, "a trimmed dead job's data is deleted"
+    assert sorted(d.id for d in q.dead_letters()) == ["d2", "d3", "d4"]
+
+
+def test_dead_letters_older_than_keep_dead_for_are_trimmed_at_the_next_death(client, name, redis_url):
+    q = tideq.Queue(name, client, max_attempts=1, keep_dead=None, keep_dead_for=0.3)
+    assert "keep_dead=None, keep_dead_for=0.3," in repr(q)
+    q.enqueue(b"x", id="old")
+    drain(q, fail)
+    old = q.get("old")
+    assert old is not None and old.state == "dead" and old.state_since_or_until is not None
+    died = old.state_since_or_until
+    assert wait_for(lambda: server_ms(redis_url) / 1000 - died > 0.35)
+    q.enqueue(b"x", id="late")
+    drain(q, fail)
+    s = q.stats()
+    assert (s.dead, s.dead_trimmed) == (1, 1)
+    assert [d.id for d in q.dead_letters()] == ["late"]
+
+
+def test_without_dead_letter_bounds_every_dead_job_is_kept(client, name):
+    q = tideq.Queue(name, client, max_attempts=1, keep_dead=None, keep_dead_for=None)
+    q.enqueue_many([b"%d" % i for i in range(5)])
+    drain(q, fail)
+    s = q.stats()
+    assert (s.dead, s.dead_trimmed) == (5, 0)
+
+
+def test_an_id_enqueued_again_after_its_job_completed_and_was_trimmed_creates_nothing(client, name, redis_url):
+    # Completed jobs are deleted at once, so only the idempotency window remembers the id.
+    q = tideq.Queue(name, client, keep_completed=0)
+    assert q.enqueue(b"x", id="charge-42").created
+    drain(q, lambda job: None)
+    assert q.get("charge-42") is None, "its data is gone"
+    assert not q.enqueue(b"x", id="charge-42").created, "within the window: nothing created"
+    assert q.stats().ready == 0
+    # Without a window, an id is remembered only while its job is kept.
+    forgetful = tideq.Queue(name + "-forgetful", client, keep_completed=0, idempotency_window=None)
+    assert "idempotency_window=None," in repr(forgetful)
+    assert forgetful.enqueue(b"x", id="charge-42").created
+    drain(forgetful, lambda job: None)
+    assert forgetful.enqueue(b"x", id="charge-42").created
+    # A short window: the id is free again once it has passed.
+    short = tideq.Queue(name + "-short", client, keep_completed=0, idempotency_window=0.2)
+    short.enqueue(b"x", id="a")
+    drain(short, lambda job: None)
+    done_at = server_ms(redis_url)
+    assert not short.enqueue(b"x", id="a").created
+    assert wait_for(lambda: server_ms(redis_url) - done_at > 300)
+    short.enqueue(b"x", id="other")
+    drain(short, lambda job: None)  # a completion forgets the ids past the window
+    assert short.enqueue(b"x", id="a").created
+
+
+def test_a_damaged_envelope_is_dead_lettered_and_still_listed_with_unreadable_set(jq, redis_url, name):
+    jq.enqueue(b"x", id="broken")
+    jq.enqueue(b"x", id="fine", max_attempts=1)
+    jq.enqueue(b"x", id="gone")
+    jobs_key = f"tideq:{{{name}}}:jobs"
+    command(redis_url, "HSET", jobs_key, "broken", b"\x92\x01\x02")
+    command(redis_url, "HDEL", jobs_key, "gone")
+    handled: list[str] = []
+
+    def handler(job: tideq.Job) -> None:
+        handled.append(job.id)
+        raise RuntimeError("boom")
+
+    drain(jq, handler)
+    assert handled == ["fine"], "neither damaged job reached the handler"
+    dead = {d.id: d for d in jq.dead_letters()}
+    assert sorted(dead) == ["broken", "fine"]
+    broken = dead["broken"]
+    assert broken.state == "dead" and broken.unreadable is not None and "envelope" in broken.unreadable
+    assert broken.payload == b"\x92\x01\x02", "the raw stored bytes are there to look at"
+    assert "unreadable=" in repr(broken)
+    assert dead["fine"].unreadable is None and "unreadable" not in repr(dead["fine"])
+    got = jq.get("broken")
+    assert got is not None and got.unreadable == broken.unreadable
+    s = jq.stats()
+    assert (s.dead, s.lost) == (2, 1), "the job whose envelope was deleted is removed and counted"
+    assert jq.get("gone") is None
+    assert jq.purge() == 2

@@ -18,7 +18,7 @@ from typing import Iterator, NamedTuple, Union
 import pytest
 
 import tideq
-from conftest import free_port, stop_process
+from tideq_harness import free_port, stop_process
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 CLUSTER_SCRIPT = ROOT / "tests" / "cluster" / "redis-cluster.sh"

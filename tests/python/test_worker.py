@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 import tideq
+from tideq_harness import wait_for
 
 FAST = tideq.Backoff.fixed(0.05)
 
@@ -241,20 +242,139 @@ def test_a_handler_running_3x_the_lease_is_not_redelivered(client, name, handler
     assert info is not None and (info.state, info.attempts) == ("completed", 1)
 
 
-def test_a_handler_exceeding_its_timeout_loses_the_attempt_and_is_retried(jq):
-    jq.enqueue(b"x", id="stuck", timeout=0.2, max_attempts=2)
-    calls: list[int] = []
+class Runs:
+    """Start and end times of handler runs (one per attempt), from any thread."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.spans: list[tuple[str, int, float, float]] = []  # (id, attempt, start, end)
+        self.running = 0
+        self.most_at_once = 0
+
+    def begin(self) -> float:
+        with self.lock:
+            self.running += 1
+            self.most_at_once = max(self.most_at_once, self.running)
+        return time.monotonic()
+
+    def end(self, job: tideq.Job, start: float) -> None:
+        with self.lock:
+            self.running -= 1
+            self.spans.append((job.id, job.attempt, start, time.monotonic()))
+
+    def of(self, job_id: str) -> list[tuple[int, float, float]]:
+        with self.lock:
+            return sorted((a, s, e) for i, a, s, e in self.spans if i == job_id)
+
+
+def test_a_timed_out_sync_handler_keeps_its_slot_and_its_retry_starts_after_it_ended(jq):
+    # Nothing can stop a thread: past the timeout the attempt fails, but the job keeps its slot
+    # until the handler returns, so concurrency holds and an attempt never overlaps its retry.
+    jq.enqueue_many([(b"a", {"id": "a", "timeout": 0.2, "max_attempts": 2}),
+                     (b"b", {"id": "b", "timeout": 0.2, "max_attempts": 1})])
+    runs = Runs()
 
     def handler(job: tideq.Job) -> None:
-        calls.append(job.attempt)
-        if job.attempt == 1:
-            time.sleep(1.0)  # a thread cannot be stopped: it runs on, its result ignored
+        start = runs.begin()
+        try:
+            time.sleep(1.0)
+        finally:
+            runs.end(job, start)
+
+    stats = drain(jq, handler, concurrency=1)
+    assert runs.most_at_once == 1, "a second handler started while a timed-out one still ran"
+    spans = sorted((s, e) for _, _, s, e in runs.spans)
+    assert len(spans) == 3 and all(e1 <= s2 for (_, e1), (s2, _) in zip(spans, spans[1:]))
+    (a1, a1_start, a1_end), (a2, a2_start, _) = runs.of("a")
+    assert (a1, a2) == (1, 2) and a2_start >= a1_end, "attempt 2 started before attempt 1 ended"
+    assert (stats.failed, stats.completed) == (3, 0)
+    for job_id in ("a", "b"):
+        info = jq.get(job_id)
+        assert info is not None and info.state == "dead"
+        assert info.last_error is not None and "timed out" in info.last_error
+
+
+def test_job_cancelled_turns_true_for_a_sync_handler_past_its_timeout(jq):
+    jq.enqueue(b"x", id="watch", timeout=0.3, max_attempts=1)
+    seen: list[tuple[bool, bool, float]] = []
+
+    def handler(job: tideq.Job) -> None:
+        t0 = time.monotonic()
+        at_start = job.cancelled
+        noticed = wait_for(lambda: job.cancelled, timeout=10)
+        seen.append((at_start, noticed, time.monotonic() - t0))
 
     stats = drain(jq, handler)
-    assert calls == [1, 2]
-    assert (stats.failed, stats.completed) == (1, 1)
-    info = jq.get("stuck")
-    assert info is not None and (info.state, info.attempts) == ("completed", 2)
+    ((at_start, noticed, after),) = seen
+    assert not at_start and noticed
+    assert 0.25 < after < 3.0
+    # Returning normally after the timeout does not complete the attempt: it timed out.
+    assert (stats.failed, stats.completed) == (1, 0)
+    info = jq.get("watch")
+    assert info is not None and info.last_error is not None and "timed out" in info.last_error
+
+
+def test_shutdown_waits_for_a_sync_handler_past_the_grace_period_and_completes_its_job(jq, client, name):
+    jq.enqueue(b"x", id="long")
+    runs = Runs()
+    started = threading.Event()
+    cancelled_at_end: list[bool] = []
+
+    def handler(job: tideq.Job) -> None:
+        start = runs.begin()
+        started.set()
+        try:
+            time.sleep(1.5)
+            cancelled_at_end.append(job.cancelled)
+        finally:
+            runs.end(job, start)
+
+    first = jq.work(handler, grace=0.1, lease=1.0)
+    assert started.wait(5)
+    standby = tideq.Queue(name, client).work(handler, poll_interval=0.05, lease=1.0)
+    try:
+        stats = first.shutdown()
+        assert not first.running
+        # The job was not handed back while its handler ran: it is completed, not run again.
+        assert (stats.completed, stats.released, stats.failed) == (1, 0, 0)
+        assert cancelled_at_end == [True], "the handler was asked to stop after the grace period"
+    finally:
+        standby.shutdown()
+    assert [a for a, _, _ in runs.of("long")] == [1], "started again while the first run went on"
+    info = jq.get("long")
+    assert info is not None and (info.state, info.attempts) == ("completed", 1)
+
+
+@pytest.mark.parametrize("api", ["asyncio", "blocking"])
+def test_an_async_handler_past_its_timeout_is_cancelled_and_the_attempt_fails_timed_out(client, name, api):
+    events: list[str] = []
+    t0 = time.monotonic()
+
+    async def handler(job: tideq.Job) -> None:
+        events.append("start")
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            events.append(f"cancelled {job.cancelled} {time.monotonic() - t0:.2f}")
+            raise
+        events.append("not cancelled")
+
+    if api == "asyncio":
+        async def main() -> tideq.WorkerStats:
+            aq = tideq.AsyncQueue(name, client)
+            await aq.enqueue(b"x", id="slow", timeout=0.2, max_attempts=1)
+            return await aq.run(handler, poll_interval=0.1, stop_when_drained=True)
+
+        stats = asyncio.run(main())
+    else:  # a private event loop per job
+        q = tideq.Queue(name, client)
+        q.enqueue(b"x", id="slow", timeout=0.2, max_attempts=1)
+        stats = drain(q, handler)
+    assert len(events) == 2 and events[0] == "start" and events[1].startswith("cancelled True")
+    assert 0.15 < float(events[1].split()[-1]) < 2.0
+    assert (stats.failed, stats.completed) == (1, 0)
+    info = tideq.Queue(name, client).get("slow")
+    assert info is not None and info.state == "dead"
     assert info.last_error is not None and "timed out" in info.last_error
 
 
@@ -286,32 +406,53 @@ def test_an_async_handler_exceeding_its_timeout_is_cancelled_and_retried(client,
     assert (stats.failed, stats.completed) == (1, 1)
 
 
-def test_graceful_shutdown_finishes_running_jobs_and_returns_unfinished_ones_at_once(jq):
+def test_an_async_handler_that_catches_the_cancellation_keeps_its_slot_until_it_returns(client, name):
+    async def main() -> tuple[tideq.WorkerStats, list[tuple[str, float]]]:
+        aq = tideq.AsyncQueue(name, client, backoff=FAST)
+        await aq.enqueue(b"x", id="stubborn", timeout=0.2, max_attempts=2)
+        events: list[tuple[str, float]] = []
+        t0 = time.monotonic()
+
+        async def handler(job: tideq.Job) -> None:
+            events.append((f"start {job.attempt}", time.monotonic() - t0))
+            if job.attempt == 1:
+                try:
+                    await asyncio.sleep(60)
+                except asyncio.CancelledError:
+                    await asyncio.sleep(0.5)  # cleaning up, still on the job
+                events.append(("end 1", time.monotonic() - t0))
+
+        stats = await aq.run(handler, concurrency=1, poll_interval=0.1, stop_when_drained=True)
+        return stats, events
+
+    stats, events = asyncio.run(main())
+    assert [e for e, _ in events] == ["start 1", "end 1", "start 2"]
+    assert events[2][1] >= events[1][1], "the retry started before the first attempt ended"
+    assert (stats.failed, stats.completed) == (1, 1)
+
+
+def test_graceful_shutdown_finishes_running_jobs_and_returns_those_that_stop_when_asked(jq):
     jq.enqueue_many([(b"quick", {"id": "quick"}), (b"endless", {"id": "endless"})])
     started = threading.Semaphore(0)
-    release = threading.Event()
 
     def handler(job: tideq.Job) -> None:
         started.release()
         if job.payload == b"quick":
             time.sleep(0.1)
-        else:
-            release.wait(30)
+        elif wait_for(lambda: job.cancelled, timeout=30):
+            raise RuntimeError("asked to stop")
 
     worker = jq.work(handler, concurrency=2, grace=0.5)
-    try:
-        assert started.acquire(timeout=5) and started.acquire(timeout=5)
-        t0 = time.monotonic()
-        stats = worker.shutdown()
-        took = time.monotonic() - t0
-    finally:
-        release.set()
+    assert started.acquire(timeout=5) and started.acquire(timeout=5)
+    t0 = time.monotonic()
+    stats = worker.shutdown()
+    took = time.monotonic() - t0
     assert not worker.running
-    assert (stats.completed, stats.released) == (1, 1)
-    assert took < 2.0, "shutdown waited past the grace period"
+    assert (stats.completed, stats.released, stats.failed) == (1, 1, 0)
+    assert took < 2.0, "shutdown waited long past the grace period"
     quick, endless = jq.get("quick"), jq.get("endless")
     assert quick is not None and quick.state == "completed"
-    assert endless is not None and (endless.state, endless.attempts) == ("ready", 0), "not returned at once"
+    assert endless is not None and (endless.state, endless.attempts) == ("ready", 0), "not returned"
 
 
 def test_asyncio_graceful_shutdown_cancels_the_unfinished_coroutine_and_returns_its_job(client, name):
@@ -331,12 +472,32 @@ def test_asyncio_graceful_shutdown_cancels_the_unfinished_coroutine_and_returns_
 
         worker = aq.work(handler, grace=0.2)
         await asyncio.wait_for(started.wait(), 5)
-        stats = await worker.shutdown()
-        await asyncio.sleep(0.2)
+        stats = await asyncio.wait_for(worker.shutdown(), 10)
         return stats, events, await aq.get("endless")
 
     stats, events, info = asyncio.run(main())
     assert stats.released == 1 and events == ["cancelled"]
+    assert info is not None and (info.state, info.attempts) == ("ready", 0)
+
+
+def test_a_blocking_worker_returns_an_async_handlers_job_at_shutdown(jq):
+    jq.enqueue(b"endless", id="endless")
+    started = threading.Event()
+    events: list[str] = []
+
+    async def handler(job: tideq.Job) -> None:
+        started.set()
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            events.append("cancelled")
+            raise
+
+    worker = jq.work(handler, grace=0.2)
+    assert started.wait(5)
+    stats = worker.shutdown()
+    assert stats.released == 1 and events == ["cancelled"]
+    info = jq.get("endless")
     assert info is not None and (info.state, info.attempts) == ("ready", 0)
 
 
@@ -399,6 +560,23 @@ def test_worker_join_timeout_stats_and_repr(jq):
     worker.stop()  # stopping twice is harmless
     final = worker.join()
     assert not worker.running and worker.shutdown() == final
+
+
+def test_join_with_a_timeout_too_large_for_a_deadline_waits_without_one(jq):
+    worker = jq.work(lambda job: None, poll_interval=0.05)
+    for bad in (-1.0, float("nan")):
+        with pytest.raises(tideq.InvalidArgumentError):
+            worker.join(timeout=bad)
+    for huge in (1e19, 1e300, float("inf"), 10**400):
+        stopper = threading.Timer(0.2, worker.stop)
+        stopper.start()
+        try:
+            t0 = time.monotonic()
+            stats = worker.join(timeout=huge)
+            assert time.monotonic() - t0 < 5
+        finally:
+            stopper.cancel()
+        assert not worker.running and stats == worker.stats()
 
 
 def test_dropping_the_worker_handle_does_not_stop_it(jq):

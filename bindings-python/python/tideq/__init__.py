@@ -15,6 +15,8 @@ over the masters with ``shards=N``) or a Sentinel-managed primary (``sentinel=[U
 ``master_name``).
 
 Errors derive from ``TideqError``, whose ``code`` is the core's stable error code.
+``acl_rules`` gives the Redis ACL rules of each role (producer, worker, admin, capped producer
+and consumer) on a queue.
 """
 
 from tideq._tideq import (
@@ -22,6 +24,7 @@ from tideq._tideq import (
     AsyncConsumer,
     AsyncQueue,
     AsyncWorker,
+    AuthError,
     Backoff,
     CappedQueue,
     CappedStats,
@@ -31,6 +34,7 @@ from tideq._tideq import (
     Consumer,
     ConsumerStats,
     Enqueued,
+    EvictionPolicyError,
     ForkedError,
     InvalidArgumentError,
     Job,
@@ -39,14 +43,18 @@ from tideq._tideq import (
     JobNotFoundError,
     JobStats,
     LeaseLostError,
+    NotRedisError,
     NotReplicatedError,
+    OutOfMemoryError,
     PayloadTooLargeError,
+    PermissionDeniedError,
     Queue,
     RedisError,
     TideqError,
     Worker,
     WorkerStats,
     __version__,
+    acl_rules,
     decode_envelope,
     encode_envelope,
 )
@@ -56,6 +64,7 @@ __all__ = [
     "AsyncConsumer",
     "AsyncQueue",
     "AsyncWorker",
+    "AuthError",
     "Backoff",
     "CappedQueue",
     "CappedStats",
@@ -65,6 +74,7 @@ __all__ = [
     "Consumer",
     "ConsumerStats",
     "Enqueued",
+    "EvictionPolicyError",
     "ForkedError",
     "InvalidArgumentError",
     "Job",
@@ -73,14 +83,18 @@ __all__ = [
     "JobNotFoundError",
     "JobStats",
     "LeaseLostError",
+    "NotRedisError",
     "NotReplicatedError",
+    "OutOfMemoryError",
     "PayloadTooLargeError",
+    "PermissionDeniedError",
     "Queue",
     "RedisError",
     "TideqError",
     "Worker",
     "WorkerStats",
     "__version__",
+    "acl_rules",
     "decode_envelope",
     "encode_envelope",
 ]

@@ -11,6 +11,11 @@ __all__ = [
     "InvalidArgumentError",
     "PayloadTooLargeError",
     "ConnectionError",
+    "AuthError",
+    "PermissionDeniedError",
+    "OutOfMemoryError",
+    "NotRedisError",
+    "EvictionPolicyError",
     "RedisError",
     "ForkedError",
     "ClosedError",
@@ -35,6 +40,7 @@ __all__ = [
     "Worker",
     "AsyncWorker",
     "WorkerStats",
+    "acl_rules",
     "decode_envelope",
     "encode_envelope",
     "__version__",
@@ -73,6 +79,25 @@ class PayloadTooLargeError(TideqError, ValueError):
 
 class ConnectionError(TideqError, builtins.ConnectionError):
     """Redis could not be reached (refused, timed out, connection dropped)."""
+
+class AuthError(TideqError):
+    """Redis refused the user name or password, or needs one and none was given. Retrying cannot
+    fix it: workers and consumers stop on it (``join()`` raises it)."""
+
+class PermissionDeniedError(TideqError):
+    """The Redis (ACL) user may not run a command tideq needs, or touch a key (the message names
+    it). Retrying cannot fix it: workers and consumers stop on it (``join()`` raises it)."""
+
+class OutOfMemoryError(TideqError):
+    """Redis is at ``maxmemory`` with the ``noeviction`` policy and refuses writes; reads (``get``,
+    ``dead_letters``, ``stats``) still work."""
+
+class NotRedisError(TideqError):
+    """The server at the address did not answer as Redis does."""
+
+class EvictionPolicyError(TideqError):
+    """Redis may evict keys (its ``maxmemory-policy`` is not ``noeviction``) and the client was
+    created with ``eviction_check="refuse"``."""
 
 class RedisError(TideqError):
     """Redis answered with an error (including a script error)."""
@@ -120,7 +145,12 @@ class Client:
     the PEM contents as ``bytes`` or the path of a PEM file as ``str``/``os.PathLike`` (read when
     the client is created; an unreadable file raises ``InvalidArgumentError``, so do ``bytes``
     holding no PEM certificate).
-    Conflicting or empty options raise ``InvalidArgumentError``.
+    ``eviction_check`` says what to do when Redis's ``maxmemory-policy`` lets it evict keys (and
+    so lose jobs without any error), checked on the first command: ``"warn"`` (the default: log a
+    warning once per server), ``"refuse"`` (every call raises ``EvictionPolicyError``) or
+    ``"off"``.
+    Conflicting or empty options raise ``InvalidArgumentError``, as do names, URLs and
+    credentials that are not valid UTF-8 (a ``str`` holding a lone surrogate).
     """
 
     def __new__(
@@ -136,6 +166,7 @@ class Client:
         max_payload: Optional[int] = None,
         replica_ack: Optional[tuple[int, float]] = None,
         tls_ca: Union[bytes, str, os.PathLike[str], None] = None,
+        eviction_check: Optional[str] = None,
     ) -> Client: ...
     @property
     def url(self) -> str:
@@ -156,6 +187,10 @@ class Client:
     @property
     def replica_ack(self) -> Optional[tuple[int, float]]:
         """``(replicas, timeout seconds)`` each enqueue waits for, or None."""
+    @property
+    def eviction_check(self) -> str:
+        """``"warn"``, ``"refuse"`` or ``"off"``: what the client does about a Redis that may
+        evict keys."""
     @property
     def prefix(self) -> str:
         """First segment of every Redis key."""
@@ -202,12 +237,18 @@ class ConsumerStats:
 
 @final
 class Consumer:
-    """A running consumer (blocking API). Dropping it does not stop it: call ``shutdown()``."""
+    """A running consumer (blocking API). Dropping it does not stop it: call ``shutdown()``.
+
+    A consumer stops by itself when Redis refuses its credentials or permissions (which retrying
+    cannot fix; other errors are retried): ``join()``, ``shutdown()`` and ``run()`` then raise
+    that error (``AuthError``, ``PermissionDeniedError``), also kept in ``error``."""
 
     def stop(self) -> None:
         """Stop taking batches; running handlers get the grace period."""
     def join(self, timeout: Optional[float] = None) -> ConsumerStats:
-        """Wait until stopped, or ``timeout`` seconds; returns the stats either way."""
+        """Wait until stopped, or ``timeout`` seconds (a timeout too large to be a point in time
+        means no limit); returns the stats either way, unless the consumer stopped on an error
+        (raised)."""
     def shutdown(self) -> ConsumerStats:
         """``stop()`` then ``join()``."""
     def stats(self) -> ConsumerStats:
@@ -215,15 +256,20 @@ class Consumer:
     @property
     def running(self) -> bool:
         """True until the loop ended and running handlers finished (or were abandoned)."""
+    @property
+    def error(self) -> Optional[TideqError]:
+        """The error the consumer stopped on by itself (as ``join()`` raises it), or None."""
 
 @final
 class AsyncConsumer:
-    """A running consumer (asyncio API). Dropping it does not stop it: ``await shutdown()``."""
+    """A running consumer (asyncio API). Dropping it does not stop it: ``await shutdown()``.
+
+    It stops by itself on errors retrying cannot fix, as ``Consumer`` does."""
 
     def stop(self) -> None:
         """Stop taking batches; running handlers get the grace period."""
     def join(self) -> Coroutine[Any, Any, ConsumerStats]:
-        """Wait until stopped; returns the stats."""
+        """Wait until stopped; returns the stats, or raises the error the consumer stopped on."""
     def shutdown(self) -> Coroutine[Any, Any, ConsumerStats]:
         """``stop()`` then ``join()``."""
     def stats(self) -> ConsumerStats:
@@ -231,6 +277,9 @@ class AsyncConsumer:
     @property
     def running(self) -> bool:
         """True until the loop ended and running handlers finished (or were abandoned)."""
+    @property
+    def error(self) -> Optional[TideqError]:
+        """The error the consumer stopped on by itself (as ``join()`` raises it), or None."""
 
 @final
 class CappedQueue:
@@ -312,7 +361,8 @@ class CappedQueue:
         grace: Optional[float] = None,
         stop_when_empty: Optional[bool] = None,
     ) -> ConsumerStats:
-        """``consume()`` and block until SIGINT/SIGTERM (graceful stop) or ``stop_when_empty``."""
+        """``consume()`` and block until SIGINT/SIGTERM (graceful stop) or ``stop_when_empty``;
+        raises the error the consumer stopped on, if any."""
 
 @final
 class AsyncCappedQueue:
@@ -438,6 +488,14 @@ class Job:
     @property
     def timeout(self) -> Optional[float]:
         """Longest run time of this attempt, in seconds (None: no limit)."""
+    @property
+    def cancelled(self) -> bool:
+        """True once the handler should stop: the attempt's ``timeout`` passed, or the worker is
+        shutting down and its grace period is over. A plain-function handler that can stop early
+        (a long loop, a wait) should check it and raise: the job is then retried (timeout) or
+        returned to the queue (shutdown). Until the handler returns, its job keeps its slot and
+        its lease; one that returns normally at shutdown completes its job. (``async def``
+        handlers are cancelled instead: their task gets ``asyncio.CancelledError``.)"""
     def text(self) -> str:
         """The payload decoded as UTF-8 (``UnicodeDecodeError`` if it is not)."""
     def json(self) -> Any:
@@ -469,6 +527,10 @@ class JobInfo:
     def state_since_or_until(self) -> Optional[float]:
         """Epoch seconds, Redis clock: delayed, when due; active, the lease deadline; dead, the
         time of death; completed, the finish time; ready, None."""
+    @property
+    def unreadable(self) -> Optional[str]:
+        """Why the stored job could not be read (a damaged record: such a job is dead-lettered),
+        or None; ``payload`` then holds the stored envelope's raw bytes."""
 
 @final
 class JobStats:
@@ -498,6 +560,13 @@ class JobStats:
         """Expired leases recovered (a worker died or stalled)."""
     @property
     def cancelled(self) -> int: ...
+    @property
+    def dead_trimmed(self) -> int:
+        """Dead jobs deleted by the ``keep_dead`` / ``keep_dead_for`` bounds."""
+    @property
+    def lost(self) -> int:
+        """Jobs found with their data missing (evicted by Redis, or deleted by hand) and removed,
+        since they could not run. Unreadable ones are dead-lettered instead."""
 
 @final
 class WorkerStats:
@@ -521,35 +590,53 @@ class WorkerStats:
 
 @final
 class Worker:
-    """A running worker (blocking API). Dropping it does not stop it: call ``shutdown()``."""
+    """A running worker (blocking API). Dropping it does not stop it: call ``shutdown()``.
+
+    A worker stops by itself when Redis refuses its credentials or permissions (which retrying
+    cannot fix; other errors are retried): ``join()``, ``shutdown()`` and ``run()`` then raise
+    that error (``AuthError``, ``PermissionDeniedError``), also kept in ``error``."""
 
     def stop(self) -> None:
-        """Stop fetching; running jobs get the grace period, then are returned to the queue."""
+        """Stop fetching; running jobs get the grace period. Past it, their handlers are asked to
+        stop (``job.cancelled``; ``async def`` handlers are cancelled): a job whose handler then
+        raises is returned to the queue (its attempt not counted), one whose handler returns is
+        completed. Until its handler returns, a job keeps its slot and its lease."""
     def join(self, timeout: Optional[float] = None) -> WorkerStats:
-        """Wait until stopped, or ``timeout`` seconds; returns the stats either way."""
+        """Wait until stopped, or ``timeout`` seconds (a timeout too large to be a point in time
+        means no limit); returns the stats either way, unless the worker stopped on an error
+        (raised)."""
     def shutdown(self) -> WorkerStats:
         """``stop()`` then ``join()``."""
     def stats(self) -> WorkerStats:
         """Counters so far."""
     @property
     def running(self) -> bool:
-        """True until the loop ended and running jobs finished (or were returned)."""
+        """True until the loop ended and running jobs' handlers returned."""
+    @property
+    def error(self) -> Optional[TideqError]:
+        """The error the worker stopped on by itself (as ``join()`` raises it), or None."""
 
 @final
 class AsyncWorker:
-    """A running worker (asyncio API). Dropping it does not stop it: ``await shutdown()``."""
+    """A running worker (asyncio API). Dropping it does not stop it: ``await shutdown()``.
+
+    It stops by itself on errors retrying cannot fix, as ``Worker`` does."""
 
     def stop(self) -> None:
-        """Stop fetching; running jobs get the grace period, then are returned to the queue."""
+        """Stop fetching; running jobs get the grace period, then their handlers are asked to
+        stop, as with ``Worker.stop``."""
     def join(self) -> Coroutine[Any, Any, WorkerStats]:
-        """Wait until stopped; returns the stats."""
+        """Wait until stopped; returns the stats, or raises the error the worker stopped on."""
     def shutdown(self) -> Coroutine[Any, Any, WorkerStats]:
         """``stop()`` then ``join()``."""
     def stats(self) -> WorkerStats:
         """Counters so far."""
     @property
     def running(self) -> bool:
-        """True until the loop ended and running jobs finished (or were returned)."""
+        """True until the loop ended and running jobs' handlers returned."""
+    @property
+    def error(self) -> Optional[TideqError]:
+        """The error the worker stopped on by itself (as ``join()`` raises it), or None."""
 
 @final
 class Queue:
@@ -559,10 +646,17 @@ class Queue:
     ``max_attempts`` deliveries before a job is dead-lettered, ``backoff`` before retries,
     ``timeout`` seconds per attempt (None: no limit); the newest ``keep_completed`` completed jobs
     younger than ``keep_for`` seconds (None: no age limit) stay visible to ``get``; error texts
-    are cut to ``max_error_len`` bytes. Pass a ``client`` or a ``url`` (neither: ``Client()``).
+    are cut to ``max_error_len`` bytes. The newest ``keep_dead`` dead jobs (None: no limit)
+    younger than ``keep_dead_for`` seconds (None: no age limit) are kept; older ones are deleted
+    (counted in ``stats().dead_trimmed``). An ``id`` given to ``enqueue`` is remembered for
+    ``idempotency_window`` seconds after its job completed or died, so enqueuing it again within
+    that time creates nothing even once the job was trimmed (None: only while the job is kept;
+    cancelled and purged jobs' ids are forgotten at once).
+    Pass a ``client`` or a ``url`` (neither: ``Client()``).
     Options not given (or None where None has no meaning of its own) take the core's defaults:
     ``max_attempts`` 5, ``Backoff.exponential()``, no ``timeout``, ``keep_completed`` 1000,
-    ``keep_for`` one day, ``max_error_len`` 4096.
+    ``keep_for`` one day, ``max_error_len`` 4096, ``keep_dead`` 10000, ``keep_dead_for`` 180
+    days, ``idempotency_window`` one day.
 
     ``shards`` (1 to 1024) splits the queue into that many hash tags, which a Redis Cluster
     spreads over its masters; a job's shard is fixed by its id (so ids stay idempotent and
@@ -583,6 +677,9 @@ class Queue:
         keep_completed: Optional[int] = None,
         keep_for: Optional[float] = ...,
         max_error_len: Optional[int] = None,
+        keep_dead: Optional[int] = ...,
+        keep_dead_for: Optional[float] = ...,
+        idempotency_window: Optional[float] = ...,
         shards: int = 1,
     ) -> Queue: ...
     @property
@@ -644,7 +741,11 @@ class Queue:
         job), ``async def`` ones on a private event loop per job. The ``lease`` (seconds) is renewed by Rust
         while the handler runs; a worker that dies loses its jobs to another worker after it.
         ``batch_size``: most jobs leased per fetch (0: half the concurrency; two fetches are kept
-        in flight). On stop, running jobs get ``grace`` seconds, then are returned to the queue.
+        in flight). An attempt running past its ``timeout`` fails ("timed out") and its handler is
+        asked to stop (``job.cancelled``; ``async def`` handlers are cancelled); the job is retried
+        only once the handler returned, and never runs twice at a time. On stop, running jobs get
+        ``grace`` seconds, then are asked to stop likewise (see ``Worker.stop``).
+        A worker stops by itself on ``AuthError`` or ``PermissionDeniedError`` (see ``Worker``).
         Options not given take the core's defaults: ``concurrency`` 10, ``batch_size`` 0,
         ``lease`` 30 s, ``poll_interval`` 5 s, ``grace`` 10 s, ``stop_when_drained`` False."""
     def run(
@@ -659,7 +760,8 @@ class Queue:
         stop_when_drained: Optional[bool] = None,
     ) -> WorkerStats:
         """``work()`` and block until SIGINT/SIGTERM (graceful stop) or, with
-        ``stop_when_drained``, until nothing is ready, delayed or active."""
+        ``stop_when_drained``, until nothing is ready, delayed or active; raises the error the
+        worker stopped on, if any."""
 
 @final
 class AsyncQueue:
@@ -677,6 +779,9 @@ class AsyncQueue:
         keep_completed: Optional[int] = None,
         keep_for: Optional[float] = ...,
         max_error_len: Optional[int] = None,
+        keep_dead: Optional[int] = ...,
+        keep_dead_for: Optional[float] = ...,
+        idempotency_window: Optional[float] = ...,
         shards: int = 1,
     ) -> AsyncQueue: ...
     @property
@@ -726,7 +831,8 @@ class AsyncQueue:
         stop_when_drained: Optional[bool] = None,
     ) -> AsyncWorker:
         """Start a worker; call from a running event loop. ``async def`` handlers run as tasks on
-        that loop (cancelled when their attempt times out), plain ones in worker threads."""
+        that loop (cancelled when their attempt times out, or at the end of the shutdown grace
+        period), plain ones in worker threads."""
     def run(
         self,
         handler: _JobHandler,
@@ -740,6 +846,15 @@ class AsyncQueue:
     ) -> Coroutine[Any, Any, WorkerStats]:
         """``work()`` and wait until SIGINT/SIGTERM (graceful stop), cancellation or
         ``stop_when_drained``."""
+
+def acl_rules(queue: str, role: str, *, prefix: str = ..., shards: int = 1) -> str:
+    """The Redis ACL rules that let a user do ``role`` on ``queue`` (split in ``shards``) under
+    the key ``prefix`` (default: the client's default, ``"tideq"``), and nothing else: for
+    ``ACL SETUSER <user> reset on ><password> <rules>``. Roles: ``"producer"`` (enqueue),
+    ``"worker"`` (run a worker), ``"admin"`` (``get``, ``cancel``, dead letters, ``stats``),
+    ``"capped-producer"`` (push) and ``"capped-consumer"`` (pop, consume, ``len``, ``groups``,
+    ``stats``). On a Redis Cluster add ``+cluster|slots +cluster|shards``. An unknown role or a
+    bad name raises ``InvalidArgumentError``."""
 
 def decode_envelope(data: _BytesLike) -> dict[str, Any]:
     """The fields of a job envelope (wire format v1): ``v``, ``id``, ``payload`` (bytes),

@@ -1,0 +1,27 @@
+//! `tideq.acl_rules` over the core's `acl::rules`: the Redis ACL rules of one role on one queue.
+
+use pyo3::prelude::*;
+use tideq::acl::{rules, Role};
+
+use crate::convert::{self, Text};
+use crate::error;
+
+/// The ACL rules (for `ACL SETUSER <user> on ><password> <rules>`) that let a user do `role` on
+/// `queue` and nothing else; `prefix` defaults to the client's default prefix.
+#[pyfunction]
+#[pyo3(signature = (queue, role, *, prefix=default_prefix(), shards=1))]
+pub fn acl_rules(
+    queue: Text,
+    role: Text,
+    prefix: Text,
+    #[pyo3(from_py_with = convert::int)] shards: i64,
+) -> PyResult<String> {
+    let shards = convert::count("shards", shards)?;
+    let role = Role::parse(&role.0).map_err(error::to_py)?;
+    rules(&prefix.0, &queue.0, shards, role).map_err(error::to_py)
+}
+
+/// The key prefix of a client created without one (the core's default).
+fn default_prefix() -> Text {
+    Text(tideq::Config::default().prefix().to_string())
+}
