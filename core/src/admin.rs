@@ -187,7 +187,7 @@ impl Queue {
                 dead,
                 enqueued: get("enqueued"),
                 completed: get("completed"),
-                failed: get("failed"),
+                dead_lettered: get("failed"),
                 retried: get("retried"),
                 recovered: get("recovered"),
                 cancelled: get("cancelled"),
@@ -205,7 +205,7 @@ impl Queue {
             total.dead += s.dead;
             total.enqueued += s.enqueued;
             total.completed += s.completed;
-            total.failed += s.failed;
+            total.dead_lettered += s.dead_lettered;
             total.retried += s.retried;
             total.recovered += s.recovered;
             total.cancelled += s.cancelled;

@@ -183,7 +183,7 @@ pub struct JobStats {
     pub enqueued: u64,
     pub completed: u64,
     /// Jobs that exhausted their attempts (dead-lettered).
-    pub failed: u64,
+    pub dead_lettered: u64,
     /// Failed attempts scheduled for a retry.
     pub retried: u64,
     /// Expired leases recovered (worker died or stalled).

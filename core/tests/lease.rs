@@ -83,7 +83,7 @@ async fn a_failing_job_is_retried_then_dead_lettered_after_exactly_max_attempts(
     assert_eq!(info.attempts, 3);
     assert_eq!(info.last_error.as_deref(), Some("boom 3"));
     let s = q.stats().await.unwrap();
-    assert_eq!((s.dead, s.failed, s.retried), (1, 1, 2));
+    assert_eq!((s.dead, s.dead_lettered, s.retried), (1, 1, 2));
 }
 
 #[tokio::test]
@@ -559,7 +559,7 @@ async fn dead_letters_are_bounded_by_count_and_age_and_the_trimmed_are_counted()
     .join()
     .await;
     let s = q.stats().await.unwrap();
-    assert_eq!((s.dead, s.dead_trimmed, s.failed), (3, 2, 5), "{s:?}");
+    assert_eq!((s.dead, s.dead_trimmed, s.dead_lettered), (3, 2, 5), "{s:?}");
     assert!(
         q.get("d0").await.unwrap().is_none(),
         "a trimmed dead job's data is deleted"
