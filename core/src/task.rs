@@ -132,6 +132,29 @@ pub fn encode_args<T: Serialize + ?Sized>(args: &T, format: PayloadFormat) -> Re
     }
 }
 
+/// MessagePack task arguments from a generic MessagePack value (the bindings build one from a
+/// host value; see [`Value`](crate::envelope::Value)).
+pub fn encode_msgpack_value(args: &crate::envelope::Value) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    rmpv::encode::write_value(&mut bytes, args).expect("writing to a Vec never fails");
+    bytes
+}
+
+/// A payload holding MessagePack task arguments as a generic value (the bindings turn it into a
+/// host value). `INVALID_ARGUMENT` unless the bytes are exactly one MessagePack value.
+pub fn decode_msgpack_value(payload: &[u8]) -> Result<crate::envelope::Value> {
+    let mut rest = payload;
+    let value = rmpv::decode::read_value(&mut rest)
+        .map_err(|e| Error::invalid(format!("task arguments (MessagePack) do not decode: {e}")))?;
+    if !rest.is_empty() {
+        return Err(Error::invalid(format!(
+            "task arguments (MessagePack) do not decode: {} byte(s) after the value",
+            rest.len()
+        )));
+    }
+    Ok(value)
+}
+
 impl Job {
     /// The task's arguments, decoded from the payload by its format (JSON when the job has no
     /// format, as for a job enqueued with a JSON payload by hand). `INVALID_ARGUMENT` when they
@@ -171,5 +194,25 @@ impl Queue {
     pub fn work_tasks(&self, opts: WorkerOptions, tasks: Tasks) -> Result<Worker> {
         tasks.validate()?;
         self.start_worker(opts, crate::worker::Handlers::Tasks(Arc::new(tasks)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::envelope::Value;
+
+    #[test]
+    fn msgpack_values_round_trip_and_trailing_bytes_are_refused() {
+        let v = Value::Map(vec![("to".into(), "ada".into()), ("n".into(), 3.into())]);
+        let bytes = encode_msgpack_value(&v);
+        assert_eq!(decode_msgpack_value(&bytes).unwrap(), v);
+        let mut longer = bytes.clone();
+        longer.push(0);
+        assert!(decode_msgpack_value(&longer).is_err());
+        assert!(
+            decode_msgpack_value(&[0x92, 0x01]).is_err(),
+            "a truncated array"
+        );
     }
 }
