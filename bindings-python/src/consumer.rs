@@ -12,6 +12,7 @@ use pyo3::prelude::*;
 use tideq::{Batch, ConsumerOptions};
 
 use crate::convert::{Items, Secs};
+use crate::error;
 use crate::handler::{self, Work};
 use crate::runtime::{Api, Running};
 use crate::signal::{self, RunningBase};
@@ -65,6 +66,12 @@ impl Work for Batch {
         (out, (self.group, n))
     }
 
+    type Error = String;
+
+    fn error(text: String) -> String {
+        text
+    }
+
     fn failed(py: Python<'_>, (group, n): &Self::Note, err: &PyErr) -> String {
         let msg = "handler failed on a batch of %d item(s) from group %r; the batch is not \
                    redelivered";
@@ -76,6 +83,9 @@ impl Work for Batch {
 impl Running for tideq::Consumer {
     fn stop(&self) {
         tideq::Consumer::stop(self)
+    }
+    fn abort(&self) {
+        tideq::Consumer::abort(self)
     }
     fn is_running(&self) -> bool {
         tideq::Consumer::is_running(self)
@@ -108,11 +118,11 @@ pub fn start<'py>(
     let base = signal::start(
         py,
         api,
-        func,
         "AsyncCappedQueue.consume()/run() need a running asyncio event loop (call them from \
          async code); use CappedQueue for threads",
         grace,
-        |handler| queue.consume_boxed(opts, handler),
+        ("batch handler", "batch handlers"),
+        |wrap| queue.consume_boxed(opts, wrap(func)?).map_err(error::to_py),
     )?;
     Ok(match api {
         Api::Blocking => Bound::new(py, base.add_subclass(Consumer))?.into_any(),

@@ -24,6 +24,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
@@ -51,14 +52,57 @@ pub trait Work: Send + 'static {
     }
     /// Logs the handler's exception and returns the failure text for the core.
     fn failed(py: Python<'_>, note: &Self::Note, err: &PyErr) -> String;
+    /// How a failure reaches the core: the error text for a job or a consumer's batch, a
+    /// `tideq::BatchError` for a worker's batch.
+    type Error: Send + 'static;
+    /// A failure as the core takes it (all of the work failed with `text`).
+    fn error(text: String) -> Self::Error;
+    /// What the handler's return value (other than None) means, read with the GIL: nothing but
+    /// for a worker's batch handler (a mapping of failed job ids).
+    fn returned(
+        _py: Python<'_>,
+        _note: &Self::Note,
+        _value: &Bound<'_, PyAny>,
+    ) -> Result<(), Self::Error> {
+        Ok(())
+    }
 }
 
-/// A core handler: the type of `tideq::BatchHandler` and `tideq::JobHandler`.
+/// A core handler: the type of `tideq::BatchHandler`, `tideq::JobHandler` and
+/// `tideq::JobBatchHandler`.
 pub type Handler<W> = Arc<
-    dyn Fn(W) -> Pin<Box<dyn Future<Output = Result<(), String>> + Send>> + Send + Sync + 'static,
+    dyn Fn(W) -> Pin<Box<dyn Future<Output = Result<(), <W as Work>::Error>> + Send>>
+        + Send
+        + Sync
+        + 'static,
 >;
 
+/// How many handler calls are running now (for the line `run()` prints on a signal).
+#[derive(Clone, Default)]
+pub struct Calls(Arc<AtomicUsize>);
+
+impl Calls {
+    pub fn count(&self) -> usize {
+        self.0.load(Ordering::Relaxed)
+    }
+
+    fn enter(&self) -> CallGuard {
+        self.0.fetch_add(1, Ordering::Relaxed);
+        CallGuard(self.0.clone())
+    }
+}
+
+/// One running handler call (see [`Calls`]).
+struct CallGuard(Arc<AtomicUsize>);
+
+impl Drop for CallGuard {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
 /// Where the awaitable returned by a handler runs.
+#[derive(Clone)]
 pub enum Loop {
     /// Blocking API: a fresh event loop per call, in the handler's blocking thread.
     Private,
@@ -78,8 +122,14 @@ impl Loop {
     }
 }
 
-/// `func` as a core handler (`TypeError` if it is not callable).
-pub fn wrap<W: Work>(py: Python<'_>, func: Py<PyAny>, event_loop: Loop) -> PyResult<Handler<W>> {
+/// `func` as a core handler (`TypeError` if it is not callable); `calls` counts its running
+/// calls.
+pub fn wrap<W: Work>(
+    py: Python<'_>,
+    func: Py<PyAny>,
+    event_loop: Loop,
+    calls: Calls,
+) -> PyResult<Handler<W>> {
     let bound = func.bind(py);
     if !bound.is_callable() {
         return Err(PyTypeError::new_err(format!(
@@ -98,7 +148,13 @@ pub fn wrap<W: Work>(py: Python<'_>, func: Py<PyAny>, event_loop: Loop) -> PyRes
         event_loop,
     });
     Ok(Arc::new(move |work: W| {
-        Box::pin(handler.clone().handle(work))
+        let call = calls.enter();
+        let handled = handler.clone().handle(work);
+        Box::pin(async move {
+            let out = handled.await;
+            drop(call);
+            out
+        })
     }))
 }
 
@@ -109,7 +165,7 @@ struct PyHandler {
 }
 
 impl PyHandler {
-    async fn handle<W: Work>(self: Arc<Self>, work: W) -> Result<(), String> {
+    async fn handle<W: Work>(self: Arc<Self>, work: W) -> Result<(), W::Error> {
         let cancel = work.cancellation();
         if let (true, Loop::Caller(locals)) = (self.is_async, &self.event_loop) {
             // Calling an `async def` only creates the coroutine (with the GIL, so on a blocking
@@ -122,42 +178,54 @@ impl PyHandler {
                 })
             })
             .await
-            .map_err(|e| e.to_string())?
-            .ok_or_else(shutting_down)?;
+            .map_err(|e| W::error(e.to_string()))?
+            .ok_or_else(|| W::error(shutting_down()))?;
             // A job's cancellation cancels the task, which is then awaited until it finished.
-            let Err(err) = (match task {
+            let outcome = match task {
                 Ok(task) => task.finish(cancel.clone()).await,
                 Err(e) => Err(e),
-            }) else {
-                return Ok(());
             };
-            // Logging handlers may block: keep them off the runtime's workers.
-            let text = tokio::task::spawn_blocking(move || {
-                runtime::with_python(|py| failure::<W>(py, &note, &err, cancel.as_ref()))
+            if let Ok(None) = outcome {
+                return Ok(());
+            }
+            // Logging handlers may block, as may reading a return value: keep them off the
+            // runtime's workers.
+            let done = tokio::task::spawn_blocking(move || {
+                runtime::with_python(|py| match outcome {
+                    Ok(value) => value.map_or(Ok(()), |v| W::returned(py, &note, v.bind(py))),
+                    Err(err) => Err(W::error(failure::<W>(py, &note, &err, cancel.as_ref()))),
+                })
             })
             .await;
-            return Err(text.ok().flatten().unwrap_or_else(shutting_down));
+            return done
+                .ok()
+                .flatten()
+                .unwrap_or_else(|| Err(W::error(shutting_down())));
         }
         let this = self.clone();
         match tokio::task::spawn_blocking(move || this.call_blocking(work, cancel)).await {
             Ok(res) => res,
             Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
-            Err(e) => Err(e.to_string()),
+            Err(e) => Err(W::error(e.to_string())),
         }
     }
 
-    /// Runs in a blocking thread: calls the handler, runs a returned awaitable, logs a failure.
+    /// Runs in a blocking thread: calls the handler, runs a returned awaitable, reads what it
+    /// returned, logs a failure.
     fn call_blocking<W: Work>(
         &self,
         work: W,
         cancel: Option<CancellationToken>,
-    ) -> Result<(), String> {
+    ) -> Result<(), W::Error> {
         runtime::with_python(|py| {
             let (out, note) = work.call(self.func.bind(py));
-            out.and_then(|out| finish_in_thread(py, out, &self.event_loop, cancel.as_ref()))
-                .map_err(|err| failure::<W>(py, &note, &err, cancel.as_ref()))
+            match out.and_then(|out| finish_in_thread(py, out, &self.event_loop, cancel.as_ref())) {
+                Ok(None) => Ok(()),
+                Ok(Some(value)) => W::returned(py, &note, &value),
+                Err(err) => Err(W::error(failure::<W>(py, &note, &err, cancel.as_ref()))),
+            }
         })
-        .ok_or_else(shutting_down)?
+        .unwrap_or_else(|| Err(W::error(shutting_down())))
     }
 }
 
@@ -178,20 +246,23 @@ fn failure<W: Work>(
 
 /// Runs in a blocking thread, with the GIL: waits for `out` (a handler's return value) if it is
 /// awaitable, on a private loop or on the caller's loop (the GIL released while waiting there).
-/// When `cancel` fires, the awaitable's task is cancelled, and still waited for.
-fn finish_in_thread(
-    py: Python<'_>,
-    out: Bound<'_, PyAny>,
+/// When `cancel` fires, the awaitable's task is cancelled, and still waited for. Returns the
+/// final value unless it is None.
+fn finish_in_thread<'py>(
+    py: Python<'py>,
+    out: Bound<'py, PyAny>,
     event_loop: &Loop,
     cancel: Option<&CancellationToken>,
-) -> PyResult<()> {
-    if out.is_none()
-        || !py
-            .import("inspect")?
-            .call_method1("isawaitable", (&out,))?
-            .is_truthy()?
+) -> PyResult<Option<Bound<'py, PyAny>>> {
+    if out.is_none() {
+        return Ok(None);
+    }
+    if !py
+        .import("inspect")?
+        .call_method1("isawaitable", (&out,))?
+        .is_truthy()?
     {
-        return Ok(());
+        return Ok(Some(out));
     }
     match event_loop {
         Loop::Private => {
@@ -208,27 +279,27 @@ fn finish_in_thread(
             // A plain function that returned an awaitable: run it on the caller's loop.
             let task = LoopTask::start(py, locals, out)?;
             let rt = tokio::runtime::Handle::current();
-            py.detach(|| rt.block_on(task.finish(cancel.cloned())))
+            let value = py.detach(|| rt.block_on(task.finish(cancel.cloned())))?;
+            Ok(value.map(|v| v.into_bound(py)))
         }
     }
 }
 
 /// Runs `out` as a task of `event_loop` (a private loop, in this thread) until it finished,
 /// cancelling the task when `cancel` fires.
-fn run_private(
-    asyncio: &Bound<'_, PyModule>,
-    event_loop: &Bound<'_, PyAny>,
-    out: Bound<'_, PyAny>,
+fn run_private<'py>(
+    asyncio: &Bound<'py, PyModule>,
+    event_loop: &Bound<'py, PyAny>,
+    out: Bound<'py, PyAny>,
     cancel: Option<&CancellationToken>,
-) -> PyResult<()> {
+) -> PyResult<Option<Bound<'py, PyAny>>> {
     let kwargs = PyDict::new(asyncio.py());
     kwargs.set_item("loop", event_loop)?;
     let task = asyncio.call_method("ensure_future", (out,), Some(&kwargs))?;
     // Dropped when the task finished: stops watching.
     let _watch = cancel.map(|c| cancel_on(c.clone(), event_loop, &task));
-    event_loop
-        .call_method1("run_until_complete", (&task,))
-        .map(drop)
+    let value = event_loop.call_method1("run_until_complete", (&task,))?;
+    Ok((!value.is_none()).then_some(value))
 }
 
 /// Cancels `task` (through `event_loop`, from another thread) once `cancel` fires, until the
@@ -317,12 +388,15 @@ where
 ///
 /// [`finish`]: Self::finish
 struct LoopTask {
-    rx: oneshot::Receiver<PyResult<()>>,
+    rx: oneshot::Receiver<TaskOutcome>,
     shared: Arc<Mutex<TaskSlot>>,
     /// Taken by the first [`cancel`](Self::cancel).
     event_loop: Option<Py<PyAny>>,
     finished: bool,
 }
+
+/// How a [`LoopTask`] ended: its value (None when it returned None), or its exception.
+type TaskOutcome = PyResult<Option<Py<PyAny>>>;
 
 #[derive(Default)]
 struct TaskSlot {
@@ -354,7 +428,7 @@ impl LoopTask {
 
     /// Waits until the task finished; when `cancel` fires first, cancels the task and goes on
     /// waiting (a coroutine may catch the `CancelledError` and run on a while).
-    async fn finish(mut self, cancel: Option<CancellationToken>) -> PyResult<()> {
+    async fn finish(mut self, cancel: Option<CancellationToken>) -> TaskOutcome {
         if let Some(cancel) = cancel {
             tokio::select! {
                 res = &mut self => return res,
@@ -392,7 +466,7 @@ impl LoopTask {
 }
 
 impl Future for LoopTask {
-    type Output = PyResult<()>;
+    type Output = TaskOutcome;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let out = match Pin::new(&mut self.rx).poll(cx) {
@@ -417,7 +491,7 @@ impl Drop for LoopTask {
 #[pyclass(frozen)]
 struct StartTask {
     awaitable: Mutex<Option<Py<PyAny>>>,
-    tx: Mutex<Option<oneshot::Sender<PyResult<()>>>>,
+    tx: Mutex<Option<oneshot::Sender<TaskOutcome>>>,
     shared: Arc<Mutex<TaskSlot>>,
 }
 
@@ -485,7 +559,7 @@ impl StartTask {
 /// Done-callback of a [`LoopTask`]'s task: sends the outcome to Rust.
 #[pyclass(frozen)]
 struct TaskDone {
-    tx: Mutex<Option<oneshot::Sender<PyResult<()>>>>,
+    tx: Mutex<Option<oneshot::Sender<TaskOutcome>>>,
     shared: Arc<Mutex<TaskSlot>>,
 }
 
@@ -507,7 +581,8 @@ impl TaskDone {
             // Retrieving the exception also keeps asyncio from logging it as never retrieved.
             let exc = task.call_method0("exception")?;
             if exc.is_none() {
-                Ok(())
+                let value = task.call_method0("result")?;
+                Ok((!value.is_none()).then(|| value.unbind()))
             } else {
                 Err(PyErr::from_value(exc))
             }

@@ -2,8 +2,6 @@
 //! `Job`, `JobInfo`, `JobStats`. Times cross as float seconds: durations and Redis-clock
 //! timestamps (`enqueued_at`, `state_since_or_until`) alike.
 
-use std::time::Duration;
-
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use tideq::BackoffKind;
@@ -99,31 +97,23 @@ impl Enqueued {
     }
 }
 
-/// A leased job, as a worker hands it to the handler.
+/// A leased job, as a worker (or ``lease_jobs``) hands it over.
 #[pyclass(module = "tideq", frozen)]
 pub struct Job {
-    id: String,
+    /// The core's job (its payload moved to `payload`): what settling its lease needs.
+    core: tideq::Job,
     payload: Py<PyBytes>,
-    attempt: u32,
-    max_attempts: u32,
-    enqueued_at: u64,
-    queue: String,
-    timeout: Option<Duration>,
-    cancel: tideq::CancellationToken,
 }
 
 impl Job {
-    pub fn from_core(py: Python<'_>, job: tideq::Job) -> Self {
-        Job {
-            cancel: job.cancellation().clone(),
-            payload: PyBytes::new(py, &job.payload).unbind(),
-            id: job.id,
-            attempt: job.attempt,
-            max_attempts: job.max_attempts,
-            enqueued_at: job.enqueued_at,
-            queue: job.queue,
-            timeout: job.timeout,
-        }
+    pub fn from_core(py: Python<'_>, mut job: tideq::Job) -> Self {
+        let payload = PyBytes::new(py, &std::mem::take(&mut job.payload)).unbind();
+        Job { core: job, payload }
+    }
+
+    /// The core's job, for the lease calls (`complete`, `fail`, ...).
+    pub fn core(&self) -> &tideq::Job {
+        &self.core
     }
 }
 
@@ -131,7 +121,7 @@ impl Job {
 impl Job {
     #[getter]
     fn id(&self) -> &str {
-        &self.id
+        &self.core.id
     }
     #[getter]
     fn payload(&self, py: Python<'_>) -> Py<PyBytes> {
@@ -140,32 +130,65 @@ impl Job {
     /// 1 on the first delivery.
     #[getter]
     fn attempt(&self) -> u32 {
-        self.attempt
+        self.core.attempt
     }
     #[getter]
     fn max_attempts(&self) -> u32 {
-        self.max_attempts
+        self.core.max_attempts
     }
     /// When the job was enqueued, epoch seconds by the Redis clock.
     #[getter]
     fn enqueued_at(&self) -> f64 {
-        secs(self.enqueued_at)
+        secs(self.core.enqueued_at)
+    }
+    /// When this attempt started (the job was leased), epoch seconds by the Redis clock.
+    #[getter]
+    fn started_at(&self) -> f64 {
+        secs(self.core.started_at)
     }
     /// Name of the queue the job came from.
     #[getter]
     fn queue(&self) -> &str {
-        &self.queue
+        &self.core.queue
     }
     /// Longest run time of this attempt, in seconds (None: no limit).
     #[getter]
     fn timeout(&self) -> Option<f64> {
-        self.timeout.map(|t| t.as_secs_f64())
+        self.core.timeout.map(|t| t.as_secs_f64())
+    }
+    /// The task's name, when the job was enqueued as a task (None otherwise).
+    #[getter]
+    fn task(&self) -> Option<&str> {
+        self.core.task.as_deref()
+    }
+    /// How the payload encodes the task's arguments: ``"json"``, ``"msgpack"``, or None (raw
+    /// bytes).
+    #[getter]
+    fn format(&self) -> Option<&'static str> {
+        self.core.format.map(|f| f.as_str())
     }
     /// True once the handler should stop: the attempt's timeout passed, or the worker is
     /// shutting down and its grace period is over.
     #[getter]
     fn cancelled(&self) -> bool {
-        self.cancel.is_cancelled()
+        self.core.is_cancelled()
+    }
+
+    /// The task's arguments decoded from the payload by its format (JSON or MessagePack) as
+    /// Python values. ``InvalidArgumentError`` for a raw job (no format) or arguments that do not
+    /// decode.
+    fn args<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        if self.core.format.is_none() {
+            return Err(crate::error::invalid(format!(
+                "job {:?} has no task arguments: it was enqueued with a raw payload (read \
+                 job.payload, job.text() or job.json())",
+                self.core.id
+            )));
+        }
+        let mut job = self.core.clone();
+        job.payload = self.payload.bind(py).as_bytes().to_vec();
+        let args: tideq::envelope::Value = job.args().map_err(crate::error::to_py)?;
+        convert::from_value(py, &args)
     }
 
     /// The payload decoded as UTF-8 (`UnicodeDecodeError` if it is not).
@@ -180,12 +203,15 @@ impl Job {
     }
 
     fn __repr__(&self, py: Python<'_>) -> String {
+        let task = self.core.task.as_deref().map_or(String::new(), |t| {
+            format!(", task={}", convert::str_repr(py, t))
+        });
         format!(
-            "Job(id={}, queue={}, attempt={}, max_attempts={}, payload=<{} bytes>)",
-            convert::str_repr(py, &self.id),
-            convert::str_repr(py, &self.queue),
-            self.attempt,
-            self.max_attempts,
+            "Job(id={}, queue={}{task}, attempt={}, max_attempts={}, payload=<{} bytes>)",
+            convert::str_repr(py, &self.core.id),
+            convert::str_repr(py, &self.core.queue),
+            self.core.attempt,
+            self.core.max_attempts,
             self.payload.bind(py).as_bytes().len()
         )
     }
@@ -236,6 +262,16 @@ impl JobInfo {
     fn state_since_or_until(&self) -> Option<f64> {
         self.0.state_since_or_until.map(secs)
     }
+    /// The job's priority (1 runs first), or None.
+    #[getter]
+    fn priority(&self) -> Option<u32> {
+        self.0.priority
+    }
+    /// The job's group, or None.
+    #[getter]
+    fn group(&self) -> Option<&str> {
+        self.0.group.as_deref()
+    }
     /// Why the stored job could not be read (a damaged record), or None; `payload` then holds
     /// the stored envelope's raw bytes.
     #[getter]
@@ -247,8 +283,15 @@ impl JobInfo {
         let unreadable = i.unreadable.as_deref().map_or(String::new(), |u| {
             format!(", unreadable={}", convert::str_repr(py, u))
         });
+        let priority = i
+            .priority
+            .map_or(String::new(), |p| format!(", priority={p}"));
+        let group = i.group.as_deref().map_or(String::new(), |g| {
+            format!(", group={}", convert::str_repr(py, g))
+        });
         format!(
-            "JobInfo(id={}, state={}, attempts={}, max_attempts={}, last_error={}{unreadable})",
+            "JobInfo(id={}, state={}, attempts={}, max_attempts={}, last_error={}{priority}{group}\
+             {unreadable})",
             convert::str_repr(py, &i.id),
             convert::str_repr(py, i.state.as_str()),
             i.attempts,
@@ -294,8 +337,8 @@ impl JobStats {
     }
     /// Jobs that exhausted their attempts (dead-lettered).
     #[getter]
-    fn failed(&self) -> u64 {
-        self.0.failed
+    fn dead_lettered(&self) -> u64 {
+        self.0.dead_lettered
     }
     /// Failed attempts scheduled for a retry.
     #[getter]
@@ -321,23 +364,30 @@ impl JobStats {
     fn lost(&self) -> u64 {
         self.0.lost
     }
+    /// True when the queue is paused (``pause()``): workers start nothing.
+    #[getter]
+    fn paused(&self) -> bool {
+        self.0.paused
+    }
     fn __repr__(&self) -> String {
         let s = &self.0;
         format!(
             "JobStats(delayed={}, ready={}, active={}, dead={}, enqueued={}, completed={}, \
-             failed={}, retried={}, recovered={}, cancelled={}, dead_trimmed={}, lost={})",
+             dead_lettered={}, retried={}, recovered={}, cancelled={}, dead_trimmed={}, lost={}, \
+             paused={})",
             s.delayed,
             s.ready,
             s.active,
             s.dead,
             s.enqueued,
             s.completed,
-            s.failed,
+            s.dead_lettered,
             s.retried,
             s.recovered,
             s.cancelled,
             s.dead_trimmed,
-            s.lost
+            s.lost,
+            if s.paused { "True" } else { "False" }
         )
     }
 }

@@ -4,16 +4,19 @@
 
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyTuple};
+use pyo3::types::{PyDict, PyList, PyTuple};
 use tideq::{EnqueueOptions, QueueOptions};
 
 use crate::client::Client;
+use crate::convert::set_given;
 use crate::convert::{self, Int, Opt, Secret, Secs, Text};
 use crate::error;
-use crate::job::{Backoff, Enqueued, JobInfo, JobStats};
+use crate::flow::{self, GroupInfo, Limits, Rate};
+use crate::handler;
+use crate::job::{Backoff, Enqueued, Job, JobInfo, JobStats};
 use crate::runtime::{self, Api};
 use crate::signal;
-use crate::worker;
+use crate::worker::{self, Handlers};
 
 /// Per-job options as keyword arguments (or an `enqueue_many` dict) before conversion.
 #[derive(Default)]
@@ -24,6 +27,8 @@ struct JobArgs<'py> {
     max_attempts: Option<Int>,
     backoff: Option<Bound<'py, Backoff>>,
     timeout: Option<Secs>,
+    priority: Option<Int>,
+    group: Option<Text>,
 }
 
 impl<'py> JobArgs<'py> {
@@ -55,10 +60,12 @@ impl<'py> JobArgs<'py> {
                     args.backoff = Some(value.cast_into::<Backoff>().map_err(|e| named(e.into()))?)
                 }
                 "timeout" => args.timeout = Some(value.extract().map_err(named)?),
+                "priority" => args.priority = Some(value.extract().map_err(named)?),
+                "group" => args.group = Some(value.extract().map_err(named)?),
                 _ => {
                     return Err(PyTypeError::new_err(format!(
                         "unknown enqueue option {shown} (expected id, delay, run_at, \
-                         max_attempts, backoff or timeout)"
+                         max_attempts, backoff, timeout, priority or group)"
                     )))
                 }
             }
@@ -80,6 +87,12 @@ impl<'py> JobArgs<'py> {
                 .transpose()?,
             backoff: self.backoff.map(|b| b.get().0),
             timeout: convert::opt_duration("timeout", self.timeout)?,
+            priority: self
+                .priority
+                .map(|n| convert::count_u32("priority", n))
+                .transpose()?,
+            group: self.group.map(|t| t.0),
+            ..EnqueueOptions::default()
         })
     }
 }
@@ -112,12 +125,54 @@ fn jobs(items: &Bound<'_, PyAny>) -> PyResult<Vec<(Vec<u8>, EnqueueOptions)>> {
     Ok(out)
 }
 
+/// Worker options from keyword arguments; those not given keep the core's defaults.
+fn worker_options(
+    concurrency: Option<Int>,
+    batch_size: Option<Int>,
+    lease: Option<Secs>,
+    poll_interval: Option<Secs>,
+    grace: Option<Secs>,
+    stop_when_drained: Option<bool>,
+) -> PyResult<tideq::WorkerOptions> {
+    let mut opts = tideq::WorkerOptions::default();
+    convert::set_given!(
+        opts,
+        concurrency: convert::count,
+        batch_size: convert::count,
+        lease: convert::duration,
+        poll_interval: convert::duration,
+        grace: convert::duration,
+        stop_when_drained: convert::as_is,
+    );
+    Ok(opts)
+}
+
+/// Task arguments as a MessagePack value, the core then encodes (JSON or MessagePack).
+fn args_value(obj: &Bound<'_, PyAny>) -> PyResult<tideq::envelope::Value> {
+    convert::to_value(obj, args_value)
+}
+
+/// Jobs `lease_jobs` leased, converted to `list[Job]` when delivered.
+struct Leased(Vec<tideq::Job>);
+
+impl<'py> IntoPyObject<'py> for Leased {
+    type Target = PyList;
+    type Output = Bound<'py, PyList>;
+    type Error = PyErr;
+
+    fn into_pyobject(self, py: Python<'py>) -> PyResult<Self::Output> {
+        PyList::new(py, self.0.into_iter().map(|j| Job::from_core(py, j)))
+    }
+}
+
 /// A job queue; `Queue` and `AsyncQueue` differ only in the API mode they open it with.
 #[pyclass(module = "tideq", name = "_Queue", subclass, frozen)]
 pub struct QueueBase {
     queue: tideq::Queue,
     client: Py<Client>,
     api: Api,
+    /// The tasks registered with `@queue.task`: name -> `Task`.
+    tasks: Py<PyDict>,
 }
 
 runtime::api_classes!(
@@ -126,7 +181,7 @@ runtime::api_classes!(
     /// A job queue with an asyncio API: every method returns an awaitable.
     pub struct AsyncQueue;
     impl QueueBase {
-        #[pyo3(signature = (name, client=None, *, url=None, max_attempts=None, backoff=None, timeout=Opt::Unset, keep_completed=None, keep_for=Opt::Unset, max_error_len=None, keep_dead=Opt::Unset, keep_dead_for=Opt::Unset, idempotency_window=Opt::Unset, shards=1))]
+        #[pyo3(signature = (name, client=None, *, url=None, max_attempts=None, backoff=None, timeout=Opt::Unset, keep_completed=None, keep_for=Opt::Unset, max_error_len=None, keep_dead=Opt::Unset, keep_dead_for=Opt::Unset, idempotency_window=Opt::Unset, idempotency_max_ids=None, shards=1))]
         fn open(
             py: Python<'_>,
             api: Api,
@@ -142,6 +197,7 @@ runtime::api_classes!(
             keep_dead: Opt<Int>,
             keep_dead_for: Opt<Secs>,
             idempotency_window: Opt<Secs>,
+            idempotency_max_ids: Option<Int>,
             #[pyo3(from_py_with = convert::int)] shards: i64,
         ) -> PyResult<Self> {
             let mut opts = QueueOptions::default();
@@ -157,12 +213,19 @@ runtime::api_classes!(
                 keep_dead: convert::opt_count,
                 keep_dead_for: convert::opt_duration,
                 idempotency_window: convert::opt_duration,
+                idempotency_max_ids: convert::count,
             );
             let client = Client::for_queue(py, client, url)?;
             let shards = convert::count("shards", shards)?;
             let queue = tideq::Queue::sharded(&client.get().inner, &name.0, shards, opts)
                 .map_err(error::to_py)?;
-            Ok(QueueBase { queue, client, api })
+            let tasks = PyDict::new(py).unbind();
+            Ok(QueueBase {
+                queue,
+                client,
+                api,
+                tasks,
+            })
         }
     }
 );
@@ -185,7 +248,7 @@ impl QueueBase {
         self.queue.shard_count()
     }
 
-    #[pyo3(signature = (payload, *, id=None, delay=None, run_at=None, max_attempts=None, backoff=None, timeout=None))]
+    #[pyo3(signature = (payload, *, id=None, delay=None, run_at=None, max_attempts=None, backoff=None, timeout=None, priority=None, group=None))]
     #[allow(clippy::too_many_arguments)]
     fn enqueue<'py>(
         &self,
@@ -197,6 +260,8 @@ impl QueueBase {
         max_attempts: Option<Int>,
         backoff: Option<Bound<'py, Backoff>>,
         timeout: Option<Secs>,
+        priority: Option<Int>,
+        group: Option<Text>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let payload = convert::bytes_like("payload", payload)?;
         let args = JobArgs {
@@ -206,6 +271,8 @@ impl QueueBase {
             max_attempts,
             backoff,
             timeout,
+            priority,
+            group,
         };
         let (q, opts) = (self.queue.clone(), args.convert()?);
         self.api.call(
@@ -294,17 +361,15 @@ impl QueueBase {
         grace: Option<Secs>,
         stop_when_drained: Option<bool>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let mut opts = tideq::WorkerOptions::default();
-        convert::set_given!(
-            opts,
-            concurrency: convert::count,
-            batch_size: convert::count,
-            lease: convert::duration,
-            poll_interval: convert::duration,
-            grace: convert::duration,
-            stop_when_drained: convert::as_is,
-        );
-        worker::start(py, self.api, &self.queue, opts, handler)
+        let opts = worker_options(
+            concurrency,
+            batch_size,
+            lease,
+            poll_interval,
+            grace,
+            stop_when_drained,
+        )?;
+        worker::start(py, self.api, &self.queue, opts, Handlers::One(handler))
     }
 
     /// `work()`, then waits until the worker stops (see [`signal::run`]).
@@ -332,6 +397,333 @@ impl QueueBase {
             stop_when_drained,
         )?;
         signal::run(&worker)
+    }
+
+    /// Starts a worker whose handler gets a list of up to `size` jobs (see
+    /// `worker::JobBatch`); `wait`: longest a leased job waits for its batch to fill.
+    #[pyo3(signature = (handler, *, size, wait=None, concurrency=None, batch_size=None, lease=None, poll_interval=None, grace=None, stop_when_drained=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn work_batches<'py>(
+        &self,
+        py: Python<'py>,
+        handler: Py<PyAny>,
+        size: Int,
+        wait: Option<Secs>,
+        concurrency: Option<Int>,
+        batch_size: Option<Int>,
+        lease: Option<Secs>,
+        poll_interval: Option<Secs>,
+        grace: Option<Secs>,
+        stop_when_drained: Option<bool>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let opts = worker_options(
+            concurrency,
+            batch_size,
+            lease,
+            poll_interval,
+            grace,
+            stop_when_drained,
+        )?;
+        let mut batch = tideq::BatchOptions::default();
+        let size = Some(size);
+        set_given!(batch, size: convert::count, wait: convert::duration);
+        worker::start(
+            py,
+            self.api,
+            &self.queue,
+            opts,
+            Handlers::Batches(handler, batch),
+        )
+    }
+
+    /// `work_batches()`, then waits until the worker stops.
+    #[pyo3(signature = (handler, *, size, wait=None, concurrency=None, batch_size=None, lease=None, poll_interval=None, grace=None, stop_when_drained=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn run_batches<'py>(
+        &self,
+        py: Python<'py>,
+        handler: Py<PyAny>,
+        size: Int,
+        wait: Option<Secs>,
+        concurrency: Option<Int>,
+        batch_size: Option<Int>,
+        lease: Option<Secs>,
+        poll_interval: Option<Secs>,
+        grace: Option<Secs>,
+        stop_when_drained: Option<bool>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let worker = self.work_batches(
+            py,
+            handler,
+            size,
+            wait,
+            concurrency,
+            batch_size,
+            lease,
+            poll_interval,
+            grace,
+            stop_when_drained,
+        )?;
+        signal::run(&worker)
+    }
+
+    /// The decorator registering a task with this queue (see `tideq._tasks.task`).
+    #[pyo3(signature = (func=None, /, *, name=None, **defaults))]
+    fn task<'py>(
+        slf: &Bound<'py, Self>,
+        func: Option<Bound<'py, PyAny>>,
+        name: Option<Text>,
+        defaults: Option<Bound<'py, PyDict>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let py = slf.py();
+        py.import("tideq._tasks")?
+            .getattr("task")?
+            .call1((slf, func, name.map(|t| t.0), defaults))
+    }
+
+    /// The tasks registered with `@queue.task`, by name (the mapping itself).
+    #[getter]
+    fn _tasks(&self, py: Python<'_>) -> Py<PyDict> {
+        self.tasks.clone_ref(py)
+    }
+
+    /// Enqueues task `name` with `data` as its arguments (JSON or MessagePack, by the core).
+    #[pyo3(signature = (name, data=None, *, format=None, id=None, delay=None, run_at=None, max_attempts=None, backoff=None, timeout=None, priority=None, group=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn enqueue_task<'py>(
+        &self,
+        py: Python<'py>,
+        name: Text,
+        data: Option<Bound<'py, PyAny>>,
+        format: Option<Text>,
+        id: Option<Text>,
+        delay: Option<Secs>,
+        run_at: Option<Bound<'py, PyAny>>,
+        max_attempts: Option<Int>,
+        backoff: Option<Bound<'py, Backoff>>,
+        timeout: Option<Secs>,
+        priority: Option<Int>,
+        group: Option<Text>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let data = match data {
+            Some(d) => convert::to_value(&d, args_value)?,
+            None => tideq::envelope::Value::Nil,
+        };
+        let args = JobArgs {
+            id,
+            delay,
+            run_at,
+            max_attempts,
+            backoff,
+            timeout,
+            priority,
+            group,
+        };
+        let mut opts = args.convert()?;
+        opts.format = format
+            .map(|f| tideq::PayloadFormat::parse(&f.0))
+            .transpose()
+            .map_err(error::to_py)?;
+        let q = self.queue.clone();
+        self.api.call(py, async move {
+            q.enqueue_task(&name.0, &data, opts).await.map(Enqueued)
+        })
+    }
+
+    /// Starts a worker running each job's task by name: `tasks` maps names to functions
+    /// (default: the tasks registered with `@queue.task`).
+    #[pyo3(signature = (tasks=None, *, concurrency=None, batch_size=None, lease=None, poll_interval=None, grace=None, stop_when_drained=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn work_tasks<'py>(
+        &self,
+        py: Python<'py>,
+        tasks: Option<Bound<'py, PyAny>>,
+        concurrency: Option<Int>,
+        batch_size: Option<Int>,
+        lease: Option<Secs>,
+        poll_interval: Option<Secs>,
+        grace: Option<Secs>,
+        stop_when_drained: Option<bool>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let opts = worker_options(
+            concurrency,
+            batch_size,
+            lease,
+            poll_interval,
+            grace,
+            stop_when_drained,
+        )?;
+        let tasks = tasks.unwrap_or_else(|| self.tasks.bind(py).clone().into_any());
+        let pairs: Vec<(String, Py<PyAny>)> = py
+            .import("tideq._tasks")?
+            .getattr("handlers")?
+            .call1((tasks,))?
+            .extract::<Vec<(Text, Py<PyAny>)>>()?
+            .into_iter()
+            .map(|(n, f)| (n.0, f))
+            .collect();
+        worker::start(py, self.api, &self.queue, opts, Handlers::Tasks(pairs))
+    }
+
+    /// `work_tasks()`, then waits until the worker stops.
+    #[pyo3(signature = (tasks=None, *, concurrency=None, batch_size=None, lease=None, poll_interval=None, grace=None, stop_when_drained=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn run_tasks<'py>(
+        &self,
+        py: Python<'py>,
+        tasks: Option<Bound<'py, PyAny>>,
+        concurrency: Option<Int>,
+        batch_size: Option<Int>,
+        lease: Option<Secs>,
+        poll_interval: Option<Secs>,
+        grace: Option<Secs>,
+        stop_when_drained: Option<bool>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let worker = self.work_tasks(
+            py,
+            tasks,
+            concurrency,
+            batch_size,
+            lease,
+            poll_interval,
+            grace,
+            stop_when_drained,
+        )?;
+        signal::run(&worker)
+    }
+
+    // Flow control (core `flow`).
+
+    fn pause<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let q = self.queue.clone();
+        self.api.call(py, async move { q.pause().await })
+    }
+
+    fn resume<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let q = self.queue.clone();
+        self.api.call(py, async move { q.resume().await })
+    }
+
+    fn pause_group<'py>(&self, py: Python<'py>, group: Text) -> PyResult<Bound<'py, PyAny>> {
+        let q = self.queue.clone();
+        self.api
+            .call(py, async move { q.pause_group(&group.0).await })
+    }
+
+    fn resume_group<'py>(&self, py: Python<'py>, group: Text) -> PyResult<Bound<'py, PyAny>> {
+        let q = self.queue.clone();
+        self.api
+            .call(py, async move { q.resume_group(&group.0).await })
+    }
+
+    fn is_paused<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let q = self.queue.clone();
+        self.api.call(py, async move { q.is_paused().await })
+    }
+
+    #[pyo3(signature = (*, max_active=None, rate=None, group_concurrency=None, group_rate=None))]
+    fn set_limits<'py>(
+        &self,
+        py: Python<'py>,
+        max_active: Option<Int>,
+        rate: Option<Bound<'py, Rate>>,
+        group_concurrency: Option<Int>,
+        group_rate: Option<Bound<'py, Rate>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let limits = tideq::Limits {
+            max_active: flow::limit("max_active", max_active)?,
+            rate: rate.map(|r| r.get().0),
+            group_concurrency: flow::limit("group_concurrency", group_concurrency)?,
+            group_rate: group_rate.map(|r| r.get().0),
+        };
+        let q = self.queue.clone();
+        self.api.call(py, async move { q.set_limits(limits).await })
+    }
+
+    fn limits<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let q = self.queue.clone();
+        self.api
+            .call(py, async move { q.limits().await.map(Limits) })
+    }
+
+    #[pyo3(signature = (group, *, concurrency=None, rate=None))]
+    fn set_group_limits<'py>(
+        &self,
+        py: Python<'py>,
+        group: Text,
+        concurrency: Option<Int>,
+        rate: Option<Bound<'py, Rate>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let limits = tideq::GroupLimits {
+            concurrency: flow::limit("concurrency", concurrency)?,
+            rate: rate.map(|r| r.get().0),
+        };
+        let q = self.queue.clone();
+        self.api.call(
+            py,
+            async move { q.set_group_limits(&group.0, limits).await },
+        )
+    }
+
+    fn group<'py>(&self, py: Python<'py>, name: Text) -> PyResult<Bound<'py, PyAny>> {
+        let q = self.queue.clone();
+        self.api
+            .call(py, async move { q.group(&name.0).await.map(GroupInfo) })
+    }
+
+    // Manual leasing (core `lease`).
+
+    #[pyo3(signature = (max, *, lease))]
+    fn lease_jobs<'py>(
+        &self,
+        py: Python<'py>,
+        max: Int,
+        lease: Secs,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let max = convert::count("max", max)?;
+        let lease = convert::duration("lease", lease)?;
+        let q = self.queue.clone();
+        self.api.call(
+            py,
+            async move { Ok(Leased(q.lease_jobs(max, lease).await?)) },
+        )
+    }
+
+    fn complete<'py>(&self, py: Python<'py>, job: &Bound<'py, Job>) -> PyResult<Bound<'py, PyAny>> {
+        let (q, job) = (self.queue.clone(), job.get().core().clone());
+        self.api.call(py, async move { q.complete(&job).await })
+    }
+
+    fn fail<'py>(
+        &self,
+        py: Python<'py>,
+        job: &Bound<'py, Job>,
+        error: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let text = if error.is_instance_of::<pyo3::exceptions::PyBaseException>() {
+            handler::error_text(py, &PyErr::from_value(error.clone()))
+        } else {
+            error.extract::<Text>()?.0
+        };
+        let (q, job) = (self.queue.clone(), job.get().core().clone());
+        self.api.call(py, async move { q.fail(&job, &text).await })
+    }
+
+    fn release<'py>(&self, py: Python<'py>, job: &Bound<'py, Job>) -> PyResult<Bound<'py, PyAny>> {
+        let (q, job) = (self.queue.clone(), job.get().core().clone());
+        self.api.call(py, async move { q.release(&job).await })
+    }
+
+    fn extend<'py>(
+        &self,
+        py: Python<'py>,
+        job: &Bound<'py, Job>,
+        lease: Secs,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let lease = convert::duration("lease", lease)?;
+        let (q, job) = (self.queue.clone(), job.get().core().clone());
+        self.api
+            .call(py, async move { q.extend(&job, lease).await })
     }
 
     fn __repr__(slf: &Bound<'_, Self>) -> PyResult<String> {

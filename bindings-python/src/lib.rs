@@ -8,6 +8,7 @@
 //! - [`capped`]: `CappedQueue`, `AsyncCappedQueue`, `CappedStats`.
 //! - [`consumer`]: `Consumer`, `AsyncConsumer` (running handles), `ConsumerStats`.
 //! - [`job`]: value classes `Backoff`, `Enqueued`, `Job`, `JobInfo`, `JobStats`.
+//! - [`flow`]: flow control's value classes `Rate`, `Limits`, `GroupInfo`.
 //! - [`jobs`]: `Queue`, `AsyncQueue`.
 //! - [`worker`]: `Worker`, `AsyncWorker` (running handles), `WorkerStats`.
 //! - [`envelope`]: the job envelope as a dict (`decode_envelope`, `encode_envelope`).
@@ -27,6 +28,7 @@ pub mod consumer;
 pub mod convert;
 pub mod envelope;
 pub mod error;
+pub mod flow;
 pub mod handler;
 pub mod job;
 pub mod jobs;
@@ -85,6 +87,10 @@ fn _tideq(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<job::Job>()?;
     m.add_class::<job::JobInfo>()?;
     m.add_class::<job::JobStats>()?;
+    m.add_class::<flow::Rate>()?;
+    m.add_class::<flow::Limits>()?;
+    m.add_class::<flow::GroupInfo>()?;
+    m.add("MAX_PRIORITY", tideq::MAX_PRIORITY)?;
     m.add_class::<worker::Worker>()?;
     m.add_class::<worker::AsyncWorker>()?;
     m.add_class::<worker::WorkerStats>()?;

@@ -369,6 +369,8 @@ static RUNNING: Mutex<Vec<(Arc<dyn Running>, Duration)>> = Mutex::new(Vec::new()
 pub trait Running: Send + Sync + 'static {
     /// Stop taking work; running handlers get the grace period.
     fn stop(&self);
+    /// Stop at once: running handlers are abandoned.
+    fn abort(&self);
     fn is_running(&self) -> bool;
     /// Resolves once the loop has ended and its handlers finished (or were abandoned).
     fn wait(&self) -> Pin<Box<dyn Future<Output = ()> + Send + '_>>;

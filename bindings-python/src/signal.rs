@@ -1,9 +1,12 @@
 //! A running consumer or worker as Python sees it: [`RunningBase`] (`_Running`), the hidden
-//! base class of `Consumer`, `AsyncConsumer`, `Worker` and `AsyncWorker` (`stop`, `join`,
-//! `shutdown`, `stats`, `running`), and [`run`], which waits until it stops and turns
-//! SIGINT/SIGTERM into a graceful stop in each API's idiom (a `KeyboardInterrupt` in the
-//! blocking API, event-loop signal handlers in the asyncio API).
+//! base class of `Consumer`, `AsyncConsumer`, `Worker` and `AsyncWorker` (`stop`, `abort`,
+//! `join`, `shutdown`, `stats`, `running`), and [`run`], which waits until it stops and turns
+//! SIGINT/SIGTERM into a stop in each API's idiom (Python signal handlers in the blocking API,
+//! event-loop signal handlers in the asyncio API): the first signal stops gracefully and says so
+//! on stderr (one line, as the Node binding's), a second one stops at once.
 
+use std::io::Write;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -12,26 +15,36 @@ use pyo3::prelude::*;
 
 use crate::convert::{self, Secs};
 use crate::error;
-use crate::handler::{self, Handler, Loop, Work};
+use crate::handler::{self, Calls, Handler, Loop, Work};
 use crate::runtime::{self, Api, Running};
 
-/// Starts a consumer or worker: `start` makes the core loop from `func` as a core handler. The
-/// loop is kept running until stopped (see [`runtime::track`]); returns the base of its handle.
+/// Starts a consumer or worker: `start` makes the core loop, turning Python callables into core
+/// handlers with the function it is given (all counted in one count of running calls). The loop
+/// is kept running until stopped (see [`runtime::track`]); returns the base of its handle. `what`
+/// names what runs, singular and plural (`("job", "jobs")`), for `run()`'s line.
 pub fn start<W: Work, R: Running>(
     py: Python<'_>,
     api: Api,
-    func: Py<PyAny>,
     no_loop: &str,
     grace: Duration,
-    start: impl FnOnce(Handler<W>) -> tideq::Result<R>,
+    what: (&'static str, &'static str),
+    start: impl FnOnce(&dyn Fn(Py<PyAny>) -> PyResult<Handler<W>>) -> PyResult<R>,
 ) -> PyResult<PyClassInitializer<RunningBase>> {
     let event_loop = Loop::of(py, api, no_loop)?;
     let rt = runtime::get()?;
-    let handler = handler::wrap(py, func, event_loop)?;
+    let calls = Calls::default();
+    let wrap = |func: Py<PyAny>| handler::wrap(py, func, event_loop.clone(), calls.clone());
     let _in_runtime = rt.enter();
-    let running = Arc::new(start(handler).map_err(error::to_py)?);
+    let running = Arc::new(start(&wrap)?);
     runtime::track(running.clone(), grace);
-    Ok(RunningBase { running, api }.into())
+    Ok(RunningBase {
+        running,
+        api,
+        calls,
+        grace,
+        what,
+    }
+    .into())
 }
 
 /// What the handles of both APIs share; `join` is each subclass's (with a timeout, or
@@ -40,6 +53,10 @@ pub fn start<W: Work, R: Running>(
 pub struct RunningBase {
     running: Arc<dyn Running>,
     api: Api,
+    /// The handler calls running now.
+    calls: Calls,
+    grace: Duration,
+    what: (&'static str, &'static str),
 }
 
 impl RunningBase {
@@ -87,6 +104,15 @@ impl RunningBase {
     fn stop(&self) -> PyResult<()> {
         runtime::get()?;
         self.running.stop();
+        Ok(())
+    }
+
+    /// Stop at once, without waiting for running handlers: their jobs are left to their leases
+    /// (run again once a lease expires; a consumer's batches are gone). What a second Ctrl-C in
+    /// ``run()`` does.
+    fn abort(&self) -> PyResult<()> {
+        runtime::get()?;
+        self.running.abort();
         Ok(())
     }
 
@@ -143,37 +169,113 @@ impl<'py> IntoPyObject<'py> for Stats {
 }
 
 /// `run()` once `handle` (a `_Running`) started: blocking, waits until it stops and returns its
-/// stats; asyncio, an awaitable of them. SIGINT/SIGTERM stop it gracefully, as does cancelling
-/// the awaitable.
+/// stats; asyncio, an awaitable of them. The first SIGINT/SIGTERM stops it gracefully (one line
+/// on stderr), the second at once ([`OnSignal`]); cancelling the awaitable stops it gracefully.
 pub fn run<'py>(handle: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
     let py = handle.py();
     let base = handle.cast::<RunningBase>()?.get();
     let running = base.running.clone();
+    let on_signal = Py::new(
+        py,
+        OnSignal {
+            running: running.clone(),
+            calls: base.calls.clone(),
+            grace: base.grace,
+            what: base.what,
+            received: AtomicU32::new(0),
+        },
+    )?;
     match base.api {
         Api::Blocking => {
-            run_blocking(py, &*running)?;
+            run_blocking(py, &*running, on_signal)?;
             raise_failure(&*running)?;
             running.stats(py)
         }
-        Api::Async => run_async(py, running, handle.getattr("stop")?.unbind()),
+        Api::Async => run_async(py, running, on_signal),
     }
 }
 
-/// Blocking `run`: waits until `running` stops; SIGINT (and SIGTERM, while its handler is the
-/// default) raise `KeyboardInterrupt`, which stops it gracefully; `run` then returns normally.
-/// A second interrupt during the grace period propagates.
-fn run_blocking(py: Python<'_>, running: &dyn Running) -> PyResult<()> {
-    let previous_term = sigterm_as_interrupt(py)?;
-    let mut res = runtime::wait_until(py, running.wait(), None).map(drop);
-    if let Err(e) = &res {
-        running.stop();
-        if e.is_instance_of::<PyKeyboardInterrupt>(py) {
-            res = runtime::wait_until(py, running.wait(), None).map(drop);
+/// What SIGINT and SIGTERM do during `run()`: the first stops gracefully and prints one line on
+/// stderr saying so, the next stops at once (running handlers are abandoned, their jobs left to
+/// their leases). Called with the signal's number (a Python signal handler, or an event-loop
+/// signal handler given it as argument).
+#[pyclass(frozen)]
+struct OnSignal {
+    running: Arc<dyn Running>,
+    calls: Calls,
+    grace: Duration,
+    what: (&'static str, &'static str),
+    received: AtomicU32,
+}
+
+impl OnSignal {
+    fn received(&self, signal: &str) {
+        if self.received.fetch_add(1, Ordering::SeqCst) == 0 {
+            let n = self.calls.count();
+            let (one, many) = self.what;
+            notice(&format!(
+                "tideq: {signal} received: shutting down gracefully, waiting up to {} s for {n} \
+                 running {}; press Ctrl-C again (or send {signal} again) to stop at once",
+                seconds(self.grace),
+                if n == 1 { one } else { many },
+            ));
+            self.running.stop();
+        } else {
+            notice(&format!("tideq: {signal} received again: stopping at once"));
+            self.running.abort();
         }
     }
-    if let Some(previous) = previous_term {
-        let signal = py.import("signal")?;
-        signal.call_method1("signal", (signal.getattr("SIGTERM")?, previous))?;
+}
+
+#[pymethods]
+impl OnSignal {
+    #[pyo3(signature = (signum, _frame=None))]
+    fn __call__(&self, py: Python<'_>, signum: i32, _frame: Option<Bound<'_, PyAny>>) {
+        let name = py
+            .import("signal")
+            .and_then(|s| s.getattr("Signals")?.call1((signum,))?.getattr("name"))
+            .and_then(|n| n.extract::<String>())
+            .unwrap_or_else(|_| format!("signal {signum}"));
+        self.received(&name);
+    }
+}
+
+/// Seconds as the line shows them: `10`, `0.5`.
+fn seconds(d: Duration) -> String {
+    let s = d.as_secs_f64();
+    if s.fract() == 0.0 {
+        format!("{s:.0}")
+    } else {
+        format!("{s}")
+    }
+}
+
+/// One line on stderr (the process's, not `sys.stderr`, as the Node binding writes it).
+fn notice(line: &str) {
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
+}
+
+/// Blocking `run`: waits until `running` stops, with `on_signal` as the handler of SIGINT and
+/// SIGTERM while their handlers are Python's defaults (main thread only). A `KeyboardInterrupt`
+/// from elsewhere (another SIGINT handler that raises it) counts as a signal; any other
+/// exception stops the worker gracefully and propagates.
+fn run_blocking(py: Python<'_>, running: &dyn Running, on_signal: Py<OnSignal>) -> PyResult<()> {
+    let previous = install_handlers(py, &on_signal)?;
+    let res = loop {
+        match runtime::wait_until(py, running.wait(), None) {
+            Ok(_) => break Ok(()),
+            Err(e) if e.is_instance_of::<PyKeyboardInterrupt>(py) => {
+                on_signal.get().received("SIGINT");
+            }
+            Err(e) => {
+                running.stop();
+                break Err(e);
+            }
+        }
+    };
+    let signal = py.import("signal")?;
+    for (sig, handler) in previous {
+        signal.call_method1("signal", (sig, handler))?;
     }
     res
 }
@@ -185,32 +287,38 @@ fn on_main_thread(py: Python<'_>) -> PyResult<bool> {
         .is(&threading.call_method0("main_thread")?))
 }
 
-/// Makes SIGTERM raise `KeyboardInterrupt` (main thread, default handler only); returns the
-/// handler to put back.
-fn sigterm_as_interrupt(py: Python<'_>) -> PyResult<Option<Bound<'_, PyAny>>> {
+/// Makes `on_signal` the handler of SIGINT and SIGTERM where theirs are Python's defaults (main
+/// thread only); returns the handlers to put back.
+fn install_handlers<'py>(
+    py: Python<'py>,
+    on_signal: &Py<OnSignal>,
+) -> PyResult<Vec<(Bound<'py, PyAny>, Bound<'py, PyAny>)>> {
+    let mut previous = Vec::new();
     if !on_main_thread(py)? {
-        return Ok(None);
+        return Ok(previous);
     }
     let signal = py.import("signal")?;
-    let term = signal.getattr("SIGTERM")?;
-    let previous = signal.call_method1("getsignal", (&term,))?;
-    if !previous.eq(signal.getattr("SIG_DFL")?)? {
-        return Ok(None);
+    for name in ["SIGINT", "SIGTERM"] {
+        let sig = signal.getattr(name)?;
+        let handler = signal.call_method1("getsignal", (&sig,))?;
+        if is_default_handler(py, name, &handler)? {
+            signal.call_method1("signal", (&sig, on_signal))?;
+            previous.push((sig, handler));
+        }
     }
-    signal.call_method1("signal", (&term, signal.getattr("default_int_handler")?))?;
-    Ok(Some(previous))
+    Ok(previous)
 }
 
 /// Asyncio `run`: an awaitable that waits until `running` stops and resolves to its stats. On
-/// the main thread, SIGINT and SIGTERM (when their handlers are Python's defaults) call `stop`
-/// (a Python callable) through the event loop's signal handlers; cancelling the awaitable stops
-/// it too.
+/// the main thread, SIGINT and SIGTERM (when their handlers are Python's defaults) call
+/// `on_signal` through the event loop's signal handlers; cancelling the awaitable stops it
+/// gracefully.
 fn run_async<'py>(
     py: Python<'py>,
     running: Arc<dyn Running>,
-    stop: Py<PyAny>,
+    on_signal: Py<OnSignal>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let signals = LoopSignals::install(py, stop)?;
+    let signals = LoopSignals::install(py, on_signal)?;
     let guard = RunGuard {
         running: running.clone(),
         signals,
@@ -250,7 +358,7 @@ struct LoopSignals {
 }
 
 impl LoopSignals {
-    fn install(py: Python<'_>, stop: Py<PyAny>) -> PyResult<Option<Py<LoopSignals>>> {
+    fn install(py: Python<'_>, on_signal: Py<OnSignal>) -> PyResult<Option<Py<LoopSignals>>> {
         if !on_main_thread(py)? {
             return Ok(None);
         }
@@ -265,7 +373,7 @@ impl LoopSignals {
             }
             // Not available on every loop (e.g. Windows); then Python's defaults stay.
             if event_loop
-                .call_method1("add_signal_handler", (&sig, &stop))
+                .call_method1("add_signal_handler", (&sig, &on_signal, &sig))
                 .is_ok()
             {
                 installed.push((sig.unbind(), previous.unbind()));
@@ -284,7 +392,6 @@ impl LoopSignals {
         .map(Some)
     }
 }
-
 /// SIG_DFL for SIGTERM; for SIGINT, Python's `default_int_handler` or asyncio.run's handler.
 fn is_default_handler(py: Python<'_>, name: &str, handler: &Bound<'_, PyAny>) -> PyResult<bool> {
     let signal = py.import("signal")?;

@@ -10,12 +10,16 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 
+use pyo3::exceptions::{PyBaseException, PyTypeError};
 use pyo3::prelude::*;
-use tideq::WorkerOptions;
+use pyo3::types::PyList;
+use tideq::{BatchError, BatchOptions, Tasks, WorkerOptions};
 
-use crate::convert::Secs;
-use crate::handler::{self, Work};
+use crate::convert::{Secs, Text};
+use crate::error;
+use crate::handler::{self, Handler, Work};
 use crate::job::Job;
 use crate::runtime::{Api, Running};
 use crate::signal::{self, RunningBase};
@@ -82,11 +86,99 @@ impl Work for tideq::Job {
         handler::log_exception(py, err, msg, (id, attempt, max_attempts));
         handler::error_text(py, err)
     }
+
+    type Error = String;
+
+    fn error(text: String) -> String {
+        text
+    }
+}
+
+/// A batch of jobs for a batch handler (`work_batches`): called with a list of `Job`s. Returning
+/// None completes them all; returning a mapping `{job_id: error}` fails those jobs (the error a
+/// str or an exception) and completes the rest; raising fails them all.
+pub struct JobBatch(pub Vec<tideq::Job>);
+
+impl Work for JobBatch {
+    const CALL: &'static str = "handler(jobs)";
+    /// The batch's size.
+    type Note = usize;
+
+    fn call<'py>(self, func: &Bound<'py, PyAny>) -> (PyResult<Bound<'py, PyAny>>, Self::Note) {
+        let (py, n) = (func.py(), self.0.len());
+        let jobs = PyList::new(py, self.0.into_iter().map(|j| Job::from_core(py, j)));
+        (jobs.and_then(|jobs| func.call1((jobs,))), n)
+    }
+
+    fn cancellation(&self) -> Option<tideq::CancellationToken> {
+        // Every job of a batch is cancelled together (timeout, end of the grace period).
+        self.0.first().map(|j| j.cancellation().clone())
+    }
+
+    fn failed(py: Python<'_>, n: &usize, err: &PyErr) -> String {
+        handler::log_exception(py, err, "batch handler failed on %d job(s)", (n,));
+        handler::error_text(py, err)
+    }
+
+    type Error = BatchError;
+
+    fn error(text: String) -> BatchError {
+        BatchError::All(text)
+    }
+
+    fn returned(py: Python<'_>, n: &usize, value: &Bound<'_, PyAny>) -> Result<(), BatchError> {
+        match failed_jobs(value) {
+            Ok(failed) if failed.is_empty() => Ok(()),
+            Ok(failed) => Err(BatchError::Jobs(failed)),
+            Err(err) => {
+                let err = PyTypeError::new_err(format!(
+                    "a batch handler returns None or a mapping {{job_id: error}}: {}",
+                    handler::error_text(py, &err)
+                ));
+                Err(Self::error(Self::failed(py, n, &err)))
+            }
+        }
+    }
+}
+
+/// The `{job_id: error}` mapping a batch handler returned, as the core's `BatchError::Jobs` (an
+/// empty one completes every job). Keys are job ids (or `Job`s); an error is a str, an exception
+/// (shown as `"ExcType: message"`) or anything else (its `str()`).
+fn failed_jobs(value: &Bound<'_, PyAny>) -> PyResult<Vec<(String, String)>> {
+    let py = value.py();
+    let items = value.call_method0("items").map_err(|_| {
+        PyTypeError::new_err(format!(
+            "got {}",
+            value
+                .get_type()
+                .name()
+                .map(|n| n.to_string())
+                .unwrap_or_default()
+        ))
+    })?;
+    let mut failed = Vec::new();
+    for item in items.try_iter()? {
+        let (key, error): (Bound<'_, PyAny>, Bound<'_, PyAny>) = item?.extract()?;
+        let id = match key.cast::<Job>() {
+            Ok(job) => job.get().core().id.clone(),
+            Err(_) => key.extract::<Text>()?.0,
+        };
+        let text = if error.is_instance_of::<PyBaseException>() {
+            handler::error_text(py, &PyErr::from_value(error))
+        } else {
+            error.str()?.to_string()
+        };
+        failed.push((id, text));
+    }
+    Ok(failed)
 }
 
 impl Running for tideq::Worker {
     fn stop(&self) {
         tideq::Worker::stop(self)
+    }
+    fn abort(&self) {
+        tideq::Worker::abort(self)
     }
     fn is_running(&self) -> bool {
         tideq::Worker::is_running(self)
@@ -107,24 +199,47 @@ impl Running for tideq::Worker {
     }
 }
 
-/// Starts a core worker on `queue` running `func`, and returns its handle for `api`.
+/// What a worker runs: one handler per job, a batch handler, or handlers by task name.
+pub enum Handlers {
+    One(Py<PyAny>),
+    Batches(Py<PyAny>, BatchOptions),
+    /// (task name, handler) pairs.
+    Tasks(Vec<(String, Py<PyAny>)>),
+}
+
+const NO_LOOP: &str = "AsyncQueue.work()/run() need a running asyncio event loop (call them \
+                       from async code); use Queue for threads";
+
+/// Starts a core worker on `queue` running `handlers`, and returns its handle for `api`.
 pub fn start<'py>(
     py: Python<'py>,
     api: Api,
     queue: &tideq::Queue,
     opts: WorkerOptions,
-    func: Py<PyAny>,
+    handlers: Handlers,
 ) -> PyResult<Bound<'py, PyAny>> {
     let grace = opts.grace;
-    let base = signal::start(
-        py,
-        api,
-        func,
-        "AsyncQueue.work()/run() need a running asyncio event loop (call them from async code); \
-         use Queue for threads",
-        grace,
-        |handler| queue.work_boxed(opts, handler),
-    )?;
+    let what = ("job", "jobs");
+    let base = match handlers {
+        Handlers::One(func) => signal::start(py, api, NO_LOOP, grace, what, |wrap| {
+            queue.work_boxed(opts, wrap(func)?).map_err(error::to_py)
+        })?,
+        Handlers::Batches(func, batch) => signal::start(py, api, NO_LOOP, grace, what, |wrap| {
+            let handler: Handler<JobBatch> = wrap(func)?;
+            let handler: tideq::JobBatchHandler =
+                Arc::new(move |jobs: Vec<tideq::Job>| handler(JobBatch(jobs)));
+            queue
+                .work_batches_boxed(opts, batch, handler)
+                .map_err(error::to_py)
+        })?,
+        Handlers::Tasks(funcs) => signal::start(py, api, NO_LOOP, grace, what, |wrap| {
+            let mut tasks = Tasks::new();
+            for (name, func) in funcs {
+                tasks = tasks.boxed(&name, wrap(func)?);
+            }
+            queue.work_tasks(opts, tasks).map_err(error::to_py)
+        })?,
+    };
     Ok(match api {
         Api::Blocking => Bound::new(py, base.add_subclass(Worker))?.into_any(),
         Api::Async => Bound::new(py, base.add_subclass(AsyncWorker))?.into_any(),

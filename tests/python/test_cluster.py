@@ -158,7 +158,7 @@ def test_job_queue_works_end_to_end_on_the_cluster(cc, name):
     assert q.purge() == 1
     assert all(worked[f"j{i}"] == 1 for i in range(300)) and worked["bad"] == 4
     s = q.stats()
-    assert (s.enqueued, s.completed, s.cancelled, s.failed, s.dead) == (302, 300, 1, 2, 0)
+    assert (s.enqueued, s.completed, s.cancelled, s.dead_lettered, s.dead) == (302, 300, 1, 2, 0)
 
 
 def test_both_queue_kinds_work_end_to_end_on_the_cluster_with_asyncio(cc, name):
@@ -205,7 +205,7 @@ def test_both_queue_kinds_work_end_to_end_on_the_cluster_with_asyncio(cc, name):
         await jq.run(on_job, poll_interval=0.1, stop_when_drained=True)
         assert await jq.purge() == 1
         s = await jq.stats()
-        assert (s.enqueued, s.completed, s.cancelled, s.failed) == (4, 2, 1, 2)
+        assert (s.enqueued, s.completed, s.cancelled, s.dead_lettered) == (4, 2, 1, 2)
         assert sorted(seen) == [b"a", b"b", b"bad", b"bad"]
 
     asyncio.run(main())

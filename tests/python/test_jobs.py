@@ -195,7 +195,7 @@ def test_a_failing_job_is_dead_lettered_after_exactly_max_attempts_with_its_last
     assert info is not None
     assert (info.state, info.attempts, info.last_error) == ("dead", 3, "ValueError: boom 3")
     s = jq.stats()
-    assert (s.dead, s.failed, s.retried) == (1, 1, 2)
+    assert (s.dead, s.dead_lettered, s.retried) == (1, 1, 2)
     records = [r for r in caplog.records if r.name == "tideq" and r.levelno == logging.ERROR]
     assert len(records) == 3
     assert all(r.exc_info and r.exc_info[0] is ValueError for r in records)
@@ -255,7 +255,7 @@ def test_stats_count_jobs_per_state_and_lifetime_counters(jq):
     finally:
         w.shutdown()
     s = jq.stats()
-    assert (s.completed, s.ready, s.delayed, s.recovered, s.failed, s.retried) == (2, 0, 1, 0, 0, 0)
+    assert (s.completed, s.ready, s.delayed, s.recovered, s.dead_lettered, s.retried) == (2, 0, 1, 0, 0, 0)
     assert repr(s).startswith("JobStats(delayed=1, ready=0, active=0, dead=0, enqueued=4, completed=2")
 
 
@@ -406,7 +406,7 @@ def test_dead_letters_are_bounded_by_keep_dead_and_the_trimmed_are_counted(clien
     q.enqueue_many([(b"x", {"id": f"d{i}"}) for i in range(5)])
     q.run(fail, concurrency=1, poll_interval=0.1, stop_when_drained=True)
     s = q.stats()
-    assert (s.dead, s.dead_trimmed, s.failed) == (3, 2, 5)
+    assert (s.dead, s.dead_trimmed, s.dead_lettered) == (3, 2, 5)
     assert "dead_trimmed=2, lost=0" in repr(s)
     assert q.get("d0") is None and q.get("d1") is None, "a trimmed dead job's data is deleted"
     assert sorted(d.id for d in q.dead_letters()) == ["d2", "d3", "d4"]

@@ -15,6 +15,12 @@ over the masters with ``shards=N``) or a Sentinel-managed primary (``sentinel=[U
 ``master_name``).
 
 Errors derive from ``TideqError``, whose ``code`` is the core's stable error code.
+Jobs can carry a ``priority`` (1 runs first, up to ``MAX_PRIORITY``; jobs without one run before
+any prioritized job) and a ``group`` (groups are served round-robin, under per-group limits);
+``pause``/``resume``, ``set_limits`` (``Rate``) and ``group`` control and show the flow.
+``@queue.task`` registers a function as a ``Task`` run by name (``work_tasks``); ``work_batches``
+hands a handler lists of jobs; ``lease_jobs`` leases jobs for manual processing.
+
 ``acl_rules`` gives the Redis ACL rules of each role (producer, worker, admin, capped producer
 and consumer) on a queue.
 """
@@ -36,6 +42,7 @@ from tideq._tideq import (
     Enqueued,
     EvictionPolicyError,
     ForkedError,
+    GroupInfo,
     InvalidArgumentError,
     Job,
     JobInfo,
@@ -43,12 +50,15 @@ from tideq._tideq import (
     JobNotFoundError,
     JobStats,
     LeaseLostError,
+    Limits,
+    MAX_PRIORITY,
     NotRedisError,
     NotReplicatedError,
     OutOfMemoryError,
     PayloadTooLargeError,
     PermissionDeniedError,
     Queue,
+    Rate,
     RedisError,
     TideqError,
     Worker,
@@ -58,11 +68,13 @@ from tideq._tideq import (
     decode_envelope,
     encode_envelope,
 )
+from tideq._tasks import AsyncTask, Task
 
 __all__ = [
     "AsyncCappedQueue",
     "AsyncConsumer",
     "AsyncQueue",
+    "AsyncTask",
     "AsyncWorker",
     "AuthError",
     "Backoff",
@@ -76,6 +88,7 @@ __all__ = [
     "Enqueued",
     "EvictionPolicyError",
     "ForkedError",
+    "GroupInfo",
     "InvalidArgumentError",
     "Job",
     "JobInfo",
@@ -83,13 +96,17 @@ __all__ = [
     "JobNotFoundError",
     "JobStats",
     "LeaseLostError",
+    "Limits",
+    "MAX_PRIORITY",
     "NotRedisError",
     "NotReplicatedError",
     "OutOfMemoryError",
     "PayloadTooLargeError",
     "PermissionDeniedError",
     "Queue",
+    "Rate",
     "RedisError",
+    "Task",
     "TideqError",
     "Worker",
     "WorkerStats",

@@ -3,8 +3,15 @@
 import builtins
 import datetime
 import os
-from collections.abc import Awaitable, Callable, Coroutine, Iterable
-from typing import Any, Optional, TypedDict, Union, final
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
+from typing import Any, Literal, Optional, TypeVar, TypedDict, Union, final, overload
+
+from typing_extensions import ParamSpec
+
+from tideq._tasks import AsyncTask, Task
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 __all__ = [
     "TideqError",
@@ -37,6 +44,10 @@ __all__ = [
     "Job",
     "JobInfo",
     "JobStats",
+    "Rate",
+    "Limits",
+    "GroupInfo",
+    "MAX_PRIORITY",
     "Worker",
     "AsyncWorker",
     "WorkerStats",
@@ -48,9 +59,15 @@ __all__ = [
 
 __version__: str
 
+MAX_PRIORITY: int
+"""The largest job priority (2**21 - 1); 1 runs first."""
+
 _BytesLike = Union[bytes, bytearray, memoryview]
 _Handler = Callable[[str, list[bytes]], Union[None, Awaitable[None]]]
 _JobHandler = Callable[[Job], Union[None, Awaitable[None]]]
+_BatchResult = Optional[Mapping[Union[str, Job], Union[str, BaseException]]]
+_BatchHandler = Callable[[list[Job]], Union[_BatchResult, Awaitable[_BatchResult]]]
+_Format = Literal["json", "msgpack"]
 _When = Union[datetime.datetime, float]
 
 class _EnqueueOptions(TypedDict, total=False):
@@ -62,6 +79,8 @@ class _EnqueueOptions(TypedDict, total=False):
     max_attempts: Optional[int]
     backoff: Optional[Backoff]
     timeout: Optional[float]
+    priority: Optional[int]
+    group: Optional[str]
 
 _JobItem = Union[_BytesLike, tuple[_BytesLike, _EnqueueOptions]]
 
@@ -245,6 +264,10 @@ class Consumer:
 
     def stop(self) -> None:
         """Stop taking batches; running handlers get the grace period."""
+    def abort(self) -> None:
+        """Stop at once, without waiting for running handlers: their jobs are left to their leases
+        (run again once a lease expires; a consumer's batches are gone). What a second Ctrl-C in
+        ``run()`` does."""
     def join(self, timeout: Optional[float] = None) -> ConsumerStats:
         """Wait until stopped, or ``timeout`` seconds (a timeout too large to be a point in time
         means no limit); returns the stats either way, unless the consumer stopped on an error
@@ -268,6 +291,10 @@ class AsyncConsumer:
 
     def stop(self) -> None:
         """Stop taking batches; running handlers get the grace period."""
+    def abort(self) -> None:
+        """Stop at once, without waiting for running handlers: their jobs are left to their leases
+        (run again once a lease expires; a consumer's batches are gone). What a second Ctrl-C in
+        ``run()`` does."""
     def join(self) -> Coroutine[Any, Any, ConsumerStats]:
         """Wait until stopped; returns the stats, or raises the error the consumer stopped on."""
     def shutdown(self) -> Coroutine[Any, Any, ConsumerStats]:
@@ -483,11 +510,21 @@ class Job:
     def enqueued_at(self) -> float:
         """When the job was enqueued, epoch seconds by the Redis clock."""
     @property
+    def started_at(self) -> float:
+        """When this attempt started (the job was leased), epoch seconds by the Redis clock."""
+    @property
     def queue(self) -> str:
         """Name of the queue the job came from."""
     @property
     def timeout(self) -> Optional[float]:
         """Longest run time of this attempt, in seconds (None: no limit)."""
+    @property
+    def task(self) -> Optional[str]:
+        """The task's name, when the job was enqueued as a task (None otherwise)."""
+    @property
+    def format(self) -> Optional[str]:
+        """How the payload encodes the task's arguments: ``"json"``, ``"msgpack"``, or None (raw
+        bytes)."""
     @property
     def cancelled(self) -> bool:
         """True once the handler should stop: the attempt's ``timeout`` passed, or the worker is
@@ -500,6 +537,10 @@ class Job:
         """The payload decoded as UTF-8 (``UnicodeDecodeError`` if it is not)."""
     def json(self) -> Any:
         """The payload parsed as JSON (``json.loads``)."""
+    def args(self) -> Any:
+        """The task's arguments decoded from the payload by its format (JSON or MessagePack) as
+        Python values. ``InvalidArgumentError`` for a raw job (no format) or arguments that do not
+        decode."""
 
 @final
 class JobInfo:
@@ -528,6 +569,12 @@ class JobInfo:
         """Epoch seconds, Redis clock: delayed, when due; active, the lease deadline; dead, the
         time of death; completed, the finish time; ready, None."""
     @property
+    def priority(self) -> Optional[int]:
+        """The job's priority (1 runs first), or None."""
+    @property
+    def group(self) -> Optional[str]:
+        """The job's group, or None."""
+    @property
     def unreadable(self) -> Optional[str]:
         """Why the stored job could not be read (a damaged record: such a job is dead-lettered),
         or None; ``payload`` then holds the stored envelope's raw bytes."""
@@ -550,7 +597,7 @@ class JobStats:
     @property
     def completed(self) -> int: ...
     @property
-    def failed(self) -> int:
+    def dead_lettered(self) -> int:
         """Jobs that exhausted their attempts (dead-lettered)."""
     @property
     def retried(self) -> int:
@@ -567,6 +614,61 @@ class JobStats:
     def lost(self) -> int:
         """Jobs found with their data missing (evicted by Redis, or deleted by hand) and removed,
         since they could not run. Unreadable ones are dead-lettered instead."""
+    @property
+    def paused(self) -> bool:
+        """True when the queue is paused (``pause()``): workers start nothing."""
+
+@final
+class Rate:
+    """At most ``max`` job starts in any window of ``per_seconds``."""
+
+    def __new__(cls, max: int, per_seconds: float) -> Rate: ...
+    @property
+    def max(self) -> int:
+        """Most starts per window."""
+    @property
+    def per_seconds(self) -> float:
+        """The window, in seconds."""
+
+@final
+class Limits:
+    """The queue's limits, as ``limits()`` reads them (None: no limit)."""
+
+    @property
+    def max_active(self) -> Optional[int]:
+        """At most this many jobs of the queue running at once, across all workers."""
+    @property
+    def rate(self) -> Optional[Rate]:
+        """At most this many job starts per window, across all workers."""
+    @property
+    def group_concurrency(self) -> Optional[int]:
+        """Each group: at most this many of its jobs running at once (groups without their own)."""
+    @property
+    def group_rate(self) -> Optional[Rate]:
+        """Each group: at most this many starts per window (groups without their own)."""
+
+@final
+class GroupInfo:
+    """What a group holds and obeys now."""
+
+    @property
+    def group(self) -> str:
+        """The group's name."""
+    @property
+    def ready(self) -> int:
+        """Jobs ready to start (not delayed)."""
+    @property
+    def active(self) -> int:
+        """Jobs running."""
+    @property
+    def paused(self) -> bool:
+        """True when the group is paused (``pause_group``)."""
+    @property
+    def concurrency(self) -> Optional[int]:
+        """The concurrency limit in force (its own, else the queue's default), or None."""
+    @property
+    def rate(self) -> Optional[Rate]:
+        """The start rate in force (its own, else the queue's default), or None."""
 
 @final
 class WorkerStats:
@@ -601,6 +703,10 @@ class Worker:
         stop (``job.cancelled``; ``async def`` handlers are cancelled): a job whose handler then
         raises is returned to the queue (its attempt not counted), one whose handler returns is
         completed. Until its handler returns, a job keeps its slot and its lease."""
+    def abort(self) -> None:
+        """Stop at once, without waiting for running handlers: their jobs are left to their leases
+        (run again once a lease expires; a consumer's batches are gone). What a second Ctrl-C in
+        ``run()`` does."""
     def join(self, timeout: Optional[float] = None) -> WorkerStats:
         """Wait until stopped, or ``timeout`` seconds (a timeout too large to be a point in time
         means no limit); returns the stats either way, unless the worker stopped on an error
@@ -625,6 +731,10 @@ class AsyncWorker:
     def stop(self) -> None:
         """Stop fetching; running jobs get the grace period, then their handlers are asked to
         stop, as with ``Worker.stop``."""
+    def abort(self) -> None:
+        """Stop at once, without waiting for running handlers: their jobs are left to their leases
+        (run again once a lease expires; a consumer's batches are gone). What a second Ctrl-C in
+        ``run()`` does."""
     def join(self) -> Coroutine[Any, Any, WorkerStats]:
         """Wait until stopped; returns the stats, or raises the error the worker stopped on."""
     def shutdown(self) -> Coroutine[Any, Any, WorkerStats]:
@@ -651,12 +761,13 @@ class Queue:
     (counted in ``stats().dead_trimmed``). An ``id`` given to ``enqueue`` is remembered for
     ``idempotency_window`` seconds after its job completed or died, so enqueuing it again within
     that time creates nothing even once the job was trimmed (None: only while the job is kept;
-    cancelled and purged jobs' ids are forgotten at once).
+    cancelled and purged jobs' ids are forgotten at once), at most ``idempotency_max_ids`` ids
+    (the oldest forgotten first).
     Pass a ``client`` or a ``url`` (neither: ``Client()``).
     Options not given (or None where None has no meaning of its own) take the core's defaults:
     ``max_attempts`` 5, ``Backoff.exponential()``, no ``timeout``, ``keep_completed`` 1000,
     ``keep_for`` one day, ``max_error_len`` 4096, ``keep_dead`` 10000, ``keep_dead_for`` 180
-    days, ``idempotency_window`` one day.
+    days, ``idempotency_window`` one day, ``idempotency_max_ids`` 100000.
 
     ``shards`` (1 to 1024) splits the queue into that many hash tags, which a Redis Cluster
     spreads over its masters; a job's shard is fixed by its id (so ids stay idempotent and
@@ -680,6 +791,7 @@ class Queue:
         keep_dead: Optional[int] = ...,
         keep_dead_for: Optional[float] = ...,
         idempotency_window: Optional[float] = ...,
+        idempotency_max_ids: Optional[int] = None,
         shards: int = 1,
     ) -> Queue: ...
     @property
@@ -699,10 +811,15 @@ class Queue:
         max_attempts: Optional[int] = None,
         backoff: Optional[Backoff] = None,
         timeout: Optional[float] = None,
+        priority: Optional[int] = None,
+        group: Optional[str] = None,
     ) -> Enqueued:
         """Enqueue one job, ready now, after ``delay`` seconds or at ``run_at`` (a datetime, naive
         meaning local time, or epoch seconds), by the Redis clock. An ``id`` that already exists
-        creates nothing (``created`` is False). Per-job options override the queue's."""
+        creates nothing (``created`` is False). Per-job options override the queue's.
+        ``priority``: 1 (first) to ``MAX_PRIORITY`` (last); jobs without one run before any job
+        with one, and jobs of one priority in order. ``group``: the job's group (a tenant, a
+        user): groups are served round-robin, each in order, under the group limits."""
     def enqueue_many(self, items: Iterable[_JobItem]) -> list[Enqueued]:
         """Enqueue payloads or ``(payload, options)`` pairs in one round trip; all are validated
         before anything is written."""
@@ -759,9 +876,146 @@ class Queue:
         grace: Optional[float] = None,
         stop_when_drained: Optional[bool] = None,
     ) -> WorkerStats:
-        """``work()`` and block until SIGINT/SIGTERM (graceful stop) or, with
+        """``work()`` and block until SIGINT/SIGTERM or, with
         ``stop_when_drained``, until nothing is ready, delayed or active; raises the error the
-        worker stopped on, if any."""
+        worker stopped on, if any. The first SIGINT/SIGTERM stops gracefully and prints one line
+        on stderr saying so; a second one stops at once (``abort()``)."""
+    def work_batches(
+        self,
+        handler: _BatchHandler,
+        *,
+        size: int,
+        wait: Optional[float] = None,
+        concurrency: Optional[int] = None,
+        batch_size: Optional[int] = None,
+        lease: Optional[float] = None,
+        poll_interval: Optional[float] = None,
+        grace: Optional[float] = None,
+        stop_when_drained: Optional[bool] = None,
+    ) -> Worker:
+        """Start a worker whose handler gets a list of up to ``size`` jobs at once (``wait``:
+        longest seconds a leased job waits for its batch to fill; 0 or None hands over what one
+        fetch brought). Returning None completes them all; returning a mapping ``{job_id: error}``
+        (an error message or an exception) fails those jobs (retried or dead-lettered, each by its
+        attempts) and completes the rest; raising fails them all. Each job keeps its own lease,
+        renewed while it waits and runs. ``concurrency`` counts jobs (``concurrency // size``
+        batches at once); the other options are ``work``'s."""
+    def run_batches(
+        self,
+        handler: _BatchHandler,
+        *,
+        size: int,
+        wait: Optional[float] = None,
+        concurrency: Optional[int] = None,
+        batch_size: Optional[int] = None,
+        lease: Optional[float] = None,
+        poll_interval: Optional[float] = None,
+        grace: Optional[float] = None,
+        stop_when_drained: Optional[bool] = None,
+    ) -> WorkerStats:
+        """``work_batches()`` and wait until it stops, as ``run()`` does."""
+    @overload
+    def task(self, func: Callable[_P, _R], /) -> Task[_P, _R]:
+        """Register ``func`` as a task of this queue, named by ``name`` (default: the function's
+        name), with default enqueue options (``priority``, ``group``, ``format``, ...); returns a
+        ``Task``: call it to run the function here, ``.enqueue(*args, **kwargs)`` to enqueue it
+        (arguments bound to the parameters by name), and ``work_tasks()`` runs it by name."""
+    @overload
+    def task(
+        self, func: None = None, /, *, name: Optional[str] = None, **defaults: Any
+    ) -> Callable[[Callable[_P, _R]], Task[_P, _R]]: ...
+    def enqueue_task(
+        self,
+        name: str,
+        data: Any = None,
+        *,
+        format: Optional[_Format] = None,
+        id: Optional[str] = None,
+        delay: Optional[float] = None,
+        run_at: Optional[_When] = None,
+        max_attempts: Optional[int] = None,
+        backoff: Optional[Backoff] = None,
+        timeout: Optional[float] = None,
+        priority: Optional[int] = None,
+        group: Optional[str] = None,
+    ) -> Enqueued:
+        """Enqueue task ``name`` with ``data`` as its arguments (a dict runs ``f(**data)``, a list
+        ``f(*data)``, anything else ``f(data)``), encoded as ``format`` (``"json"``, the default,
+        or ``"msgpack"``). The other options are ``enqueue``'s."""
+    def work_tasks(
+        self,
+        tasks: Optional[Mapping[str, Callable[..., Any]]] = None,
+        *,
+        concurrency: Optional[int] = None,
+        batch_size: Optional[int] = None,
+        lease: Optional[float] = None,
+        poll_interval: Optional[float] = None,
+        grace: Optional[float] = None,
+        stop_when_drained: Optional[bool] = None,
+    ) -> Worker:
+        """Start a worker running each job's task by name: ``tasks`` maps names to functions
+        (default: the tasks registered with ``@queue.task``), plain or ``async def``, called with
+        the job's decoded arguments. A job with no task name, or one not in ``tasks``, is
+        dead-lettered at once with an error naming the tasks this worker runs. The options are
+        ``work``'s."""
+    def run_tasks(
+        self,
+        tasks: Optional[Mapping[str, Callable[..., Any]]] = None,
+        *,
+        concurrency: Optional[int] = None,
+        batch_size: Optional[int] = None,
+        lease: Optional[float] = None,
+        poll_interval: Optional[float] = None,
+        grace: Optional[float] = None,
+        stop_when_drained: Optional[bool] = None,
+    ) -> WorkerStats:
+        """``work_tasks()`` and wait until it stops, as ``run()`` does."""
+    def pause(self) -> None:
+        """Workers stop starting jobs of this queue (running ones finish; enqueues go on)."""
+    def resume(self) -> None:
+        """Workers start jobs again; idle ones are woken at once."""
+    def pause_group(self, group: str) -> None:
+        """Stop starting jobs of ``group`` (other groups go on)."""
+    def resume_group(self, group: str) -> None:
+        """Start jobs of ``group`` again."""
+    def is_paused(self) -> bool:
+        """True when the queue is paused."""
+    def set_limits(
+        self,
+        *,
+        max_active: Optional[int] = None,
+        rate: Optional[Rate] = None,
+        group_concurrency: Optional[int] = None,
+        group_rate: Optional[Rate] = None,
+    ) -> None:
+        """Replace the queue's limits, kept in Redis for every worker (None: no limit):
+        ``max_active`` jobs running at once, ``rate`` job starts per window, and per group
+        (groups without limits of their own) ``group_concurrency`` running and ``group_rate``
+        starts. Bad values raise ``InvalidArgumentError`` and change nothing."""
+    def limits(self) -> Limits:
+        """The queue's limits."""
+    def set_group_limits(
+        self, group: str, *, concurrency: Optional[int] = None, rate: Optional[Rate] = None
+    ) -> None:
+        """Set ``group``'s own limits (None: the queue's defaults)."""
+    def group(self, name: str) -> GroupInfo:
+        """What group ``name`` holds (ready, running) and obeys (paused, limits in force)."""
+    def lease_jobs(self, max: int, *, lease: float) -> list[Job]:
+        """Lease up to ``max`` ready jobs for ``lease`` seconds, for processing without a worker
+        (empty when nothing is ready). Settle each with ``complete``, ``fail`` or ``release``;
+        nothing renews these leases but ``extend``: a job whose lease expires is delivered
+        again."""
+    def complete(self, job: Job) -> None:
+        """Mark a leased job done (``LeaseLostError`` if its lease expired and it was
+        redelivered)."""
+    def fail(self, job: Job, error: Union[str, BaseException]) -> bool:
+        """Fail a leased attempt with ``error`` (a message, or an exception shown as
+        ``"ExcType: message"``): retried after the job's backoff, or dead-lettered after
+        ``max_attempts``. Returns True when dead-lettered."""
+    def release(self, job: Job) -> None:
+        """Return a leased job to the front of the queue without counting the attempt."""
+    def extend(self, job: Job, lease: float) -> None:
+        """Push a leased job's lease deadline to ``lease`` seconds from now."""
 
 @final
 class AsyncQueue:
@@ -782,6 +1036,7 @@ class AsyncQueue:
         keep_dead: Optional[int] = ...,
         keep_dead_for: Optional[float] = ...,
         idempotency_window: Optional[float] = ...,
+        idempotency_max_ids: Optional[int] = None,
         shards: int = 1,
     ) -> AsyncQueue: ...
     @property
@@ -801,6 +1056,8 @@ class AsyncQueue:
         max_attempts: Optional[int] = None,
         backoff: Optional[Backoff] = None,
         timeout: Optional[float] = None,
+        priority: Optional[int] = None,
+        group: Optional[str] = None,
     ) -> Coroutine[Any, Any, Enqueued]:
         """Enqueue one job (see ``Queue.enqueue``)."""
     def enqueue_many(self, items: Iterable[_JobItem]) -> Coroutine[Any, Any, list[Enqueued]]:
@@ -846,6 +1103,142 @@ class AsyncQueue:
     ) -> Coroutine[Any, Any, WorkerStats]:
         """``work()`` and wait until SIGINT/SIGTERM (graceful stop), cancellation or
         ``stop_when_drained``."""
+    def work_batches(
+        self,
+        handler: _BatchHandler,
+        *,
+        size: int,
+        wait: Optional[float] = None,
+        concurrency: Optional[int] = None,
+        batch_size: Optional[int] = None,
+        lease: Optional[float] = None,
+        poll_interval: Optional[float] = None,
+        grace: Optional[float] = None,
+        stop_when_drained: Optional[bool] = None,
+    ) -> AsyncWorker:
+        """Start a worker whose handler gets a list of up to ``size`` jobs at once (``wait``:
+        longest seconds a leased job waits for its batch to fill; 0 or None hands over what one
+        fetch brought). Returning None completes them all; returning a mapping ``{job_id: error}``
+        (an error message or an exception) fails those jobs (retried or dead-lettered, each by its
+        attempts) and completes the rest; raising fails them all. Each job keeps its own lease,
+        renewed while it waits and runs. ``concurrency`` counts jobs (``concurrency // size``
+        batches at once); the other options are ``work``'s."""
+    def run_batches(
+        self,
+        handler: _BatchHandler,
+        *,
+        size: int,
+        wait: Optional[float] = None,
+        concurrency: Optional[int] = None,
+        batch_size: Optional[int] = None,
+        lease: Optional[float] = None,
+        poll_interval: Optional[float] = None,
+        grace: Optional[float] = None,
+        stop_when_drained: Optional[bool] = None,
+    ) -> Coroutine[Any, Any, WorkerStats]:
+        """``work_batches()`` and wait until it stops, as ``run()`` does."""
+    @overload
+    def task(self, func: Callable[_P, _R], /) -> AsyncTask[_P, _R]:
+        """Register ``func`` as a task of this queue, named by ``name`` (default: the function's
+        name), with default enqueue options (``priority``, ``group``, ``format``, ...); returns a
+        ``Task``: call it to run the function here, ``.enqueue(*args, **kwargs)`` to enqueue it
+        (arguments bound to the parameters by name), and ``work_tasks()`` runs it by name."""
+    @overload
+    def task(
+        self, func: None = None, /, *, name: Optional[str] = None, **defaults: Any
+    ) -> Callable[[Callable[_P, _R]], AsyncTask[_P, _R]]: ...
+    def enqueue_task(
+        self,
+        name: str,
+        data: Any = None,
+        *,
+        format: Optional[_Format] = None,
+        id: Optional[str] = None,
+        delay: Optional[float] = None,
+        run_at: Optional[_When] = None,
+        max_attempts: Optional[int] = None,
+        backoff: Optional[Backoff] = None,
+        timeout: Optional[float] = None,
+        priority: Optional[int] = None,
+        group: Optional[str] = None,
+    ) -> Coroutine[Any, Any, Enqueued]:
+        """Enqueue task ``name`` with ``data`` as its arguments (a dict runs ``f(**data)``, a list
+        ``f(*data)``, anything else ``f(data)``), encoded as ``format`` (``"json"``, the default,
+        or ``"msgpack"``). The other options are ``enqueue``'s."""
+    def work_tasks(
+        self,
+        tasks: Optional[Mapping[str, Callable[..., Any]]] = None,
+        *,
+        concurrency: Optional[int] = None,
+        batch_size: Optional[int] = None,
+        lease: Optional[float] = None,
+        poll_interval: Optional[float] = None,
+        grace: Optional[float] = None,
+        stop_when_drained: Optional[bool] = None,
+    ) -> AsyncWorker:
+        """Start a worker running each job's task by name: ``tasks`` maps names to functions
+        (default: the tasks registered with ``@queue.task``), plain or ``async def``, called with
+        the job's decoded arguments. A job with no task name, or one not in ``tasks``, is
+        dead-lettered at once with an error naming the tasks this worker runs. The options are
+        ``work``'s."""
+    def run_tasks(
+        self,
+        tasks: Optional[Mapping[str, Callable[..., Any]]] = None,
+        *,
+        concurrency: Optional[int] = None,
+        batch_size: Optional[int] = None,
+        lease: Optional[float] = None,
+        poll_interval: Optional[float] = None,
+        grace: Optional[float] = None,
+        stop_when_drained: Optional[bool] = None,
+    ) -> Coroutine[Any, Any, WorkerStats]:
+        """``work_tasks()`` and wait until it stops, as ``run()`` does."""
+    def pause(self) -> Coroutine[Any, Any, None]:
+        """Workers stop starting jobs of this queue (running ones finish; enqueues go on)."""
+    def resume(self) -> Coroutine[Any, Any, None]:
+        """Workers start jobs again; idle ones are woken at once."""
+    def pause_group(self, group: str) -> Coroutine[Any, Any, None]:
+        """Stop starting jobs of ``group`` (other groups go on)."""
+    def resume_group(self, group: str) -> Coroutine[Any, Any, None]:
+        """Start jobs of ``group`` again."""
+    def is_paused(self) -> Coroutine[Any, Any, bool]:
+        """True when the queue is paused."""
+    def set_limits(
+        self,
+        *,
+        max_active: Optional[int] = None,
+        rate: Optional[Rate] = None,
+        group_concurrency: Optional[int] = None,
+        group_rate: Optional[Rate] = None,
+    ) -> Coroutine[Any, Any, None]:
+        """Replace the queue's limits, kept in Redis for every worker (None: no limit):
+        ``max_active`` jobs running at once, ``rate`` job starts per window, and per group
+        (groups without limits of their own) ``group_concurrency`` running and ``group_rate``
+        starts. Bad values raise ``InvalidArgumentError`` and change nothing."""
+    def limits(self) -> Coroutine[Any, Any, Limits]:
+        """The queue's limits."""
+    def set_group_limits(
+        self, group: str, *, concurrency: Optional[int] = None, rate: Optional[Rate] = None
+    ) -> Coroutine[Any, Any, None]:
+        """Set ``group``'s own limits (None: the queue's defaults)."""
+    def group(self, name: str) -> Coroutine[Any, Any, GroupInfo]:
+        """What group ``name`` holds (ready, running) and obeys (paused, limits in force)."""
+    def lease_jobs(self, max: int, *, lease: float) -> Coroutine[Any, Any, list[Job]]:
+        """Lease up to ``max`` ready jobs for ``lease`` seconds, for processing without a worker
+        (empty when nothing is ready). Settle each with ``complete``, ``fail`` or ``release``;
+        nothing renews these leases but ``extend``: a job whose lease expires is delivered
+        again."""
+    def complete(self, job: Job) -> Coroutine[Any, Any, None]:
+        """Mark a leased job done (``LeaseLostError`` if its lease expired and it was
+        redelivered)."""
+    def fail(self, job: Job, error: Union[str, BaseException]) -> Coroutine[Any, Any, bool]:
+        """Fail a leased attempt with ``error`` (a message, or an exception shown as
+        ``"ExcType: message"``): retried after the job's backoff, or dead-lettered after
+        ``max_attempts``. Returns True when dead-lettered."""
+    def release(self, job: Job) -> Coroutine[Any, Any, None]:
+        """Return a leased job to the front of the queue without counting the attempt."""
+    def extend(self, job: Job, lease: float) -> Coroutine[Any, Any, None]:
+        """Push a leased job's lease deadline to ``lease`` seconds from now."""
 
 def acl_rules(queue: str, role: str, *, prefix: str = ..., shards: int = 1) -> str:
     """The Redis ACL rules that let a user do ``role`` on ``queue`` (split in ``shards``) under
