@@ -360,3 +360,23 @@ def test_sync_handler_may_call_the_blocking_api(client, name):
 
     assert asyncio.run(main()).failed == 0
     assert sink.len("g") == 50 and sink.len("h") == 50
+
+
+def test_abort_stops_a_consumer_at_once(queue):
+    queue.push("g", b"x")
+    started = threading.Event()
+    release = threading.Event()
+
+    def handler(group: str, items: list[bytes]) -> None:
+        started.set()
+        release.wait(10)
+
+    c = queue.consume(handler, grace=30, poll_interval=0.1)
+    try:
+        assert started.wait(10)
+        t0 = time.monotonic()
+        c.abort()
+        c.join(timeout=5)
+        assert not c.running and time.monotonic() - t0 < 5
+    finally:
+        release.set()

@@ -686,3 +686,80 @@ def test_a_worker_left_running_is_stopped_at_exit_and_its_jobs_finish(jq, redis_
     assert out.returncode == 0, out.stderr
     s = jq.stats()
     assert (s.completed, s.active, s.ready) == (3, 0, 0), "running jobs finish within the grace period at exit"
+
+
+ABORT_SCRIPT = """
+import asyncio, sys, time, tideq
+mode, url, name = sys.argv[1:4]
+if mode == "async":
+    async def handler(job):
+        print("started", flush=True)
+        await asyncio.sleep(60)
+    async def main():
+        q = tideq.AsyncQueue(name, url=url)
+        await q.enqueue(b"x", id="long")
+        return await q.run(handler, poll_interval=0.1, grace=30)
+    stats = asyncio.run(main())
+else:
+    def handler(job):
+        print("started", flush=True)
+        time.sleep(60)
+    q = tideq.Queue(name, url=url)
+    q.enqueue(b"x", id="long")
+    stats = q.run(handler, poll_interval=0.1, grace=30)
+print("stopped", stats, flush=True)
+"""
+
+
+@pytest.mark.parametrize("mode", ["blocking", "async"])
+def test_second_signal_aborts_at_once_and_the_first_prints_one_line(jq, redis_url, name, mode):
+    proc = subprocess.Popen(
+        [sys.executable, "-c", ABORT_SCRIPT, mode, redis_url, name],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None and proc.stderr is not None
+        assert proc.stdout.readline().strip() == "started"
+        proc.send_signal(signal.SIGINT)
+        first = proc.stderr.readline()
+        assert first == (
+            "tideq: SIGINT received: shutting down gracefully, waiting up to 30 s for 1 running job; "
+            "press Ctrl-C again (or send SIGINT again) to stop at once\n"
+        )
+        assert proc.poll() is None, "the first signal waits for the running job (grace 30 s)"
+        started = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=20)
+        assert time.monotonic() - started < 15, "the second signal does not wait for the grace period"
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, err
+    assert err.splitlines()[0] == "tideq: SIGINT received again: stopping at once", err
+    assert "shutting down gracefully" not in err, "one line for the first signal"
+    assert "stopped WorkerStats(" in out
+    info = jq.get("long")
+    assert info is not None and info.state == "active", "left to its lease"
+
+
+def test_abort_stops_a_worker_at_once(jq):
+    jq.enqueue(b"x", id="long")
+    started = threading.Event()
+    release = threading.Event()
+
+    def handler(job: tideq.Job) -> None:
+        started.set()
+        release.wait(10)
+
+    w = jq.work(handler, grace=30, poll_interval=0.1)
+    try:
+        assert started.wait(10)
+        t0 = time.monotonic()
+        w.abort()
+        w.join(timeout=5)
+        assert not w.running and time.monotonic() - t0 < 5
+        info = jq.get("long")
+        assert info is not None and info.state == "active", "left to its lease"
+    finally:
+        release.set()
