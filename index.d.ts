@@ -147,6 +147,22 @@ export declare class Job {
   get maxAttempts(): number
   /** When the job was enqueued: ms since the epoch, Redis clock. */
   get enqueuedAt(): number
+  /** When this attempt started (the job was leased): ms since the epoch, Redis clock. */
+  get startedAt(): number
+  /**
+   * The task's name when the job was enqueued as a task (`enqueue(name, data)`); `null` for
+   * a job with a raw payload.
+   */
+  get task(): string | null
+  /** How the payload encodes the task's data: `'json'` or `'msgpack'`; `null` for raw bytes. */
+  get format(): 'json' | 'msgpack' | null
+  /**
+   * The task's data, decoded from the payload by its `format` (JSON or MessagePack) into a
+   * JS value (made on first read; later reads return the same value). Throws
+   * `INVALID_ARGUMENT` for a job with a raw payload (read `payload`, `text()` or `json()`
+   * instead) or data that does not decode.
+   */
+  get data(): any
   /** The queue's name. */
   get queue(): string
   /** This attempt's time limit in ms, `null` when it has none. */
@@ -184,6 +200,43 @@ export declare class Job {
  */
 export declare class Queue {
   /**
+   * Pauses the queue: workers (in every process) start none of its jobs until `resume()`.
+   * Running jobs finish; enqueues go on.
+   */
+  pause(): Promise<void>
+  /** Resumes the queue; idle workers are woken at once. */
+  resume(): Promise<void>
+  /**
+   * Pauses one group: workers start none of its jobs (other groups go on) until
+   * `resumeGroup(group)`.
+   */
+  pauseGroup(group: string): Promise<void>
+  /** Resumes one group. */
+  resumeGroup(group: string): Promise<void>
+  /** True when the queue is paused. */
+  isPaused(): Promise<boolean>
+  /**
+   * Replaces the queue's limits, all four at once: a key left out (or `null`) removes that
+   * limit, so `setLimits({})` removes them all. To change one, pass the others as `limits()`
+   * returned them: `setLimits({ ...(await q.limits()), maxActive: 5 })`. Limited jobs wait
+   * where they are; idle workers wake exactly when the window allows the next start. Rejects
+   * with `INVALID_ARGUMENT` (nothing written) on a limit below 1 or a rate window below 1 ms.
+   */
+  setLimits(limits: LimitsOptions): Promise<void>
+  /** The queue's limits (`null` fields: no limit). */
+  limits(): Promise<Limits>
+  /**
+   * Sets one group's own limits, replacing both: a key left out (or `null`) falls back to
+   * the queue's default (`groupConcurrency` / `groupRate` of `setLimits`). Rejects with
+   * `INVALID_ARGUMENT` (nothing written) on a bad group name or limit.
+   */
+  setGroupLimits(group: string, limits: GroupLimits): Promise<void>
+  /**
+   * What group `name` holds (ready and running jobs) and obeys (paused, the limits in
+   * force).
+   */
+  group(name: string): Promise<GroupInfo>
+  /**
    * A handle on job queue `name`. Validates the name and options (throws
    * `INVALID_ARGUMENT`); does not touch Redis.
    */
@@ -200,16 +253,24 @@ export declare class Queue {
   get keepForMs(): number | null
   get maxErrorLen(): number
   /**
-   * Enqueues one job. A string payload is stored as its UTF-8 bytes. With an `id` that
-   * already exists nothing is written and `created` is false.
+   * Enqueues task `name` with `data` (encoded as JSON by default; `options.format:
+   * 'msgpack'` for MessagePack), for a worker started with `work({ [name]: handler })`. A
+   * string first argument is always a task name. With an `id` that already exists nothing is
+   * written and `created` is false.
    */
-  enqueue(payload: Buffer | Uint8Array | string, options?: EnqueueOptions): Promise<Enqueued>
+  enqueue(name: string, data?: unknown, options?: EnqueueOptions): Promise<Enqueued>
   /**
-   * Enqueues many jobs in one round trip, each `{ payload, ...options }`. Every job is
-   * checked first: on bad input nothing is written. Resolves with one result per job, in
-   * order.
+   * Enqueues one job with a raw payload (a `Buffer` or `Uint8Array`; for text,
+   * `Buffer.from(text)`), for a handler that reads `job.payload`. With an `id` that already
+   * exists nothing is written and `created` is false.
    */
-  enqueueMany(jobs: JobSpec[]): Promise<Enqueued[]>
+  enqueue(payload: Buffer | Uint8Array, options?: EnqueueOptions): Promise<Enqueued>
+  /**
+   * Enqueues many jobs in one round trip, each a task `{ name, data, ...options }` or a raw
+   * job `{ payload, ...options }` (or a bare `Buffer`). Every job is checked first: on bad
+   * input nothing is written. Resolves with one result per job, in order.
+   */
+  enqueueMany(jobs: Array<JobSpec | Buffer | Uint8Array>): Promise<Enqueued[]>
   /**
    * A job's state, payload, attempts, last error and timestamps; `null` if the id is unknown
    * (or the completed job is no longer retained).
@@ -234,21 +295,62 @@ export declare class Queue {
   /** Jobs per state and the queue's lifetime counters. */
   stats(): Promise<JobStats>
   /**
-   * Starts a worker calling `handler(job)` for each job, up to `concurrency` at a time. A
-   * handler that throws or rejects fails the attempt: the error is reported (`onError`, else
-   * `console.error`), its text (`name: message`) is stored with the job, and the job is
-   * retried after its backoff, or dead-lettered after `maxAttempts`. A job keeps its slot and
-   * its lease until its handler settles, even past its timeout (`job.signal` is aborted then).
+   * Leases up to `max` ready jobs (due delayed jobs are promoted first) for processing
+   * without a worker; resolves with them (empty when nothing is ready). Settle each with
+   * `complete`, `fail` or `release`, and renew a long one with `extend`: a job whose lease
+   * expires is delivered again. Their `signal` is never aborted.
    */
-  work(handler: (job: Job) => void | Promise<void>, options?: WorkerOptions): Worker
+  leaseJobs(max: number, options?: LeaseOptions): Promise<Job[]>
   /**
-   * Runs a worker until SIGINT or SIGTERM triggers a graceful shutdown (a line on stderr says
-   * how long it waits for how many running jobs), or until it stops by itself
-   * (`stopWhenDrained`). A second SIGINT or SIGTERM stops it at once, like `abort()`. The
-   * listeners (`process.on`) are removed afterwards. Resolves with its stats; rejects like
-   * `Worker.join()`.
+   * Completes a leased job. Rejects with `LEASE_LOST` if its lease expired and it was
+   * delivered again.
    */
-  run(handler: (job: Job) => void | Promise<void>, options?: WorkerOptions): Promise<WorkerStats>
+  complete(job: Job): Promise<void>
+  /**
+   * Fails a leased attempt with `error` (an `Error`, stored as `name: message`, or a string):
+   * the job is retried after its backoff, or dead-lettered once its attempts are used up.
+   * Resolves with true when it was dead-lettered. Rejects with `LEASE_LOST` like `complete`.
+   */
+  fail(job: Job, error: Error | string): Promise<boolean>
+  /**
+   * Returns a leased job to the front of the queue without counting the attempt. Rejects with
+   * `LEASE_LOST` like `complete`.
+   */
+  release(job: Job): Promise<void>
+  /**
+   * Pushes a leased job's lease deadline to `leaseMs` from now (Redis clock). Rejects with
+   * `LEASE_LOST` like `complete`.
+   */
+  extend(job: Job, leaseMs: number): Promise<void>
+  /**
+   * Starts a worker, up to `concurrency` jobs at a time. `handler` is either a function
+   * called with each job, or an object of task handlers by name, `{ 'send-email': (data,
+   * job) => ... }`, each called with the job's decoded `data` for the jobs enqueued with its
+   * name (`enqueue(name, data)`); a job with another name, or none, is dead-lettered at once
+   * (not retried) with an error naming the tasks this worker runs. A handler that throws or
+   * rejects fails the attempt: the error is reported (`onError`, else `console.error`), its
+   * text (`name: message`) is stored with the job, and the job is retried after its backoff,
+   * or dead-lettered after `maxAttempts`. A job keeps its slot and its lease until its
+   * handler settles, even past its timeout (`job.signal` is aborted then).
+   */
+  work(handler: ((job: Job) => void | Promise<void>) | Record<string, (data: any, job: Job) => void | Promise<void>>, options?: WorkerOptions): Worker
+  /**
+   * Starts a worker whose handler gets up to `size` leased jobs at once, as an array. The
+   * handler resolving to `undefined` completes them all; resolving to an object (or `Map`)
+   * `{ [jobId]: error }` (an `Error` or a message) fails those jobs (each retried or
+   * dead-lettered by its own attempts) and completes the rest; throwing or rejecting fails
+   * them all. Each job keeps its own lease (renewed while it waits for its batch and while
+   * the handler runs); the batch's time limit is the smallest of its jobs' `timeoutMs`.
+   */
+  workBatches(handler: (jobs: Job[]) => void | Record<string, Error | string> | Map<string, Error | string> | Promise<void | Record<string, Error | string> | Map<string, Error | string>>, options?: BatchWorkerOptions): Worker
+  /**
+   * Runs a worker (a handler function or task handlers, as `work`) until SIGINT or SIGTERM
+   * triggers a graceful shutdown (one line on stderr says how long it waits for how many
+   * running jobs), or until it stops by itself (`stopWhenDrained`). A second SIGINT or
+   * SIGTERM stops it at once, like `abort()`. The listeners (`process.on`) are removed
+   * afterwards. Resolves with its stats; rejects like `Worker.join()`.
+   */
+  run(handler: ((job: Job) => void | Promise<void>) | Record<string, (data: any, job: Job) => void | Promise<void>>, options?: WorkerOptions): Promise<WorkerStats>
 }
 
 /**
@@ -344,6 +446,38 @@ export interface BackoffOptions {
 export interface Batch {
   group: string
   items: Buffer[]
+}
+
+/**
+ * Options of `workBatches(handler, options)`: the worker's options plus the batch's. Every
+ * field but `size` is optional.
+ */
+export interface BatchWorkerOptions {
+  /** Most jobs per handler call; at most `concurrency` (whose default is 10). Default 10. */
+  size?: number
+  /**
+   * Longest a leased job waits for its batch to fill (its lease is renewed meanwhile); 0
+   * hands over whatever one fetch brought. Default 0.
+   */
+  waitMs?: number
+  /**
+   * Jobs (not batches) run at the same time: `concurrency / size` batches at once.
+   * Default 10.
+   */
+  concurrency?: number
+  /** As in `WorkerOptions`. */
+  leaseMs?: number
+  /** As in `WorkerOptions`. */
+  pollIntervalMs?: number
+  /** As in `WorkerOptions`: past it, the batch's jobs' `signal`s are aborted. */
+  graceMs?: number
+  /** As in `WorkerOptions`. */
+  stopWhenDrained?: boolean
+  /**
+   * Called with the error a batch handler threw or rejected with, and the batch's jobs.
+   * Default: `console.error`. Should not throw.
+   */
+  onError?: (err: unknown, jobs: Job[]) => void
 }
 
 /** Options of `new CappedQueue(name, options)`. Every field is optional. */
@@ -504,8 +638,8 @@ export interface Enqueued {
 }
 
 /**
- * Options of one job (`enqueue(payload, options)`, or the fields next to `payload` in
- * `enqueueMany`). Every field is optional.
+ * Options of one job (`enqueue(name, data, options)`, `enqueue(payload, options)`, or the
+ * fields next to `name`/`payload` in `enqueueMany`). Every field is optional.
  */
 export interface EnqueueOptions {
   /**
@@ -523,6 +657,23 @@ export interface EnqueueOptions {
   backoff?: BackoffOptions
   /** Overrides the queue's `timeoutMs`. */
   timeoutMs?: number
+  /**
+   * Priority: 1 runs first, `MAX_PRIORITY` last. Jobs without a priority run before any job
+   * with one (as in BullMQ); jobs of the same priority run in the order they were enqueued.
+   * Default: none.
+   */
+  priority?: number
+  /**
+   * The group the job belongs to (a tenant, a user, an account): groups are served
+   * round-robin, each in its own order, under the queue's per-group limits (`setLimits`,
+   * `setGroupLimits`). Same rules as a queue name. Default: none.
+   */
+  group?: string
+  /**
+   * Tasks only (`enqueue(name, data)`): how the data is encoded, `'json'` (with
+   * `JSON.stringify`, the default) or `'msgpack'` (MessagePack: Buffers stay binary).
+   */
+  format?: 'json' | 'msgpack'
 }
 
 /** A decoded job envelope (version 1 fields, wire names). */
@@ -545,6 +696,32 @@ export interface EnvelopeBackoff {
   jitter: boolean
 }
 
+/** What a group holds and obeys now (`group(name)`). */
+export interface GroupInfo {
+  group: string
+  /** Jobs ready to start (not delayed). */
+  ready: number
+  /** Jobs running. */
+  active: number
+  /** The group is paused (`pauseGroup`). */
+  paused: boolean
+  /** The concurrency limit in force: the group's own, else the queue's default; `null`: none. */
+  concurrency: number | null
+  /** The start rate in force: the group's own, else the queue's default; `null`: none. */
+  rate: Rate | null
+}
+
+/**
+ * One group's own limits (`setGroupLimits`); a key left out (or `null`) falls back to the
+ * queue's default (`setLimits`' `groupConcurrency` / `groupRate`).
+ */
+export interface GroupLimits {
+  /** At most this many of the group's jobs running at once. */
+  concurrency?: number | null
+  /** At most this many of the group's job starts per window. */
+  rate?: Rate | null
+}
+
 /** A job as `get` and `deadLetters` report it. */
 export interface JobInfo {
   id: string
@@ -563,21 +740,42 @@ export interface JobInfo {
    */
   stateSinceOrUntil: number | null
   /**
+   * The job's priority, 1 (first) to `MAX_PRIORITY`; `null` when it has none (such jobs run
+   * before any prioritized one).
+   */
+  priority: number | null
+  /** The group the job belongs to; `null` when it has none. */
+  group: string | null
+  /**
    * Why the stored job could not be read (a damaged record, e.g. changed by hand), when it
    * could not; `payload` then holds the stored record's raw bytes. `null` for a sound job.
    */
   unreadable: string | null
 }
 
-/** One job of `enqueueMany`: its payload plus the options of `enqueue`. */
+/**
+ * One job of `enqueueMany`: a task (`name`, `data`) or a raw `payload`, plus the options of
+ * `enqueue`. A bare `Buffer` or `Uint8Array` in the list is a raw job with no options.
+ */
 export interface JobSpec {
-  payload: Buffer | Uint8Array | string
+  /**
+   * The task's name (1–256 bytes, no control characters): a worker started with
+   * `work({ [name]: handler })` runs it. Not with `payload`.
+   */
+  name?: string
+  /** The task's data (with `name`), encoded as `format` says (JSON by default). */
+  data?: unknown
+  /** Raw bytes for a handler that reads `job.payload` (not with `name`). */
+  payload?: Buffer | Uint8Array
   id?: string
   delayMs?: number
   runAt?: Date | number
   maxAttempts?: number
   backoff?: BackoffOptions
   timeoutMs?: number
+  priority?: number
+  group?: string
+  format?: 'json' | 'msgpack'
 }
 
 /** Counts per state (now) plus lifetime counters of the queue, kept in Redis. */
@@ -589,8 +787,12 @@ export interface JobStats {
   /** Jobs created by `enqueue`/`enqueueMany` (not counting existing ids). */
   enqueued: number
   completed: number
-  /** Jobs that exhausted their attempts (dead-lettered). */
-  failed: number
+  /**
+   * Jobs dead-lettered: their attempts exhausted, or (task workers) a task name no handler
+   * has. (Failed attempts that were retried are counted in `retried`; a worker's own
+   * `WorkerStats.failed` counts failed attempts.)
+   */
+  deadLettered: number
   /** Failed attempts scheduled for a retry. */
   retried: number
   /** Expired leases recovered (a worker died or stalled). */
@@ -603,20 +805,70 @@ export interface JobStats {
    * hand) and removed, since they could not run. Unreadable records are dead-lettered instead.
    */
   lost: number
+  /** The queue is paused (`pause()`): workers start none of its jobs. */
+  paused: boolean
 }
 
 /**
- * A job's fields as a plain object (no payload): `job.toJSON()`, for loggers and
+ * A job's fields as a plain object (no payload or data): `job.toJSON()`, for loggers and
  * `JSON.stringify(job)`.
  */
 export interface JobView {
   id: string
   queue: string
+  /** The task's name; `null` for a raw payload. */
+  task: string | null
   attempt: number
   maxAttempts: number
   enqueuedAt: number
+  startedAt: number
   timeoutMs: number | null
 }
+
+/** Options of `leaseJobs(max, options)`. */
+export interface LeaseOptions {
+  /**
+   * How long the jobs are leased: past it, a job not settled (or extended) is delivered
+   * again. Default: a worker's default lease (30000).
+   */
+  leaseMs?: number
+}
+
+/** The queue's limits, as `limits()` reports them; `null` is no limit. */
+export interface Limits {
+  /** At most this many jobs of the queue running at once, across all workers. */
+  maxActive: number | null
+  /** At most this many job starts per window, across all workers. */
+  rate: Rate | null
+  /**
+   * Each group: at most this many of its jobs running at once (groups without their own
+   * `setGroupLimits`).
+   */
+  groupConcurrency: number | null
+  /** Each group: at most this many starts per window (groups without their own). */
+  groupRate: Rate | null
+}
+
+/**
+ * The queue's limits for `setLimits()`, which replaces all four: a key left out (or `null`)
+ * is no limit.
+ */
+export interface LimitsOptions {
+  /** At most this many jobs of the queue running at once, across all workers. */
+  maxActive?: number | null
+  /** At most this many job starts per window, across all workers. */
+  rate?: Rate | null
+  /**
+   * Each group: at most this many of its jobs running at once (groups without their own
+   * `setGroupLimits`).
+   */
+  groupConcurrency?: number | null
+  /** Each group: at most this many starts per window (groups without their own). */
+  groupRate?: Rate | null
+}
+
+/** The largest job priority (`enqueue` option `priority`): 1 runs first, `MAX_PRIORITY` last. */
+export declare const MAX_PRIORITY: number
 
 /** Options of `new Queue(name, options)`. Every field is optional. */
 export interface QueueOptions {
@@ -654,6 +906,11 @@ export interface QueueOptions {
    */
   idempotencyWindowMs?: number | null
   /**
+   * The most finished ids the idempotency window remembers: the oldest beyond are forgotten
+   * first, so Redis memory stays flat however many ids a queue sees. Default 100000.
+   */
+  idempotencyMaxIds?: number
+  /**
    * Split the queue in this many shards (1 to 1024), each with its own Redis Cluster hash
    * tag, so one queue spreads over a cluster's masters. Queue names may not contain `#`.
    * A job's shard is fixed by its id, so ids stay idempotent and `get`/`cancel` find it;
@@ -662,6 +919,14 @@ export interface QueueOptions {
    * means draining the queue first. Default 1. On a single server it works but gains nothing.
    */
   shards?: number
+}
+
+/** A start rate: at most `max` job starts in any window of `perMs` milliseconds. */
+export interface Rate {
+  /** Most starts per window (at least 1). */
+  max: number
+  /** The window, in ms (at least 1). */
+  perMs: number
 }
 
 /** `replicaAck` option of `new Client(options)`. */

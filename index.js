@@ -844,3 +844,4 @@ module.exports.Worker = nativeBinding.Worker
 module.exports.aclRules = nativeBinding.aclRules
 module.exports.decodeEnvelope = nativeBinding.decodeEnvelope
 module.exports.encodeEnvelope = nativeBinding.encodeEnvelope
+module.exports.MAX_PRIORITY = nativeBinding.MAX_PRIORITY

@@ -73,6 +73,14 @@ impl JobSignal {
         })
     }
 
+    /// The signal of a job no worker runs (`leaseJobs`): never aborted.
+    pub(crate) fn inert() -> Arc<Self> {
+        Arc::new(JobSignal {
+            state: Mutex::new(State::Settled),
+            aborter: Weak::new(),
+        })
+    }
+
     /// On the JS thread: the `AbortSignal` for `job.signal`.
     pub(crate) fn signal<'env>(&self, env: &'env Env) -> Result<Unknown<'env>> {
         let controller = new_controller(env)?;

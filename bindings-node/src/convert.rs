@@ -118,6 +118,26 @@ pub(crate) fn bytes(what: &str, v: &Unknown) -> Res<Vec<u8>> {
     )))
 }
 
+/// A job's raw payload: a `Buffer` or any `Uint8Array` (bytes, copied). A string is refused
+/// here: where a string means a task name (`enqueue(name, data)`), raw text must be given as
+/// `Buffer.from(text)`.
+pub(crate) fn payload(what: &str, v: &Unknown) -> Res<Vec<u8>> {
+    if v.get_type()? == ValueType::Object && v.is_typedarray()? {
+        if let Ok(slice) = read_value::<Uint8ArraySlice>(v) {
+            return Ok(slice.to_vec());
+        }
+    }
+    Err(type_error(format!(
+        "{what} must be a Buffer or Uint8Array (raw bytes; for text, Buffer.from(text)); got {}",
+        describe(v)
+    )))
+}
+
+/// True when `v` is a JS string.
+pub(crate) fn is_string(v: &Unknown) -> bool {
+    is(v, ValueType::String)
+}
+
 fn number(what: &str, v: &Unknown) -> Res<f64> {
     let n: f64 = typed(what, v, ValueType::Number, "a number")?;
     if !n.is_finite() || n < 0.0 {
@@ -229,7 +249,7 @@ pub(crate) fn strings(what: &str, v: &Unknown) -> Res<Vec<String>> {
 
 /// Calls `each(name, value)` for the keys of `obj` as `for...in` lists them whose value is not
 /// `undefined`. `known`, when given, refuses any other key (before its value is read).
-fn entries<'env>(
+pub(crate) fn entries<'env>(
     what: &str,
     obj: &Object<'env>,
     known: Option<&[&str]>,
@@ -293,6 +313,11 @@ impl<'env> Options<'env> {
         })?;
         opts.values = values;
         Ok(opts)
+    }
+
+    /// True when `key` is one of this object's known options.
+    pub(crate) fn knows(&self, key: &str) -> bool {
+        self.known.contains(&key)
     }
 
     /// The value of `key`, or `None` when it is absent or `undefined`. `null` is returned as is.

@@ -99,17 +99,28 @@ where
     }
 
     /// The core's future for one call: calls the handler with `value` and waits for it; on
-    /// failure reports it with `subject` and resolves with the error's text.
+    /// failure reports it with `subject` and resolves with the error's text. What the handler
+    /// returned (or its Promise resolved with) is ignored.
     pub(crate) fn call(
         &self,
         value: T,
         subject: S,
     ) -> impl Future<Output = std::result::Result<(), String>> + Send + 'static {
+        self.call_for::<()>(value, subject)
+    }
+
+    /// [`call`](Self::call), resolving with what the handler returned (or its Promise resolved
+    /// with), read as an `R`.
+    pub(crate) fn call_for<R: Reply>(
+        &self,
+        value: T,
+        subject: S,
+    ) -> impl Future<Output = std::result::Result<R, String>> + Send + 'static {
         let handler = Arc::downgrade(&self.handler);
         let reporter = Arc::downgrade(&self.reporter);
         async move {
-            let error = match call(&handler, value).await {
-                Ok(()) => return Ok(()),
+            let error = match call::<T, Args, R>(&handler, value).await {
+                Ok(reply) => return Ok(reply),
                 Err(error) => error,
             };
             Err(match reporter.upgrade() {
@@ -120,32 +131,63 @@ where
     }
 }
 
+/// What a handler's call settles with, read on the JS thread from the handler's return value
+/// (a sync handler) or from what its Promise resolved with. Reading never fails: a value of the
+/// wrong kind is a reply that says so.
+pub(crate) trait Reply: Sized + Send + 'static {
+    fn read(v: &Unknown) -> Self;
+}
+
+/// The reply of handlers whose result is ignored (so `(g, items) => out.push(...items)` works).
+impl Reply for () {
+    fn read(_: &Unknown) {}
+}
+
+/// A Promise's resolved value, read as an `R`.
+struct Resolved<R>(R);
+
+impl<R: Reply> FromNapiValue for Resolved<R> {
+    unsafe fn from_napi_value(
+        env: napi::sys::napi_env,
+        value: napi::sys::napi_value,
+    ) -> Result<Self> {
+        Ok(Resolved(R::read(&unsafe {
+            Unknown::from_raw_unchecked(env, value)
+        })))
+    }
+}
+
+/// What the handler returned: a reply, or a Promise of one.
+enum Returned<R: Reply> {
+    Now(R),
+    Later(Promise<Resolved<R>>),
+}
+
 /// Calls the JS handler and waits for it (and for its Promise, if it returns one). Holds the
 /// handler only for the call itself, not while waiting for the Promise.
-async fn call<T: 'static, Args: JsValuesTupleIntoVec + 'static>(
+async fn call<T: 'static, Args: JsValuesTupleIntoVec + 'static, R: Reply>(
     handler: &Weak<Tsfn<T, Args>>,
     value: T,
-) -> std::result::Result<(), napi::Error> {
+) -> std::result::Result<R, napi::Error> {
     let Some(handler) = handler.upgrade() else {
         return Err(napi::Error::new(
             Status::GenericFailure,
             "tideq: the worker stopped before the handler was called",
         ));
     };
-    let (tx, rx) = oneshot::channel::<Result<Option<Promise<()>>>>();
+    let (tx, rx) = oneshot::channel::<Result<Returned<R>>>();
     let status = handler.call_with_return_value(
         value,
         ThreadsafeFunctionCallMode::NonBlocking,
         move |ret: Result<Unknown<'static>>, env: Env| {
-            // A sync handler's return value is ignored (so `(g, items) => out.push(...items)`
-            // works); only a Promise is awaited.
+            // A Promise is awaited; any other value is the reply itself.
             let outcome = ret.and_then(|v| {
                 if v.is_promise()? {
-                    Ok(Some(unsafe {
-                        Promise::<()>::from_napi_value(env.raw(), v.raw())
+                    Ok(Returned::Later(unsafe {
+                        Promise::<Resolved<R>>::from_napi_value(env.raw(), v.raw())
                     }?))
                 } else {
-                    Ok(None)
+                    Ok(Returned::Now(R::read(&v)))
                 }
             });
             let _ = tx.send(outcome);
@@ -160,8 +202,8 @@ async fn call<T: 'static, Args: JsValuesTupleIntoVec + 'static>(
         ));
     }
     match rx.await {
-        Ok(Ok(Some(promise))) => promise.await,
-        Ok(Ok(None)) => Ok(()),
+        Ok(Ok(Returned::Later(promise))) => promise.await.map(|r| r.0),
+        Ok(Ok(Returned::Now(reply))) => Ok(reply),
         Ok(Err(e)) => Err(e),
         Err(_) => Err(napi::Error::new(
             Status::GenericFailure,
@@ -257,7 +299,7 @@ impl<S: Subject> Reporter<S> {
 
 /// The text the core keeps for a thrown or rejected value: `name: message` for an error
 /// (`Error: boom`, `TypeError: x is undefined`), `String(value)` for anything else.
-fn error_text(v: &Unknown) -> String {
+pub(crate) fn error_text(v: &Unknown) -> String {
     let as_string = |v: &Unknown| -> Option<String> {
         if v.get_type().ok()? != ValueType::String {
             return None;

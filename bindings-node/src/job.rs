@@ -12,11 +12,12 @@ use tideq::BackoffKind;
 use crate::abort::JobSignal;
 use crate::convert::{boolean, string, to_millis, whole_millis, Options};
 use crate::error::{invalid, throw, Failure, Res};
+use crate::task::task_data;
 
 /// A leased job, as a handler receives it. Read-only.
 #[napi]
 pub struct Job {
-    inner: Arc<tideq::Job>,
+    pub(crate) inner: Arc<tideq::Job>,
     stop: Arc<JobSignal>,
 }
 
@@ -60,6 +61,40 @@ impl Job {
     #[napi(getter)]
     pub fn enqueued_at(&self) -> f64 {
         self.inner.enqueued_at as f64
+    }
+
+    /// When this attempt started (the job was leased): ms since the epoch, Redis clock.
+    #[napi(getter)]
+    pub fn started_at(&self) -> f64 {
+        self.inner.started_at as f64
+    }
+
+    /// The task's name when the job was enqueued as a task (`enqueue(name, data)`); `null` for
+    /// a job with a raw payload.
+    #[napi(getter)]
+    pub fn task(&self) -> Option<String> {
+        self.inner.task.clone()
+    }
+
+    /// How the payload encodes the task's data: `'json'` or `'msgpack'`; `null` for raw bytes.
+    #[napi(getter, ts_return_type = "'json' | 'msgpack' | null")]
+    pub fn format(&self) -> Option<&'static str> {
+        self.inner.format.map(tideq::PayloadFormat::as_str)
+    }
+
+    /// The task's data, decoded from the payload by its `format` (JSON or MessagePack) into a
+    /// JS value (made on first read; later reads return the same value). Throws
+    /// `INVALID_ARGUMENT` for a job with a raw payload (read `payload`, `text()` or `json()`
+    /// instead) or data that does not decode.
+    #[napi(getter, ts_return_type = "any")]
+    pub fn data<'env>(&self, env: &'env Env, mut this: This<'env>) -> Result<Unknown<'env>> {
+        let data = throw(env, task_data(env, &self.inner))?;
+        // An own data property shadows this getter from now on.
+        this.define_properties(&[Property::new()
+            .with_utf8_name("data")?
+            .with_value(&data)
+            .with_property_attributes(PropertyAttributes::Enumerable)])?;
+        Ok(data)
     }
 
     /// The queue's name.
@@ -120,15 +155,18 @@ impl Job {
     }
 }
 
-/// A job's fields as a plain object (no payload): `job.toJSON()`, for loggers and
+/// A job's fields as a plain object (no payload or data): `job.toJSON()`, for loggers and
 /// `JSON.stringify(job)`.
 #[napi(object, object_from_js = false, use_nullable = true)]
 pub struct JobView {
     pub id: String,
     pub queue: String,
+    /// The task's name; `null` for a raw payload.
+    pub task: Option<String>,
     pub attempt: u32,
     pub max_attempts: u32,
     pub enqueued_at: f64,
+    pub started_at: f64,
     pub timeout_ms: Option<f64>,
 }
 
@@ -138,9 +176,11 @@ impl Job {
         JobView {
             id: j.id.clone(),
             queue: j.queue.clone(),
+            task: j.task.clone(),
             attempt: j.attempt,
             max_attempts: j.max_attempts,
             enqueued_at: j.enqueued_at as f64,
+            started_at: j.started_at as f64,
             timeout_ms: self.timeout_ms(),
         }
     }
@@ -224,6 +264,11 @@ pub struct JobInfo {
     /// Delayed: due time; active: lease deadline; dead: time of death; completed: finish time
     /// (ms since the epoch, Redis clock). `null` for a ready job.
     pub state_since_or_until: Option<i64>,
+    /// The job's priority, 1 (first) to `MAX_PRIORITY`; `null` when it has none (such jobs run
+    /// before any prioritized one).
+    pub priority: Option<u32>,
+    /// The group the job belongs to; `null` when it has none.
+    pub group: Option<String>,
     /// Why the stored job could not be read (a damaged record, e.g. changed by hand), when it
     /// could not; `payload` then holds the stored record's raw bytes. `null` for a sound job.
     pub unreadable: Option<String>,
@@ -240,6 +285,8 @@ impl From<tideq::JobInfo> for JobInfo {
             last_error: j.last_error,
             enqueued_at: j.enqueued_at as i64,
             state_since_or_until: j.state_since_or_until.map(|t| t as i64),
+            priority: j.priority,
+            group: j.group,
             unreadable: j.unreadable,
         }
     }
@@ -255,8 +302,10 @@ pub struct JobStats {
     /// Jobs created by `enqueue`/`enqueueMany` (not counting existing ids).
     pub enqueued: i64,
     pub completed: i64,
-    /// Jobs that exhausted their attempts (dead-lettered).
-    pub failed: i64,
+    /// Jobs dead-lettered: their attempts exhausted, or (task workers) a task name no handler
+    /// has. (Failed attempts that were retried are counted in `retried`; a worker's own
+    /// `WorkerStats.failed` counts failed attempts.)
+    pub dead_lettered: i64,
     /// Failed attempts scheduled for a retry.
     pub retried: i64,
     /// Expired leases recovered (a worker died or stalled).
@@ -267,6 +316,8 @@ pub struct JobStats {
     /// Jobs found with their data or state record missing (evicted by Redis, or deleted by
     /// hand) and removed, since they could not run. Unreadable records are dead-lettered instead.
     pub lost: i64,
+    /// The queue is paused (`pause()`): workers start none of its jobs.
+    pub paused: bool,
 }
 
 impl From<tideq::JobStats> for JobStats {
@@ -278,12 +329,13 @@ impl From<tideq::JobStats> for JobStats {
             dead: s.dead as i64,
             enqueued: s.enqueued as i64,
             completed: s.completed as i64,
-            failed: s.failed as i64,
+            dead_lettered: s.dead_lettered as i64,
             retried: s.retried as i64,
             recovered: s.recovered as i64,
             cancelled: s.cancelled as i64,
             dead_trimmed: s.dead_trimmed as i64,
             lost: s.lost as i64,
+            paused: s.paused,
         }
     }
 }

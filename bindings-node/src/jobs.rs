@@ -10,10 +10,12 @@ use napi_derive::napi;
 
 use crate::client::client_option;
 use crate::convert::{
-    array, bytes, count, count1, count1_u32, describe, epoch_ms, millis, string, to_millis, Options,
+    array, count, count1, count1_u32, describe, epoch_ms, is_string, millis, string, to_millis,
+    Options,
 };
-use crate::error::{spawn, throw, type_error, Res};
+use crate::error::{invalid, spawn, throw, type_error, Res};
 use crate::job::{backoff_arg, BackoffInfo, BackoffOptions, Enqueued, JobInfo, JobStats};
+use crate::task::{encode_data, format_arg};
 
 /// Options of `new Queue(name, options)`. Every field is optional.
 // Declared for the TypeScript definitions only; `convert::Options` reads the fields one by one.
@@ -53,6 +55,9 @@ pub struct QueueOptions {
     /// ids are remembered only while their job is retained. Default 1 day.
     #[napi(ts_type = "number | null")]
     pub idempotency_window_ms: Option<f64>,
+    /// The most finished ids the idempotency window remembers: the oldest beyond are forgotten
+    /// first, so Redis memory stays flat however many ids a queue sees. Default 100000.
+    pub idempotency_max_ids: Option<u32>,
     /// Split the queue in this many shards (1 to 1024), each with its own Redis Cluster hash
     /// tag, so one queue spreads over a cluster's masters. Queue names may not contain `#`.
     /// A job's shard is fixed by its id, so ids stay idempotent and `get`/`cancel` find it;
@@ -74,11 +79,12 @@ const QUEUE_KEYS: &[&str] = &[
     "keepDead",
     "keepDeadForMs",
     "idempotencyWindowMs",
+    "idempotencyMaxIds",
     "shards",
 ];
 
-/// Options of one job (`enqueue(payload, options)`, or the fields next to `payload` in
-/// `enqueueMany`). Every field is optional.
+/// Options of one job (`enqueue(name, data, options)`, `enqueue(payload, options)`, or the
+/// fields next to `name`/`payload` in `enqueueMany`). Every field is optional.
 // Declared for the TypeScript definitions only; `enqueue_options` reads the fields one by one.
 #[allow(dead_code)]
 #[napi(object, object_from_js = false, object_to_js = false)]
@@ -97,10 +103,24 @@ pub struct EnqueueOptions {
     pub backoff: Option<BackoffOptions>,
     /// Overrides the queue's `timeoutMs`.
     pub timeout_ms: Option<f64>,
+    /// Priority: 1 runs first, `MAX_PRIORITY` last. Jobs without a priority run before any job
+    /// with one (as in BullMQ); jobs of the same priority run in the order they were enqueued.
+    /// Default: none.
+    pub priority: Option<u32>,
+    /// The group the job belongs to (a tenant, a user, an account): groups are served
+    /// round-robin, each in its own order, under the queue's per-group limits (`setLimits`,
+    /// `setGroupLimits`). Same rules as a queue name. Default: none.
+    pub group: Option<String>,
+    /// Tasks only (`enqueue(name, data)`): how the data is encoded, `'json'` (with
+    /// `JSON.stringify`, the default) or `'msgpack'` (MessagePack: Buffers stay binary).
+    #[napi(ts_type = "'json' | 'msgpack'")]
+    pub format: Option<String>,
 }
 
-/// The keys of a `JobSpec`: `payload`, then those of `EnqueueOptions`.
+/// The keys of a `JobSpec`: `name`, `data`, `payload`, then those of `EnqueueOptions`.
 const ENQUEUE_MANY_KEYS: &[&str] = &[
+    "name",
+    "data",
     "payload",
     "id",
     "delayMs",
@@ -108,16 +128,27 @@ const ENQUEUE_MANY_KEYS: &[&str] = &[
     "maxAttempts",
     "backoff",
     "timeoutMs",
+    "priority",
+    "group",
+    "format",
 ];
-const ENQUEUE_KEYS: &[&str] = ENQUEUE_MANY_KEYS.split_at(1).1;
+const ENQUEUE_KEYS: &[&str] = ENQUEUE_MANY_KEYS.split_at(3).1;
 
-/// One job of `enqueueMany`: its payload plus the options of `enqueue`.
+/// One job of `enqueueMany`: a task (`name`, `data`) or a raw `payload`, plus the options of
+/// `enqueue`. A bare `Buffer` or `Uint8Array` in the list is a raw job with no options.
 // Declared for the TypeScript definitions only.
 #[allow(dead_code)]
 #[napi(object, object_from_js = false, object_to_js = false)]
 pub struct JobSpec {
-    #[napi(ts_type = "Buffer | Uint8Array | string")]
-    pub payload: (),
+    /// The task's name (1–256 bytes, no control characters): a worker started with
+    /// `work({ [name]: handler })` runs it. Not with `payload`.
+    pub name: Option<String>,
+    /// The task's data (with `name`), encoded as `format` says (JSON by default).
+    #[napi(ts_type = "unknown")]
+    pub data: Option<()>,
+    /// Raw bytes for a handler that reads `job.payload` (not with `name`).
+    #[napi(ts_type = "Buffer | Uint8Array")]
+    pub payload: Option<()>,
     pub id: Option<String>,
     pub delay_ms: Option<f64>,
     #[napi(ts_type = "Date | number")]
@@ -125,8 +156,13 @@ pub struct JobSpec {
     pub max_attempts: Option<u32>,
     pub backoff: Option<BackoffOptions>,
     pub timeout_ms: Option<f64>,
+    pub priority: Option<u32>,
+    pub group: Option<String>,
+    #[napi(ts_type = "'json' | 'msgpack'")]
+    pub format: Option<String>,
 }
 
+/// The options every job takes (not `format`, which only a task takes: see [`task_job`]).
 fn enqueue_options(opts: &Options) -> Res<tideq::EnqueueOptions> {
     Ok(tideq::EnqueueOptions {
         id: opts.get("id", string)?,
@@ -135,7 +171,46 @@ fn enqueue_options(opts: &Options) -> Res<tideq::EnqueueOptions> {
         max_attempts: opts.get("maxAttempts", count1_u32)?,
         backoff: opts.get("backoff", backoff_arg)?,
         timeout: opts.get("timeoutMs", millis)?,
+        priority: opts.get("priority", count1_u32)?,
+        group: opts.get("group", string)?,
+        ..Default::default()
     })
+}
+
+/// A task job: `name`, its `data` encoded in the `format` option (JSON unless it says
+/// `'msgpack'`, as the core's `enqueue_task`), and the other options.
+fn task_job(
+    env: &Env,
+    what: &str,
+    name: &Unknown,
+    data: Option<&Unknown>,
+    opts: &Options,
+) -> Res<(Vec<u8>, tideq::EnqueueOptions)> {
+    let name = string(&format!("{what}name"), name)?;
+    let format = opts
+        .get("format", format_arg)?
+        .unwrap_or(tideq::PayloadFormat::Json);
+    let payload = encode_data(env, &format!("{what}data"), data, format)?;
+    Ok((
+        payload,
+        tideq::EnqueueOptions {
+            task: Some(name),
+            format: Some(format),
+            ..enqueue_options(opts)?
+        },
+    ))
+}
+
+/// A raw job: its bytes and options (`format` is refused: it describes task data).
+fn raw_job(what: &str, payload: &Unknown, opts: &Options) -> Res<(Vec<u8>, tideq::EnqueueOptions)> {
+    let bytes = crate::convert::payload(&format!("{what}payload"), payload)?;
+    if opts.raw("format")?.is_some() {
+        return Err(invalid(format!(
+            "{what}format applies to tasks (enqueue(name, data, {{ format }})); a raw payload is \
+             stored as it is"
+        )));
+    }
+    Ok((bytes, enqueue_options(opts)?))
 }
 
 /// Options of `deadLetters(options)`.
@@ -148,6 +223,12 @@ pub struct DeadLettersOptions {
     /// Most jobs returned. Default 100.
     pub limit: Option<u32>,
 }
+
+/// The largest job priority (`enqueue` option `priority`): 1 runs first, `MAX_PRIORITY` last.
+// Exported to JS by napi's registration; Rust code never reads it.
+#[allow(dead_code)]
+#[napi]
+pub const MAX_PRIORITY: u32 = tideq::MAX_PRIORITY;
 
 /// A reliable job queue: delayed jobs, leases, retries with backoff, dead letters, idempotent
 /// ids, cancel. Delivery is at-least-once, so handlers should be idempotent.
@@ -189,11 +270,18 @@ impl Queue {
             keep_dead_for: opts.nullable_millis("keepDeadForMs", d.keep_dead_for)?,
             idempotency_window: opts
                 .nullable_millis("idempotencyWindowMs", d.idempotency_window)?,
-            ..d
+            idempotency_max_ids: opts
+                .get("idempotencyMaxIds", count)?
+                .unwrap_or(d.idempotency_max_ids),
         };
         let shards = opts.get("shards", count1)?.unwrap_or(1);
         Ok(tideq::Queue::sharded(&client, &name, shards, queue_opts)?)
     }
+}
+
+/// An optional argument that was given (not absent, not `undefined`).
+fn given(v: Option<Unknown>) -> Option<Unknown> {
+    v.filter(|v| v.get_type().ok() != Some(ValueType::Undefined))
 }
 
 /// A job id argument: a string (its format is checked by the core).
@@ -255,34 +343,51 @@ impl Queue {
         self.inner.options().max_error_len as f64
     }
 
-    /// Enqueues one job. A string payload is stored as its UTF-8 bytes. With an `id` that
-    /// already exists nothing is written and `created` is false.
+    /// Enqueues task `name` with `data` (encoded as JSON by default; `options.format:
+    /// 'msgpack'` for MessagePack), for a worker started with `work({ [name]: handler })`. A
+    /// string first argument is always a task name. With an `id` that already exists nothing is
+    /// written and `created` is false.
     #[napi(
-        ts_args_type = "payload: Buffer | Uint8Array | string, options?: EnqueueOptions",
+        ts_args_type = "name: string, data?: unknown, options?: EnqueueOptions): Promise<Enqueued>\n/**\n * Enqueues one job with a raw payload (a `Buffer` or `Uint8Array`; for text,\n * `Buffer.from(text)`), for a handler that reads `job.payload`. With an `id` that already\n * exists nothing is written and `created` is false.\n */\nenqueue(payload: Buffer | Uint8Array, options?: EnqueueOptions",
         ts_return_type = "Promise<Enqueued>"
     )]
     pub fn enqueue<'env>(
         &self,
         env: &'env Env,
-        payload: Unknown,
-        options: Option<Unknown>,
+        first: Unknown,
+        second: Option<Unknown>,
+        third: Option<Unknown>,
     ) -> Result<PromiseRaw<'env, Enqueued>> {
         let q = self.inner.clone();
-        let args = bytes("payload", &payload).and_then(|p| {
-            let opts = Options::new("enqueue options", options.as_ref(), ENQUEUE_KEYS)?;
-            Ok((p, enqueue_options(&opts)?))
-        });
+        let args = if is_string(&first) {
+            Options::new("enqueue options", third.as_ref(), ENQUEUE_KEYS)
+                .and_then(|opts| task_job(env, "", &first, given(second).as_ref(), &opts))
+        } else if !(first.get_type()? == ValueType::Object && first.is_typedarray()?) {
+            Err(type_error(format!(
+                "enqueue takes a task name (a string) or a raw payload (a Buffer or Uint8Array) \
+                 first; got {}",
+                describe(&first)
+            )))
+        } else if given(third).is_some() {
+            Err(type_error(
+                "enqueue(payload, options) takes two arguments: data goes with a task name, \
+                 enqueue(name, data, options)",
+            ))
+        } else {
+            Options::new("enqueue options", second.as_ref(), ENQUEUE_KEYS)
+                .and_then(|opts| raw_job("", &first, &opts))
+        };
         spawn(
             env,
             args.map(|(payload, opts)| async move { Ok(q.enqueue(payload, opts).await?.into()) }),
         )
     }
 
-    /// Enqueues many jobs in one round trip, each `{ payload, ...options }`. Every job is
-    /// checked first: on bad input nothing is written. Resolves with one result per job, in
-    /// order.
+    /// Enqueues many jobs in one round trip, each a task `{ name, data, ...options }` or a raw
+    /// job `{ payload, ...options }` (or a bare `Buffer`). Every job is checked first: on bad
+    /// input nothing is written. Resolves with one result per job, in order.
     #[napi(
-        ts_args_type = "jobs: JobSpec[]",
+        ts_args_type = "jobs: Array<JobSpec | Buffer | Uint8Array>",
         ts_return_type = "Promise<Enqueued[]>"
     )]
     pub fn enqueue_many<'env>(
@@ -292,20 +397,35 @@ impl Queue {
     ) -> Result<PromiseRaw<'env, Vec<Enqueued>>> {
         let q = self.inner.clone();
         let jobs = array("jobs", &jobs, |i, job| {
+            let what = format!("jobs[{i}].");
+            if job.get_type()? == ValueType::Object && job.is_typedarray()? {
+                return raw_job(&what, job, &Options::new("", None, ENQUEUE_KEYS)?);
+            }
             if job.get_type()? != ValueType::Object || job.is_array()? {
                 return Err(type_error(format!(
-                    "jobs[{i}] must be an object {{ payload, ...options }}; got {}",
+                    "jobs[{i}] must be an object {{ name, data, ...options }} or {{ payload, \
+                     ...options }}, or a Buffer; got {}",
                     describe(job)
                 )));
             }
-            let what = format!("jobs[{i}]");
-            let opts = Options::new(what.clone(), Some(job), ENQUEUE_MANY_KEYS)?;
-            let payload = match opts.raw("payload")? {
-                Some(p) => bytes(&format!("{what}.payload"), &p)?,
-                None => return Err(type_error(format!("{what}.payload is missing"))),
-            };
-            let o = enqueue_options(&opts)?;
-            Ok((payload, o))
+            let opts = Options::new(format!("jobs[{i}]"), Some(job), ENQUEUE_MANY_KEYS)?;
+            match (opts.raw("name")?, opts.raw("payload")?) {
+                (Some(name), None) => {
+                    task_job(env, &what, &name, opts.raw("data")?.as_ref(), &opts)
+                }
+                (None, Some(payload)) if opts.raw("data")?.is_none() => {
+                    raw_job(&what, &payload, &opts)
+                }
+                (None, Some(_)) => Err(invalid(format!(
+                    "jobs[{i}].data goes with a task name (name); a raw job has only payload"
+                ))),
+                (Some(_), Some(_)) => Err(invalid(format!(
+                    "jobs[{i}] has both name (a task) and payload (raw bytes): give one"
+                ))),
+                (None, None) => Err(type_error(format!(
+                    "jobs[{i}] needs name (a task, with its data) or payload (raw bytes)"
+                ))),
+            }
         });
         spawn(
             env,

@@ -9,7 +9,12 @@
 //! - [`job`]: `Job` (what a worker's handler receives) and the job queue's result objects and
 //!   backoff option (core `job`).
 //! - [`jobs`]: `Queue`, the job queue, and its options (core `jobs` + `admin`).
-//! - [`worker`]: `Worker`, `Queue.work`/`run` (core `worker`).
+//! - [`flow`]: `Queue` flow control: pause/resume, limits, groups (core `flow`).
+//! - [`lease`]: `Queue.leaseJobs`/`complete`/`fail`/`release`/`extend`, manual leasing (core
+//!   `lease`).
+//! - [`task`]: tasks by name: task data to payload and back, `work({ name: handler })`'s
+//!   handlers (core `task`).
+//! - [`worker`]: `Worker`, `Queue.work`/`workBatches`/`run` (core `worker`).
 //! - [`envelope`]: `decodeEnvelope`/`encodeEnvelope` (core `envelope`).
 //! - [`acl`]: `aclRules`, the Redis ACL rules of each role (core `acl`).
 //! - [`error`]: core errors -> JS errors with `code` and the caller's stack (core `error`).
@@ -28,12 +33,15 @@ mod consumer;
 mod convert;
 mod envelope;
 mod error;
+mod flow;
 mod handler;
 mod job;
 mod jobs;
+mod lease;
 mod logger;
 mod runtime;
 mod signal;
+mod task;
 mod worker;
 
 /// mimalloc for small blocks, the system allocator for large ones (see `tideq::alloc`).

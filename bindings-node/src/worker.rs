@@ -18,12 +18,18 @@ use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
 use crate::abort::{Aborter, JobSignal, Reason};
-use crate::convert::{boolean, count, count1, function, millis, Options};
-use crate::error::{error_value, spawn, throw, Failure, Res};
-use crate::handler::{JsHandler, Running, RunningCall, Subject};
+use napi::{JsValue, ValueType};
+use tideq::CancellationToken;
+
+use crate::convert::{
+    boolean, count, count1, describe, entries, function, millis, read_value, Options,
+};
+use crate::error::{error_value, spawn, throw, type_error, Failure, Res};
+use crate::handler::{error_text, JsHandler, Reply, Running, RunningCall, Subject};
 use crate::job::Job;
 use crate::jobs::Queue;
 use crate::signal::{stop_on_signal, Stopper};
+use crate::task::task_handlers;
 
 /// Options of `work(handler, options)` and `run(handler, options)`. Every field is optional.
 // Declared for the TypeScript definitions only; `convert::Options` reads the fields one by one.
@@ -216,10 +222,93 @@ impl Subject for Leased {
     }
 }
 
-/// One attempt's handler call: fires the job's signal when the core cancels the attempt, and
-/// when the call is abandoned (dropped before it settled: `abort()`).
+/// A batch of leased jobs on its way to a batch handler (and, if it throws, to `onError`).
+#[derive(Clone)]
+struct LeasedBatch(Vec<Leased>);
+
+/// A failed batch is reported with its jobs: `onError(err, jobs)`.
+impl Subject for LeasedBatch {
+    type Js = Vec<Job>;
+
+    fn into_js(self) -> Vec<Job> {
+        self.0.into_iter().map(Leased::into_js).collect()
+    }
+
+    fn reported(&self) -> bool {
+        !self.0.iter().any(|l| l.stop.stopped_for_shutdown())
+    }
+
+    fn headline(&self) -> String {
+        let queue = self.0.first().map(|l| l.job.queue.as_str()).unwrap_or("");
+        format!(
+            "tideq: batch handler failed on {} job(s) of queue {queue:?}:",
+            self.0.len()
+        )
+    }
+}
+
+/// What a batch handler resolved with: nothing (all done), `{ [jobId]: error }` or a `Map` of
+/// the same (those failed, the rest done), or something else (the whole batch fails, saying so).
+enum BatchReply {
+    Done,
+    Failed(Vec<(String, String)>),
+    Bad(String),
+}
+
+impl Reply for BatchReply {
+    fn read(v: &Unknown) -> Self {
+        match batch_failures(v) {
+            Ok(None) => BatchReply::Done,
+            Ok(Some(failed)) => BatchReply::Failed(failed),
+            Err(why) => BatchReply::Bad(why),
+        }
+    }
+}
+
+/// The failures a batch handler reported, `None` for none (`undefined` or `null`).
+fn batch_failures(v: &Unknown) -> std::result::Result<Option<Vec<(String, String)>>, String> {
+    let bad = || {
+        format!(
+            "the batch handler resolved with {}: expected undefined (every job done) or an \
+             object or Map of {{ [jobId]: error }} (those jobs failed)",
+            describe(v)
+        )
+    };
+    match v.get_type().map_err(|e| e.reason)? {
+        ValueType::Undefined | ValueType::Null => return Ok(None),
+        ValueType::Object if !v.is_array().unwrap_or(true) => {}
+        _ => return Err(bad()),
+    }
+    let env = Env::from_raw(v.value().env);
+    let read = || -> Result<Object> {
+        let global = env.get_global()?;
+        let map: Function<(), Unknown> = global.get_named_property("Map")?;
+        if v.instanceof(map)? {
+            // A Map's entries as an object's (keys become strings, as job ids are).
+            let object: Object = global.get_named_property("Object")?;
+            let from_entries: Function<Unknown, Object> =
+                object.get_named_property("fromEntries")?;
+            return from_entries.call(*v);
+        }
+        read_value(v).map_err(|_| napi::Error::from_reason(bad()))
+    };
+    let obj = read().map_err(|e| e.reason)?;
+    let mut failed = Vec::new();
+    entries("the batch handler's failures", &obj, None, |id, error| {
+        failed.push((id, error_text(&error)));
+        Ok(())
+    })
+    .map_err(|e| match e {
+        Failure::Core(e) => e.message().to_string(),
+        Failure::Type(m) => m,
+    })?;
+    Ok(Some(failed))
+}
+
+/// One handler call (of one job, or of a batch): fires the jobs' signals when the core cancels
+/// the attempt, and when the call is abandoned (dropped before it settled: `abort()`).
 struct Attempt {
-    stop: Arc<JobSignal>,
+    stops: Vec<Arc<JobSignal>>,
     timeout: Option<Duration>,
     /// Taken before the core starts the attempt's timer, so a timeout is never mistaken for a
     /// shutdown.
@@ -235,116 +324,315 @@ impl Attempt {
             Some(t) if self.started.elapsed() >= t => Reason::Timeout(t),
             _ => Reason::Shutdown,
         };
-        self.stop.fire(reason);
+        for stop in &self.stops {
+            stop.fire(reason.clone());
+        }
     }
 
     fn settled(mut self) {
         self.settled = true;
-        self.stop.settle();
+        for stop in &self.stops {
+            stop.settle();
+        }
     }
 }
 
 impl Drop for Attempt {
     fn drop(&mut self) {
         if !self.settled {
-            self.stop.fire(Reason::Abandoned);
+            for stop in &self.stops {
+                stop.fire(Reason::Abandoned);
+            }
         }
     }
 }
 
+/// Runs `call` (a handler call for the jobs `stops` belong to) until it settles; when `token`
+/// fires first (timeout, end of the shutdown grace), aborts the jobs' signals and keeps waiting.
+async fn attempt<T>(
+    call: impl std::future::Future<Output = T>,
+    token: CancellationToken,
+    attempt: Attempt,
+) -> T {
+    tokio::pin!(call);
+    let res = tokio::select! {
+        biased;
+        res = &mut call => res,
+        _ = token.cancelled() => {
+            // Told to stop: abort `job.signal` and wait for the handler all the same.
+            attempt.cancelled();
+            call.await
+        }
+    };
+    attempt.settled();
+    res
+}
+
+/// Options of `workBatches(handler, options)`: the worker's options plus the batch's. Every
+/// field but `size` is optional.
+// Declared for the TypeScript definitions only; `convert::Options` reads the fields one by one.
+#[allow(dead_code)]
+#[napi(object, object_from_js = false, object_to_js = false)]
+pub struct BatchWorkerOptions {
+    /// Most jobs per handler call; at most `concurrency` (whose default is 10). Default 10.
+    pub size: Option<u32>,
+    /// Longest a leased job waits for its batch to fill (its lease is renewed meanwhile); 0
+    /// hands over whatever one fetch brought. Default 0.
+    pub wait_ms: Option<f64>,
+    /// Jobs (not batches) run at the same time: `concurrency / size` batches at once.
+    /// Default 10.
+    pub concurrency: Option<u32>,
+    /// As in `WorkerOptions`.
+    pub lease_ms: Option<f64>,
+    /// As in `WorkerOptions`.
+    pub poll_interval_ms: Option<f64>,
+    /// As in `WorkerOptions`: past it, the batch's jobs' `signal`s are aborted.
+    pub grace_ms: Option<f64>,
+    /// As in `WorkerOptions`.
+    pub stop_when_drained: Option<bool>,
+    /// Called with the error a batch handler threw or rejected with, and the batch's jobs.
+    /// Default: `console.error`. Should not throw.
+    #[napi(ts_type = "(err: unknown, jobs: Job[]) => void")]
+    pub on_error: Option<()>,
+}
+
+const BATCH_KEYS: &[&str] = &[
+    "size",
+    "waitMs",
+    "concurrency",
+    "leaseMs",
+    "pollIntervalMs",
+    "graceMs",
+    "stopWhenDrained",
+    "onError",
+];
+
+/// A JS function called with one job.
+type JobFn<'env> = Function<'env, FnArgs<(Job,)>, Unknown<'static>>;
+
+/// What a worker calls: one handler for every job, handlers by task name, or a batch handler.
+enum Handlers<'env> {
+    One(JobFn<'env>),
+    Tasks(Vec<(String, JobFn<'env>)>),
+    Batches(
+        Function<'env, FnArgs<(Vec<Job>,)>, Unknown<'static>>,
+        tideq::BatchOptions,
+    ),
+}
+
+/// The worker options common to `work`, `run` and `workBatches`, defaults from the core.
+fn worker_options(opts: &Options) -> Res<tideq::WorkerOptions> {
+    let d = tideq::WorkerOptions::default();
+    Ok(tideq::WorkerOptions {
+        concurrency: opts.get("concurrency", count1)?.unwrap_or(d.concurrency),
+        // A batch worker leases a batch's size per fetch instead.
+        batch_size: match opts.knows("batchSize") {
+            true => opts.get("batchSize", count)?.unwrap_or(d.batch_size),
+            false => d.batch_size,
+        },
+        lease: opts.get("leaseMs", millis)?.unwrap_or(d.lease),
+        poll_interval: opts
+            .get("pollIntervalMs", millis)?
+            .unwrap_or(d.poll_interval),
+        grace: opts.get("graceMs", millis)?.unwrap_or(d.grace),
+        stop_when_drained: opts
+            .get("stopWhenDrained", boolean)?
+            .unwrap_or(d.stop_when_drained),
+    })
+}
+
+/// The core's handler for one job: calls the JS handler `js` with the job and waits for it
+/// (its `signal` aborted when the core cancels the attempt).
+fn job_handler(
+    js: JsHandler<Leased, FnArgs<(Job,)>, Leased>,
+    aborter: Arc<Aborter>,
+    running: Running,
+) -> tideq::JobHandler {
+    // The closure owns the JS functions for as long as the core's worker runs.
+    Arc::new(move |job: tideq::Job| -> tideq::JobFuture {
+        let job = Arc::new(job);
+        let stop = JobSignal::new(&aborter);
+        let token = job.cancellation().clone();
+        let started = Attempt {
+            stops: vec![stop.clone()],
+            timeout: job.timeout,
+            started: Instant::now(),
+            settled: false,
+            _running: running.enter(),
+        };
+        let leased = Leased { job, stop };
+        Box::pin(attempt(js.call(leased.clone(), leased), token, started))
+    })
+}
+
+/// The core's handler for a batch: calls the JS handler with the jobs, and maps what it
+/// resolved with (or threw) to the core's batch outcome.
+fn batch_handler(
+    js: JsHandler<LeasedBatch, FnArgs<(Vec<Job>,)>, LeasedBatch>,
+    aborter: Arc<Aborter>,
+    running: Running,
+) -> tideq::JobBatchHandler {
+    Arc::new(move |jobs: Vec<tideq::Job>| -> tideq::BatchFuture {
+        // The core cancels a batch's jobs together (its timeout is the smallest of theirs).
+        let token = jobs
+            .first()
+            .map(|j| j.cancellation().clone())
+            .unwrap_or_default();
+        let timeout = jobs.iter().filter_map(|j| j.timeout).min();
+        let batch = LeasedBatch(
+            jobs.into_iter()
+                .map(|job| Leased {
+                    job: Arc::new(job),
+                    stop: JobSignal::new(&aborter),
+                })
+                .collect(),
+        );
+        let started = Attempt {
+            stops: batch.0.iter().map(|l| l.stop.clone()).collect(),
+            timeout,
+            started: Instant::now(),
+            settled: false,
+            _running: running.enter(),
+        };
+        let call = js.call_for::<BatchReply>(batch.clone(), batch);
+        Box::pin(async move {
+            match attempt(call, token, started).await {
+                Ok(BatchReply::Done) => Ok(()),
+                Ok(BatchReply::Failed(failed)) => Err(tideq::BatchError::Jobs(failed)),
+                Ok(BatchReply::Bad(why)) => Err(tideq::BatchError::All(why)),
+                Err(error) => Err(tideq::BatchError::All(error)),
+            }
+        })
+    })
+}
+
 impl Queue {
-    /// Reads the handler and options and starts a core worker calling the handler. Also returns
-    /// the count of running handlers and the grace period, for `run()`.
+    /// Reads the handler(s) and options and starts a core worker calling them. Also returns the
+    /// count of running handlers and the grace period, for `run()`.
     fn start(
         &self,
         env: &Env,
         handler: &Unknown,
         options: Option<&Unknown>,
+        batches: bool,
     ) -> Res<(tideq::Worker, Running, Duration)> {
-        let handler = function("handler", handler)?;
-        let opts = Options::new("work options", options, WORK_KEYS)?;
-        let d = tideq::WorkerOptions::default();
-        let worker_opts = tideq::WorkerOptions {
-            concurrency: opts.get("concurrency", count1)?.unwrap_or(d.concurrency),
-            batch_size: opts.get("batchSize", count)?.unwrap_or(d.batch_size),
-            lease: opts.get("leaseMs", millis)?.unwrap_or(d.lease),
-            poll_interval: opts
-                .get("pollIntervalMs", millis)?
-                .unwrap_or(d.poll_interval),
-            grace: opts.get("graceMs", millis)?.unwrap_or(d.grace),
-            stop_when_drained: opts
-                .get("stopWhenDrained", boolean)?
-                .unwrap_or(d.stop_when_drained),
+        let (what, keys) = match batches {
+            true => ("workBatches options", BATCH_KEYS),
+            false => ("work options", WORK_KEYS),
+        };
+        let opts = Options::new(what, options, keys)?;
+        let worker_opts = worker_options(&opts)?;
+        let handlers = if batches {
+            let d = tideq::BatchOptions::default();
+            let batch = tideq::BatchOptions {
+                size: opts.get("size", count1)?.unwrap_or(d.size),
+                wait: opts.get("waitMs", millis)?.unwrap_or(d.wait),
+            };
+            Handlers::Batches(function("handler", handler)?, batch)
+        } else if handler.get_type()? == ValueType::Function {
+            Handlers::One(function("handler", handler)?)
+        } else if handler.get_type()? == ValueType::Object && !handler.is_array()? {
+            Handlers::Tasks(task_handlers(env, "handlers", handler)?)
+        } else {
+            return Err(type_error(format!(
+                "the handler must be a function (job) => ... or an object of task handlers \
+                 {{ 'task-name': (data, job) => ... }}; got {}",
+                describe(handler)
+            )));
         };
         let grace = worker_opts.grace;
-        let js = JsHandler::<_, _, Leased>::new(
-            env,
-            handler,
-            |leased: Leased| FnArgs::from((Job::new(leased.job, leased.stop),)),
-            opts.get("onError", function)?,
-        )?;
         let aborter = Aborter::new(env)?;
         let running = Running::default();
-        let counted = running.clone();
-        // The closure owns the JS functions for as long as the core's worker runs.
-        let boxed: tideq::JobHandler = Arc::new(move |job: tideq::Job| -> tideq::JobFuture {
-            let job = Arc::new(job);
-            let stop = JobSignal::new(&aborter);
-            let token = job.cancellation().clone();
-            let attempt = Attempt {
-                stop: stop.clone(),
-                timeout: job.timeout,
-                started: Instant::now(),
-                settled: false,
-                _running: counted.enter(),
-            };
-            let leased = Leased { job, stop };
-            let call = js.call(leased.clone(), leased);
-            Box::pin(async move {
-                tokio::pin!(call);
-                let res = tokio::select! {
-                    biased;
-                    res = &mut call => res,
-                    _ = token.cancelled() => {
-                        // Told to stop: abort `job.signal` and wait for the handler all the same.
-                        attempt.cancelled();
-                        call.await
+        let job_js = |f| {
+            JsHandler::<_, _, Leased>::new(
+                env,
+                f,
+                |leased: Leased| FnArgs::from((leased.into_js(),)),
+                opts.get("onError", function)?,
+            )
+        };
+        let q = &self.inner;
+        let start = || -> Res<tideq::Worker> {
+            Ok(match handlers {
+                Handlers::One(f) => q.work_boxed(
+                    worker_opts,
+                    job_handler(job_js(f)?, aborter, running.clone()),
+                )?,
+                Handlers::Tasks(fs) => {
+                    let mut tasks = tideq::Tasks::new();
+                    for (name, f) in fs {
+                        let h = job_handler(job_js(f)?, aborter.clone(), running.clone());
+                        tasks = tasks.boxed(&name, h);
                     }
-                };
-                attempt.settled();
-                res
+                    q.work_tasks(worker_opts, tasks)?
+                }
+                Handlers::Batches(f, batch) => {
+                    let js = JsHandler::<_, _, LeasedBatch>::new(
+                        env,
+                        f,
+                        |b: LeasedBatch| FnArgs::from((b.into_js(),)),
+                        opts.get("onError", function)?,
+                    )?;
+                    let h = batch_handler(js, aborter, running.clone());
+                    q.work_batches_boxed(worker_opts, batch, h)?
+                }
             })
-        });
-        // `work_boxed` spawns on the current tokio runtime: napi's.
-        let worker = napi::bindgen_prelude::within_runtime_if_available(|| {
-            self.inner.work_boxed(worker_opts, boxed)
-        })?;
+        };
+        // The core's workers spawn on the current tokio runtime: napi's.
+        let worker = napi::bindgen_prelude::within_runtime_if_available(start)?;
         Ok((worker, running, grace))
     }
 }
 
 #[napi]
 impl Queue {
-    /// Starts a worker calling `handler(job)` for each job, up to `concurrency` at a time. A
-    /// handler that throws or rejects fails the attempt: the error is reported (`onError`, else
-    /// `console.error`), its text (`name: message`) is stored with the job, and the job is
-    /// retried after its backoff, or dead-lettered after `maxAttempts`. A job keeps its slot and
-    /// its lease until its handler settles, even past its timeout (`job.signal` is aborted then).
-    #[napi(ts_args_type = "handler: (job: Job) => void | Promise<void>, options?: WorkerOptions")]
+    /// Starts a worker, up to `concurrency` jobs at a time. `handler` is either a function
+    /// called with each job, or an object of task handlers by name, `{ 'send-email': (data,
+    /// job) => ... }`, each called with the job's decoded `data` for the jobs enqueued with its
+    /// name (`enqueue(name, data)`); a job with another name, or none, is dead-lettered at once
+    /// (not retried) with an error naming the tasks this worker runs. A handler that throws or
+    /// rejects fails the attempt: the error is reported (`onError`, else `console.error`), its
+    /// text (`name: message`) is stored with the job, and the job is retried after its backoff,
+    /// or dead-lettered after `maxAttempts`. A job keeps its slot and its lease until its
+    /// handler settles, even past its timeout (`job.signal` is aborted then).
+    #[napi(
+        ts_args_type = "handler: ((job: Job) => void | Promise<void>) | Record<string, (data: any, job: Job) => void | Promise<void>>, options?: WorkerOptions"
+    )]
     pub fn work(&self, env: &Env, handler: Unknown, options: Option<Unknown>) -> Result<Worker> {
-        let (worker, _, _) = throw(env, self.start(env, &handler, options.as_ref()))?;
+        let (worker, _, _) = throw(env, self.start(env, &handler, options.as_ref(), false))?;
         Ok(Worker {
             inner: Arc::new(worker),
         })
     }
 
-    /// Runs a worker until SIGINT or SIGTERM triggers a graceful shutdown (a line on stderr says
-    /// how long it waits for how many running jobs), or until it stops by itself
-    /// (`stopWhenDrained`). A second SIGINT or SIGTERM stops it at once, like `abort()`. The
-    /// listeners (`process.on`) are removed afterwards. Resolves with its stats; rejects like
-    /// `Worker.join()`.
+    /// Starts a worker whose handler gets up to `size` leased jobs at once, as an array. The
+    /// handler resolving to `undefined` completes them all; resolving to an object (or `Map`)
+    /// `{ [jobId]: error }` (an `Error` or a message) fails those jobs (each retried or
+    /// dead-lettered by its own attempts) and completes the rest; throwing or rejecting fails
+    /// them all. Each job keeps its own lease (renewed while it waits for its batch and while
+    /// the handler runs); the batch's time limit is the smallest of its jobs' `timeoutMs`.
     #[napi(
-        ts_args_type = "handler: (job: Job) => void | Promise<void>, options?: WorkerOptions",
+        ts_args_type = "handler: (jobs: Job[]) => void | Record<string, Error | string> | Map<string, Error | string> | Promise<void | Record<string, Error | string> | Map<string, Error | string>>, options?: BatchWorkerOptions"
+    )]
+    pub fn work_batches(
+        &self,
+        env: &Env,
+        handler: Unknown,
+        options: Option<Unknown>,
+    ) -> Result<Worker> {
+        let (worker, _, _) = throw(env, self.start(env, &handler, options.as_ref(), true))?;
+        Ok(Worker {
+            inner: Arc::new(worker),
+        })
+    }
+
+    /// Runs a worker (a handler function or task handlers, as `work`) until SIGINT or SIGTERM
+    /// triggers a graceful shutdown (one line on stderr says how long it waits for how many
+    /// running jobs), or until it stops by itself (`stopWhenDrained`). A second SIGINT or
+    /// SIGTERM stops it at once, like `abort()`. The listeners (`process.on`) are removed
+    /// afterwards. Resolves with its stats; rejects like `Worker.join()`.
+    #[napi(
+        ts_args_type = "handler: ((job: Job) => void | Promise<void>) | Record<string, (data: any, job: Job) => void | Promise<void>>, options?: WorkerOptions",
         ts_return_type = "Promise<WorkerStats>"
     )]
     pub fn run<'env>(
@@ -353,7 +641,8 @@ impl Queue {
         handler: Unknown,
         options: Option<Unknown>,
     ) -> Result<PromiseRaw<'env, WorkerStats>> {
-        let (worker, running, grace) = throw(env, self.start(env, &handler, options.as_ref()))?;
+        let (worker, running, grace) =
+            throw(env, self.start(env, &handler, options.as_ref(), false))?;
         let worker = Arc::new(worker);
         let (stop, abort) = (worker.clone(), worker.clone());
         let stopper = Stopper {

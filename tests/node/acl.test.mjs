@@ -50,12 +50,12 @@ test('each job-queue role works under exactly its rules; a producer cannot run a
     const admin = new Queue(name, { client: await clientAs('admin', name, prefix), ...options });
 
     // The producer's calls.
-    await producer.enqueue('ok', { id: 'a' });
+    await producer.enqueue(Buffer.from('ok'), { id: 'a' });
     await producer.enqueueMany([
-      { payload: 'fail', id: 'f1' },
-      { payload: 'fail', id: 'f2' },
-      { payload: 'slow', id: 's' },
-      { payload: 'ok', delayMs: 50 },
+      { payload: Buffer.from('fail'), id: 'f1' },
+      { payload: Buffer.from('fail'), id: 'f2' },
+      { payload: Buffer.from('slow'), id: 's' },
+      { payload: Buffer.from('ok'), delayMs: 50 },
     ]);
 
     // The worker's: fetch, complete, fail (retry, dead letter, trimming), lease renewal.
@@ -77,13 +77,13 @@ test('each job-queue role works under exactly its rules; a producer cannot run a
     const dead = await admin.deadLetters();
     assert.equal(dead.length, 1);
     await admin.requeue(dead[0].id);
-    await producer.enqueue('x', { id: 'c', delayMs: 60_000 });
+    await producer.enqueue(Buffer.from('x'), { id: 'c', delayMs: 60_000 });
     await admin.cancel('c');
     assert.equal(await admin.requeueAll(), 0);
     assert.equal(await admin.purge(), 0);
 
     // A shutdown that hands a running job back (its handler stops on job.signal).
-    await producer.enqueue('slow', { id: 'held' });
+    await producer.enqueue(Buffer.from('slow'), { id: 'held' });
     let started = false;
     const holding = worker.work(
       async (job) => {

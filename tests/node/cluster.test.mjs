@@ -77,13 +77,13 @@ test('a capped queue works end to end on the cluster: push, pushMany, len, popBa
 test('a job queue works end to end on the cluster: enqueue, enqueueMany, get, cancel, work, deadLetters, requeue, purge, stats', async () => {
   const { client } = clusterClient();
   const queue = new Queue(unique('cj'), { client, maxAttempts: 2, ...fast });
-  const res = await queue.enqueueMany(Array.from({ length: 1200 }, (_, i) => ({ payload: 'x', id: `j${i}` })));
+  const res = await queue.enqueueMany(Array.from({ length: 1200 }, (_, i) => ({ payload: Buffer.from('x'), id: `j${i}` })));
   assert.equal(res.filter((r) => r.created).length, 1200);
-  assert.deepEqual(await queue.enqueue('d', { id: 'later', delayMs: 60_000 }), { id: 'later', created: true });
+  assert.deepEqual(await queue.enqueue(Buffer.from('d'), { id: 'later', delayMs: 60_000 }), { id: 'later', created: true });
   assert.equal((await queue.get('later')).state, 'delayed');
   await queue.cancel('later');
   assert.equal(await queue.get('later'), null);
-  await queue.enqueue('bad', { id: 'bad' });
+  await queue.enqueue(Buffer.from('bad'), { id: 'bad' });
   const stats = await queue
     .work((job) => {
       if (job.id === 'bad') throw new Error('no');
@@ -100,7 +100,7 @@ test('a job queue works end to end on the cluster: enqueue, enqueueMany, get, ca
   assert.equal(await queue.purge(), 1);
   const s = await queue.stats();
   assert.deepEqual(
-    [s.enqueued, s.completed, s.failed, s.cancelled, s.ready, s.delayed, s.active, s.dead],
+    [s.enqueued, s.completed, s.deadLettered, s.cancelled, s.ready, s.delayed, s.active, s.dead],
     [1202, 1200, 2, 1, 0, 0, 0, 0],
   );
 });
@@ -111,11 +111,11 @@ test('a sharded job queue (shards: 3) spreads over the masters; a worker process
   const queue = new Queue(name, { client, shards: 3, ...fast });
   assert.equal(queue.shards, 3);
   let n = 600;
-  await queue.enqueueMany(Array.from({ length: n }, (_, i) => ({ payload: String(i), id: `s${i}` })));
+  await queue.enqueueMany(Array.from({ length: n }, (_, i) => ({ payload: Buffer.from(String(i)), id: `s${i}` })));
   // Idempotent ids across shards: enqueuing them again creates nothing.
-  const again = await queue.enqueueMany(Array.from({ length: 50 }, (_, i) => ({ payload: 'dup', id: `s${i}` })));
+  const again = await queue.enqueueMany(Array.from({ length: 50 }, (_, i) => ({ payload: Buffer.from('dup'), id: `s${i}` })));
   assert.ok(again.every((r) => !r.created));
-  for (let i = 0; i < 6; i++) await queue.enqueue('later', { id: `d${i}`, delayMs: 60_000 });
+  for (let i = 0; i < 6; i++) await queue.enqueue(Buffer.from('later'), { id: `d${i}`, delayMs: 60_000 });
   assert.equal(await queue.get('s5').then((j) => j.payload.toString()), '5');
   for (let i = 0; i < 3; i++) await queue.cancel(`d${i}`);
   await assert.rejects(queue.cancel('d0'), { code: 'JOB_NOT_FOUND' });
@@ -139,7 +139,7 @@ test('a sharded job queue (shards: 3) spreads over the masters; a worker process
   await waitFor(() => seen.size === n, `${n} jobs processed`, 20_000);
   // Now idle: jobs enqueued on every shard wake it up.
   const t0 = Date.now();
-  for (let i = n; i < n + 30; i++) await queue.enqueue(String(i), { id: `s${i}` });
+  for (let i = n; i < n + 30; i++) await queue.enqueue(Buffer.from(String(i)), { id: `s${i}` });
   await waitFor(() => seen.size === n + 30, 'jobs enqueued while the worker waited', 5_000);
   assert.ok(Date.now() - t0 < 5_000);
   const wstats = await worker.shutdown();
@@ -149,7 +149,7 @@ test('a sharded job queue (shards: 3) spreads over the masters; a worker process
   assert.equal(wstats.completed, n);
   const s = await queue.stats();
   assert.deepEqual(
-    [s.enqueued, s.completed, s.cancelled, s.ready, s.active, s.delayed, s.dead, s.failed],
+    [s.enqueued, s.completed, s.cancelled, s.ready, s.active, s.delayed, s.dead, s.deadLettered],
     [n + 6, n, 3, 0, 0, 3, 0, 0],
   );
   assert.equal((await queue.get('s123')).state, 'completed');

@@ -46,7 +46,7 @@ if (mode === 'hang') {
     },
     { concurrency: 2, graceMs: 200 },
   );
-  await queue.enqueueMany([{ payload: 'q', id: 'quick' }, { payload: 'e', id: 'endless' }]);
+  await queue.enqueueMany([{ payload: Buffer.from('q'), id: 'quick' }, { payload: Buffer.from('e'), id: 'endless' }]);
   while (done === 0 || started < 2) await sleep(5);
   let settled = false;
   const stopping = worker.shutdown().finally(() => (settled = true));
@@ -64,7 +64,7 @@ if (mode === 'hang') {
     },
     { graceMs: 100 },
   );
-  await queue.enqueue('x', { id: 'endless' });
+  await queue.enqueue(Buffer.from('x'), { id: 'endless' });
   console.log(`stats ${JSON.stringify(await stats)}`);
 } else if (mode === 'unreachable') {
   // A worker whose Redis is unreachable (the URL argument): it retries, and says so on stderr.
@@ -82,12 +82,12 @@ if (mode === 'hang') {
     },
     { graceMs: 5_000 },
   );
-  await queue.enqueue('x', { id: 'signalled' });
+  await queue.enqueue(Buffer.from('x'), { id: 'signalled' });
   console.log('ready');
   console.log(`stats ${JSON.stringify(await stats)}`);
 } else if (mode === 'throws') {
   // No onError: the failure is printed with console.error, stack included.
-  await queue.enqueue('x', { id: 'broken', maxAttempts: 1 });
+  await queue.enqueue(Buffer.from('x'), { id: 'broken', maxAttempts: 1 });
   const worker = queue.work(
     function brokenHandler() {
       throw new Error('boom from the handler');

@@ -29,8 +29,8 @@ const drained = { stopWhenDrained: true, pollIntervalMs: 100 };
 test('enqueue resolves with the id, get reads the job back, and an existing id creates nothing', async () => {
   const { queue } = freshJobQueue(redis.url, fast);
   const before = await redisTime(redis.url);
-  assert.deepEqual(await queue.enqueue('one', { id: 'order-1' }), { id: 'order-1', created: true });
-  assert.deepEqual(await queue.enqueue('two', { id: 'order-1' }), { id: 'order-1', created: false });
+  assert.deepEqual(await queue.enqueue(Buffer.from('one'), { id: 'order-1' }), { id: 'order-1', created: true });
+  assert.deepEqual(await queue.enqueue(Buffer.from('two'), { id: 'order-1' }), { id: 'order-1', created: false });
   const info = await queue.get('order-1');
   assert.ok(Buffer.isBuffer(info.payload));
   assert.equal(info.payload.toString(), 'one', 'the second enqueue overwrote the job');
@@ -43,6 +43,8 @@ test('enqueue resolves with the id, get reads the job back, and an existing id c
     lastError: null,
     enqueuedAt: info.enqueuedAt,
     stateSinceOrUntil: null,
+    priority: null,
+    group: null,
     unreadable: null,
   });
   assert.ok(info.enqueuedAt >= before && info.enqueuedAt <= (await redisTime(redis.url)), 'enqueuedAt is Redis time');
@@ -58,7 +60,7 @@ test('enqueue resolves with the id, get reads the job back, and an existing id c
 
 test('enqueueMany writes every job in one call, is idempotent per id, and keeps FIFO order', async () => {
   const { queue } = freshJobQueue(redis.url, fast);
-  const jobs = Array.from({ length: 1200 }, (_, i) => ({ payload: String(i), id: `j${i % 1100}` }));
+  const jobs = Array.from({ length: 1200 }, (_, i) => ({ payload: Buffer.from(String(i)), id: `j${i % 1100}` }));
   const res = await queue.enqueueMany(jobs);
   assert.equal(res.length, 1200);
   assert.equal(res.filter((r) => r.created).length, 1100);
@@ -66,7 +68,7 @@ test('enqueueMany writes every job in one call, is idempotent per id, and keeps 
   assert.deepEqual(res[7], { id: 'j7', created: true });
   assert.deepEqual(await queue.enqueueMany([]), []);
   // Per-job options apply to each job.
-  const [later] = await queue.enqueueMany([{ payload: 'later', id: 'later', delayMs: 60_000, maxAttempts: 2 }]);
+  const [later] = await queue.enqueueMany([{ payload: Buffer.from('later'), id: 'later', delayMs: 60_000, maxAttempts: 2 }]);
   assert.ok(later.created);
   const info = await queue.get('later');
   assert.equal(info.state, 'delayed');
@@ -84,11 +86,11 @@ test('a delayed job never runs before its due time by Redis time (delayMs, runAt
   const jobs = [];
   for (let i = 0; i < 12; i++) {
     const due = base + 400 + (i % 6) * 40;
-    jobs.push({ payload: String(due), id: `at${i}`, runAt: i % 2 ? new Date(due) : due });
+    jobs.push({ payload: Buffer.from(String(due)), id: `at${i}`, runAt: i % 2 ? new Date(due) : due });
   }
   await queue.enqueueMany(jobs);
   for (let i = 0; i < 6; i++) {
-    await queue.enqueue('delay', { id: `in${i}`, delayMs: 300 + i * 40 });
+    await queue.enqueue(Buffer.from('delay'), { id: `in${i}`, delayMs: 300 + i * 40 });
     const info = await queue.get(`in${i}`);
     assert.equal(info.state, 'delayed');
     assert.ok(info.stateSinceOrUntil >= base + 300 + i * 40, 'due time is computed from Redis time');
@@ -112,8 +114,8 @@ test('a delayed job never runs before its due time by Redis time (delayMs, runAt
 
 test('cancel removes a delayed or a ready job', async () => {
   const { queue } = freshJobQueue(redis.url, fast);
-  await queue.enqueue('r', { id: 'ready' });
-  await queue.enqueue('d', { id: 'delayed', delayMs: 60_000 });
+  await queue.enqueue(Buffer.from('r'), { id: 'ready' });
+  await queue.enqueue(Buffer.from('d'), { id: 'delayed', delayMs: 60_000 });
   await queue.cancel('ready');
   await queue.cancel('delayed');
   assert.equal(await queue.get('ready'), null);
@@ -124,7 +126,7 @@ test('cancel removes a delayed or a ready job', async () => {
 
 test('cancel of an active job rejects with JOB_NOT_CANCELLABLE', async () => {
   const { queue } = freshJobQueue(redis.url, fast);
-  await queue.enqueue('a', { id: 'busy' });
+  await queue.enqueue(Buffer.from('a'), { id: 'busy' });
   let started = false;
   let release;
   const worker = queue.work(async () => {
@@ -148,7 +150,7 @@ test('cancel of an unknown id rejects with JOB_NOT_FOUND', async () => {
 
 test('a failing job is retried, then dead-lettered after exactly maxAttempts with the last error', async () => {
   const { queue } = freshJobQueue(redis.url, fast);
-  await queue.enqueue('x', { id: 'flaky', maxAttempts: 3 });
+  await queue.enqueue(Buffer.from('x'), { id: 'flaky', maxAttempts: 3 });
   const attempts = [];
   const reported = [];
   const worker = queue.work(
@@ -170,12 +172,12 @@ test('a failing job is retried, then dead-lettered after exactly maxAttempts wit
   assert.deepEqual(reported.map(([, id, a]) => [id, a]), [['flaky', 1], ['flaky', 2], ['flaky', 3]]);
   assert.ok(reported[0][0] instanceof RangeError, 'onError gets the error object the handler threw');
   const s = await queue.stats();
-  assert.deepEqual([s.dead, s.failed, s.retried], [1, 1, 2]);
+  assert.deepEqual([s.dead, s.deadLettered, s.retried], [1, 1, 2]);
 });
 
 test('dead letters can be listed (paged), requeued one by one or all, and purged', async () => {
   const { queue, prefix } = freshJobQueue(redis.url, fast);
-  for (let i = 0; i < 5; i++) await queue.enqueue(String(i), { id: `bad${i}`, maxAttempts: 1 });
+  for (let i = 0; i < 5; i++) await queue.enqueue(Buffer.from(String(i)), { id: `bad${i}`, maxAttempts: 1 });
   const failing = (message) => () => Promise.reject(new Error(message));
   await queue.work(failing('nope'), { ...drained, onError: () => {} }).join();
   const dead = await queue.deadLetters();
@@ -201,11 +203,11 @@ test('dead letters can be listed (paged), requeued one by one or all, and purged
 test('stats count jobs per state and the lifetime counters', async () => {
   const { queue } = freshJobQueue(redis.url, fast);
   await queue.enqueueMany([
-    { payload: 'ok', id: 'ok1' },
-    { payload: 'ok', id: 'ok2' },
-    { payload: 'bad', id: 'bad', maxAttempts: 2 },
-    { payload: 'later', id: 'later', delayMs: 60_000 },
-    { payload: 'gone', id: 'gone' },
+    { payload: Buffer.from('ok'), id: 'ok1' },
+    { payload: Buffer.from('ok'), id: 'ok2' },
+    { payload: Buffer.from('bad'), id: 'bad', maxAttempts: 2 },
+    { payload: Buffer.from('later'), id: 'later', delayMs: 60_000 },
+    { payload: Buffer.from('gone'), id: 'gone' },
   ]);
   await queue.cancel('gone');
   assert.deepEqual(await queue.stats(), {
@@ -215,12 +217,13 @@ test('stats count jobs per state and the lifetime counters', async () => {
     dead: 0,
     enqueued: 5,
     completed: 0,
-    failed: 0,
+    deadLettered: 0,
     retried: 0,
     recovered: 0,
     cancelled: 1,
     deadTrimmed: 0,
     lost: 0,
+    paused: false,
   });
   await queue.cancel('later'); // a delayed job would keep a stopWhenDrained worker waiting
   const worker = queue.work(
@@ -238,12 +241,13 @@ test('stats count jobs per state and the lifetime counters', async () => {
     dead: 1,
     enqueued: 5,
     completed: 2,
-    failed: 1,
+    deadLettered: 1,
     retried: 1,
     recovered: 0,
     cancelled: 2,
     deadTrimmed: 0,
     lost: 0,
+    paused: false,
   });
 });
 
@@ -252,25 +256,25 @@ test('keepDead bounds the dead letters: the oldest beyond it are deleted and cou
   const ids = ['d0', 'd1', 'd2', 'd3', 'd4'];
   for (const id of ids) {
     // One at a time, so the deaths happen in this order.
-    await queue.enqueue(id, { id });
+    await queue.enqueue(Buffer.from(id), { id });
     await queue.work(() => Promise.reject(new Error('boom')), { ...drained, onError: () => {} }).join();
   }
   const dead = await queue.deadLetters();
   assert.deepEqual(dead.map((j) => j.id), ['d3', 'd4'], 'the newest two are kept, oldest death first');
   assert.equal(await queue.get('d0'), null, 'a trimmed dead job is gone');
   const s = await queue.stats();
-  assert.deepEqual([s.dead, s.deadTrimmed, s.failed, s.lost], [2, 3, 5, 0]);
+  assert.deepEqual([s.dead, s.deadTrimmed, s.deadLettered, s.lost], [2, 3, 5, 0]);
 });
 
 test('an id whose job completed and was trimmed (keepCompleted: 0) creates nothing within the idempotency window, and is created again with idempotencyWindowMs: null', async () => {
   for (const [options, createdAgain] of [[{}, false], [{ idempotencyWindowMs: null }, true]]) {
     const { queue } = freshJobQueue(redis.url, { ...fast, keepCompleted: 0, ...options });
-    assert.equal((await queue.enqueue('first', { id: 'once' })).created, true);
+    assert.equal((await queue.enqueue(Buffer.from('first'), { id: 'once' })).created, true);
     const ran = [];
     await queue.work((job) => void ran.push(job.text()), drained).join();
     assert.deepEqual(ran, ['first']);
     assert.equal(await queue.get('once'), null, 'keepCompleted: 0 deletes the completed job');
-    const again = await queue.enqueue('second', { id: 'once' });
+    const again = await queue.enqueue(Buffer.from('second'), { id: 'once' });
     assert.deepEqual(again, { id: 'once', created: createdAgain }, JSON.stringify(options));
     assert.equal((await queue.stats()).ready, createdAgain ? 1 : 0);
   }
@@ -279,8 +283,8 @@ test('an id whose job completed and was trimmed (keepCompleted: 0) creates nothi
 test('a hand-damaged job record is dead-lettered and listed with unreadable set, its raw bytes as payload; the healthy jobs run', async () => {
   const { queue, prefix } = freshJobQueue(redis.url, fast);
   await queue.enqueueMany([
-    { payload: 'ok', id: 'fine' },
-    { payload: 'x', id: 'broken' },
+    { payload: Buffer.from('ok'), id: 'fine' },
+    { payload: Buffer.from('x'), id: 'broken' },
   ]);
   const garbage = Buffer.from([0x92, 0x01, 0x02]); // MessagePack, but not an envelope
   await redisCommand(redis.url, 'HSET', `${prefix}:{${queue.name}}:jobs`, 'broken', garbage);
@@ -319,24 +323,30 @@ test('bad job input is refused with INVALID_ARGUMENT and nothing is written', as
     [{ delay: 5 }, /unknown option "delay"/],
   ];
   for (const [opts, message] of bad) {
-    await rejectsWith(() => queue.enqueue('x', opts), 'INVALID_ARGUMENT', Error, message);
-    await rejectsWith(() => queue.enqueueMany([{ payload: "fine", id: "fine" }, { payload: "x", ...opts }]), "INVALID_ARGUMENT");
+    await rejectsWith(() => queue.enqueue(Buffer.from('x'), opts), 'INVALID_ARGUMENT', Error, message);
+    await rejectsWith(() => queue.enqueueMany([{ payload: Buffer.from("fine"), id: "fine" }, { payload: Buffer.from("x"), ...opts }]), "INVALID_ARGUMENT");
   }
   for (const id of ['', 'tab\there', 'nl\n', 'x'.repeat(257)]) {
-    await rejectsWith(() => queue.enqueue('x', { id }), 'INVALID_ARGUMENT', Error, /job id/);
-    await rejectsWith(() => queue.enqueueMany([{ payload: 'ok' }, { payload: 'x', id }]), 'INVALID_ARGUMENT');
+    await rejectsWith(() => queue.enqueue(Buffer.from('x'), { id }), 'INVALID_ARGUMENT', Error, /job id/);
+    await rejectsWith(() => queue.enqueueMany([{ payload: Buffer.from('ok') }, { payload: Buffer.from('x'), id }]), 'INVALID_ARGUMENT');
     await rejectsWith(() => queue.get(id), 'INVALID_ARGUMENT');
     await rejectsWith(() => queue.cancel(id), 'INVALID_ARGUMENT');
     await rejectsWith(() => queue.requeue(id), 'INVALID_ARGUMENT');
   }
-  await rejectsWith(() => queue.enqueue('x', { id: 'é'.repeat(129) }), 'INVALID_ARGUMENT', Error, /256 bytes/);
-  await rejectsWith(() => queue.enqueue('x', { id: 42 }), 'INVALID_ARGUMENT', TypeError, /id must be a string/);
-  await rejectsWith(() => queue.enqueue('x', { delayMs: '10' }), 'INVALID_ARGUMENT', TypeError, /delayMs must be a number/);
-  await rejectsWith(() => queue.enqueue('x', { runAt: '2030-01-01' }), 'INVALID_ARGUMENT', TypeError, /runAt must be a Date/);
-  await rejectsWith(() => queue.enqueue('x', 'opts'), 'INVALID_ARGUMENT', TypeError, /must be an object/);
+  await rejectsWith(() => queue.enqueue(Buffer.from('x'), { id: 'é'.repeat(129) }), 'INVALID_ARGUMENT', Error, /256 bytes/);
+  await rejectsWith(() => queue.enqueue(Buffer.from('x'), { id: 42 }), 'INVALID_ARGUMENT', TypeError, /id must be a string/);
+  await rejectsWith(() => queue.enqueue(Buffer.from('x'), { delayMs: '10' }), 'INVALID_ARGUMENT', TypeError, /delayMs must be a number/);
+  await rejectsWith(() => queue.enqueue(Buffer.from('x'), { runAt: '2030-01-01' }), 'INVALID_ARGUMENT', TypeError, /runAt must be a Date/);
+  await rejectsWith(() => queue.enqueue(Buffer.from('x'), 'opts'), 'INVALID_ARGUMENT', TypeError, /must be an object/);
   await rejectsWith(() => queue.enqueueMany('x'), 'INVALID_ARGUMENT', TypeError, /jobs must be an array/);
   await rejectsWith(() => queue.enqueueMany(['x']), 'INVALID_ARGUMENT', TypeError, /jobs\[0\] must be an object/);
-  await rejectsWith(() => queue.enqueueMany([{ id: 'no-payload' }]), 'INVALID_ARGUMENT', TypeError, /payload is missing/);
+  await rejectsWith(() => queue.enqueueMany([{ id: 'no-payload' }]), 'INVALID_ARGUMENT', TypeError, /needs name \(a task, with its data\) or payload \(raw bytes\)/);
+  await rejectsWith(() => queue.enqueueMany([{ name: 't', payload: Buffer.from('x') }]), 'INVALID_ARGUMENT', Error, /both name \(a task\) and payload/);
+  await rejectsWith(() => queue.enqueueMany([{ payload: Buffer.from('x'), data: 1 }]), 'INVALID_ARGUMENT', Error, /data goes with a task name/);
+  await rejectsWith(() => queue.enqueue(Buffer.from('x'), { format: 'json' }), 'INVALID_ARGUMENT', Error, /format applies to tasks/);
+  await rejectsWith(() => queue.enqueue('t', {}, { format: 'xml' }), 'INVALID_ARGUMENT', Error, /format must be 'json' or 'msgpack'/);
+  await rejectsWith(() => queue.enqueue('', {}), 'INVALID_ARGUMENT', Error, /task name/);
+  await rejectsWith(() => queue.enqueue('t', 1n), 'INVALID_ARGUMENT', TypeError, /BigInt/);
   // Queue and worker options.
   const url = redis.url;
   await rejectsWith(() => new Queue('', { client }), 'INVALID_ARGUMENT', Error, /queue name/);
@@ -350,17 +360,23 @@ test('bad job input is refused with INVALID_ARGUMENT and nothing is written', as
   await rejectsWith(() => queue.work(() => {}, { leaseMs: 10 }), 'INVALID_ARGUMENT', Error, /lease/);
   await rejectsWith(() => queue.work(() => {}, { lease_ms: 1000 }), 'INVALID_ARGUMENT', Error, /unknown option "lease_ms"/);
   await rejectsWith(() => queue.work('handler'), 'INVALID_ARGUMENT', TypeError, /handler must be a function/);
+  await rejectsWith(() => queue.work({ 'send-email': 'not a function' }), 'INVALID_ARGUMENT', TypeError, /handlers\["send-email"\] must be a function/);
+  await rejectsWith(() => queue.work({}), 'INVALID_ARGUMENT', Error, /at least one task/);
   await rejectsWith(() => queue.work(() => {}, { onError: 1 }), 'INVALID_ARGUMENT', TypeError, /onError must be a function/);
   await rejectsWith(() => queue.deadLetters({ limit: -1 }), 'INVALID_ARGUMENT');
   assert.deepEqual(await keysWithPrefix(redis.url, prefix), [], 'bad input wrote to Redis');
 });
 
-test('a payload that is not bytes (number, object, array, null) is a TypeError and nothing is written', async () => {
+test('a first argument that is neither a task name nor bytes (number, object, array, null) is a TypeError and nothing is written', async () => {
   const { queue, prefix } = freshJobQueue(redis.url);
-  for (const payload of [42, { a: 1 }, [1, 2], null, undefined, true, new Float32Array(2)]) {
-    await rejectsWith(() => queue.enqueue(payload), 'INVALID_ARGUMENT', TypeError, /payload must be a Buffer, Uint8Array or string/);
+  for (const payload of [42, { a: 1 }, [1, 2], null, undefined, true]) {
+    await rejectsWith(() => queue.enqueue(payload), 'INVALID_ARGUMENT', TypeError, /enqueue takes a task name \(a string\) or a raw payload \(a Buffer or Uint8Array\)/);
   }
-  await rejectsWith(() => queue.enqueueMany([{ payload: 'ok' }, { payload: 7 }]), 'INVALID_ARGUMENT', TypeError, /jobs\[1\]\.payload/);
+  await rejectsWith(() => queue.enqueue(new Float32Array(2)), 'INVALID_ARGUMENT', TypeError, /payload must be a Buffer or Uint8Array/);
+  await rejectsWith(() => queue.enqueueMany([{ payload: Buffer.from('ok') }, { payload: 7 }]), 'INVALID_ARGUMENT', TypeError, /jobs\[1\]\.payload/);
+  // A raw payload is bytes: text goes through Buffer.from (a string is a task name).
+  await rejectsWith(() => queue.enqueueMany([{ payload: 'text' }]), 'INVALID_ARGUMENT', TypeError, /jobs\[0\]\.payload must be a Buffer or Uint8Array \(raw bytes; for text, Buffer.from\(text\)\)/);
+  await rejectsWith(() => queue.enqueue(Buffer.from('x'), {}, {}), 'INVALID_ARGUMENT', TypeError, /takes two arguments/);
   const p = queue.enqueue(42);
   assert.ok(p instanceof Promise, 'async methods reject rather than throw');
   await assert.rejects(p, { code: 'INVALID_ARGUMENT' });
@@ -370,7 +386,7 @@ test('a payload that is not bytes (number, object, array, null) is a TypeError a
 test('a payload over maxPayload is refused with PAYLOAD_TOO_LARGE and nothing is written', async () => {
   const { queue, prefix } = freshJobQueue(redis.url, {}, { maxPayload: 1024 });
   await rejectsWith(() => queue.enqueue(Buffer.alloc(1025)), 'PAYLOAD_TOO_LARGE', Error, /1025 bytes/);
-  await rejectsWith(() => queue.enqueueMany([{ payload: 'small' }, { payload: 'x'.repeat(2000) }]), 'PAYLOAD_TOO_LARGE');
+  await rejectsWith(() => queue.enqueueMany([{ payload: Buffer.from('small') }, { payload: Buffer.from('x'.repeat(2000)) }]), 'PAYLOAD_TOO_LARGE');
   assert.deepEqual(await keysWithPrefix(redis.url, prefix), []);
   assert.ok((await queue.enqueue(Buffer.alloc(1024))).created, 'exactly the limit is accepted');
 });
@@ -378,7 +394,7 @@ test('a payload over maxPayload is refused with PAYLOAD_TOO_LARGE and nothing is
 test('enqueue with Redis unreachable rejects with CONNECTION, without the password', async () => {
   const port = await freePort();
   const queue = new Queue(unique('q'), { url: `redis://:s3cret@127.0.0.1:${port}` });
-  for (const call of [() => queue.enqueue('x'), () => queue.enqueueMany([{ payload: 'x' }]), () => queue.get('a'), () => queue.stats()]) {
+  for (const call of [() => queue.enqueue(Buffer.from('x')), () => queue.enqueueMany([{ payload: Buffer.from('x') }]), () => queue.get('a'), () => queue.stats()]) {
     const err = await rejectsWith(call, 'CONNECTION');
     assert.ok(!err.message.includes('s3cret'), err.message);
   }

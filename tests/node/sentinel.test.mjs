@@ -71,7 +71,7 @@ test('across a Sentinel failover a running worker carries on and every acknowled
     if (i === 20) await redisCli(sentinelPort(), 'SENTINEL', 'FAILOVER', MASTER);
     const id = `f${i}`;
     try {
-      await producer.enqueue('x', { id });
+      await producer.enqueue(Buffer.from('x'), { id });
       acked.push([id, phase]);
     } catch (err) {
       errors[err.code] = (errors[err.code] ?? 0) + 1;
@@ -110,7 +110,7 @@ test('across a Sentinel failover a running worker carries on and every acknowled
 test('with replicaAck and no replica, enqueue rejects with NOT_REPLICATED yet the job is on the server', async () => {
   const { queue } = freshJobQueue(redis.url, {}, { replicaAck: { replicas: 1, timeoutMs: 100 } });
   const t0 = Date.now();
-  await assert.rejects(queue.enqueue('x', { id: 'a' }), (err) => {
+  await assert.rejects(queue.enqueue(Buffer.from('x'), { id: 'a' }), (err) => {
     assert.equal(err.code, 'NOT_REPLICATED');
     assert.match(err.message, /0 of 1 replica/);
     return true;
@@ -120,8 +120,8 @@ test('with replicaAck and no replica, enqueue rejects with NOT_REPLICATED yet th
   assert.equal(job.state, 'ready');
   assert.equal(job.payload.toString(), 'x');
   // Enqueuing again with the same id is safe: nothing new is created.
-  await assert.rejects(queue.enqueue('x', { id: 'a' }), { code: 'NOT_REPLICATED' });
-  await assert.rejects(queue.enqueueMany([{ payload: 'y', id: 'b' }, { payload: 'z', id: 'a' }]), { code: 'NOT_REPLICATED' });
+  await assert.rejects(queue.enqueue(Buffer.from('x'), { id: 'a' }), { code: 'NOT_REPLICATED' });
+  await assert.rejects(queue.enqueueMany([{ payload: Buffer.from('y'), id: 'b' }, { payload: Buffer.from('z'), id: 'a' }]), { code: 'NOT_REPLICATED' });
   const s = await queue.stats();
   assert.deepEqual([s.enqueued, s.ready], [2, 2]);
   // The jobs are usable: a worker on the same client processes them.

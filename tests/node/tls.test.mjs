@@ -100,7 +100,7 @@ test('with tlsCa as a PEM string, a job is enqueued and processed over rediss://
   const client = new Client({ url: server.url, prefix: unique('t'), tlsCa: server.ca });
   await client.ping();
   const queue = new Queue(unique('jq'), { client });
-  const { id, created } = await queue.enqueue('over tls');
+  const { id, created } = await queue.enqueue(Buffer.from('over tls'));
   assert.equal(created, true);
   const seen = [];
   const stats = await queue.work((job) => seen.push([job.id, job.text()]), drained).join();
@@ -123,7 +123,7 @@ test('without tlsCa, or with another CA, the private certificate is rejected wit
     const client = new Client({ url: server.url, prefix: unique('t'), connectTimeoutMs: 2000, ...options });
     await rejectsWith(() => client.ping(), 'CONNECTION');
     const queue = new Queue(unique('jq'), { client });
-    await rejectsWith(() => queue.enqueue('x'), 'CONNECTION');
+    await rejectsWith(() => queue.enqueue(Buffer.from('x')), 'CONNECTION');
   }
   // Plain redis:// to the TLS-only port fails the same way.
   const plain = new Client({ url: `redis://127.0.0.1:${server.port}`, connectTimeoutMs: 2000 });

@@ -35,9 +35,9 @@ function startChild(mode, queue, prefix, { url = redis.url, env = {} } = {}) {
 const lines = (text, prefix) => text.split('\n').filter((l) => l.startsWith(prefix));
 const statsLine = (stdout) => JSON.parse(lines(stdout, 'stats ').at(-1).slice('stats '.length));
 
-test('a handler gets the job: id, payload Buffer, attempt, maxAttempts, enqueuedAt, queue, timeoutMs, text(), json()', async () => {
+test('a handler gets the job: id, payload Buffer, attempt, maxAttempts, enqueuedAt, startedAt, queue, timeoutMs, text(), json()', async () => {
   const { queue } = freshJobQueue(redis.url, fast);
-  await queue.enqueue('{"order":42,"note":"é"}', { id: 'j1', maxAttempts: 3, timeoutMs: 5_000 });
+  await queue.enqueue(Buffer.from('{"order":42,"note":"é"}'), { id: 'j1', maxAttempts: 3, timeoutMs: 5_000 });
   await queue.enqueue(Buffer.from([0xff, 0xfe]), { id: 'bin' });
   const got = {};
   const stats = await queue
@@ -49,6 +49,7 @@ test('a handler gets the job: id, payload Buffer, attempt, maxAttempts, enqueued
           same: job.payload === job.payload,
           fields: [job.attempt, job.maxAttempts, job.queue, job.timeoutMs],
           enqueuedAt: job.enqueuedAt,
+          startedAt: job.startedAt,
         };
         if (job.id === 'j1') {
           got.j1.text = job.text();
@@ -70,7 +71,8 @@ test('a handler gets the job: id, payload Buffer, attempt, maxAttempts, enqueued
   assert.equal(j1.text, '{"order":42,"note":"é"}');
   assert.deepEqual(j1.json, { order: 42, note: 'é' });
   assert.deepEqual(j1.fields, [1, 3, queue.name, 5_000]);
-  assert.deepEqual(j1.logged, { id: 'j1', queue: queue.name, attempt: 1, maxAttempts: 3, enqueuedAt: j1.enqueuedAt, timeoutMs: 5_000 });
+  assert.deepEqual(j1.logged, { id: 'j1', queue: queue.name, task: null, attempt: 1, maxAttempts: 3, enqueuedAt: j1.enqueuedAt, startedAt: j1.startedAt, timeoutMs: 5_000 });
+  assert.ok(j1.startedAt >= j1.enqueuedAt, 'startedAt: when the attempt was leased (Redis clock)');
   assert.match(j1.inspected, /id: 'j1'/);
   assert.match(j1.inspected, /payload: <Buffer 7b/);
   assert.ok(j1.enqueuedAt > 1.7e12);
@@ -81,7 +83,7 @@ test('a handler gets the job: id, payload Buffer, attempt, maxAttempts, enqueued
 test('a worker with sync or async handlers runs every job exactly once, at most concurrency at a time', async () => {
   for (const kind of ['sync', 'async']) {
     const { queue } = freshJobQueue(redis.url, fast);
-    await queue.enqueueMany(Array.from({ length: 300 }, (_, i) => ({ payload: String(i), id: `j${i}` })));
+    await queue.enqueueMany(Array.from({ length: 300 }, (_, i) => ({ payload: Buffer.from(String(i)), id: `j${i}` })));
     const seen = [];
     let inFlight = 0;
     let maxInFlight = 0;
@@ -107,7 +109,7 @@ test('a worker with sync or async handlers runs every job exactly once, at most 
 
 test('the concurrency bound holds for sync handlers too: never more jobs leased at once than concurrency', async () => {
   const { queue, prefix } = freshJobQueue(redis.url, fast);
-  await queue.enqueueMany(Array.from({ length: 40 }, (_, i) => ({ payload: String(i), id: `s${i}` })));
+  await queue.enqueueMany(Array.from({ length: 40 }, (_, i) => ({ payload: Buffer.from(String(i)), id: `s${i}` })));
   const u = new URL(redis.url);
   const active = `${prefix}:{${queue.name}}:active`;
   const leased = [];
@@ -127,7 +129,7 @@ test('the concurrency bound holds for sync handlers too: never more jobs leased 
 test('a worker process killed with SIGKILL mid-job loses nothing: a new worker completes every job, the killed ones as attempt 2', async () => {
   const { queue, prefix } = freshJobQueue(redis.url, fast);
   const ids = Array.from({ length: 6 }, (_, i) => `k${i}`);
-  await queue.enqueueMany(ids.map((id) => ({ payload: id, id })));
+  await queue.enqueueMany(ids.map((id) => ({ payload: Buffer.from(id), id })));
   const { child, done } = startChild('hang', queue, prefix);
   await waitFor(() => lines(child.out(), 'handling ').length === 2, 'the child to take two jobs');
   child.kill('SIGKILL');
@@ -150,7 +152,7 @@ test('a worker process killed with SIGKILL mid-job loses nothing: a new worker c
 
 test("a SIGSTOPped worker's late ack is rejected: another worker completes the job as attempt 2", async () => {
   const { queue, prefix } = freshJobQueue(redis.url, fast);
-  await queue.enqueue('x', { id: 'slow' });
+  await queue.enqueue(Buffer.from('x'), { id: 'slow' });
   const { child, done } = startChild('slow', queue, prefix);
   await waitFor(() => child.out().includes('handling slow 1'), 'the child to take the job');
   child.kill('SIGSTOP');
@@ -174,7 +176,7 @@ test("a SIGSTOPped worker's late ack is rejected: another worker completes the j
 for (const kind of ['async (awaiting)', 'sync (blocking the event loop)']) {
   test(`a handler running 3x the lease is not redelivered: ${kind}`, async () => {
     const { queue } = freshJobQueue(redis.url, fast);
-    await queue.enqueue('long', { id: 'long' });
+    await queue.enqueue(Buffer.from('long'), { id: 'long' });
     let calls = 0;
     const handler = kind.startsWith('async')
       ? async () => {
@@ -201,7 +203,7 @@ for (const kind of ['async (awaiting)', 'sync (blocking the event loop)']) {
 
 test('job.signal fires at the timeout: a handler waiting for it settles right after timeoutMs, the attempt fails as timed out and the job is retried', async () => {
   const { queue } = freshJobQueue(redis.url, fast);
-  await queue.enqueue('x', { id: 'stuck', timeoutMs: 200, maxAttempts: 2 });
+  await queue.enqueue(Buffer.from('x'), { id: 'stuck', timeoutMs: 200, maxAttempts: 2 });
   const attempts = [];
   const stats = await queue
     .work(
@@ -232,7 +234,7 @@ test('job.signal fires at the timeout: a handler waiting for it settles right af
 
 test('a handler ignoring job.signal keeps its slot past timeoutMs: at most one runs at a time, and attempt 2 starts only after attempt 1 settled', async () => {
   const { queue } = freshJobQueue(redis.url, fast);
-  await queue.enqueue('x', { id: 'slow', timeoutMs: 200, maxAttempts: 2 });
+  await queue.enqueue(Buffer.from('x'), { id: 'slow', timeoutMs: 200, maxAttempts: 2 });
   const runs = [];
   let running = 0;
   let maxRunning = 0;
@@ -262,9 +264,9 @@ test('a handler ignoring job.signal keeps its slot past timeoutMs: at most one r
 test('graceful shutdown lets a running job finish within grace; one that stops on job.signal after graceMs goes back to the front of the queue, its attempt not counted', async () => {
   const { queue } = freshJobQueue(redis.url, fast);
   await queue.enqueueMany([
-    { payload: 'quick', id: 'quick' },
-    { payload: 'endless', id: 'endless' },
-    { payload: 'waiting', id: 'waiting' },
+    { payload: Buffer.from('quick'), id: 'quick' },
+    { payload: Buffer.from('endless'), id: 'endless' },
+    { payload: Buffer.from('waiting'), id: 'waiting' },
   ]);
   let started = 0;
   const reported = [];
@@ -309,7 +311,7 @@ test('graceful shutdown lets a running job finish within grace; one that stops o
 
 test('a handler ignoring job.signal at shutdown keeps its job: another worker never starts it meanwhile, and it ends completed', async () => {
   const { queue } = freshJobQueue(redis.url, fast);
-  await queue.enqueue('x', { id: 'long' });
+  await queue.enqueue(Buffer.from('x'), { id: 'long' });
   const runs = [];
   const first = queue.work(
     async (job) => {
@@ -344,7 +346,7 @@ test('an idle worker wakes within milliseconds when a job is enqueued', async ()
   const worker = queue.work(() => (handledAt = Date.now()), { pollIntervalMs: 5_000 });
   await sleep(200);
   const t0 = Date.now();
-  await queue.enqueue('wake');
+  await queue.enqueue(Buffer.from('wake'));
   await waitFor(() => handledAt > 0, 'the job to be handled');
   assert.ok(handledAt - t0 < 1_000, `picked up after ${handledAt - t0} ms`);
   await worker.shutdown();
@@ -366,7 +368,7 @@ test('shutdown() keeps waiting for a handler that never settles; abort() stops a
 
 test('abort() abandons a running handler at once: its job.signal is aborted and its job left to its lease', async () => {
   const { queue } = freshJobQueue(redis.url, fast);
-  await queue.enqueue('x', { id: 'abandoned' });
+  await queue.enqueue(Buffer.from('x'), { id: 'abandoned' });
   let reason = null;
   let started = false;
   const worker = queue.work(
@@ -430,7 +432,7 @@ test('a thrown or rejected error is reported to onError and stored as "name: mes
     async: new PaymentError('card declined'),
     plain: 'a plain string',
   };
-  await queue.enqueueMany(Object.keys(thrown).map((id) => ({ payload: id, id, maxAttempts: 1 })));
+  await queue.enqueueMany(Object.keys(thrown).map((id) => ({ payload: Buffer.from(id), id, maxAttempts: 1 })));
   const reported = [];
   await queue
     .work(

@@ -1,0 +1,273 @@
+//! Flow control on `Queue` (core `flow`): pause/resume (the queue or one group), the queue's
+//! limits (running jobs, start rate, the groups' default concurrency and rate), one group's own
+//! limits, and what a group holds. The settings live in Redis, so every worker of the queue, in
+//! any process or runtime, obeys them, and they can change while workers run. Rates count job
+//! starts in a sliding window (`{ max, perMs }`); `null` is no limit.
+
+use napi::bindgen_prelude::*;
+use napi_derive::napi;
+
+use crate::convert::{count1_u32, millis, string, to_millis, Options};
+use crate::error::{spawn, Res};
+use crate::jobs::Queue;
+
+/// A start rate: at most `max` job starts in any window of `perMs` milliseconds.
+#[napi(object, object_from_js = false)]
+pub struct Rate {
+    /// Most starts per window (at least 1).
+    pub max: u32,
+    /// The window, in ms (at least 1).
+    pub per_ms: f64,
+}
+
+impl From<tideq::Rate> for Rate {
+    fn from(r: tideq::Rate) -> Self {
+        Rate {
+            max: r.max,
+            per_ms: to_millis(Some(r.per)).unwrap_or_default(),
+        }
+    }
+}
+
+/// The queue's limits, as `limits()` reports them; `null` is no limit.
+#[napi(object, object_from_js = false, use_nullable = true)]
+pub struct Limits {
+    /// At most this many jobs of the queue running at once, across all workers.
+    pub max_active: Option<u32>,
+    /// At most this many job starts per window, across all workers.
+    pub rate: Option<Rate>,
+    /// Each group: at most this many of its jobs running at once (groups without their own
+    /// `setGroupLimits`).
+    pub group_concurrency: Option<u32>,
+    /// Each group: at most this many starts per window (groups without their own).
+    pub group_rate: Option<Rate>,
+}
+
+/// The queue's limits for `setLimits()`, which replaces all four: a key left out (or `null`)
+/// is no limit.
+// Declared for the TypeScript definitions only; `convert::Options` reads the fields one by one.
+#[allow(dead_code)]
+#[napi(object, object_from_js = false, object_to_js = false)]
+pub struct LimitsOptions {
+    /// At most this many jobs of the queue running at once, across all workers.
+    #[napi(ts_type = "number | null")]
+    pub max_active: Option<u32>,
+    /// At most this many job starts per window, across all workers.
+    #[napi(ts_type = "Rate | null")]
+    pub rate: Option<()>,
+    /// Each group: at most this many of its jobs running at once (groups without their own
+    /// `setGroupLimits`).
+    #[napi(ts_type = "number | null")]
+    pub group_concurrency: Option<u32>,
+    /// Each group: at most this many starts per window (groups without their own).
+    #[napi(ts_type = "Rate | null")]
+    pub group_rate: Option<()>,
+}
+
+const LIMITS_KEYS: &[&str] = &["maxActive", "rate", "groupConcurrency", "groupRate"];
+
+/// One group's own limits (`setGroupLimits`); a key left out (or `null`) falls back to the
+/// queue's default (`setLimits`' `groupConcurrency` / `groupRate`).
+// Declared for the TypeScript definitions only; `convert::Options` reads the fields one by one.
+#[allow(dead_code)]
+#[napi(object, object_from_js = false, object_to_js = false)]
+pub struct GroupLimits {
+    /// At most this many of the group's jobs running at once.
+    #[napi(ts_type = "number | null")]
+    pub concurrency: Option<u32>,
+    /// At most this many of the group's job starts per window.
+    #[napi(ts_type = "Rate | null")]
+    pub rate: Option<()>,
+}
+
+const GROUP_LIMITS_KEYS: &[&str] = &["concurrency", "rate"];
+
+/// What a group holds and obeys now (`group(name)`).
+#[napi(object, object_from_js = false, use_nullable = true)]
+pub struct GroupInfo {
+    pub group: String,
+    /// Jobs ready to start (not delayed).
+    pub ready: i64,
+    /// Jobs running.
+    pub active: i64,
+    /// The group is paused (`pauseGroup`).
+    pub paused: bool,
+    /// The concurrency limit in force: the group's own, else the queue's default; `null`: none.
+    pub concurrency: Option<u32>,
+    /// The start rate in force: the group's own, else the queue's default; `null`: none.
+    pub rate: Option<Rate>,
+}
+
+impl From<tideq::GroupInfo> for GroupInfo {
+    fn from(g: tideq::GroupInfo) -> Self {
+        GroupInfo {
+            group: g.group,
+            ready: g.ready as i64,
+            active: g.active as i64,
+            paused: g.paused,
+            concurrency: g.concurrency,
+            rate: g.rate.map(Rate::from),
+        }
+    }
+}
+
+/// A rate argument `{ max, perMs }` (range checks are the core's: at least 1 start per window
+/// of at least 1 ms).
+fn rate_arg(what: &str, v: &Unknown) -> Res<tideq::Rate> {
+    let opts = Options::new(what, Some(v), &["max", "perMs"])?;
+    Ok(tideq::Rate::new(
+        opts.required("max", count1_u32)?,
+        opts.required("perMs", millis)?,
+    ))
+}
+
+fn limits_arg(v: Option<&Unknown>) -> Res<tideq::Limits> {
+    let opts = Options::new("limits", v, LIMITS_KEYS)?;
+    Ok(tideq::Limits {
+        max_active: opts.get("maxActive", count1_u32)?,
+        rate: opts.get("rate", rate_arg)?,
+        group_concurrency: opts.get("groupConcurrency", count1_u32)?,
+        group_rate: opts.get("groupRate", rate_arg)?,
+    })
+}
+
+fn group_limits_arg(v: Option<&Unknown>) -> Res<tideq::GroupLimits> {
+    let opts = Options::new("group limits", v, GROUP_LIMITS_KEYS)?;
+    Ok(tideq::GroupLimits {
+        concurrency: opts.get("concurrency", count1_u32)?,
+        rate: opts.get("rate", rate_arg)?,
+    })
+}
+
+fn group_name(v: &Unknown) -> Res<String> {
+    string("group", v)
+}
+
+impl From<tideq::Limits> for Limits {
+    fn from(l: tideq::Limits) -> Self {
+        Limits {
+            max_active: l.max_active,
+            rate: l.rate.map(Rate::from),
+            group_concurrency: l.group_concurrency,
+            group_rate: l.group_rate.map(Rate::from),
+        }
+    }
+}
+
+#[napi]
+impl Queue {
+    /// Pauses the queue: workers (in every process) start none of its jobs until `resume()`.
+    /// Running jobs finish; enqueues go on.
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn pause<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, ()>> {
+        let q = self.inner.clone();
+        spawn(env, Ok(async move { Ok(q.pause().await?) }))
+    }
+
+    /// Resumes the queue; idle workers are woken at once.
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn resume<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, ()>> {
+        let q = self.inner.clone();
+        spawn(env, Ok(async move { Ok(q.resume().await?) }))
+    }
+
+    /// Pauses one group: workers start none of its jobs (other groups go on) until
+    /// `resumeGroup(group)`.
+    #[napi(ts_args_type = "group: string", ts_return_type = "Promise<void>")]
+    pub fn pause_group<'env>(
+        &self,
+        env: &'env Env,
+        group: Unknown,
+    ) -> Result<PromiseRaw<'env, ()>> {
+        let q = self.inner.clone();
+        spawn(
+            env,
+            group_name(&group).map(|g| async move { Ok(q.pause_group(&g).await?) }),
+        )
+    }
+
+    /// Resumes one group.
+    #[napi(ts_args_type = "group: string", ts_return_type = "Promise<void>")]
+    pub fn resume_group<'env>(
+        &self,
+        env: &'env Env,
+        group: Unknown,
+    ) -> Result<PromiseRaw<'env, ()>> {
+        let q = self.inner.clone();
+        spawn(
+            env,
+            group_name(&group).map(|g| async move { Ok(q.resume_group(&g).await?) }),
+        )
+    }
+
+    /// True when the queue is paused.
+    #[napi(ts_return_type = "Promise<boolean>")]
+    pub fn is_paused<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, bool>> {
+        let q = self.inner.clone();
+        spawn(env, Ok(async move { Ok(q.is_paused().await?) }))
+    }
+
+    /// Replaces the queue's limits, all four at once: a key left out (or `null`) removes that
+    /// limit, so `setLimits({})` removes them all. To change one, pass the others as `limits()`
+    /// returned them: `setLimits({ ...(await q.limits()), maxActive: 5 })`. Limited jobs wait
+    /// where they are; idle workers wake exactly when the window allows the next start. Rejects
+    /// with `INVALID_ARGUMENT` (nothing written) on a limit below 1 or a rate window below 1 ms.
+    #[napi(
+        ts_args_type = "limits: LimitsOptions",
+        ts_return_type = "Promise<void>"
+    )]
+    pub fn set_limits<'env>(
+        &self,
+        env: &'env Env,
+        limits: Unknown,
+    ) -> Result<PromiseRaw<'env, ()>> {
+        let q = self.inner.clone();
+        spawn(
+            env,
+            limits_arg(Some(&limits)).map(|l| async move { Ok(q.set_limits(l).await?) }),
+        )
+    }
+
+    /// The queue's limits (`null` fields: no limit).
+    #[napi(ts_return_type = "Promise<Limits>")]
+    pub fn limits<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, Limits>> {
+        let q = self.inner.clone();
+        spawn(env, Ok(async move { Ok(q.limits().await?.into()) }))
+    }
+
+    /// Sets one group's own limits, replacing both: a key left out (or `null`) falls back to
+    /// the queue's default (`groupConcurrency` / `groupRate` of `setLimits`). Rejects with
+    /// `INVALID_ARGUMENT` (nothing written) on a bad group name or limit.
+    #[napi(
+        ts_args_type = "group: string, limits: GroupLimits",
+        ts_return_type = "Promise<void>"
+    )]
+    pub fn set_group_limits<'env>(
+        &self,
+        env: &'env Env,
+        group: Unknown,
+        limits: Unknown,
+    ) -> Result<PromiseRaw<'env, ()>> {
+        let q = self.inner.clone();
+        let args = group_name(&group).and_then(|g| Ok((g, group_limits_arg(Some(&limits))?)));
+        spawn(
+            env,
+            args.map(|(g, l)| async move { Ok(q.set_group_limits(&g, l).await?) }),
+        )
+    }
+
+    /// What group `name` holds (ready and running jobs) and obeys (paused, the limits in
+    /// force).
+    #[napi(ts_args_type = "name: string", ts_return_type = "Promise<GroupInfo>")]
+    pub fn group<'env>(
+        &self,
+        env: &'env Env,
+        name: Unknown,
+    ) -> Result<PromiseRaw<'env, GroupInfo>> {
+        let q = self.inner.clone();
+        spawn(
+            env,
+            group_name(&name).map(|g| async move { Ok(q.group(&g).await?.into()) }),
+        )
+    }
+}
