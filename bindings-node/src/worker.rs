@@ -285,7 +285,7 @@ fn batch_failures(v: &Unknown) -> std::result::Result<Option<Vec<(String, String
         let map: Function<(), Unknown> = global.get_named_property("Map")?;
         if v.instanceof(map)? {
             // A Map's entries as an object's (keys become strings, as job ids are).
-            let object: Object = global.get_named_property("Object")?;
+            let object: Function<(), Unknown> = global.get_named_property("Object")?;
             let from_entries: Function<Unknown, Object> =
                 object.get_named_property("fromEntries")?;
             return from_entries.call(*v);
