@@ -698,6 +698,7 @@ export interface EnvelopeBackoff {
 
 /** What a group holds and obeys now (`group(name)`). */
 export interface GroupInfo {
+  /** The group's name. */
   group: string
   /** Jobs ready to start (not delayed). */
   ready: number
@@ -724,11 +725,15 @@ export interface GroupLimits {
 
 /** A job as `get` and `deadLetters` report it. */
 export interface JobInfo {
+  /** The job's id. */
   id: string
+  /** Where the job is now. */
   state: 'delayed' | 'ready' | 'active' | 'dead' | 'completed'
+  /** The stored payload: raw bytes, or a task's encoded data. */
   payload: Buffer
   /** Deliveries so far. */
   attempts: number
+  /** Deliveries before the job is dead-lettered. */
   maxAttempts: number
   /** The error text of the last failed attempt, if any. */
   lastError: string | null
@@ -767,25 +772,39 @@ export interface JobSpec {
   data?: unknown
   /** Raw bytes for a handler that reads `job.payload` (not with `name`). */
   payload?: Buffer | Uint8Array
+  /** As in `EnqueueOptions`. */
   id?: string
+  /** As in `EnqueueOptions`. */
   delayMs?: number
+  /** As in `EnqueueOptions`. */
   runAt?: Date | number
+  /** As in `EnqueueOptions`. */
   maxAttempts?: number
+  /** As in `EnqueueOptions`. */
   backoff?: BackoffOptions
+  /** As in `EnqueueOptions`. */
   timeoutMs?: number
+  /** As in `EnqueueOptions`. */
   priority?: number
+  /** As in `EnqueueOptions`. */
   group?: string
+  /** As in `EnqueueOptions` (tasks only). */
   format?: 'json' | 'msgpack'
 }
 
 /** Counts per state (now) plus lifetime counters of the queue, kept in Redis. */
 export interface JobStats {
+  /** Jobs waiting for their due time. */
   delayed: number
+  /** Jobs ready to run (including those held back by a pause or a limit). */
   ready: number
+  /** Jobs leased by a worker (running). */
   active: number
+  /** Dead-lettered jobs kept (see `deadLetters()`). */
   dead: number
   /** Jobs created by `enqueue`/`enqueueMany` (not counting existing ids). */
   enqueued: number
+  /** Jobs completed. */
   completed: number
   /**
    * Jobs dead-lettered: their attempts exhausted, or (task workers) a task name no handler
@@ -797,6 +816,7 @@ export interface JobStats {
   retried: number
   /** Expired leases recovered (a worker died or stalled). */
   recovered: number
+  /** Jobs removed by `cancel`. */
   cancelled: number
   /** Dead-lettered jobs deleted by the `keepDead` / `keepDeadForMs` bounds. */
   deadTrimmed: number
@@ -814,14 +834,21 @@ export interface JobStats {
  * `JSON.stringify(job)`.
  */
 export interface JobView {
+  /** As `job.id`. */
   id: string
+  /** As `job.queue`. */
   queue: string
   /** The task's name; `null` for a raw payload. */
   task: string | null
+  /** As `job.attempt`. */
   attempt: number
+  /** As `job.maxAttempts`. */
   maxAttempts: number
+  /** As `job.enqueuedAt`. */
   enqueuedAt: number
+  /** As `job.startedAt`. */
   startedAt: number
+  /** As `job.timeoutMs`. */
   timeoutMs: number | null
 }
 

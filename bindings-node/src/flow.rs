@@ -85,6 +85,7 @@ const GROUP_LIMITS_KEYS: &[&str] = &["concurrency", "rate"];
 /// What a group holds and obeys now (`group(name)`).
 #[napi(object, object_from_js = false, use_nullable = true)]
 pub struct GroupInfo {
+    /// The group's name.
     pub group: String,
     /// Jobs ready to start (not delayed).
     pub ready: i64,

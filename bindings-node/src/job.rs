@@ -159,14 +159,21 @@ impl Job {
 /// `JSON.stringify(job)`.
 #[napi(object, object_from_js = false, use_nullable = true)]
 pub struct JobView {
+    /// As `job.id`.
     pub id: String,
+    /// As `job.queue`.
     pub queue: String,
     /// The task's name; `null` for a raw payload.
     pub task: Option<String>,
+    /// As `job.attempt`.
     pub attempt: u32,
+    /// As `job.maxAttempts`.
     pub max_attempts: u32,
+    /// As `job.enqueuedAt`.
     pub enqueued_at: f64,
+    /// As `job.startedAt`.
     pub started_at: f64,
+    /// As `job.timeoutMs`.
     pub timeout_ms: Option<f64>,
 }
 
@@ -249,13 +256,17 @@ impl ToNapiValue for Bytes {
 /// A job as `get` and `deadLetters` report it.
 #[napi(object, object_from_js = false, use_nullable = true)]
 pub struct JobInfo {
+    /// The job's id.
     pub id: String,
+    /// Where the job is now.
     #[napi(ts_type = "'delayed' | 'ready' | 'active' | 'dead' | 'completed'")]
     pub state: String,
+    /// The stored payload: raw bytes, or a task's encoded data.
     #[napi(ts_type = "Buffer")]
     pub payload: Bytes,
     /// Deliveries so far.
     pub attempts: u32,
+    /// Deliveries before the job is dead-lettered.
     pub max_attempts: u32,
     /// The error text of the last failed attempt, if any.
     pub last_error: Option<String>,
@@ -295,12 +306,17 @@ impl From<tideq::JobInfo> for JobInfo {
 /// Counts per state (now) plus lifetime counters of the queue, kept in Redis.
 #[napi(object, object_from_js = false)]
 pub struct JobStats {
+    /// Jobs waiting for their due time.
     pub delayed: i64,
+    /// Jobs ready to run (including those held back by a pause or a limit).
     pub ready: i64,
+    /// Jobs leased by a worker (running).
     pub active: i64,
+    /// Dead-lettered jobs kept (see `deadLetters()`).
     pub dead: i64,
     /// Jobs created by `enqueue`/`enqueueMany` (not counting existing ids).
     pub enqueued: i64,
+    /// Jobs completed.
     pub completed: i64,
     /// Jobs dead-lettered: their attempts exhausted, or (task workers) a task name no handler
     /// has. (Failed attempts that were retried are counted in `retried`; a worker's own
@@ -310,6 +326,7 @@ pub struct JobStats {
     pub retried: i64,
     /// Expired leases recovered (a worker died or stalled).
     pub recovered: i64,
+    /// Jobs removed by `cancel`.
     pub cancelled: i64,
     /// Dead-lettered jobs deleted by the `keepDead` / `keepDeadForMs` bounds.
     pub dead_trimmed: i64,

@@ -149,15 +149,24 @@ pub struct JobSpec {
     /// Raw bytes for a handler that reads `job.payload` (not with `name`).
     #[napi(ts_type = "Buffer | Uint8Array")]
     pub payload: Option<()>,
+    /// As in `EnqueueOptions`.
     pub id: Option<String>,
+    /// As in `EnqueueOptions`.
     pub delay_ms: Option<f64>,
+    /// As in `EnqueueOptions`.
     #[napi(ts_type = "Date | number")]
     pub run_at: Option<f64>,
+    /// As in `EnqueueOptions`.
     pub max_attempts: Option<u32>,
+    /// As in `EnqueueOptions`.
     pub backoff: Option<BackoffOptions>,
+    /// As in `EnqueueOptions`.
     pub timeout_ms: Option<f64>,
+    /// As in `EnqueueOptions`.
     pub priority: Option<u32>,
+    /// As in `EnqueueOptions`.
     pub group: Option<String>,
+    /// As in `EnqueueOptions` (tasks only).
     #[napi(ts_type = "'json' | 'msgpack'")]
     pub format: Option<String>,
 }
