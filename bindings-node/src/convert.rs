@@ -138,6 +138,12 @@ pub(crate) fn is_string(v: &Unknown) -> bool {
     is(v, ValueType::String)
 }
 
+/// True when `v` is a typed array (a `Buffer`, a `Uint8Array` or another kind, which
+/// [`payload`] then refuses by name).
+pub(crate) fn is_typed_array(v: &Unknown) -> bool {
+    is(v, ValueType::Object) && v.is_typedarray().unwrap_or(false)
+}
+
 fn number(what: &str, v: &Unknown) -> Res<f64> {
     let n: f64 = typed(what, v, ValueType::Number, "a number")?;
     if !n.is_finite() || n < 0.0 {

@@ -10,8 +10,8 @@ use napi_derive::napi;
 
 use crate::client::client_option;
 use crate::convert::{
-    array, count, count1, count1_u32, describe, epoch_ms, is_string, millis, string, to_millis,
-    Options,
+    array, count, count1, count1_u32, describe, epoch_ms, is_string, is_typed_array, millis,
+    string, to_millis, Options,
 };
 use crate::error::{invalid, spawn, throw, type_error, Res};
 use crate::job::{backoff_arg, BackoffInfo, BackoffOptions, Enqueued, JobInfo, JobStats};
@@ -371,7 +371,7 @@ impl Queue {
         let args = if is_string(&first) {
             Options::new("enqueue options", third.as_ref(), ENQUEUE_KEYS)
                 .and_then(|opts| task_job(env, "", &first, given(second).as_ref(), &opts))
-        } else if !(first.get_type()? == ValueType::Object && first.is_typedarray()?) {
+        } else if !is_typed_array(&first) {
             Err(type_error(format!(
                 "enqueue takes a task name (a string) or a raw payload (a Buffer or Uint8Array) \
                  first; got {}",
@@ -407,7 +407,7 @@ impl Queue {
         let q = self.inner.clone();
         let jobs = array("jobs", &jobs, |i, job| {
             let what = format!("jobs[{i}].");
-            if job.get_type()? == ValueType::Object && job.is_typedarray()? {
+            if is_typed_array(job) {
                 return raw_job(&what, job, &Options::new("", None, ENQUEUE_KEYS)?);
             }
             if job.get_type()? != ValueType::Object || job.is_array()? {
