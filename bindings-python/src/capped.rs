@@ -64,9 +64,20 @@ pub struct CappedQueueBase {
 }
 
 runtime::api_classes!(
-    /// A capped grouped queue with a blocking API (the GIL is released while waiting on Redis).
+    /// A capped grouped queue, blocking API (the GIL is released while waiting on Redis).
+    ///
+    /// Each group keeps its newest ``capacity`` items; a group idle for ``ttl`` seconds disappears
+    /// (``None``: never); items older than ``max_age`` seconds are discarded when consumed
+    /// (``None``: no limit). Pass a ``client`` or a ``url`` (neither: ``Client()``). Delivery is
+    /// at-most-once. Options not given (or None where None has no meaning of its own) take the
+    /// core's defaults: ``capacity`` 1000, ``ttl`` one day, no ``max_age``.
+    ///
+    /// ``shards`` (1 to 1024) splits the queue into that many hash tags, which a Redis Cluster
+    /// spreads over its masters; a group's shard is fixed by its name, consumers serve every shard
+    /// and ``stats`` adds them up. Every producer and consumer of a queue must use the same count.
+    /// Queue names may not contain ``#``.
     pub struct CappedQueue;
-    /// A capped grouped queue with an asyncio API: every method returns an awaitable.
+    /// A capped grouped queue, asyncio API: same constructor and methods, all awaitable.
     pub struct AsyncCappedQueue;
     impl CappedQueueBase {
         #[pyo3(signature = (name, client=None, *, url=None, capacity=None, ttl=Opt::Unset, max_age=Opt::Unset, shards=1))]
@@ -115,6 +126,7 @@ impl CappedQueueBase {
         self.queue.shard_count()
     }
 
+    /// Append ``item`` to ``group``; returns how many old items were dropped.
     fn push<'py>(
         &self,
         py: Python<'py>,
@@ -125,6 +137,9 @@ impl CappedQueueBase {
         self.api.call(py, async move { q.push(&group, item).await })
     }
 
+    /// Push ``(group, item)`` pairs in one round trip; drops per item.
+    ///
+    /// All-or-nothing validation.
     fn push_many<'py>(
         &self,
         py: Python<'py>,
@@ -134,6 +149,7 @@ impl CappedQueueBase {
         self.api.call(py, async move { q.push_many(&pairs).await })
     }
 
+    /// Remove and return up to ``max`` items of ``group``, oldest first.
     #[pyo3(signature = (group, max=128))]
     fn pop_batch<'py>(
         &self,
@@ -146,6 +162,7 @@ impl CappedQueueBase {
             .call(py, async move { q.pop_batch(&group, max).await.map(Items) })
     }
 
+    /// Next ``(group, items)`` round-robin over groups with data, or ``None``.
     #[pyo3(signature = (max=128))]
     fn next_batch<'py>(
         &self,
@@ -159,24 +176,34 @@ impl CappedQueueBase {
         })
     }
 
+    /// Items queued in ``group``.
     fn len<'py>(&self, py: Python<'py>, group: Text) -> PyResult<Bound<'py, PyAny>> {
         let (q, group) = (self.queue.clone(), group.0);
         self.api.call(py, async move { q.len(&group).await })
     }
 
+    /// Groups holding data, in round-robin order.
     fn groups<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let q = self.queue.clone();
         self.api.call(py, async move { q.groups().await })
     }
 
+    /// Queue-wide counters.
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let q = self.queue.clone();
         self.api
             .call(py, async move { q.stats().await.map(CappedStats) })
     }
 
-    /// Starts a `Consumer` (blocking API) or `AsyncConsumer` (asyncio API: call it with the loop
-    /// running; `async def` handlers run on that loop).
+    /// Start consuming in the background.
+    ///
+    /// ``handler(group, items)`` per batch.
+    ///
+    /// Plain handlers run in worker threads; ``async def`` handlers on a private event loop per
+    /// batch. A handler exception is logged on the ``tideq`` logger and the batch is not
+    /// redelivered. ``groups``: serve only these; ``exclude``: skip these. Options not given
+    /// take the core's defaults: ``concurrency`` 1, ``batch_size`` 128, ``poll_interval`` 2 s,
+    /// ``grace`` 10 s, ``stop_when_empty`` False.
     #[pyo3(signature = (handler, *, concurrency=None, batch_size=None, groups=None, exclude=None, poll_interval=None, grace=None, stop_when_empty=None))]
     #[allow(clippy::too_many_arguments)]
     fn consume<'py>(
@@ -205,7 +232,10 @@ impl CappedQueueBase {
         consumer::start(py, self.api, &self.queue, opts, handler)
     }
 
-    /// `consume()`, then waits until the consumer stops (see [`signal::run`]).
+    /// ``consume()``, then wait until the consumer stops.
+    ///
+    /// ``consume()`` and block until SIGINT/SIGTERM (graceful stop) or ``stop_when_empty``;
+    /// raises the error the consumer stopped on, if any.
     #[pyo3(signature = (handler, *, concurrency=None, batch_size=None, groups=None, exclude=None, poll_interval=None, grace=None, stop_when_empty=None))]
     #[allow(clippy::too_many_arguments)]
     fn run<'py>(

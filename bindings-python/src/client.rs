@@ -18,6 +18,33 @@ enum Mode {
 }
 
 /// A handle on one Redis deployment, shared by queues. Connects lazily, on the first command.
+///
+/// Give at most one of:
+///
+/// - ``url``: one server; ``redis://``, ``rediss://`` (TLS) and ``unix://`` are accepted. With
+///   none of the three, ``$TIDEQ_REDIS_URL``, else ``redis://127.0.0.1:6379``.
+/// - ``cluster``: a Redis Cluster, through any of these seed URLs (``redis://host:port`` or
+///   ``rediss://``, at least one). Redirects, topology changes and failovers are followed; spread
+///   a queue over the masters with the queue option ``shards``.
+/// - ``sentinel``: the Sentinels' URLs (at least one) of a primary they monitor as
+///   ``master_name``; the client asks them for the current primary again after a failover.
+///
+/// ``username``/``password`` override the URL's (with Sentinel: the primary's credentials).
+/// ``prefix`` is the first segment of every key (default ``"tideq"``); ``max_payload`` the
+/// largest item accepted, in bytes (default 512 KiB).
+/// ``replica_ack=(replicas, timeout)`` makes every job enqueue wait (Redis ``WAIT``) until
+/// ``replicas`` replicas have it, at most ``timeout`` seconds, else ``NotReplicatedError``.
+/// ``tls_ca`` trusts a private CA for ``rediss://`` (single server, cluster and Sentinel, both
+/// to the Sentinels and to the primary) instead of the public roots; verification stays on. Give
+/// the PEM contents as ``bytes`` or the path of a PEM file as ``str``/``os.PathLike`` (read when
+/// the client is created; an unreadable file raises ``InvalidArgumentError``, so do ``bytes``
+/// holding no PEM certificate).
+/// ``eviction_check`` says what to do when Redis's ``maxmemory-policy`` lets it evict keys (and
+/// so lose jobs without any error), checked on the first command: ``"warn"`` (the default: log a
+/// warning once per server), ``"refuse"`` (every call raises ``EvictionPolicyError``) or
+/// ``"off"``.
+/// Conflicting or empty options raise ``InvalidArgumentError``, as do names, URLs and
+/// credentials that are not valid UTF-8 (a ``str`` holding a lone surrogate).
 #[pyclass(module = "tideq", frozen)]
 pub struct Client {
     pub(crate) inner: tideq::Client,
@@ -173,14 +200,14 @@ impl Client {
         })
     }
 
-    /// The URL with any password replaced by `***` (cluster: the first seed; Sentinel: the first
-    /// Sentinel).
+    /// The URL with any password replaced by ``***`` (cluster: the first seed; Sentinel: the
+    /// first Sentinel).
     #[getter]
     fn url(&self) -> String {
         self.inner.config().redacted_url()
     }
 
-    /// `"single"`, `"cluster"` or `"sentinel"`.
+    /// ``"single"``, ``"cluster"`` or ``"sentinel"``.
     #[getter]
     fn mode(&self) -> &'static str {
         match self.mode {
@@ -217,23 +244,26 @@ impl Client {
         }
     }
 
-    /// `(replicas, timeout seconds)` every enqueue waits for, or None.
+    /// ``(replicas, timeout seconds)`` each enqueue waits for, or None.
     #[getter]
     fn replica_ack(&self) -> Option<(usize, f64)> {
         self.replica_ack
     }
 
-    /// What the client does about a Redis that may evict keys: `"warn"`, `"refuse"` or `"off"`.
+    /// ``"warn"``, ``"refuse"`` or ``"off"``: what the client does about a Redis that may
+    /// evict keys.
     #[getter]
     fn eviction_check(&self) -> &'static str {
         eviction_check_name(self.eviction_check)
     }
 
+    /// First segment of every Redis key.
     #[getter]
     fn prefix(&self) -> &str {
         self.inner.config().prefix()
     }
 
+    /// Largest item accepted, in bytes.
     #[getter]
     fn max_payload(&self) -> usize {
         self.inner.config().max_payload()

@@ -130,27 +130,34 @@ pub fn start<'py>(
     })
 }
 
-/// A running consumer (blocking API). Dropping it does not stop it: call `shutdown()`.
+/// A running consumer (blocking API). Dropping it does not stop it: call ``shutdown()``.
+///
+/// A consumer stops by itself when Redis refuses its credentials or permissions (which retrying
+/// cannot fix; other errors are retried): ``join()``, ``shutdown()`` and ``run()`` then raise
+/// that error (``AuthError``, ``PermissionDeniedError``), also kept in ``error``.
 #[pyclass(module = "tideq", extends = RunningBase, frozen)]
 pub struct Consumer;
 
 #[pymethods]
 impl Consumer {
-    /// Wait until the consumer has stopped, or `timeout` seconds; returns the stats either way
-    /// (check `running`).
+    /// Wait until stopped, or ``timeout`` seconds (a timeout too large to be a point in time
+    /// means no limit); returns the stats either way, unless the consumer stopped on an error
+    /// (raised).
     #[pyo3(signature = (timeout=None))]
     fn join<'py>(slf: &Bound<'py, Self>, timeout: Option<Secs>) -> PyResult<Bound<'py, PyAny>> {
         slf.as_super().get().join(slf.py(), timeout)
     }
 }
 
-/// A running consumer (asyncio API). Dropping it does not stop it: `await shutdown()`.
+/// A running consumer (asyncio API). Dropping it does not stop it: ``await shutdown()``.
+///
+/// It stops by itself on errors retrying cannot fix, as ``Consumer`` does.
 #[pyclass(module = "tideq", extends = RunningBase, frozen)]
 pub struct AsyncConsumer;
 
 #[pymethods]
 impl AsyncConsumer {
-    /// Awaitable: waits until the consumer has stopped, returns its stats.
+    /// Wait until stopped; returns the stats, or raises the error the consumer stopped on.
     fn join<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
         slf.as_super().get().join(slf.py(), None)
     }

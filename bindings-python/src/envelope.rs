@@ -11,8 +11,9 @@ use crate::convert;
 use crate::error::{self, invalid};
 use crate::job::Backoff;
 
-/// The fields of a job envelope as a dict with the wire names (`payload` as bytes, `backoff` a
-/// dict). `InvalidArgumentError` for bytes that are not an envelope this build reads.
+/// The fields of a job envelope (wire format v1): ``v``, ``id``, ``payload`` (bytes),
+/// ``created_at``, ``max_attempts``, ``backoff`` (``kind``, ``base_ms``, ``max_ms``, ``jitter``),
+/// ``timeout_ms``. ``InvalidArgumentError`` for bytes that are not an envelope this build reads.
 #[pyfunction]
 pub fn decode_envelope<'py>(
     py: Python<'py>,
@@ -22,8 +23,9 @@ pub fn decode_envelope<'py>(
     convert::from_value(py, &env.to_value())
 }
 
-/// The envelope bytes for `fields` (the dict `decode_envelope` returns; `backoff` may also be a
-/// `tideq.Backoff`). Unknown or missing fields are `InvalidArgumentError`.
+/// The envelope bytes for ``fields`` (as ``decode_envelope`` returns them; ``v`` defaults to
+/// the current version, ``timeout_ms`` to None; ``backoff`` may also be a ``Backoff``). Unknown
+/// or missing fields and values of the wrong type raise ``InvalidArgumentError``.
 #[pyfunction]
 pub fn encode_envelope<'py>(
     py: Python<'py>,

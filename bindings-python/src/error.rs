@@ -22,20 +22,20 @@ enum Also {
 fn class_of(kind: ErrorKind) -> Option<(&'static str, Also, &'static str)> {
     Some(match kind {
         ErrorKind::InvalidArgument => ("InvalidArgumentError", Also::ValueError, "A name, option or item was rejected; nothing was sent to Redis."),
-        ErrorKind::PayloadTooLarge => ("PayloadTooLargeError", Also::ValueError, "An item is larger than the client's max_payload; nothing was written."),
+        ErrorKind::PayloadTooLarge => ("PayloadTooLargeError", Also::ValueError, "An item is larger than the client's ``max_payload``; nothing was written."),
         ErrorKind::Connection => ("ConnectionError", Also::ConnectionError, "Redis could not be reached (refused, timed out, connection dropped)."),
-        ErrorKind::Auth => ("AuthError", Also::Nothing, "Redis refused the user name or password, or needs one and none was given. Retrying cannot fix it: workers and consumers stop on it."),
-        ErrorKind::Permission => ("PermissionDeniedError", Also::Nothing, "The Redis (ACL) user may not run a command tideq needs, or touch a key. Retrying cannot fix it: workers and consumers stop on it."),
-        ErrorKind::OutOfMemory => ("OutOfMemoryError", Also::Nothing, "Redis is at maxmemory with the noeviction policy and refuses writes; reads still work."),
+        ErrorKind::Auth => ("AuthError", Also::Nothing, "Redis refused the user name or password, or needs one and none was given. Retrying cannot\nfix it: workers and consumers stop on it (``join()`` raises it)."),
+        ErrorKind::Permission => ("PermissionDeniedError", Also::Nothing, "The Redis (ACL) user may not run a command tideq needs, or touch a key (the message names\nit). Retrying cannot fix it: workers and consumers stop on it (``join()`` raises it)."),
+        ErrorKind::OutOfMemory => ("OutOfMemoryError", Also::Nothing, "Redis is at ``maxmemory`` with the ``noeviction`` policy and refuses writes; reads (``get``,\n``dead_letters``, ``stats``) still work."),
         ErrorKind::NotRedis => ("NotRedisError", Also::Nothing, "The server at the address did not answer as Redis does."),
-        ErrorKind::EvictionPolicy => ("EvictionPolicyError", Also::Nothing, "Redis may evict keys (its maxmemory-policy is not noeviction) and the client was created with eviction_check=\"refuse\"."),
+        ErrorKind::EvictionPolicy => ("EvictionPolicyError", Also::Nothing, "Redis may evict keys (its ``maxmemory-policy`` is not ``noeviction``) and the client was\ncreated with ``eviction_check=\"refuse\"``."),
         ErrorKind::Redis => ("RedisError", Also::Nothing, "Redis answered with an error (including a script error)."),
-        ErrorKind::Forked => ("ForkedError", Also::Nothing, "Used in a process forked after tideq started; create tideq objects after forking."),
+        ErrorKind::Forked => ("ForkedError", Also::Nothing, "Used in a process forked after tideq started: create tideq objects after forking."),
         ErrorKind::Closed => ("ClosedError", Also::Nothing, "The consumer or worker was already stopped."),
         ErrorKind::JobNotFound => ("JobNotFoundError", Also::LookupError, "No job with that id (or it is no longer retained); for requeue, no dead job with that id."),
         ErrorKind::JobNotCancellable => ("JobNotCancellableError", Also::Nothing, "The job is active, dead or completed; only delayed or ready jobs can be cancelled."),
         ErrorKind::LeaseLost => ("LeaseLostError", Also::Nothing, "The job's lease expired and it was redelivered: this worker may no longer settle it."),
-        ErrorKind::NotReplicated => ("NotReplicatedError", Also::Nothing, "The enqueue reached the primary but fewer replicas than replica_ack asks confirmed it in time; the job exists, so enqueuing again with the same id is safe."),
+        ErrorKind::NotReplicated => ("NotReplicatedError", Also::Nothing, "The enqueue reached the primary but fewer replicas than ``replica_ack`` asks confirmed it\nin time; the job exists, so enqueuing again with the same id is safe."),
         _ => return None,
     })
 }
@@ -64,7 +64,7 @@ fn classes(py: Python<'_>) -> PyResult<&Classes> {
             "TideqError",
             PyTuple::new(py, [exception])?,
             None,
-            "Base class of every tideq error; `code` is the stable core error code (e.g. \"CONNECTION\").",
+            "Base class of every tideq error.\n\n``code`` is the stable core error code (e.g. \"CONNECTION\").",
         )?;
         let mut by_kind = Vec::new();
         for &kind in ErrorKind::ALL {

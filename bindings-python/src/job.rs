@@ -8,22 +8,24 @@ use tideq::BackoffKind;
 
 use crate::convert::{self, millis, secs, Secs};
 
-/// A retry delay policy: `Backoff.fixed(delay)` or `Backoff.exponential(base, max, jitter)`.
+/// A retry delay policy. ``None`` where a backoff is accepted means the core default:
+/// exponential from 1 s, doubling, capped at 1 h, with jitter.
 #[pyclass(module = "tideq", frozen, eq)]
 #[derive(PartialEq, Clone, Copy)]
 pub struct Backoff(pub tideq::Backoff);
 
 #[pymethods]
 impl Backoff {
-    /// The same delay (seconds) before every retry, no jitter.
+    /// The same ``delay`` (seconds) before every retry, no jitter.
     #[staticmethod]
     fn fixed(delay: Secs) -> PyResult<Self> {
         let delay = convert::duration("delay", delay)?;
         Ok(Backoff(tideq::Backoff::fixed(millis(delay))))
     }
 
-    /// `base` seconds before the first retry, doubling up to `max`; with `jitter`, each delay is
-    /// drawn from [delay/2, delay]. What is not given is as in the core's default backoff.
+    /// ``base`` seconds before the first retry, doubling up to ``max``; with ``jitter`` each
+    /// delay is drawn from [delay/2, delay]. Not given (or None): as in the default backoff
+    /// (1 s, 3600 s, jitter).
     #[staticmethod]
     #[pyo3(signature = (base=None, max=None, jitter=None))]
     fn exponential(base: Option<Secs>, max: Option<Secs>, jitter: Option<bool>) -> PyResult<Self> {
@@ -38,7 +40,7 @@ impl Backoff {
         }))
     }
 
-    /// `"fixed"` or `"exponential"`.
+    /// ``"fixed"`` or ``"exponential"``.
     #[getter]
     fn kind(&self) -> &'static str {
         self.0.kind.as_str()
@@ -72,7 +74,7 @@ impl Backoff {
     }
 }
 
-/// What `enqueue` did.
+/// What ``enqueue`` did.
 #[pyclass(module = "tideq", frozen, eq)]
 #[derive(PartialEq)]
 pub struct Enqueued(pub tideq::Enqueued);
@@ -97,7 +99,7 @@ impl Enqueued {
     }
 }
 
-/// A leased job, as a worker (or ``lease_jobs``) hands it over.
+/// A leased job, as a worker hands it to the handler.
 #[pyclass(module = "tideq", frozen)]
 pub struct Job {
     /// The core's job (its payload moved to `payload`): what settling its lease needs.
@@ -167,8 +169,12 @@ impl Job {
     fn format(&self) -> Option<&'static str> {
         self.core.format.map(|f| f.as_str())
     }
-    /// True once the handler should stop: the attempt's timeout passed, or the worker is
-    /// shutting down and its grace period is over.
+    /// True once the handler should stop: the attempt's ``timeout`` passed, or the worker is
+    /// shutting down and its grace period is over. A plain-function handler that can stop early
+    /// (a long loop, a wait) should check it and raise: the job is then retried (timeout) or
+    /// returned to the queue (shutdown). Until the handler returns, its job keeps its slot and
+    /// its lease; one that returns normally at shutdown completes its job. (``async def``
+    /// handlers are cancelled instead: their task gets ``asyncio.CancelledError``.)
     #[getter]
     fn cancelled(&self) -> bool {
         self.core.is_cancelled()
@@ -191,12 +197,12 @@ impl Job {
         convert::from_value(py, &args)
     }
 
-    /// The payload decoded as UTF-8 (`UnicodeDecodeError` if it is not).
+    /// The payload decoded as UTF-8 (``UnicodeDecodeError`` if it is not).
     fn text<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         self.payload.bind(py).call_method1("decode", ("utf-8",))
     }
 
-    /// The payload parsed as JSON (`json.loads`).
+    /// The payload parsed as JSON (``json.loads``).
     fn json<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         py.import("json")?
             .call_method1("loads", (self.payload.bind(py),))
@@ -217,7 +223,7 @@ impl Job {
     }
 }
 
-/// A job as `get` and `dead_letters` report it.
+/// A job as ``get`` and ``dead_letters`` report it.
 #[pyclass(module = "tideq", frozen, eq)]
 #[derive(PartialEq)]
 pub struct JobInfo(pub tideq::JobInfo);
@@ -228,7 +234,7 @@ impl JobInfo {
     fn id(&self) -> &str {
         &self.0.id
     }
-    /// `"delayed"`, `"ready"`, `"active"`, `"dead"` or `"completed"`.
+    /// ``"delayed"``, ``"ready"``, ``"active"``, ``"dead"`` or ``"completed"``.
     #[getter]
     fn state(&self) -> &'static str {
         self.0.state.as_str()
@@ -246,7 +252,7 @@ impl JobInfo {
     fn max_attempts(&self) -> u32 {
         self.0.max_attempts
     }
-    /// Error text of the last failed attempt (`"ExcType: message"` for Python handlers).
+    /// Error text of the last failed attempt (``"ExcType: message"`` for Python handlers).
     #[getter]
     fn last_error(&self) -> Option<&str> {
         self.0.last_error.as_deref()
@@ -256,8 +262,8 @@ impl JobInfo {
     fn enqueued_at(&self) -> f64 {
         secs(self.0.enqueued_at)
     }
-    /// Epoch seconds, Redis clock: delayed, when due; active, the lease deadline; dead, the time
-    /// of death; completed, the finish time; ready, None.
+    /// Epoch seconds, Redis clock: delayed, when due; active, the lease deadline; dead, the
+    /// time of death; completed, the finish time; ready, None.
     #[getter]
     fn state_since_or_until(&self) -> Option<f64> {
         self.0.state_since_or_until.map(secs)
@@ -272,8 +278,8 @@ impl JobInfo {
     fn group(&self) -> Option<&str> {
         self.0.group.as_deref()
     }
-    /// Why the stored job could not be read (a damaged record), or None; `payload` then holds
-    /// the stored envelope's raw bytes.
+    /// Why the stored job could not be read (a damaged record: such a job is dead-lettered),
+    /// or None; ``payload`` then holds the stored envelope's raw bytes.
     #[getter]
     fn unreadable(&self) -> Option<&str> {
         self.0.unreadable.as_deref()
@@ -354,12 +360,13 @@ impl JobStats {
     fn cancelled(&self) -> u64 {
         self.0.cancelled
     }
-    /// Dead jobs deleted by the `keep_dead` / `keep_dead_for` bounds.
+    /// Dead jobs deleted by the ``keep_dead`` / ``keep_dead_for`` bounds.
     #[getter]
     fn dead_trimmed(&self) -> u64 {
         self.0.dead_trimmed
     }
-    /// Jobs found with their data missing (evicted by Redis, or deleted by hand) and removed.
+    /// Jobs found with their data missing (evicted by Redis, or deleted by hand) and removed,
+    /// since they could not run. Unreadable ones are dead-lettered instead.
     #[getter]
     fn lost(&self) -> u64 {
         self.0.lost

@@ -176,9 +176,32 @@ pub struct QueueBase {
 }
 
 runtime::api_classes!(
-    /// A job queue with a blocking API (the GIL is released while waiting on Redis).
+    /// A reliable job queue, blocking API (the GIL is released while waiting on Redis).
+    ///
+    /// Delivery is at-least-once: handlers should be idempotent. Queue-wide defaults:
+    /// ``max_attempts`` deliveries before a job is dead-lettered, ``backoff`` before retries,
+    /// ``timeout`` seconds per attempt (None: no limit); the newest ``keep_completed`` completed jobs
+    /// younger than ``keep_for`` seconds (None: no age limit) stay visible to ``get``; error texts
+    /// are cut to ``max_error_len`` bytes. The newest ``keep_dead`` dead jobs (None: no limit)
+    /// younger than ``keep_dead_for`` seconds (None: no age limit) are kept; older ones are deleted
+    /// (counted in ``stats().dead_trimmed``). An ``id`` given to ``enqueue`` is remembered for
+    /// ``idempotency_window`` seconds after its job completed or died, so enqueuing it again within
+    /// that time creates nothing even once the job was trimmed (None: only while the job is kept;
+    /// cancelled and purged jobs' ids are forgotten at once), at most ``idempotency_max_ids`` ids
+    /// (the oldest forgotten first).
+    /// Pass a ``client`` or a ``url`` (neither: ``Client()``).
+    /// Options not given (or None where None has no meaning of its own) take the core's defaults:
+    /// ``max_attempts`` 5, ``Backoff.exponential()``, no ``timeout``, ``keep_completed`` 1000,
+    /// ``keep_for`` one day, ``max_error_len`` 4096, ``keep_dead`` 10000, ``keep_dead_for`` 180
+    /// days, ``idempotency_window`` one day, ``idempotency_max_ids`` 100000.
+    ///
+    /// ``shards`` (1 to 1024) splits the queue into that many hash tags, which a Redis Cluster
+    /// spreads over its masters; a job's shard is fixed by its id (so ids stay idempotent and
+    /// ``get``/``cancel`` work), workers serve every shard and ``stats`` adds them up. Every
+    /// producer and worker of a queue must use the same count (changing it remaps ids: drain the
+    /// queue first). Queue names may not contain ``#``.
     pub struct Queue;
-    /// A job queue with an asyncio API: every method returns an awaitable.
+    /// A reliable job queue, asyncio API: same constructor and methods, all awaitable.
     pub struct AsyncQueue;
     impl QueueBase {
         #[pyo3(signature = (name, client=None, *, url=None, max_attempts=None, backoff=None, timeout=Opt::Unset, keep_completed=None, keep_for=Opt::Unset, max_error_len=None, keep_dead=Opt::Unset, keep_dead_for=Opt::Unset, idempotency_window=Opt::Unset, idempotency_max_ids=None, shards=1))]
@@ -248,6 +271,14 @@ impl QueueBase {
         self.queue.shard_count()
     }
 
+    /// Enqueue one job.
+    ///
+    /// Ready now, after ``delay`` seconds or at ``run_at`` (a datetime, naive meaning local time,
+    /// or epoch seconds), by the Redis clock. An ``id`` that already exists creates nothing
+    /// (``created`` is False). Per-job options override the queue's. ``priority``: 1 (first) to
+    /// ``MAX_PRIORITY`` (last); jobs without one run before any job with one, and jobs of one
+    /// priority in order. ``group``: the job's group (a tenant, a user): groups are served
+    /// round-robin, each in order, under the group limits.
     #[pyo3(signature = (payload, *, id=None, delay=None, run_at=None, max_attempts=None, backoff=None, timeout=None, priority=None, group=None))]
     #[allow(clippy::too_many_arguments)]
     fn enqueue<'py>(
@@ -281,6 +312,9 @@ impl QueueBase {
         )
     }
 
+    /// Enqueue payloads or ``(payload, options)`` pairs in one round trip.
+    ///
+    /// All are validated before anything is written.
     fn enqueue_many<'py>(
         &self,
         py: Python<'py>,
@@ -293,6 +327,9 @@ impl QueueBase {
         })
     }
 
+    /// A job's state, attempts, last error and times; None if unknown.
+    ///
+    /// None too once the job is no longer kept.
     fn get<'py>(&self, py: Python<'py>, id: Text) -> PyResult<Bound<'py, PyAny>> {
         let id = id.0;
         let q = self.queue.clone();
@@ -300,12 +337,16 @@ impl QueueBase {
             .call(py, async move { Ok(q.get(&id).await?.map(JobInfo)) })
     }
 
+    /// Remove a delayed or ready job.
+    ///
+    /// ``JobNotCancellableError`` otherwise, ``JobNotFoundError`` for unknown ids.
     fn cancel<'py>(&self, py: Python<'py>, id: Text) -> PyResult<Bound<'py, PyAny>> {
         let id = id.0;
         let q = self.queue.clone();
         self.api.call(py, async move { q.cancel(&id).await })
     }
 
+    /// Dead jobs, oldest death first.
     #[pyo3(signature = (offset=0, limit=100))]
     fn dead_letters<'py>(
         &self,
@@ -324,30 +365,51 @@ impl QueueBase {
         })
     }
 
+    /// Move a dead job back to ready with its attempts reset.
+    ///
+    /// ``JobNotFoundError`` if it is not dead.
     fn requeue<'py>(&self, py: Python<'py>, id: Text) -> PyResult<Bound<'py, PyAny>> {
         let id = id.0;
         let q = self.queue.clone();
         self.api.call(py, async move { q.requeue(&id).await })
     }
 
+    /// Requeue every dead job; returns how many.
     fn requeue_all<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let q = self.queue.clone();
         self.api.call(py, async move { q.requeue_all().await })
     }
 
+    /// Delete every dead job; returns how many.
     fn purge<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let q = self.queue.clone();
         self.api.call(py, async move { q.purge().await })
     }
 
+    /// Jobs per state and lifetime counters.
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let q = self.queue.clone();
         self.api
             .call(py, async move { q.stats().await.map(JobStats) })
     }
 
-    /// Starts a `Worker` (blocking API) or `AsyncWorker` (asyncio API: call it with the loop
-    /// running; `async def` handlers run on that loop).
+    /// Start a worker in the background.
+    ///
+    /// ``handler(job)`` per job, up to ``concurrency`` at a
+    /// time. Returning completes the job; raising fails the attempt (error text
+    /// ``"ExcType: message"``, traceback logged on the ``tideq`` logger), retried after backoff
+    /// or dead-lettered after ``max_attempts``. Plain handlers run in pooled worker threads (as
+    /// in a ``ThreadPoolExecutor``: a ``threading.local`` lives as long as its thread, not one
+    /// job), ``async def`` ones on a private event loop per job. The ``lease`` (seconds) is renewed by Rust
+    /// while the handler runs; a worker that dies loses its jobs to another worker after it.
+    /// ``batch_size``: most jobs leased per fetch (0: half the concurrency; two fetches are kept
+    /// in flight). An attempt running past its ``timeout`` fails ("timed out") and its handler is
+    /// asked to stop (``job.cancelled``; ``async def`` handlers are cancelled); the job is retried
+    /// only once the handler returned, and never runs twice at a time. On stop, running jobs get
+    /// ``grace`` seconds, then are asked to stop likewise (see ``Worker.stop``).
+    /// A worker stops by itself on ``AuthError`` or ``PermissionDeniedError`` (see ``Worker``).
+    /// Options not given take the core's defaults: ``concurrency`` 10, ``batch_size`` 0,
+    /// ``lease`` 30 s, ``poll_interval`` 5 s, ``grace`` 10 s, ``stop_when_drained`` False.
     #[pyo3(signature = (handler, *, concurrency=None, batch_size=None, lease=None, poll_interval=None, grace=None, stop_when_drained=None))]
     #[allow(clippy::too_many_arguments)]
     fn work<'py>(
@@ -372,7 +434,12 @@ impl QueueBase {
         worker::start(py, self.api, &self.queue, opts, Handlers::One(handler))
     }
 
-    /// `work()`, then waits until the worker stops (see [`signal::run`]).
+    /// ``work()``, then wait until the worker stops.
+    ///
+    /// ``work()`` and block until SIGINT/SIGTERM or, with
+    /// ``stop_when_drained``, until nothing is ready, delayed or active; raises the error the
+    /// worker stopped on, if any. The first SIGINT/SIGTERM stops gracefully and prints one line
+    /// on stderr saying so; a second one stops at once (``abort()``).
     #[pyo3(signature = (handler, *, concurrency=None, batch_size=None, lease=None, poll_interval=None, grace=None, stop_when_drained=None))]
     #[allow(clippy::too_many_arguments)]
     fn run<'py>(
@@ -399,8 +466,13 @@ impl QueueBase {
         signal::run(&worker)
     }
 
-    /// Starts a worker whose handler gets a list of up to `size` jobs (see
-    /// `worker::JobBatch`); `wait`: longest a leased job waits for its batch to fill.
+    /// Start a worker whose handler gets a list of up to ``size`` jobs at once (``wait``:
+    /// longest seconds a leased job waits for its batch to fill; 0 or None hands over what one
+    /// fetch brought). Returning None completes them all; returning a mapping ``{job_id: error}``
+    /// (an error message or an exception) fails those jobs (retried or dead-lettered, each by its
+    /// attempts) and completes the rest; raising fails them all. Each job keeps its own lease,
+    /// renewed while it waits and runs. ``concurrency`` counts jobs (``concurrency // size``
+    /// batches at once); the other options are ``work``'s.
     #[pyo3(signature = (handler, *, size, wait=None, concurrency=None, batch_size=None, lease=None, poll_interval=None, grace=None, stop_when_drained=None))]
     #[allow(clippy::too_many_arguments)]
     fn work_batches<'py>(
@@ -436,7 +508,7 @@ impl QueueBase {
         )
     }
 
-    /// `work_batches()`, then waits until the worker stops.
+    /// ``work_batches()`` and wait until it stops, as ``run()`` does.
     #[pyo3(signature = (handler, *, size, wait=None, concurrency=None, batch_size=None, lease=None, poll_interval=None, grace=None, stop_when_drained=None))]
     #[allow(clippy::too_many_arguments)]
     fn run_batches<'py>(
@@ -467,7 +539,10 @@ impl QueueBase {
         signal::run(&worker)
     }
 
-    /// The decorator registering a task with this queue (see `tideq._tasks.task`).
+    /// Register ``func`` as a task of this queue, named by ``name`` (default: the function's
+    /// name), with default enqueue options (``priority``, ``group``, ``format``, ...); returns a
+    /// ``Task``: call it to run the function here, ``.enqueue(*args, **kwargs)`` to enqueue it
+    /// (arguments bound to the parameters by name), and ``work_tasks()`` runs it by name.
     #[pyo3(signature = (func=None, /, *, name=None, **defaults))]
     fn task<'py>(
         slf: &Bound<'py, Self>,
@@ -487,7 +562,9 @@ impl QueueBase {
         self.tasks.clone_ref(py)
     }
 
-    /// Enqueues task `name` with `data` as its arguments (JSON or MessagePack, by the core).
+    /// Enqueue task ``name`` with ``data`` as its arguments (a dict runs ``f(**data)``, a list
+    /// ``f(*data)``, anything else ``f(data)``), encoded as ``format`` (``"json"``, the default,
+    /// or ``"msgpack"``). The other options are ``enqueue``'s.
     #[pyo3(signature = (name, data=None, *, format=None, id=None, delay=None, run_at=None, max_attempts=None, backoff=None, timeout=None, priority=None, group=None))]
     #[allow(clippy::too_many_arguments)]
     fn enqueue_task<'py>(
@@ -530,8 +607,11 @@ impl QueueBase {
         })
     }
 
-    /// Starts a worker running each job's task by name: `tasks` maps names to functions
-    /// (default: the tasks registered with `@queue.task`).
+    /// Start a worker running each job's task by name: ``tasks`` maps names to functions
+    /// (default: the tasks registered with ``@queue.task``), plain or ``async def``, called with
+    /// the job's decoded arguments. A job with no task name, or one not in ``tasks``, is
+    /// dead-lettered at once with an error naming the tasks this worker runs. The options are
+    /// ``work``'s.
     #[pyo3(signature = (tasks=None, *, concurrency=None, batch_size=None, lease=None, poll_interval=None, grace=None, stop_when_drained=None))]
     #[allow(clippy::too_many_arguments)]
     fn work_tasks<'py>(
@@ -565,7 +645,7 @@ impl QueueBase {
         worker::start(py, self.api, &self.queue, opts, Handlers::Tasks(pairs))
     }
 
-    /// `work_tasks()`, then waits until the worker stops.
+    /// ``work_tasks()`` and wait until it stops, as ``run()`` does.
     #[pyo3(signature = (tasks=None, *, concurrency=None, batch_size=None, lease=None, poll_interval=None, grace=None, stop_when_drained=None))]
     #[allow(clippy::too_many_arguments)]
     fn run_tasks<'py>(
@@ -594,33 +674,42 @@ impl QueueBase {
 
     // Flow control (core `flow`).
 
+    /// Workers stop starting jobs of this queue (running ones finish; enqueues go on).
     fn pause<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let q = self.queue.clone();
         self.api.call(py, async move { q.pause().await })
     }
 
+    /// Workers start jobs again; idle ones are woken at once.
     fn resume<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let q = self.queue.clone();
         self.api.call(py, async move { q.resume().await })
     }
 
+    /// Stop starting jobs of ``group`` (other groups go on).
     fn pause_group<'py>(&self, py: Python<'py>, group: Text) -> PyResult<Bound<'py, PyAny>> {
         let q = self.queue.clone();
         self.api
             .call(py, async move { q.pause_group(&group.0).await })
     }
 
+    /// Start jobs of ``group`` again.
     fn resume_group<'py>(&self, py: Python<'py>, group: Text) -> PyResult<Bound<'py, PyAny>> {
         let q = self.queue.clone();
         self.api
             .call(py, async move { q.resume_group(&group.0).await })
     }
 
+    /// True when the queue is paused.
     fn is_paused<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let q = self.queue.clone();
         self.api.call(py, async move { q.is_paused().await })
     }
 
+    /// Replace the queue's limits, kept in Redis for every worker (None: no limit):
+    /// ``max_active`` jobs running at once, ``rate`` job starts per window, and per group
+    /// (groups without limits of their own) ``group_concurrency`` running and ``group_rate``
+    /// starts. Bad values raise ``InvalidArgumentError`` and change nothing.
     #[pyo3(signature = (*, max_active=None, rate=None, group_concurrency=None, group_rate=None))]
     fn set_limits<'py>(
         &self,
@@ -640,12 +729,14 @@ impl QueueBase {
         self.api.call(py, async move { q.set_limits(limits).await })
     }
 
+    /// The queue's limits.
     fn limits<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let q = self.queue.clone();
         self.api
             .call(py, async move { q.limits().await.map(Limits) })
     }
 
+    /// Set ``group``'s own limits (None: the queue's defaults).
     #[pyo3(signature = (group, *, concurrency=None, rate=None))]
     fn set_group_limits<'py>(
         &self,
@@ -665,6 +756,7 @@ impl QueueBase {
         )
     }
 
+    /// What group ``name`` holds (ready, running) and obeys (paused, limits in force).
     fn group<'py>(&self, py: Python<'py>, name: Text) -> PyResult<Bound<'py, PyAny>> {
         let q = self.queue.clone();
         self.api
@@ -673,6 +765,10 @@ impl QueueBase {
 
     // Manual leasing (core `lease`).
 
+    /// Lease up to ``max`` ready jobs for ``lease`` seconds, for processing without a worker
+    /// (empty when nothing is ready). Settle each with ``complete``, ``fail`` or ``release``;
+    /// nothing renews these leases but ``extend``: a job whose lease expires is delivered
+    /// again.
     #[pyo3(signature = (max, *, lease))]
     fn lease_jobs<'py>(
         &self,
@@ -689,11 +785,16 @@ impl QueueBase {
         )
     }
 
+    /// Mark a leased job done (``LeaseLostError`` if its lease expired and it was
+    /// redelivered).
     fn complete<'py>(&self, py: Python<'py>, job: &Bound<'py, Job>) -> PyResult<Bound<'py, PyAny>> {
         let (q, job) = (self.queue.clone(), job.get().core().clone());
         self.api.call(py, async move { q.complete(&job).await })
     }
 
+    /// Fail a leased attempt with ``error`` (a message, or an exception shown as
+    /// ``"ExcType: message"``): retried after the job's backoff, or dead-lettered after
+    /// ``max_attempts``. Returns True when dead-lettered.
     fn fail<'py>(
         &self,
         py: Python<'py>,
@@ -709,11 +810,13 @@ impl QueueBase {
         self.api.call(py, async move { q.fail(&job, &text).await })
     }
 
+    /// Return a leased job to the front of the queue without counting the attempt.
     fn release<'py>(&self, py: Python<'py>, job: &Bound<'py, Job>) -> PyResult<Bound<'py, PyAny>> {
         let (q, job) = (self.queue.clone(), job.get().core().clone());
         self.api.call(py, async move { q.release(&job).await })
     }
 
+    /// Push a leased job's lease deadline to ``lease`` seconds from now.
     fn extend<'py>(
         &self,
         py: Python<'py>,

@@ -99,8 +99,12 @@ fn outcome(running: Arc<dyn Running>) -> tideq::Result<Stats> {
 
 #[pymethods]
 impl RunningBase {
-    /// Stop taking work; running handlers get the grace period (a worker then returns
-    /// unfinished jobs to the queue).
+    /// Stop taking work; running handlers get the grace period.
+    ///
+    /// No new jobs are fetched. Past the grace period, their handlers are asked to
+    /// stop (``job.cancelled``; ``async def`` handlers are cancelled): a job whose handler then
+    /// raises is returned to the queue (its attempt not counted), one whose handler returns is
+    /// completed. Until its handler returns, a job keeps its slot and its lease.
     fn stop(&self) -> PyResult<()> {
         runtime::get()?;
         self.running.stop();
@@ -116,23 +120,24 @@ impl RunningBase {
         Ok(())
     }
 
-    /// `stop()` then `join()`.
+    /// ``stop()`` then ``join()``.
     fn shutdown<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         self.stop()?;
         self.join(py, None)
     }
 
+    /// Counters so far.
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         self.running.stats(py)
     }
 
+    /// True until the loop ended and running handlers finished (or were abandoned).
     #[getter]
     fn running(&self) -> bool {
         self.running.is_running()
     }
 
-    /// The error it stopped on by itself (credentials or permissions Redis refused), as the
-    /// exception `join()` raises; None otherwise.
+    /// The error it stopped on by itself (as ``join()`` raises it), or None.
     #[getter]
     fn error(&self, py: Python<'_>) -> Option<Py<PyAny>> {
         self.running

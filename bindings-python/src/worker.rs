@@ -246,27 +246,34 @@ pub fn start<'py>(
     })
 }
 
-/// A running worker (blocking API). Dropping it does not stop it: call `shutdown()`.
+/// A running worker (blocking API). Dropping it does not stop it: call ``shutdown()``.
+///
+/// A worker stops by itself when Redis refuses its credentials or permissions (which retrying
+/// cannot fix; other errors are retried): ``join()``, ``shutdown()`` and ``run()`` then raise
+/// that error (``AuthError``, ``PermissionDeniedError``), also kept in ``error``.
 #[pyclass(module = "tideq", extends = RunningBase, frozen)]
 pub struct Worker;
 
 #[pymethods]
 impl Worker {
-    /// Wait until the worker has stopped, or `timeout` seconds; returns the stats either way
-    /// (check `running`).
+    /// Wait until stopped, or ``timeout`` seconds (a timeout too large to be a point in time
+    /// means no limit); returns the stats either way, unless the worker stopped on an error
+    /// (raised).
     #[pyo3(signature = (timeout=None))]
     fn join<'py>(slf: &Bound<'py, Self>, timeout: Option<Secs>) -> PyResult<Bound<'py, PyAny>> {
         slf.as_super().get().join(slf.py(), timeout)
     }
 }
 
-/// A running worker (asyncio API). Dropping it does not stop it: `await shutdown()`.
+/// A running worker (asyncio API). Dropping it does not stop it: ``await shutdown()``.
+///
+/// It stops by itself on errors retrying cannot fix, as ``Worker`` does.
 #[pyclass(module = "tideq", extends = RunningBase, frozen)]
 pub struct AsyncWorker;
 
 #[pymethods]
 impl AsyncWorker {
-    /// Awaitable: waits until the worker has stopped, returns its stats.
+    /// Wait until stopped; returns the stats, or raises the error the worker stopped on.
     fn join<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
         slf.as_super().get().join(slf.py(), None)
     }

@@ -65,7 +65,7 @@ MAX_PRIORITY: int
 _BytesLike = Union[bytes, bytearray, memoryview]
 _Handler = Callable[[str, list[bytes]], Union[None, Awaitable[None]]]
 _JobHandler = Callable[[Job], Union[None, Awaitable[None]]]
-_BatchResult = Optional[Mapping[Union[str, Job], Union[str, BaseException]]]
+_BatchResult = Optional[Mapping[Any, Union[str, BaseException]]]  # keys: job ids or Jobs
 _BatchHandler = Callable[[list[Job]], Union[_BatchResult, Awaitable[_BatchResult]]]
 _Format = Literal["json", "msgpack"]
 _When = Union[datetime.datetime, float]
@@ -263,7 +263,9 @@ class Consumer:
     that error (``AuthError``, ``PermissionDeniedError``), also kept in ``error``."""
 
     def stop(self) -> None:
-        """Stop taking batches; running handlers get the grace period."""
+        """Stop taking work; running handlers get the grace period.
+
+        No new batches are taken; handlers still running after the grace period are abandoned."""
     def abort(self) -> None:
         """Stop at once, without waiting for running handlers: their jobs are left to their leases
         (run again once a lease expires; a consumer's batches are gone). What a second Ctrl-C in
@@ -281,7 +283,7 @@ class Consumer:
         """True until the loop ended and running handlers finished (or were abandoned)."""
     @property
     def error(self) -> Optional[TideqError]:
-        """The error the consumer stopped on by itself (as ``join()`` raises it), or None."""
+        """The error it stopped on by itself (as ``join()`` raises it), or None."""
 
 @final
 class AsyncConsumer:
@@ -290,7 +292,9 @@ class AsyncConsumer:
     It stops by itself on errors retrying cannot fix, as ``Consumer`` does."""
 
     def stop(self) -> None:
-        """Stop taking batches; running handlers get the grace period."""
+        """Stop taking work; running handlers get the grace period.
+
+        No new batches are taken; handlers still running after the grace period are abandoned."""
     def abort(self) -> None:
         """Stop at once, without waiting for running handlers: their jobs are left to their leases
         (run again once a lease expires; a consumer's batches are gone). What a second Ctrl-C in
@@ -306,7 +310,7 @@ class AsyncConsumer:
         """True until the loop ended and running handlers finished (or were abandoned)."""
     @property
     def error(self) -> Optional[TideqError]:
-        """The error the consumer stopped on by itself (as ``join()`` raises it), or None."""
+        """The error it stopped on by itself (as ``join()`` raises it), or None."""
 
 @final
 class CappedQueue:
@@ -345,7 +349,9 @@ class CappedQueue:
     def push(self, group: str, item: _BytesLike) -> int:
         """Append ``item`` to ``group``; returns how many old items were dropped."""
     def push_many(self, items: Iterable[tuple[str, _BytesLike]]) -> list[int]:
-        """Push ``(group, item)`` pairs in one round trip; drops per item. All-or-nothing validation."""
+        """Push ``(group, item)`` pairs in one round trip; drops per item.
+
+        All-or-nothing validation."""
     def pop_batch(self, group: str, max: int = 128) -> list[bytes]:
         """Remove and return up to ``max`` items of ``group``, oldest first."""
     def next_batch(self, max: int = 128) -> Optional[tuple[str, list[bytes]]]:
@@ -368,14 +374,15 @@ class CappedQueue:
         grace: Optional[float] = None,
         stop_when_empty: Optional[bool] = None,
     ) -> Consumer:
-        """Start consuming in the background: ``handler(group, items)`` per batch.
+        """Start consuming in the background.
+
+        ``handler(group, items)`` per batch.
 
         Plain handlers run in worker threads; ``async def`` handlers on a private event loop per
         batch. A handler exception is logged on the ``tideq`` logger and the batch is not
         redelivered. ``groups``: serve only these; ``exclude``: skip these. Options not given
         take the core's defaults: ``concurrency`` 1, ``batch_size`` 128, ``poll_interval`` 2 s,
-        ``grace`` 10 s, ``stop_when_empty`` False.
-        """
+        ``grace`` 10 s, ``stop_when_empty`` False."""
     def run(
         self,
         handler: _Handler,
@@ -388,7 +395,9 @@ class CappedQueue:
         grace: Optional[float] = None,
         stop_when_empty: Optional[bool] = None,
     ) -> ConsumerStats:
-        """``consume()`` and block until SIGINT/SIGTERM (graceful stop) or ``stop_when_empty``;
+        """``consume()``, then wait until the consumer stops.
+
+        ``consume()`` and block until SIGINT/SIGTERM (graceful stop) or ``stop_when_empty``;
         raises the error the consumer stopped on, if any."""
 
 @final
@@ -439,7 +448,9 @@ class AsyncCappedQueue:
         grace: Optional[float] = None,
         stop_when_empty: Optional[bool] = None,
     ) -> AsyncConsumer:
-        """Start consuming; call from a running event loop. ``async def`` handlers run on that
+        """Start consuming in the background.
+
+        Call from a running event loop. ``async def`` handlers run on that
         loop, plain ones in worker threads."""
     def run(
         self,
@@ -453,7 +464,9 @@ class AsyncCappedQueue:
         grace: Optional[float] = None,
         stop_when_empty: Optional[bool] = None,
     ) -> Coroutine[Any, Any, ConsumerStats]:
-        """``consume()`` and wait until SIGINT/SIGTERM (graceful stop), cancellation or
+        """``consume()``, then wait until the consumer stops.
+
+        ``consume()`` and wait until SIGINT/SIGTERM (graceful stop), cancellation or
         ``stop_when_empty``."""
 
 @final
@@ -699,7 +712,9 @@ class Worker:
     that error (``AuthError``, ``PermissionDeniedError``), also kept in ``error``."""
 
     def stop(self) -> None:
-        """Stop fetching; running jobs get the grace period. Past it, their handlers are asked to
+        """Stop taking work; running handlers get the grace period.
+
+        No new jobs are fetched. Past the grace period, their handlers are asked to
         stop (``job.cancelled``; ``async def`` handlers are cancelled): a job whose handler then
         raises is returned to the queue (its attempt not counted), one whose handler returns is
         completed. Until its handler returns, a job keeps its slot and its lease."""
@@ -717,10 +732,10 @@ class Worker:
         """Counters so far."""
     @property
     def running(self) -> bool:
-        """True until the loop ended and running jobs' handlers returned."""
+        """True until the loop ended and running handlers finished (or were abandoned)."""
     @property
     def error(self) -> Optional[TideqError]:
-        """The error the worker stopped on by itself (as ``join()`` raises it), or None."""
+        """The error it stopped on by itself (as ``join()`` raises it), or None."""
 
 @final
 class AsyncWorker:
@@ -729,8 +744,10 @@ class AsyncWorker:
     It stops by itself on errors retrying cannot fix, as ``Worker`` does."""
 
     def stop(self) -> None:
-        """Stop fetching; running jobs get the grace period, then their handlers are asked to
-        stop, as with ``Worker.stop``."""
+        """Stop taking work; running handlers get the grace period.
+
+        No new jobs are fetched; then their handlers are asked to stop, as with
+        ``Worker.stop``."""
     def abort(self) -> None:
         """Stop at once, without waiting for running handlers: their jobs are left to their leases
         (run again once a lease expires; a consumer's batches are gone). What a second Ctrl-C in
@@ -743,10 +760,10 @@ class AsyncWorker:
         """Counters so far."""
     @property
     def running(self) -> bool:
-        """True until the loop ended and running jobs' handlers returned."""
+        """True until the loop ended and running handlers finished (or were abandoned)."""
     @property
     def error(self) -> Optional[TideqError]:
-        """The error the worker stopped on by itself (as ``join()`` raises it), or None."""
+        """The error it stopped on by itself (as ``join()`` raises it), or None."""
 
 @final
 class Queue:
@@ -814,25 +831,32 @@ class Queue:
         priority: Optional[int] = None,
         group: Optional[str] = None,
     ) -> Enqueued:
-        """Enqueue one job, ready now, after ``delay`` seconds or at ``run_at`` (a datetime, naive
-        meaning local time, or epoch seconds), by the Redis clock. An ``id`` that already exists
-        creates nothing (``created`` is False). Per-job options override the queue's.
-        ``priority``: 1 (first) to ``MAX_PRIORITY`` (last); jobs without one run before any job
-        with one, and jobs of one priority in order. ``group``: the job's group (a tenant, a
-        user): groups are served round-robin, each in order, under the group limits."""
+        """Enqueue one job.
+
+        Ready now, after ``delay`` seconds or at ``run_at`` (a datetime, naive meaning local time,
+        or epoch seconds), by the Redis clock. An ``id`` that already exists creates nothing
+        (``created`` is False). Per-job options override the queue's. ``priority``: 1 (first) to
+        ``MAX_PRIORITY`` (last); jobs without one run before any job with one, and jobs of one
+        priority in order. ``group``: the job's group (a tenant, a user): groups are served
+        round-robin, each in order, under the group limits."""
     def enqueue_many(self, items: Iterable[_JobItem]) -> list[Enqueued]:
-        """Enqueue payloads or ``(payload, options)`` pairs in one round trip; all are validated
-        before anything is written."""
+        """Enqueue payloads or ``(payload, options)`` pairs in one round trip.
+
+        All are validated before anything is written."""
     def get(self, id: str) -> Optional[JobInfo]:
-        """A job's state, attempts, last error and times; None if unknown (or no longer kept)."""
+        """A job's state, attempts, last error and times; None if unknown.
+
+        None too once the job is no longer kept."""
     def cancel(self, id: str) -> None:
-        """Remove a delayed or ready job (``JobNotCancellableError`` otherwise,
-        ``JobNotFoundError`` for unknown ids)."""
+        """Remove a delayed or ready job.
+
+        ``JobNotCancellableError`` otherwise, ``JobNotFoundError`` for unknown ids."""
     def dead_letters(self, offset: int = 0, limit: int = 100) -> list[JobInfo]:
         """Dead jobs, oldest death first."""
     def requeue(self, id: str) -> None:
-        """Move a dead job back to ready with its attempts reset (``JobNotFoundError`` if it is
-        not dead)."""
+        """Move a dead job back to ready with its attempts reset.
+
+        ``JobNotFoundError`` if it is not dead."""
     def requeue_all(self) -> int:
         """Requeue every dead job; returns how many."""
     def purge(self) -> int:
@@ -850,7 +874,9 @@ class Queue:
         grace: Optional[float] = None,
         stop_when_drained: Optional[bool] = None,
     ) -> Worker:
-        """Start a worker in the background: ``handler(job)`` per job, up to ``concurrency`` at a
+        """Start a worker in the background.
+
+        ``handler(job)`` per job, up to ``concurrency`` at a
         time. Returning completes the job; raising fails the attempt (error text
         ``"ExcType: message"``, traceback logged on the ``tideq`` logger), retried after backoff
         or dead-lettered after ``max_attempts``. Plain handlers run in pooled worker threads (as
@@ -876,7 +902,9 @@ class Queue:
         grace: Optional[float] = None,
         stop_when_drained: Optional[bool] = None,
     ) -> WorkerStats:
-        """``work()`` and block until SIGINT/SIGTERM or, with
+        """``work()``, then wait until the worker stops.
+
+        ``work()`` and block until SIGINT/SIGTERM or, with
         ``stop_when_drained``, until nothing is ready, delayed or active; raises the error the
         worker stopped on, if any. The first SIGINT/SIGTERM stops gracefully and prints one line
         on stderr saying so; a second one stops at once (``abort()``)."""
@@ -1059,7 +1087,9 @@ class AsyncQueue:
         priority: Optional[int] = None,
         group: Optional[str] = None,
     ) -> Coroutine[Any, Any, Enqueued]:
-        """Enqueue one job (see ``Queue.enqueue``)."""
+        """Enqueue one job.
+
+        See ``Queue.enqueue``."""
     def enqueue_many(self, items: Iterable[_JobItem]) -> Coroutine[Any, Any, list[Enqueued]]:
         """Enqueue payloads or ``(payload, options)`` pairs in one round trip."""
     def get(self, id: str) -> Coroutine[Any, Any, Optional[JobInfo]]:
@@ -1087,7 +1117,9 @@ class AsyncQueue:
         grace: Optional[float] = None,
         stop_when_drained: Optional[bool] = None,
     ) -> AsyncWorker:
-        """Start a worker; call from a running event loop. ``async def`` handlers run as tasks on
+        """Start a worker in the background.
+
+        Call from a running event loop. ``async def`` handlers run as tasks on
         that loop (cancelled when their attempt times out, or at the end of the shutdown grace
         period), plain ones in worker threads."""
     def run(
@@ -1101,7 +1133,9 @@ class AsyncQueue:
         grace: Optional[float] = None,
         stop_when_drained: Optional[bool] = None,
     ) -> Coroutine[Any, Any, WorkerStats]:
-        """``work()`` and wait until SIGINT/SIGTERM (graceful stop), cancellation or
+        """``work()``, then wait until the worker stops.
+
+        ``work()`` and wait until SIGINT/SIGTERM (graceful stop), cancellation or
         ``stop_when_drained``."""
     def work_batches(
         self,
