@@ -38,8 +38,8 @@ cat > sample.mjs <<'JS'
 import { Queue } from 'tideq';
 
 const q = new Queue('dist-check-node');
-await q.enqueue(JSON.stringify({ to: 'ada@example.com' }), { id: 'welcome' });
-const stats = await q.run((job) => console.log('ran', job.id, job.json().to), { stopWhenDrained: true });
+await q.enqueue('send-welcome', { to: 'ada@example.com' }, { id: 'welcome' });
+const stats = await q.run({ 'send-welcome': (data, job) => console.log('ran', job.id, data.to) }, { stopWhenDrained: true });
 if (stats.completed !== 1) throw new Error(JSON.stringify(stats));
 console.log('npm tarball: ok');
 JS

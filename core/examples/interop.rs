@@ -2,12 +2,15 @@
 //! HEX...` pushes items given as hex; `interop pop URL QUEUE GROUP MAX` prints each popped item as
 //! one hex line. Job queue: `interop enqueue URL QUEUE HEX...` enqueues one job per payload;
 //! `interop work URL QUEUE` processes jobs until the queue is drained and prints each payload as
-//! one hex line, in processing order.
+//! one hex line, in processing order. Tasks: `interop enqueue-task URL QUEUE NAME json|msgpack
+//! JSON...` enqueues one task per JSON argument value; `interop work-tasks URL QUEUE NAME` runs
+//! task NAME until the queue is drained and prints each job's arguments as one JSON line.
 
 use std::sync::{Arc, Mutex};
 
 use tideq::{
-    CappedOptions, CappedQueue, Client, EnqueueOptions, Job, Queue, QueueOptions, WorkerOptions,
+    CappedOptions, CappedQueue, Client, EnqueueOptions, Job, PayloadFormat, Queue, QueueOptions,
+    Tasks, WorkerOptions,
 };
 
 fn hex(b: &[u8]) -> String {
@@ -27,6 +30,9 @@ async fn main() -> tideq::Result<()> {
     if let [verb, url, queue, rest @ ..] = args.as_slice() {
         if verb == "enqueue" || verb == "work" {
             return jobs(verb, url, queue, rest).await;
+        }
+        if verb == "enqueue-task" || verb == "work-tasks" {
+            return tasks(verb, url, queue, rest).await;
         }
     }
     let [verb, url, queue, group, rest @ ..] = args.as_slice() else {
@@ -73,6 +79,44 @@ async fn jobs(verb: &str, url: &str, queue: &str, rest: &[String]) -> tideq::Res
     w.join().await;
     for p in seen.lock().unwrap().iter() {
         println!("{}", hex(p));
+    }
+    Ok(())
+}
+
+async fn tasks(verb: &str, url: &str, queue: &str, rest: &[String]) -> tideq::Result<()> {
+    let q = Queue::new(&Client::open(url)?, queue, QueueOptions::default())?;
+    if verb == "enqueue-task" {
+        let [name, format, values @ ..] = rest else {
+            panic!("usage: interop enqueue-task URL QUEUE NAME json|msgpack JSON...");
+        };
+        let format = match format.as_str() {
+            "msgpack" => PayloadFormat::Msgpack,
+            _ => PayloadFormat::Json,
+        };
+        for v in values {
+            let value: serde_json::Value = serde_json::from_str(v).expect("JSON");
+            let opts = EnqueueOptions {
+                format: Some(format),
+                ..Default::default()
+            };
+            q.enqueue_task(name, &value, opts).await?;
+        }
+        return Ok(());
+    }
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let s2 = seen.clone();
+    let opts = WorkerOptions {
+        concurrency: 1,
+        stop_when_drained: true,
+        ..Default::default()
+    };
+    let tasks = Tasks::new().task(&rest[0], move |args: serde_json::Value, _job: Job| {
+        s2.lock().unwrap().push(args.to_string());
+        async { Ok::<(), String>(()) }
+    });
+    q.work_tasks(opts, tasks)?.join().await;
+    for line in seen.lock().unwrap().iter() {
+        println!("{line}");
     }
     Ok(())
 }

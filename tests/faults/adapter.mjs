@@ -17,7 +17,7 @@ if (kind === 'producer') {
     const deadline = Date.now() + 60_000;
     for (;;) {
       try {
-        await q.enqueue(id, { id });
+        await q.enqueue(Buffer.from(id), { id });
         write(`acked ${id}`);
         break;
       } catch {

@@ -1,5 +1,6 @@
 """Cross-language: the three runtimes share one format and one set of scripts, so bytes pushed
 from any runtime come out identical in every other."""
+import json
 import os
 import random
 import subprocess
@@ -86,3 +87,47 @@ def test_jobs_enqueued_in_each_runtime_are_processed_in_each_other_with_identica
     data = items()
     enqueue_with(producer, redis_url, queue, data)
     assert work_with(worker, redis_url, queue) == data
+
+
+NODE_TASKS = ["node", str(ROOT / "tests/interop/interop_tasks.mjs")]
+
+# Task arguments every runtime must carry unchanged: nested objects and lists, unicode, numbers
+# at the edges of the integer range both encodings share, booleans and null.
+TASK_ARGS = [
+    {"to": "ada@example.com", "n": 1},
+    {"name": "é✓ unicode", "tags": ["a", "b"], "nested": {"x": [1, 2, {"y": None}]}},
+    {"big": 2**53 - 1, "neg": -(2**31), "flag": True, "ratio": 0.25},
+    [1, "two", 3.5],
+    "a bare string",
+]
+
+
+def enqueue_task_with(runtime, url, queue, name, fmt, values):
+    if runtime == "python":
+        q = tideq.Queue(queue, url=url)
+        for v in values:
+            q.enqueue_task(name, v, format=fmt)
+    else:
+        cmd = NODE_TASKS if runtime == "node" else RUST
+        subprocess.run(cmd + ["enqueue-task", url, queue, name, fmt] + [json.dumps(v) for v in values], check=True)
+
+
+def work_tasks_with(runtime, url, queue, name):
+    if runtime == "python":
+        seen = []
+        q = tideq.Queue(queue, url=url)
+        q.run(lambda job: seen.append((job.task, job.args())), concurrency=1, stop_when_drained=True)
+        assert {task for task, _ in seen} == {name}
+        return [args for _, args in seen]
+    cmd = NODE_TASKS if runtime == "node" else RUST
+    res = subprocess.run(cmd + ["work-tasks", url, queue, name], capture_output=True, text=True, check=True)
+    return [json.loads(line) for line in res.stdout.splitlines()]
+
+
+@pytest.mark.parametrize("fmt", ["json", "msgpack"])
+@pytest.mark.parametrize("producer", RUNTIMES)
+@pytest.mark.parametrize("worker", RUNTIMES)
+def test_tasks_enqueued_by_name_in_each_runtime_run_in_each_other_with_the_same_arguments(redis_url, producer, worker, fmt):
+    queue = f"interop-tasks-{uuid.uuid4().hex}"
+    enqueue_task_with(producer, redis_url, queue, "send-email", fmt, TASK_ARGS)
+    assert work_tasks_with(worker, redis_url, queue, "send-email") == TASK_ARGS
