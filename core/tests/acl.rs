@@ -168,6 +168,16 @@ async fn each_job_role_works_under_exactly_its_documented_acl() {
         .await
         .unwrap();
     assert_eq!(w.error().map(|e| e.code()), Some("PERMISSION"));
+
+    // A denied pipeline (stats) says it once, naming a command, without redis-rs's indexes.
+    let err = producer.stats().await.unwrap_err();
+    assert_eq!(err.code(), "PERMISSION");
+    assert!(
+        err.message().starts_with("the Redis user may not run ")
+            && !err.message().contains("Index")
+            && !err.message().contains("Pipeline"),
+        "{err}"
+    );
 }
 
 #[tokio::test]
