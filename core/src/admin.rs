@@ -13,9 +13,12 @@ impl Queue {
     /// A job's state, attempts, last error and timestamps; `None` if unknown (or no longer
     /// retained).
     pub async fn get(&self, id: &str) -> Result<Option<JobInfo>> {
-        validate_job_id(id)?;
-        let mut found = self.get_many(self.shard_for(id), &[id.to_string()]).await?;
-        Ok(found.pop().flatten())
+        self.op("get", async {
+            validate_job_id(id)?;
+            let mut found = self.get_many(self.shard_for(id), &[id.to_string()]).await?;
+            Ok(found.pop().flatten())
+        })
+        .await
     }
 
     async fn get_many(&self, shard: usize, ids: &[String]) -> Result<Vec<Option<JobInfo>>> {
@@ -43,54 +46,60 @@ impl Queue {
     /// Removes a delayed or ready job. Active, dead or completed jobs are refused
     /// (`JOB_NOT_CANCELLABLE`); unknown ids give `JOB_NOT_FOUND`.
     pub async fn cancel(&self, id: &str) -> Result<()> {
-        validate_job_id(id)?;
-        let mut cmd = self.script_cmd(self.shard_for(id), &CANCEL_JOB);
-        cmd.arg(id);
-        let res: String = self.client.eval(&cmd, &CANCEL_JOB).await?;
-        match res.as_str() {
-            "cancelled" => Ok(()),
-            "missing" => Err(Error::new(
-                ErrorKind::JobNotFound,
-                format!("no job {id:?} in queue {:?}", self.name),
-            )),
-            state => Err(Error::new(
-                ErrorKind::JobNotCancellable,
-                format!("job {id:?} is {state}; only delayed or ready jobs can be cancelled"),
-            )),
-        }
+        self.op("cancel", async {
+            validate_job_id(id)?;
+            let mut cmd = self.script_cmd(self.shard_for(id), &CANCEL_JOB);
+            cmd.arg(id);
+            let res: String = self.client.eval(&cmd, &CANCEL_JOB).await?;
+            match res.as_str() {
+                "cancelled" => Ok(()),
+                "missing" => Err(Error::new(
+                    ErrorKind::JobNotFound,
+                    format!("no job {id:?} in queue {:?}", self.name),
+                )),
+                state => Err(Error::new(
+                    ErrorKind::JobNotCancellable,
+                    format!("job {id:?} is {state}; only delayed or ready jobs can be cancelled"),
+                )),
+            }
+        })
+        .await
     }
 
     /// Dead-lettered jobs, `limit` from `offset`: oldest death first within a shard, shard by shard.
     pub async fn dead_letters(&self, offset: usize, limit: usize) -> Result<Vec<JobInfo>> {
-        let mut out = Vec::new();
-        let mut skip = offset;
-        for shard in 0..self.shards.len() {
-            if out.len() >= limit {
-                break;
+        self.op("dead_letters", async {
+            let mut out = Vec::new();
+            let mut skip = offset;
+            for shard in 0..self.shards.len() {
+                if out.len() >= limit {
+                    break;
+                }
+                let mut conn = self.client.conn().await?;
+                let dead = self.shards[shard].dead();
+                let count: usize = redis::cmd("ZCARD")
+                    .arg(&dead)
+                    .query_async(&mut conn)
+                    .await
+                    .map_err(|e| self.client.err(e))?;
+                if skip >= count {
+                    skip -= count;
+                    continue;
+                }
+                let want = limit - out.len();
+                let ids: Vec<String> = redis::cmd("ZRANGE")
+                    .arg(&dead)
+                    .arg(skip)
+                    .arg(skip + want - 1)
+                    .query_async(&mut conn)
+                    .await
+                    .map_err(|e| self.client.err(e))?;
+                skip = 0;
+                out.extend(self.get_many(shard, &ids).await?.into_iter().flatten());
             }
-            let mut conn = self.client.conn().await?;
-            let dead = self.shards[shard].dead();
-            let count: usize = redis::cmd("ZCARD")
-                .arg(&dead)
-                .query_async(&mut conn)
-                .await
-                .map_err(|e| self.client.err(e))?;
-            if skip >= count {
-                skip -= count;
-                continue;
-            }
-            let want = limit - out.len();
-            let ids: Vec<String> = redis::cmd("ZRANGE")
-                .arg(&dead)
-                .arg(skip)
-                .arg(skip + want - 1)
-                .query_async(&mut conn)
-                .await
-                .map_err(|e| self.client.err(e))?;
-            skip = 0;
-            out.extend(self.get_many(shard, &ids).await?.into_iter().flatten());
-        }
-        Ok(out)
+            Ok(out)
+        })
+        .await
     }
 
     /// Requeues or purges dead jobs: `id`, or all of them (in calls of at most 1000).
@@ -118,72 +127,82 @@ impl Queue {
 
     /// Moves a dead job back to ready with its attempts reset. `JOB_NOT_FOUND` if it is not dead.
     pub async fn requeue(&self, id: &str) -> Result<()> {
-        match self.dead_op(&REQUEUE_DEAD, Some(id)).await? {
-            0 => Err(Error::new(
-                ErrorKind::JobNotFound,
-                format!("no dead job {id:?}"),
-            )),
-            _ => Ok(()),
-        }
+        self.op("requeue", async {
+            match self.dead_op(&REQUEUE_DEAD, Some(id)).await? {
+                0 => Err(Error::new(
+                    ErrorKind::JobNotFound,
+                    format!("no dead job {id:?}"),
+                )),
+                _ => Ok(()),
+            }
+        })
+        .await
     }
 
     /// Requeues every dead job; returns how many.
     pub async fn requeue_all(&self) -> Result<u64> {
-        self.dead_op(&REQUEUE_DEAD, None).await
+        self.op("requeue_all", async {
+            self.dead_op(&REQUEUE_DEAD, None).await
+        })
+        .await
     }
 
     /// Deletes every dead job; returns how many.
     pub async fn purge(&self) -> Result<u64> {
-        self.dead_op(&PURGE_DEAD, None).await
+        self.op("purge", async { self.dead_op(&PURGE_DEAD, None).await })
+            .await
     }
 
     /// Counts per state and lifetime counters, added up over the shards.
     pub async fn stats(&self) -> Result<JobStats> {
-        let per_shard = self.shards.iter().map(|k| async move {
-            let mut conn = self.client.conn().await?;
-            let (delayed, ready, active, dead, c): (u64, u64, u64, u64, HashMap<String, u64>) =
-                redis::pipe()
-                    .zcard(k.delayed())
-                    .llen(k.ready())
-                    .zcount(k.active(), "-inf", "(+inf") // not the encoding anchor (lib_jobs.lua)
-                    .zcard(k.dead())
-                    .hgetall(k.stats())
-                    .query_async(&mut conn)
-                    .await
-                    .map_err(|e| self.client.err(e))?;
-            let get = |name: &str| c.get(name).copied().unwrap_or(0);
-            Ok::<_, Error>(JobStats {
-                delayed,
-                ready,
-                active,
-                dead,
-                enqueued: get("enqueued"),
-                completed: get("completed"),
-                failed: get("failed"),
-                retried: get("retried"),
-                recovered: get("recovered"),
-                cancelled: get("cancelled"),
-                dead_trimmed: get("dead_trimmed"),
-                lost: get("lost"),
-            })
-        });
-        let mut total = JobStats::default();
-        let per_shard: Vec<_> = per_shard.map(Box::pin).collect();
-        for s in futures_util::future::try_join_all(per_shard).await? {
-            total.delayed += s.delayed;
-            total.ready += s.ready;
-            total.active += s.active;
-            total.dead += s.dead;
-            total.enqueued += s.enqueued;
-            total.completed += s.completed;
-            total.failed += s.failed;
-            total.retried += s.retried;
-            total.recovered += s.recovered;
-            total.cancelled += s.cancelled;
-            total.dead_trimmed += s.dead_trimmed;
-            total.lost += s.lost;
-        }
-        Ok(total)
+        self.op("stats", async {
+            let per_shard = self.shards.iter().map(|k| async move {
+                let mut conn = self.client.conn().await?;
+                let (delayed, ready, active, dead, c): (u64, u64, u64, u64, HashMap<String, u64>) =
+                    redis::pipe()
+                        .zcard(k.delayed())
+                        .llen(k.ready())
+                        .zcount(k.active(), "-inf", "(+inf") // not the encoding anchor (lib_jobs.lua)
+                        .zcard(k.dead())
+                        .hgetall(k.stats())
+                        .query_async(&mut conn)
+                        .await
+                        .map_err(|e| self.client.err(e))?;
+                let get = |name: &str| c.get(name).copied().unwrap_or(0);
+                Ok::<_, Error>(JobStats {
+                    delayed,
+                    ready,
+                    active,
+                    dead,
+                    enqueued: get("enqueued"),
+                    completed: get("completed"),
+                    failed: get("failed"),
+                    retried: get("retried"),
+                    recovered: get("recovered"),
+                    cancelled: get("cancelled"),
+                    dead_trimmed: get("dead_trimmed"),
+                    lost: get("lost"),
+                })
+            });
+            let mut total = JobStats::default();
+            let per_shard: Vec<_> = per_shard.map(Box::pin).collect();
+            for s in futures_util::future::try_join_all(per_shard).await? {
+                total.delayed += s.delayed;
+                total.ready += s.ready;
+                total.active += s.active;
+                total.dead += s.dead;
+                total.enqueued += s.enqueued;
+                total.completed += s.completed;
+                total.failed += s.failed;
+                total.retried += s.retried;
+                total.recovered += s.recovered;
+                total.cancelled += s.cancelled;
+                total.dead_trimmed += s.dead_trimmed;
+                total.lost += s.lost;
+            }
+            Ok(total)
+        })
+        .await
     }
 }
 

@@ -103,6 +103,15 @@ fn millis(what: &str, d: Option<Duration>) -> Result<u64> {
 }
 
 impl CappedQueue {
+    /// Runs one public operation, naming the queue and the operation in the errors Redis gives.
+    pub(crate) async fn op<T>(
+        &self,
+        op: &str,
+        f: impl std::future::Future<Output = Result<T>>,
+    ) -> Result<T> {
+        f.await.map_err(|e| e.in_operation(&self.name, op))
+    }
+
     /// A handle on queue `name`. Validates the name and options; does not touch Redis.
     pub fn new(client: &Client, name: &str, opts: CappedOptions) -> Result<Self> {
         Self::sharded(client, name, 1, opts)
@@ -181,82 +190,85 @@ impl CappedQueue {
         G: AsRef<str>,
         I: AsRef<[u8]>,
     {
-        if items.len() > crate::job::MAX_BATCH {
-            return Err(Error::invalid(format!(
-                "push_many takes at most {} items per call; got {}: send them in parts",
-                crate::job::MAX_BATCH,
-                items.len()
-            )));
-        }
-        for (i, (g, item)) in items.iter().enumerate() {
-            let checked =
-                validate_name("group", g.as_ref()).and_then(|_| self.check_item(item.as_ref()));
-            checked.map_err(|e| {
-                if items.len() > 1 {
-                    e.context(&format!("item {i}"))
-                } else {
-                    e
-                }
-            })?;
-        }
-        if items.is_empty() {
-            return Ok(Vec::new());
-        }
-        let ttl = millis("ttl", self.opts.ttl)?;
-        // Per shard (a group never spans shards): chunks in one pipeline; shards in parallel.
-        let mut by_shard: Vec<Vec<usize>> = vec![Vec::new(); self.shards.len()];
-        for (i, (g, _)) in items.iter().enumerate() {
-            by_shard[shard_of(g.as_ref(), self.shards.len())].push(i);
-        }
-        let sends = by_shard
-            .iter()
-            .enumerate()
-            .filter(|(_, idx)| !idx.is_empty())
-            .map(|(shard, idx)| {
-                let mut cmds = Vec::new();
-                let mut start = 0;
-                while start < idx.len() {
-                    let mut end = start;
-                    let mut bytes = 0;
-                    while end < idx.len()
-                        && end - start < PUSH_CHUNK_ITEMS
-                        && (bytes < PUSH_CHUNK_BYTES || end == start)
-                    {
-                        bytes += items[idx[end]].1.as_ref().len();
-                        end += 1;
-                    }
-                    let chunk: Vec<(&str, &[u8])> = idx[start..end]
-                        .iter()
-                        .map(|&i| (items[i].0.as_ref(), items[i].1.as_ref()))
-                        .collect();
-                    cmds.push(self.push_cmd(&self.shards[shard], &chunk, ttl));
-                    start = end;
-                }
-                async move {
-                    let replies = if cmds.len() == 1 {
-                        vec![self.client.eval::<Value>(&cmds[0], &PUSH_CAPPED).await?]
+        self.op("push", async {
+            if items.len() > crate::job::MAX_BATCH {
+                return Err(Error::invalid(format!(
+                    "push_many takes at most {} items per call; got {}: send them in parts",
+                    crate::job::MAX_BATCH,
+                    items.len()
+                )));
+            }
+            for (i, (g, item)) in items.iter().enumerate() {
+                let checked =
+                    validate_name("group", g.as_ref()).and_then(|_| self.check_item(item.as_ref()));
+                checked.map_err(|e| {
+                    if items.len() > 1 {
+                        e.context(&format!("item {i}"))
                     } else {
-                        self.client.pipeline(&cmds).await?
-                    };
-                    let mut drops = Vec::with_capacity(idx.len());
-                    for reply in replies {
-                        let v: Vec<u64> = redis::from_redis_value(reply)
-                            .map_err(|e| self.client.err(e.into()))?;
-                        drops.extend(v);
+                        e
                     }
-                    Ok::<_, Error>(idx.iter().copied().zip(drops).collect::<Vec<_>>())
-                }
-            });
-        let mut drops = vec![0; items.len()];
-        let sends: Vec<_> = sends.map(Box::pin).collect();
-        for (i, d) in futures_util::future::try_join_all(sends)
-            .await?
-            .into_iter()
-            .flatten()
-        {
-            drops[i] = d;
-        }
-        Ok(drops)
+                })?;
+            }
+            if items.is_empty() {
+                return Ok(Vec::new());
+            }
+            let ttl = millis("ttl", self.opts.ttl)?;
+            // Per shard (a group never spans shards): chunks in one pipeline; shards in parallel.
+            let mut by_shard: Vec<Vec<usize>> = vec![Vec::new(); self.shards.len()];
+            for (i, (g, _)) in items.iter().enumerate() {
+                by_shard[shard_of(g.as_ref(), self.shards.len())].push(i);
+            }
+            let sends = by_shard
+                .iter()
+                .enumerate()
+                .filter(|(_, idx)| !idx.is_empty())
+                .map(|(shard, idx)| {
+                    let mut cmds = Vec::new();
+                    let mut start = 0;
+                    while start < idx.len() {
+                        let mut end = start;
+                        let mut bytes = 0;
+                        while end < idx.len()
+                            && end - start < PUSH_CHUNK_ITEMS
+                            && (bytes < PUSH_CHUNK_BYTES || end == start)
+                        {
+                            bytes += items[idx[end]].1.as_ref().len();
+                            end += 1;
+                        }
+                        let chunk: Vec<(&str, &[u8])> = idx[start..end]
+                            .iter()
+                            .map(|&i| (items[i].0.as_ref(), items[i].1.as_ref()))
+                            .collect();
+                        cmds.push(self.push_cmd(&self.shards[shard], &chunk, ttl));
+                        start = end;
+                    }
+                    async move {
+                        let replies = if cmds.len() == 1 {
+                            vec![self.client.eval::<Value>(&cmds[0], &PUSH_CAPPED).await?]
+                        } else {
+                            self.client.pipeline(&cmds).await?
+                        };
+                        let mut drops = Vec::with_capacity(idx.len());
+                        for reply in replies {
+                            let v: Vec<u64> = redis::from_redis_value(reply)
+                                .map_err(|e| self.client.err(e.into()))?;
+                            drops.extend(v);
+                        }
+                        Ok::<_, Error>(idx.iter().copied().zip(drops).collect::<Vec<_>>())
+                    }
+                });
+            let mut drops = vec![0; items.len()];
+            let sends: Vec<_> = sends.map(Box::pin).collect();
+            for (i, d) in futures_util::future::try_join_all(sends)
+                .await?
+                .into_iter()
+                .flatten()
+            {
+                drops[i] = d;
+            }
+            Ok(drops)
+        })
+        .await
     }
 
     fn push_cmd<G: AsRef<str>, I: AsRef<[u8]>>(
@@ -293,12 +305,15 @@ impl CappedQueue {
     /// Atomically removes and returns up to `max` items of `group`, oldest first: exactly `max`
     /// when at least `max` fresh items are queued.
     pub async fn pop_batch(&self, group: &str, max: usize) -> Result<Vec<Vec<u8>>> {
-        validate_name("group", group)?;
-        let shard = shard_of(group, self.shards.len());
-        let (mut batches, _) = self
-            .pop_groups(shard, &[group.to_string()], max, 0, &[])
-            .await?;
-        Ok(batches.pop().map(|b| b.items).unwrap_or_default())
+        self.op("pop_batch", async {
+            validate_name("group", group)?;
+            let shard = shard_of(group, self.shards.len());
+            let (mut batches, _) = self
+                .pop_groups(shard, &[group.to_string()], max, 0, &[])
+                .await?;
+            Ok(batches.pop().map(|b| b.items).unwrap_or_default())
+        })
+        .await
     }
 
     /// One `pop_capped` call on `shard`: pops up to `max` items from each of `groups` (all on that
@@ -347,10 +362,13 @@ impl CappedQueue {
     /// Takes the next batch round-robin over the groups that have data, or `None` when no group
     /// has any. Groups found empty (drained or expired) leave the rotation on the way.
     pub async fn next_batch(&self, max: usize) -> Result<Option<Batch>> {
-        let mut rr = std::mem::take(&mut *self.rr.lock().unwrap());
-        let res = self.next_batches(max, 1, &[], &mut rr).await;
-        *self.rr.lock().unwrap() = rr;
-        Ok(res?.pop())
+        self.op("next_batch", async {
+            let mut rr = std::mem::take(&mut *self.rr.lock().unwrap());
+            let res = self.next_batches(max, 1, &[], &mut rr).await;
+            *self.rr.lock().unwrap() = rr;
+            Ok(res?.pop())
+        })
+        .await
     }
 
     /// Up to `count` batches (each from another group) round-robin, skipping `skip`, with the
@@ -398,48 +416,58 @@ impl CappedQueue {
 
     /// Number of items queued in `group`.
     pub async fn len(&self, group: &str) -> Result<u64> {
-        validate_name("group", group)?;
-        let mut conn = self.client.conn().await?;
-        redis::cmd("LLEN")
-            .arg(self.keys_for(group).group(group))
-            .query_async(&mut conn)
-            .await
-            .map_err(|e| self.client.err(e))
+        self.op("len", async {
+            validate_name("group", group)?;
+            let mut conn = self.client.conn().await?;
+            redis::cmd("LLEN")
+                .arg(self.keys_for(group).group(group))
+                .query_async(&mut conn)
+                .await
+                .map_err(|e| self.client.err(e))
+        })
+        .await
     }
 
     /// Groups that currently hold data, in round-robin order (shard by shard). Reads the whole
     /// rotation (O(groups)); [`stats`](Self::stats) counts them cheaply.
     pub async fn groups(&self) -> Result<Vec<String>> {
-        let mut out = Vec::new();
-        for k in self.shards.iter() {
-            let mut cmd = CAPPED_GROUPS.cmd(&k.for_script(&CAPPED_GROUPS, ""));
-            cmd.arg("list");
-            let (names, _): (Vec<String>, u64) = self.client.eval(&cmd, &CAPPED_GROUPS).await?;
-            out.extend(names);
-        }
-        Ok(out)
+        self.op("groups", async {
+            let mut out = Vec::new();
+            for k in self.shards.iter() {
+                let mut cmd = CAPPED_GROUPS.cmd(&k.for_script(&CAPPED_GROUPS, ""));
+                cmd.arg("list");
+                let (names, _): (Vec<String>, u64) = self.client.eval(&cmd, &CAPPED_GROUPS).await?;
+                out.extend(names);
+            }
+            Ok(out)
+        })
+        .await
     }
 
     /// Queue-wide counters, added up over the shards.
     pub async fn stats(&self) -> Result<CappedStats> {
-        let mut conn = self.client.conn().await?;
-        let mut total = CappedStats::default();
-        for k in self.shards.iter() {
-            let counters: HashMap<String, u64> = redis::cmd("HGETALL")
-                .arg(k.stats())
-                .query_async(&mut conn)
-                .await
-                .map_err(|e| self.client.err(e))?;
-            let mut cmd = CAPPED_GROUPS.cmd(&k.for_script(&CAPPED_GROUPS, ""));
-            cmd.arg("count");
-            let (_, groups): (Vec<String>, u64) = self.client.eval(&cmd, &CAPPED_GROUPS).await?;
-            let get = |k: &str| counters.get(k).copied().unwrap_or(0);
-            total.pushed += get("pushed");
-            total.dropped += get("dropped");
-            total.discarded += get("discarded");
-            total.delivered += get("delivered");
-            total.groups += groups;
-        }
-        Ok(total)
+        self.op("stats", async {
+            let mut conn = self.client.conn().await?;
+            let mut total = CappedStats::default();
+            for k in self.shards.iter() {
+                let counters: HashMap<String, u64> = redis::cmd("HGETALL")
+                    .arg(k.stats())
+                    .query_async(&mut conn)
+                    .await
+                    .map_err(|e| self.client.err(e))?;
+                let mut cmd = CAPPED_GROUPS.cmd(&k.for_script(&CAPPED_GROUPS, ""));
+                cmd.arg("count");
+                let (_, groups): (Vec<String>, u64) =
+                    self.client.eval(&cmd, &CAPPED_GROUPS).await?;
+                let get = |k: &str| counters.get(k).copied().unwrap_or(0);
+                total.pushed += get("pushed");
+                total.dropped += get("dropped");
+                total.discarded += get("discarded");
+                total.delivered += get("delivered");
+                total.groups += groups;
+            }
+            Ok(total)
+        })
+        .await
     }
 }

@@ -125,6 +125,22 @@ impl Error {
         Error::new(self.kind, format!("{what}: {}", self.message))
     }
 
+    /// The same error with the queue and the operation in front of its message, for errors that
+    /// come from Redis (the others already say what was wrong with the call's own arguments).
+    pub(crate) fn in_operation(self, queue: &str, op: &str) -> Self {
+        match self.kind {
+            ErrorKind::Connection
+            | ErrorKind::Auth
+            | ErrorKind::Permission
+            | ErrorKind::OutOfMemory
+            | ErrorKind::NotRedis
+            | ErrorKind::EvictionPolicy
+            | ErrorKind::Redis
+            | ErrorKind::NotReplicated => self.context(&format!("queue {queue:?}: {op}")),
+            _ => self,
+        }
+    }
+
     /// Maps a redis-rs error, removing `secret` (the password) from the text if it appears.
     /// One message per cause, whatever the call path (a command, a pipeline or a script).
     pub(crate) fn from_redis(err: redis::RedisError, secret: Option<&str>) -> Self {

@@ -173,8 +173,9 @@ async fn each_job_role_works_under_exactly_its_documented_acl() {
     let err = producer.stats().await.unwrap_err();
     assert_eq!(err.code(), "PERMISSION");
     assert!(
-        err.message().starts_with("the Redis user may not run ")
-            && !err.message().contains("Index")
+        err.message().starts_with(&format!(
+            "queue {name:?}: stats: the Redis user may not run "
+        )) && !err.message().contains("Index")
             && !err.message().contains("Pipeline"),
         "{err}"
     );
