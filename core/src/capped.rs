@@ -104,12 +104,17 @@ fn millis(what: &str, d: Option<Duration>) -> Result<u64> {
 
 impl CappedQueue {
     /// Runs one public operation, naming the queue and the operation in the errors Redis gives.
-    pub(crate) async fn op<T>(
-        &self,
-        op: &str,
-        f: impl std::future::Future<Output = Result<T>>,
-    ) -> Result<T> {
-        f.await.map_err(|e| e.in_operation(&self.name, op))
+    /// The operation's future is boxed (as a trait object) before it is wrapped: nested by type,
+    /// it would deepen every future that awaits it past the compiler's default type-layout depth
+    /// (one allocation per call, next to a Redis round trip).
+    pub(crate) fn op<'a, T: 'a>(
+        &'a self,
+        op: &'static str,
+        f: impl std::future::Future<Output = Result<T>> + Send + 'a,
+    ) -> impl std::future::Future<Output = Result<T>> + Send + 'a {
+        let f: std::pin::Pin<Box<dyn std::future::Future<Output = Result<T>> + Send + 'a>> =
+            Box::pin(f);
+        async move { f.await.map_err(|e| e.in_operation(&self.name, op)) }
     }
 
     /// A handle on queue `name`. Validates the name and options; does not touch Redis.
@@ -190,85 +195,83 @@ impl CappedQueue {
         G: AsRef<str>,
         I: AsRef<[u8]>,
     {
-        self.op("push", async {
-            if items.len() > crate::job::MAX_BATCH {
-                return Err(Error::invalid(format!(
-                    "push_many takes at most {} items per call; got {}: send them in parts",
-                    crate::job::MAX_BATCH,
-                    items.len()
-                )));
-            }
-            for (i, (g, item)) in items.iter().enumerate() {
-                let checked =
-                    validate_name("group", g.as_ref()).and_then(|_| self.check_item(item.as_ref()));
-                checked.map_err(|e| {
-                    if items.len() > 1 {
-                        e.context(&format!("item {i}"))
+        if items.len() > crate::job::MAX_BATCH {
+            return Err(Error::invalid(format!(
+                "push_many takes at most {} items per call; got {}: send them in parts",
+                crate::job::MAX_BATCH,
+                items.len()
+            )));
+        }
+        for (i, (g, item)) in items.iter().enumerate() {
+            let checked =
+                validate_name("group", g.as_ref()).and_then(|_| self.check_item(item.as_ref()));
+            checked.map_err(|e| {
+                if items.len() > 1 {
+                    e.context(&format!("item {i}"))
+                } else {
+                    e
+                }
+            })?;
+        }
+        if items.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ttl = millis("ttl", self.opts.ttl)?;
+        // Per shard (a group never spans shards): chunks in one pipeline; shards in parallel.
+        let mut by_shard: Vec<Vec<usize>> = vec![Vec::new(); self.shards.len()];
+        for (i, (g, _)) in items.iter().enumerate() {
+            by_shard[shard_of(g.as_ref(), self.shards.len())].push(i);
+        }
+        let sends = by_shard
+            .iter()
+            .enumerate()
+            .filter(|(_, idx)| !idx.is_empty())
+            .map(|(shard, idx)| {
+                let mut cmds = Vec::new();
+                let mut start = 0;
+                while start < idx.len() {
+                    let mut end = start;
+                    let mut bytes = 0;
+                    while end < idx.len()
+                        && end - start < PUSH_CHUNK_ITEMS
+                        && (bytes < PUSH_CHUNK_BYTES || end == start)
+                    {
+                        bytes += items[idx[end]].1.as_ref().len();
+                        end += 1;
+                    }
+                    let chunk: Vec<(&str, &[u8])> = idx[start..end]
+                        .iter()
+                        .map(|&i| (items[i].0.as_ref(), items[i].1.as_ref()))
+                        .collect();
+                    cmds.push(self.push_cmd(&self.shards[shard], &chunk, ttl));
+                    start = end;
+                }
+                async move {
+                    let replies = if cmds.len() == 1 {
+                        vec![self.client.eval::<Value>(&cmds[0], &PUSH_CAPPED).await?]
                     } else {
-                        e
+                        self.client.pipeline(&cmds).await?
+                    };
+                    let mut drops = Vec::with_capacity(idx.len());
+                    for reply in replies {
+                        let v: Vec<u64> = redis::from_redis_value(reply)
+                            .map_err(|e| self.client.err(e.into()))?;
+                        drops.extend(v);
                     }
-                })?;
-            }
-            if items.is_empty() {
-                return Ok(Vec::new());
-            }
-            let ttl = millis("ttl", self.opts.ttl)?;
-            // Per shard (a group never spans shards): chunks in one pipeline; shards in parallel.
-            let mut by_shard: Vec<Vec<usize>> = vec![Vec::new(); self.shards.len()];
-            for (i, (g, _)) in items.iter().enumerate() {
-                by_shard[shard_of(g.as_ref(), self.shards.len())].push(i);
-            }
-            let sends = by_shard
-                .iter()
-                .enumerate()
-                .filter(|(_, idx)| !idx.is_empty())
-                .map(|(shard, idx)| {
-                    let mut cmds = Vec::new();
-                    let mut start = 0;
-                    while start < idx.len() {
-                        let mut end = start;
-                        let mut bytes = 0;
-                        while end < idx.len()
-                            && end - start < PUSH_CHUNK_ITEMS
-                            && (bytes < PUSH_CHUNK_BYTES || end == start)
-                        {
-                            bytes += items[idx[end]].1.as_ref().len();
-                            end += 1;
-                        }
-                        let chunk: Vec<(&str, &[u8])> = idx[start..end]
-                            .iter()
-                            .map(|&i| (items[i].0.as_ref(), items[i].1.as_ref()))
-                            .collect();
-                        cmds.push(self.push_cmd(&self.shards[shard], &chunk, ttl));
-                        start = end;
-                    }
-                    async move {
-                        let replies = if cmds.len() == 1 {
-                            vec![self.client.eval::<Value>(&cmds[0], &PUSH_CAPPED).await?]
-                        } else {
-                            self.client.pipeline(&cmds).await?
-                        };
-                        let mut drops = Vec::with_capacity(idx.len());
-                        for reply in replies {
-                            let v: Vec<u64> = redis::from_redis_value(reply)
-                                .map_err(|e| self.client.err(e.into()))?;
-                            drops.extend(v);
-                        }
-                        Ok::<_, Error>(idx.iter().copied().zip(drops).collect::<Vec<_>>())
-                    }
-                });
-            let mut drops = vec![0; items.len()];
-            let sends: Vec<_> = sends.map(Box::pin).collect();
-            for (i, d) in futures_util::future::try_join_all(sends)
-                .await?
-                .into_iter()
-                .flatten()
-            {
-                drops[i] = d;
-            }
-            Ok(drops)
-        })
-        .await
+                    Ok::<_, Error>(idx.iter().copied().zip(drops).collect::<Vec<_>>())
+                }
+            });
+        let mut drops = vec![0; items.len()];
+        let sends: Vec<_> = sends.map(Box::pin).collect();
+        for (i, d) in self
+            .op("push", futures_util::future::try_join_all(sends))
+            .await?
+            .into_iter()
+            .flatten()
+        {
+            drops[i] = d;
+        }
+        Ok(drops)
     }
 
     fn push_cmd<G: AsRef<str>, I: AsRef<[u8]>>(

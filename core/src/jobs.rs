@@ -35,12 +35,17 @@ pub struct Queue {
 
 impl Queue {
     /// Runs one public operation, naming the queue and the operation in the errors Redis gives.
-    pub(crate) async fn op<T>(
-        &self,
-        op: &str,
-        f: impl std::future::Future<Output = Result<T>>,
-    ) -> Result<T> {
-        f.await.map_err(|e| e.in_operation(&self.name, op))
+    /// The operation's future is boxed (as a trait object) before it is wrapped: nested by type,
+    /// it would deepen every future that awaits it past the compiler's default type-layout depth
+    /// (one allocation per call, next to a Redis round trip).
+    pub(crate) fn op<'a, T: 'a>(
+        &'a self,
+        op: &'static str,
+        f: impl std::future::Future<Output = Result<T>> + Send + 'a,
+    ) -> impl std::future::Future<Output = Result<T>> + Send + 'a {
+        let f: std::pin::Pin<Box<dyn std::future::Future<Output = Result<T>> + Send + 'a>> =
+            Box::pin(f);
+        async move { f.await.map_err(|e| e.in_operation(&self.name, op)) }
     }
 
     /// The same queue, reached through another client (the worker's lease renewer has its own).
@@ -175,99 +180,97 @@ impl Queue {
         &self,
         jobs: &[(P, EnqueueOptions)],
     ) -> Result<Vec<Enqueued>> {
-        self.op("enqueue", async {
-            if jobs.len() > MAX_BATCH {
-                return Err(Error::invalid(format!(
+        if jobs.len() > MAX_BATCH {
+            return Err(Error::invalid(format!(
                 "enqueue_many takes at most {MAX_BATCH} jobs per call; got {}: send them in parts",
                 jobs.len()
             )));
-            }
-            let mut prepared = Vec::with_capacity(jobs.len());
-            for (i, (payload, o)) in jobs.iter().enumerate() {
-                let env = self.envelope(payload.as_ref(), o);
-                prepared.push(env.map_err(|e| {
-                    if jobs.len() > 1 {
-                        e.context(&format!("job {i}"))
+        }
+        let mut prepared = Vec::with_capacity(jobs.len());
+        for (i, (payload, o)) in jobs.iter().enumerate() {
+            let env = self.envelope(payload.as_ref(), o);
+            prepared.push(env.map_err(|e| {
+                if jobs.len() > 1 {
+                    e.context(&format!("job {i}"))
+                } else {
+                    e
+                }
+            })?);
+        }
+        // Per shard, chunks of jobs in one pipeline; shards (other nodes) in parallel.
+        let mut by_shard: Vec<Vec<usize>> = vec![Vec::new(); self.shards.len()];
+        for (i, (env, _, _)) in prepared.iter().enumerate() {
+            by_shard[self.shard_for(&env.id)].push(i);
+        }
+        let sends = by_shard
+            .iter()
+            .enumerate()
+            .filter(|(_, idx)| !idx.is_empty())
+            .map(|(shard, idx)| {
+                let cmds: Vec<redis::Cmd> = idx
+                    .chunks(ENQUEUE_CHUNK)
+                    .map(|chunk| {
+                        let mut cmd = self.script_cmd(shard, &ENQUEUE_JOBS);
+                        let remember = self.opts.idempotency_window.is_some_and(|w| !w.is_zero());
+                        cmd.arg(chunk.len()).arg(if remember { "1" } else { "0" });
+                        for &i in chunk {
+                            let (env, delay, run_at) = &prepared[i];
+                            let explicit = jobs[i].1.id.is_some();
+                            cmd.arg(&env.id)
+                                .arg(env.encode())
+                                .arg(env.max_attempts)
+                                .arg(*delay)
+                                .arg(*run_at)
+                                .arg(if explicit { "1" } else { "0" });
+                        }
+                        cmd
+                    })
+                    .collect();
+                async move {
+                    // With replica acks, the writes and their WAIT share a connection of their own.
+                    let ack = self.client.config().replica_ack;
+                    let mut conn = if ack.is_some() {
+                        self.client.ack_conn().await?
                     } else {
-                        e
+                        self.client.conn().await?
+                    };
+                    let replies = match cmds.len() {
+                        1 => vec![
+                            self.client
+                                .eval_on::<Value>(&mut conn, &cmds[0], &ENQUEUE_JOBS)
+                                .await?,
+                        ],
+                        _ => self.client.pipeline_on(&mut conn, &cmds).await?,
+                    };
+                    if let Some((replicas, timeout)) = ack {
+                        self.wait_for_replicas(&mut conn, shard, replicas, timeout)
+                            .await?;
                     }
-                })?);
-            }
-            // Per shard, chunks of jobs in one pipeline; shards (other nodes) in parallel.
-            let mut by_shard: Vec<Vec<usize>> = vec![Vec::new(); self.shards.len()];
-            for (i, (env, _, _)) in prepared.iter().enumerate() {
-                by_shard[self.shard_for(&env.id)].push(i);
-            }
-            let sends = by_shard
-                .iter()
-                .enumerate()
-                .filter(|(_, idx)| !idx.is_empty())
-                .map(|(shard, idx)| {
-                    let cmds: Vec<redis::Cmd> = idx
-                        .chunks(ENQUEUE_CHUNK)
-                        .map(|chunk| {
-                            let mut cmd = self.script_cmd(shard, &ENQUEUE_JOBS);
-                            let remember =
-                                self.opts.idempotency_window.is_some_and(|w| !w.is_zero());
-                            cmd.arg(chunk.len()).arg(if remember { "1" } else { "0" });
-                            for &i in chunk {
-                                let (env, delay, run_at) = &prepared[i];
-                                let explicit = jobs[i].1.id.is_some();
-                                cmd.arg(&env.id)
-                                    .arg(env.encode())
-                                    .arg(env.max_attempts)
-                                    .arg(*delay)
-                                    .arg(*run_at)
-                                    .arg(if explicit { "1" } else { "0" });
-                            }
-                            cmd
-                        })
-                        .collect();
-                    async move {
-                        // With replica acks, the writes and their WAIT share a connection of their own.
-                        let ack = self.client.config().replica_ack;
-                        let mut conn = if ack.is_some() {
-                            self.client.ack_conn().await?
-                        } else {
-                            self.client.conn().await?
-                        };
-                        let replies = match cmds.len() {
-                            1 => vec![
-                                self.client
-                                    .eval_on::<Value>(&mut conn, &cmds[0], &ENQUEUE_JOBS)
-                                    .await?,
-                            ],
-                            _ => self.client.pipeline_on(&mut conn, &cmds).await?,
-                        };
-                        if let Some((replicas, timeout)) = ack {
-                            self.wait_for_replicas(&mut conn, shard, replicas, timeout)
-                                .await?;
-                        }
-                        let mut flags = Vec::with_capacity(idx.len());
-                        for reply in replies {
-                            let f: Vec<i64> = redis::from_redis_value(reply)
-                                .map_err(|e| self.client.err(e.into()))?;
-                            flags.extend(f);
-                        }
-                        Ok::<_, Error>(idx.iter().copied().zip(flags).collect::<Vec<_>>())
+                    let mut flags = Vec::with_capacity(idx.len());
+                    for reply in replies {
+                        let f: Vec<i64> = redis::from_redis_value(reply)
+                            .map_err(|e| self.client.err(e.into()))?;
+                        flags.extend(f);
                     }
-                });
-            let sends: Vec<_> = sends.map(Box::pin).collect();
-            let results = futures_util::future::try_join_all(sends).await?;
-            let mut created = vec![false; prepared.len()];
-            for (i, f) in results.into_iter().flatten() {
-                created[i] = f == 1;
-            }
-            Ok(prepared
-                .into_iter()
-                .zip(created)
-                .map(|((env, _, _), created)| Enqueued {
-                    id: env.id,
-                    created,
-                })
-                .collect())
-        })
-        .await
+                    Ok::<_, Error>(idx.iter().copied().zip(flags).collect::<Vec<_>>())
+                }
+            });
+        let sends: Vec<_> = sends.map(Box::pin).collect();
+        let results = self
+            .op("enqueue", futures_util::future::try_join_all(sends))
+            .await?;
+        let mut created = vec![false; prepared.len()];
+        for (i, f) in results.into_iter().flatten() {
+            created[i] = f == 1;
+        }
+        Ok(prepared
+            .into_iter()
+            .zip(created)
+            .map(|((env, _, _), created)| Enqueued {
+                id: env.id,
+                created,
+            })
+            .collect())
     }
 
     /// Redis `WAIT` on the connection that carried the shard's writes (the keyed command routes
