@@ -11,6 +11,9 @@ Each fenced block is handled by its language:
   in, placed beside a `tideq` directory that is this checkout (so `path = "../tideq/core"` works
   as written).
 - ```rust: each a `src/bin/*.rs` of that crate, built once and run.
+- ```redis: redis-cli commands, each line run against the private redis-server (an error reply
+  fails the block); an `ACL SETUSER <queue>-<role> on >password <rules>` line must give exactly
+  the rules `tideq.acl_rules(queue, role)` prints, so the README's ACL lines cannot drift.
 - ```sh: commands, not code: each line must be a command the test suite itself runs or a target
   of the Makefile (`make test` cannot run itself), so a renamed target fails here.
 
@@ -23,6 +26,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
 import socket
 import subprocess
@@ -132,10 +136,35 @@ def check_shell(block: Block) -> str | None:
     return None
 
 
+ACL_LINE = re.compile(r"^ACL SETUSER (\S+)-([a-z-]+) on >\S+ (.*)$", re.I)
+
+
+def run_redis(block: Block, redis: Redis, python: Path) -> str | None:
+    for raw in block.code.splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        acl = ACL_LINE.match(line)
+        if acl:
+            queue, role, rules = acl.groups()
+            want = subprocess.run(
+                [str(python), "-c", "import sys, tideq; print(tideq.acl_rules(sys.argv[1], sys.argv[2]))",
+                 queue, role], capture_output=True, text=True, check=True).stdout.strip()
+            if rules != want:
+                return f"{block}: the rules for {queue}/{role} differ from acl_rules:\n  README: {rules}\n  now:    {want}"
+        out = subprocess.run(["redis-cli", "-p", str(redis.port), *shlex.split(line)],
+                             capture_output=True, text=True)
+        reply = out.stdout.strip()
+        if out.returncode != 0 or reply.startswith(("ERR", "(error)", "WRONGTYPE", "NOPERM")):
+            return f"{block}: {line!r} -> {reply}{out.stderr}"
+    print(f"ok  {block}  (commands run)")
+    return None
+
+
 def main() -> int:
     readme = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "README.md"
     all_blocks = blocks(readme)
-    unknown = [b for b in all_blocks if b.lang not in ("python", "js", "rust", "toml", "sh")]
+    unknown = [b for b in all_blocks if b.lang not in ("python", "js", "rust", "toml", "sh", "redis")]
     if unknown:
         print("\n".join(f"{b}: no way to run a '{b.lang}' block" for b in unknown))
         return 1
@@ -162,6 +191,8 @@ def main() -> int:
             redis.cli("FLUSHALL")
             if b.lang == "sh":
                 failures.append(check_shell(b) or "")
+            elif b.lang == "redis":
+                failures.append(run_redis(b, redis, python) or "")
             elif b.lang == "python":
                 f = work / f"readme_{b.line}.py"
                 f.write_text(b.code)

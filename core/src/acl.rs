@@ -23,7 +23,8 @@ pub enum Role {
     Producer,
     /// Runs a worker: fetches, completes, fails, releases and renews jobs, waits for wake-ups.
     Worker,
-    /// Inspects and repairs a job queue: `get`, `cancel`, dead letters, `stats`.
+    /// Inspects, repairs and steers a job queue: `get`, `cancel`, dead letters, `stats`, and flow
+    /// control (pause and resume, limits, `group`).
     Admin,
     /// Pushes to a capped queue.
     CappedProducer,
@@ -76,7 +77,14 @@ impl Role {
                 &RELEASE_JOB,
                 &EXTEND_LEASE,
             ],
-            Role::Admin => vec![&GET_JOBS, &CANCEL_JOB, &REQUEUE_DEAD, &PURGE_DEAD],
+            Role::Admin => vec![
+                &GET_JOBS,
+                &CANCEL_JOB,
+                &REQUEUE_DEAD,
+                &PURGE_DEAD,
+                &SET_FLOW,
+                &GROUP_INFO,
+            ],
             Role::CappedProducer => vec![&PUSH_CAPPED],
             Role::CappedConsumer => vec![&POP_CAPPED, &CAPPED_GROUPS],
         }
@@ -89,7 +97,7 @@ impl Role {
             Role::Producer => &["wait", "exists"],
             // Wake-up listener: BLPOP, and passing a token on.
             Role::Worker => &["blpop", "rpush", "pexpire"],
-            Role::Admin => &["zcard", "zrange", "llen", "zcount", "hgetall"],
+            Role::Admin => &["zcard", "zrange", "llen", "zcount", "hgetall", "hget"],
             Role::CappedProducer => &[],
             Role::CappedConsumer => &["blpop", "llen", "hgetall"],
         }

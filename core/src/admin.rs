@@ -13,18 +13,21 @@ impl Queue {
     /// A job's state, attempts, last error and timestamps; `None` if unknown (or no longer
     /// retained).
     pub async fn get(&self, id: &str) -> Result<Option<JobInfo>> {
-        validate_job_id(id)?;
-        for shard in self.shards_to_search(id) {
-            if let Some(info) = self
-                .get_many(shard, &[id.to_string()])
-                .await?
-                .pop()
-                .flatten()
-            {
-                return Ok(Some(info));
+        self.op("get", async {
+            validate_job_id(id)?;
+            for shard in self.shards_to_search(id) {
+                if let Some(info) = self
+                    .get_many(shard, &[id.to_string()])
+                    .await?
+                    .pop()
+                    .flatten()
+                {
+                    return Ok(Some(info));
+                }
             }
-        }
-        Ok(None)
+            Ok(None)
+        })
+        .await
     }
 
     /// The shards that may hold job `id`: its own first, then (a grouped job lives on its
@@ -52,60 +55,66 @@ impl Queue {
     /// Removes a delayed or ready job. Active, dead or completed jobs are refused
     /// (`JOB_NOT_CANCELLABLE`); unknown ids give `JOB_NOT_FOUND`.
     pub async fn cancel(&self, id: &str) -> Result<()> {
-        validate_job_id(id)?;
-        let mut res = String::new();
-        for shard in self.shards_to_search(id) {
-            let mut cmd = self.script_cmd(shard, &CANCEL_JOB);
-            cmd.arg(id);
-            res = self.client.eval(&cmd, &CANCEL_JOB).await?;
-            if res != "missing" {
-                break;
+        self.op("cancel", async {
+            validate_job_id(id)?;
+            let mut res = String::new();
+            for shard in self.shards_to_search(id) {
+                let mut cmd = self.script_cmd(shard, &CANCEL_JOB);
+                cmd.arg(id);
+                res = self.client.eval(&cmd, &CANCEL_JOB).await?;
+                if res != "missing" {
+                    break;
+                }
             }
-        }
-        match res.as_str() {
-            "cancelled" => Ok(()),
-            "missing" => Err(Error::new(
-                ErrorKind::JobNotFound,
-                format!("no job {id:?} in queue {:?}", self.name),
-            )),
-            state => Err(Error::new(
-                ErrorKind::JobNotCancellable,
-                format!("job {id:?} is {state}; only delayed or ready jobs can be cancelled"),
-            )),
-        }
+            match res.as_str() {
+                "cancelled" => Ok(()),
+                "missing" => Err(Error::new(
+                    ErrorKind::JobNotFound,
+                    format!("no job {id:?} in queue {:?}", self.name),
+                )),
+                state => Err(Error::new(
+                    ErrorKind::JobNotCancellable,
+                    format!("job {id:?} is {state}; only delayed or ready jobs can be cancelled"),
+                )),
+            }
+        })
+        .await
     }
 
     /// Dead-lettered jobs, `limit` from `offset`: oldest death first within a shard, shard by shard.
     pub async fn dead_letters(&self, offset: usize, limit: usize) -> Result<Vec<JobInfo>> {
-        let mut out = Vec::new();
-        let mut skip = offset;
-        for shard in 0..self.shards.len() {
-            if out.len() >= limit {
-                break;
+        self.op("dead_letters", async {
+            let mut out = Vec::new();
+            let mut skip = offset;
+            for shard in 0..self.shards.len() {
+                if out.len() >= limit {
+                    break;
+                }
+                let mut conn = self.client.conn().await?;
+                let dead = self.shards[shard].dead();
+                let count: usize = redis::cmd("ZCARD")
+                    .arg(&dead)
+                    .query_async(&mut conn)
+                    .await
+                    .map_err(|e| self.client.err(e))?;
+                if skip >= count {
+                    skip -= count;
+                    continue;
+                }
+                let want = limit - out.len();
+                let ids: Vec<String> = redis::cmd("ZRANGE")
+                    .arg(&dead)
+                    .arg(skip)
+                    .arg(skip + want - 1)
+                    .query_async(&mut conn)
+                    .await
+                    .map_err(|e| self.client.err(e))?;
+                skip = 0;
+                out.extend(self.get_many(shard, &ids).await?.into_iter().flatten());
             }
-            let mut conn = self.client.conn().await?;
-            let dead = self.shards[shard].dead();
-            let count: usize = redis::cmd("ZCARD")
-                .arg(&dead)
-                .query_async(&mut conn)
-                .await
-                .map_err(|e| self.client.err(e))?;
-            if skip >= count {
-                skip -= count;
-                continue;
-            }
-            let want = limit - out.len();
-            let ids: Vec<String> = redis::cmd("ZRANGE")
-                .arg(&dead)
-                .arg(skip)
-                .arg(skip + want - 1)
-                .query_async(&mut conn)
-                .await
-                .map_err(|e| self.client.err(e))?;
-            skip = 0;
-            out.extend(self.get_many(shard, &ids).await?.into_iter().flatten());
-        }
-        Ok(out)
+            Ok(out)
+        })
+        .await
     }
 
     /// Requeues or purges dead jobs: `id`, or all of them (in calls of at most 1000).
@@ -137,83 +146,93 @@ impl Queue {
 
     /// Moves a dead job back to ready with its attempts reset. `JOB_NOT_FOUND` if it is not dead.
     pub async fn requeue(&self, id: &str) -> Result<()> {
-        match self.dead_op(&REQUEUE_DEAD, Some(id)).await? {
-            0 => Err(Error::new(
-                ErrorKind::JobNotFound,
-                format!("no dead job {id:?}"),
-            )),
-            _ => Ok(()),
-        }
+        self.op("requeue", async {
+            match self.dead_op(&REQUEUE_DEAD, Some(id)).await? {
+                0 => Err(Error::new(
+                    ErrorKind::JobNotFound,
+                    format!("no dead job {id:?}"),
+                )),
+                _ => Ok(()),
+            }
+        })
+        .await
     }
 
     /// Requeues every dead job; returns how many.
     pub async fn requeue_all(&self) -> Result<u64> {
-        self.dead_op(&REQUEUE_DEAD, None).await
+        self.op("requeue_all", async {
+            self.dead_op(&REQUEUE_DEAD, None).await
+        })
+        .await
     }
 
     /// Deletes every dead job; returns how many.
     pub async fn purge(&self) -> Result<u64> {
-        self.dead_op(&PURGE_DEAD, None).await
+        self.op("purge", async { self.dead_op(&PURGE_DEAD, None).await })
+            .await
     }
 
     /// Counts per state and lifetime counters, added up over the shards.
     pub async fn stats(&self) -> Result<JobStats> {
-        let per_shard = self.shards.iter().map(|k| async move {
-            let mut conn = self.client.conn().await?;
-            #[allow(clippy::type_complexity)]
-            let (delayed, plain, active, dead, c, paused): (
-                u64,
-                u64,
-                u64,
-                u64,
-                HashMap<String, i64>,
-                Option<String>,
-            ) = redis::pipe()
-                .zcard(k.delayed())
-                .llen(k.ready())
-                .zcount(k.active(), "-inf", "(+inf") // not the encoding anchor (lib_jobs.lua)
-                .zcard(k.dead())
-                .hgetall(k.stats())
-                .hget(k.cfg(), "paused")
-                .query_async(&mut conn)
-                .await
-                .map_err(|e| self.client.err(e))?;
-            let get = |name: &str| c.get(name).copied().unwrap_or(0).max(0) as u64;
-            Ok::<_, Error>(JobStats {
-                delayed,
-                // Plain ready jobs, prioritized ones, and the groups' ready jobs.
-                ready: plain + get("pready") + get("gready"),
-                active,
-                dead,
-                enqueued: get("enqueued"),
-                completed: get("completed"),
-                dead_lettered: get("failed"),
-                retried: get("retried"),
-                recovered: get("recovered"),
-                cancelled: get("cancelled"),
-                dead_trimmed: get("dead_trimmed"),
-                lost: get("lost"),
-                paused: paused.as_deref() == Some("1"),
-            })
-        });
-        let mut total = JobStats::default();
-        let per_shard: Vec<_> = per_shard.map(Box::pin).collect();
-        for s in futures_util::future::try_join_all(per_shard).await? {
-            total.delayed += s.delayed;
-            total.ready += s.ready;
-            total.active += s.active;
-            total.dead += s.dead;
-            total.enqueued += s.enqueued;
-            total.completed += s.completed;
-            total.dead_lettered += s.dead_lettered;
-            total.retried += s.retried;
-            total.recovered += s.recovered;
-            total.cancelled += s.cancelled;
-            total.dead_trimmed += s.dead_trimmed;
-            total.lost += s.lost;
-            total.paused |= s.paused;
-        }
-        Ok(total)
+        self.op("stats", async {
+            let per_shard = self.shards.iter().map(|k| async move {
+                let mut conn = self.client.conn().await?;
+                #[allow(clippy::type_complexity)]
+                let (delayed, plain, active, dead, c, paused): (
+                    u64,
+                    u64,
+                    u64,
+                    u64,
+                    HashMap<String, i64>,
+                    Option<String>,
+                ) = redis::pipe()
+                    .zcard(k.delayed())
+                    .llen(k.ready())
+                    .zcount(k.active(), "-inf", "(+inf") // not the encoding anchor (lib_jobs.lua)
+                    .zcard(k.dead())
+                    .hgetall(k.stats())
+                    .hget(k.cfg(), "paused")
+                    .query_async(&mut conn)
+                    .await
+                    .map_err(|e| self.client.err(e))?;
+                let get = |name: &str| c.get(name).copied().unwrap_or(0).max(0) as u64;
+                Ok::<_, Error>(JobStats {
+                    delayed,
+                    // Plain ready jobs, prioritized ones, and the groups' ready jobs.
+                    ready: plain + get("pready") + get("gready"),
+                    active,
+                    dead,
+                    enqueued: get("enqueued"),
+                    completed: get("completed"),
+                    dead_lettered: get("failed"),
+                    retried: get("retried"),
+                    recovered: get("recovered"),
+                    cancelled: get("cancelled"),
+                    dead_trimmed: get("dead_trimmed"),
+                    lost: get("lost"),
+                    paused: paused.as_deref() == Some("1"),
+                })
+            });
+            let mut total = JobStats::default();
+            let per_shard: Vec<_> = per_shard.map(Box::pin).collect();
+            for s in futures_util::future::try_join_all(per_shard).await? {
+                total.delayed += s.delayed;
+                total.ready += s.ready;
+                total.active += s.active;
+                total.dead += s.dead;
+                total.enqueued += s.enqueued;
+                total.completed += s.completed;
+                total.dead_lettered += s.dead_lettered;
+                total.retried += s.retried;
+                total.recovered += s.recovered;
+                total.cancelled += s.cancelled;
+                total.dead_trimmed += s.dead_trimmed;
+                total.lost += s.lost;
+                total.paused |= s.paused;
+            }
+            Ok(total)
+        })
+        .await
     }
 }
 

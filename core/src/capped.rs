@@ -103,6 +103,20 @@ fn millis(what: &str, d: Option<Duration>) -> Result<u64> {
 }
 
 impl CappedQueue {
+    /// Runs one public operation, naming the queue and the operation in the errors Redis gives.
+    /// The operation's future is boxed (as a trait object) before it is wrapped: nested by type,
+    /// it would deepen every future that awaits it past the compiler's default type-layout depth
+    /// (one allocation per call, next to a Redis round trip).
+    pub(crate) fn op<'a, T: 'a>(
+        &'a self,
+        op: &'static str,
+        f: impl std::future::Future<Output = Result<T>> + Send + 'a,
+    ) -> impl std::future::Future<Output = Result<T>> + Send + 'a {
+        let f: std::pin::Pin<Box<dyn std::future::Future<Output = Result<T>> + Send + 'a>> =
+            Box::pin(f);
+        async move { f.await.map_err(|e| e.in_operation(&self.name, op)) }
+    }
+
     /// A handle on queue `name`. Validates the name and options; does not touch Redis.
     pub fn new(client: &Client, name: &str, opts: CappedOptions) -> Result<Self> {
         Self::sharded(client, name, 1, opts)
@@ -249,7 +263,8 @@ impl CappedQueue {
             });
         let mut drops = vec![0; items.len()];
         let sends: Vec<_> = sends.map(Box::pin).collect();
-        for (i, d) in futures_util::future::try_join_all(sends)
+        for (i, d) in self
+            .op("push", futures_util::future::try_join_all(sends))
             .await?
             .into_iter()
             .flatten()
@@ -293,12 +308,15 @@ impl CappedQueue {
     /// Atomically removes and returns up to `max` items of `group`, oldest first: exactly `max`
     /// when at least `max` fresh items are queued.
     pub async fn pop_batch(&self, group: &str, max: usize) -> Result<Vec<Vec<u8>>> {
-        validate_name("group", group)?;
-        let shard = shard_of(group, self.shards.len());
-        let (mut batches, _) = self
-            .pop_groups(shard, &[group.to_string()], max, 0, &[])
-            .await?;
-        Ok(batches.pop().map(|b| b.items).unwrap_or_default())
+        self.op("pop_batch", async {
+            validate_name("group", group)?;
+            let shard = shard_of(group, self.shards.len());
+            let (mut batches, _) = self
+                .pop_groups(shard, &[group.to_string()], max, 0, &[])
+                .await?;
+            Ok(batches.pop().map(|b| b.items).unwrap_or_default())
+        })
+        .await
     }
 
     /// One `pop_capped` call on `shard`: pops up to `max` items from each of `groups` (all on that
@@ -347,10 +365,13 @@ impl CappedQueue {
     /// Takes the next batch round-robin over the groups that have data, or `None` when no group
     /// has any. Groups found empty (drained or expired) leave the rotation on the way.
     pub async fn next_batch(&self, max: usize) -> Result<Option<Batch>> {
-        let mut rr = std::mem::take(&mut *self.rr.lock().unwrap());
-        let res = self.next_batches(max, 1, &[], &mut rr).await;
-        *self.rr.lock().unwrap() = rr;
-        Ok(res?.pop())
+        self.op("next_batch", async {
+            let mut rr = std::mem::take(&mut *self.rr.lock().unwrap());
+            let res = self.next_batches(max, 1, &[], &mut rr).await;
+            *self.rr.lock().unwrap() = rr;
+            Ok(res?.pop())
+        })
+        .await
     }
 
     /// Up to `count` batches (each from another group) round-robin, skipping `skip`, with the
@@ -398,48 +419,58 @@ impl CappedQueue {
 
     /// Number of items queued in `group`.
     pub async fn len(&self, group: &str) -> Result<u64> {
-        validate_name("group", group)?;
-        let mut conn = self.client.conn().await?;
-        redis::cmd("LLEN")
-            .arg(self.keys_for(group).group(group))
-            .query_async(&mut conn)
-            .await
-            .map_err(|e| self.client.err(e))
+        self.op("len", async {
+            validate_name("group", group)?;
+            let mut conn = self.client.conn().await?;
+            redis::cmd("LLEN")
+                .arg(self.keys_for(group).group(group))
+                .query_async(&mut conn)
+                .await
+                .map_err(|e| self.client.err(e))
+        })
+        .await
     }
 
     /// Groups that currently hold data, in round-robin order (shard by shard). Reads the whole
     /// rotation (O(groups)); [`stats`](Self::stats) counts them cheaply.
     pub async fn groups(&self) -> Result<Vec<String>> {
-        let mut out = Vec::new();
-        for k in self.shards.iter() {
-            let mut cmd = CAPPED_GROUPS.cmd(&k.for_script(&CAPPED_GROUPS, ""));
-            cmd.arg("list");
-            let (names, _): (Vec<String>, u64) = self.client.eval(&cmd, &CAPPED_GROUPS).await?;
-            out.extend(names);
-        }
-        Ok(out)
+        self.op("groups", async {
+            let mut out = Vec::new();
+            for k in self.shards.iter() {
+                let mut cmd = CAPPED_GROUPS.cmd(&k.for_script(&CAPPED_GROUPS, ""));
+                cmd.arg("list");
+                let (names, _): (Vec<String>, u64) = self.client.eval(&cmd, &CAPPED_GROUPS).await?;
+                out.extend(names);
+            }
+            Ok(out)
+        })
+        .await
     }
 
     /// Queue-wide counters, added up over the shards.
     pub async fn stats(&self) -> Result<CappedStats> {
-        let mut conn = self.client.conn().await?;
-        let mut total = CappedStats::default();
-        for k in self.shards.iter() {
-            let counters: HashMap<String, u64> = redis::cmd("HGETALL")
-                .arg(k.stats())
-                .query_async(&mut conn)
-                .await
-                .map_err(|e| self.client.err(e))?;
-            let mut cmd = CAPPED_GROUPS.cmd(&k.for_script(&CAPPED_GROUPS, ""));
-            cmd.arg("count");
-            let (_, groups): (Vec<String>, u64) = self.client.eval(&cmd, &CAPPED_GROUPS).await?;
-            let get = |k: &str| counters.get(k).copied().unwrap_or(0);
-            total.pushed += get("pushed");
-            total.dropped += get("dropped");
-            total.discarded += get("discarded");
-            total.delivered += get("delivered");
-            total.groups += groups;
-        }
-        Ok(total)
+        self.op("stats", async {
+            let mut conn = self.client.conn().await?;
+            let mut total = CappedStats::default();
+            for k in self.shards.iter() {
+                let counters: HashMap<String, u64> = redis::cmd("HGETALL")
+                    .arg(k.stats())
+                    .query_async(&mut conn)
+                    .await
+                    .map_err(|e| self.client.err(e))?;
+                let mut cmd = CAPPED_GROUPS.cmd(&k.for_script(&CAPPED_GROUPS, ""));
+                cmd.arg("count");
+                let (_, groups): (Vec<String>, u64) =
+                    self.client.eval(&cmd, &CAPPED_GROUPS).await?;
+                let get = |k: &str| counters.get(k).copied().unwrap_or(0);
+                total.pushed += get("pushed");
+                total.dropped += get("dropped");
+                total.discarded += get("discarded");
+                total.delivered += get("delivered");
+                total.groups += groups;
+            }
+            Ok(total)
+        })
+        .await
     }
 }

@@ -125,6 +125,22 @@ impl Error {
         Error::new(self.kind, format!("{what}: {}", self.message))
     }
 
+    /// The same error with the queue and the operation in front of its message, for errors that
+    /// come from Redis (the others already say what was wrong with the call's own arguments).
+    pub(crate) fn in_operation(self, queue: &str, op: &str) -> Self {
+        match self.kind {
+            ErrorKind::Connection
+            | ErrorKind::Auth
+            | ErrorKind::Permission
+            | ErrorKind::OutOfMemory
+            | ErrorKind::NotRedis
+            | ErrorKind::EvictionPolicy
+            | ErrorKind::Redis
+            | ErrorKind::NotReplicated => self.context(&format!("queue {queue:?}: {op}")),
+            _ => self,
+        }
+    }
+
     /// Maps a redis-rs error, removing `secret` (the password) from the text if it appears.
     /// One message per cause, whatever the call path (a command, a pipeline or a script).
     pub(crate) fn from_redis(err: redis::RedisError, secret: Option<&str>) -> Self {
@@ -133,6 +149,10 @@ impl Error {
             text = text.replace(s, "***");
         }
         let kind = classify(&err, &text);
+        // A pipeline reports each failed command with its index; one cause, said once.
+        if let Some(first) = first_pipeline_error(&text) {
+            text = first.to_string();
+        }
         let message = match kind {
             ErrorKind::Auth
                 if text.contains("WRONGPASS")
@@ -148,6 +168,13 @@ impl Error {
                                        noeviction policy refuses writes; reads still work): \
                                        free memory or raise maxmemory"
                 .to_string(),
+            ErrorKind::Permission if !text.contains("@user_script:") => match denied(&text) {
+                Some(command) => format!(
+                    "the Redis user may not run {command} (see the README's 'Least privilege' \
+                     section for the ACL each role needs)"
+                ),
+                None => text,
+            },
             ErrorKind::NotRedis => format!(
                 "the server did not answer as Redis does (is something else listening on that \
                  port?): {text}"
@@ -162,6 +189,21 @@ impl Error {
     pub fn is_fatal(&self) -> bool {
         matches!(self.kind, ErrorKind::Auth | ErrorKind::Permission)
     }
+}
+
+/// The first command error of redis-rs's `Pipeline failures: [(Index 0, error: ...), ...]`.
+fn first_pipeline_error(text: &str) -> Option<&str> {
+    let rest = text.strip_prefix("Pipeline failures: [(Index ")?;
+    let rest = &rest[rest.find("error: ")? + "error: ".len()..];
+    let end = rest.find("), (Index ").or_else(|| rest.rfind(")]"))?;
+    Some(&rest[..end])
+}
+
+/// The command an ACL denial names (`... no permissions to run the 'zcard' command`).
+fn denied(text: &str) -> Option<&str> {
+    let start = text.find("permissions to run the '")? + "permissions to run the '".len();
+    let len = text[start..].find('\'')?;
+    Some(&text[start..start + len])
 }
 
 fn classify(err: &redis::RedisError, text: &str) -> ErrorKind {

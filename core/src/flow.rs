@@ -96,7 +96,16 @@ fn positive(what: &str, v: Option<u32>) -> Result<Option<u32>> {
 }
 
 impl Queue {
-    async fn set_flow(&self, target: &str, settings: &[(&str, String)]) -> Result<()> {
+    async fn set_flow(
+        &self,
+        op: &'static str,
+        target: &str,
+        settings: &[(&str, String)],
+    ) -> Result<()> {
+        self.op(op, self.set_flow_on_shards(target, settings)).await
+    }
+
+    async fn set_flow_on_shards(&self, target: &str, settings: &[(&str, String)]) -> Result<()> {
         for shard in 0..self.shards.len() {
             let mut cmd = self.script_cmd(shard, &SET_FLOW);
             cmd.arg(target);
@@ -110,26 +119,36 @@ impl Queue {
 
     /// Workers stop starting jobs of this queue (running ones finish; enqueues go on).
     pub async fn pause(&self) -> Result<()> {
-        self.set_flow("queue", &[("paused", "1".into())]).await
+        self.set_flow("pause", "queue", &[("paused", "1".into())])
+            .await
     }
 
     /// Workers start jobs again; idle ones are woken at once.
     pub async fn resume(&self) -> Result<()> {
-        self.set_flow("queue", &[("paused", String::new())]).await
+        self.set_flow("resume", "queue", &[("paused", String::new())])
+            .await
     }
 
     /// Stops starting jobs of `group` (other groups go on).
     pub async fn pause_group(&self, group: &str) -> Result<()> {
         validate_name("group", group)?;
-        self.set_flow(&format!("group:{group}"), &[("paused", "1".into())])
-            .await
+        self.set_flow(
+            "pause_group",
+            &format!("group:{group}"),
+            &[("paused", "1".into())],
+        )
+        .await
     }
 
     /// Starts jobs of `group` again.
     pub async fn resume_group(&self, group: &str) -> Result<()> {
         validate_name("group", group)?;
-        self.set_flow(&format!("group:{group}"), &[("paused", String::new())])
-            .await
+        self.set_flow(
+            "resume_group",
+            &format!("group:{group}"),
+            &[("paused", String::new())],
+        )
+        .await
     }
 
     /// Replaces the queue's limits (every field; `None` removes that limit).
@@ -139,6 +158,7 @@ impl Queue {
         let max_active = positive("max_active", limits.max_active)?;
         let glimit = positive("group_concurrency", limits.group_concurrency)?;
         self.set_flow(
+            "set_limits",
             "queue",
             &[
                 ("max_active", opt(max_active)),
@@ -156,6 +176,7 @@ impl Queue {
         let rate = limits.rate.map(Rate::encode).transpose()?;
         let limit = positive("concurrency", limits.concurrency)?;
         self.set_flow(
+            "set_group_limits",
             &format!("group:{group}"),
             &[("limit", opt(limit)), ("rate", rate.unwrap_or_default())],
         )
@@ -173,42 +194,52 @@ impl Queue {
 
     /// True when the queue is paused.
     pub async fn is_paused(&self) -> Result<bool> {
-        Ok(self.cfg(0).await?.get("paused").is_some_and(|p| p == "1"))
+        self.op("is_paused", async {
+            Ok(self.cfg(0).await?.get("paused").is_some_and(|p| p == "1"))
+        })
+        .await
     }
 
     /// The queue's limits.
     pub async fn limits(&self) -> Result<Limits> {
-        let c = self.cfg(0).await?;
-        Ok(Limits {
-            max_active: c.get("max_active").and_then(|v| v.parse().ok()),
-            rate: c.get("rate").and_then(|v| Rate::decode(v)),
-            group_concurrency: c.get("glimit").and_then(|v| v.parse().ok()),
-            group_rate: c.get("grate").and_then(|v| Rate::decode(v)),
+        self.op("limits", async {
+            let c = self.cfg(0).await?;
+            Ok(Limits {
+                max_active: c.get("max_active").and_then(|v| v.parse().ok()),
+                rate: c.get("rate").and_then(|v| Rate::decode(v)),
+                group_concurrency: c.get("glimit").and_then(|v| v.parse().ok()),
+                group_rate: c.get("grate").and_then(|v| Rate::decode(v)),
+            })
         })
+        .await
     }
 
     /// What `group` holds (ready, running) and obeys (paused, limits in force).
     pub async fn group(&self, group: &str) -> Result<GroupInfo> {
-        validate_name("group", group)?;
-        let shard = crate::keys::shard_of(group, self.shards.len());
-        let mut cmd = self.script_cmd(shard, &GROUP_INFO);
-        cmd.arg(group);
-        type Raw = (u64, u64, Option<String>, Option<String>, Option<String>);
-        let (ready, active, limit, rate, paused): Raw = self.client.eval(&cmd, &GROUP_INFO).await?;
-        let defaults = self.limits().await?;
-        Ok(GroupInfo {
-            group: group.to_string(),
-            ready,
-            active,
-            paused: paused.is_some(),
-            concurrency: limit
-                .as_deref()
-                .and_then(|v| v.parse().ok())
-                .or(defaults.group_concurrency),
-            rate: rate
-                .as_deref()
-                .and_then(Rate::decode)
-                .or(defaults.group_rate),
+        self.op("group", async {
+            validate_name("group", group)?;
+            let shard = crate::keys::shard_of(group, self.shards.len());
+            let mut cmd = self.script_cmd(shard, &GROUP_INFO);
+            cmd.arg(group);
+            type Raw = (u64, u64, Option<String>, Option<String>, Option<String>);
+            let (ready, active, limit, rate, paused): Raw =
+                self.client.eval(&cmd, &GROUP_INFO).await?;
+            let defaults = self.limits().await?;
+            Ok(GroupInfo {
+                group: group.to_string(),
+                ready,
+                active,
+                paused: paused.is_some(),
+                concurrency: limit
+                    .as_deref()
+                    .and_then(|v| v.parse().ok())
+                    .or(defaults.group_concurrency),
+                rate: rate
+                    .as_deref()
+                    .and_then(Rate::decode)
+                    .or(defaults.group_rate),
+            })
         })
+        .await
     }
 }

@@ -35,6 +35,20 @@ pub struct Queue {
 }
 
 impl Queue {
+    /// Runs one public operation, naming the queue and the operation in the errors Redis gives.
+    /// The operation's future is boxed (as a trait object) before it is wrapped: nested by type,
+    /// it would deepen every future that awaits it past the compiler's default type-layout depth
+    /// (one allocation per call, next to a Redis round trip).
+    pub(crate) fn op<'a, T: 'a>(
+        &'a self,
+        op: &'static str,
+        f: impl std::future::Future<Output = Result<T>> + Send + 'a,
+    ) -> impl std::future::Future<Output = Result<T>> + Send + 'a {
+        let f: std::pin::Pin<Box<dyn std::future::Future<Output = Result<T>> + Send + 'a>> =
+            Box::pin(f);
+        async move { f.await.map_err(|e| e.in_operation(&self.name, op)) }
+    }
+
     /// The same queue, reached through another client (the worker's lease renewer has its own).
     pub(crate) fn with_client(&self, client: Client) -> Queue {
         Queue {
@@ -270,7 +284,9 @@ impl Queue {
                 }
             });
         let sends: Vec<_> = sends.map(Box::pin).collect();
-        let results = futures_util::future::try_join_all(sends).await?;
+        let results = self
+            .op("enqueue", futures_util::future::try_join_all(sends))
+            .await?;
         let mut created = vec![false; prepared.len()];
         for (i, f) in results.into_iter().flatten() {
             created[i] = f == 1;

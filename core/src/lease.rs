@@ -139,29 +139,35 @@ impl Queue {
     /// [`extend`](Self::extend): nothing renews these leases by itself, and a job whose lease
     /// expires is delivered again. Empty when nothing is ready.
     pub async fn lease_jobs(&self, max: usize, lease: Duration) -> Result<Vec<Job>> {
-        if max == 0 {
-            return Err(Error::invalid("max must be at least 1"));
-        }
-        if lease < Duration::from_millis(1) {
-            return Err(Error::invalid("lease must be at least 1 ms"));
-        }
-        let mut out = Vec::new();
-        for shard in 0..self.shards.len() {
-            if out.len() >= max {
-                break;
+        self.op("lease_jobs", async {
+            if max == 0 {
+                return Err(Error::invalid("max must be at least 1"));
             }
-            let fetched = self.fetch(shard, max - out.len(), lease, &[]).await?;
-            out.extend(fetched.jobs);
-        }
-        Ok(out)
+            if lease < Duration::from_millis(1) {
+                return Err(Error::invalid("lease must be at least 1 ms"));
+            }
+            let mut out = Vec::new();
+            for shard in 0..self.shards.len() {
+                if out.len() >= max {
+                    break;
+                }
+                let fetched = self.fetch(shard, max - out.len(), lease, &[]).await?;
+                out.extend(fetched.jobs);
+            }
+            Ok(out)
+        })
+        .await
     }
 
     /// Marks a leased job done. `LEASE_LOST` if the lease expired and the job was redelivered.
     pub async fn complete(&self, job: &Job) -> Result<()> {
-        match self.complete_leases(&[job.lease()]).await?[0] {
-            Acked::Completed => Ok(()),
-            _ => Err(self.lease_lost(&job.id)),
-        }
+        self.op("complete", async {
+            match self.complete_leases(&[job.lease()]).await?[0] {
+                Acked::Completed => Ok(()),
+                _ => Err(self.lease_lost(&job.id)),
+            }
+        })
+        .await
     }
 
     /// Completes many leased jobs in one script call per shard (the worker batches its acks).
@@ -190,7 +196,10 @@ impl Queue {
     /// Fails a leased attempt: retried after the job's backoff, or dead-lettered after
     /// `max_attempts`. Returns true when dead-lettered.
     pub async fn fail(&self, job: &Job, error: &str) -> Result<bool> {
-        self.fail_lease(&job.lease(), error, false).await
+        self.op("fail", async {
+            self.fail_lease(&job.lease(), error, false).await
+        })
+        .await
     }
 
     /// [`fail`](Self::fail) for a lease; `dead_now` dead-letters the job whatever its attempts
@@ -219,7 +228,8 @@ impl Queue {
     /// Returns a leased job to the front of the ready list without counting the attempt
     /// (graceful shutdown).
     pub async fn release(&self, job: &Job) -> Result<()> {
-        self.release_lease(&job.lease()).await
+        self.op("release", async { self.release_lease(&job.lease()).await })
+            .await
     }
 
     pub(crate) async fn release_lease(&self, lease: &Lease) -> Result<()> {
@@ -233,7 +243,10 @@ impl Queue {
 
     /// Pushes the lease deadline to `lease` from now (Redis clock).
     pub async fn extend(&self, job: &Job, lease: Duration) -> Result<()> {
-        self.extend_lease(&job.lease(), lease).await
+        self.op("extend", async {
+            self.extend_lease(&job.lease(), lease).await
+        })
+        .await
     }
 
     /// Extends many leases, one pipeline per shard; per lease, false = lost.

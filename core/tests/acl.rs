@@ -140,6 +140,22 @@ async fn each_job_role_works_under_exactly_its_documented_acl() {
     admin.cancel("c").await.unwrap();
     admin.requeue_all().await.unwrap();
     admin.purge().await.unwrap();
+    // Flow control is the admin's too.
+    admin.pause().await.unwrap();
+    assert!(admin.is_paused().await.unwrap());
+    admin.resume().await.unwrap();
+    admin
+        .set_limits(tideq::flow::Limits {
+            max_active: Some(5),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(admin.limits().await.unwrap().max_active, Some(5));
+    admin.pause_group("g").await.unwrap();
+    assert!(admin.group("g").await.unwrap().paused);
+    admin.resume_group("g").await.unwrap();
+    admin.set_limits(Default::default()).await.unwrap();
 
     // A shutdown that releases a running job.
     producer.enqueue(b"slow", Default::default()).await.unwrap();
@@ -168,6 +184,17 @@ async fn each_job_role_works_under_exactly_its_documented_acl() {
         .await
         .unwrap();
     assert_eq!(w.error().map(|e| e.code()), Some("PERMISSION"));
+
+    // A denied pipeline (stats) says it once, naming a command, without redis-rs's indexes.
+    let err = producer.stats().await.unwrap_err();
+    assert_eq!(err.code(), "PERMISSION");
+    assert!(
+        err.message().starts_with(&format!(
+            "queue {name:?}: stats: the Redis user may not run "
+        )) && !err.message().contains("Index")
+            && !err.message().contains("Pipeline"),
+        "{err}"
+    );
 }
 
 #[tokio::test]

@@ -45,14 +45,22 @@ async fn missing_and_wrong_passwords_are_auth_errors_with_one_message_per_cause(
     // Every call path (a script, a pipelined bulk enqueue, a plain read) says the same.
     let jobs: Vec<(&[u8], EnqueueOptions)> =
         (0..20).map(|_| (&b"x"[..], Default::default())).collect();
-    for err in [
-        none.enqueue(b"x", Default::default()).await.unwrap_err(),
-        none.enqueue_many(&jobs).await.unwrap_err(),
-        none.stats().await.unwrap_err(),
-        none.get("x").await.unwrap_err(),
+    // Each message names the queue and the operation.
+    for (op, err) in [
+        (
+            "enqueue",
+            none.enqueue(b"x", Default::default()).await.unwrap_err(),
+        ),
+        ("enqueue", none.enqueue_many(&jobs).await.unwrap_err()),
+        ("stats", none.stats().await.unwrap_err()),
+        ("get", none.get("x").await.unwrap_err()),
     ] {
         assert_eq!(err.code(), "AUTH", "{err}");
-        assert!(err.message().contains("requires a password"), "{err}");
+        assert!(
+            err.message()
+                .starts_with(&format!("queue \"q\": {op}: Redis requires a password")),
+            "{err}"
+        );
     }
     let wrong = Queue::new(
         &Client::open(&format!("redis://:nope@127.0.0.1:{}", server.port)).unwrap(),

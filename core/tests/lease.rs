@@ -559,7 +559,11 @@ async fn dead_letters_are_bounded_by_count_and_age_and_the_trimmed_are_counted()
     .join()
     .await;
     let s = q.stats().await.unwrap();
-    assert_eq!((s.dead, s.dead_trimmed, s.dead_lettered), (3, 2, 5), "{s:?}");
+    assert_eq!(
+        (s.dead, s.dead_trimmed, s.dead_lettered),
+        (3, 2, 5),
+        "{s:?}"
+    );
     assert!(
         q.get("d0").await.unwrap().is_none(),
         "a trimmed dead job's data is deleted"
