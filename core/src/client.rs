@@ -1,6 +1,7 @@
 //! A connection to Redis shared by queue handles: one multiplexed, auto-reconnecting connection
 //! for ordinary commands (a single node, or a Redis Cluster connection that follows the slot map,
-//! MOVED/ASK and failovers), and separate connections for blocking waits (TOOLCHAIN pitfall 1).
+//! MOVED/ASK and failovers), and separate connections for blocking waits (a
+//! blocking command on the shared connection would hold up every other command behind it).
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -73,7 +73,7 @@ impl Queue {
         Self::sharded(client, name, 1, opts)
     }
 
-    /// A queue split in `shards` hash tags (seed 002's task_group:0..N), spread over the masters
+    /// A queue split in `shards` hash tags (`{<queue>#<i>.<salt>}`, one slot range each), spread over the masters
     /// of a Redis Cluster. A job's shard is fixed by its id (so idempotency, `get` and `cancel`
     /// work), workers serve every shard, `stats` adds them up. Every producer and worker of a
     /// queue must use the same shard count; changing it remaps ids, so drain the queue first.
