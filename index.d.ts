@@ -281,6 +281,14 @@ export declare class Queue {
    * or completed, and `JOB_NOT_FOUND` when there is no such job.
    */
   cancel(id: string): Promise<void>
+  /**
+   * The jobs in one state, `limit` (default 100, at most 1000) from `offset` (default 0):
+   * `delayed` by due time, `ready` in the order workers take them (plain, then by priority,
+   * then group by group), `active` by lease deadline, `dead` oldest death first, `completed`
+   * newest first; a sharded queue lists shard by shard. Rejects with `INVALID_ARGUMENT` for an
+   * unknown state or a `limit` over 1000.
+   */
+  jobs(state: 'delayed' | 'ready' | 'active' | 'dead' | 'completed', options?: JobsOptions): Promise<JobInfo[]>
   /** Dead-lettered jobs, oldest death first: `limit` (default 100) from `offset` (default 0). */
   deadLetters(options?: DeadLettersOptions): Promise<JobInfo[]>
   /**
@@ -401,9 +409,9 @@ export declare class Worker {
 /**
  * The ACL rules that let a Redis user do `role` on queue `queue`, and nothing else, as one line
  * for `ACL SETUSER <user> reset on ><password> <rules>` (split on spaces when sending it as
- * arguments). Roles: `producer` (enqueue), `worker` (`work`/`run`), `admin` (`get`, `cancel`,
- * dead letters, `stats`), `capped-producer` (push), `capped-consumer` (pop, consume, `len`,
- * `groups`, `stats`). On a Redis Cluster, add `+cluster|slots +cluster|shards`. Throws
+ * arguments). Roles: `producer` (enqueue), `worker` (`work`/`run`), `admin` (`get`, `jobs`,
+ * `cancel`, dead letters, `stats`), `capped-producer` (push), `capped-consumer` (pop, consume,
+ * `len`, `groups`, `stats`). On a Redis Cluster, add `+cluster|slots +cluster|shards`. Throws
  * `INVALID_ARGUMENT` for an unknown role or a bad queue name, prefix or shard count.
  */
 export declare function aclRules(queue: string, role: 'producer' | 'worker' | 'admin' | 'capped-producer' | 'capped-consumer', options?: AclRulesOptions): string
@@ -723,7 +731,7 @@ export interface GroupLimits {
   rate?: Rate | null
 }
 
-/** A job as `get` and `deadLetters` report it. */
+/** A job as `get`, `jobs` and `deadLetters` report it. */
 export interface JobInfo {
   /** The job's id. */
   id: string
@@ -756,6 +764,14 @@ export interface JobInfo {
    * could not; `payload` then holds the stored record's raw bytes. `null` for a sound job.
    */
   unreadable: string | null
+}
+
+/** Options of `jobs(state, options)`. */
+export interface JobsOptions {
+  /** Jobs of the state to skip (in its order). Default 0. */
+  offset?: number
+  /** Most jobs returned, at most 1000. Default 100. */
+  limit?: number
 }
 
 /**

@@ -23,9 +23,9 @@ pub struct AclRulesOptions {
 
 /// The ACL rules that let a Redis user do `role` on queue `queue`, and nothing else, as one line
 /// for `ACL SETUSER <user> reset on ><password> <rules>` (split on spaces when sending it as
-/// arguments). Roles: `producer` (enqueue), `worker` (`work`/`run`), `admin` (`get`, `cancel`,
-/// dead letters, `stats`), `capped-producer` (push), `capped-consumer` (pop, consume, `len`,
-/// `groups`, `stats`). On a Redis Cluster, add `+cluster|slots +cluster|shards`. Throws
+/// arguments). Roles: `producer` (enqueue), `worker` (`work`/`run`), `admin` (`get`, `jobs`,
+/// `cancel`, dead letters, `stats`), `capped-producer` (push), `capped-consumer` (pop, consume,
+/// `len`, `groups`, `stats`). On a Redis Cluster, add `+cluster|slots +cluster|shards`. Throws
 /// `INVALID_ARGUMENT` for an unknown role or a bad queue name, prefix or shard count.
 #[napi(
     ts_args_type = "queue: string, role: 'producer' | 'worker' | 'admin' | 'capped-producer' | 'capped-consumer', options?: AclRulesOptions"

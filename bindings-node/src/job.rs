@@ -253,7 +253,7 @@ impl ToNapiValue for Bytes {
     }
 }
 
-/// A job as `get` and `deadLetters` report it.
+/// A job as `get`, `jobs` and `deadLetters` report it.
 #[napi(object, object_from_js = false, use_nullable = true)]
 pub struct JobInfo {
     /// The job's id.

@@ -1,8 +1,8 @@
-//! `Queue`: wraps `tideq::Queue`, the job queue (core `jobs` and `admin`: enqueue, get, cancel,
-//! dead letters, stats; `work`/`run` are in [`crate::worker`]). Arguments are converted here
-//! (durations in ms, camelCase options), the work is done by the core on napi's tokio runtime, and
-//! results come back as Promises. Delivery is at-least-once: a job leaves Redis only when a
-//! handler has completed it (or it is purged).
+//! `Queue`: wraps `tideq::Queue`, the job queue (core `jobs` and `admin`: enqueue, get, jobs by
+//! state, cancel, dead letters, stats; `work`/`run` are in [`crate::worker`]). Arguments are
+//! converted here (durations in ms, camelCase options), the work is done by the core on napi's
+//! tokio runtime, and results come back as Promises. Delivery is at-least-once: a job leaves
+//! Redis only when a handler has completed it (or it is purged).
 
 use napi::bindgen_prelude::*;
 use napi::{JsValue, ValueType};
@@ -220,6 +220,17 @@ fn raw_job(what: &str, payload: &Unknown, opts: &Options) -> Res<(Vec<u8>, tideq
         )));
     }
     Ok((bytes, enqueue_options(opts)?))
+}
+
+/// Options of `jobs(state, options)`.
+// Declared for the TypeScript definitions only.
+#[allow(dead_code)]
+#[napi(object, object_from_js = false, object_to_js = false)]
+pub struct JobsOptions {
+    /// Jobs of the state to skip (in its order). Default 0.
+    pub offset: Option<u32>,
+    /// Most jobs returned, at most 1000. Default 100.
+    pub limit: Option<u32>,
 }
 
 /// Options of `deadLetters(options)`.
@@ -474,6 +485,43 @@ impl Queue {
         spawn(
             env,
             job_id(&id).map(|id| async move { Ok(q.cancel(&id).await?) }),
+        )
+    }
+
+    /// The jobs in one state, `limit` (default 100, at most 1000) from `offset` (default 0):
+    /// `delayed` by due time, `ready` in the order workers take them (plain, then by priority,
+    /// then group by group), `active` by lease deadline, `dead` oldest death first, `completed`
+    /// newest first; a sharded queue lists shard by shard. Rejects with `INVALID_ARGUMENT` for an
+    /// unknown state or a `limit` over 1000.
+    #[napi(
+        ts_args_type = "state: 'delayed' | 'ready' | 'active' | 'dead' | 'completed', options?: JobsOptions",
+        ts_return_type = "Promise<JobInfo[]>"
+    )]
+    pub fn jobs<'env>(
+        &self,
+        env: &'env Env,
+        state: Unknown,
+        options: Option<Unknown>,
+    ) -> Result<PromiseRaw<'env, Vec<JobInfo>>> {
+        let q = self.inner.clone();
+        let args = string("state", &state).and_then(|state| {
+            let state = tideq::JobState::parse(&state)?;
+            let o = Options::new("jobs options", options.as_ref(), &["offset", "limit"])?;
+            Ok((
+                state,
+                o.get("offset", count)?.unwrap_or(0),
+                o.get("limit", count)?.unwrap_or(100),
+            ))
+        });
+        spawn(
+            env,
+            args.map(|(state, offset, limit)| async move {
+                Ok(q.jobs(state, offset, limit)
+                    .await?
+                    .into_iter()
+                    .map(JobInfo::from)
+                    .collect())
+            }),
         )
     }
 

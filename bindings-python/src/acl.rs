@@ -9,10 +9,10 @@ use crate::error;
 /// The Redis ACL rules that let a user do ``role`` on ``queue`` (split in ``shards``) under
 /// the key ``prefix`` (default: the client's default, ``"tideq"``), and nothing else: for
 /// ``ACL SETUSER <user> reset on ><password> <rules>``. Roles: ``"producer"`` (enqueue),
-/// ``"worker"`` (run a worker), ``"admin"`` (``get``, ``cancel``, dead letters, ``stats``),
-/// ``"capped-producer"`` (push) and ``"capped-consumer"`` (pop, consume, ``len``, ``groups``,
-/// ``stats``). On a Redis Cluster add ``+cluster|slots +cluster|shards``. An unknown role or a
-/// bad name raises ``InvalidArgumentError``.
+/// ``"worker"`` (run a worker), ``"admin"`` (``get``, ``jobs``, ``cancel``, dead letters,
+/// ``stats``), ``"capped-producer"`` (push) and ``"capped-consumer"`` (pop, consume, ``len``,
+/// ``groups``, ``stats``). On a Redis Cluster add ``+cluster|slots +cluster|shards``. An
+/// unknown role or a bad name raises ``InvalidArgumentError``.
 #[pyfunction]
 #[pyo3(signature = (queue, role, *, prefix=default_prefix(), shards=1))]
 pub fn acl_rules(

@@ -223,7 +223,7 @@ impl Job {
     }
 }
 
-/// A job as ``get`` and ``dead_letters`` report it.
+/// A job as ``get``, ``jobs`` and ``dead_letters`` report it.
 #[pyclass(module = "tideq", frozen, eq)]
 #[derive(PartialEq)]
 pub struct JobInfo(pub tideq::JobInfo);

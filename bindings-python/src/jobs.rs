@@ -346,6 +346,32 @@ impl QueueBase {
         self.api.call(py, async move { q.cancel(&id).await })
     }
 
+    /// The jobs in one state, ``limit`` (at most 1000) from ``offset``.
+    ///
+    /// ``state``: ``"delayed"`` (by due time), ``"ready"`` (in the order workers take them:
+    /// plain, then by priority, then group by group), ``"active"`` (by lease deadline),
+    /// ``"dead"`` (oldest death first) or ``"completed"`` (newest first); a sharded queue lists
+    /// shard by shard. An unknown state or a ``limit`` over 1000 raises ``InvalidArgumentError``.
+    #[pyo3(signature = (state, offset=0, limit=100))]
+    fn jobs<'py>(
+        &self,
+        py: Python<'py>,
+        state: Text,
+        #[pyo3(from_py_with = convert::int)] offset: i64,
+        #[pyo3(from_py_with = convert::int)] limit: i64,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let state = tideq::JobState::parse(&state.0).map_err(error::to_py)?;
+        let (offset, limit) = (
+            convert::count("offset", offset)?,
+            convert::count("limit", limit)?,
+        );
+        let q = self.queue.clone();
+        self.api.call(py, async move {
+            let jobs = q.jobs(state, offset, limit).await?;
+            Ok(jobs.into_iter().map(JobInfo).collect::<Vec<_>>())
+        })
+    }
+
     /// Dead jobs, oldest death first.
     #[pyo3(signature = (offset=0, limit=100))]
     fn dead_letters<'py>(

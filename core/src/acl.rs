@@ -23,8 +23,8 @@ pub enum Role {
     Producer,
     /// Runs a worker: fetches, completes, fails, releases and renews jobs, waits for wake-ups.
     Worker,
-    /// Inspects, repairs and steers a job queue: `get`, `cancel`, dead letters, `stats`, and flow
-    /// control (pause and resume, limits, `group`).
+    /// Inspects, repairs and steers a job queue: `get`, `jobs`, `cancel`, dead letters, `stats`,
+    /// and flow control (pause and resume, limits, `group`).
     Admin,
     /// Pushes to a capped queue.
     CappedProducer,
@@ -79,6 +79,7 @@ impl Role {
             ],
             Role::Admin => vec![
                 &GET_JOBS,
+                &LIST_JOBS,
                 &CANCEL_JOB,
                 &REQUEUE_DEAD,
                 &PURGE_DEAD,
@@ -97,7 +98,7 @@ impl Role {
             Role::Producer => &["wait", "exists"],
             // Wake-up listener: BLPOP, and passing a token on.
             Role::Worker => &["blpop", "rpush", "pexpire"],
-            Role::Admin => &["zcard", "zrange", "llen", "zcount", "hgetall", "hget"],
+            Role::Admin => &["zcard", "llen", "zcount", "hgetall", "hget"],
             Role::CappedProducer => &[],
             Role::CappedConsumer => &["blpop", "llen", "hgetall"],
         }

@@ -1,13 +1,13 @@
-//! The job queue's operator calls: inspect a job (`get`), `cancel` one that has not started,
-//! list, requeue and purge dead letters, and `stats`.
+//! The job queue's operator calls: inspect a job (`get`), list the jobs of a state (`jobs`),
+//! `cancel` one that has not started, list, requeue and purge dead letters, and `stats`.
 
 use std::collections::HashMap;
 
 use crate::envelope::Envelope;
 use crate::error::{Error, ErrorKind, Result};
-use crate::job::{validate_job_id, JobInfo, JobState, JobStats};
+use crate::job::{validate_job_id, JobInfo, JobState, JobStats, MAX_PAGE};
 use crate::jobs::Queue;
-use crate::scripts::{LuaScript, CANCEL_JOB, GET_JOBS, PURGE_DEAD, REQUEUE_DEAD};
+use crate::scripts::{LuaScript, CANCEL_JOB, GET_JOBS, LIST_JOBS, PURGE_DEAD, REQUEUE_DEAD};
 
 impl Queue {
     /// A job's state, attempts, last error and timestamps; `None` if unknown (or no longer
@@ -81,40 +81,45 @@ impl Queue {
         .await
     }
 
-    /// Dead-lettered jobs, `limit` from `offset`: oldest death first within a shard, shard by shard.
-    pub async fn dead_letters(&self, offset: usize, limit: usize) -> Result<Vec<JobInfo>> {
-        self.op("dead_letters", async {
-            let mut out = Vec::new();
-            let mut skip = offset;
-            for shard in 0..self.shards.len() {
-                if out.len() >= limit {
-                    break;
-                }
-                let mut conn = self.client.conn().await?;
-                let dead = self.shards[shard].dead();
-                let count: usize = redis::cmd("ZCARD")
-                    .arg(&dead)
-                    .query_async(&mut conn)
-                    .await
-                    .map_err(|e| self.client.err(e))?;
-                if skip >= count {
-                    skip -= count;
-                    continue;
-                }
-                let want = limit - out.len();
-                let ids: Vec<String> = redis::cmd("ZRANGE")
-                    .arg(&dead)
-                    .arg(skip)
-                    .arg(skip + want - 1)
-                    .query_async(&mut conn)
-                    .await
-                    .map_err(|e| self.client.err(e))?;
-                skip = 0;
-                out.extend(self.get_many(shard, &ids).await?.into_iter().flatten());
+    /// The jobs in `state`, `limit` (at most [`MAX_PAGE`]; 0 gives none) from `offset`: delayed by
+    /// due time, active by lease deadline, dead oldest death first, completed newest first, ready
+    /// in the order workers take them (plain, then by priority, then group by group: the
+    /// rotation's groups in turn, then the held ones by name); a sharded queue lists shard by
+    /// shard. A job that moves on while the page is read is reported as it is now.
+    pub async fn jobs(&self, state: JobState, offset: usize, limit: usize) -> Result<Vec<JobInfo>> {
+        self.op("jobs", async {
+            if limit > MAX_PAGE {
+                return Err(Error::invalid(format!(
+                    "limit is {limit}; a page holds at most {MAX_PAGE} jobs"
+                )));
             }
-            Ok(out)
+            self.list(state, offset, limit).await
         })
         .await
+    }
+
+    /// Dead-lettered jobs, `limit` from `offset`: oldest death first within a shard, shard by shard.
+    pub async fn dead_letters(&self, offset: usize, limit: usize) -> Result<Vec<JobInfo>> {
+        self.op("dead_letters", self.list(JobState::Dead, offset, limit))
+            .await
+    }
+
+    /// A page of one state's jobs, shard by shard: `list_jobs.lua` reads a shard's ids (and how
+    /// many of `offset` it skipped), `get_jobs.lua` the jobs.
+    async fn list(&self, state: JobState, offset: usize, limit: usize) -> Result<Vec<JobInfo>> {
+        let mut out = Vec::new();
+        let mut skip = offset;
+        for shard in 0..self.shards.len() {
+            if out.len() >= limit {
+                break;
+            }
+            let mut cmd = self.script_cmd(shard, &LIST_JOBS);
+            cmd.arg(state.as_str()).arg(skip).arg(limit - out.len());
+            let (skipped, ids): (usize, Vec<String>) = self.client.eval(&cmd, &LIST_JOBS).await?;
+            skip -= skipped.min(skip);
+            out.extend(self.get_many(shard, &ids).await?.into_iter().flatten());
+        }
+        Ok(out)
     }
 
     /// Requeues or purges dead jobs: `id`, or all of them (in calls of at most 1000).

@@ -12,6 +12,9 @@ use crate::error::{Error, Result};
 /// anything is written, so it is held in memory whole; send larger ones in parts.
 pub const MAX_BATCH: usize = 100_000;
 
+/// Most jobs one [`Queue::jobs`](crate::Queue::jobs) page returns.
+pub const MAX_PAGE: usize = 1000;
+
 /// Queue-wide defaults. Per-job options in [`EnqueueOptions`] override the first three.
 #[derive(Debug, Clone, PartialEq)]
 pub struct QueueOptions {
@@ -126,6 +129,28 @@ pub enum JobState {
 }
 
 impl JobState {
+    pub const ALL: [JobState; 5] = [
+        JobState::Delayed,
+        JobState::Ready,
+        JobState::Active,
+        JobState::Dead,
+        JobState::Completed,
+    ];
+
+    /// The state named `name` (as [`as_str`](Self::as_str) spells it); `INVALID_ARGUMENT`
+    /// otherwise.
+    pub fn parse(name: &str) -> Result<Self> {
+        Self::ALL
+            .into_iter()
+            .find(|s| s.as_str() == name)
+            .ok_or_else(|| {
+                Error::invalid(format!(
+                    "unknown job state {name:?}; states: delayed, ready, active, dead, completed"
+                ))
+            })
+    }
+
+    /// `delayed`, `ready`, `active`, `dead` or `completed`.
     pub fn as_str(self) -> &'static str {
         match self {
             JobState::Delayed => "delayed",
@@ -150,7 +175,7 @@ impl JobState {
     }
 }
 
-/// A job as `get` and `dead_letters` report it.
+/// A job as `get`, `jobs` and `dead_letters` report it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JobInfo {
     pub id: String,

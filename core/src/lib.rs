@@ -36,7 +36,8 @@
 //! - [`consumer`]: the consumer runtime for capped queues (concurrency, dedicated groups, shutdown).
 //! - [`job`]: the job queue's value types (options, `Job`, `JobInfo`, `JobStats`).
 //! - [`jobs`]: the job queue handle and its producer side (`enqueue`, `enqueue_many`).
-//! - `admin`: inspecting and repairing a job queue (`get`, `cancel`, dead letters, `stats`).
+//! - `admin`: inspecting and repairing a job queue (`get`, `jobs` by state, `cancel`, dead
+//!   letters, `stats`).
 //! - [`flow`]: flow control: pause/resume, concurrency caps and rate limits, per group too.
 //! - `lease`: the worker's lease protocol (fetch, complete, fail, release, extend).
 //! - [`worker`]: the worker runtime for job queues (concurrency, lease renewal, shutdown).
@@ -85,7 +86,7 @@ pub use envelope::{Backoff, BackoffKind, Envelope, PayloadFormat};
 pub use error::{Error, ErrorKind, Result};
 pub use flow::{GroupInfo, GroupLimits, Limits, Rate};
 pub use job::{
-    EnqueueOptions, Enqueued, Job, JobInfo, JobState, JobStats, QueueOptions, MAX_BATCH,
+    EnqueueOptions, Enqueued, Job, JobInfo, JobState, JobStats, QueueOptions, MAX_BATCH, MAX_PAGE,
     MAX_PRIORITY,
 };
 pub use jobs::Queue;

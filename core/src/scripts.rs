@@ -155,6 +155,7 @@ scripts! {
     REQUEUE_DEAD => "requeue_dead.lua",
     PURGE_DEAD => "purge_dead.lua",
     GET_JOBS => "get_jobs.lua",
+    LIST_JOBS => "list_jobs.lua",
     SET_FLOW => "set_flow.lua",
     GROUP_INFO => "group_info.lua",
 }

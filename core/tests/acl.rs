@@ -10,7 +10,7 @@ use common::{unique, RedisServer};
 use tideq::acl::{rules, Role};
 use tideq::{
     Backoff, CappedOptions, CappedQueue, Client, Config, ConsumerOptions, EnqueueOptions, Job,
-    Queue, QueueOptions, WorkerOptions,
+    JobState, Queue, QueueOptions, WorkerOptions,
 };
 
 /// A client logged in as a fresh user holding exactly `role`'s rules for `queue`.
@@ -125,6 +125,10 @@ async fn each_job_role_works_under_exactly_its_documented_acl() {
     let s = admin.stats().await.unwrap();
     assert_eq!((s.dead, s.dead_trimmed), (1, 1), "{s:?}");
     let dead = admin.dead_letters(0, 10).await.unwrap();
+    assert_eq!(admin.jobs(JobState::Dead, 0, 10).await.unwrap(), dead);
+    for state in JobState::ALL {
+        admin.jobs(state, 0, 10).await.unwrap();
+    }
     admin.requeue(&dead[0].id).await.unwrap();
     producer
         .enqueue(
@@ -154,6 +158,21 @@ async fn each_job_role_works_under_exactly_its_documented_acl() {
     assert_eq!(admin.limits().await.unwrap().max_active, Some(5));
     admin.pause_group("g").await.unwrap();
     assert!(admin.group("g").await.unwrap().paused);
+    // Listing ready jobs reads the priority lists, the rotation and the held groups too.
+    for (job_id, priority, group) in [("p", Some(3), None), ("held", None, Some("g"))] {
+        let opts = EnqueueOptions {
+            id: Some(job_id.into()),
+            priority,
+            group: group.map(String::from),
+            ..Default::default()
+        };
+        producer.enqueue(b"x", opts).await.unwrap();
+    }
+    let ready = admin.jobs(JobState::Ready, 0, 10).await.unwrap();
+    let ready: Vec<&str> = ready.iter().map(|j| j.id.as_str()).collect();
+    assert!(ready.ends_with(&["p", "held"]), "{ready:?}");
+    admin.cancel("p").await.unwrap();
+    admin.cancel("held").await.unwrap();
     admin.resume_group("g").await.unwrap();
     admin.set_limits(Default::default()).await.unwrap();
 

@@ -68,6 +68,7 @@ _JobHandler = Callable[[Job], Union[None, Awaitable[None]]]
 _BatchResult = Optional[Mapping[Any, Union[str, BaseException]]]  # keys: job ids or Jobs
 _BatchHandler = Callable[[list[Job]], Union[_BatchResult, Awaitable[_BatchResult]]]
 _Format = Literal["json", "msgpack"]
+_JobState = Literal["delayed", "ready", "active", "dead", "completed"]
 _When = Union[datetime.datetime, float]
 
 class _EnqueueOptions(TypedDict, total=False):
@@ -557,12 +558,12 @@ class Job:
 
 @final
 class JobInfo:
-    """A job as ``get`` and ``dead_letters`` report it."""
+    """A job as ``get``, ``jobs`` and ``dead_letters`` report it."""
 
     @property
     def id(self) -> str: ...
     @property
-    def state(self) -> str:
+    def state(self) -> _JobState:
         """``"delayed"``, ``"ready"``, ``"active"``, ``"dead"`` or ``"completed"``."""
     @property
     def payload(self) -> bytes: ...
@@ -851,6 +852,13 @@ class Queue:
         """Remove a delayed or ready job.
 
         ``JobNotCancellableError`` otherwise, ``JobNotFoundError`` for unknown ids."""
+    def jobs(self, state: _JobState, offset: int = 0, limit: int = 100) -> list[JobInfo]:
+        """The jobs in one state, ``limit`` (at most 1000) from ``offset``.
+
+        ``state``: ``"delayed"`` (by due time), ``"ready"`` (in the order workers take them:
+        plain, then by priority, then group by group), ``"active"`` (by lease deadline),
+        ``"dead"`` (oldest death first) or ``"completed"`` (newest first); a sharded queue lists
+        shard by shard. An unknown state or a ``limit`` over 1000 raises ``InvalidArgumentError``."""
     def dead_letters(self, offset: int = 0, limit: int = 100) -> list[JobInfo]:
         """Dead jobs, oldest death first."""
     def requeue(self, id: str) -> None:
@@ -1096,6 +1104,10 @@ class AsyncQueue:
         """A job's state, attempts, last error and times; None if unknown."""
     def cancel(self, id: str) -> Coroutine[Any, Any, None]:
         """Remove a delayed or ready job."""
+    def jobs(self, state: _JobState, offset: int = 0, limit: int = 100) -> Coroutine[Any, Any, list[JobInfo]]:
+        """The jobs in one state, ``limit`` (at most 1000) from ``offset``.
+
+        See ``Queue.jobs``."""
     def dead_letters(self, offset: int = 0, limit: int = 100) -> Coroutine[Any, Any, list[JobInfo]]:
         """Dead jobs, oldest death first."""
     def requeue(self, id: str) -> Coroutine[Any, Any, None]:
@@ -1278,10 +1290,10 @@ def acl_rules(queue: str, role: str, *, prefix: str = ..., shards: int = 1) -> s
     """The Redis ACL rules that let a user do ``role`` on ``queue`` (split in ``shards``) under
     the key ``prefix`` (default: the client's default, ``"tideq"``), and nothing else: for
     ``ACL SETUSER <user> reset on ><password> <rules>``. Roles: ``"producer"`` (enqueue),
-    ``"worker"`` (run a worker), ``"admin"`` (``get``, ``cancel``, dead letters, ``stats``),
-    ``"capped-producer"`` (push) and ``"capped-consumer"`` (pop, consume, ``len``, ``groups``,
-    ``stats``). On a Redis Cluster add ``+cluster|slots +cluster|shards``. An unknown role or a
-    bad name raises ``InvalidArgumentError``."""
+    ``"worker"`` (run a worker), ``"admin"`` (``get``, ``jobs``, ``cancel``, dead letters,
+    ``stats``), ``"capped-producer"`` (push) and ``"capped-consumer"`` (pop, consume, ``len``,
+    ``groups``, ``stats``). On a Redis Cluster add ``+cluster|slots +cluster|shards``. An
+    unknown role or a bad name raises ``InvalidArgumentError``."""
 
 def decode_envelope(data: _BytesLike) -> dict[str, Any]:
     """The fields of a job envelope (wire format v1): ``v``, ``id``, ``payload`` (bytes),

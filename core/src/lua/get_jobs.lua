@@ -1,6 +1,6 @@
 #!lua flags=no-writes
---[[ Read jobs as `get` and `dead_letters` report them, atomically and without writing, so it works
-  on a Redis at maxmemory (a MULTI transaction is refused there).
+--[[ Read jobs as `get`, `jobs` and `dead_letters` report them, atomically and without writing,
+  so it works on a Redis at maxmemory (a MULTI transaction is refused there).
   KEYS[1] jobs hash   KEYS[2] meta hash   KEYS[3] errors hash   KEYS[4] delayed zset
   KEYS[5] active zset KEYS[6] dead zset   KEYS[7] route hash
   ARGV[1], ARGV[2], ...: job ids
