@@ -271,3 +271,17 @@ pub(crate) fn capped_text(text: &str, max: usize) -> String {
     }
     format!("{}…", &text[..cut])
 }
+
+/// `f`, with the queue and the operation in front of the errors Redis gives
+/// ([`Error::in_operation`]). The operation's future is boxed (as a trait object) before it is
+/// wrapped: nested by type, it would deepen every future that awaits it past the compiler's
+/// default type-layout depth (one allocation per call, next to a Redis round trip).
+pub(crate) fn in_operation<'a, T: 'a>(
+    queue: &'a str,
+    op: &'static str,
+    f: impl std::future::Future<Output = Result<T>> + Send + 'a,
+) -> impl std::future::Future<Output = Result<T>> + Send + 'a {
+    let f: std::pin::Pin<Box<dyn std::future::Future<Output = Result<T>> + Send + 'a>> =
+        Box::pin(f);
+    async move { f.await.map_err(|e| e.in_operation(queue, op)) }
+}

@@ -35,18 +35,14 @@ pub struct Queue {
 }
 
 impl Queue {
-    /// Runs one public operation, naming the queue and the operation in the errors Redis gives.
-    /// The operation's future is boxed (as a trait object) before it is wrapped: nested by type,
-    /// it would deepen every future that awaits it past the compiler's default type-layout depth
-    /// (one allocation per call, next to a Redis round trip).
+    /// Runs one public operation, naming the queue and the operation in the errors Redis gives
+    /// (see [`crate::error::in_operation`]).
     pub(crate) fn op<'a, T: 'a>(
         &'a self,
         op: &'static str,
         f: impl std::future::Future<Output = Result<T>> + Send + 'a,
     ) -> impl std::future::Future<Output = Result<T>> + Send + 'a {
-        let f: std::pin::Pin<Box<dyn std::future::Future<Output = Result<T>> + Send + 'a>> =
-            Box::pin(f);
-        async move { f.await.map_err(|e| e.in_operation(&self.name, op)) }
+        crate::error::in_operation(&self.name, op, f)
     }
 
     /// The same queue, reached through another client (the worker's lease renewer has its own).
