@@ -77,9 +77,9 @@ pub trait Work: Send + 'static {
 pub type Handler<W> = Arc<
     dyn Fn(
             W,
-        ) -> Pin<
-            Box<dyn Future<Output = Result<<W as Work>::Output, <W as Work>::Error>> + Send>,
-        > + Send
+        )
+            -> Pin<Box<dyn Future<Output = Result<<W as Work>::Output, <W as Work>::Error>> + Send>>
+        + Send
         + Sync
         + 'static,
 >;

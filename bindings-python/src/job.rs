@@ -227,7 +227,11 @@ impl Job {
     /// ``max_result_len`` bytes (else ``PayloadTooLargeError``). ``LeaseLostError`` when the job's
     /// lease was lost (it was redelivered). Blocks for one Redis round trip (the GIL released);
     /// in an ``async def`` handler, ``await job.progress_async(value)``.
-    fn progress<'py>(&self, py: Python<'py>, value: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    fn progress<'py>(
+        &self,
+        py: Python<'py>,
+        value: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
         self.report(py, Api::Blocking, value)
     }
 
