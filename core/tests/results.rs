@@ -467,3 +467,31 @@ async fn task_handlers_results_are_stored_too() {
         Some(b"5".to_vec())
     );
 }
+
+#[tokio::test]
+async fn a_waiter_giving_up_leaves_the_others_waiting_and_woken() {
+    let server = RedisServer::start();
+    let q = queue_with(&server.url, opts(100));
+    q.enqueue(b"", id("shared")).await.unwrap();
+    let patient = {
+        let q = q.clone();
+        tokio::spawn(async move { q.wait("shared", Some(Duration::from_secs(20))).await })
+    };
+    until_blocked(&server, 1).await;
+    let e = q
+        .wait("shared", Some(Duration::from_millis(200)))
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Timeout);
+    // The patient one is still registered, and woken by the completion.
+    assert_eq!(hlen(&server, &q, "waiters"), 1);
+    let t = Instant::now();
+    drain(&q, |_job: Job| async {
+        Ok::<_, String>(b"at last".to_vec())
+    })
+    .await;
+    let out = patient.await.unwrap().unwrap();
+    assert_eq!(out.result, Some(b"at last".to_vec()));
+    assert!(t.elapsed() < Duration::from_secs(1), "{:?}", t.elapsed());
+    assert_eq!(hlen(&server, &q, "waiters"), 0);
+}

@@ -1,7 +1,8 @@
 --[[ A waiter's view of one job, and its registration (lib_jobs.lua, "Waiters"): with ARGV[2] "1"
   the caller is counted as a waiter, but only while the job is unfinished (so a job that finishes
   later tells it through `fin:<id>`); "-1" takes a waiter off (a wait that gave up), dropping the
-  job's notice list once nobody waits; "0" only looks.
+  job's notice list once nobody waits (unless the job finished: its waiters were told, and the
+  other waiters' notices stay); "0" only looks.
   KEYS[1] meta hash   KEYS[2] results hash   KEYS[3] errors hash   KEYS[4] waiters hash
   KEYS[5] fin (prefix of the waiters' notice lists)   KEYS[6] cfg hash (its `waited` field says
   the queue has had waiters, see lib_jobs.lua)
@@ -11,9 +12,13 @@
 --#include lib_jobs.lua
 local id, op = ARGV[1], ARGV[2]
 if op == '-1' then
-  if redis.call('HINCRBY', KEYS[4], id, -1) <= 0 then
+  -- No field: the job finished and its waiters were told (their notices stay for the others).
+  local n = tonumber(redis.call('HGET', KEYS[4], id))
+  if n and n <= 1 then
     redis.call('HDEL', KEYS[4], id)
     redis.call('DEL', KEYS[5] .. id)
+  elseif n then
+    redis.call('HINCRBY', KEYS[4], id, -1)
   end
 end
 local m = redis.call('HGET', KEYS[1], id)
