@@ -179,6 +179,13 @@ export declare class Job {
   get signal(): AbortSignal
   /** The payload as UTF-8 text; throws `INVALID_ARGUMENT` if it is not valid UTF-8. */
   text(): string
+  /**
+   * Stores `value` as the job's progress now (`get(id).progress` shows it), replacing the last
+   * one: a `Buffer` or `Uint8Array` as it is, anything else as JSON (`JSON.stringify`). At most
+   * the queue's `maxResultLen` bytes (else `PAYLOAD_TOO_LARGE`). Rejects with `LEASE_LOST`
+   * when the job's lease was lost (it was redelivered).
+   */
+  progress(value: unknown): Promise<void>
   /** The job's fields without the payload, for loggers and `JSON.stringify(job)`. */
   toJSON(): JobView
   /** The payload parsed as JSON (`JSON.parse(job.text())`). */
@@ -193,10 +200,12 @@ export declare class Job {
  * (Redis refused the credentials, or needs some), `PERMISSION` (the Redis user may not run a
  * command), `OUT_OF_MEMORY` (Redis is full and refuses writes; `get`, `deadLetters` and `stats`
  * still work), `NOT_REDIS`, `EVICTION_POLICY` (the client's `evictionCheck: 'refuse'`), `REDIS`,
- * `JOB_NOT_FOUND`, `JOB_NOT_CANCELLABLE`, and `NOT_REPLICATED` (an enqueue the client's
- * `replicaAck` replicas did not confirm in time; the job is on the primary). An argument of
- * the wrong JS type is a `TypeError` whose code is `INVALID_ARGUMENT`. Async methods reject
- * (they never throw synchronously), with the stack of the call; constructors throw.
+ * `JOB_NOT_FOUND`, `JOB_NOT_CANCELLABLE`, `NOT_REPLICATED` (an enqueue the client's
+ * `replicaAck` replicas did not confirm in time; the job is on the primary), `JOB_FAILED` (a
+ * job `wait` waited for went to the dead letters or was cancelled) and `TIMEOUT` (a `wait` ran
+ * out of time). An argument of the wrong JS type is a `TypeError` whose code is
+ * `INVALID_ARGUMENT`. Async methods reject (they never throw synchronously), with the stack of
+ * the call; constructors throw.
  */
 export declare class Queue {
   /**
@@ -277,6 +286,15 @@ export declare class Queue {
    */
   get(id: string): Promise<JobInfo | null>
   /**
+   * Waits until job `id` has finished and resolves with its result (read as `JobInfo.result`
+   * is; `null` when the handler returned nothing), also when it finished before the call,
+   * while it is retained (`keepCompleted`, `keepForMs`). Rejects with `JOB_FAILED` (its last
+   * error in the message) when the job went to the dead letters or was cancelled,
+   * `JOB_NOT_FOUND` when there is no such job, and `TIMEOUT` after `timeoutMs`. Resolves as
+   * soon as the job ends: the script that finishes it wakes the wait (no polling).
+   */
+  wait(id: string, options?: WaitOptions): Promise<any>
+  /**
    * Removes a delayed or ready job. Rejects with `JOB_NOT_CANCELLABLE` when it is active, dead
    * or completed, and `JOB_NOT_FOUND` when there is no such job.
    */
@@ -339,9 +357,12 @@ export declare class Queue {
    * rejects fails the attempt: the error is reported (`onError`, else `console.error`), its
    * text (`name: message`) is stored with the job, and the job is retried after its backoff,
    * or dead-lettered after `maxAttempts`. A job keeps its slot and its lease until its
-   * handler settles, even past its timeout (`job.signal` is aborted then).
+   * handler settles, even past its timeout (`job.signal` is aborted then). What a handler
+   * returns (or its Promise resolves with) is stored as the job's result (`get(id).result`,
+   * `wait(id)`): a `Buffer` as it is, anything else as JSON; `undefined` or `null`, none. A
+   * value with no JSON form, or one over the queue's `maxResultLen`, fails the attempt.
    */
-  work(handler: ((job: Job) => void | Promise<void>) | Record<string, (data: any, job: Job) => void | Promise<void>>, options?: WorkerOptions): Worker
+  work(handler: ((job: Job) => unknown) | Record<string, (data: any, job: Job) => unknown>, options?: WorkerOptions): Worker
   /**
    * Starts a worker whose handler gets up to `size` leased jobs at once, as an array. The
    * handler resolving to `undefined` completes them all; resolving to an object (or `Map`)
@@ -358,7 +379,7 @@ export declare class Queue {
    * SIGTERM stops it at once, like `abort()`. The listeners (`process.on`) are removed
    * afterwards. Resolves with its stats; rejects like `Worker.join()`.
    */
-  run(handler: ((job: Job) => void | Promise<void>) | Record<string, (data: any, job: Job) => void | Promise<void>>, options?: WorkerOptions): Promise<WorkerStats>
+  run(handler: ((job: Job) => unknown) | Record<string, (data: any, job: Job) => unknown>, options?: WorkerOptions): Promise<WorkerStats>
 }
 
 /**
@@ -764,6 +785,20 @@ export interface JobInfo {
    * could not; `payload` then holds the stored record's raw bytes. `null` for a sound job.
    */
   unreadable: string | null
+  /**
+   * What the handler returned (a completed job), its JSON parsed; a `Buffer` when the stored
+   * bytes are not JSON (a handler that returned a `Buffer`); `null` when it returned nothing.
+   */
+  result: any
+  /** The stored result's raw bytes; `null` when none. */
+  resultBytes: Buffer | null
+  /**
+   * The last progress the handler reported (`job.progress`), read as `result` is; `null` when
+   * none.
+   */
+  progress: any
+  /** The stored progress's raw bytes; `null` when none. */
+  progressBytes: Buffer | null
 }
 
 /** Options of `jobs(state, options)`. */
@@ -954,6 +989,12 @@ export interface QueueOptions {
    */
   idempotencyMaxIds?: number
   /**
+   * Largest result (what a handler returns) or progress value stored with a job, in bytes. A
+   * larger result fails the attempt; a larger progress rejects with `PAYLOAD_TOO_LARGE`.
+   * Default 65536.
+   */
+  maxResultLen?: number
+  /**
    * Split the queue in this many shards (1 to 1024), each with its own Redis Cluster hash
    * tag, so one queue spreads over a cluster's masters. Queue names may not contain `#`.
    * A job's shard is fixed by its id, so ids stay idempotent and `get`/`cancel` find it;
@@ -994,6 +1035,12 @@ export interface SentinelOptions {
   sentinels: Array<string>
   /** The name the Sentinels monitor the primary under. */
   masterName: string
+}
+
+/** Options of `wait(id, options)`. */
+export interface WaitOptions {
+  /** Longest wait in ms, then the Promise rejects with `TIMEOUT`. `null` or absent: no limit. */
+  timeoutMs?: number | null
 }
 
 /** Options of `work(handler, options)` and `run(handler, options)`. Every field is optional. */

@@ -5,14 +5,14 @@
 use std::sync::Arc;
 
 use napi::bindgen_prelude::*;
-use napi::{Property, PropertyAttributes};
+use napi::{JsValue, Property, PropertyAttributes, ValueType};
 use napi_derive::napi;
 use tideq::BackoffKind;
 
 use crate::abort::JobSignal;
-use crate::convert::{boolean, string, to_millis, whole_millis, Options};
-use crate::error::{invalid, throw, Failure, Res};
-use crate::task::task_data;
+use crate::convert::{boolean, describe, read_value, string, to_millis, whole_millis, Options};
+use crate::error::{invalid, spawn, throw, type_error, Failure, Res};
+use crate::task::{encode_data, task_data};
 
 /// A leased job, as a handler receives it. Read-only.
 #[napi]
@@ -139,6 +139,24 @@ impl Job {
         )
     }
 
+    /// Stores `value` as the job's progress now (`get(id).progress` shows it), replacing the last
+    /// one: a `Buffer` or `Uint8Array` as it is, anything else as JSON (`JSON.stringify`). At most
+    /// the queue's `maxResultLen` bytes (else `PAYLOAD_TOO_LARGE`). Rejects with `LEASE_LOST`
+    /// when the job's lease was lost (it was redelivered).
+    #[napi(ts_args_type = "value: unknown", ts_return_type = "Promise<void>")]
+    pub fn progress<'env>(&self, env: &'env Env, value: Unknown) -> Result<PromiseRaw<'env, ()>> {
+        let job = self.inner.clone();
+        let bytes = stored_bytes(env, "progress", &value).and_then(|b| {
+            b.ok_or_else(|| {
+                type_error("progress must be a value (not undefined or null)".to_string())
+            })
+        });
+        spawn(
+            env,
+            bytes.map(|bytes| async move { Ok(job.progress(&bytes).await?) }),
+        )
+    }
+
     /// The job's fields without the payload, for loggers and `JSON.stringify(job)`.
     #[napi(js_name = "toJSON")]
     pub fn to_json(&self) -> JobView {
@@ -253,6 +271,57 @@ impl ToNapiValue for Bytes {
     }
 }
 
+/// A result or progress value as stored: `undefined` and `null` are none; a `Buffer` or
+/// `Uint8Array` its bytes as they are; anything else its JSON (`JSON.stringify`; a value without
+/// one, such as a function, is a `TypeError` naming `what`).
+pub(crate) fn stored_bytes(env: &Env, what: &str, v: &Unknown) -> Res<Option<Vec<u8>>> {
+    match v.get_type()? {
+        ValueType::Undefined | ValueType::Null => return Ok(None),
+        ValueType::Object if v.is_typedarray()? => {
+            if let Ok(slice) = read_value::<Uint8ArraySlice>(v) {
+                return Ok(Some(slice.to_vec()));
+            }
+        }
+        _ => {}
+    }
+    encode_data(env, what, Some(v), tideq::PayloadFormat::Json)
+        .map(Some)
+        .map_err(|e| match e {
+            Failure::Type(m) => type_error(format!(
+                "{what} must be a Buffer, a Uint8Array or JSON-able ({m}); got {}",
+                describe(v)
+            )),
+            other => other,
+        })
+}
+
+/// A stored result or progress value on its way to JS: its JSON parsed, or a `Buffer` of the
+/// bytes when they are not JSON (a raw result, e.g. from a Rust handler); `null` for none.
+pub struct Stored(pub Option<Vec<u8>>);
+
+impl ToNapiValue for Stored {
+    unsafe fn to_napi_value(
+        raw_env: napi::sys::napi_env,
+        val: Self,
+    ) -> Result<napi::sys::napi_value> {
+        let Some(bytes) = val.0 else {
+            return unsafe { Null::to_napi_value(raw_env, Null) };
+        };
+        let env = Env::from_raw(raw_env);
+        if let Ok(text) = std::str::from_utf8(&bytes) {
+            let json: Object = env.get_global()?.get_named_property("JSON")?;
+            let parse: Function<&str, Unknown> = json.get_named_property("parse")?;
+            if let Ok(value) = parse.call(text) {
+                return Ok(value.raw());
+            }
+            // JSON.parse threw: the exception is pending; clear it and hand out the bytes.
+            let mut pending = std::ptr::null_mut();
+            unsafe { napi::sys::napi_get_and_clear_last_exception(raw_env, &mut pending) };
+        }
+        unsafe { Bytes::to_napi_value(raw_env, Bytes(bytes)) }
+    }
+}
+
 /// A job as `get`, `jobs` and `deadLetters` report it.
 #[napi(object, object_from_js = false, use_nullable = true)]
 pub struct JobInfo {
@@ -283,6 +352,20 @@ pub struct JobInfo {
     /// Why the stored job could not be read (a damaged record, e.g. changed by hand), when it
     /// could not; `payload` then holds the stored record's raw bytes. `null` for a sound job.
     pub unreadable: Option<String>,
+    /// What the handler returned (a completed job), its JSON parsed; a `Buffer` when the stored
+    /// bytes are not JSON (a handler that returned a `Buffer`); `null` when it returned nothing.
+    #[napi(ts_type = "any")]
+    pub result: Stored,
+    /// The stored result's raw bytes; `null` when none.
+    #[napi(ts_type = "Buffer")]
+    pub result_bytes: Option<Bytes>,
+    /// The last progress the handler reported (`job.progress`), read as `result` is; `null` when
+    /// none.
+    #[napi(ts_type = "any")]
+    pub progress: Stored,
+    /// The stored progress's raw bytes; `null` when none.
+    #[napi(ts_type = "Buffer")]
+    pub progress_bytes: Option<Bytes>,
 }
 
 impl From<tideq::JobInfo> for JobInfo {
@@ -299,6 +382,10 @@ impl From<tideq::JobInfo> for JobInfo {
             priority: j.priority,
             group: j.group,
             unreadable: j.unreadable,
+            result: Stored(j.result.clone()),
+            result_bytes: j.result.map(Bytes),
+            progress: Stored(j.progress.clone()),
+            progress_bytes: j.progress.map(Bytes),
         }
     }
 }

@@ -14,7 +14,7 @@ use crate::convert::{
     string, to_millis, Options,
 };
 use crate::error::{invalid, spawn, throw, type_error, Res};
-use crate::job::{backoff_arg, BackoffInfo, BackoffOptions, Enqueued, JobInfo, JobStats};
+use crate::job::{backoff_arg, BackoffInfo, BackoffOptions, Enqueued, JobInfo, JobStats, Stored};
 use crate::task::{encode_data, format_arg};
 
 /// Options of `new Queue(name, options)`. Every field is optional.
@@ -58,6 +58,10 @@ pub struct QueueOptions {
     /// The most finished ids the idempotency window remembers: the oldest beyond are forgotten
     /// first, so Redis memory stays flat however many ids a queue sees. Default 100000.
     pub idempotency_max_ids: Option<u32>,
+    /// Largest result (what a handler returns) or progress value stored with a job, in bytes. A
+    /// larger result fails the attempt; a larger progress rejects with `PAYLOAD_TOO_LARGE`.
+    /// Default 65536.
+    pub max_result_len: Option<u32>,
     /// Split the queue in this many shards (1 to 1024), each with its own Redis Cluster hash
     /// tag, so one queue spreads over a cluster's masters. Queue names may not contain `#`.
     /// A job's shard is fixed by its id, so ids stay idempotent and `get`/`cancel` find it;
@@ -80,6 +84,7 @@ const QUEUE_KEYS: &[&str] = &[
     "keepDeadForMs",
     "idempotencyWindowMs",
     "idempotencyMaxIds",
+    "maxResultLen",
     "shards",
 ];
 
@@ -244,6 +249,16 @@ pub struct DeadLettersOptions {
     pub limit: Option<u32>,
 }
 
+/// Options of `wait(id, options)`.
+// Declared for the TypeScript definitions only; the method reads the field itself.
+#[allow(dead_code)]
+#[napi(object, object_from_js = false, object_to_js = false)]
+pub struct WaitOptions {
+    /// Longest wait in ms, then the Promise rejects with `TIMEOUT`. `null` or absent: no limit.
+    #[napi(ts_type = "number | null")]
+    pub timeout_ms: Option<f64>,
+}
+
 /// The largest job priority (`enqueue` option `priority`): 1 runs first, `MAX_PRIORITY` last.
 // Exported to JS by napi's registration; Rust code never reads it.
 #[allow(dead_code)]
@@ -257,10 +272,12 @@ pub const MAX_PRIORITY: u32 = tideq::MAX_PRIORITY;
 /// (Redis refused the credentials, or needs some), `PERMISSION` (the Redis user may not run a
 /// command), `OUT_OF_MEMORY` (Redis is full and refuses writes; `get`, `deadLetters` and `stats`
 /// still work), `NOT_REDIS`, `EVICTION_POLICY` (the client's `evictionCheck: 'refuse'`), `REDIS`,
-/// `JOB_NOT_FOUND`, `JOB_NOT_CANCELLABLE`, and `NOT_REPLICATED` (an enqueue the client's
-/// `replicaAck` replicas did not confirm in time; the job is on the primary). An argument of
-/// the wrong JS type is a `TypeError` whose code is `INVALID_ARGUMENT`. Async methods reject
-/// (they never throw synchronously), with the stack of the call; constructors throw.
+/// `JOB_NOT_FOUND`, `JOB_NOT_CANCELLABLE`, `NOT_REPLICATED` (an enqueue the client's
+/// `replicaAck` replicas did not confirm in time; the job is on the primary), `JOB_FAILED` (a
+/// job `wait` waited for went to the dead letters or was cancelled) and `TIMEOUT` (a `wait` ran
+/// out of time). An argument of the wrong JS type is a `TypeError` whose code is
+/// `INVALID_ARGUMENT`. Async methods reject (they never throw synchronously), with the stack of
+/// the call; constructors throw.
 #[napi]
 pub struct Queue {
     pub(crate) inner: tideq::Queue,
@@ -293,6 +310,7 @@ impl Queue {
             idempotency_max_ids: opts
                 .get("idempotencyMaxIds", count)?
                 .unwrap_or(d.idempotency_max_ids),
+            max_result_len: opts.get("maxResultLen", count)?.unwrap_or(d.max_result_len),
         };
         let shards = opts.get("shards", count1)?.unwrap_or(1);
         Ok(tideq::Queue::sharded(&client, &name, shards, queue_opts)?)
@@ -474,6 +492,33 @@ impl Queue {
         spawn(
             env,
             job_id(&id).map(|id| async move { Ok(q.get(&id).await?.map(JobInfo::from)) }),
+        )
+    }
+
+    /// Waits until job `id` has finished and resolves with its result (read as `JobInfo.result`
+    /// is; `null` when the handler returned nothing), also when it finished before the call,
+    /// while it is retained (`keepCompleted`, `keepForMs`). Rejects with `JOB_FAILED` (its last
+    /// error in the message) when the job went to the dead letters or was cancelled,
+    /// `JOB_NOT_FOUND` when there is no such job, and `TIMEOUT` after `timeoutMs`. Resolves as
+    /// soon as the job ends: the script that finishes it wakes the wait (no polling).
+    #[napi(
+        ts_args_type = "id: string, options?: WaitOptions",
+        ts_return_type = "Promise<any>"
+    )]
+    pub fn wait<'env>(
+        &self,
+        env: &'env Env,
+        id: Unknown,
+        options: Option<Unknown>,
+    ) -> Result<PromiseRaw<'env, Stored>> {
+        let q = self.inner.clone();
+        let args = job_id(&id).and_then(|id| {
+            let o = Options::new("wait options", options.as_ref(), &["timeoutMs"])?;
+            Ok((id, o.nullable_millis("timeoutMs", None)?))
+        });
+        spawn(
+            env,
+            args.map(|(id, timeout)| async move { Ok(Stored(q.wait(&id, timeout).await?.result)) }),
         )
     }
 

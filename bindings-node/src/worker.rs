@@ -26,7 +26,7 @@ use crate::convert::{
 };
 use crate::error::{error_value, spawn, throw, type_error, Failure, Res};
 use crate::handler::{error_text, JsHandler, Reply, Running, RunningCall, Subject};
-use crate::job::Job;
+use crate::job::{stored_bytes, Job};
 use crate::jobs::Queue;
 use crate::signal::{stop_on_signal, Stopper};
 use crate::task::task_handlers;
@@ -441,8 +441,31 @@ fn worker_options(opts: &Options) -> Res<tideq::WorkerOptions> {
     })
 }
 
+/// What a job handler returned (or its Promise resolved with), as the job's result: none for
+/// `undefined` or `null`, a `Buffer`'s bytes as they are, anything else its JSON. A value with no
+/// JSON form fails the attempt with the error text.
+struct JobReply(std::result::Result<Option<Vec<u8>>, String>);
+
+impl Reply for JobReply {
+    fn read(v: &Unknown) -> Self {
+        let env = Env::from_raw(v.value().env);
+        JobReply(
+            stored_bytes(
+                &env,
+                "the handler's return value (stored as the job's result)",
+                v,
+            )
+            .map_err(|e| match e {
+                Failure::Core(e) => e.message().to_string(),
+                Failure::Type(m) => format!("TypeError: {m}"),
+            }),
+        )
+    }
+}
+
 /// The core's handler for one job: calls the JS handler `js` with the job and waits for it
-/// (its `signal` aborted when the core cancels the attempt).
+/// (its `signal` aborted when the core cancels the attempt); what it returns is the job's
+/// result.
 fn job_handler(
     js: JsHandler<Leased, FnArgs<(Job,)>, Leased>,
     aborter: Arc<Aborter>,
@@ -461,7 +484,13 @@ fn job_handler(
             _running: running.enter(),
         };
         let leased = Leased { job, stop };
-        Box::pin(attempt(js.call(leased.clone(), leased), token, started))
+        let call = js.call_for::<JobReply>(leased.clone(), leased);
+        Box::pin(async move {
+            match attempt(call, token, started).await {
+                Ok(JobReply(result)) => result,
+                Err(error) => Err(error),
+            }
+        })
     })
 }
 
@@ -594,9 +623,12 @@ impl Queue {
     /// rejects fails the attempt: the error is reported (`onError`, else `console.error`), its
     /// text (`name: message`) is stored with the job, and the job is retried after its backoff,
     /// or dead-lettered after `maxAttempts`. A job keeps its slot and its lease until its
-    /// handler settles, even past its timeout (`job.signal` is aborted then).
+    /// handler settles, even past its timeout (`job.signal` is aborted then). What a handler
+    /// returns (or its Promise resolves with) is stored as the job's result (`get(id).result`,
+    /// `wait(id)`): a `Buffer` as it is, anything else as JSON; `undefined` or `null`, none. A
+    /// value with no JSON form, or one over the queue's `maxResultLen`, fails the attempt.
     #[napi(
-        ts_args_type = "handler: ((job: Job) => void | Promise<void>) | Record<string, (data: any, job: Job) => void | Promise<void>>, options?: WorkerOptions"
+        ts_args_type = "handler: ((job: Job) => unknown) | Record<string, (data: any, job: Job) => unknown>, options?: WorkerOptions"
     )]
     pub fn work(&self, env: &Env, handler: Unknown, options: Option<Unknown>) -> Result<Worker> {
         let (worker, _, _) = throw(env, self.start(env, &handler, options.as_ref(), false))?;
@@ -632,7 +664,7 @@ impl Queue {
     /// SIGTERM stops it at once, like `abort()`. The listeners (`process.on`) are removed
     /// afterwards. Resolves with its stats; rejects like `Worker.join()`.
     #[napi(
-        ts_args_type = "handler: ((job: Job) => void | Promise<void>) | Record<string, (data: any, job: Job) => void | Promise<void>>, options?: WorkerOptions",
+        ts_args_type = "handler: ((job: Job) => unknown) | Record<string, (data: any, job: Job) => unknown>, options?: WorkerOptions",
         ts_return_type = "Promise<WorkerStats>"
     )]
     pub fn run<'env>(

@@ -67,6 +67,7 @@ impl Work for Batch {
     }
 
     type Error = String;
+    type Output = ();
 
     fn error(text: String) -> String {
         text

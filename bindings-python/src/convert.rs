@@ -40,6 +40,39 @@ pub fn bytes_like(what: &str, obj: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
     )))
 }
 
+/// A job's result or progress value as stored: bytes-like values (`bytes`, `bytearray`,
+/// `memoryview`) as they are, anything else as compact JSON (`json.dumps`, NaN refused); its
+/// error (`TypeError`, `ValueError`) when `json.dumps` refuses the value.
+pub fn json_or_bytes(obj: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
+    if obj.is_instance_of::<PyBytes>()
+        || obj.is_instance_of::<PyByteArray>()
+        || obj.is_instance_of::<PyMemoryView>()
+    {
+        return bytes_like("value", obj);
+    }
+    let py = obj.py();
+    let kwargs = PyDict::new(py);
+    kwargs.set_item("separators", (",", ":"))?;
+    kwargs.set_item("allow_nan", false)?;
+    let text = py
+        .import("json")?
+        .call_method("dumps", (obj,), Some(&kwargs))?;
+    Ok(text.extract::<String>()?.into_bytes())
+}
+
+/// A stored result or progress value as Python reads it: the JSON value it holds, or the bytes
+/// themselves when they are not JSON (a raw result, e.g. from a Rust handler).
+pub fn json_or_bytes_value<'py>(py: Python<'py>, bytes: &[u8]) -> PyResult<Bound<'py, PyAny>> {
+    let raw = PyBytes::new(py, bytes);
+    match std::str::from_utf8(bytes) {
+        Ok(text) => match py.import("json")?.call_method1("loads", (text,)) {
+            Ok(value) => Ok(value),
+            Err(_) => Ok(raw.into_any()),
+        },
+        Err(_) => Ok(raw.into_any()),
+    }
+}
+
 /// `what` (`tls_ca`) as PEM bytes: `bytes` are the PEM itself; a `str` or `os.PathLike` is the
 /// path of a PEM file, read here (unreadable: `InvalidArgumentError` naming the path). Anything
 /// else is a `TypeError`. Whether it is PEM at all is the core's check.

@@ -2,7 +2,7 @@
 //! per core error code. The `match` in [`class_of`] is the whole table: a new core code is one
 //! more line there.
 
-use pyo3::exceptions::{PyConnectionError, PyLookupError, PyValueError};
+use pyo3::exceptions::{PyConnectionError, PyLookupError, PyTimeoutError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyTuple, PyType};
@@ -15,6 +15,7 @@ enum Also {
     ValueError,
     ConnectionError,
     LookupError,
+    TimeoutError,
 }
 
 /// Python class name, extra builtin base and docstring for each core error kind.
@@ -36,6 +37,8 @@ fn class_of(kind: ErrorKind) -> Option<(&'static str, Also, &'static str)> {
         ErrorKind::JobNotCancellable => ("JobNotCancellableError", Also::Nothing, "The job is active, dead or completed; only delayed or ready jobs can be cancelled."),
         ErrorKind::LeaseLost => ("LeaseLostError", Also::Nothing, "The job's lease expired and it was redelivered: this worker may no longer settle it."),
         ErrorKind::NotReplicated => ("NotReplicatedError", Also::Nothing, "The enqueue reached the primary but fewer replicas than ``replica_ack`` asks confirmed it\nin time; the job exists, so enqueuing again with the same id is safe."),
+        ErrorKind::JobFailed => ("JobFailedError", Also::Nothing, "The job waited for went to the dead letters (the message holds its last error) or was\ncancelled."),
+        ErrorKind::Timeout => ("TimeoutError", Also::TimeoutError, "A wait ran out of time before the job finished; nothing was changed. Also a builtin\n``TimeoutError``."),
         _ => return None,
     })
 }
@@ -78,6 +81,9 @@ fn classes(py: Python<'_>) -> PyResult<&Classes> {
                 }
                 Also::LookupError => {
                     PyTuple::new(py, [tideq_error, py.get_type::<PyLookupError>().into_any()])?
+                }
+                Also::TimeoutError => {
+                    PyTuple::new(py, [tideq_error, py.get_type::<PyTimeoutError>().into_any()])?
                 }
             };
             by_kind.push((kind, make(name, bases, Some(kind.code()), doc)?));

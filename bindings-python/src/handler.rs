@@ -57,21 +57,28 @@ pub trait Work: Send + 'static {
     type Error: Send + 'static;
     /// A failure as the core takes it (all of the work failed with `text`).
     fn error(text: String) -> Self::Error;
-    /// What the handler's return value (other than None) means, read with the GIL: nothing but
-    /// for a worker's batch handler (a mapping of failed job ids).
+    /// What a handler's success gives the core: nothing (`()`) but for a job handler (its
+    /// result, `None` when it returned None).
+    type Output: Default + Send + 'static;
+    /// What the handler's return value (other than None) means, read with the GIL: nothing for
+    /// a consumer; a job's result for a job handler; a mapping of failed job ids for a worker's
+    /// batch handler.
     fn returned(
         _py: Python<'_>,
         _note: &Self::Note,
         _value: &Bound<'_, PyAny>,
-    ) -> Result<(), Self::Error> {
-        Ok(())
+    ) -> Result<Self::Output, Self::Error> {
+        Ok(Self::Output::default())
     }
 }
 
 /// A core handler: the type of `tideq::BatchHandler`, `tideq::JobHandler` and
 /// `tideq::JobBatchHandler`.
 pub type Handler<W> = Arc<
-    dyn Fn(W) -> Pin<Box<dyn Future<Output = Result<(), <W as Work>::Error>> + Send>>
+    dyn Fn(
+            W,
+        )
+            -> Pin<Box<dyn Future<Output = Result<<W as Work>::Output, <W as Work>::Error>> + Send>>
         + Send
         + Sync
         + 'static,
@@ -165,7 +172,7 @@ struct PyHandler {
 }
 
 impl PyHandler {
-    async fn handle<W: Work>(self: Arc<Self>, work: W) -> Result<(), W::Error> {
+    async fn handle<W: Work>(self: Arc<Self>, work: W) -> Result<W::Output, W::Error> {
         let cancel = work.cancellation();
         if let (true, Loop::Caller(locals)) = (self.is_async, &self.event_loop) {
             // Calling an `async def` only creates the coroutine (with the GIL, so on a blocking
@@ -186,13 +193,15 @@ impl PyHandler {
                 Err(e) => Err(e),
             };
             if let Ok(None) = outcome {
-                return Ok(());
+                return Ok(W::Output::default());
             }
             // Logging handlers may block, as may reading a return value: keep them off the
             // runtime's workers.
             let done = tokio::task::spawn_blocking(move || {
                 runtime::with_python(|py| match outcome {
-                    Ok(value) => value.map_or(Ok(()), |v| W::returned(py, &note, v.bind(py))),
+                    Ok(value) => value.map_or(Ok(W::Output::default()), |v| {
+                        W::returned(py, &note, v.bind(py))
+                    }),
                     Err(err) => Err(W::error(failure::<W>(py, &note, &err, cancel.as_ref()))),
                 })
             })
@@ -216,11 +225,11 @@ impl PyHandler {
         &self,
         work: W,
         cancel: Option<CancellationToken>,
-    ) -> Result<(), W::Error> {
+    ) -> Result<W::Output, W::Error> {
         runtime::with_python(|py| {
             let (out, note) = work.call(self.func.bind(py));
             match out.and_then(|out| finish_in_thread(py, out, &self.event_loop, cancel.as_ref())) {
-                Ok(None) => Ok(()),
+                Ok(None) => Ok(W::Output::default()),
                 Ok(Some(value)) => W::returned(py, &note, &value),
                 Err(err) => Err(W::error(failure::<W>(py, &note, &err, cancel.as_ref()))),
             }

@@ -7,6 +7,7 @@ use pyo3::types::PyBytes;
 use tideq::BackoffKind;
 
 use crate::convert::{self, millis, secs, Secs};
+use crate::runtime::Api;
 
 /// A retry delay policy. ``None`` where a backoff is accepted means the core default:
 /// exponential from 1 s, doubling, capped at 1 h, with jitter.
@@ -108,6 +109,18 @@ pub struct Job {
 }
 
 impl Job {
+    /// Stores a progress value through `api` (blocking, or a coroutine).
+    fn report<'py>(
+        &self,
+        py: Python<'py>,
+        api: Api,
+        value: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let bytes = convert::json_or_bytes(value)?;
+        let job = self.core.clone();
+        api.call(py, async move { job.progress(&bytes).await })
+    }
+
     pub fn from_core(py: Python<'_>, mut job: tideq::Job) -> Self {
         let payload = PyBytes::new(py, &std::mem::take(&mut job.payload)).unbind();
         Job { core: job, payload }
@@ -208,6 +221,29 @@ impl Job {
             .call_method1("loads", (self.payload.bind(py),))
     }
 
+    /// Store ``value`` as the job's progress now, replacing the last one.
+    ///
+    /// ``get(id).progress`` shows it. ``value`` is JSON-encoded (bytes are stored as they are); at most the queue's
+    /// ``max_result_len`` bytes (else ``PayloadTooLargeError``). ``LeaseLostError`` when the job's
+    /// lease was lost (it was redelivered). Blocks for one Redis round trip (the GIL released);
+    /// in an ``async def`` handler, ``await job.progress_async(value)``.
+    fn progress<'py>(
+        &self,
+        py: Python<'py>,
+        value: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        self.report(py, Api::Blocking, value)
+    }
+
+    /// ``progress(value)`` as an awaitable, for ``async def`` handlers.
+    fn progress_async<'py>(
+        &self,
+        py: Python<'py>,
+        value: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        self.report(py, Api::Async, value)
+    }
+
     fn __repr__(&self, py: Python<'_>) -> String {
         let task = self.core.task.as_deref().map_or(String::new(), |t| {
             format!(", task={}", convert::str_repr(py, t))
@@ -283,6 +319,36 @@ impl JobInfo {
     #[getter]
     fn unreadable(&self) -> Option<&str> {
         self.0.unreadable.as_deref()
+    }
+    /// What the handler returned (a completed job), decoded from JSON; the raw bytes when they
+    /// are not JSON (e.g. bytes returned as they are); None when it returned nothing.
+    #[getter]
+    fn result<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        self.0
+            .result
+            .as_deref()
+            .map(|r| convert::json_or_bytes_value(py, r))
+            .transpose()
+    }
+    /// The stored result's raw bytes, or None.
+    #[getter]
+    fn result_bytes<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyBytes>> {
+        self.0.result.as_deref().map(|r| PyBytes::new(py, r))
+    }
+    /// The last progress the handler reported (``job.progress``), decoded as ``result`` is; None
+    /// when none.
+    #[getter]
+    fn progress<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        self.0
+            .progress
+            .as_deref()
+            .map(|p| convert::json_or_bytes_value(py, p))
+            .transpose()
+    }
+    /// The stored progress's raw bytes, or None.
+    #[getter]
+    fn progress_bytes<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyBytes>> {
+        self.0.progress.as_deref().map(|p| PyBytes::new(py, p))
     }
     fn __repr__(&self, py: Python<'_>) -> String {
         let i = &self.0;

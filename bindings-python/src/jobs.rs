@@ -165,6 +165,22 @@ impl<'py> IntoPyObject<'py> for Leased {
     }
 }
 
+/// A waited-for job's result, decoded when delivered as `JobInfo.result` is (None: nothing).
+struct Outcome(Option<Vec<u8>>);
+
+impl<'py> IntoPyObject<'py> for Outcome {
+    type Target = PyAny;
+    type Output = Bound<'py, PyAny>;
+    type Error = PyErr;
+
+    fn into_pyobject(self, py: Python<'py>) -> PyResult<Self::Output> {
+        match self.0 {
+            None => Ok(py.None().into_bound(py)),
+            Some(bytes) => convert::json_or_bytes_value(py, &bytes),
+        }
+    }
+}
+
 /// A job queue; `Queue` and `AsyncQueue` differ only in the API mode they open it with.
 #[pyclass(module = "tideq", name = "_Queue", subclass, frozen)]
 pub struct QueueBase {
@@ -193,7 +209,9 @@ runtime::api_classes!(
     /// Options not given (or None where None has no meaning of its own) take the core's defaults:
     /// ``max_attempts`` 5, ``Backoff.exponential()``, no ``timeout``, ``keep_completed`` 1000,
     /// ``keep_for`` one day, ``max_error_len`` 4096, ``keep_dead`` 10000, ``keep_dead_for`` 180
-    /// days, ``idempotency_window`` one day, ``idempotency_max_ids`` 100000.
+    /// days, ``idempotency_window`` one day, ``idempotency_max_ids`` 100000, ``max_result_len``
+    /// 65536 (the largest result or progress value stored with a job, in bytes: a larger result
+    /// fails the attempt, a larger progress raises ``PayloadTooLargeError``).
     ///
     /// ``shards`` (1 to 1024) splits the queue into that many hash tags, which a Redis Cluster
     /// spreads over its masters; a job's shard is fixed by its id (so ids stay idempotent and
@@ -204,7 +222,7 @@ runtime::api_classes!(
     /// A reliable job queue, asyncio API: same constructor and methods, all awaitable.
     pub struct AsyncQueue;
     impl QueueBase {
-        #[pyo3(signature = (name, client=None, *, url=None, max_attempts=None, backoff=None, timeout=Opt::Unset, keep_completed=None, keep_for=Opt::Unset, max_error_len=None, keep_dead=Opt::Unset, keep_dead_for=Opt::Unset, idempotency_window=Opt::Unset, idempotency_max_ids=None, shards=1))]
+        #[pyo3(signature = (name, client=None, *, url=None, max_attempts=None, backoff=None, timeout=Opt::Unset, keep_completed=None, keep_for=Opt::Unset, max_error_len=None, keep_dead=Opt::Unset, keep_dead_for=Opt::Unset, idempotency_window=Opt::Unset, idempotency_max_ids=None, max_result_len=None, shards=1))]
         fn open(
             py: Python<'_>,
             api: Api,
@@ -221,6 +239,7 @@ runtime::api_classes!(
             keep_dead_for: Opt<Secs>,
             idempotency_window: Opt<Secs>,
             idempotency_max_ids: Option<Int>,
+            max_result_len: Option<Int>,
             #[pyo3(from_py_with = convert::int)] shards: i64,
         ) -> PyResult<Self> {
             let mut opts = QueueOptions::default();
@@ -237,6 +256,7 @@ runtime::api_classes!(
                 keep_dead_for: convert::opt_duration,
                 idempotency_window: convert::opt_duration,
                 idempotency_max_ids: convert::count,
+                max_result_len: convert::count,
             );
             let client = Client::for_queue(py, client, url)?;
             let shards = convert::count("shards", shards)?;
@@ -335,6 +355,29 @@ impl QueueBase {
         let q = self.queue.clone();
         self.api
             .call(py, async move { Ok(q.get(&id).await?.map(JobInfo)) })
+    }
+
+    /// Wait until job ``id`` has finished and return its result.
+    ///
+    /// The result is decoded as ``JobInfo.result`` is (None when the handler returned nothing).
+    /// Also answers for a job that finished before the call, while it is retained
+    /// (``keep_completed``, ``keep_for``). A job that went to the dead letters (or was cancelled)
+    /// raises ``JobFailedError`` with its last error; an unknown id ``JobNotFoundError``; no
+    /// outcome within ``timeout`` seconds (None: no limit) ``TimeoutError`` (a subclass of the
+    /// builtin one). Returns as soon as the job ends: the script finishing the job wakes it.
+    #[pyo3(signature = (id, timeout=None))]
+    fn wait<'py>(
+        &self,
+        py: Python<'py>,
+        id: Text,
+        timeout: Option<Secs>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let id = id.0;
+        let timeout = convert::opt_duration("timeout", timeout)?;
+        let q = self.queue.clone();
+        self.api.call(py, async move {
+            Ok(Outcome(q.wait(&id, timeout).await?.result))
+        })
     }
 
     /// Remove a delayed or ready job.

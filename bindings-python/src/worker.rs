@@ -17,7 +17,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyList;
 use tideq::{BatchError, BatchOptions, Tasks, WorkerOptions};
 
-use crate::convert::{Secs, Text};
+use crate::convert::{self, Secs, Text};
 use crate::error;
 use crate::handler::{self, Handler, Work};
 use crate::job::Job;
@@ -92,6 +92,24 @@ impl Work for tideq::Job {
     fn error(text: String) -> String {
         text
     }
+
+    /// The job's result: bytes (``bytes``, ``bytearray``, ``memoryview``) as they are, anything
+    /// else JSON-encoded; a value ``json.dumps`` refuses fails the attempt with a ``TypeError``.
+    type Output = Option<Vec<u8>>;
+
+    fn returned(
+        py: Python<'_>,
+        note: &Self::Note,
+        value: &Bound<'_, PyAny>,
+    ) -> Result<Option<Vec<u8>>, String> {
+        convert::json_or_bytes(value).map(Some).map_err(|err| {
+            let err = PyTypeError::new_err(format!(
+                "the handler's return value is stored as the job's result and must be bytes or                  JSON-able: {}",
+                handler::error_text(py, &err)
+            ));
+            Self::failed(py, note, &err)
+        })
+    }
 }
 
 /// A batch of jobs for a batch handler (`work_batches`): called with a list of `Job`s. Returning
@@ -125,6 +143,8 @@ impl Work for JobBatch {
     fn error(text: String) -> BatchError {
         BatchError::All(text)
     }
+
+    type Output = ();
 
     fn returned(py: Python<'_>, n: &usize, value: &Bound<'_, PyAny>) -> Result<(), BatchError> {
         match failed_jobs(value) {

@@ -19,11 +19,13 @@ use crate::scripts::{self, LuaScript};
 /// What a Redis user does with a queue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
-    /// Enqueues jobs (`enqueue`, `enqueue_many`, with or without replica acks).
+    /// Enqueues jobs (`enqueue`, `enqueue_many`, with or without replica acks) and waits for
+    /// their outcome (`wait`).
     Producer,
-    /// Runs a worker: fetches, completes, fails, releases and renews jobs, waits for wake-ups.
+    /// Runs a worker: fetches, completes, fails, releases and renews jobs, reports progress,
+    /// waits for wake-ups.
     Worker,
-    /// Inspects, repairs and steers a job queue: `get`, `jobs`, `cancel`, dead letters, `stats`,
+    /// Inspects, repairs and steers a job queue: `get`, `jobs`, `wait`, `cancel`, dead letters, `stats`,
     /// and flow control (pause and resume, limits, `group`).
     Admin,
     /// Pushes to a capped queue.
@@ -69,13 +71,14 @@ impl Role {
     fn scripts(self) -> Vec<&'static LuaScript> {
         use scripts::*;
         match self {
-            Role::Producer => vec![&ENQUEUE_JOBS],
+            Role::Producer => vec![&ENQUEUE_JOBS, &WAIT_JOB],
             Role::Worker => vec![
                 &FETCH_JOBS,
                 &COMPLETE_JOBS,
                 &FAIL_JOB,
                 &RELEASE_JOB,
                 &EXTEND_LEASE,
+                &SET_PROGRESS,
             ],
             Role::Admin => vec![
                 &GET_JOBS,
@@ -85,6 +88,7 @@ impl Role {
                 &PURGE_DEAD,
                 &SET_FLOW,
                 &GROUP_INFO,
+                &WAIT_JOB,
             ],
             Role::CappedProducer => vec![&PUSH_CAPPED],
             Role::CappedConsumer => vec![&POP_CAPPED, &CAPPED_GROUPS],
@@ -94,11 +98,12 @@ impl Role {
     /// Commands the role's code sends itself (besides EVALSHA and SCRIPT LOAD).
     fn direct(self) -> &'static [&'static str] {
         match self {
-            // WAIT (and EXISTS before it) only with replica acks.
-            Role::Producer => &["wait", "exists"],
+            // WAIT (and EXISTS before it) only with replica acks; BLPOP for `wait` (a job's
+            // finish notice).
+            Role::Producer => &["wait", "exists", "blpop"],
             // Wake-up listener: BLPOP, and passing a token on.
             Role::Worker => &["blpop", "rpush", "pexpire"],
-            Role::Admin => &["zcard", "llen", "zcount", "hgetall", "hget"],
+            Role::Admin => &["zcard", "llen", "zcount", "hgetall", "hget", "blpop"],
             Role::CappedProducer => &[],
             Role::CappedConsumer => &["blpop", "llen", "hgetall"],
         }

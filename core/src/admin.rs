@@ -10,8 +10,8 @@ use crate::jobs::Queue;
 use crate::scripts::{LuaScript, CANCEL_JOB, GET_JOBS, LIST_JOBS, PURGE_DEAD, REQUEUE_DEAD};
 
 impl Queue {
-    /// A job's state, attempts, last error and timestamps; `None` if unknown (or no longer
-    /// retained).
+    /// A job's state, attempts, last error, timestamps, result and progress; `None` if unknown
+    /// (or no longer retained).
     pub async fn get(&self, id: &str) -> Result<Option<JobInfo>> {
         self.op("get", async {
             validate_job_id(id)?;
@@ -32,7 +32,7 @@ impl Queue {
 
     /// The shards that may hold job `id`: its own first, then (a grouped job lives on its
     /// group's shard) the others.
-    fn shards_to_search(&self, id: &str) -> impl Iterator<Item = usize> {
+    pub(crate) fn shards_to_search(&self, id: &str) -> impl Iterator<Item = usize> {
         let own = self.shard_for(id);
         let n = self.shards.len();
         std::iter::once(own).chain((0..n).filter(move |&s| s != own))
@@ -246,7 +246,7 @@ impl Queue {
 /// cannot be read is still reported, with `unreadable` saying why, so an operator can see and
 /// requeue or purge it.
 /// One job as `get_jobs.lua` returns it: envelope, meta, last error, its scores in the delayed,
-/// active and dead sets, and its route ("priority|sequence|group").
+/// active and dead sets, its route ("priority|sequence|group"), result and progress.
 type Raw = (
     Option<Vec<u8>>,
     Option<String>,
@@ -255,9 +255,14 @@ type Raw = (
     Option<f64>,
     Option<f64>,
     Option<String>,
+    Option<Vec<u8>>,
+    Option<Vec<u8>>,
 );
 
-fn job_info(id: &str, (env, meta, err, delayed, active, dead, route): Raw) -> Option<JobInfo> {
+fn job_info(
+    id: &str,
+    (env, meta, err, delayed, active, dead, route, result, progress): Raw,
+) -> Option<JobInfo> {
     // "priority|sequence|group" (see lib_jobs.lua)
     let route = route.and_then(|r| {
         let mut parts = r.splitn(3, '|');
@@ -327,5 +332,7 @@ fn job_info(id: &str, (env, meta, err, delayed, active, dead, route): Raw) -> Op
             .and_then(|(p, _)| p.parse().ok())
             .filter(|p| *p > 0),
         group: route.map(|(_, g)| g).filter(|g| !g.is_empty()),
+        result,
+        progress,
     })
 }

@@ -42,6 +42,11 @@ pub enum ErrorKind {
     /// The write reached the primary but not enough replicas confirmed it in time
     /// (`Config::with_replica_ack`).
     NotReplicated,
+    /// The job waited for did not complete: it went to the dead letters (the message holds its
+    /// last error) or was cancelled.
+    JobFailed,
+    /// A wait ran out of time before what it waited for happened (nothing was changed).
+    Timeout,
 }
 
 impl ErrorKind {
@@ -63,6 +68,8 @@ impl ErrorKind {
             ErrorKind::JobNotCancellable => "JOB_NOT_CANCELLABLE",
             ErrorKind::LeaseLost => "LEASE_LOST",
             ErrorKind::NotReplicated => "NOT_REPLICATED",
+            ErrorKind::JobFailed => "JOB_FAILED",
+            ErrorKind::Timeout => "TIMEOUT",
         }
     }
 
@@ -83,6 +90,8 @@ impl ErrorKind {
         ErrorKind::JobNotCancellable,
         ErrorKind::LeaseLost,
         ErrorKind::NotReplicated,
+        ErrorKind::JobFailed,
+        ErrorKind::Timeout,
     ];
 }
 

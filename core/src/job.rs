@@ -15,6 +15,9 @@ pub const MAX_BATCH: usize = 100_000;
 /// Most jobs one [`Queue::jobs`](crate::Queue::jobs) page returns.
 pub const MAX_PAGE: usize = 1000;
 
+/// The default [`QueueOptions::max_result_len`]: 64 KiB.
+pub const DEFAULT_MAX_RESULT_LEN: usize = 64 * 1024;
+
 /// Queue-wide defaults. Per-job options in [`EnqueueOptions`] override the first three.
 #[derive(Debug, Clone, PartialEq)]
 pub struct QueueOptions {
@@ -46,6 +49,10 @@ pub struct QueueOptions {
     /// The most finished ids the idempotency window remembers: the oldest beyond are forgotten
     /// first, so Redis memory stays flat however many ids a queue sees. Default 100 000.
     pub idempotency_max_ids: usize,
+    /// Largest result (what a handler returns) or progress value stored with a job, in bytes. A
+    /// larger result fails the attempt (retried like any handler error); a larger progress value
+    /// is refused (`PAYLOAD_TOO_LARGE`). Default 64 KiB.
+    pub max_result_len: usize,
 }
 
 impl Default for QueueOptions {
@@ -61,6 +68,7 @@ impl Default for QueueOptions {
             keep_dead_for: Some(Duration::from_secs(180 * 24 * 3600)),
             idempotency_window: Some(Duration::from_secs(24 * 3600)),
             idempotency_max_ids: 100_000,
+            max_result_len: DEFAULT_MAX_RESULT_LEN,
         }
     }
 }
@@ -196,6 +204,21 @@ pub struct JobInfo {
     /// Why the stored job could not be read (a damaged envelope or state record), when it could
     /// not; `payload` then holds the stored envelope's raw bytes.
     pub unreadable: Option<String>,
+    /// What the handler returned, for a completed job whose handler returned something.
+    pub result: Option<Vec<u8>>,
+    /// The last progress the handler reported ([`Job::progress`]), kept until the job's data is
+    /// deleted.
+    pub progress: Option<Vec<u8>>,
+}
+
+/// How a job ended, as [`Queue::wait`](crate::Queue::wait) reports a completed one (a job that
+/// went to the dead letters or was cancelled is an error, `JOB_FAILED`, instead).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct JobOutcome {
+    pub id: String,
+    /// What the handler returned (`None`: nothing).
+    pub result: Option<Vec<u8>>,
 }
 
 /// Counts per state plus lifetime counters.
@@ -247,6 +270,9 @@ pub struct Job {
     /// Fired when the handler should stop: its attempt timed out, or the worker is shutting down
     /// and the grace period is over.
     pub(crate) cancel: CancellationToken,
+    /// The queue the job was leased from (for [`progress`](Self::progress)), shared by the jobs
+    /// of one fetch.
+    pub(crate) owner: std::sync::Arc<crate::jobs::Queue>,
 }
 
 /// What settling a leased job needs (no payload): id, lease token, attempt, backoff.
@@ -260,6 +286,8 @@ pub(crate) struct Lease {
     /// An ack of this lease was sent before and its reply lost (so "already completed" means
     /// this delivery completed it).
     pub resent: bool,
+    /// What the handler returned, sent with the ack (`None`: nothing, the common case).
+    pub result: Option<Vec<u8>>,
 }
 
 impl Job {
@@ -271,7 +299,15 @@ impl Job {
             backoff: self.backoff,
             shard: self.shard,
             resent: false,
+            result: None,
         }
+    }
+
+    /// Stores `value` as this job's progress (readable with `get`), replacing the last one, at
+    /// once. `LEASE_LOST` when the lease was lost (the job was redelivered); `PAYLOAD_TOO_LARGE`
+    /// past the queue's `max_result_len`.
+    pub async fn progress(&self, value: impl AsRef<[u8]>) -> Result<()> {
+        self.owner.set_progress(self, value.as_ref()).await
     }
 
     /// The cooperative stop signal of this attempt: cancelled when the attempt's `timeout`

@@ -183,6 +183,10 @@ job_keys! {
     rl => "rl": "Sorted set of the queue's recent starts (its rate-limit window).",
     g => "g:": "Prefix of each group's ready zset (`g:<group>`), built in the scripts.",
     gr => "gr:": "Prefix of each group's rate-limit window (`gr:<group>`), built in the scripts.",
+    results => "results": "Hash id -> what a completed job's handler returned (size-capped).",
+    progress => "progress": "Hash id -> the last progress a job's handler reported (size-capped).",
+    waiters => "waiters": "Hash id -> how many callers wait for that unfinished job (`wait`).",
+    fin => "fin:": "Prefix of each waited-for job's notice list (`fin:<id>`): how it finished, one notice per waiter.",
 }
 
 impl JobKeys {

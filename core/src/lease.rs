@@ -11,7 +11,9 @@ use crate::envelope::{Backoff, Envelope};
 use crate::error::{Error, ErrorKind, Result};
 use crate::job::{ms, Job, Lease};
 use crate::jobs::Queue;
-use crate::scripts::{COMPLETE_JOBS, EXTEND_LEASE, FAIL_JOB, FETCH_JOBS, RELEASE_JOB};
+use crate::scripts::{
+    COMPLETE_JOBS, EXTEND_LEASE, FAIL_JOB, FETCH_JOBS, RELEASE_JOB, SET_PROGRESS,
+};
 
 /// Most delayed jobs promoted per fetch (bounded script time).
 pub(crate) const PROMOTE_LIMIT: usize = 1000;
@@ -49,6 +51,18 @@ impl Acked {
     }
 }
 
+/// An ack's arguments (lib_jobs.lua, `complete_leases`): job id and lease token, or, with a
+/// result, the token marked with a trailing "+" and the result after it.
+fn ack_args(cmd: &mut redis::Cmd, l: &Lease) {
+    match &l.result {
+        None => cmd.arg(&l.id).arg(&l.token),
+        Some(r) => cmd
+            .arg(&l.id)
+            .arg(format!("{}+", l.token))
+            .arg(r.as_slice()),
+    };
+}
+
 impl Queue {
     /// Completes `acks` (all on `shard`), recovers expired leases, promotes due jobs and leases
     /// up to `want` ready jobs, in one script call. Returns the jobs, how long until something is
@@ -69,7 +83,7 @@ impl Queue {
             .arg(&*self.policy);
         for l in acks {
             debug_assert_eq!(l.shard, shard, "acks ride on a fetch of their own shard");
-            cmd.arg(&l.id).arg(&l.token);
+            ack_args(&mut cmd, l);
         }
         let reply: Value = self.client.eval(&cmd, &FETCH_JOBS).await?;
         let bad = || Error::new(ErrorKind::Redis, "unexpected reply from fetch_jobs");
@@ -81,6 +95,8 @@ impl Queue {
         }
         let acked = acked.into_iter().map(Acked::from_code).collect();
         let mut jobs = Vec::with_capacity(leased.len());
+        // Shared by this fetch's jobs (for `Job::progress`): one allocation per fetch.
+        let owner = std::sync::Arc::new(self.clone());
         for (id, env, attempt, token, enqueued_at) in leased {
             let env = match Envelope::decode(&env) {
                 Ok(env) => env,
@@ -94,6 +110,7 @@ impl Queue {
                         backoff: Backoff::fixed(0),
                         shard,
                         resent: false,
+                        result: None,
                     };
                     let _ = self
                         .fail_lease(&lease, &format!("unreadable envelope: {e}"), true)
@@ -116,6 +133,7 @@ impl Queue {
                 token,
                 shard,
                 cancel: Default::default(),
+                owner: owner.clone(),
             });
         }
         Ok(Fetched {
@@ -161,10 +179,56 @@ impl Queue {
 
     /// Marks a leased job done. `LEASE_LOST` if the lease expired and the job was redelivered.
     pub async fn complete(&self, job: &Job) -> Result<()> {
+        self.op("complete", async { self.complete_one(job, None).await })
+            .await
+    }
+
+    /// [`complete`](Self::complete), storing `result` with the job (as a handler's return value
+    /// is: readable with `get` and `wait`). `PAYLOAD_TOO_LARGE` past the queue's
+    /// `max_result_len` (nothing is written).
+    pub async fn complete_with_result(&self, job: &Job, result: &[u8]) -> Result<()> {
         self.op("complete", async {
-            match self.complete_leases(&[job.lease()]).await?[0] {
-                Acked::Completed => Ok(()),
-                _ => Err(self.lease_lost(&job.id)),
+            self.check_result_len("result", result.len())?;
+            self.complete_one(job, Some(result.to_vec())).await
+        })
+        .await
+    }
+
+    async fn complete_one(&self, job: &Job, result: Option<Vec<u8>>) -> Result<()> {
+        let lease = Lease {
+            result,
+            ..job.lease()
+        };
+        match self.complete_leases(&[lease]).await?[0] {
+            Acked::Completed => Ok(()),
+            _ => Err(self.lease_lost(&job.id)),
+        }
+    }
+
+    /// `PAYLOAD_TOO_LARGE` when a result or progress value of `len` bytes is over the queue's
+    /// `max_result_len`.
+    pub(crate) fn check_result_len(&self, what: &str, len: usize) -> Result<()> {
+        let limit = self.opts.max_result_len;
+        if len > limit {
+            return Err(Error::new(
+                ErrorKind::PayloadTooLarge,
+                format!(
+                    "the job's {what} is {len} bytes; the queue's max_result_len is {limit} bytes"
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Stores a running job's progress, fenced by its lease (see [`Job::progress`]).
+    pub(crate) async fn set_progress(&self, job: &Job, value: &[u8]) -> Result<()> {
+        self.op("progress", async {
+            self.check_result_len("progress", value.len())?;
+            let mut cmd = self.script_cmd(job.shard, &SET_PROGRESS);
+            cmd.arg(&job.id).arg(&job.token).arg(value);
+            match self.client.eval::<i64>(&cmd, &SET_PROGRESS).await? {
+                -1 => Err(self.lease_lost(&job.id)),
+                _ => Ok(()),
             }
         })
         .await
@@ -183,7 +247,7 @@ impl Queue {
             let mut cmd = self.script_cmd(shard, &COMPLETE_JOBS);
             cmd.arg(&*self.policy);
             for &i in &idx {
-                cmd.arg(&leases[i].id).arg(&leases[i].token);
+                ack_args(&mut cmd, &leases[i]);
             }
             let res: Vec<i64> = self.client.eval(&cmd, &COMPLETE_JOBS).await?;
             for (i, r) in idx.into_iter().zip(res) {

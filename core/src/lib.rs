@@ -38,6 +38,7 @@
 //! - [`jobs`]: the job queue handle and its producer side (`enqueue`, `enqueue_many`).
 //! - `admin`: inspecting and repairing a job queue (`get`, `jobs` by state, `cancel`, dead
 //!   letters, `stats`).
+//! - `outcome`: waiting for a job's outcome (`wait`), woken by the script that finishes it.
 //! - [`flow`]: flow control: pause/resume, concurrency caps and rate limits, per group too.
 //! - `lease`: the worker's lease protocol (fetch, complete, fail, release, extend).
 //! - [`worker`]: the worker runtime for job queues (concurrency, lease renewal, shutdown).
@@ -67,6 +68,7 @@ pub mod job;
 pub mod jobs;
 pub mod keys;
 mod lease;
+mod outcome;
 mod runtime;
 mod scripts;
 pub mod signal;
@@ -86,14 +88,14 @@ pub use envelope::{Backoff, BackoffKind, Envelope, PayloadFormat};
 pub use error::{Error, ErrorKind, Result};
 pub use flow::{GroupInfo, GroupLimits, Limits, Rate};
 pub use job::{
-    EnqueueOptions, Enqueued, Job, JobInfo, JobState, JobStats, QueueOptions, MAX_BATCH, MAX_PAGE,
-    MAX_PRIORITY,
+    EnqueueOptions, Enqueued, Job, JobInfo, JobOutcome, JobState, JobStats, QueueOptions,
+    DEFAULT_MAX_RESULT_LEN, MAX_BATCH, MAX_PAGE, MAX_PRIORITY,
 };
 pub use jobs::Queue;
 pub use runtime::runtime_builder;
 pub use task::Tasks;
 pub use tokio_util::sync::CancellationToken;
 pub use worker::{
-    BatchError, BatchFuture, BatchOptions, JobBatchHandler, JobFuture, JobHandler, Worker,
-    WorkerOptions, WorkerStats,
+    BatchError, BatchFuture, BatchOptions, IntoJobResult, JobBatchHandler, JobFuture, JobHandler,
+    Worker, WorkerOptions, WorkerStats,
 };

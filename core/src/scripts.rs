@@ -158,6 +158,8 @@ scripts! {
     LIST_JOBS => "list_jobs.lua",
     SET_FLOW => "set_flow.lua",
     GROUP_INFO => "group_info.lua",
+    SET_PROGRESS => "set_progress.lua",
+    WAIT_JOB => "wait_job.lua",
 }
 
 /// Finds which script an `EVALSHA` command runs (first argument after the command name).
@@ -213,7 +215,7 @@ mod tests {
         }
         // The job scripts take exactly the keys their header lists.
         let fail = jobs.for_script(&super::FAIL_JOB);
-        assert_eq!(fail.len(), 22);
+        assert_eq!(fail.len(), 26);
         assert_eq!(fail[0], jobs.active());
         assert_eq!(fail[8], jobs.wake());
     }

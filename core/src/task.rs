@@ -54,13 +54,15 @@ impl Tasks {
     }
 
     /// A task whose arguments are a `T` (decoded from JSON or MessagePack, as enqueued). The
-    /// handler's `Err` fails the attempt (retried after the backoff); arguments that do not
-    /// decode as a `T` fail it too.
-    pub fn task<T, F, Fut, E>(self, name: &str, handler: F) -> Self
+    /// handler's `Ok` completes the job with its result, as a worker's handler
+    /// ([`IntoJobResult`](crate::IntoJobResult)); its `Err` fails the attempt (retried after the
+    /// backoff); arguments that do not decode as a `T` fail it too.
+    pub fn task<T, F, Fut, R, E>(self, name: &str, handler: F) -> Self
     where
         T: DeserializeOwned + Send + 'static,
         F: Fn(T, Job) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = std::result::Result<(), E>> + Send + 'static,
+        Fut: Future<Output = std::result::Result<R, E>> + Send + 'static,
+        R: crate::IntoJobResult + 'static,
         E: std::fmt::Display + 'static,
     {
         let handler = Arc::new(handler);
@@ -68,16 +70,20 @@ impl Tasks {
             let handler = handler.clone();
             async move {
                 let args: T = job.args().map_err(|e| e.to_string())?;
-                handler(args, job).await.map_err(|e| e.to_string())
+                handler(args, job)
+                    .await
+                    .map_err(|e| e.to_string())
+                    .and_then(R::into_job_result)
             }
         })
     }
 
     /// A task whose handler reads the job itself (its payload as bytes, or `job.args()`).
-    pub fn raw<F, Fut, E>(self, name: &str, handler: F) -> Self
+    pub fn raw<F, Fut, R, E>(self, name: &str, handler: F) -> Self
     where
         F: Fn(Job) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = std::result::Result<(), E>> + Send + 'static,
+        Fut: Future<Output = std::result::Result<R, E>> + Send + 'static,
+        R: crate::IntoJobResult + 'static,
         E: std::fmt::Display + 'static,
     {
         self.boxed(name, crate::worker::boxed(handler))

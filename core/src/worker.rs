@@ -32,9 +32,52 @@ use crate::lease::{Acked, Fetched};
 use crate::task::Tasks;
 use crate::wait::Waiter;
 
-/// The future a job handler returns.
+/// The future a job handler returns: `Ok` with the result to store with the job (`None`:
+/// nothing), or the error text that fails the attempt.
 pub type JobFuture =
-    Pin<Box<dyn Future<Output = std::result::Result<(), String>> + Send + 'static>>;
+    Pin<Box<dyn Future<Output = std::result::Result<Option<Vec<u8>>, String>> + Send + 'static>>;
+
+/// What a job handler's `Ok` may hold: nothing (`()`), or a result stored with the completed job
+/// (readable with `get` and `wait`, kept as long as the job is: `keep_completed`, `keep_for`):
+/// bytes (`Vec<u8>`), text (`String`, stored as UTF-8), or JSON (`serde_json::Value`, stored
+/// encoded, as the Python and Node bindings store their handlers' values). `Option<T>` stores
+/// nothing for `None`. A result larger than the queue's `max_result_len` fails the attempt.
+pub trait IntoJobResult {
+    /// The bytes to store (`None`: nothing); `Err` fails the attempt with that text.
+    fn into_job_result(self) -> std::result::Result<Option<Vec<u8>>, String>;
+}
+
+impl IntoJobResult for () {
+    fn into_job_result(self) -> std::result::Result<Option<Vec<u8>>, String> {
+        Ok(None)
+    }
+}
+
+impl IntoJobResult for Vec<u8> {
+    fn into_job_result(self) -> std::result::Result<Option<Vec<u8>>, String> {
+        Ok(Some(self))
+    }
+}
+
+impl IntoJobResult for String {
+    fn into_job_result(self) -> std::result::Result<Option<Vec<u8>>, String> {
+        Ok(Some(self.into_bytes()))
+    }
+}
+
+impl IntoJobResult for serde_json::Value {
+    fn into_job_result(self) -> std::result::Result<Option<Vec<u8>>, String> {
+        serde_json::to_vec(&self)
+            .map(Some)
+            .map_err(|e| format!("the handler's result does not encode as JSON: {e}"))
+    }
+}
+
+impl<T: IntoJobResult> IntoJobResult for Option<T> {
+    fn into_job_result(self) -> std::result::Result<Option<Vec<u8>>, String> {
+        self.map_or(Ok(None), T::into_job_result)
+    }
+}
 /// A job handler, as the runtime stores it.
 pub type JobHandler = Arc<dyn Fn(Job) -> JobFuture + Send + Sync + 'static>;
 
@@ -254,13 +297,15 @@ impl Worker {
 }
 
 impl Queue {
-    /// Starts a worker on the current tokio runtime. The handler's `Err` (or panic, or timeout)
-    /// fails the attempt: it is retried after the job's backoff, or dead-lettered after
-    /// `max_attempts`.
-    pub fn work<F, Fut, E>(&self, opts: WorkerOptions, handler: F) -> Result<Worker>
+    /// Starts a worker on the current tokio runtime. The handler's `Ok` completes the job,
+    /// storing what it holds as the job's result (`()`: none; see [`IntoJobResult`]); its `Err`
+    /// (or panic, or timeout) fails the attempt: it is retried after the job's backoff, or
+    /// dead-lettered after `max_attempts`.
+    pub fn work<F, Fut, R, E>(&self, opts: WorkerOptions, handler: F) -> Result<Worker>
     where
         F: Fn(Job) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = std::result::Result<(), E>> + Send + 'static,
+        Fut: Future<Output = std::result::Result<R, E>> + Send + 'static,
+        R: IntoJobResult + 'static,
         E: std::fmt::Display + 'static,
     {
         self.work_boxed(opts, boxed(handler))
@@ -335,10 +380,11 @@ impl Queue {
 
 /// A Rust handler boxed for the runtime. Rust's way to stop a future is to drop it: a cancelled
 /// job's handler (timeout, shutdown) is dropped at its next await point.
-pub(crate) fn boxed<F, Fut, E>(handler: F) -> JobHandler
+pub(crate) fn boxed<F, Fut, R, E>(handler: F) -> JobHandler
 where
     F: Fn(Job) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = std::result::Result<(), E>> + Send + 'static,
+    Fut: Future<Output = std::result::Result<R, E>> + Send + 'static,
+    R: IntoJobResult + 'static,
     E: std::fmt::Display + 'static,
 {
     Arc::new(move |job: Job| {
@@ -346,7 +392,7 @@ where
         let fut = handler(job);
         Box::pin(async move {
             tokio::select! {
-                r = fut => r.map_err(|e| e.to_string()),
+                r = fut => r.map_err(|e| e.to_string()).and_then(R::into_job_result),
                 _ = cancel.cancelled() => Err("stopped: the job was cancelled".to_string()),
             }
         })
@@ -1125,11 +1171,22 @@ impl JobCtx {
         // Settling now: the renewer must not extend a lease the ack is about to end.
         self.in_flight.lock().unwrap().remove(&key);
         let msg = match result {
-            Ok(()) => {
+            Ok(None) => {
                 // Counted when the fetch loop has sent it (AckQueue::settle).
                 self.acks.push(held);
                 return;
             }
+            // The result rides on the ack; one over the queue's cap fails the attempt instead.
+            Ok(Some(bytes)) => match self.queue.check_result_len("result", bytes.len()) {
+                Ok(()) => {
+                    self.acks.push(Lease {
+                        result: Some(bytes),
+                        ..held
+                    });
+                    return;
+                }
+                Err(e) => e.message().to_string(),
+            },
             Err(msg) => msg,
         };
         drop(permit);

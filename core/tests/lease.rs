@@ -66,7 +66,7 @@ async fn a_failing_job_is_retried_then_dead_lettered_after_exactly_max_attempts(
         .work(drained(), move |job: Job| {
             s2.lock().unwrap().push(job.attempt);
             let n = job.attempt;
-            async move { Err(format!("boom {n}")) }
+            async move { Err::<(), _>(format!("boom {n}")) }
         })
         .unwrap();
     let stats = tokio::time::timeout(Duration::from_secs(10), w.join())
@@ -441,7 +441,7 @@ async fn a_handler_overrunning_its_timeout_keeps_its_slot_so_attempts_never_over
             })
             .await
             .unwrap();
-            Ok(())
+            Ok(None)
         })
     });
     let w = q

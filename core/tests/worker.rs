@@ -461,7 +461,7 @@ async fn shutdown_never_returns_a_job_while_its_handler_still_runs() {
             })
             .await
             .unwrap();
-            Ok(())
+            Ok(None)
         })
     });
     let opts = WorkerOptions {

@@ -131,3 +131,38 @@ def test_tasks_enqueued_by_name_in_each_runtime_run_in_each_other_with_the_same_
     queue = f"interop-tasks-{uuid.uuid4().hex}"
     enqueue_task_with(producer, redis_url, queue, "send-email", fmt, TASK_ARGS)
     assert work_tasks_with(worker, redis_url, queue, "send-email") == TASK_ARGS
+
+
+NODE_RESULTS = ["node", str(ROOT / "tests/interop/interop_results.mjs")]
+
+
+def test_results_returned_by_a_node_handler_are_read_by_python_get_and_wait(redis_url):
+    queue = f"interop-{uuid.uuid4().hex}"
+    q = tideq.Queue(queue, url=redis_url)
+    q.enqueue("héllo".encode(), id="j1")
+    q.enqueue(b"\x00\xffraw", id="j2-raw")
+    subprocess.run(NODE_RESULTS + ["work", redis_url, queue], check=True, timeout=60)
+    info = q.get("j1")
+    assert info is not None and info.state == "completed"
+    assert info.result == {"from": "node", "echo": "héllo"}
+    assert info.progress == {"step": 1}
+    assert q.wait("j1", timeout=5) == {"from": "node", "echo": "héllo"}
+    raw = q.get("j2-raw")
+    assert raw is not None and raw.result_bytes == b"\x00\xffraw" and raw.result == b"\x00\xffraw"
+
+
+def test_results_returned_by_a_python_handler_are_read_by_node_wait_and_get(redis_url):
+    queue = f"interop-{uuid.uuid4().hex}"
+    q = tideq.Queue(queue, url=redis_url)
+    q.enqueue(b"from python", id="p1")
+    waiter = subprocess.Popen(NODE_RESULTS + ["wait", redis_url, queue, "p1"], stdout=subprocess.PIPE, text=True)
+
+    def handler(job: tideq.Job) -> dict:
+        job.progress([1, "two"])
+        return {"from": "python", "echo": job.text(), "n": 1.5}
+
+    q.work(handler, stop_when_drained=True, poll_interval=0.05).join(timeout=20)
+    out, _ = waiter.communicate(timeout=30)
+    assert waiter.returncode == 0
+    assert json.loads(out) == {"result": {"from": "python", "echo": "from python", "n": 1.5},
+                               "progress": [1, "two"]}

@@ -46,6 +46,10 @@ test('enqueue resolves with the id, get reads the job back, and an existing id c
     priority: null,
     group: null,
     unreadable: null,
+    result: null,
+    resultBytes: null,
+    progress: null,
+    progressBytes: null,
   });
   assert.ok(info.enqueuedAt >= before && info.enqueuedAt <= (await redisTime(redis.url)), 'enqueuedAt is Redis time');
   const random = await queue.enqueue(new Uint8Array([0, 255]));

@@ -19,7 +19,9 @@ Jobs can carry a ``priority`` (1 runs first, up to ``MAX_PRIORITY``; jobs withou
 any prioritized job) and a ``group`` (groups are served round-robin, under per-group limits);
 ``pause``/``resume``, ``set_limits`` (``Rate``) and ``group`` control and show the flow.
 ``@queue.task`` registers a function as a ``Task`` run by name (``work_tasks``); ``work_batches``
-hands a handler lists of jobs; ``lease_jobs`` leases jobs for manual processing.
+hands a handler lists of jobs; ``lease_jobs`` leases jobs for manual processing. What a handler
+returns is stored with its job (``get(id).result``; ``job.progress(value)`` reports progress) and
+``wait(id)`` waits for it.
 
 ``acl_rules`` gives the Redis ACL rules of each role (producer, worker, admin, capped producer
 and consumer) on a queue.
@@ -45,6 +47,7 @@ from tideq._tideq import (
     GroupInfo,
     InvalidArgumentError,
     Job,
+    JobFailedError,
     JobInfo,
     JobNotCancellableError,
     JobNotFoundError,
@@ -61,6 +64,7 @@ from tideq._tideq import (
     Rate,
     RedisError,
     TideqError,
+    TimeoutError,
     Worker,
     WorkerStats,
     __version__,
@@ -91,6 +95,7 @@ __all__ = [
     "GroupInfo",
     "InvalidArgumentError",
     "Job",
+    "JobFailedError",
     "JobInfo",
     "JobNotCancellableError",
     "JobNotFoundError",
@@ -108,6 +113,7 @@ __all__ = [
     "RedisError",
     "Task",
     "TideqError",
+    "TimeoutError",
     "Worker",
     "WorkerStats",
     "__version__",

@@ -30,6 +30,8 @@ __all__ = [
     "JobNotCancellableError",
     "LeaseLostError",
     "NotReplicatedError",
+    "JobFailedError",
+    "TimeoutError",
     "Client",
     "CappedQueue",
     "AsyncCappedQueue",
@@ -64,7 +66,9 @@ MAX_PRIORITY: int
 
 _BytesLike = Union[bytes, bytearray, memoryview]
 _Handler = Callable[[str, list[bytes]], Union[None, Awaitable[None]]]
-_JobHandler = Callable[[Job], Union[None, Awaitable[None]]]
+# What a job handler returns (or its awaitable resolves to) is stored as the job's result: bytes
+# as they are, anything else JSON-encoded (None: no result).
+_JobHandler = Callable[[Job], Any]
 _BatchResult = Optional[Mapping[Any, Union[str, BaseException]]]  # keys: job ids or Jobs
 _BatchHandler = Callable[[list[Job]], Union[_BatchResult, Awaitable[_BatchResult]]]
 _Format = Literal["json", "msgpack"]
@@ -140,6 +144,14 @@ class LeaseLostError(TideqError):
 class NotReplicatedError(TideqError):
     """The enqueue reached the primary but fewer replicas than ``replica_ack`` asks confirmed it
     in time; the job exists, so enqueuing again with the same id is safe."""
+
+class JobFailedError(TideqError):
+    """The job waited for went to the dead letters (the message holds its last error) or was
+    cancelled."""
+
+class TimeoutError(TideqError, builtins.TimeoutError):
+    """A wait ran out of time before the job finished; nothing was changed. Also a builtin
+    ``TimeoutError``."""
 
 @final
 class Client:
@@ -555,6 +567,16 @@ class Job:
         """The task's arguments decoded from the payload by its format (JSON or MessagePack) as
         Python values. ``InvalidArgumentError`` for a raw job (no format) or arguments that do not
         decode."""
+    def progress(self, value: Any) -> None:
+        """Store ``value`` as the job's progress now, replacing the last one.
+
+        ``get(id).progress`` shows it. ``value`` is JSON-encoded (bytes are stored as they are);
+        at most the queue's ``max_result_len`` bytes (else ``PayloadTooLargeError``).
+        ``LeaseLostError`` when the job's lease was lost (it was redelivered). Blocks for one Redis
+        round trip (the GIL released); in an ``async def`` handler, ``await
+        job.progress_async(value)``."""
+    def progress_async(self, value: Any) -> Coroutine[Any, Any, None]:
+        """``progress(value)`` as an awaitable, for ``async def`` handlers."""
 
 @final
 class JobInfo:
@@ -592,6 +614,20 @@ class JobInfo:
     def unreadable(self) -> Optional[str]:
         """Why the stored job could not be read (a damaged record: such a job is dead-lettered),
         or None; ``payload`` then holds the stored envelope's raw bytes."""
+    @property
+    def result(self) -> Any:
+        """What the handler returned (a completed job), decoded from JSON; the raw bytes when they
+        are not JSON (e.g. bytes returned as they are); None when it returned nothing."""
+    @property
+    def result_bytes(self) -> Optional[bytes]:
+        """The stored result's raw bytes, or None."""
+    @property
+    def progress(self) -> Any:
+        """The last progress the handler reported (``job.progress``), decoded as ``result`` is; None
+        when none."""
+    @property
+    def progress_bytes(self) -> Optional[bytes]:
+        """The stored progress's raw bytes, or None."""
 
 @final
 class JobStats:
@@ -785,7 +821,9 @@ class Queue:
     Options not given (or None where None has no meaning of its own) take the core's defaults:
     ``max_attempts`` 5, ``Backoff.exponential()``, no ``timeout``, ``keep_completed`` 1000,
     ``keep_for`` one day, ``max_error_len`` 4096, ``keep_dead`` 10000, ``keep_dead_for`` 180
-    days, ``idempotency_window`` one day, ``idempotency_max_ids`` 100000.
+    days, ``idempotency_window`` one day, ``idempotency_max_ids`` 100000, ``max_result_len``
+    65536 (the largest result or progress value stored with a job, in bytes: a larger result
+    fails the attempt, a larger progress raises ``PayloadTooLargeError``).
 
     ``shards`` (1 to 1024) splits the queue into that many hash tags, which a Redis Cluster
     spreads over its masters; a job's shard is fixed by its id (so ids stay idempotent and
@@ -810,6 +848,7 @@ class Queue:
         keep_dead_for: Optional[float] = ...,
         idempotency_window: Optional[float] = ...,
         idempotency_max_ids: Optional[int] = None,
+        max_result_len: Optional[int] = None,
         shards: int = 1,
     ) -> Queue: ...
     @property
@@ -848,6 +887,15 @@ class Queue:
         """A job's state, attempts, last error and times; None if unknown.
 
         None too once the job is no longer kept."""
+    def wait(self, id: str, timeout: Optional[float] = None) -> Any:
+        """Wait until job ``id`` has finished and return its result.
+
+        The result is decoded as ``JobInfo.result`` is (None when the handler returned nothing).
+        Also answers for a job that finished before the call, while it is retained
+        (``keep_completed``, ``keep_for``). A job that went to the dead letters (or was cancelled)
+        raises ``JobFailedError`` with its last error; an unknown id ``JobNotFoundError``; no
+        outcome within ``timeout`` seconds (None: no limit) ``TimeoutError`` (a subclass of the
+        builtin one). Returns as soon as the job ends: the script finishing the job wakes it."""
     def cancel(self, id: str) -> None:
         """Remove a delayed or ready job.
 
@@ -1073,6 +1121,7 @@ class AsyncQueue:
         keep_dead_for: Optional[float] = ...,
         idempotency_window: Optional[float] = ...,
         idempotency_max_ids: Optional[int] = None,
+        max_result_len: Optional[int] = None,
         shards: int = 1,
     ) -> AsyncQueue: ...
     @property
@@ -1102,6 +1151,10 @@ class AsyncQueue:
         """Enqueue payloads or ``(payload, options)`` pairs in one round trip."""
     def get(self, id: str) -> Coroutine[Any, Any, Optional[JobInfo]]:
         """A job's state, attempts, last error and times; None if unknown."""
+    def wait(self, id: str, timeout: Optional[float] = None) -> Coroutine[Any, Any, Any]:
+        """Wait until job ``id`` has finished and return its result.
+
+        See ``Queue.wait``."""
     def cancel(self, id: str) -> Coroutine[Any, Any, None]:
         """Remove a delayed or ready job."""
     def jobs(self, state: _JobState, offset: int = 0, limit: int = 100) -> Coroutine[Any, Any, list[JobInfo]]:

@@ -1,20 +1,23 @@
---[[ Cancel a delayed or ready job: remove it and its data (its id may be enqueued again). Active,
+--[[ Cancel a delayed or ready job: remove it and its data (its id may be enqueued again); its
+  waiters are told. Active,
   dead or finished jobs are not cancelled.
   KEYS[1] ready list   KEYS[2] delayed zset   KEYS[3] jobs hash
   KEYS[4] meta hash ("state|attempts|max|enqueued|x", see lib_jobs.lua)   KEYS[5] errors hash
   KEYS[6] stats hash   KEYS[7] active zset   KEYS[8] idem zset   KEYS[9] route hash
   KEYS[10] prio zset   KEYS[11] g (group key prefix)
   KEYS[12] p (priority list key prefix)
+  KEYS[13] progress hash   KEYS[14] waiters hash   KEYS[15] fin (prefix of the waiters' notice lists)
   ARGV[1] job id
   Returns: "cancelled", or the state that prevented it: "active", "dead", "completed", "missing". ]]
 --#include lib_jobs.lua
 local K = { ready = KEYS[1], delayed = KEYS[2], jobs = KEYS[3], meta = KEYS[4], errors = KEYS[5],
   stats = KEYS[6], active = KEYS[7], idem = KEYS[8], route = KEYS[9], prio = KEYS[10],
-  g = KEYS[11], p = KEYS[12] }
+  g = KEYS[11], p = KEYS[12], progress = KEYS[13], waiters = KEYS[14], fin = KEYS[15] }
 local id = ARGV[1]
 local m = redis.call('HGET', K.meta, id)
 if not m then return 'missing' end
-local s = string.sub(m, 1, 1)
+local s, _, _, enq = parse_meta(m)
+s = s or string.sub(m, 1, 1)
 if s == 'x' then return 'dead' end
 if s == 'c' then return 'completed' end
 if redis.call('ZREM', K.delayed, id) == 0 then
@@ -38,6 +41,9 @@ redis.call('HDEL', K.jobs, id)
 redis.call('HDEL', K.meta, id)
 redis.call('HDEL', K.errors, id)
 redis.call('HDEL', K.route, id)
+redis.call('HDEL', K.progress, id)
 redis.call('ZREM', K.idem, id)
+-- Whoever waits for it learns it was cancelled.
+if redis.call('EXISTS', K.waiters) == 1 then notify_waiters(K, { { id, enq or '0', 'n' } }) end
 redis.call('HINCRBY', K.stats, 'cancelled', 1)
 return 'cancelled'

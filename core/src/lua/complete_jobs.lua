@@ -8,12 +8,16 @@
   KEYS[12] gcfg hash  KEYS[13] gwait zset   KEYS[14] cfg hash    KEYS[15] gr (group rate-log prefix)
   KEYS[16] wake list   KEYS[17] g (group key prefix)
   KEYS[18] gset set (the groups in the rotation)
-  ARGV[1] queue policy   ARGV[2], ARGV[3], ...: pairs of job id, lease token
-  Returns: array with, per pair, 1 completed, 2 already completed (this delivery's ack sent
+  KEYS[19] results hash   KEYS[20] progress hash   KEYS[21] waiters hash
+  KEYS[22] fin (prefix of the waiters' notice lists)
+  ARGV[1] queue policy   ARGV[2], ARGV[3], ...: pairs of job id, lease token (a token ending in "+" is
+  followed by the job's result, see lib_jobs.lua)
+  Returns: array with, per ack, 1 completed, 2 already completed (this delivery's ack sent
   again), or -1 lease lost. ]]
 --#include lib_jobs.lua
 local K = { active = KEYS[1], done = KEYS[2], jobs = KEYS[3], meta = KEYS[4], errors = KEYS[5],
   stats = KEYS[6], idem = KEYS[7], route = KEYS[8], grot = KEYS[9], gheld = KEYS[10],
   gstate = KEYS[11], gcfg = KEYS[12], gwait = KEYS[13], cfg = KEYS[14], gr = KEYS[15],
-  wake = KEYS[16], g = KEYS[17], gset = KEYS[18] }
+  wake = KEYS[16], g = KEYS[17], gset = KEYS[18], results = KEYS[19], progress = KEYS[20],
+  waiters = KEYS[21], fin = KEYS[22] }
 return complete_leases(K, queue_cfg(K), now_ms(), policy(ARGV[1]), 2)

@@ -9,6 +9,8 @@
   KEYS[20] gr (group rate-log prefix)
   KEYS[21] gset set (the groups in the rotation)
   KEYS[22] p (priority list key prefix)
+  KEYS[23] results hash   KEYS[24] progress hash   KEYS[25] waiters hash
+  KEYS[26] fin (prefix of the waiters' notice lists)
   ARGV[1] job id   ARGV[2] lease token   ARGV[3] error text (already size-capped)
   ARGV[4] retry delay ms   ARGV[5] queue policy (lib_jobs.lua)   ARGV[6] "1": dead-letter now
   (the attempt cannot succeed, e.g. an unknown task), whatever its attempts
@@ -17,7 +19,8 @@
 local K = { active = KEYS[1], ready = KEYS[2], delayed = KEYS[3], dead = KEYS[4], jobs = KEYS[5],
   meta = KEYS[6], errors = KEYS[7], stats = KEYS[8], wake = KEYS[9], idem = KEYS[10],
   route = KEYS[11], prio = KEYS[12], grot = KEYS[13], gheld = KEYS[14], gstate = KEYS[15],
-  gcfg = KEYS[16], gwait = KEYS[17], cfg = KEYS[18], g = KEYS[19], gr = KEYS[20], gset = KEYS[21], p = KEYS[22] }
+  gcfg = KEYS[16], gwait = KEYS[17], cfg = KEYS[18], g = KEYS[19], gr = KEYS[20], gset = KEYS[21], p = KEYS[22],
+  results = KEYS[23], progress = KEYS[24], waiters = KEYS[25], fin = KEYS[26] }
 local id = ARGV[1]
 local m = redis.call('HGET', K.meta, id)
 if not m then return -1 end

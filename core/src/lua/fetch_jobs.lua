@@ -17,10 +17,13 @@
   KEYS[22] gr (group rate-log key prefix)
   KEYS[23] gset set (the groups in the rotation)
   KEYS[24] p (priority list key prefix)
+  KEYS[25] results hash  KEYS[26] progress hash  KEYS[27] waiters hash
+  KEYS[28] fin (prefix of the waiters' notice lists)
   ARGV[1] lease ms   ARGV[2] most jobs to lease (0 = maintenance only)
   ARGV[3] most expired leases to recover   ARGV[4] most delayed jobs to promote (<= 1000)
   ARGV[5] queue policy (see lib_jobs.lua)
-  ARGV[6], ARGV[7], ...: acks, pairs of job id, lease token
+  ARGV[6], ARGV[7], ...: acks, pairs of job id, lease token (a token ending in "+" is followed by
+  the job's result, see lib_jobs.lua)
   Returns: { leased, wake_in_ms, acks, lost }, leased = array of {id, envelope, attempt, token,
   enqueued ms}; wake_in_ms = ms until a delayed job is due, a lease expires or a rate limit
   allows the next start (0 = look again now, always so when jobs were leased), -1 if nothing is
@@ -32,7 +35,8 @@ local K = { ready = KEYS[1], delayed = KEYS[2], active = KEYS[3], dead = KEYS[4]
   meta = KEYS[6], errors = KEYS[7], stats = KEYS[8], done = KEYS[9], wake = KEYS[10],
   idem = KEYS[11], route = KEYS[12], prio = KEYS[13], grot = KEYS[14], gheld = KEYS[15],
   gstate = KEYS[16], gcfg = KEYS[17], gwait = KEYS[18], cfg = KEYS[19], rl = KEYS[20],
-  g = KEYS[21], gr = KEYS[22], gset = KEYS[23], p = KEYS[24] }
+  g = KEYS[21], gr = KEYS[22], gset = KEYS[23], p = KEYS[24], results = KEYS[25],
+  progress = KEYS[26], waiters = KEYS[27], fin = KEYS[28] }
 local now = now_ms()
 local P = policy(ARGV[5])
 local C = queue_cfg(K)

@@ -28,6 +28,22 @@
   it completed or died), so an id enqueued again within the idempotency window creates nothing
   even after the job's data was trimmed; cancel and purge forget the id.
 
+  Results and progress: `results` hash id -> what the handler returned (completed jobs only,
+  written by the ack when the job is retained), `progress` hash id -> the last progress the
+  handler reported (set_progress.lua). Both go with the job's other data (`forget`, cancel,
+  purge); the worker caps their size. The cfg hash's fields `results`, `progress` and `waited`
+  are set ("1") once a queue first stored a result, a progress or had a waiter; until then
+  `queue_cfg` marks K (no_results, no_progress, no_waiters) so the hot path skips those keys, and
+  a queue that never uses them pays no call for them. An ack that carries a result marks its token with a
+  trailing "+" and sends the result as the next ARGV (`complete_leases`), so plain acks stay pairs.
+
+  Waiters (wait_job.lua): `waiters` hash id -> how many callers wait for that unfinished job. When
+  a job with waiters finishes (completed, dead-lettered, cancelled), one notice per waiter goes
+  onto its list `fin:<id>` (K.fin .. id, short expiry) and its field is deleted; a job nobody
+  waits for costs one EXISTS per call. A notice is "<enqueued>|<kind><data>": kind "c" completed
+  without result, "r" completed with the result as data, "x" dead-lettered with the last error
+  as data, "n" cancelled. `enqueued` tells a notice of an earlier job with the same id apart.
+
   Queue policy (one ARGV, see `policy`): "keep|keepfor|keepdead|keepdeadfor|idem|idemmax":
   completed jobs kept (count, 0 = none) and for how long (ms, 0 = no limit); dead jobs kept
   (count, -1 = no limit) and for how long (ms, 0 = no limit); idempotency window (ms, 0 = off)
@@ -123,13 +139,36 @@ local function wake(key)
   redis.call('PEXPIRE', key, 60000)
 end
 
--- Deletes jobs' data (envelope, meta, last error, route).
+-- Deletes jobs' data (envelope, meta, last error, route, result, progress).
 local function forget(K, ids)
   if #ids == 0 then return end
   chunked('HDEL', K.jobs, ids)
   chunked('HDEL', K.meta, ids)
   chunked('HDEL', K.errors, ids)
   if K.route and redis.call('EXISTS', K.route) == 1 then chunked('HDEL', K.route, ids) end
+  if not K.no_results then chunked('HDEL', K.results, ids) end
+  if not K.no_progress then chunked('HDEL', K.progress, ids) end
+end
+
+-- Tells the waiters of finished jobs (see "Waiters" above): `done` is a list of { id, enqueued,
+-- notice kind and data }. Callers first check that the waiters hash exists (one EXISTS), so a
+-- queue nobody waits on pays nothing more.
+local function notify_waiters(K, done)
+  if #done == 0 then return end
+  local ids = {}
+  for i, d in ipairs(done) do ids[i] = d[1] end
+  local counts = hmget(K.waiters, ids)
+  local told = {}
+  for i, d in ipairs(done) do
+    local n = tonumber(counts[i])
+    if n and n > 0 then
+      local key, notice = K.fin .. d[1], d[2] .. '|' .. d[3]
+      for _ = 1, math.min(n, 1000) do redis.call('RPUSH', key, notice) end
+      redis.call('PEXPIRE', key, 60000)
+      told[#told + 1] = d[1]
+    end
+  end
+  if #told > 0 then chunked('HDEL', K.waiters, told) end
 end
 
 ---- flow control ----------------------------------------------------------------------------
@@ -153,9 +192,12 @@ local function seq_block(K, n)
   return redis.call('HINCRBY', K.stats, 'seq', n) - n
 end
 
--- The queue's settings (cfg hash), read once per call.
+-- The queue's settings (cfg hash), read once per call; marks K with the features the queue never
+-- used (see "Results and progress").
 local function queue_cfg(K)
-  local c = redis.call('HMGET', K.cfg, 'paused', 'max_active', 'rate', 'glimit', 'grate')
+  local c = redis.call('HMGET', K.cfg, 'paused', 'max_active', 'rate', 'glimit', 'grate',
+    'results', 'progress', 'waited')
+  K.no_results, K.no_progress, K.no_waiters = not c[6], not c[7], not c[8]
   return { paused = c[1] == '1', max_active = tonumber(c[2]), rate = c[3] or nil,
     glimit = tonumber(c[4]), grate = c[5] or nil, gc = {}, act = {}, rs = {} }
 end
@@ -467,6 +509,14 @@ local function bury(K, now, P, dead)
   chunked('HSET', K.errors, e)
   redis.call('HINCRBY', K.stats, 'failed', #dead)
   idem_finished(K, now, P, ids)
+  if not K.no_waiters and redis.call('EXISTS', K.waiters) == 1 then
+    local done = {}
+    for i, d in ipairs(dead) do
+      local _, _, _, enq = parse_meta(d[2])
+      done[i] = { d[1], enq or '0', 'x' .. d[3] }
+    end
+    notify_waiters(K, done)
+  end
   trim_dead(K, now, P)
 end
 
@@ -476,22 +526,33 @@ local function unreadable(id, m)
     '); dead-lettered so the rest of its batch could go on' }
 end
 
--- Completes the (job id, lease token) pairs found in ARGV[first], ARGV[first + 1], ...: only the
+-- Completes the acks found in ARGV[first], ARGV[first + 1], ...: pairs of job id and lease token,
+-- or, for a token ending in "+", triples with the handler's result after the token. Only the
 -- holder of a job's current delivery may. Finished jobs are kept (state c, listed in the done list
--- oldest first) up to the newest P.keep and those younger than P.keepfor ms, else deleted at once.
--- Returns an array with, per pair: 1 completed; 2 already completed (by this delivery: an ack sent
--- again after its reply was lost); -1 lease lost (changes nothing).
+-- oldest first, their results in the results hash) up to the newest P.keep and those younger than
+-- P.keepfor ms, else deleted at once. Returns an array with, per ack: 1 completed; 2 already
+-- completed (by this delivery: an ack sent again after its reply was lost); -1 lease lost
+-- (changes nothing).
 local function complete_leases(K, C, now, P, first)
   local nows = tostring(now)
-  local ids, toks = {}, {}
-  for i = first, #ARGV - 1, 2 do
-    ids[#ids + 1] = ARGV[i]
-    toks[#toks + 1] = ARGV[i + 1]
+  local ids, toks, res = {}, {}, {}
+  local i = first
+  while i < #ARGV do
+    local n, tok = #ids + 1, ARGV[i + 1]
+    ids[n] = ARGV[i]
+    i = i + 2
+    if string.byte(tok, -1) == 43 then -- '+': a result follows
+      tok = string.sub(tok, 1, -2)
+      res[n] = ARGV[i]
+      i = i + 1
+    end
+    toks[n] = tok
   end
   local out = {}
   if #ids == 0 then return out end
   local metas = hmget(K.meta, ids)
-  local okids, seen, newmeta = {}, {}, {}
+  local okids, seen, newmeta, results, done = {}, {}, {}, {}, {}
+  local waited = not K.no_waiters and redis.call('EXISTS', K.waiters) == 1
   for j, id in ipairs(ids) do
     local m = metas[j]
     out[j] = -1
@@ -501,9 +562,14 @@ local function complete_leases(K, C, now, P, first)
         out[j] = 1
         seen[id] = true
         okids[#okids + 1] = id
+        if waited then done[#done + 1] = { id, enq, res[j] and 'r' .. res[j] or 'c' } end
         if P.keep > 0 then
           newmeta[#newmeta + 1] = id
           newmeta[#newmeta + 1] = meta_of('c', a, mx, enq, nows)
+          if res[j] then
+            results[#results + 1] = id
+            results[#results + 1] = res[j]
+          end
         end
       elseif s == 'c' and string.match(toks[j], '^(%d+)%.') == enq then
         out[j] = 2
@@ -535,11 +601,19 @@ local function complete_leases(K, C, now, P, first)
     end
   end
   idem_finished(K, now, P, okids)
+  if waited then notify_waiters(K, done) end
   if P.keep == 0 then
     forget(K, okids)
     return out
   end
   chunked('HSET', K.meta, newmeta)
+  if #results > 0 then
+    chunked('HSET', K.results, results)
+    if K.no_results then
+      redis.call('HSET', K.cfg, 'results', '1')
+      K.no_results = nil
+    end
+  end
   chunked('RPUSH', K.done, okids)
   local old = {}
   local over = redis.call('LLEN', K.done) - P.keep

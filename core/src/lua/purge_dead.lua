@@ -1,7 +1,7 @@
 --[[ Delete dead-lettered jobs and their data, at most ARGV[2] per call (the client loops); their
   ids may be enqueued again.
   KEYS[1] dead zset   KEYS[2] jobs hash   KEYS[3] meta hash   KEYS[4] errors hash
-  KEYS[5] idem zset
+  KEYS[5] idem zset   KEYS[6] progress hash
   ARGV[1] job id, or "" for all   ARGV[2] most jobs this call
   Returns: number of jobs purged (0 when the id is not dead). ]]
 --#include lib_jobs.lua
@@ -12,4 +12,5 @@ redis.call('HDEL', KEYS[2], unpack(ids))
 redis.call('HDEL', KEYS[3], unpack(ids))
 redis.call('HDEL', KEYS[4], unpack(ids))
 redis.call('ZREM', KEYS[5], unpack(ids))
+redis.call('HDEL', KEYS[6], unpack(ids))
 return #ids
