@@ -7,6 +7,7 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
 bash scripts/ensure-deps.sh
 echo "== rust"
 cargo test -p tideq --all-targets --features mimalloc
+cargo test -p tideq-cli
 cargo test -p tideq --doc --features mimalloc
 echo "== python"
 bash scripts/test-python.sh

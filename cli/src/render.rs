@@ -1,0 +1,427 @@
+//! The core's values as aligned text or as one JSON document. Field names are the core's.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde_json::{json, Value};
+use tideq::{CappedStats, Enqueued, GroupInfo, JobInfo, JobStats, Limits, Rate};
+
+/// The password `tideq acl` prints in the ACL SETUSER line, to be replaced.
+pub const PASSWORD_PLACEHOLDER: &str = "CHANGE-ME";
+
+/// Longest last error shown in a job table, in characters.
+const ERROR_WIDTH: usize = 60;
+
+/// How to show a payload (and a result or progress value).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Payload {
+    Json,
+    Text,
+    Hex,
+}
+
+/// `bytes` shown as `how`, or the first of JSON, text, hex that fits; with the way chosen.
+/// A forced form that does not fit falls back to hex (a forced `hex` always fits).
+pub fn preview(bytes: &[u8], how: Option<Payload>) -> (Payload, Value) {
+    let as_json = || serde_json::from_slice::<Value>(bytes).ok();
+    let as_text = || std::str::from_utf8(bytes).ok().map(|s| s.to_string());
+    match how {
+        Some(Payload::Json) | None => {
+            if let Some(v) = as_json() {
+                return (Payload::Json, v);
+            }
+            if let Some(t) = as_text() {
+                if how.is_none() {
+                    return (Payload::Text, Value::String(t));
+                }
+            }
+        }
+        Some(Payload::Text) => {
+            if let Some(t) = as_text() {
+                return (Payload::Text, Value::String(t));
+            }
+        }
+        Some(Payload::Hex) => {}
+    }
+    (Payload::Hex, Value::String(hex(bytes)))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn kind(p: Payload) -> &'static str {
+    match p {
+        Payload::Json => "json",
+        Payload::Text => "text",
+        Payload::Hex => "hex",
+    }
+}
+
+/// Aligned columns: a header row and rows, two spaces apart.
+pub struct Table {
+    rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    pub fn new(header: &[&str]) -> Self {
+        Table {
+            rows: vec![header.iter().map(|s| s.to_string()).collect()],
+        }
+    }
+
+    pub fn row(&mut self, cells: Vec<String>) {
+        self.rows.push(cells);
+    }
+
+    pub fn render(&self) -> String {
+        let cols = self.rows[0].len();
+        let widths: Vec<usize> = (0..cols)
+            .map(|c| {
+                self.rows
+                    .iter()
+                    .map(|r| r[c].chars().count())
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect();
+        let lines: Vec<String> = self
+            .rows
+            .iter()
+            .map(|r| {
+                let cells: Vec<String> = r
+                    .iter()
+                    .enumerate()
+                    .map(|(i, cell)| {
+                        let pad = widths[i] - cell.chars().count();
+                        format!("{cell}{}", " ".repeat(pad))
+                    })
+                    .collect();
+                cells.join("  ").trim_end().to_string()
+            })
+            .collect();
+        lines.join("\n")
+    }
+}
+
+/// `name  value` lines, names padded to one width.
+fn pairs(items: &[(&str, String)]) -> String {
+    let w = items.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
+    items
+        .iter()
+        .map(|(k, v)| format!("{k:<w$}  {v}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn pretty(v: &Value) -> String {
+    serde_json::to_string_pretty(v).unwrap_or_default()
+}
+
+fn opt<T: ToString>(v: Option<T>) -> String {
+    v.map(|v| v.to_string()).unwrap_or_else(|| "-".to_string())
+}
+
+pub fn stats_json(s: &JobStats) -> Value {
+    json!({
+        "delayed": s.delayed,
+        "ready": s.ready,
+        "active": s.active,
+        "dead": s.dead,
+        "enqueued": s.enqueued,
+        "completed": s.completed,
+        "dead_lettered": s.dead_lettered,
+        "retried": s.retried,
+        "recovered": s.recovered,
+        "cancelled": s.cancelled,
+        "dead_trimmed": s.dead_trimmed,
+        "lost": s.lost,
+        "paused": s.paused,
+    })
+}
+
+pub fn stats(s: &JobStats, json: bool) -> String {
+    let v = stats_json(s);
+    if json {
+        return v.to_string();
+    }
+    let items: Vec<(&str, String)> = [
+        "delayed",
+        "ready",
+        "active",
+        "dead",
+        "enqueued",
+        "completed",
+        "dead_lettered",
+        "retried",
+        "recovered",
+        "cancelled",
+        "dead_trimmed",
+        "lost",
+        "paused",
+    ]
+    .into_iter()
+    .map(|k| (k, v[k].to_string()))
+    .collect();
+    pairs(&items)
+}
+
+fn job_json(j: &JobInfo, how: Option<Payload>) -> Value {
+    let shown = |b: &Option<Vec<u8>>| match b {
+        None => (Value::Null, Value::Null),
+        Some(b) => {
+            let (k, v) = preview(b, how);
+            (Value::String(kind(k).to_string()), v)
+        }
+    };
+    let (payload_kind, payload) = preview(&j.payload, how);
+    let (result_kind, result) = shown(&j.result);
+    let (progress_kind, progress) = shown(&j.progress);
+    json!({
+        "id": j.id,
+        "state": j.state.as_str(),
+        "attempts": j.attempts,
+        "max_attempts": j.max_attempts,
+        "last_error": j.last_error,
+        "enqueued_at": j.enqueued_at,
+        "state_since_or_until": j.state_since_or_until,
+        "priority": j.priority,
+        "group": j.group,
+        "unreadable": j.unreadable,
+        "payload": payload,
+        "payload_format": kind(payload_kind),
+        "payload_len": j.payload.len(),
+        "result": result,
+        "result_format": result_kind,
+        "progress": progress,
+        "progress_format": progress_kind,
+    })
+}
+
+fn one_line(s: &str, max: usize) -> String {
+    let flat: String = s
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    if flat.chars().count() <= max {
+        return flat;
+    }
+    let cut: String = flat.chars().take(max.saturating_sub(1)).collect();
+    format!("{cut}…")
+}
+
+pub fn job_list(jobs: &[JobInfo], json: bool) -> String {
+    if json {
+        let all: Vec<Value> = jobs.iter().map(|j| job_json(j, None)).collect();
+        return Value::Array(all).to_string();
+    }
+    if jobs.is_empty() {
+        return "(no jobs)".to_string();
+    }
+    let mut t = Table::new(&["ID", "STATE", "ATTEMPTS", "PRIORITY", "GROUP", "LAST ERROR"]);
+    for j in jobs {
+        t.row(vec![
+            j.id.clone(),
+            j.state.as_str().to_string(),
+            format!("{}/{}", j.attempts, j.max_attempts),
+            opt(j.priority),
+            j.group.clone().unwrap_or_else(|| "-".to_string()),
+            j.last_error
+                .as_deref()
+                .map(|e| one_line(e, ERROR_WIDTH))
+                .unwrap_or_else(|| "-".to_string()),
+        ]);
+    }
+    t.render()
+}
+
+/// A timestamp (ms since the epoch) with how far it is from now.
+fn when(ms: u64) -> String {
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i128)
+        .unwrap_or(0);
+    let delta = (ms as i128 - now) as f64 / 1000.0;
+    if delta >= 0.0 {
+        format!("{ms} (in {delta:.1} s)")
+    } else {
+        format!("{ms} ({:.1} s ago)", -delta)
+    }
+}
+
+pub fn job(j: &JobInfo, how: Option<Payload>, json: bool) -> String {
+    let v = job_json(j, how);
+    if json {
+        return v.to_string();
+    }
+    let show = |v: &Value| match v {
+        Value::String(s) => s.clone(),
+        other => pretty(other),
+    };
+    let since = match j.state {
+        tideq::JobState::Delayed => "due_at",
+        tideq::JobState::Active => "lease_until",
+        _ => "state_since",
+    };
+    let mut items: Vec<(&str, String)> = vec![
+        ("id", j.id.clone()),
+        ("state", j.state.as_str().to_string()),
+        ("attempts", format!("{}/{}", j.attempts, j.max_attempts)),
+        ("enqueued_at", when(j.enqueued_at)),
+        (
+            since,
+            j.state_since_or_until.map(when).unwrap_or("-".into()),
+        ),
+        ("priority", opt(j.priority)),
+        ("group", opt(j.group.as_ref())),
+        ("last_error", opt(j.last_error.as_ref())),
+    ];
+    if let Some(why) = &j.unreadable {
+        items.push(("unreadable", why.clone()));
+    }
+    items.push((
+        "payload",
+        format!(
+            "({}, {} bytes)\n{}",
+            v["payload_format"].as_str().unwrap_or(""),
+            j.payload.len(),
+            show(&v["payload"])
+        ),
+    ));
+    for (name, fmt) in [("result", "result_format"), ("progress", "progress_format")] {
+        if !v[name].is_null() {
+            items.push((
+                name,
+                format!("({})\n{}", v[fmt].as_str().unwrap_or(""), show(&v[name])),
+            ));
+        }
+    }
+    pairs(&items)
+}
+
+fn rate_json(r: &Option<Rate>) -> Value {
+    match r {
+        None => Value::Null,
+        Some(r) => json!({"max": r.max, "per_ms": r.per.as_millis() as u64}),
+    }
+}
+
+fn rate_text(r: &Option<Rate>) -> String {
+    match r {
+        None => "-".to_string(),
+        Some(r) => format!("{} per {} ms", r.max, r.per.as_millis()),
+    }
+}
+
+pub fn limits(l: &Limits, json: bool) -> String {
+    if json {
+        return json!({
+            "max_active": l.max_active,
+            "rate": rate_json(&l.rate),
+            "group_concurrency": l.group_concurrency,
+            "group_rate": rate_json(&l.group_rate),
+        })
+        .to_string();
+    }
+    pairs(&[
+        ("max_active", opt(l.max_active)),
+        ("rate", rate_text(&l.rate)),
+        ("group_concurrency", opt(l.group_concurrency)),
+        ("group_rate", rate_text(&l.group_rate)),
+    ])
+}
+
+pub fn group(g: &GroupInfo, json: bool) -> String {
+    if json {
+        return json!({
+            "group": g.group,
+            "ready": g.ready,
+            "active": g.active,
+            "paused": g.paused,
+            "concurrency": g.concurrency,
+            "rate": rate_json(&g.rate),
+        })
+        .to_string();
+    }
+    pairs(&[
+        ("group", g.group.clone()),
+        ("ready", g.ready.to_string()),
+        ("active", g.active.to_string()),
+        ("paused", g.paused.to_string()),
+        ("concurrency", opt(g.concurrency)),
+        ("rate", rate_text(&g.rate)),
+    ])
+}
+
+pub fn enqueued(e: &Enqueued, json: bool) -> String {
+    if json {
+        return json!({"id": e.id, "created": e.created}).to_string();
+    }
+    if e.created {
+        format!("enqueued {}", e.id)
+    } else {
+        format!("{} already exists; nothing enqueued", e.id)
+    }
+}
+
+pub fn capped_stats(s: &CappedStats, json: bool) -> String {
+    let v = json!({
+        "pushed": s.pushed,
+        "dropped": s.dropped,
+        "discarded": s.discarded,
+        "delivered": s.delivered,
+        "groups": s.groups,
+    });
+    if json {
+        return v.to_string();
+    }
+    let items: Vec<(&str, String)> = ["pushed", "dropped", "discarded", "delivered", "groups"]
+        .into_iter()
+        .map(|k| (k, v[k].to_string()))
+        .collect();
+    pairs(&items)
+}
+
+pub fn names(names: &[String], json: bool) -> String {
+    if json {
+        return json!(names).to_string();
+    }
+    if names.is_empty() {
+        return "(no groups)".to_string();
+    }
+    names.join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn preview_picks_json_then_text_then_hex() {
+        assert_eq!(
+            preview(br#"{"a":1}"#, None),
+            (Payload::Json, json!({"a": 1}))
+        );
+        assert_eq!(
+            preview(b"hi there", None),
+            (Payload::Text, json!("hi there"))
+        );
+        assert_eq!(preview(&[0xff, 0x00], None), (Payload::Hex, json!("ff00")));
+        assert_eq!(
+            preview(b"12", Some(Payload::Text)),
+            (Payload::Text, json!("12"))
+        );
+        assert_eq!(
+            preview(b"hi", Some(Payload::Hex)),
+            (Payload::Hex, json!("6869"))
+        );
+    }
+
+    #[test]
+    fn tables_align_and_errors_are_cut() {
+        let mut t = Table::new(&["A", "BB"]);
+        t.row(vec!["long".into(), "x".into()]);
+        assert_eq!(t.render(), "A     BB\nlong  x");
+        assert_eq!(one_line("a\nb", 10), "a b");
+        assert_eq!(one_line("abcdef", 4), "abc…");
+    }
+}

@@ -1,0 +1,430 @@
+//! The `tideq` binary against a private `redis-server` on a free loopback port: one test per
+//! promise of the command line, each checked through the core crate.
+
+use std::net::TcpListener;
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use tideq::{acl, Client, EnqueueOptions, JobState, Queue, QueueOptions};
+
+struct Redis {
+    url: String,
+    child: std::process::Child,
+    dir: std::path::PathBuf,
+}
+
+impl Redis {
+    fn start() -> Self {
+        let port = free_port();
+        let dir = std::env::temp_dir().join(unique("tideq-cli-redis"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let child = Command::new("redis-server")
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", "", "--appendonly", "no"])
+            .args(["--dir", dir.to_str().unwrap()])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("redis-server must be installed (scripts/ensure-deps.sh)");
+        let url = format!("redis://127.0.0.1:{port}");
+        let client = Client::open(&url).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while rt().block_on(client.ping()).is_err() {
+            assert!(Instant::now() < deadline, "redis-server did not start");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Redis { url, child, dir }
+    }
+
+    fn queue(&self, name: &str) -> Queue {
+        Queue::new(
+            &Client::open(&self.url).unwrap(),
+            name,
+            QueueOptions::default(),
+        )
+        .unwrap()
+    }
+
+    /// Runs `tideq --url <this server> args...` with stdin not a terminal.
+    fn tideq(&self, args: &[&str]) -> Output {
+        run(&[&["--url", &self.url], args].concat())
+    }
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn unique(prefix: &str) -> String {
+    static N: AtomicU64 = AtomicU64::new(0);
+    format!(
+        "{prefix}-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+fn run(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tideq"))
+        .args(args)
+        .env_remove("TIDEQ_REDIS_URL")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8(out.stdout.clone()).unwrap()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8(out.stderr.clone()).unwrap()
+}
+
+/// Exit code 0, and stdout.
+fn ok(out: Output) -> String {
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "stdout: {}\nstderr: {}",
+        stdout(&out),
+        stderr(&out)
+    );
+    stdout(&out)
+}
+
+fn json(out: Output) -> Value {
+    let text = ok(out);
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("not one JSON document ({e}): {text}"))
+}
+
+/// A job enqueued with one attempt, leased and failed: dead.
+async fn dead_job(q: &Queue, id: &str) {
+    let opts = EnqueueOptions {
+        id: Some(id.to_string()),
+        max_attempts: Some(1),
+        ..Default::default()
+    };
+    q.enqueue(b"doomed", opts).await.unwrap();
+    let jobs = q.lease_jobs(10, Duration::from_secs(30)).await.unwrap();
+    for job in jobs {
+        q.fail(&job, "boom").await.unwrap();
+    }
+    assert_eq!(q.get(id).await.unwrap().unwrap().state, JobState::Dead);
+}
+
+fn with_id(id: &str) -> EnqueueOptions {
+    EnqueueOptions {
+        id: Some(id.to_string()),
+        ..Default::default()
+    }
+}
+
+#[test]
+fn stats_json_equals_core_stats() {
+    let redis = Redis::start();
+    let q = redis.queue("stats");
+    let rt = rt();
+    rt.block_on(async {
+        dead_job(&q, "d1").await; // first: it leases and fails every ready job
+        q.enqueue(b"a", Default::default()).await.unwrap();
+        let later = EnqueueOptions {
+            delay: Some(Duration::from_secs(60)),
+            ..Default::default()
+        };
+        q.enqueue(b"b", later).await.unwrap();
+    });
+    let core = rt.block_on(q.stats()).unwrap();
+    let v = json(redis.tideq(&["stats", "stats", "--json"]));
+    let n = |k: &str| v[k].as_u64().unwrap_or_else(|| panic!("{k} missing: {v}"));
+    assert_eq!(
+        (n("delayed"), n("ready"), n("active"), n("dead")),
+        (core.delayed, core.ready, core.active, core.dead)
+    );
+    assert_eq!(
+        (
+            n("enqueued"),
+            n("completed"),
+            n("dead_lettered"),
+            n("retried")
+        ),
+        (
+            core.enqueued,
+            core.completed,
+            core.dead_lettered,
+            core.retried
+        )
+    );
+    assert_eq!(
+        (n("recovered"), n("cancelled"), n("dead_trimmed"), n("lost")),
+        (core.recovered, core.cancelled, core.dead_trimmed, core.lost)
+    );
+    assert_eq!(v["paused"].as_bool(), Some(core.paused));
+    assert_eq!(v.as_object().unwrap().len(), 13, "every field once: {v}");
+    assert_eq!((core.ready, core.delayed, core.dead), (1, 1, 1));
+    let text = ok(redis.tideq(&["stats", "stats"]));
+    assert!(
+        text.contains("dead_lettered") && text.contains("paused"),
+        "{text}"
+    );
+}
+
+#[test]
+fn jobs_by_state_lists_what_was_enqueued() {
+    let redis = Redis::start();
+    let q = redis.queue("list");
+    rt().block_on(async {
+        for id in ["j1", "j2", "j3"] {
+            q.enqueue(b"x", with_id(id)).await.unwrap();
+        }
+    });
+    let v = json(redis.tideq(&["jobs", "list", "ready", "--json"]));
+    let ids: Vec<&str> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| j["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["j1", "j2", "j3"]);
+    let v = json(redis.tideq(&[
+        "jobs", "list", "ready", "--offset", "1", "--limit", "1", "--json",
+    ]));
+    assert_eq!(v[0]["id"], "j2");
+    let table = ok(redis.tideq(&["jobs", "list", "ready"]));
+    assert!(table.starts_with("ID"), "{table}");
+    assert!(table.contains("j3") && table.contains("ready"), "{table}");
+    let none = json(redis.tideq(&["jobs", "list", "dead", "--json"]));
+    assert_eq!(none, Value::Array(vec![]));
+}
+
+#[test]
+fn job_shows_the_payload_as_json_text_or_hex() {
+    let redis = Redis::start();
+    let q = redis.queue("show");
+    rt().block_on(async {
+        q.enqueue(br#"{"to":"ada"}"#, with_id("js")).await.unwrap();
+        q.enqueue(b"plain words", with_id("tx")).await.unwrap();
+        q.enqueue([0xffu8, 0x00, 0x01], with_id("bin"))
+            .await
+            .unwrap();
+    });
+    let v = json(redis.tideq(&["job", "show", "js", "--json"]));
+    assert_eq!(v["payload"]["to"], "ada");
+    assert_eq!(v["payload_format"], "json");
+    assert_eq!(v["state"], "ready");
+    assert_eq!(v["id"], "js");
+    let v = json(redis.tideq(&["job", "show", "tx", "--json"]));
+    assert_eq!(
+        (&v["payload"], &v["payload_format"]),
+        (&"plain words".into(), &"text".into())
+    );
+    let v = json(redis.tideq(&["job", "show", "bin", "--json"]));
+    assert_eq!(
+        (&v["payload"], &v["payload_format"]),
+        (&"ff0001".into(), &"hex".into())
+    );
+    let v = json(redis.tideq(&["job", "show", "js", "--payload", "hex", "--json"]));
+    assert_eq!(v["payload_format"], "hex");
+    let text = ok(redis.tideq(&["job", "show", "tx"]));
+    assert!(
+        text.contains("plain words") && text.contains("(text, 11 bytes)"),
+        "{text}"
+    );
+}
+
+#[test]
+fn dead_requeue_moves_a_dead_job_back_to_ready() {
+    let redis = Redis::start();
+    let q = redis.queue("dq");
+    let rt = rt();
+    rt.block_on(dead_job(&q, "gone"));
+    let listed = json(redis.tideq(&["dead", "dq", "list", "--json"]));
+    assert_eq!(listed[0]["id"], "gone");
+    assert_eq!(listed[0]["last_error"], "boom");
+    ok(redis.tideq(&["dead", "dq", "requeue", "gone"]));
+    let info = rt.block_on(q.get("gone")).unwrap().unwrap();
+    assert_eq!((info.state, info.attempts), (JobState::Ready, 0));
+}
+
+#[test]
+fn purge_refuses_without_yes_when_not_a_tty_and_works_with_it() {
+    let redis = Redis::start();
+    let q = redis.queue("pq");
+    let rt = rt();
+    rt.block_on(dead_job(&q, "p1"));
+    let out = redis.tideq(&["dead", "pq", "purge"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("--yes"), "{}", stderr(&out));
+    assert_eq!(rt.block_on(q.stats()).unwrap().dead, 1, "nothing deleted");
+    let out = redis.tideq(&["dead", "pq", "requeue-all"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert_eq!(rt.block_on(q.stats()).unwrap().dead, 1);
+    let text = ok(redis.tideq(&["dead", "pq", "purge", "--yes"]));
+    assert!(text.contains("purged 1"), "{text}");
+    assert_eq!(rt.block_on(q.stats()).unwrap().dead, 0);
+    assert!(rt.block_on(q.get("p1")).unwrap().is_none());
+}
+
+#[test]
+fn pause_and_resume_change_is_paused() {
+    let redis = Redis::start();
+    let q = redis.queue("pz");
+    let rt = rt();
+    assert!(!rt.block_on(q.is_paused()).unwrap());
+    ok(redis.tideq(&["pause", "pz"]));
+    assert!(rt.block_on(q.is_paused()).unwrap());
+    ok(redis.tideq(&["resume", "pz"]));
+    assert!(!rt.block_on(q.is_paused()).unwrap());
+    ok(redis.tideq(&["pause", "pz", "--group", "g1"]));
+    assert!(rt.block_on(q.group("g1")).unwrap().paused);
+    let v = json(redis.tideq(&["group", "pz", "g1", "--json"]));
+    assert_eq!(v["paused"], true);
+    ok(redis.tideq(&["resume", "pz", "--group", "g1"]));
+    assert!(!rt.block_on(q.group("g1")).unwrap().paused);
+    let v = json(redis.tideq(&["limits", "pz", "--json"]));
+    assert!(v["max_active"].is_null(), "{v}");
+}
+
+#[test]
+fn enqueue_creates_a_job_core_can_see() {
+    let redis = Redis::start();
+    let q = redis.queue("eq");
+    let rt = rt();
+    let v = json(redis.tideq(&[
+        "enqueue",
+        "eq",
+        "hello",
+        "--id",
+        "e1",
+        "--priority",
+        "3",
+        "--json",
+    ]));
+    assert_eq!((&v["id"], &v["created"]), (&"e1".into(), &true.into()));
+    let info = rt.block_on(q.get("e1")).unwrap().unwrap();
+    assert_eq!(
+        (info.payload.as_slice(), info.priority),
+        (&b"hello"[..], Some(3))
+    );
+    ok(redis.tideq(&[
+        "enqueue",
+        "eq",
+        "--task",
+        "send",
+        "--data",
+        r#"{"to":"ada"}"#,
+        "--id",
+        "e2",
+        "--delay",
+        "60",
+    ]));
+    let info = rt.block_on(q.get("e2")).unwrap().unwrap();
+    assert_eq!(info.state, JobState::Delayed);
+    assert_eq!(info.payload, br#"{"to":"ada"}"#);
+    let out = redis.tideq(&["enqueue", "eq", "--data", "{not json"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+}
+
+#[test]
+fn acl_prints_exactly_cores_rules() {
+    let want = acl::rules("tideq", "emails", 1, acl::Role::Worker).unwrap();
+    let line = ok(run(&["acl", "emails", "worker"]));
+    assert_eq!(
+        line.trim_end(),
+        format!("ACL SETUSER emails-worker on >CHANGE-ME {want}")
+    );
+    let want = acl::rules("app", "emails", 3, acl::Role::Admin).unwrap();
+    let rules = ok(run(&[
+        "--prefix",
+        "app",
+        "acl",
+        "emails",
+        "admin",
+        "--shards",
+        "3",
+        "--rules-only",
+    ]));
+    assert_eq!(rules.trim_end(), want);
+    assert_eq!(run(&["acl", "emails", "boss"]).status.code(), Some(2));
+}
+
+#[test]
+fn wrong_url_exits_1_with_a_clear_message() {
+    let url = format!("redis://127.0.0.1:{}", free_port());
+    let out = run(&["--url", &url, "stats", "q"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(err.starts_with("tideq: CONNECTION"), "{err}");
+    assert!(stdout(&out).is_empty());
+}
+
+#[test]
+fn unknown_job_exits_3() {
+    let redis = Redis::start();
+    let out = redis.tideq(&["job", "q", "nope"]);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert!(stderr(&out).contains("no job \"nope\""), "{}", stderr(&out));
+    let out = redis.tideq(&["dead", "q", "requeue", "nope"]);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+}
+
+#[test]
+fn bad_state_or_bad_id_exits_2() {
+    let redis = Redis::start();
+    let out = redis.tideq(&["jobs", "q", "sleeping"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("INVALID_ARGUMENT"),
+        "{}",
+        stderr(&out)
+    );
+    let long = "x".repeat(300);
+    assert_eq!(redis.tideq(&["job", "q", &long]).status.code(), Some(2));
+    assert_eq!(run(&["stats"]).status.code(), Some(2), "usage error");
+}
+
+#[test]
+fn a_password_in_the_url_never_appears_in_output() {
+    let secret = "s3cr3t-Pa55";
+    // A server that needs no password refuses AUTH; a closed port refuses the connection.
+    let redis = Redis::start();
+    let with_pw = redis
+        .url
+        .replace("redis://", &format!("redis://:{secret}@"));
+    let closed = format!("redis://alice:{secret}@127.0.0.1:{}", free_port());
+    for url in [with_pw, closed] {
+        for args in [
+            &["stats", "q"][..],
+            &["jobs", "q", "ready"],
+            &["dead", "q", "purge", "--yes"],
+        ] {
+            let out = run(&[&["--url", url.as_str()], args].concat());
+            assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+            let all = format!("{}{}", stdout(&out), stderr(&out));
+            assert!(!all.contains(secret), "{all}");
+            assert!(all.starts_with("tideq: "), "{all}");
+        }
+    }
+}
