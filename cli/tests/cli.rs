@@ -428,3 +428,24 @@ fn a_password_in_the_url_never_appears_in_output() {
         }
     }
 }
+
+#[test]
+fn capped_stats_groups_and_len_are_cores() {
+    let redis = Redis::start();
+    let client = Client::open(&redis.url).unwrap();
+    let q = tideq::CappedQueue::new(&client, "cq", Default::default()).unwrap();
+    let rt = rt();
+    rt.block_on(async {
+        q.push("a", b"1").await.unwrap();
+        q.push("a", b"2").await.unwrap();
+        q.push("b", b"3").await.unwrap();
+    });
+    let core = rt.block_on(q.stats()).unwrap();
+    let v = json(redis.tideq(&["capped", "cq", "stats", "--json"]));
+    assert_eq!(v["pushed"].as_u64(), Some(core.pushed));
+    assert_eq!(v["groups"].as_u64(), Some(2));
+    let groups = json(redis.tideq(&["capped", "cq", "groups", "--json"]));
+    let want = rt.block_on(q.groups()).unwrap();
+    assert_eq!(groups, serde_json::json!(want));
+    assert_eq!(ok(redis.tideq(&["capped", "cq", "len", "a"])).trim(), "2");
+}
