@@ -520,7 +520,9 @@ async fn watch_stats(q: &Queue, secs: f64, json: bool) -> Outcome {
         let stats = q.stats().await?;
         // Clear the screen and go home, then reprint.
         print!("\x1b[2J\x1b[H");
-        println!("{}  (every {secs} s; Ctrl-C stops)\n", q.name());
+        if !json {
+            println!("{}  (every {secs} s; Ctrl-C stops)\n", q.name());
+        }
         print(&render::stats(&stats, json));
         let _ = std::io::stdout().flush();
         tokio::select! {
