@@ -96,8 +96,8 @@ impl Role {
         match self {
             // WAIT (and EXISTS before it) only with replica acks.
             Role::Producer => &["wait", "exists"],
-            // Wake-up listener: BLPOP, and passing a token on.
-            Role::Worker => &["blpop", "rpush", "pexpire"],
+            // Wake-up listener: BLPOP, and passing a token on; cancel requests (renewer).
+            Role::Worker => &["blpop", "rpush", "pexpire", "smismember"],
             Role::Admin => &["zcard", "llen", "zcount", "hgetall", "hget"],
             Role::CappedProducer => &[],
             Role::CappedConsumer => &["blpop", "llen", "hgetall"],

@@ -275,10 +275,12 @@ impl Job {
     }
 
     /// The cooperative stop signal of this attempt: cancelled when the attempt's `timeout`
-    /// passes or when the worker shuts down and its grace period is over. A handler that can stop
-    /// early (a long loop, a wait) should watch it (`is_cancelled()`, or `await cancelled()` in a
-    /// `select!`) and return; its job is then retried (timeout) or returned to the queue
-    /// (shutdown). Until the handler returns, the job keeps its slot and its lease.
+    /// passes, when the job's [`Queue::cancel`](crate::Queue::cancel) is requested (within a
+    /// second) or when the worker shuts down and its grace period is over. A handler that can
+    /// stop early (a long loop, a wait) should watch it (`is_cancelled()`, or `await cancelled()`
+    /// in a `select!`) and return; its job is then retried (timeout), ends cancelled (cancel) or
+    /// is returned to the queue (shutdown). Until the handler returns, the job keeps its slot and
+    /// its lease.
     pub fn cancellation(&self) -> &CancellationToken {
         &self.cancel
     }

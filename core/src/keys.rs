@@ -183,6 +183,7 @@ job_keys! {
     rl => "rl": "Sorted set of the queue's recent starts (its rate-limit window).",
     g => "g:": "Prefix of each group's ready zset (`g:<group>`), built in the scripts.",
     gr => "gr:": "Prefix of each group's rate-limit window (`gr:<group>`), built in the scripts.",
+    cancel => "cancel": "Set of active job ids whose cancel was requested (their workers stop them; see lib_jobs.lua).",
 }
 
 impl JobKeys {

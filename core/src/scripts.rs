@@ -213,7 +213,7 @@ mod tests {
         }
         // The job scripts take exactly the keys their header lists.
         let fail = jobs.for_script(&super::FAIL_JOB);
-        assert_eq!(fail.len(), 22);
+        assert_eq!(fail.len(), 23);
         assert_eq!(fail[0], jobs.active());
         assert_eq!(fail[8], jobs.wake());
     }
