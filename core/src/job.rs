@@ -1,6 +1,8 @@
 //! The job queue's value types: queue and job options, what `enqueue`, `get` and `stats`
 //! report, the leased [`Job`] a handler receives, and the job-id rules.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tokio_util::sync::CancellationToken;
@@ -244,9 +246,11 @@ pub struct Job {
     pub(crate) backoff: Backoff,
     pub(crate) token: String,
     pub(crate) shard: usize,
-    /// Fired when the handler should stop: its attempt timed out, or the worker is shutting down
-    /// and the grace period is over.
+    /// Fired when the handler should stop: its attempt timed out, its cancel was requested, or
+    /// the worker is shutting down and the grace period is over.
     pub(crate) cancel: CancellationToken,
+    /// Set (before `cancel` fires) when the job's cancel was requested.
+    pub(crate) cancel_requested: Arc<AtomicBool>,
 }
 
 /// What settling a leased job needs (no payload): id, lease token, attempt, backoff.
@@ -283,6 +287,12 @@ impl Job {
     /// its lease.
     pub fn cancellation(&self) -> &CancellationToken {
         &self.cancel
+    }
+
+    /// True once the job's [`Queue::cancel`](crate::Queue::cancel) was requested and its worker
+    /// saw it (then [`cancellation`](Self::cancellation) has fired, and the job ends cancelled).
+    pub fn cancel_requested(&self) -> bool {
+        self.cancel_requested.load(Ordering::SeqCst)
     }
 
     /// True once the attempt should stop (see [`cancellation`](Self::cancellation)).

@@ -125,6 +125,7 @@ impl Queue {
                 token,
                 shard,
                 cancel: Default::default(),
+                cancel_requested: Default::default(),
             });
         }
         Ok(Fetched {

@@ -374,8 +374,9 @@ struct Running {
     lease: Lease,
     /// Its stop signal (timeout, end of the shutdown grace, cancel request).
     cancel: CancellationToken,
-    /// Its [`Queue::cancel`] was requested: it ends cancelled once its handler returns.
-    cancel_requested: bool,
+    /// Its [`Queue::cancel`] was requested: it ends cancelled once its handler returns (the
+    /// job's own flag, [`Job::cancel_requested`]).
+    cancel_requested: Arc<AtomicBool>,
 }
 
 /// Running jobs' leases (for the renewer) and stop signals, by a per-worker sequence number.
@@ -939,11 +940,10 @@ async fn renew(queue: &Queue, in_flight: &InFlight, lease: Duration) {
         }
         match queue.cancel_requested(&held).await {
             Ok(found) => {
-                let mut running = in_flight.lock().unwrap();
+                let running = in_flight.lock().unwrap();
                 for (key, _) in keys.iter().zip(found).filter(|(_, f)| *f) {
-                    if let Some(r) = running.get_mut(key) {
-                        if !r.cancel_requested {
-                            r.cancel_requested = true;
+                    if let Some(r) = running.get(key) {
+                        if !r.cancel_requested.swap(true, Ordering::SeqCst) {
                             r.cancel.cancel();
                         }
                     }
@@ -1041,7 +1041,7 @@ impl JobCtx {
             Running {
                 lease: job.lease(),
                 cancel: job.cancel.clone(),
-                cancel_requested: false,
+                cancel_requested: job.cancel_requested.clone(),
             },
         );
         key
@@ -1051,7 +1051,11 @@ impl JobCtx {
     fn settled(&self, keys: &[u64]) -> Vec<bool> {
         let mut in_flight = self.in_flight.lock().unwrap();
         keys.iter()
-            .map(|k| in_flight.remove(k).is_some_and(|r| r.cancel_requested))
+            .map(|k| {
+                in_flight
+                    .remove(k)
+                    .is_some_and(|r| r.cancel_requested.load(Ordering::SeqCst))
+            })
             .collect()
     }
 
