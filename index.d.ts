@@ -169,12 +169,14 @@ export declare class Job {
   get timeoutMs(): number | null
   /**
    * Aborted when this attempt should stop: its `timeoutMs` passed (`reason`: an `Error`
-   * saying "timed out after N ms"; the attempt fails and is retried), or the worker is
-   * shutting down and its `graceMs` is over ("the worker is shutting down"; a handler that then
-   * rejects returns its job to the queue, its attempt not counted). The worker waits for the
-   * handler either way: until it returns, the job keeps its slot and its lease, so it never
-   * runs twice at once. Pass it to `fetch`, timers and other calls that take a signal, or
-   * listen for `'abort'`. Also aborted when the worker is stopped with `abort()`.
+   * saying "timed out after N ms"; the attempt fails and is retried), its `cancel` was
+   * requested ("the job was cancelled"; the job ends cancelled when the handler settles), or
+   * the worker is shutting down and its `graceMs` is over ("the worker is shutting down"; a
+   * handler that then rejects returns its job to the queue, its attempt not counted). The
+   * worker waits for the handler either way: until it returns, the job keeps its slot and its
+   * lease, so it never runs twice at once. Pass it to `fetch`, timers and other calls that
+   * take a signal, or listen for `'abort'`. Also aborted when the worker is stopped with
+   * `abort()`.
    */
   get signal(): AbortSignal
   /** The payload as UTF-8 text; throws `INVALID_ARGUMENT` if it is not valid UTF-8. */
@@ -295,8 +297,12 @@ export declare class Queue {
    */
   wait(id: string, options?: WaitOptions): Promise<any>
   /**
-   * Removes a delayed or ready job. Rejects with `JOB_NOT_CANCELLABLE` when it is active, dead
-   * or completed, and `JOB_NOT_FOUND` when there is no such job.
+   * Cancels a job: a delayed or ready one is removed; a running one is asked to stop: its
+   * worker aborts `job.signal` within a second, and the job ends cancelled when its handler
+   * settles, whatever the outcome, never retried (a handler that finished first completes
+   * it). Either way `get` then gives `null` and `stats().cancelled` counts it. Rejects with
+   * `JOB_NOT_CANCELLABLE` when it is dead or completed, and `JOB_NOT_FOUND` when there is no
+   * such job.
    */
   cancel(id: string): Promise<void>
   /**
@@ -1098,4 +1104,6 @@ export interface WorkerStats {
   released: number
   /** Fetches or waits that failed (e.g. Redis unreachable); the worker retried with backoff. */
   fetchErrors: number
+  /** Jobs that ended cancelled: their `cancel` was requested while they ran. */
+  cancelled: number
 }

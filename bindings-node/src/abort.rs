@@ -1,6 +1,6 @@
 //! `job.signal`: the `AbortSignal` of a job's attempt, fired when the core cancels the attempt
-//! (`tideq::Job::cancellation`: its timeout passed, or the worker is shutting down and its grace
-//! period is over), or when the worker is aborted and abandons the handler.
+//! (`tideq::Job::cancellation`: its timeout passed, its cancel was requested, or the worker is
+//! shutting down and its grace period is over), or when the worker is aborted and abandons the handler.
 //!
 //! The `AbortController` is made on the JS thread the first time a handler reads `job.signal`
 //! (a handler that never reads it costs nothing). The core's token fires on a tokio thread; the
@@ -23,6 +23,8 @@ pub(crate) enum Reason {
     /// The worker is shutting down and its grace period is over (the job goes back to the queue
     /// once the handler returns).
     Shutdown,
+    /// The job's `cancel` was requested (it ends cancelled once the handler settles).
+    Cancelled,
     /// The worker was aborted: the handler is abandoned and its job left to its lease.
     Abandoned,
 }
@@ -32,6 +34,7 @@ impl Reason {
         match self {
             Reason::Timeout(t) => format!("timed out after {} ms", t.as_secs_f64() * 1000.0),
             Reason::Shutdown => "the worker is shutting down".to_string(),
+            Reason::Cancelled => "the job was cancelled".to_string(),
             Reason::Abandoned => {
                 "the worker was stopped at once (abort): this job is left to its lease".to_string()
             }

@@ -110,12 +110,14 @@ impl Job {
     }
 
     /// Aborted when this attempt should stop: its `timeoutMs` passed (`reason`: an `Error`
-    /// saying "timed out after N ms"; the attempt fails and is retried), or the worker is
-    /// shutting down and its `graceMs` is over ("the worker is shutting down"; a handler that then
-    /// rejects returns its job to the queue, its attempt not counted). The worker waits for the
-    /// handler either way: until it returns, the job keeps its slot and its lease, so it never
-    /// runs twice at once. Pass it to `fetch`, timers and other calls that take a signal, or
-    /// listen for `'abort'`. Also aborted when the worker is stopped with `abort()`.
+    /// saying "timed out after N ms"; the attempt fails and is retried), its `cancel` was
+    /// requested ("the job was cancelled"; the job ends cancelled when the handler settles), or
+    /// the worker is shutting down and its `graceMs` is over ("the worker is shutting down"; a
+    /// handler that then rejects returns its job to the queue, its attempt not counted). The
+    /// worker waits for the handler either way: until it returns, the job keeps its slot and its
+    /// lease, so it never runs twice at once. Pass it to `fetch`, timers and other calls that
+    /// take a signal, or listen for `'abort'`. Also aborted when the worker is stopped with
+    /// `abort()`.
     #[napi(getter, ts_return_type = "AbortSignal")]
     pub fn signal<'env>(&self, env: &'env Env, mut this: This<'env>) -> Result<Unknown<'env>> {
         let signal = self.stop.signal(env)?;

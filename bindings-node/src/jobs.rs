@@ -522,8 +522,12 @@ impl Queue {
         )
     }
 
-    /// Removes a delayed or ready job. Rejects with `JOB_NOT_CANCELLABLE` when it is active, dead
-    /// or completed, and `JOB_NOT_FOUND` when there is no such job.
+    /// Cancels a job: a delayed or ready one is removed; a running one is asked to stop: its
+    /// worker aborts `job.signal` within a second, and the job ends cancelled when its handler
+    /// settles, whatever the outcome, never retried (a handler that finished first completes
+    /// it). Either way `get` then gives `null` and `stats().cancelled` counts it. Rejects with
+    /// `JOB_NOT_CANCELLABLE` when it is dead or completed, and `JOB_NOT_FOUND` when there is no
+    /// such job.
     #[napi(ts_args_type = "id: string", ts_return_type = "Promise<void>")]
     pub fn cancel<'env>(&self, env: &'env Env, id: Unknown) -> Result<PromiseRaw<'env, ()>> {
         let q = self.inner.clone();

@@ -87,6 +87,8 @@ pub struct WorkerStats {
     pub released: i64,
     /// Fetches or waits that failed (e.g. Redis unreachable); the worker retried with backoff.
     pub fetch_errors: i64,
+    /// Jobs that ended cancelled: their `cancel` was requested while they ran.
+    pub cancelled: i64,
 }
 
 impl From<tideq::WorkerStats> for WorkerStats {
@@ -97,6 +99,7 @@ impl From<tideq::WorkerStats> for WorkerStats {
             lease_lost: s.lease_lost as i64,
             released: s.released as i64,
             fetch_errors: s.fetch_errors as i64,
+            cancelled: s.cancelled as i64,
         }
     }
 }
@@ -208,9 +211,9 @@ impl Subject for Leased {
     }
 
     /// A handler that stops when told the worker is shutting down hands its job back to the
-    /// queue: not a failure.
+    /// queue, and one stopped by a cancel ends its job cancelled: not failures.
     fn reported(&self) -> bool {
-        !self.stop.stopped_for_shutdown()
+        !self.stop.stopped_for_shutdown() && !self.job.cancel_requested()
     }
 
     fn headline(&self) -> String {
@@ -235,7 +238,10 @@ impl Subject for LeasedBatch {
     }
 
     fn reported(&self) -> bool {
-        !self.0.iter().any(|l| l.stop.stopped_for_shutdown())
+        !self
+            .0
+            .iter()
+            .any(|l| l.stop.stopped_for_shutdown() || l.job.cancel_requested())
     }
 
     fn headline(&self) -> String {
@@ -309,6 +315,8 @@ fn batch_failures(v: &Unknown) -> std::result::Result<Option<Vec<(String, String
 /// the attempt, and when the call is abandoned (dropped before it settled: `abort()`).
 struct Attempt {
     stops: Vec<Arc<JobSignal>>,
+    /// The jobs (as the core sees them), in the order of `stops`: whether a cancel was requested.
+    jobs: Vec<Arc<tideq::Job>>,
     timeout: Option<Duration>,
     /// Taken before the core starts the attempt's timer, so a timeout is never mistaken for a
     /// shutdown.
@@ -318,10 +326,12 @@ struct Attempt {
 }
 
 impl Attempt {
-    /// The core cancelled the attempt: its timeout passed, or the shutdown grace is over.
+    /// The core cancelled the attempt: its timeout passed, its job's cancel was requested, or
+    /// the shutdown grace is over.
     fn cancelled(&self) {
         let reason = match self.timeout {
             Some(t) if self.started.elapsed() >= t => Reason::Timeout(t),
+            _ if self.jobs.iter().any(|j| j.cancel_requested()) => Reason::Cancelled,
             _ => Reason::Shutdown,
         };
         for stop in &self.stops {
@@ -478,6 +488,7 @@ fn job_handler(
         let token = job.cancellation().clone();
         let started = Attempt {
             stops: vec![stop.clone()],
+            jobs: vec![job.clone()],
             timeout: job.timeout,
             started: Instant::now(),
             settled: false,
@@ -518,6 +529,7 @@ fn batch_handler(
         );
         let started = Attempt {
             stops: batch.0.iter().map(|l| l.stop.clone()).collect(),
+            jobs: batch.0.iter().map(|l| l.job.clone()).collect(),
             timeout,
             started: Instant::now(),
             settled: false,

@@ -182,10 +182,11 @@ impl Job {
     fn format(&self) -> Option<&'static str> {
         self.core.format.map(|f| f.as_str())
     }
-    /// True once the handler should stop: the attempt's ``timeout`` passed, or the worker is
-    /// shutting down and its grace period is over. A plain-function handler that can stop early
-    /// (a long loop, a wait) should check it and raise: the job is then retried (timeout) or
-    /// returned to the queue (shutdown). Until the handler returns, its job keeps its slot and
+    /// True once the handler should stop: the attempt's ``timeout`` passed, the job's ``cancel``
+    /// was requested, or the worker is shutting down and its grace period is over. A
+    /// plain-function handler that can stop early (a long loop, a wait) should check it and
+    /// raise: the job is then retried (timeout), ends cancelled (cancel) or is returned to the
+    /// queue (shutdown). Until the handler returns, its job keeps its slot and
     /// its lease; one that returns normally at shutdown completes its job. (``async def``
     /// handlers are cancelled instead: their task gets ``asyncio.CancelledError``.)
     #[getter]

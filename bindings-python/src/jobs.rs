@@ -380,9 +380,13 @@ impl QueueBase {
         })
     }
 
-    /// Remove a delayed or ready job.
+    /// Cancel a job: a delayed or ready one is removed; a running one is asked to stop.
     ///
-    /// ``JobNotCancellableError`` otherwise, ``JobNotFoundError`` for unknown ids.
+    /// A running job's worker sets ``job.cancelled`` (and cancels an ``async def`` handler's
+    /// task) within a second; the job ends cancelled when its handler returns, whatever it
+    /// returns, and is never retried (a handler that finished first completes it). Either way
+    /// ``get`` then gives ``None`` and ``stats().cancelled`` counts it.
+    /// ``JobNotCancellableError`` for dead or completed jobs, ``JobNotFoundError`` for unknown ids.
     fn cancel<'py>(&self, py: Python<'py>, id: Text) -> PyResult<Bound<'py, PyAny>> {
         let id = id.0;
         let q = self.queue.clone();

@@ -56,6 +56,11 @@ impl WorkerStats {
     fn fetch_errors(&self) -> u64 {
         self.0.fetch_errors
     }
+    /// Jobs that ended cancelled: their ``cancel`` was requested while they ran.
+    #[getter]
+    fn cancelled(&self) -> u64 {
+        self.0.cancelled
+    }
     fn __repr__(&self) -> String {
         format!("WorkerStats({})", counters(&self.0))
     }
@@ -63,8 +68,8 @@ impl WorkerStats {
 
 fn counters(s: &tideq::WorkerStats) -> String {
     format!(
-        "completed={}, failed={}, lease_lost={}, released={}, fetch_errors={}",
-        s.completed, s.failed, s.lease_lost, s.released, s.fetch_errors
+        "completed={}, failed={}, lease_lost={}, released={}, fetch_errors={}, cancelled={}",
+        s.completed, s.failed, s.lease_lost, s.released, s.fetch_errors, s.cancelled
     )
 }
 

@@ -101,8 +101,8 @@ impl Role {
             // WAIT (and EXISTS before it) only with replica acks; BLPOP for `wait` (a job's
             // finish notice).
             Role::Producer => &["wait", "exists", "blpop"],
-            // Wake-up listener: BLPOP, and passing a token on.
-            Role::Worker => &["blpop", "rpush", "pexpire"],
+            // Wake-up listener: BLPOP, and passing a token on; cancel requests (renewer).
+            Role::Worker => &["blpop", "rpush", "pexpire", "smismember"],
             Role::Admin => &["zcard", "llen", "zcount", "hgetall", "hget", "blpop"],
             Role::CappedProducer => &[],
             Role::CappedConsumer => &["blpop", "llen", "hgetall"],

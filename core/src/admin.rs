@@ -1,5 +1,5 @@
 //! The job queue's operator calls: inspect a job (`get`), list the jobs of a state (`jobs`),
-//! `cancel` one that has not started, list, requeue and purge dead letters, and `stats`.
+//! `cancel` one (removed, or asked to stop when running), list, requeue and purge dead letters, and `stats`.
 
 use std::collections::HashMap;
 
@@ -52,8 +52,13 @@ impl Queue {
             .collect())
     }
 
-    /// Removes a delayed or ready job. Active, dead or completed jobs are refused
-    /// (`JOB_NOT_CANCELLABLE`); unknown ids give `JOB_NOT_FOUND`.
+    /// Cancels a job: a delayed or ready job is removed at once; an active one is asked to stop
+    /// (its worker fires [`Job::cancellation`](crate::Job::cancellation) within a second) and
+    /// ends cancelled when its handler returns, whatever it returns, never retried (or at its
+    /// lease's expiry if its worker died); one that completes before its worker sees the request
+    /// completes. Either way the job's data is deleted (`get` gives `None`) and stats count it as
+    /// `cancelled`. Dead or completed jobs are refused (`JOB_NOT_CANCELLABLE`); unknown ids give
+    /// `JOB_NOT_FOUND`.
     pub async fn cancel(&self, id: &str) -> Result<()> {
         self.op("cancel", async {
             validate_job_id(id)?;
@@ -67,14 +72,17 @@ impl Queue {
                 }
             }
             match res.as_str() {
-                "cancelled" => Ok(()),
+                "cancelled" | "requested" => Ok(()),
                 "missing" => Err(Error::new(
                     ErrorKind::JobNotFound,
                     format!("no job {id:?} in queue {:?}", self.name),
                 )),
                 state => Err(Error::new(
                     ErrorKind::JobNotCancellable,
-                    format!("job {id:?} is {state}; only delayed or ready jobs can be cancelled"),
+                    format!(
+                        "job {id:?} is {state}; only delayed, ready or active jobs can be \
+                         cancelled"
+                    ),
                 )),
             }
         })

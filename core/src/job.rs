@@ -1,6 +1,8 @@
 //! The job queue's value types: queue and job options, what `enqueue`, `get` and `stats`
 //! report, the leased [`Job`] a handler receives, and the job-id rules.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tokio_util::sync::CancellationToken;
@@ -267,12 +269,14 @@ pub struct Job {
     pub(crate) backoff: Backoff,
     pub(crate) token: String,
     pub(crate) shard: usize,
-    /// Fired when the handler should stop: its attempt timed out, or the worker is shutting down
-    /// and the grace period is over.
+    /// Fired when the handler should stop: its attempt timed out, its cancel was requested, or
+    /// the worker is shutting down and the grace period is over.
     pub(crate) cancel: CancellationToken,
     /// The queue the job was leased from (for [`progress`](Self::progress)), shared by the jobs
     /// of one fetch.
     pub(crate) owner: std::sync::Arc<crate::jobs::Queue>,
+    /// Set (before `cancel` fires) when the job's cancel was requested.
+    pub(crate) cancel_requested: Arc<AtomicBool>,
 }
 
 /// What settling a leased job needs (no payload): id, lease token, attempt, backoff.
@@ -311,12 +315,20 @@ impl Job {
     }
 
     /// The cooperative stop signal of this attempt: cancelled when the attempt's `timeout`
-    /// passes or when the worker shuts down and its grace period is over. A handler that can stop
-    /// early (a long loop, a wait) should watch it (`is_cancelled()`, or `await cancelled()` in a
-    /// `select!`) and return; its job is then retried (timeout) or returned to the queue
-    /// (shutdown). Until the handler returns, the job keeps its slot and its lease.
+    /// passes, when the job's [`Queue::cancel`](crate::Queue::cancel) is requested (within a
+    /// second) or when the worker shuts down and its grace period is over. A handler that can
+    /// stop early (a long loop, a wait) should watch it (`is_cancelled()`, or `await cancelled()`
+    /// in a `select!`) and return; its job is then retried (timeout), ends cancelled (cancel) or
+    /// is returned to the queue (shutdown). Until the handler returns, the job keeps its slot and
+    /// its lease.
     pub fn cancellation(&self) -> &CancellationToken {
         &self.cancel
+    }
+
+    /// True once the job's [`Queue::cancel`](crate::Queue::cancel) was requested and its worker
+    /// saw it (then [`cancellation`](Self::cancellation) has fired, and the job ends cancelled).
+    pub fn cancel_requested(&self) -> bool {
+        self.cancel_requested.load(Ordering::SeqCst)
     }
 
     /// True once the attempt should stop (see [`cancellation`](Self::cancellation)).

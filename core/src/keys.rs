@@ -187,6 +187,7 @@ job_keys! {
     progress => "progress": "Hash id -> the last progress a job's handler reported (size-capped).",
     waiters => "waiters": "Hash id -> how many callers wait for that unfinished job (`wait`).",
     fin => "fin:": "Prefix of each waited-for job's notice list (`fin:<id>`): how it finished, one notice per waiter.",
+    cancel => "cancel": "Set of active job ids whose cancel was requested (their workers stop them; see lib_jobs.lua).",
 }
 
 impl JobKeys {

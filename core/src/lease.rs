@@ -63,6 +63,15 @@ fn ack_args(cmd: &mut redis::Cmd, l: &Lease) {
     };
 }
 
+/// What became of a failed attempt (see `fail_job.lua`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Failed {
+    Retried,
+    DeadLettered,
+    /// Its cancel had been requested: it ended cancelled.
+    Cancelled,
+}
+
 impl Queue {
     /// Completes `acks` (all on `shard`), recovers expired leases, promotes due jobs and leases
     /// up to `want` ready jobs, in one script call. Returns the jobs, how long until something is
@@ -134,6 +143,7 @@ impl Queue {
                 shard,
                 cancel: Default::default(),
                 owner: owner.clone(),
+                cancel_requested: Default::default(),
             });
         }
         Ok(Fetched {
@@ -258,10 +268,11 @@ impl Queue {
     }
 
     /// Fails a leased attempt: retried after the job's backoff, or dead-lettered after
-    /// `max_attempts`. Returns true when dead-lettered.
+    /// `max_attempts`. Returns true when dead-lettered. A job whose [`cancel`](Self::cancel) was
+    /// requested ends cancelled instead (false).
     pub async fn fail(&self, job: &Job, error: &str) -> Result<bool> {
         self.op("fail", async {
-            self.fail_lease(&job.lease(), error, false).await
+            Ok(self.fail_lease(&job.lease(), error, false).await? == Failed::DeadLettered)
         })
         .await
     }
@@ -273,7 +284,7 @@ impl Queue {
         lease: &Lease,
         error: &str,
         dead_now: bool,
-    ) -> Result<bool> {
+    ) -> Result<Failed> {
         let delay = lease.backoff.delay_ms(lease.attempt);
         let text = crate::error::capped_text(error, self.opts.max_error_len);
         let mut cmd = self.script_cmd(lease.shard, &FAIL_JOB);
@@ -285,24 +296,61 @@ impl Queue {
             .arg(if dead_now { "1" } else { "0" });
         match self.client.eval::<i64>(&cmd, &FAIL_JOB).await? {
             -1 => Err(self.lease_lost(&lease.id)),
-            n => Ok(n == 2),
+            2 => Ok(Failed::DeadLettered),
+            3 => Ok(Failed::Cancelled),
+            _ => Ok(Failed::Retried),
         }
     }
 
     /// Returns a leased job to the front of the ready list without counting the attempt
-    /// (graceful shutdown).
+    /// (graceful shutdown). A job whose [`cancel`](Self::cancel) was requested ends cancelled
+    /// instead.
     pub async fn release(&self, job: &Job) -> Result<()> {
-        self.op("release", async { self.release_lease(&job.lease()).await })
-            .await
+        self.op("release", async {
+            self.release_lease(&job.lease()).await.map(|_| ())
+        })
+        .await
     }
 
-    pub(crate) async fn release_lease(&self, lease: &Lease) -> Result<()> {
+    /// [`release`](Self::release) for a lease: true when released, false when it ended cancelled.
+    pub(crate) async fn release_lease(&self, lease: &Lease) -> Result<bool> {
         let mut cmd = self.script_cmd(lease.shard, &RELEASE_JOB);
         cmd.arg(&lease.id).arg(&lease.token);
         match self.client.eval::<i64>(&cmd, &RELEASE_JOB).await? {
             -1 => Err(self.lease_lost(&lease.id)),
-            _ => Ok(()),
+            n => Ok(n != 3),
         }
+    }
+
+    /// Which of `leases` have a cancel request (`cancel` of an active job), one `SMISMEMBER` per
+    /// shard: what a worker's renewer asks twice a second while it runs jobs.
+    pub(crate) async fn cancel_requested(&self, leases: &[Lease]) -> Result<Vec<bool>> {
+        let mut out = vec![false; leases.len()];
+        let mut conn = None;
+        for (shard, keys) in self.shards.iter().enumerate() {
+            let idx: Vec<usize> = (0..leases.len())
+                .filter(|&i| leases[i].shard == shard)
+                .collect();
+            if idx.is_empty() {
+                continue;
+            }
+            if conn.is_none() {
+                conn = Some(self.client.conn().await?);
+            }
+            let mut cmd = redis::cmd("SMISMEMBER");
+            cmd.arg(keys.cancel());
+            for &i in &idx {
+                cmd.arg(&leases[i].id);
+            }
+            let found: Vec<i64> = cmd
+                .query_async(conn.as_mut().expect("connected above"))
+                .await
+                .map_err(|e| self.client.err(e))?;
+            for (i, f) in idx.into_iter().zip(found) {
+                out[i] = f == 1;
+            }
+        }
+        Ok(out)
     }
 
     /// Pushes the lease deadline to `lease` from now (Redis clock).

@@ -215,7 +215,7 @@ mod tests {
         }
         // The job scripts take exactly the keys their header lists.
         let fail = jobs.for_script(&super::FAIL_JOB);
-        assert_eq!(fail.len(), 26);
+        assert_eq!(fail.len(), 27);
         assert_eq!(fail[0], jobs.active());
         assert_eq!(fail[8], jobs.wake());
     }

@@ -28,7 +28,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::job::{Job, Lease};
 use crate::jobs::Queue;
-use crate::lease::{Acked, Fetched};
+use crate::lease::{Acked, Failed, Fetched};
 use crate::task::Tasks;
 use crate::wait::Waiter;
 
@@ -209,6 +209,8 @@ pub struct WorkerStats {
     /// Jobs returned to the queue at shutdown.
     pub released: u64,
     pub fetch_errors: u64,
+    /// Jobs that ended cancelled: their [`Queue::cancel`] was requested while they ran.
+    pub cancelled: u64,
 }
 
 #[derive(Default)]
@@ -218,6 +220,7 @@ struct Counters {
     lease_lost: AtomicU64,
     released: AtomicU64,
     fetch_errors: AtomicU64,
+    cancelled: AtomicU64,
 }
 
 impl Counters {
@@ -228,6 +231,7 @@ impl Counters {
             lease_lost: self.lease_lost.load(Ordering::Relaxed),
             released: self.released.load(Ordering::Relaxed),
             fetch_errors: self.fetch_errors.load(Ordering::Relaxed),
+            cancelled: self.cancelled.load(Ordering::Relaxed),
         }
     }
 }
@@ -408,8 +412,21 @@ pub(crate) enum Handlers {
     Batch(JobBatchHandler, BatchOptions),
 }
 
+/// The error text of an attempt that ended because its cancel was requested.
+const CANCELLED: &str = "cancelled: its cancel was requested";
+
+/// A running job, as the renewer sees it.
+struct Running {
+    lease: Lease,
+    /// Its stop signal (timeout, end of the shutdown grace, cancel request).
+    cancel: CancellationToken,
+    /// Its [`Queue::cancel`] was requested: it ends cancelled once its handler returns (the
+    /// job's own flag, [`Job::cancel_requested`]).
+    cancel_requested: Arc<AtomicBool>,
+}
+
 /// Running jobs' leases (for the renewer) and stop signals, by a per-worker sequence number.
-type InFlight = Arc<Mutex<HashMap<u64, (Lease, CancellationToken)>>>;
+type InFlight = Arc<Mutex<HashMap<u64, Running>>>;
 
 /// Acks waiting to be sent. The fetch loop takes them along on its next fetch (one script call
 /// completes a batch and leases the next); when it has nothing to fetch it sends them on their
@@ -849,7 +866,7 @@ async fn run(
             .lock()
             .unwrap()
             .values()
-            .map(|(_, c)| c.clone())
+            .map(|r| r.cancel.clone())
             .collect();
         if !running.is_empty() {
             log::warn!(
@@ -901,7 +918,8 @@ fn stopped_on(queue: &Queue, failure: &Failure, e: Error) {
     failure.set(e);
 }
 
-/// Renews every running job's lease each `lease / 3`, in one pipeline, from a thread of its own
+/// Renews every running job's lease each `lease / 3`, in one pipeline, and looks for cancel
+/// requests of the running jobs every [`CANCEL_CHECK`], from a thread of its own
 /// with its own connection and a small runtime. Nothing the handlers do can starve it: not a
 /// Python handler holding the GIL, not a Node handler blocking the event loop, and not a Rust
 /// handler blocking a thread of the worker's tokio runtime (tasks queued behind a blocked thread
@@ -944,21 +962,45 @@ fn spawn_renewer(queue: &Queue, in_flight: InFlight, lease: Duration) -> oneshot
     stop_tx
 }
 
+/// How often a worker running jobs looks for their cancel requests: one `SMISMEMBER` per shard,
+/// so a request reaches the handler within a second (no call while no job runs).
+const CANCEL_CHECK: Duration = Duration::from_millis(500);
+
 async fn renew(queue: &Queue, in_flight: &InFlight, lease: Duration) {
-    let mut tick = tokio::time::interval(lease / 3);
+    let every = lease / 3;
+    let mut tick = tokio::time::interval(every.min(CANCEL_CHECK));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     tick.tick().await;
+    let mut next_renewal = tokio::time::Instant::now() + every;
     loop {
         tick.tick().await;
         let (keys, held): (Vec<u64>, Vec<Lease>) = in_flight
             .lock()
             .unwrap()
             .iter()
-            .map(|(k, (l, _))| (*k, l.clone()))
+            .map(|(k, r)| (*k, r.lease.clone()))
             .unzip();
         if held.is_empty() {
+            next_renewal = tokio::time::Instant::now() + every;
             continue;
         }
+        match queue.cancel_requested(&held).await {
+            Ok(found) => {
+                let running = in_flight.lock().unwrap();
+                for (key, _) in keys.iter().zip(found).filter(|(_, f)| *f) {
+                    if let Some(r) = running.get(key) {
+                        if !r.cancel_requested.swap(true, Ordering::SeqCst) {
+                            r.cancel.cancel();
+                        }
+                    }
+                }
+            }
+            Err(e) => log::warn!("tideq: could not look for cancel requests: {e}"),
+        }
+        if tokio::time::Instant::now() < next_renewal {
+            continue;
+        }
+        next_renewal = tokio::time::Instant::now() + every;
         match queue.extend_leases(&held, lease).await {
             Ok(results) => {
                 // A job that ended while the call was on its way is no longer active (its ack
@@ -1040,18 +1082,27 @@ impl JobCtx {
     /// until [`settled`](Self::settled).
     fn hold(&self, job: &Job) -> u64 {
         let key = self.next_key.fetch_add(1, Ordering::Relaxed);
-        self.in_flight
-            .lock()
-            .unwrap()
-            .insert(key, (job.lease(), job.cancel.clone()));
+        self.in_flight.lock().unwrap().insert(
+            key,
+            Running {
+                lease: job.lease(),
+                cancel: job.cancel.clone(),
+                cancel_requested: job.cancel_requested.clone(),
+            },
+        );
         key
     }
 
-    fn settled(&self, keys: &[u64]) {
+    /// Takes jobs out of flight; per job, whether its cancel was requested.
+    fn settled(&self, keys: &[u64]) -> Vec<bool> {
         let mut in_flight = self.in_flight.lock().unwrap();
-        for k in keys {
-            in_flight.remove(k);
-        }
+        keys.iter()
+            .map(|k| {
+                in_flight
+                    .remove(k)
+                    .is_some_and(|r| r.cancel_requested.load(Ordering::SeqCst))
+            })
+            .collect()
     }
 
     /// Runs a leased job on its own task, in the worker's slot `permit`.
@@ -1102,7 +1153,7 @@ impl JobCtx {
                 t.as_millis()
             )));
         }
-        self.settled(&keys);
+        let requested = self.settled(&keys);
         let mut failed: HashMap<String, String> = match result {
             Ok(()) => HashMap::new(),
             Err(BatchError::All(msg)) => held.iter().map(|l| (l.id.clone(), msg.clone())).collect(),
@@ -1111,7 +1162,12 @@ impl JobCtx {
         let stopping = timed_out.is_none()
             && self.shutting_down.load(Ordering::SeqCst)
             && cancels.iter().any(CancellationToken::is_cancelled);
-        for lease in held {
+        for (lease, requested) in held.into_iter().zip(requested) {
+            if requested {
+                failed.remove(&lease.id);
+                Box::pin(self.fail(lease, CANCELLED.to_string(), false)).await;
+                continue;
+            }
             match failed.remove(&lease.id) {
                 None => self.acks.push(lease),
                 Some(_) if stopping => Box::pin(self.release(lease)).await,
@@ -1169,8 +1225,10 @@ impl JobCtx {
             result = Err(format!("timed out after {} ms", t.as_millis()));
         }
         // Settling now: the renewer must not extend a lease the ack is about to end.
-        self.in_flight.lock().unwrap().remove(&key);
+        let requested = self.settled(&[key])[0];
         let msg = match result {
+            // Its cancel was requested: it ends cancelled, whatever the handler returned.
+            _ if requested => CANCELLED.to_string(),
             Ok(None) => {
                 // Counted when the fetch loop has sent it (AckQueue::settle).
                 self.acks.push(held);
@@ -1192,7 +1250,10 @@ impl JobCtx {
         drop(permit);
         // Boxed: the failure path's futures (a script call, retries) would otherwise sit in every
         // job's task, making each spawn copy kilobytes.
-        if cancel.is_cancelled() && timed_out.is_none() && self.shutting_down.load(Ordering::SeqCst)
+        if cancel.is_cancelled()
+            && timed_out.is_none()
+            && !requested
+            && self.shutting_down.load(Ordering::SeqCst)
         {
             Box::pin(self.release(held)).await;
         } else {
@@ -1204,8 +1265,11 @@ impl JobCtx {
     /// not counted.
     async fn release(&self, held: Lease) {
         match self.queue.release_lease(&held).await {
-            Ok(()) => {
+            Ok(true) => {
                 self.counters.released.fetch_add(1, Ordering::Relaxed);
+            }
+            Ok(false) => {
+                self.counters.cancelled.fetch_add(1, Ordering::Relaxed);
             }
             Err(e) => log::warn!(
                 "tideq: could not return job {:?} at shutdown (its lease will expire): {e}",
@@ -1219,6 +1283,10 @@ impl JobCtx {
     async fn fail(&self, held: Lease, msg: String, dead_now: bool) {
         for attempt in 0..5 {
             match self.queue.fail_lease(&held, &msg, dead_now).await {
+                Ok(Failed::Cancelled) => {
+                    self.counters.cancelled.fetch_add(1, Ordering::Relaxed);
+                    return;
+                }
                 Ok(_) => {
                     self.counters.failed.fetch_add(1, Ordering::Relaxed);
                     return;

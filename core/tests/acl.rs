@@ -193,6 +193,36 @@ async fn each_job_role_works_under_exactly_its_documented_acl() {
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(w.shutdown().await.released >= 1);
 
+    // Cancelling a running job: the admin asks, the worker's renewer sees it (SMISMEMBER) and the
+    // job ends cancelled (fail_job.lua), the worker's user doing every step.
+    producer.enqueue(b"run", id_opts("run")).await.unwrap();
+    let w = worker
+        .work(WorkerOptions::default(), |_job: Job| async {
+            tokio::time::sleep(Duration::from_secs(60)).await;
+            Ok::<(), String>(())
+        })
+        .unwrap();
+    let mut running = false;
+    for _ in 0..50 {
+        if admin.get("run").await.unwrap().map(|j| j.state) == Some(JobState::Active) {
+            running = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(running);
+    admin.cancel("run").await.unwrap();
+    let mut gone = false;
+    for _ in 0..60 {
+        if admin.get("run").await.unwrap().is_none() {
+            gone = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(gone, "the running job was not cancelled");
+    assert_eq!(w.shutdown().await.cancelled, 1);
+
     // No more than its role: a producer's user cannot fetch.
     let w = producer
         .work(WorkerOptions::default(), |_job: Job| async {
@@ -267,4 +297,11 @@ async fn each_capped_role_works_under_exactly_its_documented_acl() {
         consumer.push("g1", b"x").await.unwrap_err().code(),
         "PERMISSION"
     );
+}
+
+fn id_opts(id: &str) -> EnqueueOptions {
+    EnqueueOptions {
+        id: Some(id.into()),
+        ..Default::default()
+    }
 }

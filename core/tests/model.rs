@@ -3,6 +3,8 @@
 //! purge, applied both to a plain in-memory model and to a queue; after every step each job's
 //! state and attempts (`get`) and the counts (`stats`) must match the model, and every call must
 //! succeed or fail exactly as the model says (LEASE_LOST for a stale holder, JOB_NOT_FOUND, ...).
+//! A cancel of an active job is a request: its delivery's fail or release then ends it
+//! cancelled, its complete completes it.
 
 mod common;
 
@@ -43,6 +45,9 @@ struct Model {
     ready: VecDeque<String>,
     /// Every lease taken, in order: the job id it was for.
     leases: Vec<String>,
+    /// Active jobs whose cancel was requested: their delivery ends them cancelled (fail,
+    /// release) unless it completes.
+    cancel_requested: std::collections::BTreeSet<String>,
     expect: Option<Outcome>,
 }
 
@@ -124,12 +129,17 @@ impl ReferenceStateMachine for RefModel {
             }
             Op::Complete { lease } => match s.held(*lease) {
                 Some(id) => {
+                    s.cancel_requested.remove(&id);
                     s.jobs.get_mut(&id).unwrap().0 = St::Completed;
                     Outcome::Ok
                 }
                 None => Outcome::Code("LEASE_LOST"),
             },
             Op::Fail { lease } => match s.held(*lease) {
+                Some(id) if s.cancel_requested.remove(&id) => {
+                    s.jobs.remove(&id);
+                    Outcome::Ok
+                }
                 Some(id) => {
                     let job = s.jobs.get_mut(&id).unwrap();
                     job.1 += 1;
@@ -144,6 +154,10 @@ impl ReferenceStateMachine for RefModel {
                 None => Outcome::Code("LEASE_LOST"),
             },
             Op::Release { lease } => match s.held(*lease) {
+                Some(id) if s.cancel_requested.remove(&id) => {
+                    s.jobs.remove(&id);
+                    Outcome::Ok
+                }
                 Some(id) => {
                     s.jobs.get_mut(&id).unwrap().0 = St::Ready;
                     s.ready.push_front(id);
@@ -158,6 +172,10 @@ impl ReferenceStateMachine for RefModel {
                     Some(St::Delayed | St::Ready) => {
                         s.jobs.remove(&id);
                         s.ready.retain(|r| *r != id);
+                        Outcome::Ok
+                    }
+                    Some(St::Active(_)) => {
+                        s.cancel_requested.insert(id);
                         Outcome::Ok
                     }
                     Some(_) => Outcome::Code("JOB_NOT_CANCELLABLE"),

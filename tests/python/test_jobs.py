@@ -148,27 +148,15 @@ def test_cancel_removes_delayed_and_ready_jobs(jq):
     assert (s.ready, s.delayed, s.cancelled) == (0, 0, 2)
 
 
-def test_cancel_of_an_active_job_is_job_not_cancellable_error(jq):
+def test_cancel_of_a_completed_job_is_job_not_cancellable_error(jq):
+    # (A running job is asked to stop instead: test_worker.py.)
     jq.enqueue(b"a", id="busy")
-    started, release = threading.Event(), threading.Event()
-
-    def handler(job: tideq.Job) -> None:
-        started.set()
-        release.wait(10)
-
-    worker = jq.work(handler)
-    try:
-        assert started.wait(5)
-        with pytest.raises(tideq.JobNotCancellableError) as err:
-            jq.cancel("busy")
-        assert err.value.code == "JOB_NOT_CANCELLABLE" and "active" in str(err.value)
-    finally:
-        release.set()
-        worker.shutdown()
+    jq.run(lambda job: None, poll_interval=0.1, stop_when_drained=True)
     info = jq.get("busy")
     assert info is not None and info.state == "completed"
-    with pytest.raises(tideq.JobNotCancellableError):
+    with pytest.raises(tideq.JobNotCancellableError) as err:
         jq.cancel("busy")
+    assert err.value.code == "JOB_NOT_CANCELLABLE" and "completed" in str(err.value)
 
 
 def test_an_unknown_id_is_job_not_found_error(jq):

@@ -763,3 +763,63 @@ def test_abort_stops_a_worker_at_once(jq):
         assert info is not None and info.state == "active", "left to its lease"
     finally:
         release.set()
+
+
+def test_cancel_of_a_running_job_sets_job_cancelled_from_another_client_and_the_job_ends_cancelled(
+    jq, redis_url, name
+):
+    jq.enqueue(b"x", id="long")
+    started = threading.Event()
+    seen: list[float] = []
+
+    def handler(job: tideq.Job) -> None:
+        started.set()
+        assert wait_for(lambda: job.cancelled, timeout=10)
+        seen.append(time.monotonic())
+        raise RuntimeError("stopped as asked")
+
+    worker = jq.work(handler, poll_interval=0.05)
+    try:
+        assert started.wait(5)
+        other = tideq.Queue(name, tideq.Client(redis_url))
+        asked = time.monotonic()
+        other.cancel("long")
+        assert wait_for(lambda: jq.get("long") is None, timeout=5)
+        assert seen and seen[0] - asked < 1.0, "the handler saw the cancel late"
+    finally:
+        stats = worker.shutdown()
+    assert (stats.cancelled, stats.failed, stats.completed) == (1, 0, 0)
+    s = jq.stats()
+    assert (s.cancelled, s.retried, s.dead) == (1, 0, 0)
+
+
+def test_cancel_of_a_running_async_handler_cancels_its_task_and_the_job_ends_cancelled(jq, name, client):
+    jq.enqueue(b"x", id="slow")
+    events: list[str] = []
+
+    async def handler(job: tideq.Job) -> None:
+        events.append("start")
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            events.append("cancelled")
+            raise
+
+    async def main() -> tideq.WorkerStats:
+        q = tideq.AsyncQueue(name, client)
+        worker = q.work(handler, poll_interval=0.05)
+        for _ in range(100):
+            if events:
+                break
+            await asyncio.sleep(0.05)
+        await q.cancel("slow")
+        for _ in range(60):
+            if await q.get("slow") is None:
+                break
+            await asyncio.sleep(0.05)
+        return await worker.shutdown()
+
+    stats = asyncio.run(main())
+    assert events == ["start", "cancelled"]
+    assert (stats.cancelled, stats.failed) == (1, 0)
+    assert jq.get("slow") is None

@@ -553,10 +553,11 @@ class Job:
         bytes)."""
     @property
     def cancelled(self) -> bool:
-        """True once the handler should stop: the attempt's ``timeout`` passed, or the worker is
-        shutting down and its grace period is over. A plain-function handler that can stop early
-        (a long loop, a wait) should check it and raise: the job is then retried (timeout) or
-        returned to the queue (shutdown). Until the handler returns, its job keeps its slot and
+        """True once the handler should stop: the attempt's ``timeout`` passed, the job's ``cancel``
+        was requested, or the worker is shutting down and its grace period is over. A
+        plain-function handler that can stop early (a long loop, a wait) should check it and
+        raise: the job is then retried (timeout), ends cancelled (cancel) or is returned to the
+        queue (shutdown). Until the handler returns, its job keeps its slot and
         its lease; one that returns normally at shutdown completes its job. (``async def``
         handlers are cancelled instead: their task gets ``asyncio.CancelledError``.)"""
     def text(self) -> str:
@@ -739,6 +740,9 @@ class WorkerStats:
     @property
     def fetch_errors(self) -> int:
         """Fetches or waits that failed (e.g. Redis unreachable) and were retried with backoff."""
+    @property
+    def cancelled(self) -> int:
+        """Jobs that ended cancelled: their ``cancel`` was requested while they ran."""
 
 @final
 class Worker:
@@ -897,9 +901,13 @@ class Queue:
         outcome within ``timeout`` seconds (None: no limit) ``TimeoutError`` (a subclass of the
         builtin one). Returns as soon as the job ends: the script finishing the job wakes it."""
     def cancel(self, id: str) -> None:
-        """Remove a delayed or ready job.
+        """Cancel a job: a delayed or ready one is removed; a running one is asked to stop.
 
-        ``JobNotCancellableError`` otherwise, ``JobNotFoundError`` for unknown ids."""
+        A running job's worker sets ``job.cancelled`` (and cancels an ``async def`` handler's
+        task) within a second; the job ends cancelled when its handler returns, whatever it
+        returns, and is never retried (a handler that finished first completes it). Either way
+        ``get`` then gives ``None`` and ``stats().cancelled`` counts it.
+        ``JobNotCancellableError`` for dead or completed jobs, ``JobNotFoundError`` for unknown ids."""
     def jobs(self, state: _JobState, offset: int = 0, limit: int = 100) -> list[JobInfo]:
         """The jobs in one state, ``limit`` (at most 1000) from ``offset``.
 
@@ -1156,7 +1164,9 @@ class AsyncQueue:
 
         See ``Queue.wait``."""
     def cancel(self, id: str) -> Coroutine[Any, Any, None]:
-        """Remove a delayed or ready job."""
+        """Cancel a job: a delayed or ready one is removed; a running one is asked to stop.
+
+        See ``Queue.cancel``."""
     def jobs(self, state: _JobState, offset: int = 0, limit: int = 100) -> Coroutine[Any, Any, list[JobInfo]]:
         """The jobs in one state, ``limit`` (at most 1000) from ``offset``.
 

@@ -1,18 +1,22 @@
---[[ Cancel a delayed or ready job: remove it and its data (its id may be enqueued again); its
-  waiters are told. Active,
-  dead or finished jobs are not cancelled.
+--[[ Cancel a job. A delayed or ready job is removed with its data at once (its id may be enqueued
+  again); its waiters are told. An active one is marked cancel-requested (the cancel set): its
+  worker stops it and it ends cancelled when its handler returns, or when its lease expires
+  (lib_jobs.lua, "Cancel requests"). Dead or finished jobs are not cancelled.
   KEYS[1] ready list   KEYS[2] delayed zset   KEYS[3] jobs hash
   KEYS[4] meta hash ("state|attempts|max|enqueued|x", see lib_jobs.lua)   KEYS[5] errors hash
   KEYS[6] stats hash   KEYS[7] active zset   KEYS[8] idem zset   KEYS[9] route hash
   KEYS[10] prio zset   KEYS[11] g (group key prefix)
   KEYS[12] p (priority list key prefix)
   KEYS[13] progress hash   KEYS[14] waiters hash   KEYS[15] fin (prefix of the waiters' notice lists)
+  KEYS[16] cancel set
   ARGV[1] job id
-  Returns: "cancelled", or the state that prevented it: "active", "dead", "completed", "missing". ]]
+  Returns: "cancelled", "requested" (active: asked to stop), or the state that prevented it:
+  "dead", "completed", "missing". ]]
 --#include lib_jobs.lua
 local K = { ready = KEYS[1], delayed = KEYS[2], jobs = KEYS[3], meta = KEYS[4], errors = KEYS[5],
   stats = KEYS[6], active = KEYS[7], idem = KEYS[8], route = KEYS[9], prio = KEYS[10],
-  g = KEYS[11], p = KEYS[12], progress = KEYS[13], waiters = KEYS[14], fin = KEYS[15] }
+  g = KEYS[11], p = KEYS[12], progress = KEYS[13], waiters = KEYS[14], fin = KEYS[15],
+  cancel = KEYS[16] }
 local id = ARGV[1]
 local m = redis.call('HGET', K.meta, id)
 if not m then return 'missing' end
@@ -21,7 +25,10 @@ s = s or string.sub(m, 1, 1)
 if s == 'x' then return 'dead' end
 if s == 'c' then return 'completed' end
 if redis.call('ZREM', K.delayed, id) == 0 then
-  if redis.call('ZSCORE', K.active, id) then return 'active' end
+  if redis.call('ZSCORE', K.active, id) then
+    redis.call('SADD', K.cancel, id)
+    return 'requested'
+  end
   local r = redis.call('HGET', K.route, id)
   local g = r and select(2, parse_route(r))
   if not r then

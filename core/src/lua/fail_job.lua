@@ -1,5 +1,5 @@
 --[[ Fail one leased attempt: retry after ARGV[4] ms, or dead-letter the job when its attempts
-  reached max. Only the holder of the current delivery may; anyone else gets -1 (LEASE_LOST) and
+  reached max; a job whose cancel was requested ends cancelled instead (lib_jobs.lua). Only the holder of the current delivery may; anyone else gets -1 (LEASE_LOST) and
   nothing changes. A group's slot is freed.
   KEYS[1] active zset   KEYS[2] ready list   KEYS[3] delayed zset   KEYS[4] dead zset
   KEYS[5] jobs hash     KEYS[6] meta hash    KEYS[7] errors hash    KEYS[8] stats hash
@@ -11,16 +11,18 @@
   KEYS[22] p (priority list key prefix)
   KEYS[23] results hash   KEYS[24] progress hash   KEYS[25] waiters hash
   KEYS[26] fin (prefix of the waiters' notice lists)
+  KEYS[27] cancel set
   ARGV[1] job id   ARGV[2] lease token   ARGV[3] error text (already size-capped)
   ARGV[4] retry delay ms   ARGV[5] queue policy (lib_jobs.lua)   ARGV[6] "1": dead-letter now
   (the attempt cannot succeed, e.g. an unknown task), whatever its attempts
-  Returns: -1 lease lost, 1 retried, 2 dead-lettered. ]]
+  Returns: -1 lease lost, 1 retried, 2 dead-lettered, 3 cancelled. ]]
 --#include lib_jobs.lua
 local K = { active = KEYS[1], ready = KEYS[2], delayed = KEYS[3], dead = KEYS[4], jobs = KEYS[5],
   meta = KEYS[6], errors = KEYS[7], stats = KEYS[8], wake = KEYS[9], idem = KEYS[10],
   route = KEYS[11], prio = KEYS[12], grot = KEYS[13], gheld = KEYS[14], gstate = KEYS[15],
   gcfg = KEYS[16], gwait = KEYS[17], cfg = KEYS[18], g = KEYS[19], gr = KEYS[20], gset = KEYS[21], p = KEYS[22],
-  results = KEYS[23], progress = KEYS[24], waiters = KEYS[25], fin = KEYS[26] }
+  results = KEYS[23], progress = KEYS[24], waiters = KEYS[25], fin = KEYS[26],
+  cancel = KEYS[27] }
 local id = ARGV[1]
 local m = redis.call('HGET', K.meta, id)
 if not m then return -1 end
@@ -34,6 +36,10 @@ local C = queue_cfg(K)
 local r = routes(K, { id })
 local g = r and r[1] and select(2, parse_route(r[1]))
 if g and g ~= '' then group_done(K, C, g, now) end
+if cancel_requested(K, id) then
+  end_cancelled(K, { id }, { enq })
+  return 3
+end
 local att = tonumber(a) + 1
 if att >= tonumber(mx) or ARGV[6] == '1' then
   bury(K, now, policy(ARGV[5]), { { id, meta_of('x', att, mx, enq, x), ARGV[3] } })

@@ -1,5 +1,7 @@
---[[ One worker round trip: complete the acks the worker has gathered, recover expired leases,
-  promote due delayed jobs, then lease up to ARGV[2] jobs (into the active zset with a deadline):
+--[[ One worker round trip: complete the acks the worker has gathered, recover expired leases (a
+  job whose cancel was requested ends cancelled instead), drop cancel requests that outlived their
+  deliveries, promote due delayed jobs, then lease up to ARGV[2] jobs (into the active zset with a
+  deadline):
   first plain ready jobs, then prioritized ones (lowest priority number first), then one job per
   group round-robin over the groups that can start one. A paused queue leases nothing; its
   concurrency cap and start rate bound how many start (lib_jobs.lua, "Flow control"). Attempts
@@ -19,6 +21,7 @@
   KEYS[24] p (priority list key prefix)
   KEYS[25] results hash  KEYS[26] progress hash  KEYS[27] waiters hash
   KEYS[28] fin (prefix of the waiters' notice lists)
+  KEYS[29] cancel set
   ARGV[1] lease ms   ARGV[2] most jobs to lease (0 = maintenance only)
   ARGV[3] most expired leases to recover   ARGV[4] most delayed jobs to promote (<= 1000)
   ARGV[5] queue policy (see lib_jobs.lua)
@@ -36,18 +39,20 @@ local K = { ready = KEYS[1], delayed = KEYS[2], active = KEYS[3], dead = KEYS[4]
   idem = KEYS[11], route = KEYS[12], prio = KEYS[13], grot = KEYS[14], gheld = KEYS[15],
   gstate = KEYS[16], gcfg = KEYS[17], gwait = KEYS[18], cfg = KEYS[19], rl = KEYS[20],
   g = KEYS[21], gr = KEYS[22], gset = KEYS[23], p = KEYS[24], results = KEYS[25],
-  progress = KEYS[26], waiters = KEYS[27], fin = KEYS[28] }
+  progress = KEYS[26], waiters = KEYS[27], fin = KEYS[28], cancel = KEYS[29] }
 local now = now_ms()
 local P = policy(ARGV[5])
 local C = queue_cfg(K)
 -- Priorities and groups in use (a plain queue skips every step about them).
 local flow = redis.call('EXISTS', K.route) == 1
+-- Cancel requests pending (a queue that never cancels skips every step about them).
+local creq = redis.call('EXISTS', K.cancel) == 1
 local acks = complete_leases(K, C, now, P, 6)
 local dead, gone, bad = {}, {}, 0
 
 -- Expired leases: retried (back to their queue) or dead-lettered.
 local expired = redis.call('ZRANGEBYSCORE', K.active, '-inf', now, 'LIMIT', 0, tonumber(ARGV[3]))
-local recovered, retry = 0, {}
+local recovered, retry, cancelled, cancelled_enq = 0, {}, {}, {}
 local exp_routes = routes(K, expired)
 for i, id in ipairs(expired) do
   redis.call('ZREM', K.active, id)
@@ -59,6 +64,9 @@ for i, id in ipairs(expired) do
     if not s then
       dead[#dead + 1] = unreadable(id, m)
       bad = bad + 1
+    elseif creq and cancel_requested(K, id) then
+      cancelled[#cancelled + 1] = id
+      cancelled_enq[#cancelled_enq + 1] = enq
     else
       local att = tonumber(a) + 1
       x = tonumber(x) + 1
@@ -76,6 +84,19 @@ for i, id in ipairs(expired) do
   end
 end
 make_ready(K, C, retry, false, now)
+end_cancelled(K, cancelled, cancelled_enq)
+if creq then
+  -- Requests of jobs no longer active (completed or released before their worker saw them).
+  local reqs = redis.call('SRANDMEMBER', K.cancel, 100)
+  if #reqs > 0 then
+    local held = redis.call('ZMSCORE', K.active, unpack(reqs))
+    local stale = {}
+    for i, id in ipairs(reqs) do
+      if not held[i] then stale[#stale + 1] = id end
+    end
+    chunked('SREM', K.cancel, stale)
+  end
+end
 if recovered > 0 then redis.call('HINCRBY', K.stats, 'recovered', recovered) end
 
 -- Due delayed jobs, and groups whose rate window moved on.
@@ -265,6 +286,8 @@ if #ids > 0 then
     end
   end
   add_active(K.active, tostring(now + tonumber(ARGV[1])), taken)
+  -- A fresh delivery starts without a request (one for an earlier delivery not swept yet).
+  if creq and #taken > 0 then chunked('SREM', K.cancel, taken) end
   if #starts > 0 then
     chunked('ZADD', K.rl, starts)
     redis.call('PEXPIRE', K.rl, rate_ms)

@@ -78,6 +78,14 @@
   turn finds nothing). Keys under K.g and K.gr are built
   from those declared prefixes: one per group, in the queue's hash tag like every other key.
 
+  Cancel requests (cancel_job.lua on an active job): the id joins the cancel set. The worker
+  holding the job looks for its running jobs there (SMISMEMBER, twice a second while it runs
+  any), fires their cancellation and, once the handler has returned, ends the attempt through
+  fail_job.lua, which (like release_job.lua, and fetch_jobs.lua at a lease's expiry) ends a job
+  with a request as cancelled: its data deleted, counted in stats as cancelled, never retried.
+  An attempt that completes first completes (the work was done). A request never outlives its
+  delivery: fetches drop the requests of jobs no longer active, and those of the jobs they lease.
+
   Commands run variadic (one call per batch, at most 1000 arguments per call): a call from Lua
   costs about as much as the work it does on a few fields. ]]
 local ANCHOR = '\0tideq: keeps this zset in skiplist encoding; never a job id (see lib_jobs.lua)'
@@ -169,6 +177,27 @@ local function notify_waiters(K, done)
     end
   end
   if #told > 0 then chunked('HDEL', K.waiters, told) end
+end
+
+-- Ends jobs taken out of active (their group slots freed) as cancelled: their cancel was
+-- requested. `enqs[i]` is the enqueued stamp of `ids[i]` (for its waiters' notices). Their data,
+-- idempotency entries and requests are deleted; counted as cancelled; their waiters are told.
+local function end_cancelled(K, ids, enqs)
+  if #ids == 0 then return end
+  forget(K, ids)
+  chunked('ZREM', K.idem, ids)
+  chunked('SREM', K.cancel, ids)
+  redis.call('HINCRBY', K.stats, 'cancelled', #ids)
+  if not K.no_waiters and redis.call('EXISTS', K.waiters) == 1 then
+    local done = {}
+    for i, id in ipairs(ids) do done[i] = { id, enqs[i] or '0', 'n' } end
+    notify_waiters(K, done)
+  end
+end
+
+-- Whether the cancel of active job `id` was requested (see above).
+local function cancel_requested(K, id)
+  return redis.call('SISMEMBER', K.cancel, id) == 1
 end
 
 ---- flow control ----------------------------------------------------------------------------

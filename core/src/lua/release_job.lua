@@ -1,18 +1,23 @@
 --[[ Release one leased job (graceful shutdown): back to the front of its queue (before the jobs
-  of its priority), the attempt not counted. Only the holder of the current delivery may; anyone
+  of its priority), the attempt not counted; a job whose cancel was requested ends cancelled
+  instead (lib_jobs.lua). Only the holder of the current delivery may; anyone
   else gets -1 (LEASE_LOST) and nothing changes. A group's slot is freed.
   KEYS[1] active zset   KEYS[2] ready list   KEYS[3] meta hash   KEYS[4] wake list
   KEYS[5] stats hash    KEYS[6] route hash   KEYS[7] prio zset   KEYS[8] grot list
   KEYS[9] gheld set      KEYS[10] gstate hash KEYS[11] gcfg hash  KEYS[12] gwait zset
   KEYS[13] cfg hash     KEYS[14] g (group key prefix)            KEYS[15] gr (group rate-log prefix)
   KEYS[16] gset set (the groups in the rotation)
-  KEYS[17] p (priority list key prefix)
+  KEYS[17] p (priority list key prefix)   KEYS[18] cancel set   KEYS[19] jobs hash
+  KEYS[20] errors hash  KEYS[21] idem zset   KEYS[22] results hash   KEYS[23] progress hash
+  KEYS[24] waiters hash  KEYS[25] fin (prefix of the waiters' notice lists)
   ARGV[1] job id   ARGV[2] lease token
-  Returns: 1 released, -1 lease lost. ]]
+  Returns: 1 released, 3 cancelled, -1 lease lost. ]]
 --#include lib_jobs.lua
 local K = { active = KEYS[1], ready = KEYS[2], meta = KEYS[3], wake = KEYS[4], stats = KEYS[5],
   route = KEYS[6], prio = KEYS[7], grot = KEYS[8], gheld = KEYS[9], gstate = KEYS[10],
-  gcfg = KEYS[11], gwait = KEYS[12], cfg = KEYS[13], g = KEYS[14], gr = KEYS[15], gset = KEYS[16], p = KEYS[17] }
+  gcfg = KEYS[11], gwait = KEYS[12], cfg = KEYS[13], g = KEYS[14], gr = KEYS[15], gset = KEYS[16], p = KEYS[17],
+  cancel = KEYS[18], jobs = KEYS[19], errors = KEYS[20], idem = KEYS[21], results = KEYS[22],
+  progress = KEYS[23], waiters = KEYS[24], fin = KEYS[25] }
 local id = ARGV[1]
 local m = redis.call('HGET', K.meta, id)
 if not m then return -1 end
@@ -20,12 +25,16 @@ local s, a, mx, enq, x = parse_meta(m)
 if s ~= 'q' or token_of(enq, x) ~= ARGV[2] or redis.call('ZREM', K.active, id) == 0 then
   return -1
 end
-redis.call('HSET', K.meta, id, meta_of('q', a, mx, enq, tonumber(x) + 1))
 local now = now_ms()
 local C = queue_cfg(K)
 local r = routes(K, { id })
 local g = r and r[1] and select(2, parse_route(r[1]))
 if g and g ~= '' then group_done(K, C, g, now) end
+if cancel_requested(K, id) then
+  end_cancelled(K, { id }, { enq })
+  return 3
+end
+redis.call('HSET', K.meta, id, meta_of('q', a, mx, enq, tonumber(x) + 1))
 make_ready(K, C, { id }, true, now)
 wake(K.wake)
 return 1
