@@ -386,6 +386,11 @@ export declare class Queue {
    * afterwards. Resolves with its stats; rejects like `Worker.join()`.
    */
   run(handler: ((job: Job) => unknown) | Record<string, (data: any, job: Job) => unknown>, options?: WorkerOptions): Promise<WorkerStats>
+  /**
+   * `workBatches()`, run until SIGINT or SIGTERM (or until it stops by itself), as `run()`
+   * does. Resolves with its stats; rejects like `Worker.join()`.
+   */
+  runBatches(handler: (jobs: Job[]) => void | Record<string, Error | string> | Map<string, Error | string> | Promise<void | Record<string, Error | string> | Map<string, Error | string>>, options?: BatchWorkerOptions): Promise<WorkerStats>
 }
 
 /**

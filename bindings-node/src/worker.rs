@@ -685,8 +685,35 @@ impl Queue {
         handler: Unknown,
         options: Option<Unknown>,
     ) -> Result<PromiseRaw<'env, WorkerStats>> {
+        self.run_until_signal(env, handler, options, false)
+    }
+
+    /// `workBatches()`, run until SIGINT or SIGTERM (or until it stops by itself), as `run()`
+    /// does. Resolves with its stats; rejects like `Worker.join()`.
+    #[napi(
+        ts_args_type = "handler: (jobs: Job[]) => void | Record<string, Error | string> | Map<string, Error | string> | Promise<void | Record<string, Error | string> | Map<string, Error | string>>, options?: BatchWorkerOptions",
+        ts_return_type = "Promise<WorkerStats>"
+    )]
+    pub fn run_batches<'env>(
+        &self,
+        env: &'env Env,
+        handler: Unknown,
+        options: Option<Unknown>,
+    ) -> Result<PromiseRaw<'env, WorkerStats>> {
+        self.run_until_signal(env, handler, options, true)
+    }
+}
+
+impl Queue {
+    fn run_until_signal<'env>(
+        &self,
+        env: &'env Env,
+        handler: Unknown,
+        options: Option<Unknown>,
+        batches: bool,
+    ) -> Result<PromiseRaw<'env, WorkerStats>> {
         let (worker, running, grace) =
-            throw(env, self.start(env, &handler, options.as_ref(), false))?;
+            throw(env, self.start(env, &handler, options.as_ref(), batches))?;
         let worker = Arc::new(worker);
         let (stop, abort) = (worker.clone(), worker.clone());
         let stopper = Stopper {

@@ -200,6 +200,15 @@ impl Client {
         })
     }
 
+    /// A round trip to Redis (blocking, the GIL released); raises ``ConnectionError`` when Redis
+    /// cannot be reached, ``AuthError`` when it refuses the credentials.
+    ///
+    /// In asyncio code: ``await asyncio.to_thread(client.ping)``.
+    fn ping<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let client = self.inner.clone();
+        crate::runtime::Api::Blocking.call(py, async move { client.ping().await })
+    }
+
     /// The URL with any password replaced by ``***`` (cluster: the first seed; Sentinel: the
     /// first Sentinel).
     #[getter]

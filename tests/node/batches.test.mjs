@@ -109,3 +109,12 @@ test('manual leasing: leaseJobs, then complete, fail, release and extend, each f
   assert.equal(again.id, 'r');
   await queue.complete(again);
 });
+
+test('runBatches runs a batch worker until it stops and resolves with its stats', async () => {
+  const { queue } = freshJobQueue(redis.url);
+  await queue.enqueueMany(Array.from({ length: 5 }, (_, i) => Buffer.from(`r${i}`)));
+  let seen = 0;
+  const stats = await queue.runBatches((jobs) => { seen += jobs.length; }, { size: 5, ...drained });
+  assert.equal(seen, 5);
+  assert.equal(stats.completed, 5);
+});

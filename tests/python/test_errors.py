@@ -77,6 +77,17 @@ def test_a_wrong_password_is_auth_error_without_the_password(secured, name):
     assert tideq.Queue(name, tideq.Client(secured.url, password="s3cret")).enqueue(b"x").created
 
 
+def test_client_ping_answers_and_names_the_cause_when_it_cannot(secured):
+    tideq.Client(secured.url, password="s3cret").ping()
+    with pytest.raises(tideq.AuthError):
+        tideq.Client(secured.url, password="wrong-pw").ping()
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with pytest.raises(tideq.ConnectionError):
+        tideq.Client(f"redis://127.0.0.1:{port}").ping()
+
+
 def test_an_acl_user_lacking_a_command_is_permission_denied_naming_it(redis_url, name):
     # Everything but HSET, which the enqueue script runs.
     url = set_user(redis_url, unique("no-hset"), "~*", "+@all", "-hset")

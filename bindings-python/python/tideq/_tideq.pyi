@@ -200,6 +200,11 @@ class Client:
         tls_ca: Union[bytes, str, os.PathLike[str], None] = None,
         eviction_check: Optional[str] = None,
     ) -> Client: ...
+    def ping(self) -> None:
+        """A round trip to Redis (blocking, the GIL released); raises ``ConnectionError`` when Redis
+        cannot be reached, ``AuthError`` when it refuses the credentials.
+
+        In asyncio code: ``await asyncio.to_thread(client.ping)``."""
     @property
     def url(self) -> str:
         """The URL with any password replaced by ``***`` (cluster: the first seed; Sentinel: the
