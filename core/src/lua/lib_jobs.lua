@@ -217,6 +217,23 @@ end
 local TWO32 = 4294967296
 
 -- n fresh sequence numbers: returns the one before the first.
+-- How many of `n` jobs (their routes `r`, nil entries for ungrouped ones) each group has:
+-- counts by group, and the groups in first-seen order.
+local function per_group(r, n)
+  local counts, groups = {}, {}
+  for i = 1, n do
+    local g = r[i] and select(2, parse_route(r[i]))
+    if g and g ~= '' then
+      if not counts[g] then
+        counts[g] = 0
+        groups[#groups + 1] = g
+      end
+      counts[g] = counts[g] + 1
+    end
+  end
+  return counts, groups
+end
+
 local function seq_block(K, n)
   return redis.call('HINCRBY', K.stats, 'seq', n) - n
 end
@@ -301,18 +318,7 @@ local function recount_group_active(K, C)
   redis.call('DEL', K.gstate)
   if not groups_limited(K, C) or redis.call('EXISTS', K.route) == 0 then return end
   local running = redis.call('ZRANGEBYSCORE', K.active, '-inf', '(+inf')
-  local r = hmget(K.route, running)
-  local counts, groups = {}, {}
-  for i = 1, #running do
-    local g = r[i] and select(2, parse_route(r[i]))
-    if g and g ~= '' then
-      if not counts[g] then
-        counts[g] = 0
-        groups[#groups + 1] = g
-      end
-      counts[g] = counts[g] + 1
-    end
-  end
+  local counts, groups = per_group(hmget(K.route, running), #running)
   add_group_active(K, C, counts, groups)
 end
 
@@ -615,17 +621,7 @@ local function complete_leases(K, C, now, P, first)
   if redis.call('EXISTS', K.gstate) == 1 then
     local r = routes(K, okids)
     if r then
-      local groups, ended = {}, {}
-      for i = 1, #okids do
-        local g = r[i] and select(2, parse_route(r[i]))
-        if g and g ~= '' then
-          if not ended[g] then
-            ended[g] = 0
-            groups[#groups + 1] = g
-          end
-          ended[g] = ended[g] + 1
-        end
-      end
+      local ended, groups = per_group(r, #okids)
       groups_done(K, C, groups, ended, now)
     end
   end
