@@ -9,6 +9,15 @@
  */
 export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-wasip1'
 
+declare global {
+  interface __NapiRsAsyncGenerator<TOwner, T, TReturn, TNext> {
+    next(...[value]: [] | [TNext]): globalThis.Promise<globalThis.IteratorResult<T, TReturn | undefined>>
+    return(...[value]: [] | [TReturn]): globalThis.Promise<globalThis.IteratorResult<T, TReturn | undefined>>
+    throw(exception?: unknown): globalThis.Promise<globalThis.IteratorResult<T, TReturn | undefined>>
+    [globalThis.Symbol.asyncIterator](): this
+  }
+}
+
 /**
  * A capped grouped queue: per-group FIFOs capped at `capacity` (drop-oldest), round-robin
  * batches over groups. Delivery is at-most-once.
@@ -54,6 +63,12 @@ export declare class CappedQueue {
    * resolves with `null` when no group has any.
    */
   nextBatch(max: number): Promise<Batch | null>
+  /**
+   * The oldest `max` items of `group` (default 10, at most 1000), oldest first, left in place.
+   * Items older than `maxAgeMs` are left out, as a pop would discard them, so fewer than
+   * `max` may come back. Rejects with `INVALID_ARGUMENT` for a bad group or `max`.
+   */
+  peek(group: string, options?: PeekOptions): Promise<Peeked[]>
   /** Number of items queued in `group`. */
   len(group: string): Promise<number>
   /** Groups that currently hold data, in round-robin order. */
@@ -137,6 +152,47 @@ export declare class Consumer {
   get error(): Error | null
 }
 
+/**
+ * A reader of a queue's event log, from `queue.events(options)`: `await reader.next()` takes
+ * one event at a time, and `for await (const e of reader)` (or of `queue.events()` directly)
+ * loops over them until `close()` or a `break` (which closes it); a failure ends the loop by
+ * throwing, and closes the reader. A named reader stores its place before each read from Redis,
+ * so when it stops, even killed, it resumes after the events it had taken (some may come again).
+ * A pending `next()`, like a running `for await` loop, keeps the process alive.
+ *
+ * This type implements JavaScript's async iterable protocol.
+ * It can be used with `for await...of` loops.
+ *
+ * @see https://developer.mozilla.org/en-US/docs/Web/JavaScript/Reference/Iteration_protocols#the_async_iterator_and_async_iterable_protocols
+ */
+export declare class EventReader {
+  /**
+   * Resolves once the reader's place in the log is fixed (`events()` starts fixing it at the
+   * call): await it before doing what the reader must see, when it has to be seen for sure.
+   * Rejects with the error opening the reader met (`INVALID_ARGUMENT` for a bad name, or
+   * Redis unreachable), as `next()` then does.
+   */
+  ready(): Promise<void>
+  /**
+   * The next event, in the log's order, waiting up to `timeoutMs` for one (default: no
+   * limit); `null` when none came in time, or once the reader is closed.
+   */
+  next(options?: NextEventOptions): Promise<Event | null>
+  /**
+   * Stores a named reader's place now (nothing for an unnamed one). `next()` does it before
+   * each read from Redis, so call this only when you stop reading. Waits for a pending
+   * `next()`; rejects with `CLOSED` once the reader is closed.
+   */
+  commit(): Promise<void>
+  /**
+   * Stops the reader: a pending `next()` resolves with `null` and a `for await` loop over it
+   * ends; its connection is let go. It does not store the place (see `commit()`). Resolves
+   * once done.
+   */
+  close(): Promise<void>
+  [globalThis.Symbol.asyncIterator](): globalThis.__NapiRsAsyncGenerator<EventReader, Event, void, undefined>
+}
+
 /** A leased job, as a handler receives it. Read-only. */
 export declare class Job {
   get id(): string
@@ -211,6 +267,31 @@ export declare class Job {
  */
 export declare class Queue {
   /**
+   * Turns the queue's event log on, keeping about its newest `maxLen` entries (an entry holds
+   * one kind of event for a batch of jobs), or off with `null` (the log is deleted). Every
+   * producer and worker of the queue follows the setting at once. Events are off by default.
+   * Rejects with `INVALID_ARGUMENT` for 0.
+   */
+  setEvents(maxLen: number | null): Promise<void>
+  /**
+   * A reader of the queue's event log (see `setEvents`): from the call on, from the oldest
+   * event kept (`fromStart`), or, named, from where the last reader of that name stopped.
+   * Returned at once, so `for await (const e of queue.events())` works; its place is fixed
+   * by a request sent at the call (`ready()` resolves then). Throws on options of the wrong
+   * type; a bad name rejects its `ready()` and `next()`.
+   */
+  events(options?: EventsOptions): EventReader
+  /**
+   * The queue's events on a Node `EventEmitter`: `'ready'` once its place is fixed (as
+   * `EventReader.ready()`), then each event under its kind (`'completed'`, `'failed'`, ...,
+   * `'lagged'`) and as `'event'`, with the `Event` object; a failure (Redis unreachable, a
+   * bad name) is emitted as `'error'` and stops it; `'close'` comes last. Starts at the call,
+   * like `events(options)`; listeners added in the same tick miss nothing. `close()` stops it
+   * and resolves after `'close'`. While it runs it keeps the process alive. A listener that
+   * throws is an uncaught exception, as with any emitter.
+   */
+  eventEmitter(options?: EventsOptions): import('node:events').EventEmitter & { close(): Promise<void> }
+  /**
    * Pauses the queue: workers (in every process) start none of its jobs until `resume()`.
    * Running jobs finish; enqueues go on.
    */
@@ -267,13 +348,16 @@ export declare class Queue {
    * Enqueues task `name` with `data` (encoded as JSON by default; `options.format:
    * 'msgpack'` for MessagePack), for a worker started with `work({ [name]: handler })`. A
    * string first argument is always a task name. With an `id` that already exists nothing is
-   * written and `created` is false.
+   * written and `created` is false; with a `dedup` key that names a job, nothing is written
+   * and `id` is that job's (a `debounce` key replaces that job's data, options and delay).
    */
   enqueue(name: string, data?: unknown, options?: EnqueueOptions): Promise<Enqueued>
   /**
    * Enqueues one job with a raw payload (a `Buffer` or `Uint8Array`; for text,
    * `Buffer.from(text)`), for a handler that reads `job.payload`. With an `id` that already
-   * exists nothing is written and `created` is false.
+   * exists nothing is written and `created` is false; with a `dedup` key that names a job,
+   * nothing is written and `id` is that job's (a `debounce` key replaces that job's payload,
+   * options and delay).
    */
   enqueue(payload: Buffer | Uint8Array, options?: EnqueueOptions): Promise<Enqueued>
   /**
@@ -355,6 +439,30 @@ export declare class Queue {
    */
   extend(job: Job, leaseMs: number): Promise<void>
   /**
+   * Creates the task schedule `name`, or changes it: from its next slot on, each slot of
+   * `options.cron` (in `options.timezone`) or of `options.everyMs` enqueues one job of task
+   * `options.task` with `data`, id `<name>@<slot ms>`. Workers of the queue fire the slots
+   * (`WorkerOptions.schedules`); any number of them may, each slot still makes one job, and
+   * slots missed while none ran make one job. Declaring the same schedule again (every process
+   * at start, say) changes nothing. Resolves with the next slot (ms since the epoch, Redis
+   * clock; `null` when the pattern has no more). Rejects with `INVALID_ARGUMENT`, writing
+   * nothing, for a bad pattern, time zone or interval, or both or neither of `cron` and
+   * `everyMs`.
+   */
+  upsertSchedule(name: string, data: unknown, options: ScheduleOptions & { task: string }): Promise<number | null>
+  /**
+   * Creates the schedule `name`, or changes it: as above, each job with the raw `payload` (a
+   * `Buffer` or `Uint8Array`), for a handler that reads `job.payload`.
+   */
+  upsertSchedule(name: string, payload: Buffer | Uint8Array, options: ScheduleOptions): Promise<number | null>
+  /**
+   * Removes the schedule `name`: no slot of it fires after this (jobs it already enqueued
+   * stay). Resolves with whether it existed.
+   */
+  removeSchedule(name: string): Promise<boolean>
+  /** The queue's schedules, by name, with their next slots. */
+  schedules(): Promise<ScheduleInfo[]>
+  /**
    * Starts a worker, up to `concurrency` jobs at a time. `handler` is either a function
    * called with each job, or an object of task handlers by name, `{ 'send-email': (data,
    * job) => ... }`, each called with the job's decoded `data` for the jobs enqueued with its
@@ -427,6 +535,14 @@ export declare class Worker {
   shutdown(): Promise<WorkerStats>
   /** What the worker has done so far. */
   stats(): WorkerStats
+  /**
+   * This worker's own metrics (this process only) in the Prometheus text format: its
+   * counters (`tideq_worker_jobs_completed_total`, ...) and its handlers' run times (the
+   * `tideq_worker_job_run_seconds` histogram), labelled with the queue. Serve it from your own
+   * `/metrics` endpoint; the queue-wide view, over every worker, is `tideq exporter`'s. Still
+   * readable once the worker has stopped.
+   */
+  metrics(): string
   /** True until the fetch loop has ended and running jobs have finished or been returned. */
   get running(): boolean
   /**
@@ -513,6 +629,8 @@ export interface BatchWorkerOptions {
   graceMs?: number
   /** As in `WorkerOptions`. */
   stopWhenDrained?: boolean
+  /** As in `WorkerOptions`. */
+  schedules?: boolean
   /**
    * Called with the error a batch handler threw or rejected with, and the batch's jobs.
    * Default: `console.error`. Should not throw.
@@ -662,10 +780,39 @@ export interface DeadLettersOptions {
 }
 
 /**
+ * The `debounce` option: the job waits `delayMs`; an enqueue with the same key while it waits
+ * replaces its payload and options and makes it wait `delayMs` again from then.
+ */
+export interface DebounceOptions {
+  /** The key (1–256 bytes, no control characters) naming the waiting job. */
+  key: string
+  /** How long the job waits after the last enqueue with its key (at least 1). */
+  delayMs: number
+}
+
+/**
  * Decodes a stored job envelope (MessagePack). Throws `INVALID_ARGUMENT` on bytes that are not
  * an envelope of a supported version.
  */
 export declare function decodeEnvelope(bytes: Buffer | Uint8Array): Envelope
+
+/**
+ * The `dedup` option in its object form (a string is the key alone, held until its job
+ * finishes).
+ */
+export interface DedupOptions {
+  /**
+   * The key (1–256 bytes, no control characters): while it names a job, an enqueue with the
+   * same key creates nothing and resolves with that job's id (`created: false`).
+   */
+  key: string
+  /**
+   * How long the key holds from the enqueue that set it, whatever becomes of its job (at
+   * least 1). Default: until its job finishes (completed, dead-lettered or cancelled), never
+   * longer.
+   */
+  ttlMs?: number
+}
 
 /** Encodes a job envelope (as `decodeEnvelope` returns it) to its MessagePack bytes. */
 export declare function encodeEnvelope(envelope: Envelope): Buffer
@@ -714,6 +861,19 @@ export interface EnqueueOptions {
    * `JSON.stringify`, the default) or `'msgpack'` (MessagePack: Buffers stay binary).
    */
   format?: 'json' | 'msgpack'
+  /**
+   * Deduplication: while the key names a job, an enqueue with the same key creates nothing
+   * and resolves with that job's id (`created: false`). A string is the key, held until its
+   * job finishes; `{ key, ttlMs }` holds it for `ttlMs` from the enqueue that set it. Not
+   * with `debounce`.
+   */
+  dedup?: string | DedupOptions
+  /**
+   * Debounce (`enqueue` only, not `enqueueMany`): the job waits `delayMs`; an enqueue with the
+   * same key while it waits replaces its payload and options, makes it wait `delayMs` again,
+   * and resolves with its id (`created: false`). Not with `id`, `delayMs`, `runAt` or `dedup`.
+   */
+  debounce?: DebounceOptions
 }
 
 /** A decoded job envelope (version 1 fields, wire names). */
@@ -734,6 +894,46 @@ export interface EnvelopeBackoff {
   base_ms: number
   max_ms: number
   jitter: boolean
+}
+
+/** One event of a queue's event log. */
+export interface Event {
+  /**
+   * What happened: `'enqueued'`; `'active'`, a delivery started (`data`: the attempt number);
+   * `'progress'` (`data`: what the handler reported); `'completed'` (`data`: the result, if
+   * any); `'failed'`, an attempt failed (`data`: the error), then `'retried'` (`data`: the
+   * delay in ms, or why) or `'dead'` (`data`: the last error); `'cancelled'`. Or `'lagged'`:
+   * not a job's event, this reader fell behind the log's length and `data` says how many
+   * entries it missed.
+   */
+  kind: 'enqueued' | 'active' | 'progress' | 'completed' | 'failed' | 'retried' | 'dead' | 'cancelled' | 'lagged'
+  /** The job's id (`''` for `lagged`). */
+  jobId: string
+  /** The event's data as stored; `null` when it has none. */
+  data: Buffer | null
+  /**
+   * `data` read as `JobInfo.result` is: its JSON parsed, else the `Buffer` (an error's text, a
+   * raw result); `null` when there is no data.
+   */
+  value: any
+  /** When it happened: ms since the epoch, Redis clock. */
+  atMs: number
+}
+
+/** Options of `events(options)` and `eventEmitter(options)`. Every field is optional. */
+export interface EventsOptions {
+  /**
+   * A named reader keeps its place in Redis (each read moves it on): started again with the
+   * same name, in this process or another, it resumes after the last events it had read
+   * (some may come again: at least once), and gets a `lagged` event first when the log was
+   * trimmed past its place meanwhile. 1–256 bytes. Default: none (the place is not kept).
+   */
+  name?: string
+  /**
+   * Start from the oldest event the log keeps instead of from the call (a named reader with
+   * a kept place resumes from it either way). Default false.
+   */
+  fromStart?: boolean
 }
 
 /** What a group holds and obeys now (`group(name)`). */
@@ -852,6 +1052,8 @@ export interface JobSpec {
   group?: string
   /** As in `EnqueueOptions` (tasks only). */
   format?: 'json' | 'msgpack'
+  /** As in `EnqueueOptions`: jobs of one call with the same key make one job. */
+  dedup?: string | DedupOptions
 }
 
 /** Counts per state (now) plus lifetime counters of the queue, kept in Redis. */
@@ -959,6 +1161,28 @@ export interface LimitsOptions {
 /** The largest job priority (`enqueue` option `priority`): 1 runs first, `MAX_PRIORITY` last. */
 export declare const MAX_PRIORITY: number
 
+/** Options of `reader.next(options)`. */
+export interface NextEventOptions {
+  /**
+   * Longest wait in ms, then `next` resolves with `null` (0: only an event already there).
+   * `null` or absent: no limit.
+   */
+  timeoutMs?: number | null
+}
+
+/** An item still queued in a group, as `peek` shows it. */
+export interface Peeked {
+  /** When it was pushed: ms since the epoch, Redis clock. */
+  pushedAtMs: number
+  item: Buffer
+}
+
+/** Options of `peek(group, options)`. */
+export interface PeekOptions {
+  /** Most items shown, 1 to 1000. Default 10. */
+  max?: number
+}
+
 /** Options of `new Queue(name, options)`. Every field is optional. */
 export interface QueueOptions {
   /** The connection to use. Default: a new `Client` on `url`. */
@@ -1037,6 +1261,86 @@ export interface ReplicaAckOptions {
   timeoutMs: number
 }
 
+/**
+ * Runs the `tideq` operator command line on `argv` (the first item is the program name) and
+ * returns its exit code; it blocks until the command ends. The package's `tideq` command
+ * (`npx tideq ...`) calls it.
+ */
+export declare function runCli(argv: Array<string>): number
+
+/**
+ * A schedule as `schedules()` lists it: its name, when it fires (`cron` and `timezone`, or
+ * `everyMs`), what each job gets, and its next slot.
+ */
+export interface ScheduleInfo {
+  /** The schedule's name (its jobs' ids are `<name>@<slot ms>`). */
+  name: string
+  /** The cron pattern, for a cron schedule. */
+  cron?: string
+  /** The cron pattern's time zone, when one was given (UTC otherwise). */
+  timezone?: string
+  /** The interval in ms, for an interval schedule. */
+  everyMs?: number
+  /** Each job's payload: raw bytes, or the task's encoded data. */
+  payload: Buffer
+  /** The next slot: ms since the epoch, Redis clock; `null` when the cron pattern has no more. */
+  nextRunMs: number | null
+  /** Each job's task name, for a task schedule. */
+  task?: string
+  /** How a task schedule's data is encoded. */
+  format?: 'json' | 'msgpack'
+  /** Each job's priority, when it has one. */
+  priority?: number
+  /** Each job's group, when it has one. */
+  group?: string
+  /** Each job's `maxAttempts`, when it overrides the queue's. */
+  maxAttempts?: number
+  /** Each job's `backoff`, when it overrides the queue's. */
+  backoff?: BackoffInfo
+  /** Each job's `timeoutMs`, when it overrides the queue's. */
+  timeoutMs?: number
+}
+
+/**
+ * Options of `upsertSchedule(name, payload, options)`: when its slots come (`cron` or `everyMs`,
+ * exactly one) and the options of the job each slot enqueues.
+ */
+export interface ScheduleOptions {
+  /**
+   * A cron pattern: 5 fields (minute hour day-of-month month day-of-week) or 6 (seconds
+   * first), e.g. `'0 9 * * 1-5'`. Not with `everyMs`.
+   */
+  cron?: string
+  /**
+   * The time zone of `cron`, an IANA name such as `'Europe/Paris'`. Default UTC. Local times a
+   * DST change skips run at the next valid time; repeated ones run once. Only with `cron`.
+   */
+  timezone?: string
+  /**
+   * A fixed interval in ms (at least 10): slots at its multiples since the Unix epoch, so
+   * every process computes the same ones. Not with `cron`.
+   */
+  everyMs?: number
+  /**
+   * Each job is this task, for a worker started with `work({ [task]: handler })`; the second
+   * argument of `upsertSchedule` is then the task's data (encoded as `format` says). Without
+   * it, the second argument is a raw payload.
+   */
+  task?: string
+  /** With `task`: how its data is encoded, `'json'` (the default) or `'msgpack'`. */
+  format?: 'json' | 'msgpack'
+  /** Each job's priority, as in `EnqueueOptions`. */
+  priority?: number
+  /** Each job's group, as in `EnqueueOptions`. */
+  group?: string
+  /** Overrides the queue's `maxAttempts` for each job. */
+  maxAttempts?: number
+  /** Overrides the queue's `backoff` for each job. */
+  backoff?: BackoffOptions
+  /** Overrides the queue's `timeoutMs` for each job. */
+  timeoutMs?: number
+}
+
 /** `sentinel` option of `new Client(options)`. */
 export interface SentinelOptions {
   /**
@@ -1083,6 +1387,12 @@ export interface WorkerOptions {
   graceMs?: number
   /** Stop by itself once nothing is ready, delayed or active. */
   stopWhenDrained?: boolean
+  /**
+   * Fire the queue's schedules' due slots (`upsertSchedule`): any number of workers may, in
+   * any process or runtime, and each slot still makes one job. A new or changed schedule is
+   * seen within `pollIntervalMs`. Default true.
+   */
+  schedules?: boolean
   /**
    * Called with a handler's error (thrown or rejected) and the job. Default: the error and
    * its stack are printed with `console.error`. Should not throw: an error thrown here

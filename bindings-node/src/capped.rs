@@ -6,8 +6,9 @@ use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
 use crate::client::client_option;
-use crate::convert::{array, bytes, count1, string, to_millis, Options};
+use crate::convert::{array, bytes, count, count1, string, to_millis, Options};
 use crate::error::{spawn, throw, type_error, Res};
+use crate::job::Bytes;
 
 /// Options of `new CappedQueue(name, options)`. Every field is optional.
 // Declared for the TypeScript definitions only; `convert::Options` reads the fields one by one.
@@ -63,6 +64,24 @@ impl ToNapiValue for Items {
         }
         unsafe { Array::to_napi_value(raw_env, arr) }
     }
+}
+
+/// An item still queued in a group, as `peek` shows it.
+#[napi(object, object_from_js = false)]
+pub struct Peeked {
+    /// When it was pushed: ms since the epoch, Redis clock.
+    pub pushed_at_ms: f64,
+    #[napi(ts_type = "Buffer")]
+    pub item: Bytes,
+}
+
+/// Options of `peek(group, options)`.
+// Declared for the TypeScript definitions only; `peek` reads the field itself.
+#[allow(dead_code)]
+#[napi(object, object_from_js = false, object_to_js = false)]
+pub struct PeekOptions {
+    /// Most items shown, 1 to 1000. Default 10.
+    pub max: Option<u32>,
 }
 
 /// Queue-wide counters kept in Redis.
@@ -252,6 +271,42 @@ impl CappedQueue {
                     group: b.group,
                     items: Items(b.items),
                 }))
+            }),
+        )
+    }
+
+    /// The oldest `max` items of `group` (default 10, at most 1000), oldest first, left in place.
+    /// Items older than `maxAgeMs` are left out, as a pop would discard them, so fewer than
+    /// `max` may come back. Rejects with `INVALID_ARGUMENT` for a bad group or `max`.
+    #[napi(
+        ts_args_type = "group: string, options?: PeekOptions",
+        ts_return_type = "Promise<Peeked[]>"
+    )]
+    pub fn peek<'env>(
+        &self,
+        env: &'env Env,
+        group: Unknown,
+        options: Option<Unknown>,
+    ) -> Result<PromiseRaw<'env, Vec<Peeked>>> {
+        let q = self.inner.clone();
+        let args = string("group", &group).and_then(|g| {
+            let o = Options::new("peek options", options.as_ref(), &["max"])?;
+            Ok((
+                g,
+                o.get("max", count)?.unwrap_or(tideq::capped::DEFAULT_PEEK),
+            ))
+        });
+        spawn(
+            env,
+            args.map(|(group, max)| async move {
+                let peeked = q.peek(&group, max).await?;
+                Ok(peeked
+                    .into_iter()
+                    .map(|p| Peeked {
+                        pushed_at_ms: p.pushed_at_ms as f64,
+                        item: Bytes(p.item),
+                    })
+                    .collect())
             }),
         )
     }

@@ -1,6 +1,7 @@
 //! The job queue's value objects (core `job`): `Job`, the class a worker's handler receives;
 //! what `Queue` methods resolve with (`Enqueued`, `JobInfo`, `JobStats`, `BackoffInfo`); and the
-//! `backoff` option (`BackoffOptions`), read into core's `tideq::Backoff`.
+//! `backoff`, `dedup` and `debounce` options, read into core's `tideq::Backoff`, `tideq::Dedup`
+//! and `tideq::Debounce`.
 
 use std::sync::Arc;
 
@@ -10,7 +11,9 @@ use napi_derive::napi;
 use tideq::BackoffKind;
 
 use crate::abort::JobSignal;
-use crate::convert::{boolean, describe, read_value, string, to_millis, whole_millis, Options};
+use crate::convert::{
+    boolean, describe, millis, read_value, string, to_millis, whole_millis, Options,
+};
 use crate::error::{invalid, spawn, throw, type_error, Failure, Res};
 use crate::task::{encode_data, task_data};
 
@@ -444,6 +447,61 @@ impl From<tideq::JobStats> for JobStats {
             paused: s.paused,
         }
     }
+}
+
+/// The `dedup` option in its object form (a string is the key alone, held until its job
+/// finishes).
+// Declared for the TypeScript definitions only; `dedup_arg` reads the fields one by one.
+#[allow(dead_code)]
+#[napi(object, object_from_js = false, object_to_js = false)]
+pub struct DedupOptions {
+    /// The key (1–256 bytes, no control characters): while it names a job, an enqueue with the
+    /// same key creates nothing and resolves with that job's id (`created: false`).
+    pub key: String,
+    /// How long the key holds from the enqueue that set it, whatever becomes of its job (at
+    /// least 1). Default: until its job finishes (completed, dead-lettered or cancelled), never
+    /// longer.
+    pub ttl_ms: Option<f64>,
+}
+
+/// Reads the `dedup` option: a string (the key, held until its job finishes) or
+/// `{ key, ttlMs }`. The key's rules and `ttlMs >= 1` are the core's.
+pub(crate) fn dedup_arg(what: &str, v: &Unknown) -> Res<tideq::Dedup> {
+    if v.get_type()? == ValueType::String {
+        return Ok(tideq::Dedup::new(string(what, v)?));
+    }
+    if v.get_type()? != ValueType::Object || v.is_array()? {
+        return Err(type_error(format!(
+            "{what} must be a string (the key) or an object {{ key, ttlMs }}; got {}",
+            describe(v)
+        )));
+    }
+    let opts = Options::new(what, Some(v), &["key", "ttlMs"])?;
+    Ok(tideq::Dedup {
+        key: opts.required("key", string)?,
+        ttl: opts.get("ttlMs", millis)?,
+    })
+}
+
+/// The `debounce` option: the job waits `delayMs`; an enqueue with the same key while it waits
+/// replaces its payload and options and makes it wait `delayMs` again from then.
+// Declared for the TypeScript definitions only; `debounce_arg` reads the fields one by one.
+#[allow(dead_code)]
+#[napi(object, object_from_js = false, object_to_js = false)]
+pub struct DebounceOptions {
+    /// The key (1–256 bytes, no control characters) naming the waiting job.
+    pub key: String,
+    /// How long the job waits after the last enqueue with its key (at least 1).
+    pub delay_ms: f64,
+}
+
+/// Reads the `debounce` option `{ key, delayMs }` (both required; their ranges are the core's).
+pub(crate) fn debounce_arg(what: &str, v: &Unknown) -> Res<tideq::Debounce> {
+    let opts = Options::new(what, Some(v), &["key", "delayMs"])?;
+    Ok(tideq::Debounce::new(
+        opts.required("key", string)?,
+        opts.required("delayMs", millis)?,
+    ))
 }
 
 /// Retry delays. `{ type: 'fixed', delayMs }`, or `{ type: 'exponential', baseMs = 1000,

@@ -14,7 +14,10 @@ use crate::convert::{
     string, to_millis, Options,
 };
 use crate::error::{invalid, spawn, throw, type_error, Res};
-use crate::job::{backoff_arg, BackoffInfo, BackoffOptions, Enqueued, JobInfo, JobStats, Stored};
+use crate::job::{
+    backoff_arg, debounce_arg, dedup_arg, BackoffInfo, BackoffOptions, DebounceOptions, Enqueued,
+    JobInfo, JobStats, Stored,
+};
 use crate::task::{encode_data, format_arg};
 
 /// Options of `new Queue(name, options)`. Every field is optional.
@@ -120,9 +123,20 @@ pub struct EnqueueOptions {
     /// `JSON.stringify`, the default) or `'msgpack'` (MessagePack: Buffers stay binary).
     #[napi(ts_type = "'json' | 'msgpack'")]
     pub format: Option<String>,
+    /// Deduplication: while the key names a job, an enqueue with the same key creates nothing
+    /// and resolves with that job's id (`created: false`). A string is the key, held until its
+    /// job finishes; `{ key, ttlMs }` holds it for `ttlMs` from the enqueue that set it. Not
+    /// with `debounce`.
+    #[napi(ts_type = "string | DedupOptions")]
+    pub dedup: Option<()>,
+    /// Debounce (`enqueue` only, not `enqueueMany`): the job waits `delayMs`; an enqueue with the
+    /// same key while it waits replaces its payload and options, makes it wait `delayMs` again,
+    /// and resolves with its id (`created: false`). Not with `id`, `delayMs`, `runAt` or `dedup`.
+    pub debounce: Option<DebounceOptions>,
 }
 
-/// The keys of a `JobSpec`: `name`, `data`, `payload`, then those of `EnqueueOptions`.
+/// The keys of a `JobSpec`: `name`, `data`, `payload`, then those of `EnqueueOptions` but
+/// `debounce` (one job at a time).
 const ENQUEUE_MANY_KEYS: &[&str] = &[
     "name",
     "data",
@@ -136,8 +150,21 @@ const ENQUEUE_MANY_KEYS: &[&str] = &[
     "priority",
     "group",
     "format",
+    "dedup",
 ];
-const ENQUEUE_KEYS: &[&str] = ENQUEUE_MANY_KEYS.split_at(3).1;
+const ENQUEUE_KEYS: &[&str] = &[
+    "id",
+    "delayMs",
+    "runAt",
+    "maxAttempts",
+    "backoff",
+    "timeoutMs",
+    "priority",
+    "group",
+    "format",
+    "dedup",
+    "debounce",
+];
 
 /// One job of `enqueueMany`: a task (`name`, `data`) or a raw `payload`, plus the options of
 /// `enqueue`. A bare `Buffer` or `Uint8Array` in the list is a raw job with no options.
@@ -174,6 +201,9 @@ pub struct JobSpec {
     /// As in `EnqueueOptions` (tasks only).
     #[napi(ts_type = "'json' | 'msgpack'")]
     pub format: Option<String>,
+    /// As in `EnqueueOptions`: jobs of one call with the same key make one job.
+    #[napi(ts_type = "string | DedupOptions")]
+    pub dedup: Option<()>,
 }
 
 /// The options every job takes (not `format`, which only a task takes: see [`task_job`]).
@@ -187,6 +217,12 @@ fn enqueue_options(opts: &Options) -> Res<tideq::EnqueueOptions> {
         timeout: opts.get("timeoutMs", millis)?,
         priority: opts.get("priority", count1_u32)?,
         group: opts.get("group", string)?,
+        dedup: opts.get("dedup", dedup_arg)?,
+        // Not an option of enqueueMany's jobs.
+        debounce: match opts.knows("debounce") {
+            true => opts.get("debounce", debounce_arg)?,
+            false => None,
+        },
         ..Default::default()
     })
 }
@@ -384,9 +420,10 @@ impl Queue {
     /// Enqueues task `name` with `data` (encoded as JSON by default; `options.format:
     /// 'msgpack'` for MessagePack), for a worker started with `work({ [name]: handler })`. A
     /// string first argument is always a task name. With an `id` that already exists nothing is
-    /// written and `created` is false.
+    /// written and `created` is false; with a `dedup` key that names a job, nothing is written
+    /// and `id` is that job's (a `debounce` key replaces that job's data, options and delay).
     #[napi(
-        ts_args_type = "name: string, data?: unknown, options?: EnqueueOptions): Promise<Enqueued>\n/**\n * Enqueues one job with a raw payload (a `Buffer` or `Uint8Array`; for text,\n * `Buffer.from(text)`), for a handler that reads `job.payload`. With an `id` that already\n * exists nothing is written and `created` is false.\n */\nenqueue(payload: Buffer | Uint8Array, options?: EnqueueOptions",
+        ts_args_type = "name: string, data?: unknown, options?: EnqueueOptions): Promise<Enqueued>\n/**\n * Enqueues one job with a raw payload (a `Buffer` or `Uint8Array`; for text,\n * `Buffer.from(text)`), for a handler that reads `job.payload`. With an `id` that already\n * exists nothing is written and `created` is false; with a `dedup` key that names a job,\n * nothing is written and `id` is that job's (a `debounce` key replaces that job's payload,\n * options and delay).\n */\nenqueue(payload: Buffer | Uint8Array, options?: EnqueueOptions",
         ts_return_type = "Promise<Enqueued>"
     )]
     pub fn enqueue<'env>(

@@ -7,16 +7,21 @@
 //! - [`capped`]: `CappedQueue` and its result objects (core `capped`).
 //! - [`consumer`]: `Consumer`, `CappedQueue.consume`/`run` (core `consumer`).
 //! - [`job`]: `Job` (what a worker's handler receives) and the job queue's result objects and
-//!   backoff option (core `job`).
+//!   backoff, dedup and debounce options (core `job`).
 //! - [`jobs`]: `Queue`, the job queue, and its options (core `jobs` + `admin`).
 //! - [`flow`]: `Queue` flow control: pause/resume, limits, groups (core `flow`).
 //! - [`lease`]: `Queue.leaseJobs`/`complete`/`fail`/`release`/`extend`, manual leasing (core
 //!   `lease`).
+//! - [`schedule`]: `Queue.upsertSchedule`/`removeSchedule`/`schedules`, jobs on a cron pattern
+//!   or an interval (core `schedule`).
+//! - [`events`]: `Queue.setEvents`/`events`/`eventEmitter`, the event log and its readers
+//!   (`EventReader`, `for await`, a Node `EventEmitter`) (core `events`).
 //! - [`task`]: tasks by name: task data to payload and back, `work({ name: handler })`'s
 //!   handlers (core `task`).
 //! - [`worker`]: `Worker`, `Queue.work`/`workBatches`/`run` (core `worker`).
 //! - [`envelope`]: `decodeEnvelope`/`encodeEnvelope` (core `envelope`).
 //! - [`acl`]: `aclRules`, the Redis ACL rules of each role (core `acl`).
+//! - [`cli`]: `runCli`, the package's `tideq` command (the CLI crate's `run_cli`).
 //! - [`error`]: core errors -> JS errors with `code` and the caller's stack (core `error`).
 //! - [`handler`]: calling JS handlers from the core's tasks and reporting their failures.
 //! - [`abort`]: `job.signal`, an `AbortSignal` fired by the core's cancellation of an attempt.
@@ -28,11 +33,13 @@
 mod abort;
 mod acl;
 mod capped;
+mod cli;
 mod client;
 mod consumer;
 mod convert;
 mod envelope;
 mod error;
+mod events;
 mod flow;
 mod handler;
 mod job;
@@ -40,6 +47,7 @@ mod jobs;
 mod lease;
 mod logger;
 mod runtime;
+mod schedule;
 mod signal;
 mod task;
 mod worker;

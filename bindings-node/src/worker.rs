@@ -55,6 +55,10 @@ pub struct WorkerOptions {
     pub grace_ms: Option<f64>,
     /// Stop by itself once nothing is ready, delayed or active.
     pub stop_when_drained: Option<bool>,
+    /// Fire the queue's schedules' due slots (`upsertSchedule`): any number of workers may, in
+    /// any process or runtime, and each slot still makes one job. A new or changed schedule is
+    /// seen within `pollIntervalMs`. Default true.
+    pub schedules: Option<bool>,
     /// Called with a handler's error (thrown or rejected) and the job. Default: the error and
     /// its stack are printed with `console.error`. Should not throw: an error thrown here
     /// becomes an uncaught exception.
@@ -69,6 +73,7 @@ const WORK_KEYS: &[&str] = &[
     "pollIntervalMs",
     "graceMs",
     "stopWhenDrained",
+    "schedules",
     "onError",
 ];
 
@@ -174,6 +179,16 @@ impl Worker {
     #[napi]
     pub fn stats(&self) -> WorkerStats {
         self.inner.stats().into()
+    }
+
+    /// This worker's own metrics (this process only) in the Prometheus text format: its
+    /// counters (`tideq_worker_jobs_completed_total`, ...) and its handlers' run times (the
+    /// `tideq_worker_job_run_seconds` histogram), labelled with the queue. Serve it from your own
+    /// `/metrics` endpoint; the queue-wide view, over every worker, is `tideq exporter`'s. Still
+    /// readable once the worker has stopped.
+    #[napi]
+    pub fn metrics(&self) -> String {
+        self.inner.metrics()
     }
 
     /// True until the fetch loop has ended and running jobs have finished or been returned.
@@ -400,6 +415,8 @@ pub struct BatchWorkerOptions {
     pub grace_ms: Option<f64>,
     /// As in `WorkerOptions`.
     pub stop_when_drained: Option<bool>,
+    /// As in `WorkerOptions`.
+    pub schedules: Option<bool>,
     /// Called with the error a batch handler threw or rejected with, and the batch's jobs.
     /// Default: `console.error`. Should not throw.
     #[napi(ts_type = "(err: unknown, jobs: Job[]) => void")]
@@ -414,6 +431,7 @@ const BATCH_KEYS: &[&str] = &[
     "pollIntervalMs",
     "graceMs",
     "stopWhenDrained",
+    "schedules",
     "onError",
 ];
 
@@ -448,6 +466,7 @@ fn worker_options(opts: &Options) -> Res<tideq::WorkerOptions> {
         stop_when_drained: opts
             .get("stopWhenDrained", boolean)?
             .unwrap_or(d.stop_when_drained),
+        schedules: opts.get("schedules", boolean)?.unwrap_or(d.schedules),
     })
 }
 

@@ -1,9 +1,10 @@
 //! `tideq.CappedQueue` (blocking) and `tideq.AsyncCappedQueue` (asyncio) over one
 //! `tideq::CappedQueue` (core `capped`): both extend the hidden `_CappedQueue`, which holds the
-//! API mode and has every method. Plus `tideq.CappedStats`. Conversion only: every operation is
-//! the core's.
+//! API mode and has every method. Plus `tideq.CappedStats` and `tideq.Peeked`. Conversion only:
+//! every operation is the core's.
 
 use pyo3::prelude::*;
+use pyo3::types::PyBytes;
 use tideq::{CappedOptions, ConsumerOptions};
 
 use crate::client::Client;
@@ -51,6 +52,32 @@ impl CappedStats {
             "CappedStats(pushed={}, dropped={}, discarded={}, delivered={}, groups={})",
             s.pushed, s.dropped, s.discarded, s.delivered, s.groups
         )
+    }
+}
+
+/// An item still queued in a group, as ``peek`` shows it.
+#[pyclass(module = "tideq", frozen, eq)]
+#[derive(PartialEq)]
+pub struct Peeked(tideq::Peeked);
+
+#[pymethods]
+impl Peeked {
+    /// When it was pushed, epoch milliseconds by the Redis clock.
+    #[getter]
+    fn pushed_at_ms(&self) -> u64 {
+        self.0.pushed_at_ms
+    }
+    /// The item's bytes.
+    #[getter]
+    fn item<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, &self.0.item)
+    }
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(format!(
+            "Peeked(pushed_at_ms={}, item={})",
+            self.0.pushed_at_ms,
+            PyBytes::new(py, &self.0.item).repr()?
+        ))
     }
 }
 
@@ -173,6 +200,24 @@ impl CappedQueueBase {
         self.api.call(py, async move {
             let batch = q.next_batch(max).await?;
             Ok(batch.map(|b| (b.group, Items(b.items))))
+        })
+    }
+
+    /// The oldest ``max`` items of ``group`` (1 to 1000), oldest first, left in place.
+    ///
+    /// Items older than ``max_age`` are left out, as a pop would discard them, so fewer than
+    /// ``max`` may come back.
+    #[pyo3(signature = (group, max=10))]
+    fn peek<'py>(
+        &self,
+        py: Python<'py>,
+        group: Text,
+        #[pyo3(from_py_with = convert::int)] max: i64,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let (q, group, max) = (self.queue.clone(), group.0, convert::count("max", max)?);
+        self.api.call(py, async move {
+            let peeked = q.peek(&group, max).await?;
+            Ok(peeked.into_iter().map(Peeked).collect::<Vec<_>>())
         })
     }
 

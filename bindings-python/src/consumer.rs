@@ -116,7 +116,7 @@ pub fn start<'py>(
     func: Py<PyAny>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let grace = opts.grace;
-    let base = signal::start(
+    let (base, _) = signal::start(
         py,
         api,
         "AsyncCappedQueue.consume()/run() need a running asyncio event loop (call them from \

@@ -133,7 +133,8 @@ pub fn str_repr(py: Python<'_>, s: &str) -> String {
         .unwrap_or_else(|_| format!("{s:?}"))
 }
 
-fn type_name(obj: &Bound<'_, PyAny>) -> String {
+/// The name of `obj`'s type, for error messages.
+pub fn type_name(obj: &Bound<'_, PyAny>) -> String {
     obj.get_type()
         .name()
         .map(|n| n.to_string())

@@ -4,16 +4,17 @@
 
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyTuple};
-use tideq::{EnqueueOptions, QueueOptions};
+use pyo3::types::{PyDict, PyList, PyString, PyTuple};
+use tideq::{Debounce, Dedup, EnqueueOptions, Every, QueueOptions};
 
 use crate::client::Client;
 use crate::convert::set_given;
 use crate::convert::{self, Int, Opt, Secret, Secs, Text};
 use crate::error;
+use crate::events;
 use crate::flow::{self, GroupInfo, Limits, Rate};
 use crate::handler;
-use crate::job::{Backoff, Enqueued, Job, JobInfo, JobStats};
+use crate::job::{Backoff, Enqueued, Job, JobInfo, JobStats, ScheduleInfo};
 use crate::runtime::{self, Api};
 use crate::signal;
 use crate::worker::{self, Handlers};
@@ -29,6 +30,8 @@ struct JobArgs<'py> {
     timeout: Option<Secs>,
     priority: Option<Int>,
     group: Option<Text>,
+    dedup: Option<Bound<'py, PyAny>>,
+    debounce: Option<Bound<'py, PyAny>>,
 }
 
 impl<'py> JobArgs<'py> {
@@ -62,10 +65,12 @@ impl<'py> JobArgs<'py> {
                 "timeout" => args.timeout = Some(value.extract().map_err(named)?),
                 "priority" => args.priority = Some(value.extract().map_err(named)?),
                 "group" => args.group = Some(value.extract().map_err(named)?),
+                "dedup" => args.dedup = Some(value),
+                "debounce" => args.debounce = Some(value),
                 _ => {
                     return Err(PyTypeError::new_err(format!(
                         "unknown enqueue option {shown} (expected id, delay, run_at, \
-                         max_attempts, backoff, timeout, priority or group)"
+                         max_attempts, backoff, timeout, priority, group, dedup or debounce)"
                     )))
                 }
             }
@@ -92,8 +97,89 @@ impl<'py> JobArgs<'py> {
                 .map(|n| convert::count_u32("priority", n))
                 .transpose()?,
             group: self.group.map(|t| t.0),
+            dedup: self.dedup.map(|d| dedup(&d)).transpose()?,
+            debounce: self.debounce.map(|d| debounce(&d)).transpose()?,
             ..EnqueueOptions::default()
         })
+    }
+}
+
+/// `dedup=`: a key (held until its job finishes) or a `(key, ttl_seconds)` tuple (a `None` TTL:
+/// until its job finishes). Whether the key and TTL are acceptable is the core's check.
+fn dedup(obj: &Bound<'_, PyAny>) -> PyResult<Dedup> {
+    let wrong = || {
+        PyTypeError::new_err(format!(
+            "dedup must be a key (str) or a (key, ttl_seconds) tuple, not {}",
+            shown(obj)
+        ))
+    };
+    if obj.is_instance_of::<PyString>() {
+        return Ok(Dedup::new(obj.extract::<Text>()?.0));
+    }
+    let (key, ttl) = pair(obj).ok_or_else(wrong)?;
+    let ttl: Option<Secs> = ttl.extract().map_err(|_| wrong())?;
+    Ok(Dedup {
+        key: key.extract::<Text>()?.0,
+        ttl: convert::opt_duration("dedup ttl", ttl)?,
+    })
+}
+
+/// `debounce=`: a `(key, delay_seconds)` tuple. Whether the key and delay are acceptable is the
+/// core's check.
+fn debounce(obj: &Bound<'_, PyAny>) -> PyResult<Debounce> {
+    let wrong = || {
+        PyTypeError::new_err(format!(
+            "debounce must be a (key, delay_seconds) tuple, not {}",
+            shown(obj)
+        ))
+    };
+    let (key, delay) = pair(obj).ok_or_else(wrong)?;
+    let delay: Secs = delay.extract().map_err(|_| wrong())?;
+    Ok(Debounce::new(
+        key.extract::<Text>()?.0,
+        convert::duration("debounce delay", delay)?,
+    ))
+}
+
+/// A wrong `dedup`/`debounce` value as an error shows it: a tuple by its `repr()`, anything else
+/// by its type.
+fn shown(obj: &Bound<'_, PyAny>) -> String {
+    match obj.cast::<PyTuple>() {
+        Ok(_) => obj
+            .repr()
+            .map(|r| r.to_string())
+            .unwrap_or_else(|_| "a tuple".into()),
+        Err(_) => convert::type_name(obj),
+    }
+}
+
+/// The two items of a 2-tuple whose first item is a `str`.
+fn pair<'py>(obj: &Bound<'py, PyAny>) -> Option<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
+    let t = obj.cast::<PyTuple>().ok().filter(|t| t.len() == 2)?;
+    let (first, second) = (t.get_item(0).ok()?, t.get_item(1).ok()?);
+    first
+        .is_instance_of::<PyString>()
+        .then_some((first, second))
+}
+
+/// When a schedule's slots come, from `upsert_schedule`'s `cron`, `timezone` and `every`
+/// (seconds): exactly one of `cron` and `every`, and a time zone only with `cron`.
+fn every_of(cron: Option<Text>, timezone: Option<Text>, every: Option<Secs>) -> PyResult<Every> {
+    match (cron, every) {
+        (Some(Text(pattern)), None) => Ok(Every::Cron {
+            pattern,
+            timezone: timezone.map(|t| t.0),
+        }),
+        (None, Some(secs)) if timezone.is_none() => {
+            Ok(Every::Interval(convert::duration("every", secs)?))
+        }
+        (None, Some(_)) => Err(error::invalid(
+            "timezone applies to a cron pattern: give cron with it, not every",
+        )),
+        (Some(_), Some(_)) => Err(error::invalid("give a schedule cron or every, not both")),
+        (None, None) => Err(error::invalid(
+            "give a schedule cron (a pattern) or every (seconds)",
+        )),
     }
 }
 
@@ -126,6 +212,7 @@ fn jobs(items: &Bound<'_, PyAny>) -> PyResult<Vec<(Vec<u8>, EnqueueOptions)>> {
 }
 
 /// Worker options from keyword arguments; those not given keep the core's defaults.
+#[allow(clippy::too_many_arguments)]
 fn worker_options(
     concurrency: Option<Int>,
     batch_size: Option<Int>,
@@ -133,6 +220,7 @@ fn worker_options(
     poll_interval: Option<Secs>,
     grace: Option<Secs>,
     stop_when_drained: Option<bool>,
+    schedules: Option<bool>,
 ) -> PyResult<tideq::WorkerOptions> {
     let mut opts = tideq::WorkerOptions::default();
     convert::set_given!(
@@ -143,6 +231,7 @@ fn worker_options(
         poll_interval: convert::duration,
         grace: convert::duration,
         stop_when_drained: convert::as_is,
+        schedules: convert::as_is,
     );
     Ok(opts)
 }
@@ -299,7 +388,16 @@ impl QueueBase {
     /// ``MAX_PRIORITY`` (last); jobs without one run before any job with one, and jobs of one
     /// priority in order. ``group``: the job's group (a tenant, a user): groups are served
     /// round-robin, each in order, under the group limits.
-    #[pyo3(signature = (payload, *, id=None, delay=None, run_at=None, max_attempts=None, backoff=None, timeout=None, priority=None, group=None))]
+    ///
+    /// ``dedup``: a key (str) held until the job finishes (completed, dead-lettered or cancelled),
+    /// or a ``(key, ttl_seconds)`` tuple held for that long from this enqueue whatever becomes of
+    /// the job; while the key holds, an enqueue with it creates nothing and returns the job's id
+    /// (``created`` False). ``debounce``: a ``(key, delay_seconds)`` tuple: the job waits
+    /// ``delay_seconds``, and an enqueue with the same key while it waits replaces its payload and
+    /// options and makes it wait again from then (same id, ``created`` False); once it started, a
+    /// new job is created. Debounce takes no ``id``, ``delay``, ``run_at`` or ``dedup``; bad keys
+    /// or times raise ``InvalidArgumentError`` and write nothing.
+    #[pyo3(signature = (payload, *, id=None, delay=None, run_at=None, max_attempts=None, backoff=None, timeout=None, priority=None, group=None, dedup=None, debounce=None))]
     #[allow(clippy::too_many_arguments)]
     fn enqueue<'py>(
         &self,
@@ -313,6 +411,8 @@ impl QueueBase {
         timeout: Option<Secs>,
         priority: Option<Int>,
         group: Option<Text>,
+        dedup: Option<Bound<'py, PyAny>>,
+        debounce: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let payload = convert::bytes_like("payload", payload)?;
         let args = JobArgs {
@@ -324,6 +424,8 @@ impl QueueBase {
             timeout,
             priority,
             group,
+            dedup,
+            debounce,
         };
         let (q, opts) = (self.queue.clone(), args.convert()?);
         self.api.call(
@@ -334,7 +436,9 @@ impl QueueBase {
 
     /// Enqueue payloads or ``(payload, options)`` pairs in one round trip.
     ///
-    /// All are validated before anything is written.
+    /// All are validated before anything is written. The options dict takes ``enqueue``'s
+    /// keyword arguments; ``debounce`` only in a call of one item (``InvalidArgumentError``
+    /// otherwise). Items with the same ``dedup`` key make one job.
     fn enqueue_many<'py>(
         &self,
         py: Python<'py>,
@@ -481,9 +585,12 @@ impl QueueBase {
     /// only once the handler returned, and never runs twice at a time. On stop, running jobs get
     /// ``grace`` seconds, then are asked to stop likewise (see ``Worker.stop``).
     /// A worker stops by itself on ``AuthError`` or ``PermissionDeniedError`` (see ``Worker``).
+    /// With ``schedules`` the worker also fires the queue's due schedule slots
+    /// (``upsert_schedule``): any number of workers may, each slot still makes one job.
     /// Options not given take the core's defaults: ``concurrency`` 10, ``batch_size`` 0,
-    /// ``lease`` 30 s, ``poll_interval`` 5 s, ``grace`` 10 s, ``stop_when_drained`` False.
-    #[pyo3(signature = (handler, *, concurrency=None, batch_size=None, lease=None, poll_interval=None, grace=None, stop_when_drained=None))]
+    /// ``lease`` 30 s, ``poll_interval`` 5 s, ``grace`` 10 s, ``stop_when_drained`` False,
+    /// ``schedules`` True.
+    #[pyo3(signature = (handler, *, concurrency=None, batch_size=None, lease=None, poll_interval=None, grace=None, stop_when_drained=None, schedules=None))]
     #[allow(clippy::too_many_arguments)]
     fn work<'py>(
         &self,
@@ -495,6 +602,7 @@ impl QueueBase {
         poll_interval: Option<Secs>,
         grace: Option<Secs>,
         stop_when_drained: Option<bool>,
+        schedules: Option<bool>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let opts = worker_options(
             concurrency,
@@ -503,6 +611,7 @@ impl QueueBase {
             poll_interval,
             grace,
             stop_when_drained,
+            schedules,
         )?;
         worker::start(py, self.api, &self.queue, opts, Handlers::One(handler))
     }
@@ -513,7 +622,7 @@ impl QueueBase {
     /// ``stop_when_drained``, until nothing is ready, delayed or active; raises the error the
     /// worker stopped on, if any. The first SIGINT/SIGTERM stops gracefully and prints one line
     /// on stderr saying so; a second one stops at once (``abort()``).
-    #[pyo3(signature = (handler, *, concurrency=None, batch_size=None, lease=None, poll_interval=None, grace=None, stop_when_drained=None))]
+    #[pyo3(signature = (handler, *, concurrency=None, batch_size=None, lease=None, poll_interval=None, grace=None, stop_when_drained=None, schedules=None))]
     #[allow(clippy::too_many_arguments)]
     fn run<'py>(
         &self,
@@ -525,6 +634,7 @@ impl QueueBase {
         poll_interval: Option<Secs>,
         grace: Option<Secs>,
         stop_when_drained: Option<bool>,
+        schedules: Option<bool>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let worker = self.work(
             py,
@@ -535,6 +645,7 @@ impl QueueBase {
             poll_interval,
             grace,
             stop_when_drained,
+            schedules,
         )?;
         signal::run(&worker)
     }
@@ -546,7 +657,7 @@ impl QueueBase {
     /// attempts) and completes the rest; raising fails them all. Each job keeps its own lease,
     /// renewed while it waits and runs. ``concurrency`` counts jobs (``concurrency // size``
     /// batches at once); the other options are ``work``'s.
-    #[pyo3(signature = (handler, *, size, wait=None, concurrency=None, batch_size=None, lease=None, poll_interval=None, grace=None, stop_when_drained=None))]
+    #[pyo3(signature = (handler, *, size, wait=None, concurrency=None, batch_size=None, lease=None, poll_interval=None, grace=None, stop_when_drained=None, schedules=None))]
     #[allow(clippy::too_many_arguments)]
     fn work_batches<'py>(
         &self,
@@ -560,6 +671,7 @@ impl QueueBase {
         poll_interval: Option<Secs>,
         grace: Option<Secs>,
         stop_when_drained: Option<bool>,
+        schedules: Option<bool>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let opts = worker_options(
             concurrency,
@@ -568,6 +680,7 @@ impl QueueBase {
             poll_interval,
             grace,
             stop_when_drained,
+            schedules,
         )?;
         let mut batch = tideq::BatchOptions::default();
         let size = Some(size);
@@ -582,7 +695,7 @@ impl QueueBase {
     }
 
     /// ``work_batches()`` and wait until it stops, as ``run()`` does.
-    #[pyo3(signature = (handler, *, size, wait=None, concurrency=None, batch_size=None, lease=None, poll_interval=None, grace=None, stop_when_drained=None))]
+    #[pyo3(signature = (handler, *, size, wait=None, concurrency=None, batch_size=None, lease=None, poll_interval=None, grace=None, stop_when_drained=None, schedules=None))]
     #[allow(clippy::too_many_arguments)]
     fn run_batches<'py>(
         &self,
@@ -596,6 +709,7 @@ impl QueueBase {
         poll_interval: Option<Secs>,
         grace: Option<Secs>,
         stop_when_drained: Option<bool>,
+        schedules: Option<bool>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let worker = self.work_batches(
             py,
@@ -608,6 +722,7 @@ impl QueueBase {
             poll_interval,
             grace,
             stop_when_drained,
+            schedules,
         )?;
         signal::run(&worker)
     }
@@ -638,7 +753,7 @@ impl QueueBase {
     /// Enqueue task ``name`` with ``data`` as its arguments (a dict runs ``f(**data)``, a list
     /// ``f(*data)``, anything else ``f(data)``), encoded as ``format`` (``"json"``, the default,
     /// or ``"msgpack"``). The other options are ``enqueue``'s.
-    #[pyo3(signature = (name, data=None, *, format=None, id=None, delay=None, run_at=None, max_attempts=None, backoff=None, timeout=None, priority=None, group=None))]
+    #[pyo3(signature = (name, data=None, *, format=None, id=None, delay=None, run_at=None, max_attempts=None, backoff=None, timeout=None, priority=None, group=None, dedup=None, debounce=None))]
     #[allow(clippy::too_many_arguments)]
     fn enqueue_task<'py>(
         &self,
@@ -654,6 +769,8 @@ impl QueueBase {
         timeout: Option<Secs>,
         priority: Option<Int>,
         group: Option<Text>,
+        dedup: Option<Bound<'py, PyAny>>,
+        debounce: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let data = match data {
             Some(d) => convert::to_value(&d, args_value)?,
@@ -668,6 +785,8 @@ impl QueueBase {
             timeout,
             priority,
             group,
+            dedup,
+            debounce,
         };
         let mut opts = args.convert()?;
         opts.format = format
@@ -685,7 +804,7 @@ impl QueueBase {
     /// the job's decoded arguments. A job with no task name, or one not in ``tasks``, is
     /// dead-lettered at once with an error naming the tasks this worker runs. The options are
     /// ``work``'s.
-    #[pyo3(signature = (tasks=None, *, concurrency=None, batch_size=None, lease=None, poll_interval=None, grace=None, stop_when_drained=None))]
+    #[pyo3(signature = (tasks=None, *, concurrency=None, batch_size=None, lease=None, poll_interval=None, grace=None, stop_when_drained=None, schedules=None))]
     #[allow(clippy::too_many_arguments)]
     fn work_tasks<'py>(
         &self,
@@ -697,6 +816,7 @@ impl QueueBase {
         poll_interval: Option<Secs>,
         grace: Option<Secs>,
         stop_when_drained: Option<bool>,
+        schedules: Option<bool>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let opts = worker_options(
             concurrency,
@@ -705,6 +825,7 @@ impl QueueBase {
             poll_interval,
             grace,
             stop_when_drained,
+            schedules,
         )?;
         let tasks = tasks.unwrap_or_else(|| self.tasks.bind(py).clone().into_any());
         let pairs: Vec<(String, Py<PyAny>)> = py
@@ -719,7 +840,7 @@ impl QueueBase {
     }
 
     /// ``work_tasks()`` and wait until it stops, as ``run()`` does.
-    #[pyo3(signature = (tasks=None, *, concurrency=None, batch_size=None, lease=None, poll_interval=None, grace=None, stop_when_drained=None))]
+    #[pyo3(signature = (tasks=None, *, concurrency=None, batch_size=None, lease=None, poll_interval=None, grace=None, stop_when_drained=None, schedules=None))]
     #[allow(clippy::too_many_arguments)]
     fn run_tasks<'py>(
         &self,
@@ -731,6 +852,7 @@ impl QueueBase {
         poll_interval: Option<Secs>,
         grace: Option<Secs>,
         stop_when_drained: Option<bool>,
+        schedules: Option<bool>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let worker = self.work_tasks(
             py,
@@ -741,8 +863,125 @@ impl QueueBase {
             poll_interval,
             grace,
             stop_when_drained,
+            schedules,
         )?;
         signal::run(&worker)
+    }
+
+    // Schedules (core `schedule`).
+
+    /// Create the schedule ``name``, or change it; returns its next slot (epoch ms, Redis clock).
+    ///
+    /// Each slot enqueues one job with ``payload`` and the options given, id
+    /// ``"<name>@<slot ms>"``, whichever workers (started with ``schedules``, the default) see it
+    /// due: exactly one of ``cron`` (a cron pattern, 5 fields or 6 with seconds first, in
+    /// ``timezone``, an IANA name such as ``"Europe/Paris"``; default UTC) or ``every`` (seconds,
+    /// at least 0.01: slots at the multiples of the interval since the epoch). Declaring the same
+    /// schedule again changes nothing (its next slot stays); after an outage a schedule runs once
+    /// for the slots it missed. ``priority``, ``group``, ``max_attempts``, ``backoff`` and
+    /// ``timeout`` are given to each job as ``enqueue`` takes them; ``task`` makes each job a run
+    /// of that task, ``payload`` then holding its arguments encoded as ``format`` says
+    /// (``"json"`` or ``"msgpack"``; a task worker needs it). Bad input raises
+    /// ``InvalidArgumentError`` and writes nothing. None when the pattern has no slot to come.
+    #[pyo3(
+        signature = (name, payload=None, *, cron=None, every=None, timezone=None, task=None, format=None, priority=None, group=None, max_attempts=None, backoff=None, timeout=None),
+        text_signature = "($self, name, payload=b'', *, cron=None, every=None, timezone=None, task=None, format=None, priority=None, group=None, max_attempts=None, backoff=None, timeout=None)"
+    )]
+    #[allow(clippy::too_many_arguments)]
+    fn upsert_schedule<'py>(
+        &self,
+        py: Python<'py>,
+        name: Text,
+        payload: Option<Bound<'py, PyAny>>,
+        cron: Option<Text>,
+        every: Option<Secs>,
+        timezone: Option<Text>,
+        task: Option<Text>,
+        format: Option<Text>,
+        priority: Option<Int>,
+        group: Option<Text>,
+        max_attempts: Option<Int>,
+        backoff: Option<Bound<'py, Backoff>>,
+        timeout: Option<Secs>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let payload = match payload {
+            Some(p) => convert::bytes_like("payload", &p)?,
+            None => Vec::new(),
+        };
+        let slots = every_of(cron, timezone, every)?;
+        let args = JobArgs {
+            max_attempts,
+            backoff,
+            timeout,
+            priority,
+            group,
+            ..JobArgs::default()
+        };
+        let mut opts = args.convert()?;
+        opts.task = task.map(|t| t.0);
+        opts.format = format
+            .map(|f| tideq::PayloadFormat::parse(&f.0))
+            .transpose()
+            .map_err(error::to_py)?;
+        let q = self.queue.clone();
+        self.api.call(py, async move {
+            q.upsert_schedule(&name.0, slots, payload, opts).await
+        })
+    }
+
+    /// Remove the schedule ``name`` (no slot of it fires after this); True if it existed.
+    fn remove_schedule<'py>(&self, py: Python<'py>, name: Text) -> PyResult<Bound<'py, PyAny>> {
+        let q = self.queue.clone();
+        self.api
+            .call(py, async move { q.remove_schedule(&name.0).await })
+    }
+
+    /// The queue's schedules with their next slots, by name.
+    fn schedules<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let q = self.queue.clone();
+        self.api.call(py, async move {
+            let listed = q.schedules().await?;
+            Ok(listed.into_iter().map(ScheduleInfo).collect::<Vec<_>>())
+        })
+    }
+
+    // The event log (core `events`).
+
+    /// Turn the queue's event log on, keeping about its newest ``max_len`` entries, or off (None).
+    ///
+    /// An entry holds one kind of event for a batch of jobs. Every producer and worker of the
+    /// queue follows the setting at once; turning it off deletes the log. Events are off by
+    /// default. ``max_len`` 0 raises ``InvalidArgumentError``.
+    #[pyo3(signature = (max_len))]
+    fn set_events<'py>(
+        &self,
+        py: Python<'py>,
+        max_len: Option<Int>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let max_len = convert::opt_count("max_len", max_len)?;
+        let q = self.queue.clone();
+        self.api
+            .call(py, async move { q.set_events(max_len).await })
+    }
+
+    /// A reader of the queue's event log: what happened to its jobs, in order, as ``Event``s.
+    ///
+    /// It reads from now on (from this call), or with ``from_start`` from the oldest event kept.
+    /// A reader with a ``name`` keeps its place in Redis: started again with the same name (in
+    /// any process), it resumes where it stopped (events it took but had not stored yet may come
+    /// again), so one started ``from_start`` (the first time) misses nothing the log still holds
+    /// even if it crashed; one that fell behind the log's length gets a ``"lagged"`` event first.
+    /// The blocking API returns an ``EventReader`` (``for event in q.events(): ...``), the
+    /// asyncio API an ``AsyncEventReader`` (``async for event in aq.events(): ...``; ``events()``
+    /// itself is not awaited). Nothing is logged until ``set_events`` turns the log on.
+    #[pyo3(signature = (name=None, from_start=false))]
+    fn events<'py>(
+        &self,
+        py: Python<'py>,
+        name: Option<Text>,
+        from_start: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        events::open(py, self.api, &self.queue, name.map(|n| n.0), from_start)
     }
 
     // Flow control (core `flow`).

@@ -5,9 +5,11 @@
 //! the same set):
 //! - [`client`]: `Client` (one server, a Redis Cluster or a Sentinel-managed primary).
 //! - [`acl`]: `acl_rules`, the Redis ACL rules of a role on a queue.
-//! - [`capped`]: `CappedQueue`, `AsyncCappedQueue`, `CappedStats`.
+//! - [`cli`]: `_run_cli`, the `tideq` command (the CLI crate's `run_cli`).
+//! - [`capped`]: `CappedQueue`, `AsyncCappedQueue`, `CappedStats`, `Peeked`.
 //! - [`consumer`]: `Consumer`, `AsyncConsumer` (running handles), `ConsumerStats`.
-//! - [`job`]: value classes `Backoff`, `Enqueued`, `Job`, `JobInfo`, `JobStats`.
+//! - [`job`]: value classes `Backoff`, `Enqueued`, `Job`, `JobInfo`, `JobStats`, `ScheduleInfo`.
+//! - [`events`]: the event log's readers `EventReader`, `AsyncEventReader` and their `Event`.
 //! - [`flow`]: flow control's value classes `Rate`, `Limits`, `GroupInfo`.
 //! - [`jobs`]: `Queue`, `AsyncQueue`.
 //! - [`worker`]: `Worker`, `AsyncWorker` (running handles), `WorkerStats`.
@@ -23,11 +25,13 @@ use pyo3::prelude::*;
 
 pub mod acl;
 pub mod capped;
+pub mod cli;
 pub mod client;
 pub mod consumer;
 pub mod convert;
 pub mod envelope;
 pub mod error;
+pub mod events;
 pub mod flow;
 pub mod handler;
 pub mod job;
@@ -77,6 +81,7 @@ fn _tideq(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<capped::CappedQueue>()?;
     m.add_class::<capped::AsyncCappedQueue>()?;
     m.add_class::<capped::CappedStats>()?;
+    m.add_class::<capped::Peeked>()?;
     m.add_class::<consumer::Consumer>()?;
     m.add_class::<consumer::AsyncConsumer>()?;
     m.add_class::<consumer::ConsumerStats>()?;
@@ -87,6 +92,10 @@ fn _tideq(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<job::Job>()?;
     m.add_class::<job::JobInfo>()?;
     m.add_class::<job::JobStats>()?;
+    m.add_class::<job::ScheduleInfo>()?;
+    m.add_class::<events::Event>()?;
+    m.add_class::<events::EventReader>()?;
+    m.add_class::<events::AsyncEventReader>()?;
     m.add_class::<flow::Rate>()?;
     m.add_class::<flow::Limits>()?;
     m.add_class::<flow::GroupInfo>()?;
@@ -95,6 +104,7 @@ fn _tideq(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<worker::AsyncWorker>()?;
     m.add_class::<worker::WorkerStats>()?;
     m.add_function(wrap_pyfunction!(acl::acl_rules, m)?)?;
+    m.add_function(wrap_pyfunction!(cli::_run_cli, m)?)?;
     m.add_function(wrap_pyfunction!(envelope::decode_envelope, m)?)?;
     m.add_function(wrap_pyfunction!(envelope::encode_envelope, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

@@ -20,8 +20,9 @@ use crate::runtime::{self, Api, Running};
 
 /// Starts a consumer or worker: `start` makes the core loop, turning Python callables into core
 /// handlers with the function it is given (all counted in one count of running calls). The loop
-/// is kept running until stopped (see [`runtime::track`]); returns the base of its handle. `what`
-/// names what runs, singular and plural (`("job", "jobs")`), for `run()`'s line.
+/// is kept running until stopped (see [`runtime::track`]); returns the base of its handle and the
+/// loop itself (for what only a subclass offers). `what` names what runs, singular and plural
+/// (`("job", "jobs")`), for `run()`'s line.
 pub fn start<W: Work, R: Running>(
     py: Python<'_>,
     api: Api,
@@ -29,7 +30,7 @@ pub fn start<W: Work, R: Running>(
     grace: Duration,
     what: (&'static str, &'static str),
     start: impl FnOnce(&dyn Fn(Py<PyAny>) -> PyResult<Handler<W>>) -> PyResult<R>,
-) -> PyResult<PyClassInitializer<RunningBase>> {
+) -> PyResult<(PyClassInitializer<RunningBase>, Arc<R>)> {
     let event_loop = Loop::of(py, api, no_loop)?;
     let rt = runtime::get()?;
     let calls = Calls::default();
@@ -37,14 +38,14 @@ pub fn start<W: Work, R: Running>(
     let _in_runtime = rt.enter();
     let running = Arc::new(start(&wrap)?);
     runtime::track(running.clone(), grace);
-    Ok(RunningBase {
-        running,
+    let base = RunningBase {
+        running: running.clone(),
         api,
         calls,
         grace,
         what,
-    }
-    .into())
+    };
+    Ok((base.into(), running))
 }
 
 /// What the handles of both APIs share; `join` is each subclass's (with a timeout, or

@@ -245,7 +245,7 @@ pub fn start<'py>(
 ) -> PyResult<Bound<'py, PyAny>> {
     let grace = opts.grace;
     let what = ("job", "jobs");
-    let base = match handlers {
+    let (base, worker) = match handlers {
         Handlers::One(func) => signal::start(py, api, NO_LOOP, grace, what, |wrap| {
             queue.work_boxed(opts, wrap(func)?).map_err(error::to_py)
         })?,
@@ -266,8 +266,8 @@ pub fn start<'py>(
         })?,
     };
     Ok(match api {
-        Api::Blocking => Bound::new(py, base.add_subclass(Worker))?.into_any(),
-        Api::Async => Bound::new(py, base.add_subclass(AsyncWorker))?.into_any(),
+        Api::Blocking => Bound::new(py, base.add_subclass(Worker(worker)))?.into_any(),
+        Api::Async => Bound::new(py, base.add_subclass(AsyncWorker(worker)))?.into_any(),
     })
 }
 
@@ -277,10 +277,20 @@ pub fn start<'py>(
 /// cannot fix; other errors are retried): ``join()``, ``shutdown()`` and ``run()`` then raise
 /// that error (``AuthError``, ``PermissionDeniedError``), also kept in ``error``.
 #[pyclass(module = "tideq", extends = RunningBase, frozen)]
-pub struct Worker;
+pub struct Worker(Arc<tideq::Worker>);
 
 #[pymethods]
 impl Worker {
+    /// This worker's own metrics (this process only) in the Prometheus text format.
+    ///
+    /// Its counters (``tideq_worker_jobs_completed_total``, ...) and its handlers' run times
+    /// (the ``tideq_worker_job_run_seconds`` histogram), labelled with the queue: serve it from
+    /// your own ``/metrics`` endpoint. The queue-wide view, over every worker, is
+    /// ``tideq exporter``'s. Still readable once the worker has stopped.
+    fn metrics(&self) -> String {
+        self.0.metrics()
+    }
+
     /// Wait until stopped, or ``timeout`` seconds (a timeout too large to be a point in time
     /// means no limit); returns the stats either way, unless the worker stopped on an error
     /// (raised).
@@ -294,10 +304,17 @@ impl Worker {
 ///
 /// It stops by itself on errors retrying cannot fix, as ``Worker`` does.
 #[pyclass(module = "tideq", extends = RunningBase, frozen)]
-pub struct AsyncWorker;
+pub struct AsyncWorker(Arc<tideq::Worker>);
 
 #[pymethods]
 impl AsyncWorker {
+    /// This worker's own metrics (this process only) in the Prometheus text format.
+    ///
+    /// As ``Worker.metrics``: a plain call, not a coroutine (it reads in-process counters).
+    fn metrics(&self) -> String {
+        self.0.metrics()
+    }
+
     /// Wait until stopped; returns the stats, or raises the error the worker stopped on.
     fn join<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
         slf.as_super().get().join(slf.py(), None)

@@ -3,13 +3,15 @@
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::{json, Value};
-use tideq::{CappedStats, Enqueued, GroupInfo, JobInfo, JobStats, Limits, Rate};
+use tideq::{CappedStats, Enqueued, GroupInfo, JobInfo, JobStats, Limits, Peeked, Rate};
 
 /// The password `tideq acl` prints in the ACL SETUSER line, to be replaced.
 pub const PASSWORD_PLACEHOLDER: &str = "CHANGE-ME";
 
 /// Longest last error shown in a job table, in characters.
 const ERROR_WIDTH: usize = 60;
+/// Longest item shown in a `capped peek` table, in characters.
+const ITEM_WIDTH: usize = 100;
 
 /// How to show a payload (and a result or progress value).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -104,7 +106,7 @@ impl Table {
 }
 
 /// `name  value` lines, names padded to one width.
-fn pairs(items: &[(&str, String)]) -> String {
+pub fn pairs(items: &[(&str, String)]) -> String {
     let w = items.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
     items
         .iter()
@@ -207,6 +209,82 @@ fn one_line(s: &str, max: usize) -> String {
     }
     let cut: String = flat.chars().take(max.saturating_sub(1)).collect();
     format!("{cut}…")
+}
+
+pub fn queues(list: &[tideq::QueueRef], json: bool) -> String {
+    if json {
+        let all: Vec<Value> = list
+            .iter()
+            .map(|q| json!({"kind": q.kind.as_str(), "name": q.name, "shards": q.shards}))
+            .collect();
+        return Value::Array(all).to_string();
+    }
+    if list.is_empty() {
+        return "(no queues)".to_string();
+    }
+    let mut t = Table::new(&["KIND", "NAME", "SHARDS"]);
+    for q in list {
+        t.row(vec![
+            q.kind.as_str().to_string(),
+            q.name.clone(),
+            q.shards.to_string(),
+        ]);
+    }
+    t.render()
+}
+
+pub fn schedules(list: &[tideq::ScheduleInfo], json: bool) -> String {
+    let every = |s: &tideq::ScheduleInfo| match &s.every {
+        tideq::Every::Cron { pattern, timezone } => match timezone {
+            Some(tz) => format!("cron {pattern} ({tz})"),
+            None => format!("cron {pattern}"),
+        },
+        tideq::Every::Interval(d) => format!("every {} ms", d.as_millis()),
+    };
+    if json {
+        let all: Vec<Value> = list
+            .iter()
+            .map(|s| {
+                json!({
+                    "name": s.name,
+                    "every": every(s),
+                    "next_run_ms": s.next_run_ms,
+                    "task": s.options.task,
+                    "priority": s.options.priority,
+                    "group": s.options.group,
+                    "payload": preview(&s.payload, None).1,
+                })
+            })
+            .collect();
+        return Value::Array(all).to_string();
+    }
+    if list.is_empty() {
+        return "(no schedules)".to_string();
+    }
+    let mut t = Table::new(&["NAME", "WHEN", "NEXT RUN", "TASK"]);
+    for s in list {
+        t.row(vec![
+            s.name.clone(),
+            every(s),
+            s.next_run_ms.map(when).unwrap_or_else(|| "-".to_string()),
+            s.options.task.clone().unwrap_or_else(|| "-".to_string()),
+        ]);
+    }
+    t.render()
+}
+
+pub fn event(e: &tideq::Event, json: bool) -> String {
+    let data = e.data.as_deref().map(|d| preview(d, None).1);
+    if json {
+        return json!({"kind": e.kind.as_str(), "job_id": e.job_id, "data": data, "at_ms": e.at_ms})
+            .to_string();
+    }
+    let data = match data {
+        None => String::new(),
+        Some(Value::String(s)) => one_line(&s, ERROR_WIDTH),
+        Some(v) => one_line(&v.to_string(), ERROR_WIDTH),
+    };
+    format!("{} {:<9} {} {data}", e.at_ms, e.kind.as_str(), e.job_id)
 }
 
 pub fn job_list(jobs: &[JobInfo], json: bool) -> String {
@@ -379,6 +457,43 @@ pub fn capped_stats(s: &CappedStats, json: bool) -> String {
         .map(|k| (k, v[k].to_string()))
         .collect();
     pairs(&items)
+}
+
+/// A capped group's items as `peek` gave them: each item shown as `how` (see [`preview`]).
+pub fn peeked(items: &[Peeked], how: Option<Payload>, json: bool) -> String {
+    let shown: Vec<(Payload, Value)> = items.iter().map(|p| preview(&p.item, how)).collect();
+    if json {
+        let all: Vec<Value> = items
+            .iter()
+            .zip(&shown)
+            .map(|(p, (k, v))| {
+                json!({
+                    "pushed_at_ms": p.pushed_at_ms,
+                    "item": v,
+                    "item_format": kind(*k),
+                    "item_len": p.item.len(),
+                })
+            })
+            .collect();
+        return Value::Array(all).to_string();
+    }
+    if items.is_empty() {
+        return "(no items)".to_string();
+    }
+    let mut t = Table::new(&["PUSHED AT", "FORMAT", "BYTES", "ITEM"]);
+    for (p, (k, v)) in items.iter().zip(&shown) {
+        let text = match v {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        t.row(vec![
+            when(p.pushed_at_ms),
+            kind(*k).to_string(),
+            p.item.len().to_string(),
+            one_line(&text, ITEM_WIDTH),
+        ]);
+    }
+    t.render()
 }
 
 pub fn names(names: &[String], json: bool) -> String {

@@ -449,3 +449,310 @@ fn capped_stats_groups_and_len_are_cores() {
     assert_eq!(groups, serde_json::json!(want));
     assert_eq!(ok(redis.tideq(&["capped", "cq", "len", "a"])).trim(), "2");
 }
+
+#[test]
+fn schedules_lists_each_schedule_with_its_next_run() {
+    let redis = Redis::start();
+    let q = redis.queue("sched");
+    let rt = rt();
+    let next = rt
+        .block_on(q.upsert_schedule(
+            "daily",
+            tideq::Every::cron_in("0 9 * * *", "Europe/Paris"),
+            b"{}",
+            EnqueueOptions {
+                task: Some("report".into()),
+                ..Default::default()
+            },
+        ))
+        .unwrap();
+    let v = json(redis.tideq(&["schedules", "sched", "--json"]));
+    assert_eq!(v[0]["name"], "daily");
+    assert_eq!(v[0]["next_run_ms"].as_u64(), next);
+    assert_eq!(v[0]["task"], "report");
+    assert_eq!(v[0]["every"], "cron 0 9 * * * (Europe/Paris)");
+    let text = ok(redis.tideq(&["schedules", "sched"]));
+    assert!(
+        text.contains("daily") && text.contains("Europe/Paris"),
+        "{text}"
+    );
+    assert!(ok(redis.tideq(&["schedules", "none"])).contains("(no schedules)"));
+}
+
+#[test]
+fn events_prints_the_logged_events_and_a_named_reader_resumes() {
+    let redis = Redis::start();
+    let q = redis.queue("ev");
+    let rt = rt();
+    rt.block_on(async {
+        q.set_events(Some(1000)).await.unwrap();
+        q.enqueue(b"{\"n\":1}", with_id("a")).await.unwrap();
+        q.enqueue(b"{\"n\":2}", with_id("b")).await.unwrap();
+    });
+    let args = [
+        "events",
+        "ev",
+        "--from-start",
+        "--name",
+        "cli",
+        "--idle",
+        "0.3",
+        "--json",
+    ];
+    let out = ok(redis.tideq(&args));
+    let lines: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2, "{out}");
+    assert_eq!(
+        (lines[0]["kind"].as_str(), lines[0]["job_id"].as_str()),
+        (Some("enqueued"), Some("a"))
+    );
+    assert_eq!(lines[1]["job_id"], "b");
+    rt.block_on(q.enqueue(b"3", with_id("c"))).unwrap();
+    // The same name again: only what came after.
+    let out = ok(redis.tideq(&args));
+    assert_eq!(out.lines().count(), 1, "{out}");
+    assert!(out.contains("\"c\""), "{out}");
+}
+
+#[test]
+fn queues_lists_both_kinds_under_the_prefix() {
+    let redis = Redis::start();
+    let rt = rt();
+    rt.block_on(async {
+        let q = redis.queue("orders");
+        q.enqueue(b"x", Default::default()).await.unwrap();
+        let client = Client::open(&redis.url).unwrap();
+        let capped =
+            tideq::CappedQueue::new(&client, "prices", tideq::CappedOptions::default()).unwrap();
+        capped.push("g", b"1").await.unwrap();
+    });
+    let v = json(redis.tideq(&["queues", "--json"]));
+    assert_eq!(
+        v,
+        serde_json::json!([
+            {"kind": "jobs", "name": "orders", "shards": 1},
+            {"kind": "capped", "name": "prices", "shards": 1},
+        ])
+    );
+    let text = ok(redis.tideq(&["queues"]));
+    assert!(text.contains("orders") && text.contains("capped"), "{text}");
+    assert!(ok(redis.tideq(&["--prefix", "nobody", "queues"])).contains("(no queues)"));
+}
+
+#[test]
+fn capped_peek_shows_the_oldest_items_and_takes_nothing() {
+    let redis = Redis::start();
+    let client = Client::open(&redis.url).unwrap();
+    let q = tideq::CappedQueue::new(&client, "cq", Default::default()).unwrap();
+    let rt = rt();
+    rt.block_on(async {
+        for item in [&br#"{"n":1}"#[..], b"two", &[0xff, 0x00], b"four"] {
+            q.push("g", item).await.unwrap();
+        }
+    });
+    let v = json(redis.tideq(&["capped", "cq", "peek", "g", "--max", "3", "--json"]));
+    let core = rt.block_on(q.peek("g", 3)).unwrap();
+    let items = v.as_array().unwrap();
+    assert_eq!(items.len(), 3, "{v}");
+    for (shown, p) in items.iter().zip(&core) {
+        assert_eq!(shown["pushed_at_ms"].as_u64(), Some(p.pushed_at_ms));
+        assert_eq!(shown["item_len"].as_u64(), Some(p.item.len() as u64));
+    }
+    assert_eq!(items[0]["item"], serde_json::json!({"n": 1}));
+    assert_eq!(items[0]["item_format"], "json");
+    assert_eq!(
+        (&items[1]["item"], &items[1]["item_format"]),
+        (&"two".into(), &"text".into())
+    );
+    assert_eq!(
+        (&items[2]["item"], &items[2]["item_format"]),
+        (&"ff00".into(), &"hex".into())
+    );
+    let hex = json(redis.tideq(&["capped", "cq", "peek", "g", "--payload", "hex", "--json"]));
+    assert_eq!(hex.as_array().unwrap().len(), 4, "--max defaults to 10");
+    assert_eq!(hex[1]["item"], "74776f");
+    let text = ok(redis.tideq(&["capped", "cq", "peek", "g"]));
+    assert!(
+        text.starts_with("PUSHED AT") && text.contains("four"),
+        "{text}"
+    );
+    assert_eq!(rt.block_on(q.len("g")).unwrap(), 4, "peek took nothing");
+    assert!(ok(redis.tideq(&["capped", "cq", "peek", "none"])).contains("(no items)"));
+    let bad = redis.tideq(&["capped", "cq", "peek", "g", "--max", "0"]);
+    assert_eq!(bad.status.code(), Some(2), "{}", stderr(&bad));
+    assert!(
+        stderr(&bad).contains("max must be 1 to 1000"),
+        "{}",
+        stderr(&bad)
+    );
+}
+
+#[test]
+fn bench_reports_positive_rates_and_drains_its_queue() {
+    let redis = Redis::start();
+    let v = json(redis.tideq(&["bench", "--jobs", "1500", "--concurrency", "20", "--json"]));
+    for field in [
+        "redis_commands_per_sec",
+        "enqueue_jobs_per_sec",
+        "process_jobs_per_sec",
+        "enqueue_ratio",
+        "process_ratio",
+    ] {
+        let n = v[field].as_f64().unwrap_or(0.0);
+        assert!(n > 0.0 && n.is_finite(), "{field}: {v}");
+    }
+    assert_eq!(
+        (v["jobs"].as_u64(), v["concurrency"].as_u64()),
+        (Some(1500), Some(20))
+    );
+    assert_eq!(
+        (v["completed"].as_u64(), v["remaining"].as_u64()),
+        (Some(1500), Some(0)),
+        "{v}"
+    );
+    let name = v["queue"].as_str().unwrap();
+    assert!(name.starts_with("tideq-bench-"), "{name}");
+    assert_eq!(
+        v["keys_left"],
+        serde_json::json!([format!("tideq:{{{name}}}:*")])
+    );
+    // Drained, as the core sees it.
+    let stats = rt().block_on(redis.queue(name).stats()).unwrap();
+    assert_eq!(
+        (stats.ready, stats.delayed, stats.active, stats.dead),
+        (0, 0, 0, 0),
+        "{stats:?}"
+    );
+    assert_eq!(stats.completed, 1500);
+    // No progress bar when stderr is not a terminal.
+    let out = redis.tideq(&["bench", "--jobs", "10"]);
+    let text = ok(out.clone());
+    assert!(stderr(&out).is_empty(), "{}", stderr(&out));
+    assert!(
+        text.contains("jobs/s") && text.contains("commands/s"),
+        "{text}"
+    );
+    let bad = redis.tideq(&["bench", "--jobs", "0"]);
+    assert_eq!(bad.status.code(), Some(2));
+}
+
+/// A plain HTTP/1.0 GET (the exporter's scrape), the body; `None` until it answers.
+fn http_get(port: u16, path: &str) -> Option<String> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").ok()?;
+    let mut out = String::new();
+    s.read_to_string(&mut out).ok()?;
+    Some(out.split_once("\r\n\r\n")?.1.to_string())
+}
+
+/// The value of one series in Prometheus text.
+fn series(text: &str, name_and_labels: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name_and_labels)?.trim().parse().ok())
+}
+
+#[test]
+fn the_exporter_serves_each_queues_counts_equal_to_its_stats() {
+    let redis = Redis::start();
+    let q = redis.queue("exported");
+    let rt = rt();
+    rt.block_on(async {
+        for i in 0..5 {
+            q.enqueue(format!("{i}"), Default::default()).await.unwrap();
+        }
+        let opts = tideq::WorkerOptions {
+            stop_when_drained: true,
+            ..Default::default()
+        };
+        q.work(opts, |_job: tideq::Job| async { Ok::<(), String>(()) })
+            .unwrap()
+            .join()
+            .await;
+        q.enqueue(b"waiting", Default::default()).await.unwrap();
+        let later = EnqueueOptions {
+            delay: Some(Duration::from_secs(60)),
+            ..Default::default()
+        };
+        q.enqueue(b"later", later).await.unwrap();
+        let capped = tideq::CappedQueue::new(
+            &Client::open(&redis.url).unwrap(),
+            "ticks",
+            tideq::CappedOptions::default(),
+        )
+        .unwrap();
+        capped.push("g", b"1").await.unwrap();
+    });
+    let port = free_port();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tideq"))
+        .args(["--url", &redis.url, "exporter", "--listen"])
+        .arg(format!("127.0.0.1:{port}"))
+        .args(["--refresh", "0.2"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let text = loop {
+        if let Some(t) = http_get(port, "/metrics") {
+            break t;
+        }
+        assert!(Instant::now() < deadline, "the exporter did not answer");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let _ = child.kill();
+    let _ = child.wait();
+    let stats = rt.block_on(q.stats()).unwrap();
+    let q_state = |s: &str| {
+        series(
+            &text,
+            &format!("tideq_jobs{{queue=\"exported\",state=\"{s}\"}}"),
+        )
+    };
+    assert_eq!(q_state("ready"), Some(stats.ready as f64), "{text}");
+    assert_eq!(q_state("delayed"), Some(stats.delayed as f64), "{text}");
+    assert_eq!(
+        series(&text, "tideq_jobs_completed_total{queue=\"exported\"}"),
+        Some(stats.completed as f64)
+    );
+    assert_eq!(
+        series(&text, "tideq_jobs_enqueued_total{queue=\"exported\"}"),
+        Some(stats.enqueued as f64)
+    );
+    // The worker reported its run times when it stopped.
+    assert_eq!(
+        series(&text, "tideq_job_run_seconds_count{queue=\"exported\"}"),
+        Some(5.0),
+        "{text}"
+    );
+    assert_eq!(
+        series(&text, "tideq_capped_pushed_total{queue=\"ticks\"}"),
+        Some(1.0),
+        "{text}"
+    );
+    assert_eq!(
+        series(&text, "tideq_exporter_refresh_ok"),
+        Some(1.0),
+        "{text}"
+    );
+}
+
+#[test]
+fn bad_exporter_and_events_arguments_are_usage_errors() {
+    let redis = Redis::start();
+    let out = redis.tideq(&["exporter", "--refresh", "0"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("--refresh"), "{}", stderr(&out));
+    let out = redis.tideq(&["events", "q", "--idle", "-1"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    // A port already taken: the exporter says so and exits.
+    let taken = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let out = redis.tideq(&["exporter", "--listen", &addr]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("cannot listen"), "{}", stderr(&out));
+}

@@ -19,11 +19,11 @@ use crate::scripts::{self, LuaScript};
 /// What a Redis user does with a queue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
-    /// Enqueues jobs (`enqueue`, `enqueue_many`, with or without replica acks) and waits for
-    /// their outcome (`wait`).
+    /// Enqueues jobs (`enqueue`, `enqueue_many`, with or without replica acks), waits for
+    /// their outcome (`wait`), declares schedules.
     Producer,
     /// Runs a worker: fetches, completes, fails, releases and renews jobs, reports progress,
-    /// waits for wake-ups.
+    /// waits for wake-ups, fires the schedules' due slots.
     Worker,
     /// Inspects, repairs and steers a job queue: `get`, `jobs`, `wait`, `cancel`, dead letters, `stats`,
     /// and flow control (pause and resume, limits, `group`).
@@ -31,7 +31,7 @@ pub enum Role {
     /// Pushes to a capped queue.
     CappedProducer,
     /// Consumes a capped queue (`pop_batch`, `next_batch`, consumers), reads `len`, `groups`,
-    /// `stats`.
+    /// `stats`, `peek`.
     CappedConsumer,
 }
 
@@ -71,7 +71,14 @@ impl Role {
     fn scripts(self) -> Vec<&'static LuaScript> {
         use scripts::*;
         match self {
-            Role::Producer => vec![&ENQUEUE_JOBS, &WAIT_JOB],
+            Role::Producer => vec![
+                &ENQUEUE_JOBS,
+                &WAIT_JOB,
+                &UPSERT_SCHEDULE,
+                &REMOVE_SCHEDULE,
+                &SCHEDULES,
+                &READ_EVENTS,
+            ],
             Role::Worker => vec![
                 &FETCH_JOBS,
                 &COMPLETE_JOBS,
@@ -79,6 +86,8 @@ impl Role {
                 &RELEASE_JOB,
                 &EXTEND_LEASE,
                 &SET_PROGRESS,
+                &SCHEDULES,
+                &ENQUEUE_JOBS,
             ],
             Role::Admin => vec![
                 &GET_JOBS,
@@ -89,6 +98,10 @@ impl Role {
                 &SET_FLOW,
                 &GROUP_INFO,
                 &WAIT_JOB,
+                &UPSERT_SCHEDULE,
+                &REMOVE_SCHEDULE,
+                &SCHEDULES,
+                &READ_EVENTS,
             ],
             Role::CappedProducer => vec![&PUSH_CAPPED],
             Role::CappedConsumer => vec![&POP_CAPPED, &CAPPED_GROUPS],
@@ -99,13 +112,22 @@ impl Role {
     fn direct(self) -> &'static [&'static str] {
         match self {
             // WAIT (and EXISTS before it) only with replica acks; BLPOP for `wait` (a job's
-            // finish notice).
-            Role::Producer => &["wait", "exists", "blpop"],
+            // finish notice); GET for a debounce key; TIME for a schedule's next slot; the event
+            // log (XREAD to wait for entries, HGET/HSET a named reader's place).
+            Role::Producer => &[
+                "wait", "exists", "blpop", "get", "time", "xread", "hget", "hset",
+            ],
             // Wake-up listener: BLPOP, and passing a token on; cancel requests (renewer).
             Role::Worker => &["blpop", "rpush", "pexpire", "smismember"],
-            Role::Admin => &["zcard", "llen", "zcount", "hgetall", "hget", "blpop"],
+            // The event log too: set_events (HSET/HDEL of the setting, DEL of the log), readers
+            // (XREAD to wait, HSET of a named reader's place).
+            Role::Admin => &[
+                "zcard", "llen", "zcount", "hgetall", "hget", "blpop", "time", "hset", "hdel",
+                "del", "xread",
+            ],
             Role::CappedProducer => &[],
-            Role::CappedConsumer => &["blpop", "llen", "hgetall"],
+            // Wake-up waits, `len`, `stats`; `peek` (TIME and LRANGE in one pipeline).
+            Role::CappedConsumer => &["blpop", "llen", "hgetall", "lrange", "time"],
         }
     }
 }

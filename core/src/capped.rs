@@ -18,6 +18,11 @@ const PUSH_CHUNK_ITEMS: usize = 1000;
 const PUSH_CHUNK_BYTES: usize = 4 * 1024 * 1024;
 /// Empty groups `next_batch` may clear from the registry in one call before giving up.
 const MAX_EMPTY_HOPS: usize = 1000;
+/// Most items one [`CappedQueue::peek`] returns.
+pub const MAX_PEEK: usize = 1000;
+/// Items [`CappedQueue::peek`] shows when the caller does not say (the bindings' and the CLI's
+/// default).
+pub const DEFAULT_PEEK: usize = 10;
 
 /// Options of a capped queue. All handles on one queue should use the same values.
 #[derive(Debug, Clone, PartialEq)]
@@ -45,6 +50,14 @@ impl Default for CappedOptions {
 pub struct Batch {
     pub group: String,
     pub items: Vec<Vec<u8>>,
+}
+
+/// An item still queued, as [`CappedQueue::peek`] shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Peeked {
+    /// When it was pushed: ms since the epoch, Redis clock.
+    pub pushed_at_ms: u64,
+    pub item: Vec<u8>,
 }
 
 /// Counters kept in Redis for the whole queue.
@@ -411,6 +424,57 @@ impl CappedQueue {
             }
         }
         Ok(Vec::new())
+    }
+
+    /// The oldest `max` items of `group` (1 to [`MAX_PEEK`]), oldest first, left in place. Items
+    /// older than `max_age` are left out, as a pop would discard them (so fewer than `max` may
+    /// come back while such items head the group); nothing is written.
+    pub async fn peek(&self, group: &str, max: usize) -> Result<Vec<Peeked>> {
+        self.op("peek", async {
+            validate_name("group", group)?;
+            if !(1..=MAX_PEEK).contains(&max) {
+                return Err(Error::invalid(format!(
+                    "max must be 1 to {MAX_PEEK}; got {max}"
+                )));
+            }
+            let max_age = millis("max_age", self.opts.max_age)?;
+            let mut lrange = redis::cmd("LRANGE");
+            lrange
+                .arg(self.keys_for(group).group(group))
+                .arg(0)
+                .arg(max - 1);
+            let replies = self.client.pipeline(&[redis::cmd("TIME"), lrange]).await?;
+            let bad = || Error::new(crate::ErrorKind::Redis, "unexpected reply to peek");
+            let mut replies = replies.into_iter();
+            let (secs, micros): (u64, u64) = replies
+                .next()
+                .and_then(|v| redis::from_redis_value(v).ok())
+                .ok_or_else(bad)?;
+            let now = secs * 1000 + micros / 1000;
+            let stamped: Vec<Vec<u8>> = replies
+                .next()
+                .and_then(|v| redis::from_redis_value(v).ok())
+                .ok_or_else(bad)?;
+            let mut out = Vec::with_capacity(stamped.len());
+            for mut b in stamped {
+                // "<ms>:<bytes>", as pop_capped.lua reads it.
+                let sep = b.iter().position(|&c| c == b':').ok_or_else(bad)?;
+                let pushed_at_ms: u64 = std::str::from_utf8(&b[..sep])
+                    .ok()
+                    .and_then(|s| s.parse().ok())
+                    .ok_or_else(bad)?;
+                if max_age > 0 && now.saturating_sub(pushed_at_ms) > max_age {
+                    continue;
+                }
+                b.drain(..=sep);
+                out.push(Peeked {
+                    pushed_at_ms,
+                    item: b,
+                });
+            }
+            Ok(out)
+        })
+        .await
     }
 
     /// Number of items queued in `group`.

@@ -115,6 +115,56 @@ pub struct EnqueueOptions {
     /// The group the job belongs to (a tenant, a user, an account): groups are served
     /// round-robin, each in order, under the queue's per-group concurrency limit and rate.
     pub group: Option<String>,
+    /// Deduplication: while the key names a job (for its TTL, or until the job finishes), an
+    /// enqueue with the same key creates nothing and returns that job's id.
+    pub dedup: Option<Dedup>,
+    /// Debounce: the job waits `delay`; an enqueue with the same key while it waits replaces its
+    /// payload and options and makes it wait `delay` again from then.
+    pub debounce: Option<Debounce>,
+}
+
+/// A dedup key (see [`EnqueueOptions::dedup`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Dedup {
+    /// 1–256 bytes, no control characters.
+    pub key: String,
+    /// How long the key holds from the enqueue that set it, whatever becomes of its job. `None`:
+    /// until its job finishes (completed, dead-lettered or cancelled), never longer.
+    pub ttl: Option<Duration>,
+}
+
+impl Dedup {
+    /// A key held until its job finishes.
+    pub fn new(key: impl Into<String>) -> Self {
+        Dedup {
+            key: key.into(),
+            ttl: None,
+        }
+    }
+
+    /// A key held for `ttl` from the enqueue that set it.
+    pub fn ttl(mut self, ttl: Duration) -> Self {
+        self.ttl = Some(ttl);
+        self
+    }
+}
+
+/// A debounce key (see [`EnqueueOptions::debounce`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Debounce {
+    /// 1–256 bytes, no control characters.
+    pub key: String,
+    /// How long the job waits after the last enqueue with its key (at least 1 ms).
+    pub delay: Duration,
+}
+
+impl Debounce {
+    pub fn new(key: impl Into<String>, delay: Duration) -> Self {
+        Debounce {
+            key: key.into(),
+            delay,
+        }
+    }
 }
 
 /// The largest job priority (2^21 - 1): priority and order share one exact sorted-set score.

@@ -22,6 +22,22 @@ use crate::scripts::{LuaScript, ENQUEUE_JOBS};
 /// Most jobs per enqueue script call; all calls of one `enqueue_many` go in one pipeline.
 const ENQUEUE_CHUNK: usize = 500;
 
+/// What the enqueue script did with one job (see `enqueue_jobs.lua`'s contract).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Reply {
+    Created,
+    /// The id existed (or was remembered): nothing written.
+    Exists,
+    /// The job's dedup or debounce key names this job: nothing created (a debounce replaced it).
+    Named(String),
+    /// Debounce: the key names another job than expected.
+    Retry,
+    /// Debounce: the expected job has started; send a new id.
+    Fresh,
+    /// A schedule's guard failed: nothing written.
+    Stale,
+}
+
 /// A handle on one job queue. Cheap to clone.
 #[derive(Clone)]
 pub struct Queue {
@@ -112,7 +128,14 @@ impl Queue {
         &self.client
     }
 
-    fn envelope(&self, payload: &[u8], o: &EnqueueOptions) -> Result<(Envelope, u64, u64)> {
+    /// The job's envelope, delay and run-at time, after checking every option. `id`: the id the
+    /// job gets when the caller gave none (a debounce replacing a waiting job sends that job's).
+    pub(crate) fn envelope(
+        &self,
+        payload: &[u8],
+        o: &EnqueueOptions,
+        id: Option<&str>,
+    ) -> Result<(Envelope, u64, u64)> {
         let limit = self.client.config().max_payload();
         if payload.len() > limit {
             return Err(Error::new(
@@ -123,12 +146,13 @@ impl Queue {
                 ),
             ));
         }
-        let id = match &o.id {
-            Some(id) => {
+        let id = match (&o.id, id) {
+            (Some(id), _) => {
                 validate_job_id(id)?;
                 id.clone()
             }
-            None => new_job_id(),
+            (None, Some(id)) => id.to_string(),
+            (None, None) => new_job_id(),
         };
         let max_attempts = o.max_attempts.unwrap_or(self.opts.max_attempts);
         if max_attempts == 0 {
@@ -156,6 +180,33 @@ impl Queue {
         if let Some(g) = &o.group {
             crate::keys::validate_name("group", g)?;
         }
+        let mut delay = o.delay.map(ms).unwrap_or(0);
+        if let Some(d) = &o.dedup {
+            validate_label("dedup key", &d.key)?;
+            if d.ttl.is_some_and(|t| t.as_millis() == 0) {
+                return Err(Error::invalid("dedup ttl must be at least 1 ms"));
+            }
+            if o.debounce.is_some() {
+                return Err(Error::invalid("give dedup or debounce, not both"));
+            }
+        }
+        if let Some(d) = &o.debounce {
+            validate_label("debounce key", &d.key)?;
+            if d.delay.as_millis() == 0 {
+                return Err(Error::invalid("debounce delay must be at least 1 ms"));
+            }
+            if o.delay.is_some() || o.run_at_ms.is_some() {
+                return Err(Error::invalid(
+                    "debounce sets the job's delay: give no delay or run_at with it",
+                ));
+            }
+            if o.id.is_some() {
+                return Err(Error::invalid(
+                    "debounce picks the job's id: give no id with it",
+                ));
+            }
+            delay = ms(d.delay);
+        }
         let env = Envelope {
             v: ENVELOPE_VERSION,
             id,
@@ -167,7 +218,7 @@ impl Queue {
             task: o.task.clone(),
             format: o.format,
         };
-        Ok((env, o.delay.map(ms).unwrap_or(0), o.run_at_ms.unwrap_or(0)))
+        Ok((env, delay, o.run_at_ms.unwrap_or(0)))
     }
 
     /// An `EVALSHA` of `script` on `shard`, its keys in the order its contract header lists them.
@@ -175,15 +226,88 @@ impl Queue {
         script.cmd(&self.shards[shard].for_script(script))
     }
 
+    /// The shard a job goes to: its group's (a group's order and limits hold on one shard), else
+    /// its dedup or debounce key's (the key is looked up there), else its id's.
+    pub(crate) fn shard_for_job(&self, id: &str, o: &EnqueueOptions) -> usize {
+        let n = self.shards.len();
+        if let Some(g) = &o.group {
+            shard_of(g, n)
+        } else if let Some(d) = &o.dedup {
+            shard_of(&d.key, n)
+        } else if let Some(d) = &o.debounce {
+            shard_of(&d.key, n)
+        } else {
+            shard_of(id, n)
+        }
+    }
+
     /// Enqueues one job. With an `id` that already exists, nothing is written and
-    /// `created` is false.
+    /// `created` is false; with a dedup key that names a job, nothing is written and `id` is
+    /// that job's.
     pub async fn enqueue(
         &self,
         payload: impl AsRef<[u8]>,
         opts: EnqueueOptions,
     ) -> Result<Enqueued> {
+        if opts.debounce.is_some() {
+            return self
+                .op(
+                    "enqueue",
+                    Box::pin(self.enqueue_debounced(payload.as_ref(), &opts)),
+                )
+                .await;
+        }
         let mut v = self.enqueue_many(&[(payload, opts)]).await?;
         Ok(v.remove(0))
+    }
+
+    /// A debounced enqueue: read which job the key names, then send the job with that job's id
+    /// (to replace it if it still waits) and the id expected, so the script can tell when another
+    /// enqueue got there first (then read again).
+    async fn enqueue_debounced(&self, payload: &[u8], o: &EnqueueOptions) -> Result<Enqueued> {
+        let key = &o.debounce.as_ref().expect("debounce").key;
+        self.envelope(payload, o, None)?;
+        let shard = self.shard_for_job("", o);
+        for _ in 0..32 {
+            let mut conn = self.client.conn().await?;
+            let cur: Option<String> = redis::cmd("GET")
+                .arg(format!("{}{key}", self.shards[shard].dd()))
+                .query_async(&mut conn)
+                .await
+                .map_err(|e| self.client.err(e))?;
+            let expect = cur.as_deref().unwrap_or("");
+            let mut id = cur.as_deref();
+            loop {
+                let prepared = vec![self.envelope(payload, o, id)?];
+                let reply = self.send(shard, &[o], &prepared, &[0], "", expect).await?;
+                match reply[0].1 {
+                    Reply::Retry => break,
+                    Reply::Fresh if id.is_some() => id = None,
+                    Reply::Created => {
+                        return Ok(Enqueued {
+                            id: prepared.into_iter().next().expect("one").0.id,
+                            created: true,
+                        })
+                    }
+                    Reply::Named(ref named) => {
+                        return Ok(Enqueued {
+                            id: named.clone(),
+                            created: false,
+                        })
+                    }
+                    _ => {
+                        return Err(Error::new(
+                            ErrorKind::Redis,
+                            "unexpected reply of the enqueue script to a debounce",
+                        ))
+                    }
+                }
+            }
+        }
+        Err(Error::new(
+            ErrorKind::Redis,
+            format!("debounce key {key:?}: other enqueues kept replacing its job; try again"),
+        ))
     }
 
     /// Enqueues many jobs in one round trip. All jobs are validated first: on bad input nothing
@@ -200,7 +324,13 @@ impl Queue {
         }
         let mut prepared = Vec::with_capacity(jobs.len());
         for (i, (payload, o)) in jobs.iter().enumerate() {
-            let env = self.envelope(payload.as_ref(), o);
+            let env = if o.debounce.is_some() && jobs.len() > 1 {
+                Err(Error::invalid(
+                    "debounce applies to enqueue (one job at a time), not enqueue_many",
+                ))
+            } else {
+                self.envelope(payload.as_ref(), o, None)
+            };
             prepared.push(env.map_err(|e| {
                 if jobs.len() > 1 {
                     e.context(&format!("job {i}"))
@@ -209,92 +339,132 @@ impl Queue {
                 }
             })?);
         }
-        // Per shard, chunks of jobs in one pipeline; shards (other nodes) in parallel.
+        if jobs.len() == 1 && jobs[0].1.debounce.is_some() {
+            let e = self.enqueue_debounced(jobs[0].0.as_ref(), &jobs[0].1);
+            return Ok(vec![self.op("enqueue", Box::pin(e)).await?]);
+        }
+        let opts: Vec<&EnqueueOptions> = jobs.iter().map(|(_, o)| o).collect();
+        let replies = self
+            .op("enqueue", Box::pin(self.send_all(&opts, &prepared, "")))
+            .await?;
+        Ok(prepared
+            .into_iter()
+            .zip(replies)
+            .map(|((env, _, _), reply)| match reply {
+                Reply::Named(id) => Enqueued { id, created: false },
+                r => Enqueued {
+                    id: env.id,
+                    created: r == Reply::Created,
+                },
+            })
+            .collect())
+    }
+
+    /// Sends prepared jobs, each to its shard (shards in parallel, each shard's chunks in one
+    /// pipeline); the script's reply per job, in order. `guard`: a schedule's (see
+    /// `schedule.rs`).
+    pub(crate) async fn send_all(
+        &self,
+        jobs: &[&EnqueueOptions],
+        prepared: &[(Envelope, u64, u64)],
+        guard: &str,
+    ) -> Result<Vec<Reply>> {
         let mut by_shard: Vec<Vec<usize>> = vec![Vec::new(); self.shards.len()];
         for (i, (env, _, _)) in prepared.iter().enumerate() {
-            // A group lives on one shard (its order and limits hold there); other jobs by id.
-            let shard = match &jobs[i].1.group {
-                Some(g) => shard_of(g, self.shards.len()),
-                None => self.shard_for(&env.id),
-            };
-            by_shard[shard].push(i);
+            by_shard[self.shard_for_job(&env.id, jobs[i])].push(i);
         }
         let sends = by_shard
             .iter()
             .enumerate()
             .filter(|(_, idx)| !idx.is_empty())
-            .map(|(shard, idx)| {
-                let cmds: Vec<redis::Cmd> = idx
-                    .chunks(ENQUEUE_CHUNK)
-                    .map(|chunk| {
-                        let mut cmd = self.script_cmd(shard, &ENQUEUE_JOBS);
-                        let remember = self.opts.idempotency_window.is_some_and(|w| !w.is_zero());
-                        cmd.arg(chunk.len()).arg(if remember { "1" } else { "0" });
-                        for &i in chunk {
-                            let (env, delay, run_at) = &prepared[i];
-                            let o = &jobs[i].1;
-                            let route = match (o.priority, &o.group) {
-                                (None, None) => String::new(),
-                                (p, g) => {
-                                    format!("{}|{}", p.unwrap_or(0), g.as_deref().unwrap_or(""))
-                                }
-                            };
-                            cmd.arg(&env.id)
-                                .arg(env.encode())
-                                .arg(env.max_attempts)
-                                .arg(*delay)
-                                .arg(*run_at)
-                                .arg(if o.id.is_some() { "1" } else { "0" })
-                                .arg(route);
-                        }
-                        cmd
-                    })
-                    .collect();
-                async move {
-                    // With replica acks, the writes and their WAIT share a connection of their own.
-                    let ack = self.client.config().replica_ack;
-                    let mut conn = if ack.is_some() {
-                        self.client.ack_conn().await?
-                    } else {
-                        self.client.conn().await?
-                    };
-                    let replies = match cmds.len() {
-                        1 => vec![
-                            self.client
-                                .eval_on::<Value>(&mut conn, &cmds[0], &ENQUEUE_JOBS)
-                                .await?,
-                        ],
-                        _ => self.client.pipeline_on(&mut conn, &cmds).await?,
-                    };
-                    if let Some((replicas, timeout)) = ack {
-                        self.wait_for_replicas(&mut conn, shard, replicas, timeout)
-                            .await?;
-                    }
-                    let mut flags = Vec::with_capacity(idx.len());
-                    for reply in replies {
-                        let f: Vec<i64> = redis::from_redis_value(reply)
-                            .map_err(|e| self.client.err(e.into()))?;
-                        flags.extend(f);
-                    }
-                    Ok::<_, Error>(idx.iter().copied().zip(flags).collect::<Vec<_>>())
-                }
-            });
-        let sends: Vec<_> = sends.map(Box::pin).collect();
-        let results = self
-            .op("enqueue", futures_util::future::try_join_all(sends))
-            .await?;
-        let mut created = vec![false; prepared.len()];
-        for (i, f) in results.into_iter().flatten() {
-            created[i] = f == 1;
+            .map(|(shard, idx)| Box::pin(self.send(shard, jobs, prepared, idx, guard, "")));
+        let results = futures_util::future::try_join_all(sends).await?;
+        let mut out = vec![Reply::Exists; prepared.len()];
+        for (i, r) in results.into_iter().flatten() {
+            out[i] = r;
         }
-        Ok(prepared
-            .into_iter()
-            .zip(created)
-            .map(|((env, _, _), created)| Enqueued {
-                id: env.id,
-                created,
+        Ok(out)
+    }
+
+    /// Sends the jobs `idx` of `prepared` to `shard`: chunks of them in one pipeline.
+    pub(crate) async fn send(
+        &self,
+        shard: usize,
+        jobs: &[&EnqueueOptions],
+        prepared: &[(Envelope, u64, u64)],
+        idx: &[usize],
+        guard: &str,
+        expect: &str,
+    ) -> Result<Vec<(usize, Reply)>> {
+        let remember = self.opts.idempotency_window.is_some_and(|w| !w.is_zero());
+        let cmds: Vec<redis::Cmd> = idx
+            .chunks(ENQUEUE_CHUNK)
+            .map(|chunk| {
+                let mut cmd = self.script_cmd(shard, &ENQUEUE_JOBS);
+                cmd.arg(chunk.len())
+                    .arg(if remember { "1" } else { "0" })
+                    .arg(guard);
+                for &i in chunk {
+                    let (env, delay, run_at) = &prepared[i];
+                    let o = jobs[i];
+                    let route = match (o.priority, &o.group) {
+                        (None, None) => String::new(),
+                        (p, g) => format!("{}|{}", p.unwrap_or(0), g.as_deref().unwrap_or("")),
+                    };
+                    let dedup = match (&o.dedup, &o.debounce) {
+                        (Some(d), _) => format!("d|{}|{}", d.ttl.map(ms).unwrap_or(0), d.key),
+                        (None, Some(d)) => format!("b|{}|{expect}{}", expect.len(), d.key),
+                        (None, None) => String::new(),
+                    };
+                    cmd.arg(&env.id)
+                        .arg(env.encode())
+                        .arg(env.max_attempts)
+                        .arg(*delay)
+                        .arg(*run_at)
+                        .arg(if o.id.is_some() { "1" } else { "0" })
+                        .arg(route)
+                        .arg(dedup);
+                }
+                cmd
             })
-            .collect())
+            .collect();
+        // With replica acks, the writes and their WAIT share a connection of their own.
+        let ack = self.client.config().replica_ack;
+        let mut conn = if ack.is_some() {
+            self.client.ack_conn().await?
+        } else {
+            self.client.conn().await?
+        };
+        let replies = match cmds.len() {
+            1 => vec![
+                self.client
+                    .eval_on::<Value>(&mut conn, &cmds[0], &ENQUEUE_JOBS)
+                    .await?,
+            ],
+            _ => self.client.pipeline_on(&mut conn, &cmds).await?,
+        };
+        if let Some((replicas, timeout)) = ack {
+            self.wait_for_replicas(&mut conn, shard, replicas, timeout)
+                .await?;
+        }
+        let mut out = Vec::with_capacity(idx.len());
+        for reply in replies {
+            let items: Vec<Value> =
+                redis::from_redis_value(reply).map_err(|e| self.client.err(e.into()))?;
+            for v in items {
+                out.push(match v {
+                    Value::Int(1) => Reply::Created,
+                    Value::Int(-1) => Reply::Retry,
+                    Value::Int(-2) => Reply::Fresh,
+                    Value::Int(-3) => Reply::Stale,
+                    Value::Int(_) => Reply::Exists,
+                    v => Reply::Named(
+                        redis::from_redis_value(v).map_err(|e| self.client.err(e.into()))?,
+                    ),
+                });
+            }
+        }
+        Ok(idx.iter().copied().zip(out).collect())
     }
 
     /// Redis `WAIT` on the connection that carried the shard's writes (the keyed command routes

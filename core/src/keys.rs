@@ -179,7 +179,7 @@ job_keys! {
     gstate => "gstate": "Hash group -> its jobs running now.",
     gcfg => "gcfg": "Hash of per-group settings: \"limit:<group>\", \"rate:<group>\", \"paused:<group>\".",
     gwait => "gwait": "Sorted set of groups waiting for their rate window (score = when they may start again).",
-    cfg => "cfg": "Hash of queue settings: paused, max_active, rate, glimit, grate.",
+    cfg => "cfg": "Hash of queue settings: paused, max_active, rate, glimit, grate, events (the event log's length).",
     rl => "rl": "Sorted set of the queue's recent starts (its rate-limit window).",
     g => "g:": "Prefix of each group's ready zset (`g:<group>`), built in the scripts.",
     gr => "gr:": "Prefix of each group's rate-limit window (`gr:<group>`), built in the scripts.",
@@ -188,6 +188,14 @@ job_keys! {
     waiters => "waiters": "Hash id -> how many callers wait for that unfinished job (`wait`).",
     fin => "fin:": "Prefix of each waited-for job's notice list (`fin:<id>`): how it finished, one notice per waiter.",
     cancel => "cancel": "Set of active job ids whose cancel was requested (their workers stop them; see lib_jobs.lua).",
+    dd => "dd:": "Prefix of each dedup key (`dd:<key>`): the id of the job it names (see lib_jobs.lua, \"Dedup and debounce\").",
+    dkey => "dkey": "Hash id -> dedup key, for pending jobs whose key lives until they finish.",
+    events => "events": "Stream: the queue's event log, when events are on (see lib_jobs.lua, \"Events\").",
+    evsub => "evsub": "Hash reader name -> the last event log entry it read (named event readers).",
+    metrics => "metrics": "Hash of histogram buckets summed over the workers (`run:<i>`, `late:<i>`, sums, counts; see lib_jobs.lua, \"Metrics\").",
+    workers => "workers": "Sorted set of worker ids, score = when each last reported (ms).",
+    sched => "sched": "Hash schedule name -> \"<version>|<spec>\" (the spec in MessagePack).",
+    snext => "snext": "Sorted set of schedule names, score = the schedule's next slot (ms).",
 }
 
 impl JobKeys {

@@ -29,6 +29,8 @@ pub(crate) struct Fetched {
     pub acked: Vec<Acked>,
     /// Job records found missing (removed) or unreadable (dead-lettered) on the way.
     pub lost: u64,
+    /// The queue (shard) has schedules (someone must fire their slots).
+    pub schedules: bool,
 }
 
 /// What became of one ack.
@@ -83,13 +85,15 @@ impl Queue {
         want: usize,
         lease: Duration,
         acks: &[Lease],
+        report: &str,
     ) -> Result<Fetched> {
         let mut cmd = self.script_cmd(shard, &FETCH_JOBS);
         cmd.arg(ms(lease))
             .arg(want)
             .arg(RECOVER_LIMIT)
             .arg(PROMOTE_LIMIT)
-            .arg(&*self.policy);
+            .arg(&*self.policy)
+            .arg(report);
         for l in acks {
             debug_assert_eq!(l.shard, shard, "acks ride on a fetch of their own shard");
             ack_args(&mut cmd, l);
@@ -97,8 +101,14 @@ impl Queue {
         let reply: Value = self.client.eval(&cmd, &FETCH_JOBS).await?;
         let bad = || Error::new(ErrorKind::Redis, "unexpected reply from fetch_jobs");
         type Leased = (String, Vec<u8>, u32, String, u64);
-        let (leased, wake, acked, lost, started_at): (Vec<Leased>, i64, Vec<i64>, u64, u64) =
-            redis::from_redis_value(reply).map_err(|_| bad())?;
+        let (leased, wake, acked, lost, started_at, sched): (
+            Vec<Leased>,
+            i64,
+            Vec<i64>,
+            u64,
+            u64,
+            i64,
+        ) = redis::from_redis_value(reply).map_err(|_| bad())?;
         if acked.len() != acks.len() {
             return Err(bad());
         }
@@ -151,6 +161,7 @@ impl Queue {
             wake_in: u64::try_from(wake).ok(),
             acked,
             lost,
+            schedules: sched == 1,
         })
     }
 
@@ -179,7 +190,7 @@ impl Queue {
                 if out.len() >= max {
                     break;
                 }
-                let fetched = self.fetch(shard, max - out.len(), lease, &[]).await?;
+                let fetched = self.fetch(shard, max - out.len(), lease, &[], "").await?;
                 out.extend(fetched.jobs);
             }
             Ok(out)

@@ -32,7 +32,8 @@
 //! - [`client`]: the shared connection, script execution with NOSCRIPT recovery.
 //! - [`keys`]: every Redis key, with the queue name inside the Cluster hash tag; name validation.
 //! - `scripts` + `src/lua/`: the Lua scripts, one file per operation, each stating its contract.
-//! - [`capped`]: the capped grouped queue (drop-oldest, TTL, `max_age`, round-robin batches).
+//! - [`capped`]: the capped grouped queue (drop-oldest, TTL, `max_age`, round-robin batches,
+//!   `peek`).
 //! - [`consumer`]: the consumer runtime for capped queues (concurrency, dedicated groups, shutdown).
 //! - [`job`]: the job queue's value types (options, `Job`, `JobInfo`, `JobStats`).
 //! - [`jobs`]: the job queue handle and its producer side (`enqueue`, `enqueue_many`).
@@ -61,15 +62,19 @@ pub mod capped;
 pub mod client;
 pub mod config;
 pub mod consumer;
+pub mod discover;
 pub mod envelope;
 pub mod error;
+pub mod events;
 pub mod flow;
 pub mod job;
 pub mod jobs;
 pub mod keys;
 mod lease;
+pub mod metrics;
 mod outcome;
 mod runtime;
+pub mod schedule;
 mod scripts;
 pub mod signal;
 pub mod task;
@@ -80,19 +85,23 @@ pub mod worker;
 /// itself, with the host's traceback, filters this target out).
 pub const HANDLER_LOG_TARGET: &str = "tideq::handler";
 
-pub use capped::{Batch, CappedOptions, CappedQueue, CappedStats};
+pub use capped::{Batch, CappedOptions, CappedQueue, CappedStats, Peeked};
 pub use client::Client;
 pub use config::{Config, EvictionCheck};
 pub use consumer::{BatchHandler, Consumer, ConsumerOptions, ConsumerStats, HandlerFuture};
+pub use discover::{QueueKind, QueueRef};
 pub use envelope::{Backoff, BackoffKind, Envelope, PayloadFormat};
 pub use error::{Error, ErrorKind, Result};
+pub use events::{Event, EventKind, Events, EventsOptions};
 pub use flow::{GroupInfo, GroupLimits, Limits, Rate};
 pub use job::{
-    EnqueueOptions, Enqueued, Job, JobInfo, JobOutcome, JobState, JobStats, QueueOptions,
-    DEFAULT_MAX_RESULT_LEN, MAX_BATCH, MAX_PAGE, MAX_PRIORITY,
+    Debounce, Dedup, EnqueueOptions, Enqueued, Job, JobInfo, JobOutcome, JobState, JobStats,
+    QueueOptions, DEFAULT_MAX_RESULT_LEN, MAX_BATCH, MAX_PAGE, MAX_PRIORITY,
 };
 pub use jobs::Queue;
+pub use metrics::{encode_prometheus, Histogram, QueueMetrics};
 pub use runtime::runtime_builder;
+pub use schedule::{Every, ScheduleInfo};
 pub use task::Tasks;
 pub use tokio_util::sync::CancellationToken;
 pub use worker::{

@@ -146,6 +146,9 @@ scripts! {
     POP_CAPPED => "pop_capped.lua",
     CAPPED_GROUPS => "capped_groups.lua",
     ENQUEUE_JOBS => "enqueue_jobs.lua",
+    SCHEDULES => "schedules.lua",
+    UPSERT_SCHEDULE => "upsert_schedule.lua",
+    REMOVE_SCHEDULE => "remove_schedule.lua",
     FETCH_JOBS => "fetch_jobs.lua",
     COMPLETE_JOBS => "complete_jobs.lua",
     FAIL_JOB => "fail_job.lua",
@@ -160,6 +163,7 @@ scripts! {
     GROUP_INFO => "group_info.lua",
     SET_PROGRESS => "set_progress.lua",
     WAIT_JOB => "wait_job.lua",
+    READ_EVENTS => "read_events.lua",
 }
 
 /// Finds which script an `EVALSHA` command runs (first argument after the command name).
@@ -215,7 +219,7 @@ mod tests {
         }
         // The job scripts take exactly the keys their header lists.
         let fail = jobs.for_script(&super::FAIL_JOB);
-        assert_eq!(fail.len(), 27);
+        assert_eq!(fail.len(), 30);
         assert_eq!(fail[0], jobs.active());
         assert_eq!(fail[8], jobs.wake());
     }

@@ -167,6 +167,10 @@ pub struct WorkerOptions {
     pub grace: Duration,
     /// Stop by itself once nothing is ready, delayed or active (scripts, tests).
     pub stop_when_drained: bool,
+    /// Fire the queue's schedules' due slots ([`Queue::upsert_schedule`]): any number of
+    /// workers may, each slot still makes one job. A new or changed schedule is seen within
+    /// `poll_interval`; without schedules this costs one call per `poll_interval`. Default true.
+    pub schedules: bool,
 }
 
 impl Default for WorkerOptions {
@@ -178,6 +182,7 @@ impl Default for WorkerOptions {
             poll_interval: Duration::from_secs(5),
             grace: Duration::from_secs(10),
             stop_when_drained: false,
+            schedules: true,
         }
     }
 }
@@ -242,6 +247,8 @@ impl Counters {
 pub struct Worker {
     bg: Background,
     counters: Arc<Counters>,
+    metrics: Arc<crate::metrics::WorkerMetrics>,
+    queue_name: Arc<str>,
 }
 
 impl std::fmt::Debug for Worker {
@@ -256,6 +263,17 @@ impl std::fmt::Debug for Worker {
 impl Worker {
     pub fn stats(&self) -> WorkerStats {
         self.counters.snapshot()
+    }
+
+    /// This worker's own metrics (this process only) in the Prometheus text format: its
+    /// counters and its handlers' run times, labelled with the queue. Serve it from your own
+    /// `/metrics` endpoint; the queue-wide view is `tideq exporter`'s.
+    pub fn metrics(&self) -> String {
+        crate::metrics::encode_worker(
+            &self.queue_name,
+            &self.counters.snapshot(),
+            &self.metrics.run.histogram(),
+        )
     }
 
     /// Stop fetching; running jobs get the grace period, then are returned to the queue.
@@ -375,10 +393,16 @@ impl Queue {
     pub(crate) fn start_worker(&self, opts: WorkerOptions, handler: Handlers) -> Result<Worker> {
         opts.validate()?;
         let counters = Arc::new(Counters::default());
-        let c = counters.clone();
+        let metrics = Arc::new(crate::metrics::WorkerMetrics::new());
+        let (c, m) = (counters.clone(), metrics.clone());
         let queue = self.clone();
-        let bg = Background::spawn("work", move |sig| run(queue, opts, handler, c, sig))?;
-        Ok(Worker { bg, counters })
+        let bg = Background::spawn("work", move |sig| run(queue, opts, handler, c, m, sig))?;
+        Ok(Worker {
+            bg,
+            counters,
+            metrics,
+            queue_name: self.name.clone(),
+        })
     }
 }
 
@@ -576,6 +600,7 @@ type FetchFuture = Pin<Box<dyn Future<Output = FetchDone> + Send>>;
 fn start_fetch(
     queue: &Queue,
     acks: &Arc<AckQueue>,
+    metrics: &crate::metrics::WorkerMetrics,
     shard: usize,
     permits: Vec<OwnedSemaphorePermit>,
     lease: Duration,
@@ -584,8 +609,10 @@ fn start_fetch(
     let acks = acks.clone();
     let (mine, others): (Vec<Lease>, Vec<Lease>) =
         acks.take().into_iter().partition(|l| l.shard == shard);
+    // What the handlers took, and that this worker is alive, at most every 15 s.
+    let report = metrics.take_report().unwrap_or_default();
     Box::pin(async move {
-        let fetch = queue.fetch(shard, permits.len(), lease, &mine);
+        let fetch = queue.fetch(shard, permits.len(), lease, &mine, &report);
         let result = if others.is_empty() {
             fetch.await
         } else {
@@ -611,6 +638,7 @@ async fn run(
     opts: WorkerOptions,
     handler: Handlers,
     counters: Arc<Counters>,
+    metrics: Arc<crate::metrics::WorkerMetrics>,
     sig: Signals,
 ) {
     let Signals {
@@ -639,6 +667,15 @@ async fn run(
     let in_flight: InFlight = Default::default();
     let acks = Arc::new(AckQueue::new(counters.clone()));
     let renewer = spawn_renewer(&queue, in_flight.clone(), opts.lease);
+    let sched_wake = Arc::new(crate::schedule::SchedulerWake::default());
+    let scheduler = opts.schedules.then(|| {
+        tokio::spawn(crate::schedule::drive_schedules(
+            queue.clone(),
+            opts.poll_interval,
+            sched_wake.clone(),
+            stop_rx.clone(),
+        ))
+    });
     let ctx = Arc::new(JobCtx {
         next_key: Default::default(),
         queue: queue.clone(),
@@ -646,6 +683,7 @@ async fn run(
         counters: counters.clone(),
         in_flight: in_flight.clone(),
         acks: acks.clone(),
+        metrics: metrics.clone(),
         shutting_down: AtomicBool::new(false),
     });
     let mut tasks: JoinSet<()> = JoinSet::new();
@@ -767,6 +805,9 @@ async fn run(
                             );
                         }
                         let got = f.jobs.len();
+                        if f.schedules {
+                            sched_wake.schedules_seen();
+                        }
                         for job in f.jobs {
                             let permit = permits.pop().expect("one permit per leased job");
                             match batching {
@@ -811,7 +852,7 @@ async fn run(
                 // released).
                 let shard = next_shard;
                 next_shard = (next_shard + 1) % shards;
-                fetches.push(start_fetch(&queue, &acks, shard, permits, opts.lease));
+                fetches.push(start_fetch(&queue, &acks, &metrics, shard, permits, opts.lease));
             }
         }
     }
@@ -906,6 +947,14 @@ async fn run(
         acks.flush(&queue).await;
     }
     drop(renewer);
+    if let Some(s) = scheduler {
+        s.abort();
+    }
+    // The run times measured since the last report (with a maintenance fetch, which leases
+    // nothing); best effort.
+    if let Some(report) = metrics.take_final() {
+        let _ = queue.fetch(0, 0, opts.lease, &[], &report).await;
+    }
     let _ = done.send(true);
 }
 
@@ -1072,6 +1121,8 @@ struct JobCtx {
     counters: Arc<Counters>,
     in_flight: InFlight,
     acks: Arc<AckQueue>,
+    /// Run times, for this worker's metrics and its reports.
+    metrics: Arc<crate::metrics::WorkerMetrics>,
     /// Set when the grace period is over: a cancelled job's handler then ended because the worker
     /// is stopping, and the job goes back to the queue instead of failing its attempt.
     shutting_down: AtomicBool,
@@ -1132,6 +1183,7 @@ impl JobCtx {
         // The batch's time limit is the smallest of its jobs'.
         let timeout = jobs.iter().filter_map(|j| j.timeout).min();
         let cancels: Vec<CancellationToken> = jobs.iter().map(|j| j.cancel.clone()).collect();
+        let started = std::time::Instant::now();
         let handled = std::panic::AssertUnwindSafe(handler(jobs)).catch_unwind();
         tokio::pin!(handled);
         let mut timed_out = None;
@@ -1146,6 +1198,11 @@ impl JobCtx {
             },
             None => handled.await,
         };
+        // Each job of the batch ran for the batch's time.
+        let took = started.elapsed();
+        for _ in 0..cancels.len() {
+            self.metrics.run.observe(took);
+        }
         let mut result = outcome.unwrap_or_else(|_| Err(BatchError::all("handler panicked")));
         if let Some(t) = timed_out {
             result = Err(BatchError::All(format!(
@@ -1206,6 +1263,7 @@ impl JobCtx {
             },
         };
         // The handler runs inline (no extra task); a panic is caught and fails the attempt.
+        let started = std::time::Instant::now();
         let handled = std::panic::AssertUnwindSafe(handler(job)).catch_unwind();
         tokio::pin!(handled);
         let mut timed_out = None;
@@ -1220,6 +1278,7 @@ impl JobCtx {
             },
             None => handled.await,
         };
+        self.metrics.run.observe(started.elapsed());
         let mut result = outcome.unwrap_or_else(|_| Err("handler panicked".to_string()));
         if let Some(t) = timed_out {
             result = Err(format!("timed out after {} ms", t.as_millis()));

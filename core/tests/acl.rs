@@ -223,6 +223,63 @@ async fn each_job_role_works_under_exactly_its_documented_acl() {
     assert!(gone, "the running job was not cancelled");
     assert_eq!(w.shutdown().await.cancelled, 1);
 
+    // The lifecycle features under each role: the admin turns the event log on; the producer
+    // declares a schedule, enqueues with dedup and debounce keys and reads the log as a named
+    // reader; the worker fires the schedule (and writes events); the admin lists, removes, and
+    // turns the log off.
+    admin.set_events(Some(100)).await.unwrap();
+    let named = tideq::EventsOptions {
+        name: Some("audit".into()),
+        from_start: false,
+    };
+    let mut reader = producer.events(named.clone()).await.unwrap();
+    producer
+        .upsert_schedule(
+            "tick",
+            tideq::Every::interval(Duration::from_millis(100)),
+            b"tick",
+            Default::default(),
+        )
+        .await
+        .unwrap();
+    let dedup = EnqueueOptions {
+        dedup: Some(tideq::Dedup::new("k")),
+        ..Default::default()
+    };
+    producer.enqueue(b"d", dedup.clone()).await.unwrap();
+    assert!(!producer.enqueue(b"d", dedup).await.unwrap().created);
+    let debounce = EnqueueOptions {
+        debounce: Some(tideq::Debounce::new("b", Duration::from_millis(20))),
+        ..Default::default()
+    };
+    producer.enqueue(b"b1", debounce.clone()).await.unwrap();
+    producer.enqueue(b"b2", debounce).await.unwrap();
+    let w = worker
+        .work(
+            WorkerOptions {
+                poll_interval: Duration::from_millis(50),
+                ..Default::default()
+            },
+            |_job: Job| async { Ok::<(), String>(()) },
+        )
+        .unwrap();
+    let mut scheduled = false;
+    while let Some(e) = reader.next(Some(Duration::from_secs(5))).await.unwrap() {
+        if e.kind == tideq::EventKind::Completed && e.job_id.starts_with("tick@") {
+            scheduled = true;
+            break;
+        }
+    }
+    assert!(scheduled, "no scheduled job completed");
+    reader.commit().await.unwrap();
+    w.shutdown().await;
+    assert!(w.error().is_none(), "{:?}", w.error());
+    assert_eq!(admin.schedules().await.unwrap().len(), 1);
+    let mut areader = admin.events(named).await.unwrap();
+    areader.next(Some(Duration::from_millis(50))).await.unwrap();
+    assert!(admin.remove_schedule("tick").await.unwrap());
+    admin.set_events(None).await.unwrap();
+
     // No more than its role: a producer's user cannot fetch.
     let w = producer
         .work(WorkerOptions::default(), |_job: Job| async {
@@ -272,6 +329,14 @@ async fn each_capped_role_works_under_exactly_its_documented_acl() {
         .await
         .unwrap();
     assert_eq!(consumer.len("g1").await.unwrap(), 2);
+    let peeked: Vec<Vec<u8>> = consumer
+        .peek("g1", 10)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|p| p.item)
+        .collect();
+    assert_eq!(peeked, vec![b"b".to_vec(), b"c".to_vec()]);
     assert_eq!(consumer.groups().await.unwrap().len(), 2);
     assert_eq!(consumer.stats().await.unwrap().dropped, 1);
     assert_eq!(

@@ -431,6 +431,84 @@ async fn items_older_than_max_age_are_discarded_and_counted_never_delivered() {
 }
 
 #[tokio::test]
+async fn peek_returns_the_oldest_items_first_with_their_push_time_and_removes_nothing() {
+    let server = RedisServer::start();
+    let q = queue(&server, cap(100));
+    let now = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as u64
+    };
+    let before = now();
+    let items: Vec<Vec<u8>> = (0..5).map(|i| format!("i{i}").into_bytes()).collect();
+    for item in &items {
+        q.push("g", item).await.unwrap();
+    }
+    q.push("g", [0u8, b':', 0xff]).await.unwrap();
+    let after = now();
+    let peeked = q.peek("g", 3).await.unwrap();
+    assert_eq!(
+        peeked.iter().map(|p| p.item.clone()).collect::<Vec<_>>(),
+        items[..3].to_vec()
+    );
+    for p in &peeked {
+        // The Redis clock is this machine's clock here.
+        assert!(
+            (before.saturating_sub(1000)..=after + 1000).contains(&p.pushed_at_ms),
+            "{p:?} not within {before}..{after}"
+        );
+    }
+    assert!(peeked
+        .windows(2)
+        .all(|w| w[0].pushed_at_ms <= w[1].pushed_at_ms));
+    let all = q.peek("g", 1000).await.unwrap();
+    assert_eq!(all.len(), 6);
+    assert_eq!(all[5].item, vec![0u8, b':', 0xff], "bytes kept exactly");
+    assert_eq!(q.len("g").await.unwrap(), 6, "peek removed nothing");
+    let s = q.stats().await.unwrap();
+    assert_eq!((s.delivered, s.discarded), (0, 0));
+    assert_eq!(q.pop_batch("g", 5).await.unwrap(), items);
+    assert!(q.peek("absent", 10).await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn peek_leaves_out_items_a_pop_would_discard_as_too_old() {
+    let server = RedisServer::start();
+    let q = queue(
+        &server,
+        CappedOptions {
+            capacity: 100,
+            ttl: None,
+            max_age: Some(Duration::from_millis(200)),
+        },
+    );
+    for i in 0..3 {
+        q.push("g", format!("old{i}")).await.unwrap();
+    }
+    tokio::time::sleep(Duration::from_millis(350)).await;
+    q.push("g", "new0").await.unwrap();
+    q.push("g", "new1").await.unwrap();
+    let peeked: Vec<Vec<u8>> = q
+        .peek("g", 10)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|p| p.item)
+        .collect();
+    assert_eq!(peeked, vec![b"new0".to_vec(), b"new1".to_vec()]);
+    // The window is the oldest `max` items: stale ones in it are left out, not replaced.
+    assert_eq!(q.peek("g", 4).await.unwrap().len(), 1);
+    assert_eq!(q.len("g").await.unwrap(), 5, "nothing removed or counted");
+    assert_eq!(q.stats().await.unwrap().discarded, 0);
+    assert_eq!(
+        q.pop_batch("g", 10).await.unwrap(),
+        vec![b"new0".to_vec(), b"new1".to_vec()],
+        "a pop delivers exactly what peek showed"
+    );
+}
+
+#[tokio::test]
 async fn scripts_are_reloaded_after_script_flush_also_in_pipelines() {
     let server = RedisServer::start();
     let q = queue(&server, cap(100_000));
@@ -492,6 +570,12 @@ async fn bad_input_is_rejected_with_invalid_argument_and_nothing_is_written() {
             "INVALID_ARGUMENT"
         );
         assert_eq!(q.len(bad).await.unwrap_err().code(), "INVALID_ARGUMENT");
+        assert_eq!(q.peek(bad, 1).await.unwrap_err().code(), "INVALID_ARGUMENT");
+    }
+    for max in [0, tideq::capped::MAX_PEEK + 1] {
+        let err = q.peek("g", max).await.unwrap_err();
+        assert_eq!(err.code(), "INVALID_ARGUMENT", "max {max}");
+        assert!(err.message().contains("max must be 1 to 1000"), "{err}");
     }
     assert_eq!(
         q.pop_batch("g", 0).await.unwrap_err().code(),

@@ -513,3 +513,26 @@ async fn groups_priorities_limits_and_pause_work_on_a_cluster_with_a_sharded_que
         assert_eq!((info.ready, info.active), (0, 0));
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queues_finds_the_queues_on_every_master_of_the_cluster() {
+    let cluster = RedisCluster::start();
+    let c = client(&cluster);
+    let q = Queue::sharded(&c, &unique("disc"), 3, QueueOptions::default()).unwrap();
+    for i in 0..30 {
+        q.enqueue(format!("{i}"), EnqueueOptions::default())
+            .await
+            .unwrap();
+    }
+    let capped = CappedQueue::new(&c, &unique("discc"), CappedOptions::default()).unwrap();
+    capped.push("g", b"1").await.unwrap();
+    let found = c.queues().await.unwrap();
+    let jobs = found
+        .iter()
+        .find(|r| r.name == q.name())
+        .expect("the job queue");
+    assert_eq!((jobs.kind, jobs.shards), (tideq::QueueKind::Jobs, 3));
+    assert!(found
+        .iter()
+        .any(|r| r.kind == tideq::QueueKind::Capped && r.name == capped.name()));
+}

@@ -139,3 +139,41 @@ test('handles on one queue share it: a Client can serve several queues', async (
   await client.ping();
   assert.equal(client.prefix.startsWith('t-'), true);
 });
+
+test('peek shows the oldest items with their push time and takes nothing', async () => {
+  const { queue } = freshQueue(redis.url, { capacity: 1000 });
+  const before = Date.now();
+  await queue.pushMany(Array.from({ length: 12 }, (_, i) => ['g', `i${i}`]));
+  const after = Date.now();
+  const first = await queue.peek('g', { max: 3 });
+  assert.deepEqual(str(first.map((p) => p.item)), ['i0', 'i1', 'i2']);
+  for (const p of first) {
+    assert.ok(Buffer.isBuffer(p.item));
+    // The Redis clock is this machine's clock here.
+    assert.ok(p.pushedAtMs >= before - 1000 && p.pushedAtMs <= after + 1000, `${p.pushedAtMs}`);
+  }
+  assert.equal((await queue.peek('g')).length, 10, 'max defaults to 10');
+  assert.equal(await queue.len('g'), 12);
+  assert.equal((await queue.stats()).delivered, 0);
+  assert.deepEqual(str(await queue.popBatch('g', 2)), ['i0', 'i1']);
+  assert.deepEqual(await queue.peek('never-pushed'), []);
+});
+
+test('peek leaves out items older than maxAgeMs, as a pop would discard them', async () => {
+  const { queue } = freshQueue(redis.url, { maxAgeMs: 50 });
+  await queue.push('g', 'stale');
+  await sleep(120);
+  await queue.push('g', 'fresh');
+  assert.deepEqual(str((await queue.peek('g')).map((p) => p.item)), ['fresh']);
+  assert.equal(await queue.len('g'), 2);
+});
+
+test('peek rejects a bad group or max with INVALID_ARGUMENT', async () => {
+  const { queue } = freshQueue(redis.url);
+  for (const max of [0, 1001]) {
+    await assert.rejects(queue.peek('g', { max }), { code: 'INVALID_ARGUMENT', message: /max/ });
+  }
+  await assert.rejects(queue.peek('g', { max: -1 }), { code: 'INVALID_ARGUMENT' });
+  await assert.rejects(queue.peek('g', { mx: 3 }), { code: 'INVALID_ARGUMENT', message: /unknown option "mx"/ });
+  await assert.rejects(queue.peek('a{b'), { code: 'INVALID_ARGUMENT' });
+});

@@ -107,6 +107,47 @@ test('a worker with sync or async handlers runs every job exactly once, at most 
   }
 });
 
+/** The run-time histogram's count in a worker's `metrics()`. */
+const runSecondsCount = (text, queue) => {
+  const prefix = `tideq_worker_job_run_seconds_count{queue="${queue}"} `;
+  const found = text.split('\n').filter((l) => l.startsWith(prefix));
+  assert.equal(found.length, 1, text);
+  return Number(found[0].slice(prefix.length));
+};
+
+test("worker.metrics() is the worker's own counters and run times as Prometheus text, labelled with the queue, also after join(); task and batch workers too", async () => {
+  const { queue } = freshJobQueue(redis.url, fast);
+  for (const p of ['ok', 'ok', 'ok']) await queue.enqueue(Buffer.from(p));
+  await queue.enqueue(Buffer.from('bad'), { maxAttempts: 1 });
+  const worker = queue.work(
+    (job) => {
+      if (job.text() === 'bad') throw new Error('no');
+    },
+    { ...drained, onError: () => {} },
+  );
+  assert.equal(typeof worker.metrics(), 'string', 'a plain call, while it runs');
+  const stats = await worker.join();
+  assert.deepEqual([stats.completed, stats.failed], [3, 1]);
+  const text = worker.metrics();
+  const q = `queue="${queue.name}"`;
+  assert.ok(text.includes(`tideq_worker_jobs_completed_total{${q}} 3\n`), text);
+  assert.ok(text.includes(`tideq_worker_jobs_failed_total{${q}} 1\n`), text);
+  assert.ok(text.includes('# TYPE tideq_worker_job_run_seconds histogram'), text);
+  assert.equal(runSecondsCount(text, queue.name), 4);
+  assert.equal(worker.metrics(), text, 'stopped: nothing changes');
+
+  await queue.enqueue('add', [1, 2]);
+  const tasks = queue.work({ add: ([x, y]) => x + y }, drained);
+  assert.equal((await tasks.join()).completed, 1);
+  assert.ok(tasks.metrics().includes(`tideq_worker_jobs_completed_total{${q}} 1\n`), tasks.metrics());
+  assert.equal(runSecondsCount(tasks.metrics(), queue.name), 1);
+
+  for (const p of ['a', 'b', 'c']) await queue.enqueue(Buffer.from(p));
+  const batches = queue.workBatches(() => {}, { size: 3, ...drained });
+  assert.equal((await batches.join()).completed, 3);
+  assert.ok(batches.metrics().includes(`tideq_worker_jobs_completed_total{${q}} 3\n`), batches.metrics());
+});
+
 test('the concurrency bound holds for sync handlers too: never more jobs leased at once than concurrency', async () => {
   const { queue, prefix } = freshJobQueue(redis.url, fast);
   await queue.enqueueMany(Array.from({ length: 40 }, (_, i) => ({ payload: Buffer.from(String(i)), id: `s${i}` })));

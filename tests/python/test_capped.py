@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import builtins
 import threading
 import time
@@ -70,6 +71,55 @@ def test_len_groups_and_stats(client, name):
     assert (stats.pushed, stats.dropped, stats.discarded, stats.delivered, stats.groups) == (4, 1, 0, 1, 1)
     assert repr(stats) == "CappedStats(pushed=4, dropped=1, discarded=0, delivered=1, groups=1)"
     assert stats == q.stats()
+
+
+def test_peek_shows_the_oldest_items_with_their_push_time_and_takes_nothing(queue):
+    before = int(time.time() * 1000)
+    queue.push_many([("g", b"%d" % i) for i in range(5)])
+    after = int(time.time() * 1000)
+    peeked = queue.peek("g", 3)
+    assert [p.item for p in peeked] == [b"0", b"1", b"2"]
+    for p in peeked:
+        assert isinstance(p, tideq.Peeked) and isinstance(p.pushed_at_ms, int)
+        assert before - 1000 <= p.pushed_at_ms <= after + 1000  # the Redis clock is this machine's
+    assert len(queue.peek("g")) == 5  # max defaults to 10
+    assert repr(peeked[0]) == f"Peeked(pushed_at_ms={peeked[0].pushed_at_ms}, item=b'0')"
+    assert peeked[0] == queue.peek("g", 1)[0]
+    with pytest.raises(AttributeError):
+        peeked[0].item = b"x"  # type: ignore[misc]
+    assert queue.len("g") == 5
+    assert queue.stats().delivered == 0
+    assert queue.pop_batch("g", 10) == [b"0", b"1", b"2", b"3", b"4"]
+    assert queue.peek("g") == []
+
+
+def test_peek_leaves_out_items_older_than_max_age(client, name):
+    q = tideq.CappedQueue(name, client, max_age=0.05)
+    q.push("g", b"old")
+    time.sleep(0.15)
+    q.push("g", b"new")
+    assert [p.item for p in q.peek("g")] == [b"new"]
+    assert q.len("g") == 2 and q.stats().discarded == 0
+
+
+def test_peek_rejects_bad_input(queue):
+    for bad_max in (0, 1001, -1):
+        with pytest.raises(tideq.InvalidArgumentError):
+            queue.peek("g", bad_max)
+    with pytest.raises(tideq.InvalidArgumentError):
+        queue.peek("a{b")
+
+
+def test_async_peek(client, name):
+    async def main():
+        q = tideq.AsyncCappedQueue(name, client)
+        await q.push("g", b"x")
+        peeked = await q.peek("g", max=1)
+        assert [p.item for p in peeked] == [b"x"]
+        with pytest.raises(tideq.InvalidArgumentError):
+            await q.peek("g", 0)
+
+    asyncio.run(main())
 
 
 def test_max_age_in_seconds_discards_old_items(client, name):

@@ -562,6 +562,61 @@ def test_worker_join_timeout_stats_and_repr(jq):
     assert not worker.running and worker.shutdown() == final
 
 
+def run_seconds_count(text: str, queue: str) -> int:
+    """The run-time histogram's count in a worker's ``metrics()``."""
+    prefix = f'tideq_worker_job_run_seconds_count{{queue="{queue}"}} '
+    (line,) = [line for line in text.splitlines() if line.startswith(prefix)]
+    return int(line[len(prefix):])
+
+
+def test_worker_metrics_are_prometheus_text_of_its_counters_and_run_times_also_after_join(jq):
+    jq.enqueue_many([b"ok", b"ok", b"ok", (b"bad", {"max_attempts": 1})])
+
+    def handler(job: tideq.Job) -> None:
+        if job.payload == b"bad":
+            raise ValueError("no")
+
+    worker = jq.work(handler, poll_interval=0.1, stop_when_drained=True)
+    stats = worker.join()
+    assert (stats.completed, stats.failed) == (3, 1)
+    text = worker.metrics()
+    assert isinstance(text, str)
+    assert f'tideq_worker_jobs_completed_total{{queue="{jq.name}"}} 3\n' in text, text
+    assert f'tideq_worker_jobs_failed_total{{queue="{jq.name}"}} 1\n' in text, text
+    assert "# TYPE tideq_worker_job_run_seconds histogram" in text, text
+    assert run_seconds_count(text, jq.name) == 4, text
+    assert worker.metrics() == text, "stopped: nothing changes"
+
+
+def test_batch_and_task_workers_have_metrics_too(jq):
+    jq.enqueue_many([b"a", b"b", b"c"])
+    batches = jq.work_batches(lambda jobs: None, size=3, poll_interval=0.1, stop_when_drained=True)
+    assert isinstance(batches, tideq.Worker) and batches.join().completed == 3
+    assert f'tideq_worker_jobs_completed_total{{queue="{jq.name}"}} 3\n' in batches.metrics()
+    jq.enqueue_task("add", [1, 2])
+    tasks = jq.work_tasks({"add": lambda x, y: x + y}, poll_interval=0.1, stop_when_drained=True)
+    assert tasks.join().completed == 1
+    text = tasks.metrics()
+    assert f'tideq_worker_jobs_completed_total{{queue="{jq.name}"}} 1\n' in text
+    assert run_seconds_count(text, jq.name) == 1, text
+
+
+def test_asyncio_worker_metrics_is_a_plain_call(client, name):
+    async def main() -> tuple[str, str, tideq.WorkerStats]:
+        aq = tideq.AsyncQueue(name, client)
+        await aq.enqueue_many([b"1", b"2"])
+        worker = aq.work(lambda job: None, poll_interval=0.1, stop_when_drained=True)
+        while_running = worker.metrics()  # not a coroutine: no await
+        stats = await worker.join()
+        return while_running, worker.metrics(), stats
+
+    while_running, text, stats = asyncio.run(main())
+    assert isinstance(while_running, str) and f'queue="{name}"' in while_running
+    assert stats.completed == 2
+    assert f'tideq_worker_jobs_completed_total{{queue="{name}"}} 2\n' in text, text
+    assert run_seconds_count(text, name) == 2, text
+
+
 def test_join_with_a_timeout_too_large_for_a_deadline_waits_without_one(jq):
     worker = jq.work(lambda job: None, poll_interval=0.05)
     for bad in (-1.0, float("nan")):

@@ -4,6 +4,8 @@ files never import ``conftest``), so both directories collect and run in one pyt
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import os
 import shutil
 import socket
@@ -120,3 +122,26 @@ def private_redis(request: pytest.FixtureRequest) -> Iterator[Callable[..., Redi
     yield start
     for server in started:
         server.stop(show_log=request.session.testsfailed > failed_before)
+
+
+class Awaiting:
+    """An asyncio object (``AsyncQueue``) used like its blocking twin: each method call runs in a
+    fresh event loop (``asyncio.run``) and returns its awaited result, so one test body checks
+    both APIs. Calls are made inside the loop, as methods such as ``work`` require."""
+
+    def __init__(self, target: Any) -> None:
+        self._target = target
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._target, name)
+        if not callable(attr):
+            return attr
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            async def inside() -> Any:
+                result = attr(*args, **kwargs)
+                return await result if inspect.isawaitable(result) else result
+
+            return asyncio.run(inside())
+
+        return call

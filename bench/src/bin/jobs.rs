@@ -22,6 +22,10 @@
 //!   one per group (the per-fetch cost with many groups).
 //! - `rate1000_achieved` / `rate1000_max_window`: a queue rate limit of 1,000 starts/s, 4,000 jobs,
 //!   concurrency 100: starts per second achieved, and the most starts in any 1-s window.
+//! - `JOBS_BENCH_LIFECYCLE=1` (its own run, one line): `work_c100` with the queue's event log off
+//!   and on (`set_events`), alternated three times each (events cost), and schedule precision:
+//!   an idle worker fires a 100 ms interval schedule for 5 s; lateness = handler start (this
+//!   machine's clock) − the slot in the job's id, p50/p99.
 //! - `diag`: Redis and client CPU, Redis calls and scripts per job, over each work run.
 //!   `JOBS_BENCH_EXTRA_C=300,1000` adds work runs at those concurrencies (diagnosis only).
 //!
@@ -498,6 +502,54 @@ mod diag {
 }
 
 // The runtime tideq recommends for worker processes (one worker thread; see runtime_builder).
+/// `work` at concurrency 100 with the queue's event log on (`events` = its length) or off.
+async fn work_events(
+    client: &Client,
+    url: &str,
+    n: usize,
+    events: Option<usize>,
+) -> tideq::Result<f64> {
+    let q = fresh(client, "ev")?;
+    q.set_events(events).await?;
+    let jobs: Vec<(&[u8], EnqueueOptions)> = (0..n)
+        .map(|_| (PAYLOAD, EnqueueOptions::default()))
+        .collect();
+    q.enqueue_many(&jobs).await?;
+    Ok(drain(&q, url, n, 100).await?.0)
+}
+
+/// Schedule precision: a 100 ms interval schedule fired by one idle worker for 5 s; the lateness
+/// of each job's handler start after its slot (ms), p50 and p99.
+async fn schedule_lateness(client: &Client) -> tideq::Result<(f64, f64, usize)> {
+    let q = fresh(client, "sched")?;
+    q.upsert_schedule(
+        "tick",
+        tideq::Every::interval(Duration::from_millis(100)),
+        PAYLOAD,
+        EnqueueOptions::default(),
+    )
+    .await?;
+    let late: Arc<Mutex<Vec<f64>>> = Default::default();
+    let l = late.clone();
+    let w = q.work(WorkerOptions::default(), move |job: Job| {
+        let now = now_ms_f();
+        let slot: f64 = job.id.rsplit_once('@').unwrap().1.parse().unwrap();
+        l.lock().unwrap().push(now - slot);
+        async { Ok::<(), String>(()) }
+    })?;
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    w.shutdown().await;
+    q.remove_schedule("tick").await?;
+    let mut v = late.lock().unwrap().clone();
+    // The first job may stand for slots missed before the worker started.
+    if !v.is_empty() {
+        v.remove(0);
+    }
+    v.sort_by(f64::total_cmp);
+    let r = |x: f64| (x * 100.0).round() / 100.0;
+    Ok((r(percentile(&v, 50.0)), r(percentile(&v, 99.0)), v.len()))
+}
+
 fn main() -> tideq::Result<()> {
     tideq::runtime_builder()
         .build()
@@ -519,6 +571,23 @@ async fn bench_main() -> tideq::Result<()> {
     // both lateness runs (spread over 1 s, then burst) and prints them on one line.
     // JOBS_BENCH_QUICK_C=10 uses that concurrency instead of 100.
     // JOBS_BENCH_FLOW=1: plain c100 beside the flow-control runs, one line each (diagnosis).
+    if std::env::var("JOBS_BENCH_LIFECYCLE").is_ok() {
+        let (mut off, mut on) = (Vec::new(), Vec::new());
+        for _ in 0..3 {
+            off.push(work_events(&client, &url, n, None).await?);
+            on.push(work_events(&client, &url, n, Some(10_000)).await?);
+        }
+        let best = |v: &[f64]| v.iter().copied().fold(0.0, f64::max);
+        let (p50, p99, fired) = schedule_lateness(&client).await?;
+        println!(
+            "c100 events off {off:?} (best {}) on {on:?} (best {}): on/off {:.0}%; schedule \
+             lateness p50/p99 {p50}/{p99} ms over {fired} slots",
+            best(&off),
+            best(&on),
+            100.0 * best(&on) / best(&off)
+        );
+        return Ok(());
+    }
     if std::env::var("JOBS_BENCH_FLOW").is_ok() {
         let (c100, d100) = work(&client, &url, n, 100).await?;
         println!("plain c100 {c100} {d100}");

@@ -3,7 +3,7 @@
 ``CappedQueue`` (blocking) and ``AsyncCappedQueue`` (asyncio) are capped grouped queues: each
 group keeps its newest ``capacity`` items (pushing more drops the oldest), batches are served
 round-robin over groups, and delivery is at-most-once (a popped batch is gone even if its handler
-fails).
+fails). ``peek`` shows a group's oldest items (``Peeked``) without taking them.
 
 ``Queue`` (blocking) and ``AsyncQueue`` (asyncio) are reliable job queues: delayed jobs (by the
 Redis clock), leases renewed while the handler runs, retries with backoff, dead letters after
@@ -21,7 +21,11 @@ any prioritized job) and a ``group`` (groups are served round-robin, under per-g
 ``@queue.task`` registers a function as a ``Task`` run by name (``work_tasks``); ``work_batches``
 hands a handler lists of jobs; ``lease_jobs`` leases jobs for manual processing. What a handler
 returns is stored with its job (``get(id).result``; ``job.progress(value)`` reports progress) and
-``wait(id)`` waits for it.
+``wait(id)`` waits for it. ``enqueue(dedup=..., debounce=...)`` drops or merges repeated
+enqueues; ``upsert_schedule`` enqueues a job per cron or interval slot, fired by the workers
+(``schedules()`` lists them as ``ScheduleInfo``). ``set_events`` turns on the queue's event log,
+which ``events()`` readers (``EventReader``, ``AsyncEventReader``) read as ``Event``s, a named
+reader resuming where it stopped.
 
 ``acl_rules`` gives the Redis ACL rules of each role (producer, worker, admin, capped producer
 and consumer) on a queue.
@@ -30,6 +34,7 @@ and consumer) on a queue.
 from tideq._tideq import (
     AsyncCappedQueue,
     AsyncConsumer,
+    AsyncEventReader,
     AsyncQueue,
     AsyncWorker,
     AuthError,
@@ -42,6 +47,8 @@ from tideq._tideq import (
     Consumer,
     ConsumerStats,
     Enqueued,
+    Event,
+    EventReader,
     EvictionPolicyError,
     ForkedError,
     GroupInfo,
@@ -59,10 +66,12 @@ from tideq._tideq import (
     NotReplicatedError,
     OutOfMemoryError,
     PayloadTooLargeError,
+    Peeked,
     PermissionDeniedError,
     Queue,
     Rate,
     RedisError,
+    ScheduleInfo,
     TideqError,
     TimeoutError,
     Worker,
@@ -77,6 +86,7 @@ from tideq._tasks import AsyncTask, Task
 __all__ = [
     "AsyncCappedQueue",
     "AsyncConsumer",
+    "AsyncEventReader",
     "AsyncQueue",
     "AsyncTask",
     "AsyncWorker",
@@ -90,6 +100,8 @@ __all__ = [
     "Consumer",
     "ConsumerStats",
     "Enqueued",
+    "Event",
+    "EventReader",
     "EvictionPolicyError",
     "ForkedError",
     "GroupInfo",
@@ -107,10 +119,12 @@ __all__ = [
     "NotReplicatedError",
     "OutOfMemoryError",
     "PayloadTooLargeError",
+    "Peeked",
     "PermissionDeniedError",
     "Queue",
     "Rate",
     "RedisError",
+    "ScheduleInfo",
     "Task",
     "TideqError",
     "TimeoutError",

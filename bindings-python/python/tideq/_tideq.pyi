@@ -3,6 +3,7 @@
 import builtins
 import datetime
 import os
+import types
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
 from typing import Any, Literal, Optional, TypeVar, TypedDict, Union, final, overload
 
@@ -36,6 +37,7 @@ __all__ = [
     "CappedQueue",
     "AsyncCappedQueue",
     "CappedStats",
+    "Peeked",
     "Consumer",
     "AsyncConsumer",
     "ConsumerStats",
@@ -46,6 +48,10 @@ __all__ = [
     "Job",
     "JobInfo",
     "JobStats",
+    "ScheduleInfo",
+    "Event",
+    "EventReader",
+    "AsyncEventReader",
     "Rate",
     "Limits",
     "GroupInfo",
@@ -54,6 +60,7 @@ __all__ = [
     "AsyncWorker",
     "WorkerStats",
     "acl_rules",
+    "_run_cli",  # in the runtime's __all__ too (pyo3 adds every function); tideq._cli calls it
     "decode_envelope",
     "encode_envelope",
     "__version__",
@@ -73,7 +80,14 @@ _BatchResult = Optional[Mapping[Any, Union[str, BaseException]]]  # keys: job id
 _BatchHandler = Callable[[list[Job]], Union[_BatchResult, Awaitable[_BatchResult]]]
 _Format = Literal["json", "msgpack"]
 _JobState = Literal["delayed", "ready", "active", "dead", "completed"]
+_EventKind = Literal[
+    "enqueued", "active", "progress", "completed", "failed", "retried", "dead", "cancelled", "lagged"
+]
 _When = Union[datetime.datetime, float]
+# ``dedup=``: a key held until its job finishes, or (key, ttl seconds; None: until it finishes).
+_Dedup = Union[str, tuple[str, Optional[float]]]
+# ``debounce=``: (key, delay seconds).
+_Debounce = tuple[str, float]
 
 class _EnqueueOptions(TypedDict, total=False):
     """Per-job options of ``enqueue_many`` items: ``enqueue``'s keyword arguments."""
@@ -86,6 +100,8 @@ class _EnqueueOptions(TypedDict, total=False):
     timeout: Optional[float]
     priority: Optional[int]
     group: Optional[str]
+    dedup: Optional[_Dedup]
+    debounce: Optional[_Debounce]
 
 _JobItem = Union[_BytesLike, tuple[_BytesLike, _EnqueueOptions]]
 
@@ -256,6 +272,17 @@ class CappedStats:
         """Groups currently holding data."""
 
 @final
+class Peeked:
+    """An item still queued in a group, as ``peek`` shows it."""
+
+    @property
+    def pushed_at_ms(self) -> int:
+        """When it was pushed, epoch milliseconds by the Redis clock."""
+    @property
+    def item(self) -> bytes:
+        """The item's bytes."""
+
+@final
 class ConsumerStats:
     """What a consumer has done so far, in this process."""
 
@@ -374,6 +401,11 @@ class CappedQueue:
         """Remove and return up to ``max`` items of ``group``, oldest first."""
     def next_batch(self, max: int = 128) -> Optional[tuple[str, list[bytes]]]:
         """Next ``(group, items)`` round-robin over groups with data, or ``None``."""
+    def peek(self, group: str, max: int = 10) -> list[Peeked]:
+        """The oldest ``max`` items of ``group`` (1 to 1000), oldest first, left in place.
+
+        Items older than ``max_age`` are left out, as a pop would discard them, so fewer than
+        ``max`` may come back."""
     def len(self, group: str) -> int:
         """Items queued in ``group``."""
     def groups(self) -> list[str]:
@@ -448,6 +480,8 @@ class AsyncCappedQueue:
         """Remove and return up to ``max`` items of ``group``, oldest first."""
     def next_batch(self, max: int = 128) -> Coroutine[Any, Any, Optional[tuple[str, list[bytes]]]]:
         """Next ``(group, items)`` round-robin over groups with data, or ``None``."""
+    def peek(self, group: str, max: int = 10) -> Coroutine[Any, Any, list[Peeked]]:
+        """The oldest ``max`` items of ``group`` (1 to 1000), oldest first, left in place."""
     def len(self, group: str) -> Coroutine[Any, Any, int]:
         """Items queued in ``group``."""
     def groups(self) -> Coroutine[Any, Any, list[str]]:
@@ -675,6 +709,135 @@ class JobStats:
         """True when the queue is paused (``pause()``): workers start nothing."""
 
 @final
+class ScheduleInfo:
+    """A schedule as ``schedules()`` lists it."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def cron(self) -> Optional[str]:
+        """The cron pattern, or None for an interval schedule."""
+    @property
+    def timezone(self) -> Optional[str]:
+        """The cron pattern's time zone (an IANA name), or None (UTC, or an interval schedule)."""
+    @property
+    def every(self) -> Optional[float]:
+        """The interval in seconds, or None for a cron schedule."""
+    @property
+    def payload(self) -> bytes:
+        """The payload each job gets."""
+    @property
+    def next_run_ms(self) -> Optional[int]:
+        """The next slot, epoch milliseconds by the Redis clock; None when the pattern has no more."""
+    @property
+    def task(self) -> Optional[str]:
+        """The task each job runs (its name), or None."""
+    @property
+    def format(self) -> Optional[str]:
+        """How the payload encodes the task's arguments: ``"json"``, ``"msgpack"``, or None."""
+    @property
+    def priority(self) -> Optional[int]:
+        """Each job's priority, or None."""
+    @property
+    def group(self) -> Optional[str]:
+        """Each job's group, or None."""
+    @property
+    def max_attempts(self) -> Optional[int]:
+        """Each job's ``max_attempts``, or None (the queue's)."""
+    @property
+    def backoff(self) -> Optional[Backoff]:
+        """Each job's backoff, or None (the queue's)."""
+    @property
+    def timeout(self) -> Optional[float]:
+        """Each job's timeout in seconds, or None (the queue's)."""
+
+@final
+class Event:
+    """One event of a queue's event log (see ``Queue.events``)."""
+
+    @property
+    def kind(self) -> _EventKind:
+        """What happened: ``"enqueued"``, ``"active"``, ``"progress"``, ``"completed"``,
+        ``"failed"``, ``"retried"``, ``"dead"``, ``"cancelled"``, or ``"lagged"`` (not a job's
+        event: the reader fell behind the log's length, ``data`` says how much it missed)."""
+    @property
+    def job_id(self) -> str:
+        """The job's id (empty for ``"lagged"``)."""
+    @property
+    def data(self) -> Optional[bytes]:
+        """The event's raw data, or None: ``"active"`` the attempt number, ``"progress"`` the value
+        reported, ``"completed"`` what the handler returned, ``"failed"`` and ``"dead"`` the
+        error, ``"retried"`` the delay in ms (or why), ``"lagged"`` how much was missed."""
+    @property
+    def at_ms(self) -> int:
+        """When it happened, epoch milliseconds by the Redis clock."""
+    @property
+    def value(self) -> Any:
+        """``data`` decoded as ``JobInfo.result`` is: the JSON value it holds, else the bytes
+        themselves; None when there is no data."""
+
+@final
+class EventReader:
+    """A reader of a queue's event log, blocking API: ``for event in reader`` waits for each event
+    (the GIL released; Ctrl-C interrupts it).
+
+    Used as a context manager, it stores a named reader's place on leaving (``commit()``)."""
+
+    def __iter__(self) -> EventReader: ...
+    def __next__(self) -> Event: ...
+    def next(self, timeout: Optional[float] = None) -> Optional[Event]:
+        """The next event, waiting up to ``timeout`` seconds (None: no limit); None when none came
+        in time.
+
+        A named reader's place is stored each time it reads more from Redis (the events it had
+        taken so far), so one started again after a crash gets again at most what it took since."""
+    def commit(self) -> None:
+        """Store a named reader's place (the events it has taken so far); nothing for an unnamed
+        one.
+
+        Each read stores it before reading more, so call this when you stop reading (leaving the
+        reader's ``with`` block does)."""
+    def __enter__(self) -> EventReader: ...
+    def __exit__(
+        self,
+        exc_type: Optional[type[BaseException]],
+        exc_value: Optional[BaseException],
+        traceback: Optional[types.TracebackType],
+    ) -> None:
+        """Store a named reader's place (``commit()``); exceptions go on."""
+
+@final
+class AsyncEventReader:
+    """A reader of a queue's event log, asyncio API: ``async for event in reader`` awaits each
+    event.
+
+    It started when ``events()`` was called; errors of the start (a bad name, Redis unreachable)
+    are raised by its first use. Used as an async context manager, it waits for the start on
+    entering and stores a named reader's place on leaving (``commit()``)."""
+
+    def __aiter__(self) -> AsyncEventReader: ...
+    def __anext__(self) -> Coroutine[Any, Any, Event]: ...
+    def next(self, timeout: Optional[float] = None) -> Coroutine[Any, Any, Optional[Event]]:
+        """The next event, waiting up to ``timeout`` seconds (None: no limit); None when none came
+        in time.
+
+        See ``EventReader.next``."""
+    def commit(self) -> Coroutine[Any, Any, None]:
+        """Store a named reader's place (the events it has taken so far); nothing for an unnamed
+        one.
+
+        See ``EventReader.commit``."""
+    def __aenter__(self) -> Coroutine[Any, Any, AsyncEventReader]:
+        """Wait for the reader's start; returns the reader."""
+    def __aexit__(
+        self,
+        exc_type: Optional[type[BaseException]],
+        exc_value: Optional[BaseException],
+        traceback: Optional[types.TracebackType],
+    ) -> Coroutine[Any, Any, None]:
+        """Store a named reader's place (``commit()``); exceptions go on."""
+
+@final
 class Rate:
     """At most ``max`` job starts in any window of ``per_seconds``."""
 
@@ -776,6 +939,13 @@ class Worker:
         """``stop()`` then ``join()``."""
     def stats(self) -> WorkerStats:
         """Counters so far."""
+    def metrics(self) -> str:
+        """This worker's own metrics (this process only) in the Prometheus text format.
+
+        Its counters (``tideq_worker_jobs_completed_total``, ...) and its handlers' run times
+        (the ``tideq_worker_job_run_seconds`` histogram), labelled with the queue: serve it from
+        your own ``/metrics`` endpoint. The queue-wide view, over every worker, is
+        ``tideq exporter``'s. Still readable once the worker has stopped."""
     @property
     def running(self) -> bool:
         """True until the loop ended and running handlers finished (or were abandoned)."""
@@ -804,6 +974,10 @@ class AsyncWorker:
         """``stop()`` then ``join()``."""
     def stats(self) -> WorkerStats:
         """Counters so far."""
+    def metrics(self) -> str:
+        """This worker's own metrics (this process only) in the Prometheus text format.
+
+        As ``Worker.metrics``: a plain call, not a coroutine (it reads in-process counters)."""
     @property
     def running(self) -> bool:
         """True until the loop ended and running handlers finished (or were abandoned)."""
@@ -879,6 +1053,8 @@ class Queue:
         timeout: Optional[float] = None,
         priority: Optional[int] = None,
         group: Optional[str] = None,
+        dedup: Optional[_Dedup] = None,
+        debounce: Optional[_Debounce] = None,
     ) -> Enqueued:
         """Enqueue one job.
 
@@ -887,11 +1063,22 @@ class Queue:
         (``created`` is False). Per-job options override the queue's. ``priority``: 1 (first) to
         ``MAX_PRIORITY`` (last); jobs without one run before any job with one, and jobs of one
         priority in order. ``group``: the job's group (a tenant, a user): groups are served
-        round-robin, each in order, under the group limits."""
+        round-robin, each in order, under the group limits.
+
+        ``dedup``: a key (str) held until the job finishes (completed, dead-lettered or cancelled),
+        or a ``(key, ttl_seconds)`` tuple held for that long from this enqueue whatever becomes of
+        the job; while the key holds, an enqueue with it creates nothing and returns the job's id
+        (``created`` False). ``debounce``: a ``(key, delay_seconds)`` tuple: the job waits
+        ``delay_seconds``, and an enqueue with the same key while it waits replaces its payload and
+        options and makes it wait again from then (same id, ``created`` False); once it started, a
+        new job is created. Debounce takes no ``id``, ``delay``, ``run_at`` or ``dedup``; bad keys
+        or times raise ``InvalidArgumentError`` and write nothing."""
     def enqueue_many(self, items: Iterable[_JobItem]) -> list[Enqueued]:
         """Enqueue payloads or ``(payload, options)`` pairs in one round trip.
 
-        All are validated before anything is written."""
+        All are validated before anything is written. The options dict takes ``enqueue``'s
+        keyword arguments; ``debounce`` only in a call of one item (``InvalidArgumentError``
+        otherwise). Items with the same ``dedup`` key make one job."""
     def get(self, id: str) -> Optional[JobInfo]:
         """A job's state, attempts, last error and times; None if unknown.
 
@@ -942,6 +1129,7 @@ class Queue:
         poll_interval: Optional[float] = None,
         grace: Optional[float] = None,
         stop_when_drained: Optional[bool] = None,
+        schedules: Optional[bool] = None,
     ) -> Worker:
         """Start a worker in the background.
 
@@ -958,8 +1146,11 @@ class Queue:
         only once the handler returned, and never runs twice at a time. On stop, running jobs get
         ``grace`` seconds, then are asked to stop likewise (see ``Worker.stop``).
         A worker stops by itself on ``AuthError`` or ``PermissionDeniedError`` (see ``Worker``).
+        With ``schedules`` the worker also fires the queue's due schedule slots
+        (``upsert_schedule``): any number of workers may, each slot still makes one job.
         Options not given take the core's defaults: ``concurrency`` 10, ``batch_size`` 0,
-        ``lease`` 30 s, ``poll_interval`` 5 s, ``grace`` 10 s, ``stop_when_drained`` False."""
+        ``lease`` 30 s, ``poll_interval`` 5 s, ``grace`` 10 s, ``stop_when_drained`` False,
+        ``schedules`` True."""
     def run(
         self,
         handler: _JobHandler,
@@ -970,6 +1161,7 @@ class Queue:
         poll_interval: Optional[float] = None,
         grace: Optional[float] = None,
         stop_when_drained: Optional[bool] = None,
+        schedules: Optional[bool] = None,
     ) -> WorkerStats:
         """``work()``, then wait until the worker stops.
 
@@ -989,6 +1181,7 @@ class Queue:
         poll_interval: Optional[float] = None,
         grace: Optional[float] = None,
         stop_when_drained: Optional[bool] = None,
+        schedules: Optional[bool] = None,
     ) -> Worker:
         """Start a worker whose handler gets a list of up to ``size`` jobs at once (``wait``:
         longest seconds a leased job waits for its batch to fill; 0 or None hands over what one
@@ -1009,6 +1202,7 @@ class Queue:
         poll_interval: Optional[float] = None,
         grace: Optional[float] = None,
         stop_when_drained: Optional[bool] = None,
+        schedules: Optional[bool] = None,
     ) -> WorkerStats:
         """``work_batches()`` and wait until it stops, as ``run()`` does."""
     @overload
@@ -1035,6 +1229,8 @@ class Queue:
         timeout: Optional[float] = None,
         priority: Optional[int] = None,
         group: Optional[str] = None,
+        dedup: Optional[_Dedup] = None,
+        debounce: Optional[_Debounce] = None,
     ) -> Enqueued:
         """Enqueue task ``name`` with ``data`` as its arguments (a dict runs ``f(**data)``, a list
         ``f(*data)``, anything else ``f(data)``), encoded as ``format`` (``"json"``, the default,
@@ -1049,6 +1245,7 @@ class Queue:
         poll_interval: Optional[float] = None,
         grace: Optional[float] = None,
         stop_when_drained: Optional[bool] = None,
+        schedules: Optional[bool] = None,
     ) -> Worker:
         """Start a worker running each job's task by name: ``tasks`` maps names to functions
         (default: the tasks registered with ``@queue.task``), plain or ``async def``, called with
@@ -1065,8 +1262,59 @@ class Queue:
         poll_interval: Optional[float] = None,
         grace: Optional[float] = None,
         stop_when_drained: Optional[bool] = None,
+        schedules: Optional[bool] = None,
     ) -> WorkerStats:
         """``work_tasks()`` and wait until it stops, as ``run()`` does."""
+    def upsert_schedule(
+        self,
+        name: str,
+        payload: _BytesLike = b"",
+        *,
+        cron: Optional[str] = None,
+        every: Optional[float] = None,
+        timezone: Optional[str] = None,
+        task: Optional[str] = None,
+        format: Optional[_Format] = None,
+        priority: Optional[int] = None,
+        group: Optional[str] = None,
+        max_attempts: Optional[int] = None,
+        backoff: Optional[Backoff] = None,
+        timeout: Optional[float] = None,
+    ) -> Optional[int]:
+        """Create the schedule ``name``, or change it; returns its next slot (epoch ms, Redis clock).
+
+        Each slot enqueues one job with ``payload`` and the options given, id
+        ``"<name>@<slot ms>"``, whichever workers (started with ``schedules``, the default) see it
+        due: exactly one of ``cron`` (a cron pattern, 5 fields or 6 with seconds first, in
+        ``timezone``, an IANA name such as ``"Europe/Paris"``; default UTC) or ``every`` (seconds,
+        at least 0.01: slots at the multiples of the interval since the epoch). Declaring the same
+        schedule again changes nothing (its next slot stays); after an outage a schedule runs once
+        for the slots it missed. ``priority``, ``group``, ``max_attempts``, ``backoff`` and
+        ``timeout`` are given to each job as ``enqueue`` takes them; ``task`` makes each job a run
+        of that task, ``payload`` then holding its arguments encoded as ``format`` says
+        (``"json"`` or ``"msgpack"``; a task worker needs it). Bad input raises
+        ``InvalidArgumentError`` and writes nothing. None when the pattern has no slot to come."""
+    def remove_schedule(self, name: str) -> bool:
+        """Remove the schedule ``name`` (no slot of it fires after this); True if it existed."""
+    def schedules(self) -> list[ScheduleInfo]:
+        """The queue's schedules with their next slots, by name."""
+    def set_events(self, max_len: Optional[int]) -> None:
+        """Turn the queue's event log on, keeping about its newest ``max_len`` entries, or off (None).
+
+        An entry holds one kind of event for a batch of jobs. Every producer and worker of the
+        queue follows the setting at once; turning it off deletes the log. Events are off by
+        default. ``max_len`` 0 raises ``InvalidArgumentError``."""
+    def events(self, name: Optional[str] = None, from_start: bool = False) -> EventReader:
+        """A reader of the queue's event log: what happened to its jobs, in order, as ``Event``s.
+
+        It reads from now on (from this call), or with ``from_start`` from the oldest event kept.
+        A reader with a ``name`` keeps its place in Redis: started again with the same name (in
+        any process), it resumes where it stopped (events it took but had not stored yet may come
+        again), so one started ``from_start`` (the first time) misses nothing the log still holds
+        even if it crashed; one that fell behind the log's length gets a ``"lagged"`` event first.
+        The blocking API returns an ``EventReader`` (``for event in q.events(): ...``), the
+        asyncio API an ``AsyncEventReader`` (``async for event in aq.events(): ...``; ``events()``
+        itself is not awaited). Nothing is logged until ``set_events`` turns the log on."""
     def pause(self) -> None:
         """Workers stop starting jobs of this queue (running ones finish; enqueues go on)."""
     def resume(self) -> None:
@@ -1156,6 +1404,8 @@ class AsyncQueue:
         timeout: Optional[float] = None,
         priority: Optional[int] = None,
         group: Optional[str] = None,
+        dedup: Optional[_Dedup] = None,
+        debounce: Optional[_Debounce] = None,
     ) -> Coroutine[Any, Any, Enqueued]:
         """Enqueue one job.
 
@@ -1196,6 +1446,7 @@ class AsyncQueue:
         poll_interval: Optional[float] = None,
         grace: Optional[float] = None,
         stop_when_drained: Optional[bool] = None,
+        schedules: Optional[bool] = None,
     ) -> AsyncWorker:
         """Start a worker in the background.
 
@@ -1212,6 +1463,7 @@ class AsyncQueue:
         poll_interval: Optional[float] = None,
         grace: Optional[float] = None,
         stop_when_drained: Optional[bool] = None,
+        schedules: Optional[bool] = None,
     ) -> Coroutine[Any, Any, WorkerStats]:
         """``work()``, then wait until the worker stops.
 
@@ -1229,6 +1481,7 @@ class AsyncQueue:
         poll_interval: Optional[float] = None,
         grace: Optional[float] = None,
         stop_when_drained: Optional[bool] = None,
+        schedules: Optional[bool] = None,
     ) -> AsyncWorker:
         """Start a worker whose handler gets a list of up to ``size`` jobs at once (``wait``:
         longest seconds a leased job waits for its batch to fill; 0 or None hands over what one
@@ -1249,6 +1502,7 @@ class AsyncQueue:
         poll_interval: Optional[float] = None,
         grace: Optional[float] = None,
         stop_when_drained: Optional[bool] = None,
+        schedules: Optional[bool] = None,
     ) -> Coroutine[Any, Any, WorkerStats]:
         """``work_batches()`` and wait until it stops, as ``run()`` does."""
     @overload
@@ -1275,6 +1529,8 @@ class AsyncQueue:
         timeout: Optional[float] = None,
         priority: Optional[int] = None,
         group: Optional[str] = None,
+        dedup: Optional[_Dedup] = None,
+        debounce: Optional[_Debounce] = None,
     ) -> Coroutine[Any, Any, Enqueued]:
         """Enqueue task ``name`` with ``data`` as its arguments (a dict runs ``f(**data)``, a list
         ``f(*data)``, anything else ``f(data)``), encoded as ``format`` (``"json"``, the default,
@@ -1289,6 +1545,7 @@ class AsyncQueue:
         poll_interval: Optional[float] = None,
         grace: Optional[float] = None,
         stop_when_drained: Optional[bool] = None,
+        schedules: Optional[bool] = None,
     ) -> AsyncWorker:
         """Start a worker running each job's task by name: ``tasks`` maps names to functions
         (default: the tasks registered with ``@queue.task``), plain or ``async def``, called with
@@ -1305,8 +1562,42 @@ class AsyncQueue:
         poll_interval: Optional[float] = None,
         grace: Optional[float] = None,
         stop_when_drained: Optional[bool] = None,
+        schedules: Optional[bool] = None,
     ) -> Coroutine[Any, Any, WorkerStats]:
         """``work_tasks()`` and wait until it stops, as ``run()`` does."""
+    def upsert_schedule(
+        self,
+        name: str,
+        payload: _BytesLike = b"",
+        *,
+        cron: Optional[str] = None,
+        every: Optional[float] = None,
+        timezone: Optional[str] = None,
+        task: Optional[str] = None,
+        format: Optional[_Format] = None,
+        priority: Optional[int] = None,
+        group: Optional[str] = None,
+        max_attempts: Optional[int] = None,
+        backoff: Optional[Backoff] = None,
+        timeout: Optional[float] = None,
+    ) -> Coroutine[Any, Any, Optional[int]]:
+        """Create the schedule ``name``, or change it; returns its next slot (epoch ms, Redis clock).
+
+        See ``Queue.upsert_schedule``."""
+    def remove_schedule(self, name: str) -> Coroutine[Any, Any, bool]:
+        """Remove the schedule ``name`` (no slot of it fires after this); True if it existed."""
+    def schedules(self) -> Coroutine[Any, Any, list[ScheduleInfo]]:
+        """The queue's schedules with their next slots, by name."""
+    def set_events(self, max_len: Optional[int]) -> Coroutine[Any, Any, None]:
+        """Turn the queue's event log on, keeping about its newest ``max_len`` entries, or off (None).
+
+        See ``Queue.set_events``."""
+    def events(self, name: Optional[str] = None, from_start: bool = False) -> AsyncEventReader:
+        """A reader of the queue's event log: what happened to its jobs, in order, as ``Event``s.
+
+        Not a coroutine: the reader starts at the call (so "from now on" means from the call) and
+        is awaited on its first use (``async for``, ``await reader.next()``, ``async with``),
+        which raises the start's errors. See ``Queue.events``."""
     def pause(self) -> Coroutine[Any, Any, None]:
         """Workers stop starting jobs of this queue (running ones finish; enqueues go on)."""
     def resume(self) -> Coroutine[Any, Any, None]:
@@ -1353,6 +1644,10 @@ class AsyncQueue:
         """Return a leased job to the front of the queue without counting the attempt."""
     def extend(self, job: Job, lease: float) -> Coroutine[Any, Any, None]:
         """Push a leased job's lease deadline to ``lease`` seconds from now."""
+
+def _run_cli(argv: list[str]) -> int:
+    """Run the ``tideq`` command line on ``argv`` (the first item is the program name); returns its
+    exit code."""
 
 def acl_rules(queue: str, role: str, *, prefix: str = ..., shards: int = 1) -> str:
     """The Redis ACL rules that let a user do ``role`` on ``queue`` (split in ``shards``) under

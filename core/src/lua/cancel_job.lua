@@ -9,6 +9,8 @@
   KEYS[12] p (priority list key prefix)
   KEYS[13] progress hash   KEYS[14] waiters hash   KEYS[15] fin (prefix of the waiters' notice lists)
   KEYS[16] cancel set
+  KEYS[17] dd (dedup key prefix)   KEYS[18] dkey hash
+  KEYS[19] cfg hash   KEYS[20] events stream
   ARGV[1] job id
   Returns: "cancelled", "requested" (active: asked to stop), or the state that prevented it:
   "dead", "completed", "missing". ]]
@@ -16,7 +18,9 @@
 local K = { ready = KEYS[1], delayed = KEYS[2], jobs = KEYS[3], meta = KEYS[4], errors = KEYS[5],
   stats = KEYS[6], active = KEYS[7], idem = KEYS[8], route = KEYS[9], prio = KEYS[10],
   g = KEYS[11], p = KEYS[12], progress = KEYS[13], waiters = KEYS[14], fin = KEYS[15],
-  cancel = KEYS[16] }
+  cancel = KEYS[16],
+  dd = KEYS[17], dkey = KEYS[18],
+  cfg = KEYS[19], events = KEYS[20] }
 local id = ARGV[1]
 local m = redis.call('HGET', K.meta, id)
 if not m then return 'missing' end
@@ -50,7 +54,9 @@ redis.call('HDEL', K.errors, id)
 redis.call('HDEL', K.route, id)
 redis.call('HDEL', K.progress, id)
 redis.call('ZREM', K.idem, id)
+release_dedup(K, { id })
 -- Whoever waits for it learns it was cancelled.
 if redis.call('EXISTS', K.waiters) == 1 then notify_waiters(K, { { id, enq or '0', 'n' } }) end
 redis.call('HINCRBY', K.stats, 'cancelled', 1)
+emit(K, 'cancelled', { id })
 return 'cancelled'

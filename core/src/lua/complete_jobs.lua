@@ -10,6 +10,8 @@
   KEYS[18] gset set (the groups in the rotation)
   KEYS[19] results hash   KEYS[20] progress hash   KEYS[21] waiters hash
   KEYS[22] fin (prefix of the waiters' notice lists)
+  KEYS[23] dd (dedup key prefix)   KEYS[24] dkey hash
+  KEYS[25] events stream
   ARGV[1] queue policy   ARGV[2], ARGV[3], ...: pairs of job id, lease token (a token ending in "+" is
   followed by the job's result, see lib_jobs.lua)
   Returns: array with, per ack, 1 completed, 2 already completed (this delivery's ack sent
@@ -19,5 +21,7 @@ local K = { active = KEYS[1], done = KEYS[2], jobs = KEYS[3], meta = KEYS[4], er
   stats = KEYS[6], idem = KEYS[7], route = KEYS[8], grot = KEYS[9], gheld = KEYS[10],
   gstate = KEYS[11], gcfg = KEYS[12], gwait = KEYS[13], cfg = KEYS[14], gr = KEYS[15],
   wake = KEYS[16], g = KEYS[17], gset = KEYS[18], results = KEYS[19], progress = KEYS[20],
-  waiters = KEYS[21], fin = KEYS[22] }
+  waiters = KEYS[21], fin = KEYS[22],
+  dd = KEYS[23], dkey = KEYS[24],
+  events = KEYS[25] }
 return complete_leases(K, queue_cfg(K), now_ms(), policy(ARGV[1]), 2)

@@ -1,7 +1,8 @@
 --[[ Enqueue jobs: ready at once (in the ready list, or by priority, or in their group's queue), or
   delayed until a due time. An id that already exists creates nothing (idempotency), nor does an
-  explicit id that finished within the idempotency window. Due times are computed with Redis
-  TIME, never the client's clock.
+  explicit id that finished within the idempotency window, nor a job whose dedup key names a job
+  (see "Dedup and debounce" in lib_jobs.lua). Due times are computed with Redis TIME, never the
+  client's clock.
   KEYS[1] jobs hash (id -> envelope)   KEYS[2] meta hash (id -> "state|attempts|max|enqueued ms|x", see lib_jobs.lua)
   KEYS[3] ready list                   KEYS[4] delayed zset (score = due ms)
   KEYS[5] wake list                    KEYS[6] stats hash
@@ -11,22 +12,51 @@
   KEYS[17] gr (group rate-log prefix)
   KEYS[18] gset set (the groups in the rotation)
   KEYS[19] p (priority list key prefix)
+  KEYS[20] dd (dedup key prefix)   KEYS[21] dkey hash   KEYS[22] sched hash   KEYS[23] snext zset
+  KEYS[24] events stream
   ARGV[1] number of jobs N   ARGV[2] "1": remember explicit ids (the window is on), "0": not
-  then per job 7 values: id, envelope, max attempts, delay ms (relative to Redis now),
+  ARGV[3] schedule guard: "" or "version|slot|next|name" (a schedule's slot fires: the jobs are
+    written only if the schedule is at that version and slot, which then moves to next, 0: it has
+    none; see
+    "Schedules" in lib_jobs.lua)
+  then per job 8 values: id, envelope, max attempts, delay ms (relative to Redis now),
     run-at ms (absolute; 0 = use delay), "1" if the id was given by the caller,
-    route ("priority|group", 0 = no priority; "" for a plain job)
-  Returns: array of N integers, 1 = created, 0 = the id already existed (nothing written). ]]
+    route ("priority|group", 0 = no priority; "" for a plain job),
+    dedup ("" none; "d|<ttl ms, 0 = until the job finishes>|<key>";
+      debounce "b|<length of the expected id>|<expected id><key>")
+  Returns: array of N values: 1 = created, 0 = the id already existed (nothing written), a string:
+  the id of the job the dedup key names (nothing created; for debounce, that job's payload and due
+  time were replaced), -1 debounce: the key names another job than expected (read it again),
+  -2 debounce: the expected job has started, send a new id; -3 (every job) the schedule guard
+  failed (nothing written). ]]
 --#include lib_jobs.lua
 local K = { jobs = KEYS[1], meta = KEYS[2], ready = KEYS[3], delayed = KEYS[4], wake = KEYS[5],
   stats = KEYS[6], idem = KEYS[7], route = KEYS[8], prio = KEYS[9], grot = KEYS[10],
   gheld = KEYS[11], gstate = KEYS[12], gcfg = KEYS[13], gwait = KEYS[14], cfg = KEYS[15],
-  g = KEYS[16], gr = KEYS[17], gset = KEYS[18], p = KEYS[19] }
-local W = 7
+  g = KEYS[16], gr = KEYS[17], gset = KEYS[18], p = KEYS[19], dd = KEYS[20], dkey = KEYS[21],
+  sched = KEYS[22], snext = KEYS[23],
+  events = KEYS[24] }
+local W, B = 8, 4
 local now = now_ms()
 local nows = tostring(now)
 local n = tonumber(ARGV[1])
+if ARGV[3] ~= '' then
+  local ver, slot, nxt, name = string.match(ARGV[3], '^(%d+)|(%d+)|(%d+)|(.*)$')
+  local cur = redis.call('HGET', K.sched, name)
+  if not cur or string.match(cur, '^(%d+)|') ~= ver
+      or redis.call('ZSCORE', K.snext, name) ~= slot then
+    local out = {}
+    for i = 1, n do out[i] = -3 end
+    return out
+  end
+  if nxt == '0' then
+    redis.call('ZREM', K.snext, name)
+  else
+    redis.call('ZADD', K.snext, nxt, name)
+  end
+end
 local ids = {}
-for i = 1, n do ids[i] = ARGV[3 + (i - 1) * W] end
+for i = 1, n do ids[i] = ARGV[B + (i - 1) * W] end
 -- One HMGET for the existence check and one variadic call per key for the writes: per-job calls
 -- from Lua would cost more than the work itself.
 local exists = hmget(K.jobs, ids)
@@ -40,18 +70,52 @@ end
 -- Jobs with a priority or a group get their sequence numbers (their place in line) now.
 local nrouted = 0
 for i = 1, n do
-  if ARGV[3 + (i - 1) * W + 6] ~= '' then nrouted = nrouted + 1 end
+  if ARGV[B + (i - 1) * W + 6] ~= '' then nrouted = nrouted + 1 end
 end
 local seq = nrouted > 0 and seq_block(K, nrouted) or 0
 local out, seen, created = {}, {}, 0
 local jobs, meta, ready, routed, delayed, idem, route = {}, {}, {}, {}, {}, {}, {}
+-- Dedup keys taken by this call: key -> { id, ttl ms }.
+local taken, ntaken = {}, 0
 for i = 1, n do
-  local b = 3 + (i - 1) * W
+  local b = B + (i - 1) * W
   local id = ids[i]
-  if exists[i] or remembered[i] or seen[id] then
+  local dkey, dttl
+  if ARGV[b + 7] ~= '' then
+    local mode, num, rest = string.match(ARGV[b + 7], '^(%a)|(%d+)|(.*)$')
+    local expect
+    if mode == 'b' then
+      expect = string.sub(rest, 1, tonumber(num))
+      dkey, dttl = string.sub(rest, tonumber(num) + 1), 0
+    else
+      dkey, dttl = rest, tonumber(num)
+    end
+    local cur = taken[dkey] and taken[dkey][1] or redis.call('GET', K.dd .. dkey)
+    if mode == 'd' then
+      if cur and (taken[dkey] or dttl > 0 or job_pending(K, cur)) then out[i] = cur end
+    elseif (cur or '') ~= expect then
+      out[i] = -1
+    elseif cur and redis.call('ZSCORE', K.delayed, cur) then
+      -- Debounce: the waiting job takes this payload and waits again from now.
+      redis.call('HSET', K.jobs, cur, ARGV[b + 1])
+      local s, a, _, enq, x = parse_meta(redis.call('HGET', K.meta, cur) or '')
+      if s then redis.call('HSET', K.meta, cur, meta_of(s, a, ARGV[b + 2], enq, x)) end
+      redis.call('ZADD', K.delayed, now + tonumber(ARGV[b + 3]), cur)
+      out[i] = cur
+    elseif cur and cur == id then
+      out[i] = -2
+    end
+  end
+  if out[i] then
+    -- settled above (dedup hit or debounce)
+  elseif exists[i] or remembered[i] or seen[id] then
     out[i] = 0
   else
     seen[id] = true
+    if dkey then
+      if not taken[dkey] then ntaken = ntaken + 1 end
+      taken[dkey] = { id, dttl }
+    end
     jobs[#jobs + 1] = id
     jobs[#jobs + 1] = ARGV[b + 1]
     meta[#meta + 1] = id
@@ -82,6 +146,22 @@ for i = 1, n do
     out[i] = 1
   end
 end
+if ntaken > 0 then
+  local owned = {}
+  for key, t in pairs(taken) do
+    if t[2] > 0 then
+      redis.call('SET', K.dd .. key, t[1], 'PX', t[2])
+    else
+      redis.call('SET', K.dd .. key, t[1])
+      owned[#owned + 1] = t[1]
+      owned[#owned + 1] = key
+    end
+  end
+  if #owned > 0 then
+    chunked('HSET', K.dkey, owned)
+    redis.call('HSET', K.cfg, 'dedup', '1')
+  end
+end
 if #jobs > 0 then
   chunked('HSET', K.jobs, jobs)
   chunked('HSET', K.meta, meta)
@@ -92,5 +172,10 @@ if #jobs > 0 then
   if #routed > 0 then make_ready(K, queue_cfg(K), routed, false, now) end
   wake(K.wake)
   redis.call('HINCRBY', K.stats, 'enqueued', created)
+  if events_max(K) then
+    local made = {}
+    for i = 1, #jobs, 2 do made[#made + 1] = jobs[i] end
+    emit(K, 'enqueued', made, nil, now)
+  end
 end
 return out

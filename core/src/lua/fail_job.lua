@@ -12,6 +12,8 @@
   KEYS[23] results hash   KEYS[24] progress hash   KEYS[25] waiters hash
   KEYS[26] fin (prefix of the waiters' notice lists)
   KEYS[27] cancel set
+  KEYS[28] dd (dedup key prefix)   KEYS[29] dkey hash
+  KEYS[30] events stream
   ARGV[1] job id   ARGV[2] lease token   ARGV[3] error text (already size-capped)
   ARGV[4] retry delay ms   ARGV[5] queue policy (lib_jobs.lua)   ARGV[6] "1": dead-letter now
   (the attempt cannot succeed, e.g. an unknown task), whatever its attempts
@@ -22,7 +24,9 @@ local K = { active = KEYS[1], ready = KEYS[2], delayed = KEYS[3], dead = KEYS[4]
   route = KEYS[11], prio = KEYS[12], grot = KEYS[13], gheld = KEYS[14], gstate = KEYS[15],
   gcfg = KEYS[16], gwait = KEYS[17], cfg = KEYS[18], g = KEYS[19], gr = KEYS[20], gset = KEYS[21], p = KEYS[22],
   results = KEYS[23], progress = KEYS[24], waiters = KEYS[25], fin = KEYS[26],
-  cancel = KEYS[27] }
+  cancel = KEYS[27],
+  dd = KEYS[28], dkey = KEYS[29],
+  events = KEYS[30] }
 local id = ARGV[1]
 local m = redis.call('HGET', K.meta, id)
 if not m then return -1 end
@@ -41,6 +45,7 @@ if cancel_requested(K, id) then
   return 3
 end
 local att = tonumber(a) + 1
+emit(K, 'failed', { id }, { ARGV[3] }, now)
 if att >= tonumber(mx) or ARGV[6] == '1' then
   bury(K, now, policy(ARGV[5]), { { id, meta_of('x', att, mx, enq, x), ARGV[3] } })
   return 2
@@ -54,5 +59,6 @@ else
   redis.call('ZADD', K.delayed, now + delay, id)
 end
 redis.call('HINCRBY', K.stats, 'retried', 1)
+emit(K, 'retried', { id }, { tostring(math.max(delay, 0)) }, now)
 wake(K.wake)
 return 1

@@ -22,12 +22,15 @@
   KEYS[25] results hash  KEYS[26] progress hash  KEYS[27] waiters hash
   KEYS[28] fin (prefix of the waiters' notice lists)
   KEYS[29] cancel set
+  KEYS[30] dd (dedup key prefix)   KEYS[31] dkey hash
+  KEYS[32] events stream   KEYS[33] metrics hash   KEYS[34] workers zset
   ARGV[1] lease ms   ARGV[2] most jobs to lease (0 = maintenance only)
   ARGV[3] most expired leases to recover   ARGV[4] most delayed jobs to promote (<= 1000)
   ARGV[5] queue policy (see lib_jobs.lua)
-  ARGV[6], ARGV[7], ...: acks, pairs of job id, lease token (a token ending in "+" is followed by
+  ARGV[6] the worker's report ("" none; "<worker id>|<field>=<n>,...", see "Metrics")
+  ARGV[7], ARGV[8], ...: acks, pairs of job id, lease token (a token ending in "+" is followed by
   the job's result, see lib_jobs.lua)
-  Returns: { leased, wake_in_ms, acks, lost }, leased = array of {id, envelope, attempt, token,
+  Returns: { leased, wake_in_ms, acks, lost, now, 1 if the queue has schedules (else 0) }, leased = array of {id, envelope, attempt, token,
   enqueued ms}; wake_in_ms = ms until a delayed job is due, a lease expires or a rate limit
   allows the next start (0 = look again now, always so when jobs were leased), -1 if nothing is
   pending; acks = per ack pair, 1 completed, 2 already completed, -1 lease lost; lost = popped ids
@@ -39,7 +42,10 @@ local K = { ready = KEYS[1], delayed = KEYS[2], active = KEYS[3], dead = KEYS[4]
   idem = KEYS[11], route = KEYS[12], prio = KEYS[13], grot = KEYS[14], gheld = KEYS[15],
   gstate = KEYS[16], gcfg = KEYS[17], gwait = KEYS[18], cfg = KEYS[19], rl = KEYS[20],
   g = KEYS[21], gr = KEYS[22], gset = KEYS[23], p = KEYS[24], results = KEYS[25],
-  progress = KEYS[26], waiters = KEYS[27], fin = KEYS[28], cancel = KEYS[29] }
+  progress = KEYS[26], waiters = KEYS[27], fin = KEYS[28], cancel = KEYS[29],
+  dd = KEYS[30], dkey = KEYS[31],
+  events = KEYS[32],
+  metrics = KEYS[33], workers = KEYS[34] }
 local now = now_ms()
 local P = policy(ARGV[5])
 local C = queue_cfg(K)
@@ -47,7 +53,16 @@ local C = queue_cfg(K)
 local flow = redis.call('EXISTS', K.route) == 1
 -- Cancel requests pending (a queue that never cancels skips every step about them).
 local creq = redis.call('EXISTS', K.cancel) == 1
-local acks = complete_leases(K, C, now, P, 6)
+local acks = complete_leases(K, C, now, P, 7)
+-- The worker's report: it is alive, and what its handlers took (see "Metrics").
+if ARGV[6] ~= '' then
+  local wid, fields = string.match(ARGV[6], '^([^|]*)|(.*)$')
+  redis.call('ZADD', K.workers, now, wid)
+  if fields ~= '' then
+    for f, n in string.gmatch(fields, '([^,=]+)=(%d+)') do redis.call('HINCRBY', K.metrics, f, n) end
+    redis.call('ZREMRANGEBYSCORE', K.workers, '-inf', now - 300000)
+  end
+end
 local dead, gone, bad = {}, {}, 0
 
 -- Expired leases: retried (back to their queue) or dead-lettered.
@@ -84,6 +99,11 @@ for i, id in ipairs(expired) do
   end
 end
 make_ready(K, C, retry, false, now)
+if #retry > 0 and events_max(K) then
+  local why = {}
+  for i = 1, #retry do why[i] = 'lease expired' end
+  emit(K, 'retried', retry, why, now)
+end
 end_cancelled(K, cancelled, cancelled_enq)
 if creq then
   -- Requests of jobs no longer active (completed or released before their worker saw them).
@@ -100,7 +120,14 @@ end
 if recovered > 0 then redis.call('HINCRBY', K.stats, 'recovered', recovered) end
 
 -- Due delayed jobs, and groups whose rate window moved on.
-local due = redis.call('ZRANGEBYSCORE', K.delayed, '-inf', now, 'LIMIT', 0, tonumber(ARGV[4]))
+local due, late = {}, {}
+local dueraw = redis.call('ZRANGEBYSCORE', K.delayed, '-inf', now, 'WITHSCORES', 'LIMIT', 0,
+  tonumber(ARGV[4]))
+for i = 1, #dueraw, 2 do
+  due[#due + 1] = dueraw[i]
+  late[#late + 1] = now - tonumber(dueraw[i + 1])
+end
+file_histogram(K, 'late', late)
 if #due > 0 then
   chunked('ZREM', K.delayed, due)
   make_ready(K, C, due, false, now)
@@ -286,6 +313,11 @@ if #ids > 0 then
     end
   end
   add_active(K.active, tostring(now + tonumber(ARGV[1])), taken)
+  if events_max(K) then
+    local att = {}
+    for i, l in ipairs(leased) do att[i] = tostring(l[3]) end
+    emit(K, 'active', taken, att, now)
+  end
   -- A fresh delivery starts without a request (one for an earlier delivery not swept yet).
   if creq and #taken > 0 then chunked('SREM', K.cancel, taken) end
   if #starts > 0 then
@@ -309,7 +341,7 @@ if (full or #due > 0 or recovered > 0) and not C.paused
 end
 
 -- A worker that got jobs comes straight back; only an empty-handed one needs to know when to.
-if #leased > 0 then return { leased, 0, acks, lost, now } end
+if #leased > 0 then return { leased, 0, acks, lost, now, C.sched and 1 or 0 } end
 local wake_in = -1
 local limited = C.paused or capped or rate_in > 0
 -- Ids popped but none leasable (data gone): look again. Nothing popped while wanting some: there
@@ -330,4 +362,4 @@ else
   end
   if rate_in > 0 then sooner(rate_in) end
 end
-return { leased, wake_in, acks, lost, now }
+return { leased, wake_in, acks, lost, now, C.sched and 1 or 0 }

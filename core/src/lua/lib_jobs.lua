@@ -86,9 +86,64 @@
   An attempt that completes first completes (the work was done). A request never outlives its
   delivery: fetches drop the requests of jobs no longer active, and those of the jobs they lease.
 
+  Dedup and debounce (enqueue_jobs.lua): `dd:<key>` (K.dd .. key) holds the id of the job a dedup
+  key names. With a TTL it lives that long (PX), whatever becomes of the job. Without one (and
+  for debounce) it lives while its job is pending: `dkey` (hash id -> key) lets the scripts that
+  finish a job (completed, dead-lettered, cancelled) delete it, and an enqueue that finds the key
+  naming a job no longer pending (gone, finished) takes it over, so a key never outlives its job.
+  The cfg field `dedup` is set once a queue first used such a key; until then `queue_cfg` marks K
+  (no_dedup) and finishing jobs costs nothing more.
+
+  Schedules: `sched` hash name -> "<version>|<spec>" (the spec is MessagePack, read by the client),
+  `snext` zset name -> the schedule's next slot (ms). A slot fires through enqueue_jobs.lua with a
+  guard (version and slot): the job (id "<name>@<slot>") is written and the slot moves on in one
+  script, so of all the processes that see a slot due, one fires it and the others' guards fail.
+  upsert_schedule.lua bumps the version only when the spec changes. The cfg field `sched` is set
+  while the queue (shard) has schedules: fetch_jobs.lua reports it, so an idle worker learns of
+  schedules without looking for them.
+
+  Events (only queues with events on, the cfg field `events` = the log's most entries): `events`
+  is a stream; each entry is one event for a batch of jobs: fields "t" (Redis ms), "e" (the kind:
+  enqueued, active, progress, completed, failed, retried, dead, cancelled), then pairs of job id
+  and data ("" none; a result, an error, a progress value, an attempt). Entry ids are
+  "<n>-1" with n from the stats field `events` (one more per entry), so a reader that last saw
+  entry n and finds the log starting past n + 1 knows entries were trimmed before it read them.
+  `evsub` (hash name -> last entry id read) keeps named readers' places. With events off, a
+  script pays one field more in its cfg read (or one HGET where it reads no cfg).
+
+  Metrics (metrics.rs): `metrics` hash of histogram counts summed over every worker: "run:<i>"
+  (handlers' run times, reported by the workers along with a fetch, at most every 15 s),
+  "late:<i>" (how late the fetch script promoted delayed jobs and retries, filed as it
+  promotes them), each with ":count" and a sum ("run:sum_us", "late:sum_ms"); bucket i holds
+  the values up to METRIC_BOUNDS_MS[i] ms (one more above the last). `workers` zset: worker id
+  -> when it last reported.
+
   Commands run variadic (one call per batch, at most 1000 arguments per call): a call from Lua
   costs about as much as the work it does on a few fields. ]]
 local ANCHOR = '\0tideq: keeps this zset in skiplist encoding; never a job id (see lib_jobs.lua)'
+
+-- The histograms' bucket bounds in ms (metrics.rs: BUCKETS_MS).
+local METRIC_BOUNDS_MS = { 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 10000 }
+
+-- Files values (ms) into the `metrics` hash's histogram `name` (see "Metrics").
+local function file_histogram(K, name, values)
+  if #values == 0 then return end
+  local counts, sum = {}, 0
+  for _, v in ipairs(values) do
+    local b = #METRIC_BOUNDS_MS
+    for i, bound in ipairs(METRIC_BOUNDS_MS) do
+      if v <= bound then
+        b = i - 1
+        break
+      end
+    end
+    counts[b] = (counts[b] or 0) + 1
+    sum = sum + v
+  end
+  for b, n in pairs(counts) do redis.call('HINCRBY', K.metrics, name .. ':' .. b, n) end
+  redis.call('HINCRBY', K.metrics, name .. ':count', #values)
+  redis.call('HINCRBY', K.metrics, name .. ':sum_ms', math.floor(sum))
+end
 
 local function chunked(cmd, key, args)
   for i = 1, #args, 1000 do
@@ -147,6 +202,65 @@ local function wake(key)
   redis.call('PEXPIRE', key, 60000)
 end
 
+-- The event log's most entries, or false when the queue logs no events (read once per call; see
+-- "Events").
+local function events_max(K)
+  if K.evmax == nil then
+    K.evmax = K.events and tonumber(redis.call('HGET', K.cfg, 'events')) or false
+  end
+  return K.evmax
+end
+
+-- Logs an event of `kind` for jobs `ids` (`data[i]`: job i's data; nil: none), one stream entry
+-- per 500 jobs (see "Events").
+local function emit(K, kind, ids, data, now)
+  local max = events_max(K)
+  if not max or #ids == 0 then return end
+  now = now or now_ms()
+  for i = 1, #ids, 500 do
+    local args = { 't', now, 'e', kind }
+    for j = i, math.min(i + 499, #ids) do
+      args[#args + 1] = ids[j]
+      args[#args + 1] = data and data[j] or ''
+    end
+    local n = redis.call('HINCRBY', K.stats, 'events', 1)
+    local r = redis.pcall('XADD', K.events, 'MAXLEN', '~', max, n .. '-1', unpack(args))
+    if type(r) == 'table' and r.err then
+      -- The counter fell behind the log (reset by hand): catch up with the log's last entry.
+      local info = redis.call('XINFO', 'STREAM', K.events)
+      for k = 1, #info, 2 do
+        if info[k] == 'last-generated-id' then
+          n = tonumber(string.match(info[k + 1], '^(%d+)')) + 1
+        end
+      end
+      redis.call('HSET', K.stats, 'events', n)
+      redis.call('XADD', K.events, 'MAXLEN', '~', max, n .. '-1', unpack(args))
+    end
+  end
+end
+
+-- Whether job `id` is pending (delayed, ready or active: not finished, not gone).
+local function job_pending(K, id)
+  local m = redis.call('HGET', K.meta, id)
+  return m ~= false and string.sub(m, 1, 1) == 'q'
+end
+
+-- Frees the dedup keys (without a TTL) that name jobs `ids`, which have finished (see "Dedup and
+-- debounce").
+local function release_dedup(K, ids)
+  if K.no_dedup or #ids == 0 or redis.call('EXISTS', K.dkey) == 0 then return end
+  local keys = hmget(K.dkey, ids)
+  local owned = {}
+  for i, id in ipairs(ids) do
+    local key = keys[i]
+    if key then
+      if redis.call('GET', K.dd .. key) == id then redis.call('DEL', K.dd .. key) end
+      owned[#owned + 1] = id
+    end
+  end
+  chunked('HDEL', K.dkey, owned)
+end
+
 -- Deletes jobs' data (envelope, meta, last error, route, result, progress).
 local function forget(K, ids)
   if #ids == 0 then return end
@@ -187,7 +301,9 @@ local function end_cancelled(K, ids, enqs)
   forget(K, ids)
   chunked('ZREM', K.idem, ids)
   chunked('SREM', K.cancel, ids)
+  release_dedup(K, ids)
   redis.call('HINCRBY', K.stats, 'cancelled', #ids)
+  emit(K, 'cancelled', ids)
   if not K.no_waiters and redis.call('EXISTS', K.waiters) == 1 then
     local done = {}
     for i, id in ipairs(ids) do done[i] = { id, enqs[i] or '0', 'n' } end
@@ -242,10 +358,11 @@ end
 -- used (see "Results and progress").
 local function queue_cfg(K)
   local c = redis.call('HMGET', K.cfg, 'paused', 'max_active', 'rate', 'glimit', 'grate',
-    'results', 'progress', 'waited')
-  K.no_results, K.no_progress, K.no_waiters = not c[6], not c[7], not c[8]
+    'results', 'progress', 'waited', 'dedup', 'events', 'sched')
+  K.no_results, K.no_progress, K.no_waiters, K.no_dedup = not c[6], not c[7], not c[8], not c[9]
+  if K.events then K.evmax = tonumber(c[10]) or false end
   return { paused = c[1] == '1', max_active = tonumber(c[2]), rate = c[3] or nil,
-    glimit = tonumber(c[4]), grate = c[5] or nil, gc = {}, act = {}, rs = {} }
+    glimit = tonumber(c[4]), grate = c[5] or nil, gc = {}, act = {}, rs = {}, sched = c[11] == '1' }
 end
 
 -- Whether any group limit, rate or pause is set (a queue default, or any group's own): without
@@ -526,6 +643,13 @@ local function trim_dead(K, now, P)
   redis.call('HINCRBY', K.stats, 'dead_trimmed', #old)
 end
 
+-- The error texts of `dead` (see `bury`).
+local function e_of(dead)
+  local out = {}
+  for i, d in ipairs(dead) do out[i] = d[3] end
+  return out
+end
+
 -- Dead-letters jobs: `dead` is a list of { id, meta, error text }; counted as failed.
 local function bury(K, now, P, dead)
   if #dead == 0 then return end
@@ -544,6 +668,8 @@ local function bury(K, now, P, dead)
   chunked('HSET', K.errors, e)
   redis.call('HINCRBY', K.stats, 'failed', #dead)
   idem_finished(K, now, P, ids)
+  release_dedup(K, ids)
+  emit(K, 'dead', ids, e_of(dead), now)
   if not K.no_waiters and redis.call('EXISTS', K.waiters) == 1 then
     local done = {}
     for i, d in ipairs(dead) do
@@ -586,7 +712,7 @@ local function complete_leases(K, C, now, P, first)
   local out = {}
   if #ids == 0 then return out end
   local metas = hmget(K.meta, ids)
-  local okids, seen, newmeta, results, done = {}, {}, {}, {}, {}
+  local okids, okres, seen, newmeta, results, done = {}, {}, {}, {}, {}, {}
   local waited = not K.no_waiters and redis.call('EXISTS', K.waiters) == 1
   for j, id in ipairs(ids) do
     local m = metas[j]
@@ -597,6 +723,7 @@ local function complete_leases(K, C, now, P, first)
         out[j] = 1
         seen[id] = true
         okids[#okids + 1] = id
+        okres[#okids] = res[j]
         if waited then done[#done + 1] = { id, enq, res[j] and 'r' .. res[j] or 'c' } end
         if P.keep > 0 then
           newmeta[#newmeta + 1] = id
@@ -626,6 +753,12 @@ local function complete_leases(K, C, now, P, first)
     end
   end
   idem_finished(K, now, P, okids)
+  release_dedup(K, okids)
+  if events_max(K) then
+    local data = {}
+    for j, id in ipairs(okids) do data[j] = okres[j] or '' end
+    emit(K, 'completed', okids, data, now)
+  end
   if waited then notify_waiters(K, done) end
   if P.keep == 0 then
     forget(K, okids)

@@ -10,6 +10,8 @@
   KEYS[17] p (priority list key prefix)   KEYS[18] cancel set   KEYS[19] jobs hash
   KEYS[20] errors hash  KEYS[21] idem zset   KEYS[22] results hash   KEYS[23] progress hash
   KEYS[24] waiters hash  KEYS[25] fin (prefix of the waiters' notice lists)
+  KEYS[26] dd (dedup key prefix)   KEYS[27] dkey hash
+  KEYS[28] events stream
   ARGV[1] job id   ARGV[2] lease token
   Returns: 1 released, 3 cancelled, -1 lease lost. ]]
 --#include lib_jobs.lua
@@ -17,7 +19,9 @@ local K = { active = KEYS[1], ready = KEYS[2], meta = KEYS[3], wake = KEYS[4], s
   route = KEYS[6], prio = KEYS[7], grot = KEYS[8], gheld = KEYS[9], gstate = KEYS[10],
   gcfg = KEYS[11], gwait = KEYS[12], cfg = KEYS[13], g = KEYS[14], gr = KEYS[15], gset = KEYS[16], p = KEYS[17],
   cancel = KEYS[18], jobs = KEYS[19], errors = KEYS[20], idem = KEYS[21], results = KEYS[22],
-  progress = KEYS[23], waiters = KEYS[24], fin = KEYS[25] }
+  progress = KEYS[23], waiters = KEYS[24], fin = KEYS[25],
+  dd = KEYS[26], dkey = KEYS[27],
+  events = KEYS[28] }
 local id = ARGV[1]
 local m = redis.call('HGET', K.meta, id)
 if not m then return -1 end

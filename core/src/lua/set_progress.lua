@@ -2,6 +2,7 @@
   lease token, as extend_lease.lua). The value replaces the previous one and goes with the job's
   data (lib_jobs.lua, "Results and progress").
   KEYS[1] active zset   KEYS[2] meta hash   KEYS[3] progress hash   KEYS[4] cfg hash (its
+  KEYS[5] stats hash   KEYS[6] events stream
   `progress` field says the queue has some, see lib_jobs.lua)
   ARGV[1] job id   ARGV[2] lease token   ARGV[3] progress (already size-capped)
   Returns: 1 stored, or -1 when the lease was lost (expired and recovered). ]]
@@ -14,4 +15,5 @@ if s ~= 'q' or token_of(enq, x) ~= ARGV[2] or not redis.call('ZSCORE', KEYS[1], 
 end
 redis.call('HSET', KEYS[3], ARGV[1], ARGV[3])
 redis.call('HSET', KEYS[4], 'progress', '1')
+emit({ cfg = KEYS[4], stats = KEYS[5], events = KEYS[6] }, 'progress', { ARGV[1] }, { ARGV[3] })
 return 1

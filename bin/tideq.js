@@ -1,0 +1,7 @@
+#!/usr/bin/env node
+// The `tideq` command of the npm package: the Rust command line (the same code as the `tideq`
+// binary of `cargo install --path cli`), run from the addon.
+'use strict';
+const { runCli } = require('../index.js');
+
+process.exitCode = runCli(['tideq', ...process.argv.slice(2)]);

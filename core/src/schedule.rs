@@ -1,0 +1,516 @@
+//! Schedules: jobs enqueued on a cron pattern (with a time zone) or at a fixed interval, driven by
+//! every worker of the queue (no leader, no extra process). Each slot produces exactly one job:
+//! whoever sees a slot due fires it through the enqueue script with a guard (the schedule's
+//! version and slot), so the job (id `<name>@<slot ms>`) is written and the slot moves on in one
+//! atomic step, and every other process's guard fails. After an outage a schedule runs once for
+//! the slots it missed (the latest of them), then goes on from the next slot to come.
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use chrono::{DateTime, TimeZone, Utc};
+use croner::parser::{CronParser, Seconds};
+use croner::Cron;
+use redis::Value;
+use serde::{Deserialize, Serialize};
+
+use crate::envelope::{Backoff, PayloadFormat};
+use crate::error::{Error, ErrorKind, Result};
+use crate::job::{ms, validate_label, EnqueueOptions};
+use crate::jobs::{Queue, Reply};
+use crate::keys::shard_of;
+use crate::scripts::{REMOVE_SCHEDULE, SCHEDULES, UPSERT_SCHEDULE};
+
+/// Most schedules one `schedules()` call lists, and one firing pass handles per shard.
+const MAX_SCHEDULES: usize = 10_000;
+
+/// When a schedule's slots come.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Every {
+    /// A standard cron pattern: 5 fields (minute hour day-of-month month day-of-week) or 6 (with
+    /// seconds first), in `timezone` (an IANA name such as `Europe/Paris`; `None`: UTC). Local
+    /// times a DST change skips run at the next valid time; repeated ones run once.
+    Cron {
+        pattern: String,
+        timezone: Option<String>,
+    },
+    /// A fixed interval (at least 10 ms): slots at the multiples of the interval since the Unix
+    /// epoch, so every process computes the same ones.
+    Interval(Duration),
+}
+
+impl Every {
+    /// A cron pattern in UTC.
+    pub fn cron(pattern: impl Into<String>) -> Self {
+        Every::Cron {
+            pattern: pattern.into(),
+            timezone: None,
+        }
+    }
+
+    /// A cron pattern in a time zone (an IANA name).
+    pub fn cron_in(pattern: impl Into<String>, timezone: impl Into<String>) -> Self {
+        Every::Cron {
+            pattern: pattern.into(),
+            timezone: Some(timezone.into()),
+        }
+    }
+
+    /// A fixed interval (at least 10 ms).
+    pub fn interval(every: Duration) -> Self {
+        Every::Interval(every)
+    }
+}
+
+/// A schedule as [`Queue::schedules`] lists it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScheduleInfo {
+    pub name: String,
+    pub every: Every,
+    pub payload: Vec<u8>,
+    /// The options each job gets (task, priority, group, max attempts, backoff, timeout).
+    pub options: EnqueueOptions,
+    /// The next slot (ms since the epoch, Redis clock); `None` when the pattern has no more.
+    pub next_run_ms: Option<u64>,
+}
+
+/// The stored form of a schedule (MessagePack, in the `sched` hash).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct Stored {
+    cron: Option<String>,
+    tz: Option<String>,
+    every_ms: Option<u64>,
+    #[serde(with = "serde_bytes")]
+    payload: Vec<u8>,
+    task: Option<String>,
+    format: Option<PayloadFormat>,
+    priority: Option<u32>,
+    group: Option<String>,
+    max_attempts: Option<u32>,
+    backoff: Option<Backoff>,
+    timeout_ms: Option<u64>,
+}
+
+/// A parsed schedule: computes its slots.
+enum Slots {
+    Cron(Box<Cron>, chrono_tz::Tz),
+    Interval(u64),
+}
+
+impl Slots {
+    fn of(every: &Every) -> Result<Self> {
+        match every {
+            Every::Cron { pattern, timezone } => {
+                let cron = CronParser::builder()
+                    .seconds(Seconds::Optional)
+                    .build()
+                    .parse(pattern)
+                    .map_err(|e| Error::invalid(format!("cron pattern {pattern:?}: {e}")))?;
+                let tz = match timezone {
+                    None => chrono_tz::UTC,
+                    Some(name) => chrono_tz::Tz::from_str(name).map_err(|_| {
+                        Error::invalid(format!(
+                            "unknown time zone {name:?}; give an IANA name such as \"Europe/Paris\""
+                        ))
+                    })?,
+                };
+                Ok(Slots::Cron(Box::new(cron), tz))
+            }
+            Every::Interval(d) => {
+                if *d < Duration::from_millis(10) {
+                    return Err(Error::invalid(
+                        "a schedule's interval must be at least 10 ms",
+                    ));
+                }
+                Ok(Slots::Interval(ms(*d)))
+            }
+        }
+    }
+
+    /// The first slot after `now` (ms), if any.
+    fn next_after(&self, now: u64) -> Option<u64> {
+        match self {
+            Slots::Interval(every) => Some((now / every + 1) * every),
+            Slots::Cron(cron, tz) => {
+                let t = tz.from_utc_datetime(&utc(now)?.naive_utc());
+                let next = cron.find_next_occurrence(&t, false).ok()?;
+                u64::try_from(next.timestamp_millis()).ok()
+            }
+        }
+    }
+
+    /// The latest slot at or before `now` (ms), if any.
+    fn latest_until(&self, now: u64) -> Option<u64> {
+        match self {
+            Slots::Interval(every) => Some(now / every * every),
+            Slots::Cron(cron, tz) => {
+                let t = tz.from_utc_datetime(&utc(now)?.naive_utc());
+                let prev = cron.find_previous_occurrence(&t, true).ok()?;
+                u64::try_from(prev.timestamp_millis()).ok()
+            }
+        }
+    }
+}
+
+fn utc(ms: u64) -> Option<DateTime<Utc>> {
+    DateTime::from_timestamp_millis(i64::try_from(ms).ok()?)
+}
+
+impl Stored {
+    fn every(&self) -> Every {
+        match (&self.cron, self.every_ms) {
+            (Some(p), _) => Every::Cron {
+                pattern: p.clone(),
+                timezone: self.tz.clone(),
+            },
+            (None, ms) => Every::Interval(Duration::from_millis(ms.unwrap_or(0))),
+        }
+    }
+
+    fn options(&self) -> EnqueueOptions {
+        EnqueueOptions {
+            task: self.task.clone(),
+            format: self.format,
+            priority: self.priority,
+            group: self.group.clone(),
+            max_attempts: self.max_attempts,
+            backoff: self.backoff,
+            timeout: self.timeout_ms.map(Duration::from_millis),
+            ..Default::default()
+        }
+    }
+
+    fn decode(stored: &[u8]) -> Result<(String, Stored)> {
+        let bad = || Error::new(ErrorKind::Redis, "a stored schedule could not be read");
+        let bar = stored.iter().position(|&b| b == b'|').ok_or_else(bad)?;
+        let version = std::str::from_utf8(&stored[..bar]).map_err(|_| bad())?;
+        let spec = rmp_serde::from_slice(&stored[bar + 1..]).map_err(|_| bad())?;
+        Ok((version.to_string(), spec))
+    }
+}
+
+/// A schedule due to fire: its name, stored slot and stored spec.
+type Due = (String, u64, Vec<u8>);
+
+impl Queue {
+    /// The shard a schedule lives on (its jobs' group's, so a group stays on one shard).
+    fn schedule_shard(&self, name: &str, group: Option<&str>) -> usize {
+        shard_of(group.unwrap_or(name), self.shards.len())
+    }
+
+    /// Creates the schedule `name`, or changes it: from its next slot on, each slot enqueues one
+    /// job with `payload` and `opts` (a task, priority, group, max attempts, backoff, timeout;
+    /// not an id, delay or dedup: the schedule sets those). Declaring the same schedule again
+    /// (every process at start, say) changes nothing. Returns the next slot (ms, Redis clock).
+    pub async fn upsert_schedule(
+        &self,
+        name: &str,
+        every: Every,
+        payload: impl AsRef<[u8]>,
+        opts: EnqueueOptions,
+    ) -> Result<Option<u64>> {
+        validate_label("schedule name", name)?;
+        if name.len() > 200 {
+            return Err(Error::invalid(
+                "schedule name must be at most 200 bytes (its jobs' ids add the slot to it)",
+            ));
+        }
+        if opts.id.is_some()
+            || opts.delay.is_some()
+            || opts.run_at_ms.is_some()
+            || opts.dedup.is_some()
+            || opts.debounce.is_some()
+        {
+            return Err(Error::invalid(
+                "a schedule sets its jobs' ids and times: give no id, delay, run_at, dedup or \
+                 debounce",
+            ));
+        }
+        let slots = Slots::of(&every)?;
+        // Every other option is checked as an enqueue would check it.
+        self.envelope(payload.as_ref(), &opts, None)?;
+        let stored = Stored {
+            cron: match &every {
+                Every::Cron { pattern, .. } => Some(pattern.clone()),
+                Every::Interval(_) => None,
+            },
+            tz: match &every {
+                Every::Cron { timezone, .. } => timezone.clone(),
+                Every::Interval(_) => None,
+            },
+            every_ms: match &every {
+                Every::Interval(d) => Some(ms(*d)),
+                Every::Cron { .. } => None,
+            },
+            payload: payload.as_ref().to_vec(),
+            task: opts.task.clone(),
+            format: opts.format,
+            priority: opts.priority,
+            group: opts.group.clone(),
+            max_attempts: opts.max_attempts,
+            backoff: opts.backoff,
+            timeout_ms: opts.timeout.map(ms),
+        };
+        let spec = rmp_serde::to_vec(&stored).expect("a schedule encodes");
+        let shard = self.schedule_shard(name, opts.group.as_deref());
+        self.op("upsert_schedule", async {
+            let mut conn = self.client.conn().await?;
+            let (s, us): (u64, u64) = redis::cmd("TIME")
+                .query_async(&mut conn)
+                .await
+                .map_err(|e| self.client.err(e))?;
+            let now = s * 1000 + us / 1000;
+            let next = slots.next_after(now).unwrap_or(0);
+            let mut cmd = self.script_cmd(shard, &UPSERT_SCHEDULE);
+            cmd.arg(name).arg(spec).arg(next);
+            let (_, next): (i64, String) = self
+                .client
+                .eval_on(&mut conn, &cmd, &UPSERT_SCHEDULE)
+                .await?;
+            Ok(next.parse().ok())
+        })
+        .await
+    }
+
+    /// Removes the schedule `name` (no slot of it fires after this). Returns whether it existed.
+    pub async fn remove_schedule(&self, name: &str) -> Result<bool> {
+        validate_label("schedule name", name)?;
+        self.op("remove_schedule", async {
+            let mut removed = false;
+            // A schedule with a group lives on its group's shard: look on every shard.
+            for shard in 0..self.shards.len() {
+                let mut cmd = self.script_cmd(shard, &REMOVE_SCHEDULE);
+                cmd.arg(name);
+                let n: i64 = self.client.eval(&cmd, &REMOVE_SCHEDULE).await?;
+                removed |= n > 0;
+            }
+            Ok(removed)
+        })
+        .await
+    }
+
+    /// The queue's schedules with their next slots, by name.
+    pub async fn schedules(&self) -> Result<Vec<ScheduleInfo>> {
+        self.op("schedules", async {
+            let mut out = Vec::new();
+            for shard in 0..self.shards.len() {
+                let (_, _, listed) = self.read_schedules(shard, "all").await?;
+                for (name, next, stored) in listed {
+                    let (_, spec) = Stored::decode(&stored)?;
+                    out.push(ScheduleInfo {
+                        name,
+                        every: spec.every(),
+                        options: spec.options(),
+                        next_run_ms: (next > 0).then_some(next),
+                        payload: spec.payload,
+                    });
+                }
+            }
+            out.sort_by(|a, b| a.name.cmp(&b.name));
+            Ok(out)
+        })
+        .await
+    }
+
+    /// One shard's schedules (`mode` "due" or "all"): Redis now, the earliest next slot, and
+    /// (name, next slot or 0, stored spec) each.
+    async fn read_schedules(
+        &self,
+        shard: usize,
+        mode: &str,
+    ) -> Result<(u64, Option<u64>, Vec<Due>)> {
+        let mut cmd = self.script_cmd(shard, &SCHEDULES);
+        cmd.arg(mode).arg(MAX_SCHEDULES);
+        let reply: Vec<Value> = self.client.eval(&cmd, &SCHEDULES).await?;
+        let err = |e: redis::RedisError| self.client.err(e);
+        let mut it = reply.into_iter();
+        let now: u64 =
+            redis::from_redis_value(it.next().unwrap_or(Value::Nil)).map_err(|e| err(e.into()))?;
+        let first: i64 =
+            redis::from_redis_value(it.next().unwrap_or(Value::Nil)).map_err(|e| err(e.into()))?;
+        let mut listed = Vec::new();
+        while let (Some(name), Some(next), Some(spec)) = (it.next(), it.next(), it.next()) {
+            let name: String = redis::from_redis_value(name).map_err(|e| err(e.into()))?;
+            let next: String = redis::from_redis_value(next).map_err(|e| err(e.into()))?;
+            let spec: Vec<u8> = redis::from_redis_value(spec).map_err(|e| err(e.into()))?;
+            listed.push((name, next.parse::<f64>().map_or(0, |f| f as u64), spec));
+        }
+        Ok((now, u64::try_from(first).ok(), listed))
+    }
+
+    /// Fires every due slot of the queue's schedules once. Returns how long until the next slot
+    /// is due (`None`: no schedule has one). Workers call it in a loop (see `drive_schedules`).
+    pub(crate) async fn fire_due_schedules(&self) -> Result<Option<Duration>> {
+        let mut soonest: Option<u64> = None;
+        for shard in 0..self.shards.len() {
+            let (mut now, mut first, mut due) = self.read_schedules(shard, "due").await?;
+            // Firing moves slots on; read again while some were fired (at most a few passes).
+            for _ in 0..3 {
+                if due.is_empty() {
+                    break;
+                }
+                for (name, slot, stored) in due {
+                    if let Err(e) = self.fire(shard, &name, slot, &stored, now).await {
+                        log::warn!(
+                            "tideq: queue {:?}: schedule {name:?} could not fire: {e}",
+                            self.name()
+                        );
+                    }
+                }
+                (now, first, due) = self.read_schedules(shard, "due").await?;
+                // Due ones left after firing could not be fired: look again in a second.
+                if !due.is_empty() {
+                    first = Some(now + 1000);
+                    due = Vec::new();
+                }
+            }
+            if let Some(f) = first {
+                let wait = f.saturating_sub(now);
+                soonest = Some(soonest.map_or(wait, |s| s.min(wait)));
+            }
+        }
+        Ok(soonest.map(Duration::from_millis))
+    }
+
+    /// Fires one due slot: one job, id `<name>@<slot>`, written only if the schedule is still at
+    /// this version and slot (which moves to the next slot after `now`).
+    async fn fire(
+        &self,
+        shard: usize,
+        name: &str,
+        slot: u64,
+        stored: &[u8],
+        now: u64,
+    ) -> Result<()> {
+        let (version, spec) = Stored::decode(stored)?;
+        let slots = Slots::of(&spec.every())?;
+        // Slots missed during an outage: the latest of them runs, once.
+        let fired = slots.latest_until(now).unwrap_or(slot).max(slot);
+        let next = slots.next_after(now).unwrap_or(0);
+        let opts = EnqueueOptions {
+            id: Some(format!("{name}@{fired}")),
+            ..spec.options()
+        };
+        let prepared = vec![self.envelope(&spec.payload, &opts, None)?];
+        let guard = format!("{version}|{slot}|{next}|{name}");
+        let reply = self
+            .send(shard, &[&opts], &prepared, &[0], &guard, "")
+            .await?;
+        if reply.first().map(|r| &r.1) == Some(&Reply::Stale) {
+            log::debug!("tideq: schedule {name:?} slot {slot}: fired elsewhere");
+        }
+        Ok(())
+    }
+}
+
+/// Whether a worker's scheduler runs: the fetch loop wakes it when a fetch reports that the queue
+/// has schedules (one flag in a reply the worker gets anyway), so a queue without schedules costs
+/// nothing.
+#[derive(Default)]
+pub(crate) struct SchedulerWake {
+    running: std::sync::atomic::AtomicBool,
+    notify: tokio::sync::Notify,
+}
+
+impl SchedulerWake {
+    /// A fetch found that the queue has schedules.
+    pub fn schedules_seen(&self) {
+        if !self.running.swap(true, std::sync::atomic::Ordering::AcqRel) {
+            self.notify.notify_one();
+        }
+    }
+}
+
+/// Fires the queue's schedules until `stop` turns true: while the queue has some, sleeps until
+/// the next slot is due (at most `idle`, the worker's poll interval, so new and changed schedules
+/// are seen), fires it, and so on; without any, waits for `wake`. Errors (Redis away) are logged
+/// and retried after `idle`.
+pub(crate) async fn drive_schedules(
+    queue: Queue,
+    idle: Duration,
+    wake: std::sync::Arc<SchedulerWake>,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) {
+    use std::sync::atomic::Ordering;
+    loop {
+        if !wake.running.load(Ordering::Acquire) {
+            tokio::select! {
+                _ = wake.notify.notified() => {}
+                _ = stop.changed() => return,
+            }
+        }
+        let wait = match queue.fire_due_schedules().await {
+            Ok(Some(next)) => next.min(idle),
+            Ok(None) => {
+                // No schedule has a next slot: sleep until a fetch sees schedules again.
+                wake.running.store(false, Ordering::Release);
+                continue;
+            }
+            Err(e) => {
+                log::debug!("tideq: queue {:?}: schedules: {e}", queue.name());
+                idle
+            }
+        };
+        tokio::select! {
+            _ = tokio::time::sleep(wait) => {}
+            _ = stop.changed() => return,
+        }
+        if *stop.borrow() {
+            return;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(s: &str) -> u64 {
+        DateTime::parse_from_rfc3339(s).unwrap().timestamp_millis() as u64
+    }
+
+    fn paris(pattern: &str) -> Slots {
+        Slots::of(&Every::cron_in(pattern, "Europe/Paris")).unwrap()
+    }
+
+    #[test]
+    fn a_cron_slot_follows_its_time_zone_in_winter_and_summer() {
+        let s = paris("0 9 * * *");
+        assert_eq!(
+            s.next_after(at("2026-01-15T00:00:00Z")),
+            Some(at("2026-01-15T08:00:00Z"))
+        );
+        assert_eq!(
+            s.next_after(at("2026-07-15T00:00:00Z")),
+            Some(at("2026-07-15T07:00:00Z"))
+        );
+    }
+
+    #[test]
+    fn a_local_time_repeated_when_dst_ends_runs_once() {
+        // 2026-10-25: Paris goes from 03:00 back to 02:00; 02:30 happens twice.
+        let s = paris("30 2 * * *");
+        let first = s.next_after(at("2026-10-24T12:00:00Z")).unwrap();
+        let second = s.next_after(first).unwrap();
+        assert!(first >= at("2026-10-25T00:30:00Z") && first <= at("2026-10-25T01:30:00Z"));
+        assert!(second >= at("2026-10-26T00:00:00Z"), "{second}");
+    }
+
+    #[test]
+    fn a_local_time_skipped_when_dst_starts_still_runs_that_day_or_the_next_never_twice() {
+        // 2026-03-29: Paris goes from 02:00 to 03:00; 02:30 does not exist.
+        let s = paris("30 2 * * *");
+        let first = s.next_after(at("2026-03-28T12:00:00Z")).unwrap();
+        let second = s.next_after(first).unwrap();
+        assert!(first > at("2026-03-28T12:00:00Z") && first < at("2026-03-30T12:00:00Z"));
+        assert!(second - first >= 23 * 3_600_000, "{first} {second}");
+    }
+
+    #[test]
+    fn interval_slots_are_the_multiples_of_the_interval() {
+        let s = Slots::of(&Every::interval(Duration::from_secs(5))).unwrap();
+        assert_eq!(s.next_after(12_000), Some(15_000));
+        assert_eq!(s.next_after(15_000), Some(20_000));
+        assert_eq!(s.latest_until(19_999), Some(15_000));
+    }
+}

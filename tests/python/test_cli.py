@@ -1,0 +1,45 @@
+"""The ``tideq`` command installed with the Python package runs the Rust command line (the same
+code as the ``tideq`` binary): one test per promise, against a real redis-server."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import tideq
+
+
+def tideq_command() -> list[str]:
+    """The installed console script next to this interpreter (pip puts it there)."""
+    script = os.path.join(os.path.dirname(sys.executable), "tideq")
+    if os.path.exists(script):
+        return [script]
+    found = shutil.which("tideq")
+    assert found, "the tideq console script is not installed"
+    return [found]
+
+
+def test_the_tideq_script_lists_queues_and_stats_as_the_binary_does(
+    client: tideq.Client, name: str, redis_url: str
+) -> None:
+    q = tideq.Queue(name, client)
+    q.enqueue(b"x", id="a")
+    out = subprocess.run(
+        [*tideq_command(), "--url", redis_url, "stats", name, "--json"],
+        capture_output=True, text=True, timeout=30,
+    )
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["ready"] == 1
+    out = subprocess.run(
+        [*tideq_command(), "--url", redis_url, "queues", "--json"],
+        capture_output=True, text=True, timeout=30,
+    )
+    assert {"kind": "jobs", "name": name, "shards": 1} in json.loads(out.stdout)
+
+
+def test_the_tideq_script_exits_with_the_command_lines_codes() -> None:
+    out = subprocess.run([*tideq_command(), "--version"], capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0 and out.stdout.startswith("tideq ")
+    out = subprocess.run([*tideq_command(), "no-such-command"], capture_output=True, text=True, timeout=30)
+    assert out.returncode == 2 and "no-such-command" in out.stderr
