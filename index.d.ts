@@ -329,6 +329,11 @@ export declare class Queue {
    */
   group(name: string): Promise<GroupInfo>
   /**
+   * Every group the queue knows (with ready or running jobs, or settings of its own), by
+   * name, each as `group(name)` tells it.
+   */
+  groups(): Promise<GroupInfo[]>
+  /**
    * A handle on job queue `name`. Validates the name and options (throws
    * `INVALID_ARGUMENT`); does not touch Redis.
    */

@@ -2,10 +2,19 @@
 # Node binding: build it the way a user's `npm install` does (release, via the `prepare` script),
 # check that the committed TypeScript definitions match the build, then run the Node tests
 # against real redis-server processes the harness starts (or TIDEQ_TEST_REDIS_URL).
-# Needs cargo, node/npm and redis-server (scripts/ensure-deps.sh installs redis-server).
+# Needs cargo, node/npm and redis-server (scripts/ensure-deps.sh installs redis-server); installs
+# Debian's chromium when missing (tests/node/dashboard.test.mjs drives the dashboard in it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
+
+if ! command -v chromium >/dev/null; then
+  echo "== apt-get install chromium (the dashboard's browser test)"
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq chromium >/dev/null
+fi
 
 echo "== npm install (the napi CLI), then napi build (the addon, and index.d.ts from the code)"
 TIDEQ_SKIP_ADDON_BUILD=1 npm install --no-audit --no-fund

@@ -271,4 +271,15 @@ impl Queue {
             group_name(&name).map(|g| async move { Ok(q.group(&g).await?.into()) }),
         )
     }
+
+    /// Every group the queue knows (with ready or running jobs, or settings of its own), by
+    /// name, each as `group(name)` tells it.
+    #[napi(ts_return_type = "Promise<GroupInfo[]>")]
+    pub fn groups<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, Vec<GroupInfo>>> {
+        let q = self.inner.clone();
+        spawn(
+            env,
+            Ok(async move { Ok(q.groups().await?.into_iter().map(Into::into).collect()) }),
+        )
+    }
 }

@@ -1075,6 +1075,16 @@ impl QueueBase {
             .call(py, async move { q.group(&name.0).await.map(GroupInfo) })
     }
 
+    /// Every group the queue knows (with jobs, running jobs or settings of its own), by name,
+    /// each as ``group`` tells it.
+    fn groups<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let q = self.queue.clone();
+        self.api.call(py, async move {
+            let all = q.groups().await?;
+            Ok(all.into_iter().map(GroupInfo).collect::<Vec<_>>())
+        })
+    }
+
     // Manual leasing (core `lease`).
 
     /// Lease up to ``max`` ready jobs for ``lease`` seconds, for processing without a worker

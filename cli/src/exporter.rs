@@ -14,7 +14,7 @@ use axum::Router;
 use tideq::{CappedOptions, CappedQueue, Client, Queue, QueueKind, QueueOptions, QueueRef};
 
 /// How often the queue list is discovered again (when queues are not named).
-const DISCOVER_EVERY: Duration = Duration::from_secs(60);
+pub(crate) const DISCOVER_EVERY: Duration = Duration::from_secs(60);
 
 /// What the exporter serves: the last text, and whether the last refresh failed.
 #[derive(Default)]
@@ -36,7 +36,7 @@ pub async fn run(
         .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
     let served = Arc::new(Mutex::new(Served::default()));
     // The first refresh before serving, so the first scrape has numbers (or the error).
-    let mut queues = queue_list(&client, shards, &named).await;
+    let mut queues = queue_list(&client, shards, &named, "exporter").await;
     refresh_once(&client, &queues, &served).await;
     let s = served.clone();
     let app = Router::new()
@@ -69,7 +69,7 @@ pub async fn run(
             loop {
                 tokio::time::sleep(refresh).await;
                 if named.is_empty() && last_discovery.elapsed() >= DISCOVER_EVERY {
-                    queues = queue_list(&client, shards, &named).await;
+                    queues = queue_list(&client, shards, &named, "exporter").await;
                     last_discovery = tokio::time::Instant::now();
                 }
                 refresh_once(&client, &queues, &served).await;
@@ -85,8 +85,14 @@ pub async fn run(
     }
 }
 
-/// The queues to export: the named job queues, or every queue found under the prefix.
-async fn queue_list(client: &Client, shards: usize, named: &[String]) -> Vec<QueueRef> {
+/// The queues to show: the named job queues, or every queue found under the prefix (an error is
+/// printed, prefixed by `who`, and gives none). The dashboard's too.
+pub(crate) async fn queue_list(
+    client: &Client,
+    shards: usize,
+    named: &[String],
+    who: &str,
+) -> Vec<QueueRef> {
     if !named.is_empty() {
         return named
             .iter()
@@ -100,7 +106,7 @@ async fn queue_list(client: &Client, shards: usize, named: &[String]) -> Vec<Que
     match client.queues().await {
         Ok(q) => q,
         Err(e) => {
-            eprintln!("tideq exporter: cannot list the queues: {e}");
+            eprintln!("tideq {who}: cannot list the queues: {e}");
             Vec::new()
         }
     }

@@ -7,6 +7,7 @@
 //! (`INVALID_ARGUMENT`), 3 not found.
 
 mod bench;
+mod dashboard;
 mod exporter;
 mod render;
 
@@ -130,6 +131,12 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Every group the queue knows (with jobs, running jobs or settings of its own), by name.
+    Groups {
+        queue: String,
+        #[arg(long)]
+        json: bool,
+    },
     /// Enqueue one job (for testing).
     Enqueue {
         queue: String,
@@ -208,6 +215,26 @@ enum Command {
         /// Read the queues every SECS seconds (scrapes are answered from the last read).
         #[arg(long, default_value_t = 10.0, value_name = "SECS")]
         refresh: f64,
+    },
+    /// Serve a web dashboard of the queues at http://LISTEN/ until Ctrl-C: counts, throughput,
+    /// jobs by state, dead letters (requeue, purge), pause/resume, schedules, groups.
+    Dashboard {
+        /// Address to listen on.
+        #[arg(long, default_value = "127.0.0.1:9465")]
+        listen: String,
+        /// Only these job queues (repeatable); default: every queue under the prefix.
+        #[arg(long = "queue", value_name = "QUEUE")]
+        queues: Vec<String>,
+        /// Read the queues' counts every SECS seconds (the page is answered from the last read).
+        #[arg(long, default_value_t = dashboard::DEFAULT_REFRESH_SECS, value_name = "SECS")]
+        refresh: f64,
+        /// Show everything, change nothing (every POST is refused).
+        #[arg(long)]
+        read_only: bool,
+        /// Require `Authorization: Bearer TOKEN` on the API (open the page as
+        /// http://LISTEN/?token=TOKEN once).
+        #[arg(long, env = "TIDEQ_DASHBOARD_TOKEN", hide_env_values = true)]
+        token: Option<String>,
     },
     /// The Redis ACL rules of a role on a queue, as an ACL SETUSER line.
     Acl {
@@ -487,6 +514,10 @@ async fn run(cli: Cli) -> Outcome {
             let q = job_queue(c, &queue)?;
             print(&render::group(&q.group(&name).await?, json));
         }
+        Command::Groups { queue, json } => {
+            let q = job_queue(c, &queue)?;
+            print(&render::groups(&q.groups().await?, json));
+        }
         Command::Enqueue {
             queue,
             payload,
@@ -563,16 +594,33 @@ async fn run(cli: Cli) -> Outcome {
             queues,
             refresh,
         } => {
-            let refresh = Duration::try_from_secs_f64(refresh)
-                .ok()
-                .filter(|d| *d >= Duration::from_millis(100))
-                .ok_or_else(|| {
-                    Failure::Usage(format!(
-                        "--refresh must be at least 0.1 seconds, not {refresh}"
-                    ))
-                })?;
+            let refresh = refresh_secs(refresh)?;
             let client = Client::new(config(c)?)?;
             exporter::run(client, c.shards, queues, &listen, refresh)
+                .await
+                .map_err(Failure::Usage)?;
+        }
+        Command::Dashboard {
+            listen,
+            queues,
+            refresh,
+            read_only,
+            token,
+        } => {
+            if token.as_deref() == Some("") {
+                return Err(Failure::Usage(
+                    "--token (or TIDEQ_DASHBOARD_TOKEN) must not be empty".to_string(),
+                ));
+            }
+            let opts = dashboard::Options {
+                shards: c.shards,
+                named: queues,
+                refresh: refresh_secs(refresh)?,
+                read_only,
+                token,
+            };
+            let client = Client::new(config(c)?)?;
+            dashboard::run(client, opts, &listen)
                 .await
                 .map_err(Failure::Usage)?;
         }
@@ -681,6 +729,18 @@ async fn watch_stats(q: &Queue, secs: f64, json: bool) -> Outcome {
             _ = tokio::time::sleep(every) => {}
         }
     }
+}
+
+/// `--refresh` of the exporter and the dashboard: at least 0.1 s.
+fn refresh_secs(secs: f64) -> Result<Duration, Failure> {
+    Duration::try_from_secs_f64(secs)
+        .ok()
+        .filter(|d| *d >= Duration::from_millis(100))
+        .ok_or_else(|| {
+            Failure::Usage(format!(
+                "--refresh must be at least 0.1 seconds, not {secs}"
+            ))
+        })
 }
 
 fn print(text: &str) {

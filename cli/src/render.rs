@@ -167,7 +167,7 @@ pub fn stats(s: &JobStats, json: bool) -> String {
     pairs(&items)
 }
 
-fn job_json(j: &JobInfo, how: Option<Payload>) -> Value {
+pub fn job_json(j: &JobInfo, how: Option<Payload>) -> Value {
     let shown = |b: &Option<Vec<u8>>| match b {
         None => (Value::Null, Value::Null),
         Some(b) => {
@@ -233,30 +233,37 @@ pub fn queues(list: &[tideq::QueueRef], json: bool) -> String {
     t.render()
 }
 
-pub fn schedules(list: &[tideq::ScheduleInfo], json: bool) -> String {
-    let every = |s: &tideq::ScheduleInfo| match &s.every {
+fn every(s: &tideq::ScheduleInfo) -> String {
+    match &s.every {
         tideq::Every::Cron { pattern, timezone } => match timezone {
             Some(tz) => format!("cron {pattern} ({tz})"),
             None => format!("cron {pattern}"),
         },
         tideq::Every::Interval(d) => format!("every {} ms", d.as_millis()),
-    };
-    if json {
-        let all: Vec<Value> = list
-            .iter()
-            .map(|s| {
-                json!({
-                    "name": s.name,
-                    "every": every(s),
-                    "next_run_ms": s.next_run_ms,
-                    "task": s.options.task,
-                    "priority": s.options.priority,
-                    "group": s.options.group,
-                    "payload": preview(&s.payload, None).1,
-                })
+    }
+}
+
+pub fn schedules_json(list: &[tideq::ScheduleInfo]) -> Value {
+    let all: Vec<Value> = list
+        .iter()
+        .map(|s| {
+            json!({
+                "name": s.name,
+                "every": every(s),
+                "next_run_ms": s.next_run_ms,
+                "task": s.options.task,
+                "priority": s.options.priority,
+                "group": s.options.group,
+                "payload": preview(&s.payload, None).1,
             })
-            .collect();
-        return Value::Array(all).to_string();
+        })
+        .collect();
+    Value::Array(all)
+}
+
+pub fn schedules(list: &[tideq::ScheduleInfo], json: bool) -> String {
+    if json {
+        return schedules_json(list).to_string();
     }
     if list.is_empty() {
         return "(no schedules)".to_string();
@@ -287,10 +294,13 @@ pub fn event(e: &tideq::Event, json: bool) -> String {
     format!("{} {:<9} {} {data}", e.at_ms, e.kind.as_str(), e.job_id)
 }
 
+pub fn job_list_json(jobs: &[JobInfo]) -> Value {
+    Value::Array(jobs.iter().map(|j| job_json(j, None)).collect())
+}
+
 pub fn job_list(jobs: &[JobInfo], json: bool) -> String {
     if json {
-        let all: Vec<Value> = jobs.iter().map(|j| job_json(j, None)).collect();
-        return Value::Array(all).to_string();
+        return job_list_json(jobs).to_string();
     }
     if jobs.is_empty() {
         return "(no jobs)".to_string();
@@ -390,15 +400,18 @@ fn rate_text(r: &Option<Rate>) -> String {
     }
 }
 
+pub fn limits_json(l: &Limits) -> Value {
+    json!({
+        "max_active": l.max_active,
+        "rate": rate_json(&l.rate),
+        "group_concurrency": l.group_concurrency,
+        "group_rate": rate_json(&l.group_rate),
+    })
+}
+
 pub fn limits(l: &Limits, json: bool) -> String {
     if json {
-        return json!({
-            "max_active": l.max_active,
-            "rate": rate_json(&l.rate),
-            "group_concurrency": l.group_concurrency,
-            "group_rate": rate_json(&l.group_rate),
-        })
-        .to_string();
+        return limits_json(l).to_string();
     }
     pairs(&[
         ("max_active", opt(l.max_active)),
@@ -408,17 +421,20 @@ pub fn limits(l: &Limits, json: bool) -> String {
     ])
 }
 
+pub fn group_json(g: &GroupInfo) -> Value {
+    json!({
+        "group": g.group,
+        "ready": g.ready,
+        "active": g.active,
+        "paused": g.paused,
+        "concurrency": g.concurrency,
+        "rate": rate_json(&g.rate),
+    })
+}
+
 pub fn group(g: &GroupInfo, json: bool) -> String {
     if json {
-        return json!({
-            "group": g.group,
-            "ready": g.ready,
-            "active": g.active,
-            "paused": g.paused,
-            "concurrency": g.concurrency,
-            "rate": rate_json(&g.rate),
-        })
-        .to_string();
+        return group_json(g).to_string();
     }
     pairs(&[
         ("group", g.group.clone()),
@@ -428,6 +444,28 @@ pub fn group(g: &GroupInfo, json: bool) -> String {
         ("concurrency", opt(g.concurrency)),
         ("rate", rate_text(&g.rate)),
     ])
+}
+
+/// A queue's groups (`Queue::groups`), one row each.
+pub fn groups(list: &[GroupInfo], json: bool) -> String {
+    if json {
+        return Value::Array(list.iter().map(group_json).collect()).to_string();
+    }
+    if list.is_empty() {
+        return "(no groups)".to_string();
+    }
+    let mut t = Table::new(&["GROUP", "READY", "ACTIVE", "PAUSED", "CONCURRENCY", "RATE"]);
+    for g in list {
+        t.row(vec![
+            g.group.clone(),
+            g.ready.to_string(),
+            g.active.to_string(),
+            g.paused.to_string(),
+            opt(g.concurrency),
+            rate_text(&g.rate),
+        ]);
+    }
+    t.render()
 }
 
 pub fn enqueued(e: &Enqueued, json: bool) -> String {
@@ -441,14 +479,18 @@ pub fn enqueued(e: &Enqueued, json: bool) -> String {
     }
 }
 
-pub fn capped_stats(s: &CappedStats, json: bool) -> String {
-    let v = json!({
+pub fn capped_stats_json(s: &CappedStats) -> Value {
+    json!({
         "pushed": s.pushed,
         "dropped": s.dropped,
         "discarded": s.discarded,
         "delivered": s.delivered,
         "groups": s.groups,
-    });
+    })
+}
+
+pub fn capped_stats(s: &CappedStats, json: bool) -> String {
+    let v = capped_stats_json(s);
     if json {
         return v.to_string();
     }
@@ -459,36 +501,41 @@ pub fn capped_stats(s: &CappedStats, json: bool) -> String {
     pairs(&items)
 }
 
+/// A capped group's items as `peek` gave them, each shown as [`preview`] picks.
+pub fn peeked_json(items: &[Peeked], how: Option<Payload>) -> Value {
+    let all: Vec<Value> = items
+        .iter()
+        .map(|p| {
+            let (k, v) = preview(&p.item, how);
+            json!({
+                "pushed_at_ms": p.pushed_at_ms,
+                "item": v,
+                "item_format": kind(k),
+                "item_len": p.item.len(),
+            })
+        })
+        .collect();
+    Value::Array(all)
+}
+
 /// A capped group's items as `peek` gave them: each item shown as `how` (see [`preview`]).
 pub fn peeked(items: &[Peeked], how: Option<Payload>, json: bool) -> String {
-    let shown: Vec<(Payload, Value)> = items.iter().map(|p| preview(&p.item, how)).collect();
     if json {
-        let all: Vec<Value> = items
-            .iter()
-            .zip(&shown)
-            .map(|(p, (k, v))| {
-                json!({
-                    "pushed_at_ms": p.pushed_at_ms,
-                    "item": v,
-                    "item_format": kind(*k),
-                    "item_len": p.item.len(),
-                })
-            })
-            .collect();
-        return Value::Array(all).to_string();
+        return peeked_json(items, how).to_string();
     }
     if items.is_empty() {
         return "(no items)".to_string();
     }
     let mut t = Table::new(&["PUSHED AT", "FORMAT", "BYTES", "ITEM"]);
-    for (p, (k, v)) in items.iter().zip(&shown) {
+    for p in items {
+        let (k, v) = preview(&p.item, how);
         let text = match v {
-            Value::String(s) => s.clone(),
+            Value::String(s) => s,
             other => other.to_string(),
         };
         t.row(vec![
             when(p.pushed_at_ms),
-            kind(*k).to_string(),
+            kind(k).to_string(),
             p.item.len().to_string(),
             one_line(&text, ITEM_WIDTH),
         ]);

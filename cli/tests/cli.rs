@@ -1,146 +1,15 @@
 //! The `tideq` binary against a private `redis-server` on a free loopback port: one test per
 //! promise of the command line, each checked through the core crate.
 
+mod common;
+
 use std::net::TcpListener;
-use std::process::{Command, Output, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::*;
 use serde_json::Value;
-use tideq::{acl, Client, EnqueueOptions, JobState, Queue, QueueOptions};
-
-struct Redis {
-    url: String,
-    child: std::process::Child,
-    dir: std::path::PathBuf,
-}
-
-impl Redis {
-    fn start() -> Self {
-        let port = free_port();
-        let dir = std::env::temp_dir().join(unique("tideq-cli-redis"));
-        std::fs::create_dir_all(&dir).unwrap();
-        let child = Command::new("redis-server")
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-            .args(["--save", "", "--appendonly", "no"])
-            .args(["--dir", dir.to_str().unwrap()])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("redis-server must be installed (scripts/ensure-deps.sh)");
-        let url = format!("redis://127.0.0.1:{port}");
-        let client = Client::open(&url).unwrap();
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while rt().block_on(client.ping()).is_err() {
-            assert!(Instant::now() < deadline, "redis-server did not start");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        Redis { url, child, dir }
-    }
-
-    fn queue(&self, name: &str) -> Queue {
-        Queue::new(
-            &Client::open(&self.url).unwrap(),
-            name,
-            QueueOptions::default(),
-        )
-        .unwrap()
-    }
-
-    /// Runs `tideq --url <this server> args...` with stdin not a terminal.
-    fn tideq(&self, args: &[&str]) -> Output {
-        run(&[&["--url", &self.url], args].concat())
-    }
-}
-
-impl Drop for Redis {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn unique(prefix: &str) -> String {
-    static N: AtomicU64 = AtomicU64::new(0);
-    format!(
-        "{prefix}-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    )
-}
-
-fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
-fn run(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tideq"))
-        .args(args)
-        .env_remove("TIDEQ_REDIS_URL")
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
-}
-
-fn stdout(out: &Output) -> String {
-    String::from_utf8(out.stdout.clone()).unwrap()
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8(out.stderr.clone()).unwrap()
-}
-
-/// Exit code 0, and stdout.
-fn ok(out: Output) -> String {
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "stdout: {}\nstderr: {}",
-        stdout(&out),
-        stderr(&out)
-    );
-    stdout(&out)
-}
-
-fn json(out: Output) -> Value {
-    let text = ok(out);
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("not one JSON document ({e}): {text}"))
-}
-
-/// A job enqueued with one attempt, leased and failed: dead.
-async fn dead_job(q: &Queue, id: &str) {
-    let opts = EnqueueOptions {
-        id: Some(id.to_string()),
-        max_attempts: Some(1),
-        ..Default::default()
-    };
-    q.enqueue(b"doomed", opts).await.unwrap();
-    let jobs = q.lease_jobs(10, Duration::from_secs(30)).await.unwrap();
-    for job in jobs {
-        q.fail(&job, "boom").await.unwrap();
-    }
-    assert_eq!(q.get(id).await.unwrap().unwrap().state, JobState::Dead);
-}
-
-fn with_id(id: &str) -> EnqueueOptions {
-    EnqueueOptions {
-        id: Some(id.to_string()),
-        ..Default::default()
-    }
-}
+use tideq::{acl, Client, EnqueueOptions, JobState};
 
 #[test]
 fn stats_json_equals_core_stats() {
@@ -305,6 +174,55 @@ fn pause_and_resume_change_is_paused() {
     assert!(!rt.block_on(q.group("g1")).unwrap().paused);
     let v = json(redis.tideq(&["limits", "pz", "--json"]));
     assert!(v["max_active"].is_null(), "{v}");
+}
+
+#[test]
+fn groups_lists_the_queues_groups_as_core_does() {
+    let redis = Redis::start();
+    let q = redis.queue("grouped");
+    assert_eq!(
+        ok(redis.tideq(&["groups", "grouped"])).trim(),
+        "(no groups)"
+    );
+    assert_eq!(
+        json(redis.tideq(&["groups", "grouped", "--json"])),
+        Value::Array(vec![])
+    );
+    let rt = rt();
+    rt.block_on(async {
+        q.pause_group("slow").await.unwrap();
+        for g in ["slow", "fast", "slow"] {
+            let opts = EnqueueOptions {
+                group: Some(g.to_string()),
+                ..Default::default()
+            };
+            q.enqueue(b"x", opts).await.unwrap();
+        }
+    });
+    let v = json(redis.tideq(&["groups", "grouped", "--json"]));
+    let core = rt.block_on(q.groups()).unwrap();
+    let got: Vec<(&str, u64, bool)> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| {
+            (
+                g["group"].as_str().unwrap(),
+                g["ready"].as_u64().unwrap(),
+                g["paused"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(got, [("fast", 1, false), ("slow", 2, true)]);
+    assert_eq!(core.len(), 2);
+    let text = ok(redis.tideq(&["groups", "grouped"]));
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[0].starts_with("GROUP"), "{text}");
+    assert!(
+        lines[1].starts_with("fast") && lines[2].starts_with("slow"),
+        "{text}"
+    );
+    assert!(lines[2].contains("true"), "{text}");
 }
 
 #[test]

@@ -8,13 +8,13 @@
 //! ever holds more; `max_active` caps the jobs *running* at once. Limited jobs stay where they are,
 //! and an idle worker waits exactly until the window allows the next start.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::time::Duration;
 
 use crate::error::{Error, Result};
 use crate::job::ms;
 use crate::jobs::Queue;
-use crate::keys::validate_name;
+use crate::keys::{shard_of, validate_name};
 use crate::scripts::{GROUP_INFO, SET_FLOW};
 
 /// At most `max` starts in any window of `per`.
@@ -218,28 +218,103 @@ impl Queue {
     pub async fn group(&self, group: &str) -> Result<GroupInfo> {
         self.op("group", async {
             validate_name("group", group)?;
-            let shard = crate::keys::shard_of(group, self.shards.len());
-            let mut cmd = self.script_cmd(shard, &GROUP_INFO);
-            cmd.arg(group);
-            type Raw = (u64, u64, Option<String>, Option<String>, Option<String>);
-            let (ready, active, limit, rate, paused): Raw =
-                self.client.eval(&cmd, &GROUP_INFO).await?;
-            let defaults = self.limits().await?;
-            Ok(GroupInfo {
-                group: group.to_string(),
-                ready,
-                active,
-                paused: paused.is_some(),
-                concurrency: limit
-                    .as_deref()
-                    .and_then(|v| v.parse().ok())
-                    .or(defaults.group_concurrency),
-                rate: rate
-                    .as_deref()
-                    .and_then(Rate::decode)
-                    .or(defaults.group_rate),
-            })
+            let shard = shard_of(group, self.shards.len());
+            let raw: RawGroup = self
+                .client
+                .eval(&self.group_cmd(shard, group), &GROUP_INFO)
+                .await?;
+            Ok(group_info(group, raw, &self.limits().await?))
         })
         .await
+    }
+
+    /// Every group the queue knows, on every shard, sorted by name, each as
+    /// [`group`](Self::group) tells it: the groups in the rotation or held out of it, those with
+    /// running jobs or waiting for their rate window, and those with settings of their own (a
+    /// pause, a limit). One pipeline per shard lists them, then one per shard reads them.
+    pub async fn groups(&self) -> Result<Vec<GroupInfo>> {
+        self.op("groups", async {
+            let mut names = BTreeSet::new();
+            for k in self.shards.iter() {
+                let mut conn = self.client.conn().await?;
+                #[allow(clippy::type_complexity)]
+                let (rotation, held, running, waiting, settings): (
+                    Vec<String>,
+                    Vec<String>,
+                    HashMap<String, i64>,
+                    Vec<String>,
+                    HashMap<String, String>,
+                ) = redis::pipe()
+                    .smembers(k.gset())
+                    .smembers(k.gheld())
+                    .hgetall(k.gstate())
+                    .zrange(k.gwait(), 0, -1)
+                    // HGETALL rather than HKEYS: the admin role's ACL rules already allow it.
+                    .hgetall(k.gcfg())
+                    .query_async(&mut conn)
+                    .await
+                    .map_err(|e| self.client.err(e))?;
+                names.extend(rotation);
+                names.extend(held);
+                names.extend(running.into_iter().filter(|(_, n)| *n > 0).map(|(g, _)| g));
+                names.extend(waiting);
+                // "limit:<group>", "rate:<group>", "paused:<group>".
+                names.extend(
+                    settings
+                        .keys()
+                        .filter_map(|f| f.split_once(':').map(|(_, g)| g.to_string())),
+                );
+            }
+            let defaults = self.limits().await?;
+            let mut by_shard: Vec<Vec<String>> = vec![Vec::new(); self.shards.len()];
+            for name in names {
+                by_shard[shard_of(&name, self.shards.len())].push(name);
+            }
+            let mut out = Vec::new();
+            for (shard, names) in by_shard.iter().enumerate() {
+                for chunk in names.chunks(GROUPS_PER_PIPELINE) {
+                    let cmds: Vec<redis::Cmd> =
+                        chunk.iter().map(|g| self.group_cmd(shard, g)).collect();
+                    for (name, reply) in chunk.iter().zip(self.client.pipeline(&cmds).await?) {
+                        let raw: RawGroup = redis::from_redis_value(reply)
+                            .map_err(|e| self.client.err(e.into()))?;
+                        out.push(group_info(name, raw, &defaults));
+                    }
+                }
+            }
+            out.sort_by(|a, b| a.group.cmp(&b.group));
+            Ok(out)
+        })
+        .await
+    }
+
+    fn group_cmd(&self, shard: usize, group: &str) -> redis::Cmd {
+        let mut cmd = self.script_cmd(shard, &GROUP_INFO);
+        cmd.arg(group);
+        cmd
+    }
+}
+
+/// Groups read in one pipeline by [`Queue::groups`].
+const GROUPS_PER_PIPELINE: usize = 500;
+
+/// `group_info.lua`'s reply: ready, running, own limit, own rate, paused.
+type RawGroup = (u64, u64, Option<String>, Option<String>, Option<String>);
+
+fn group_info(group: &str, raw: RawGroup, defaults: &Limits) -> GroupInfo {
+    let (ready, active, limit, rate, paused) = raw;
+    GroupInfo {
+        group: group.to_string(),
+        ready,
+        active,
+        paused: paused.is_some(),
+        concurrency: limit
+            .as_deref()
+            .and_then(|v| v.parse().ok())
+            .or(defaults.group_concurrency),
+        rate: rate
+            .as_deref()
+            .and_then(Rate::decode)
+            .or(defaults.group_rate),
     }
 }

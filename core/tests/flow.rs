@@ -535,6 +535,56 @@ async fn a_paused_group_waits_while_the_others_run() {
 }
 
 #[tokio::test]
+async fn groups_lists_every_known_group_by_name_as_group_tells_it() {
+    let server = RedisServer::start();
+    let q = queue(&server.url);
+    assert_eq!(q.groups().await.unwrap(), []);
+    q.pause_group("held").await.unwrap();
+    for g in ["held", "free", "held"] {
+        q.enqueue(g.as_bytes(), group(g)).await.unwrap();
+    }
+    let all = q.groups().await.unwrap();
+    let names: Vec<&str> = all.iter().map(|g| g.group.as_str()).collect();
+    assert_eq!(names, ["free", "held"]);
+    assert_eq!(all[0], q.group("free").await.unwrap());
+    assert_eq!(all[1], q.group("held").await.unwrap());
+    assert_eq!((all[0].ready, all[0].paused), (1, false));
+    assert_eq!((all[1].ready, all[1].paused), (2, true));
+    // Running jobs count, and a group known only by its settings is listed too.
+    let running = q.lease_jobs(10, Duration::from_secs(30)).await.unwrap();
+    assert_eq!(running.len(), 1);
+    let own = GroupLimits {
+        concurrency: Some(3),
+        rate: None,
+    };
+    q.set_group_limits("idle", own).await.unwrap();
+    let all = q.groups().await.unwrap();
+    let names: Vec<&str> = all.iter().map(|g| g.group.as_str()).collect();
+    assert_eq!(names, ["free", "held", "idle"]);
+    assert_eq!((all[0].ready, all[0].active), (0, 1));
+    assert_eq!((all[2].ready, all[2].concurrency), (0, Some(3)));
+
+    // A sharded queue: every shard is read, each group listed once.
+    let sharded = Queue::sharded(
+        &Client::open(&server.url).unwrap(),
+        &unique("jq"),
+        4,
+        QueueOptions::default(),
+    )
+    .unwrap();
+    sharded.pause_group("g1").await.unwrap();
+    for g in ["g1", "g2", "g3", "g4", "g5"] {
+        sharded.enqueue(b"x", group(g)).await.unwrap();
+    }
+    let all = sharded.groups().await.unwrap();
+    let names: Vec<&str> = all.iter().map(|g| g.group.as_str()).collect();
+    assert_eq!(names, ["g1", "g2", "g3", "g4", "g5"]);
+    assert!(all
+        .iter()
+        .all(|g| g.ready == 1 && g.paused == (g.group == "g1")));
+}
+
+#[tokio::test]
 async fn limits_are_read_back_and_a_group_uses_its_own_or_the_queue_default() {
     let server = RedisServer::start();
     let q = queue(&server.url);

@@ -1,7 +1,7 @@
 // Flow control through the Node binding: priorities, groups (round-robin, concurrency limits),
-// start rates, pause/resume of the queue or a group, group(name), and bad input refused before
-// anything is written. Mirrors core/tests/flow.rs; the ordering tests read the order with
-// leaseJobs (deterministic), the limit tests run real workers.
+// start rates, pause/resume of the queue or a group, group(name) and groups(), and bad input
+// refused before anything is written. Mirrors core/tests/flow.rs; the ordering tests read the
+// order with leaseJobs (deterministic), the limit tests run real workers.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
@@ -141,6 +141,21 @@ test('pause/resume: a paused queue leases nothing, resume wakes an idle worker; 
   await queue.resumeGroup('held');
   await waitFor(() => ran.includes('held-1'), 'resumeGroup to let it run', 5_000);
   await worker.shutdown();
+});
+
+test('groups() lists every known group by name, as group(name) tells each', async () => {
+  const { queue } = freshJobQueue(redis.url);
+  assert.deepEqual(await queue.groups(), []);
+  await queue.pauseGroup('slow');
+  await queue.enqueue(Buffer.from('s'), { group: 'slow' });
+  await queue.enqueue(Buffer.from('s'), { group: 'slow' });
+  await queue.enqueue(Buffer.from('f'), { group: 'fast' });
+  const groups = await queue.groups();
+  assert.deepEqual(
+    groups.map((g) => [g.group, g.ready, g.paused]),
+    [['fast', 1, false], ['slow', 2, true]],
+  );
+  assert.deepEqual(groups[1], await queue.group('slow'));
 });
 
 test('group(name) reports ready and running jobs, paused, and the limits in force; get shows priority and group', async () => {

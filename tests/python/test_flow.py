@@ -155,6 +155,15 @@ def test_a_paused_group_waits_while_others_run_and_group_info_shows_it(jq):
     assert "GroupInfo(group='slow', ready=1, active=1, paused=False, concurrency=1" in repr(info)
 
 
+def test_groups_lists_every_known_group_by_name(jq):
+    assert jq.groups() == []
+    jq.pause_group("slow")
+    jq.enqueue_many([(b"s", {"group": "slow"}), (b"s", {"group": "slow"}), (b"f", {"group": "fast"})])
+    groups = jq.groups()
+    assert [(g.group, g.ready, g.paused) for g in groups] == [("fast", 1, False), ("slow", 2, True)]
+    assert groups[1] == jq.group("slow")
+
+
 @pytest.mark.parametrize(
     "call",
     [
@@ -204,6 +213,7 @@ def test_async_flow_control(client, name):
         await q.set_group_limits("g", concurrency=1)
         info = await q.group("g")
         assert (info.ready, info.concurrency) == (2, 1)
+        assert await q.groups() == [info]
         await q.pause_group("g")
         await q.resume_group("g")
         await q.resume()

@@ -1345,6 +1345,9 @@ class Queue:
         """Set ``group``'s own limits (None: the queue's defaults)."""
     def group(self, name: str) -> GroupInfo:
         """What group ``name`` holds (ready, running) and obeys (paused, limits in force)."""
+    def groups(self) -> list[GroupInfo]:
+        """Every group the queue knows (with jobs, running jobs or settings of its own), by name,
+        each as ``group`` tells it."""
     def lease_jobs(self, max: int, *, lease: float) -> list[Job]:
         """Lease up to ``max`` ready jobs for ``lease`` seconds, for processing without a worker
         (empty when nothing is ready). Settle each with ``complete``, ``fail`` or ``release``;
@@ -1628,6 +1631,9 @@ class AsyncQueue:
         """Set ``group``'s own limits (None: the queue's defaults)."""
     def group(self, name: str) -> Coroutine[Any, Any, GroupInfo]:
         """What group ``name`` holds (ready, running) and obeys (paused, limits in force)."""
+    def groups(self) -> Coroutine[Any, Any, list[GroupInfo]]:
+        """Every group the queue knows (with jobs, running jobs or settings of its own), by name,
+        each as ``group`` tells it."""
     def lease_jobs(self, max: int, *, lease: float) -> Coroutine[Any, Any, list[Job]]:
         """Lease up to ``max`` ready jobs for ``lease`` seconds, for processing without a worker
         (empty when nothing is ready). Settle each with ``complete``, ``fail`` or ``release``;

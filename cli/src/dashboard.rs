@@ -1,0 +1,337 @@
+//! `tideq dashboard`: a web page of the queues under the prefix, served from the `tideq` binary
+//! itself (axum, like the exporter). One HTML page, one script and one style sheet are compiled
+//! in (`dashboard/`: no CDN, no build step); the page reads a JSON API under `/api/`.
+//!
+//! Redis load. One refresh loop (`cache.rs`) reads every queue each `--refresh` seconds: a job
+//! queue's `stats()` (its counts, counters and pause flag: one pipeline of 6 commands per shard;
+//! `is_paused()` is not called, as `stats()` holds the flag), a capped queue's `stats()` (an
+//! HGETALL and a script making 2 calls: 4 commands per shard). Throughput is the counters' deltas
+//! between refreshes. `/api/overview`, which the page polls every 2 s, is answered from that
+//! cache alone, so however many pages are open Redis sees the same load. Measured with `INFO
+//! commandstats` (`cli/tests/dashboard.rs`): 6 commands per job queue per refresh, so a 5 s
+//! refresh would cost 1.2 commands per second per queue, over the budget of 1. The default is
+//! therefore [`DEFAULT_REFRESH_SECS`] = 10 s: 0.6 commands per second per job queue, 0.4 per
+//! capped queue. Queues are discovered again every minute (one SCAN step per 1000 keys per
+//! primary) unless `--queue` names them. The other endpoints (a queue's jobs, one job, groups,
+//! schedules, the changes) read or write Redis once per request, when an operator clicks.
+//!
+//! Security. With `--token` (or `TIDEQ_DASHBOARD_TOKEN`) every `/api/` request needs
+//! `Authorization: Bearer <token>` (compared in constant time), else 401; the page itself is
+//! served without it and takes the token from its URL's `?token=` once. State changes are POST
+//! only, and need the header `X-Tideq-Request: 1` (a cross-site page cannot send a custom header
+//! without a CORS preflight, and no CORS header is ever sent) and, when the request has an
+//! `Origin`, one matching its `Host`; else 403. `--read-only` refuses every POST (403). Bound to
+//! a loopback address, requests must name a loopback host (DNS rebinding). Responses forbid
+//! framing and carry a strict Content-Security-Policy.
+
+mod api;
+mod cache;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::{Request, State};
+use axum::http::header::{
+    AUTHORIZATION, CACHE_CONTROL, CONTENT_SECURITY_POLICY, CONTENT_TYPE, HOST, ORIGIN,
+    REFERRER_POLICY, X_CONTENT_TYPE_OPTIONS, X_FRAME_OPTIONS,
+};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use serde_json::{json, Value};
+use tideq::{Client, ErrorKind};
+
+use cache::Cache;
+
+/// The default `--refresh`, in seconds: the smallest round value at which a job queue's
+/// refresh costs at most 1 Redis command per second (see the module docs).
+pub const DEFAULT_REFRESH_SECS: f64 = 10.0;
+
+/// The header every state-changing request must carry (with the value `1`).
+const REQUEST_HEADER: HeaderName = HeaderName::from_static("x-tideq-request");
+
+const INDEX_HTML: &str = include_str!("dashboard/index.html");
+const APP_JS: &str = include_str!("dashboard/app.js");
+const STYLE_CSS: &str = include_str!("dashboard/style.css");
+
+const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; \
+                   connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
+
+/// What `tideq dashboard` was asked for.
+pub struct Options {
+    /// Shards of the named queues.
+    pub shards: usize,
+    /// Only these job queues (else every queue under the prefix).
+    pub named: Vec<String>,
+    pub refresh: Duration,
+    pub read_only: bool,
+    pub token: Option<String>,
+}
+
+/// What every handler shares.
+#[derive(Clone)]
+struct App {
+    client: Client,
+    cache: Arc<Cache>,
+    read_only: bool,
+    token: Option<Arc<str>>,
+    /// Bound to a loopback address: only loopback host names are answered.
+    loopback: bool,
+}
+
+/// Runs the dashboard until Ctrl-C.
+pub async fn run(client: Client, opts: Options, listen: &str) -> Result<(), String> {
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
+    let addr: SocketAddr = listener.local_addr().map_err(|e| e.to_string())?;
+    if !addr.ip().is_loopback() && opts.token.is_none() {
+        eprintln!(
+            "tideq dashboard: WARNING: listening on {addr}, not a loopback address, without \
+             --token: anyone who can reach it can read the queues' jobs{}",
+            if opts.read_only {
+                ""
+            } else {
+                " and requeue, purge or pause them"
+            }
+        );
+    }
+    let cache = Arc::new(Cache::new(opts.refresh));
+    // The first read before serving, so the first page has numbers (or the error).
+    let queues = cache.first(&client, opts.shards, &opts.named).await;
+    let app = App {
+        client: client.clone(),
+        cache: cache.clone(),
+        read_only: opts.read_only,
+        token: opts.token.map(Arc::from),
+        loopback: addr.ip().is_loopback(),
+    };
+    let has_token = app.token.is_some();
+    let router = router(app);
+    eprintln!(
+        "tideq dashboard: serving http://{addr}/{} (refresh every {:?}{})",
+        if has_token { "?token=<the token>" } else { "" },
+        opts.refresh,
+        if opts.read_only { ", read-only" } else { "" },
+    );
+    let refresher = {
+        let cache = cache.clone();
+        async move { cache.run(client, opts.shards, opts.named, queues).await }
+    };
+    let server = axum::serve(listener, router).with_graceful_shutdown(async {
+        let _ = tokio::signal::ctrl_c().await;
+    });
+    tokio::select! {
+        r = server => r.map_err(|e| format!("the HTTP server stopped: {e}")),
+        _ = refresher => Ok(()),
+    }
+}
+
+fn router(app: App) -> Router {
+    let api = Router::new()
+        .route("/overview", get(api::overview))
+        .route("/queues/{q}", get(api::queue))
+        .route("/queues/{q}/jobs", get(api::jobs))
+        .route("/queues/{q}/jobs/{id}", get(api::job))
+        .route("/queues/{q}/dead/{id}/requeue", post(api::requeue))
+        .route("/queues/{q}/dead/requeue-all", post(api::requeue_all))
+        .route("/queues/{q}/dead/purge", post(api::purge))
+        .route("/queues/{q}/pause", post(api::pause))
+        .route("/queues/{q}/resume", post(api::resume))
+        .route("/capped/{q}", get(api::capped))
+        .fallback(|| async { error(StatusCode::NOT_FOUND, "no such API endpoint") });
+    Router::new()
+        .route(
+            "/",
+            get(|| async { asset("text/html; charset=utf-8", INDEX_HTML) }),
+        )
+        .route(
+            "/app.js",
+            get(|| async { asset("text/javascript; charset=utf-8", APP_JS) }),
+        )
+        .route(
+            "/style.css",
+            get(|| async { asset("text/css; charset=utf-8", STYLE_CSS) }),
+        )
+        .nest("/api", api)
+        .layer(middleware::from_fn_with_state(app.clone(), guard))
+        .with_state(app)
+}
+
+fn asset(content_type: &'static str, body: &'static str) -> Response {
+    ([(CONTENT_TYPE, content_type)], body).into_response()
+}
+
+/// A JSON response (never cached).
+fn json_response(status: StatusCode, v: Value) -> Response {
+    (
+        status,
+        [
+            (CONTENT_TYPE, "application/json"),
+            (CACHE_CONTROL, "no-store"),
+        ],
+        v.to_string(),
+    )
+        .into_response()
+}
+
+/// A refusal or a failure, answered as `{"error": message}` with its status.
+struct ApiError {
+    status: StatusCode,
+    message: String,
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        json_response(self.status, json!({ "error": self.message }))
+    }
+}
+
+/// A core error: bad input 400, not found 404, Redis trouble 502.
+impl From<tideq::Error> for ApiError {
+    fn from(e: tideq::Error) -> Self {
+        let status = match e.kind() {
+            ErrorKind::InvalidArgument | ErrorKind::PayloadTooLarge => StatusCode::BAD_REQUEST,
+            ErrorKind::JobNotFound => StatusCode::NOT_FOUND,
+            _ => StatusCode::BAD_GATEWAY,
+        };
+        error(status, e.to_string())
+    }
+}
+
+fn error(status: StatusCode, message: impl Into<String>) -> ApiError {
+    ApiError {
+        status,
+        message: message.into(),
+    }
+}
+
+/// Equal strings, in time that does not depend on where they differ (nor on `given`'s length
+/// beyond `expected`'s).
+fn same_secret(given: &[u8], expected: &[u8]) -> bool {
+    let mut diff = given.len() ^ expected.len();
+    for (i, e) in expected.iter().enumerate() {
+        diff |= usize::from(given.get(i).copied().unwrap_or(0) ^ e);
+    }
+    diff == 0
+}
+
+/// A loopback host name (`localhost`, `127.x.y.z`, `[::1]`), with or without a port.
+fn loopback_host(host: &str) -> bool {
+    let name = match host.strip_prefix('[') {
+        Some(rest) => rest.split(']').next().unwrap_or(""),
+        None => host.rsplit_once(':').map_or(host, |(h, _)| h),
+    };
+    name.eq_ignore_ascii_case("localhost")
+        || name
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+/// The `host[:port]` of an `Origin` header (`scheme://host[:port]`).
+fn origin_authority(origin: &str) -> Option<&str> {
+    origin.split_once("://").map(|(_, rest)| rest)
+}
+
+/// Every request passes here: the host check, then for `/api/` the token and the rules for
+/// state changes; every response gets the security headers.
+async fn guard(State(app): State<App>, req: Request, next: Next) -> Response {
+    let mut resp = match check(&app, req.method(), req.uri().path(), req.headers()) {
+        Ok(()) => next.run(req).await,
+        Err(refused) => refused.into_response(),
+    };
+    let h = resp.headers_mut();
+    h.insert(X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    h.insert(X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    h.insert(REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    h.insert(CONTENT_SECURITY_POLICY, HeaderValue::from_static(CSP));
+    resp
+}
+
+fn check(app: &App, method: &Method, path: &str, headers: &HeaderMap) -> Result<(), ApiError> {
+    let header = |name: HeaderName| headers.get(name).and_then(|v| v.to_str().ok());
+    let host = header(HOST).unwrap_or("");
+    if app.loopback && !loopback_host(host) {
+        return Err(error(
+            StatusCode::FORBIDDEN,
+            "this dashboard listens on a loopback address: open it as localhost or 127.0.0.1",
+        ));
+    }
+    if !path.starts_with("/api/") {
+        return Ok(());
+    }
+    if let Some(token) = &app.token {
+        let given = header(AUTHORIZATION)
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .unwrap_or("");
+        if !same_secret(given.as_bytes(), token.as_bytes()) {
+            return Err(error(
+                StatusCode::UNAUTHORIZED,
+                "missing or wrong token (Authorization: Bearer <token>)",
+            ));
+        }
+    }
+    if method == Method::GET || method == Method::HEAD {
+        return Ok(());
+    }
+    if app.read_only {
+        return Err(error(
+            StatusCode::FORBIDDEN,
+            "this dashboard is read-only (--read-only)",
+        ));
+    }
+    if header(REQUEST_HEADER) != Some("1") {
+        return Err(error(
+            StatusCode::FORBIDDEN,
+            "a change needs the header X-Tideq-Request: 1",
+        ));
+    }
+    if let Some(origin) = header(ORIGIN) {
+        let same = origin_authority(origin).is_some_and(|a| a.eq_ignore_ascii_case(host));
+        if !same {
+            return Err(error(
+                StatusCode::FORBIDDEN,
+                "cross-origin change refused (Origin does not match Host)",
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secrets_compare_whole() {
+        assert!(same_secret(b"s3cret", b"s3cret"));
+        assert!(!same_secret(b"s3cre", b"s3cret"));
+        assert!(!same_secret(b"s3cret!", b"s3cret"));
+        assert!(!same_secret(b"", b"s3cret"));
+        assert!(!same_secret(b"S3cret", b"s3cret"));
+    }
+
+    #[test]
+    fn loopback_hosts_and_origins() {
+        for h in [
+            "localhost",
+            "localhost:9465",
+            "127.0.0.1:80",
+            "127.1.2.3",
+            "[::1]:9465",
+        ] {
+            assert!(loopback_host(h), "{h}");
+        }
+        for h in ["evil.example:9465", "10.0.0.1:9465", "", "[::2]:1"] {
+            assert!(!loopback_host(h), "{h}");
+        }
+        assert_eq!(
+            origin_authority("http://127.0.0.1:9465"),
+            Some("127.0.0.1:9465")
+        );
+        assert_eq!(origin_authority("null"), None);
+    }
+}

@@ -1,0 +1,246 @@
+//! The dashboard's JSON API (under `/api/`). Values are rendered by `render.rs`, as the CLI's
+//! `--json` prints them. Names and ids come percent-decoded from the path; a queue the dashboard
+//! does not show is 404, bad input 400, every error `{"error": "..."}`.
+
+use std::collections::HashMap;
+
+use axum::extract::rejection::PathRejection;
+use axum::extract::{Path, RawQuery, State};
+use axum::http::StatusCode;
+use axum::response::Response;
+use futures_util::future::try_join_all;
+use serde_json::{json, Value};
+use tideq::{
+    CappedOptions, CappedQueue, JobState, Queue, QueueKind, QueueOptions, QueueRef, MAX_PAGE,
+};
+
+use super::{error, json_response, ApiError, App};
+use crate::render;
+
+/// Most groups listed in a queue's view (the total is given too).
+const MAX_GROUPS_SHOWN: usize = 200;
+/// Jobs in a page when `limit` is not given, and the most a page may hold (half the core's
+/// [`MAX_PAGE`]: a page's JSON holds every payload).
+const DEFAULT_LIMIT: usize = 50;
+const MAX_LIMIT: usize = 500;
+const _: () = assert!(MAX_LIMIT <= MAX_PAGE);
+
+type Answer = Result<Response, ApiError>;
+
+fn ok(v: Value) -> Answer {
+    Ok(json_response(StatusCode::OK, v))
+}
+
+fn path<T>(p: Result<Path<T>, PathRejection>) -> Result<T, ApiError> {
+    p.map(|Path(v)| v)
+        .map_err(|e| error(StatusCode::BAD_REQUEST, format!("bad path: {e}")))
+}
+
+/// The query string's parameters (percent-decoded; the last of a repeated one wins).
+fn params(q: Option<String>) -> HashMap<String, String> {
+    form_urlencoded::parse(q.unwrap_or_default().as_bytes())
+        .into_owned()
+        .collect()
+}
+
+fn number(params: &HashMap<String, String>, name: &str, default: usize) -> Result<usize, ApiError> {
+    match params.get(name) {
+        None => Ok(default),
+        Some(v) => v.parse().map_err(|_| {
+            error(
+                StatusCode::BAD_REQUEST,
+                format!("{name} must be a whole number >= 0, not {v:?}"),
+            )
+        }),
+    }
+}
+
+impl App {
+    /// The queue of `kind` named `name` that the dashboard shows, else 404.
+    fn known(&self, kind: QueueKind, name: &str) -> Result<QueueRef, ApiError> {
+        self.cache.find(kind, name).ok_or_else(|| {
+            let what = match kind {
+                QueueKind::Jobs => "job queue",
+                QueueKind::Capped => "capped queue",
+            };
+            error(
+                StatusCode::NOT_FOUND,
+                format!("no {what} {name:?} here (queues are discovered every minute)"),
+            )
+        })
+    }
+
+    fn job_queue(&self, name: &str) -> Result<(QueueRef, Queue), ApiError> {
+        let r = self.known(QueueKind::Jobs, name)?;
+        let q = Queue::sharded(&self.client, &r.name, r.shards, QueueOptions::default())?;
+        Ok((r, q))
+    }
+}
+
+pub async fn overview(State(app): State<App>) -> Response {
+    json_response(StatusCode::OK, app.cache.overview(app.read_only))
+}
+
+pub async fn queue(State(app): State<App>, p: Result<Path<String>, PathRejection>) -> Answer {
+    let (r, q) = app.job_queue(&path(p)?)?;
+    let (stats, limits, schedules, groups) =
+        tokio::try_join!(q.stats(), q.limits(), q.schedules(), q.groups())?;
+    let shown: Vec<Value> = groups
+        .iter()
+        .take(MAX_GROUPS_SHOWN)
+        .map(render::group_json)
+        .collect();
+    ok(json!({
+        "kind": "jobs",
+        "name": r.name,
+        "shards": r.shards,
+        "stats": render::stats_json(&stats),
+        "paused": stats.paused,
+        "limits": render::limits_json(&limits),
+        "schedules": render::schedules_json(&schedules),
+        "groups": shown,
+        "groups_total": groups.len(),
+    }))
+}
+
+pub async fn jobs(
+    State(app): State<App>,
+    p: Result<Path<String>, PathRejection>,
+    RawQuery(query): RawQuery,
+) -> Answer {
+    let name = path(p)?;
+    let params = params(query);
+    let state = params.get("state").map(String::as_str).unwrap_or("ready");
+    let state = JobState::parse(state)?;
+    let offset = number(&params, "offset", 0)?;
+    let limit = number(&params, "limit", DEFAULT_LIMIT)?;
+    if limit > MAX_LIMIT {
+        return Err(error(
+            StatusCode::BAD_REQUEST,
+            format!("limit is {limit}; a page holds at most {MAX_LIMIT} jobs"),
+        ));
+    }
+    let (_, q) = app.job_queue(&name)?;
+    let jobs = q.jobs(state, offset, limit).await?;
+    ok(json!({
+        "state": state.as_str(),
+        "offset": offset,
+        "limit": limit,
+        "jobs": render::job_list_json(&jobs),
+    }))
+}
+
+pub async fn job(
+    State(app): State<App>,
+    p: Result<Path<(String, String)>, PathRejection>,
+) -> Answer {
+    let (name, id) = path(p)?;
+    let (_, q) = app.job_queue(&name)?;
+    match q.get(&id).await? {
+        Some(info) => ok(render::job_json(&info, None)),
+        None => Err(error(
+            StatusCode::NOT_FOUND,
+            format!("no job {id:?} in queue {name:?}"),
+        )),
+    }
+}
+
+/// Runs a change on a job queue, reads its counts again for the overview, answers `done`.
+async fn change<F, Fut>(app: &App, name: &str, f: F) -> Answer
+where
+    F: FnOnce(Queue) -> Fut,
+    Fut: std::future::Future<Output = Result<Value, ApiError>>,
+{
+    let (r, q) = app.job_queue(name)?;
+    let done = f(q).await?;
+    app.cache.reread(&app.client, &r).await;
+    ok(done)
+}
+
+pub async fn requeue(
+    State(app): State<App>,
+    p: Result<Path<(String, String)>, PathRejection>,
+) -> Answer {
+    let (name, id) = path(p)?;
+    change(&app, &name, |q| async move {
+        match q.requeue(&id).await {
+            Ok(()) => Ok(json!({ "requeued": id })),
+            Err(e) if e.kind() == tideq::ErrorKind::JobNotFound => Err(error(
+                StatusCode::NOT_FOUND,
+                format!("no dead job {id:?} in queue {:?}", q.name()),
+            )),
+            Err(e) => Err(e.into()),
+        }
+    })
+    .await
+}
+
+pub async fn requeue_all(State(app): State<App>, p: Result<Path<String>, PathRejection>) -> Answer {
+    change(&app, &path(p)?, |q| async move {
+        let n = q.requeue_all().await?;
+        Ok(json!({ "requeued": n }))
+    })
+    .await
+}
+
+pub async fn purge(State(app): State<App>, p: Result<Path<String>, PathRejection>) -> Answer {
+    change(&app, &path(p)?, |q| async move {
+        let n = q.purge().await?;
+        Ok(json!({ "purged": n }))
+    })
+    .await
+}
+
+pub async fn pause(State(app): State<App>, p: Result<Path<String>, PathRejection>) -> Answer {
+    change(&app, &path(p)?, |q| async move {
+        q.pause().await?;
+        Ok(json!({ "paused": true }))
+    })
+    .await
+}
+
+pub async fn resume(State(app): State<App>, p: Result<Path<String>, PathRejection>) -> Answer {
+    change(&app, &path(p)?, |q| async move {
+        q.resume().await?;
+        Ok(json!({ "paused": false }))
+    })
+    .await
+}
+
+/// A capped queue: its counters, its first groups with their lengths, and with `?peek=GROUP`
+/// (and `max=N`, default 10) that group's oldest items.
+pub async fn capped(
+    State(app): State<App>,
+    p: Result<Path<String>, PathRejection>,
+    RawQuery(query): RawQuery,
+) -> Answer {
+    let name = path(p)?;
+    let params = params(query);
+    let max = number(&params, "max", tideq::capped::DEFAULT_PEEK)?;
+    let r = app.known(QueueKind::Capped, &name)?;
+    let q = CappedQueue::sharded(&app.client, &r.name, r.shards, CappedOptions::default())?;
+    let (stats, groups) = tokio::try_join!(q.stats(), q.groups())?;
+    let shown = &groups[..groups.len().min(MAX_GROUPS_SHOWN)];
+    let lens = try_join_all(shown.iter().map(|g| q.len(g))).await?;
+    let listed: Vec<Value> = shown
+        .iter()
+        .zip(lens)
+        .map(|(g, len)| json!({ "group": g, "len": len }))
+        .collect();
+    let peek = match params.get("peek") {
+        None => Value::Null,
+        Some(group) => {
+            let items = q.peek(group, max).await?;
+            json!({ "group": group, "items": render::peeked_json(&items, None) })
+        }
+    };
+    ok(json!({
+        "kind": "capped",
+        "name": r.name,
+        "shards": r.shards,
+        "stats": render::capped_stats_json(&stats),
+        "groups": listed,
+        "groups_total": groups.len(),
+        "peek": peek,
+    }))
+}

@@ -1,0 +1,632 @@
+//! `tideq dashboard` against private `redis-server`s (and a local Redis Cluster): its API agrees
+//! with the core, its changes land in Redis, its guards refuse what they must, and its refresh
+//! loop's Redis cost is measured with `INFO commandstats`. HTTP is spoken by hand (HTTP/1.1 on a
+//! std TcpStream), Redis's INFO too (an inline command).
+
+mod common;
+
+use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+use serde_json::Value;
+use tideq::{CappedOptions, CappedQueue, Client, Config, JobState, Queue, QueueOptions};
+
+/// A `tideq dashboard` child process on a free port, killed on drop.
+struct Dashboard {
+    port: u16,
+    child: Child,
+}
+
+impl Dashboard {
+    /// Starts `tideq <conn...> dashboard --listen 127.0.0.1:<free> <args...>` and waits until
+    /// its API answers (`env`: extra environment variables).
+    fn start(conn: &[&str], args: &[&str], env: &[(&str, &str)]) -> Self {
+        let port = free_port();
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_tideq"));
+        cmd.args(conn)
+            .args(["dashboard", "--listen", &format!("127.0.0.1:{port}")])
+            .args(args)
+            .env_remove("TIDEQ_REDIS_URL")
+            .env_remove("TIDEQ_DASHBOARD_TOKEN")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let child = cmd.spawn().unwrap();
+        let d = Dashboard { port, child };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while http(port, "GET", "/", &[]).is_err() {
+            assert!(Instant::now() < deadline, "the dashboard did not answer");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        d
+    }
+
+    fn get(&self, path: &str) -> Resp {
+        http(self.port, "GET", path, &[]).unwrap()
+    }
+
+    /// A POST as the page sends it (the custom header, a same-origin Origin).
+    fn post(&self, path: &str) -> Resp {
+        let origin = format!("http://127.0.0.1:{}", self.port);
+        http(
+            self.port,
+            "POST",
+            path,
+            &[("X-Tideq-Request", "1"), ("Origin", &origin)],
+        )
+        .unwrap()
+    }
+
+    fn overview(&self) -> Value {
+        let r = self.get("/api/overview");
+        assert_eq!(r.status, 200, "{}", r.body);
+        r.json()
+    }
+
+    /// The overview entry of the job queue `name`.
+    fn entry(&self, kind: &str, name: &str) -> Value {
+        let o = self.overview();
+        o["queues"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|q| q["kind"] == kind && q["name"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("no {kind} queue {name} in {o}"))
+    }
+
+    /// Waits until the refresh loop completed another refresh, and returns its number.
+    fn next_refresh(&self) -> u64 {
+        let n = self.overview()["refreshes"].as_u64().unwrap();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let now = self.overview()["refreshes"].as_u64().unwrap();
+            if now > n {
+                return now;
+            }
+            assert!(Instant::now() < deadline, "no refresh");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+}
+
+impl Drop for Dashboard {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+struct Resp {
+    status: u16,
+    headers: HashMap<String, String>,
+    body: String,
+}
+
+impl Resp {
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.body)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {} {}", self.status, self.body))
+    }
+
+    /// A refusal: `status`, a JSON `{"error": ...}` body.
+    fn refused(&self, status: u16) -> String {
+        assert_eq!(self.status, status, "{}", self.body);
+        self.json()["error"].as_str().unwrap().to_string()
+    }
+}
+
+/// One HTTP/1.1 request (`Connection: close`), the response read to its end.
+fn http(port: u16, method: &str, path: &str, headers: &[(&str, &str)]) -> std::io::Result<Resp> {
+    let mut s = TcpStream::connect(("127.0.0.1", port))?;
+    s.set_read_timeout(Some(Duration::from_secs(30)))?;
+    let mut req = format!("{method} {path} HTTP/1.1\r\n");
+    if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
+        req.push_str(&format!("Host: 127.0.0.1:{port}\r\n"));
+    }
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str("Content-Length: 0\r\nConnection: close\r\n\r\n");
+    s.write_all(req.as_bytes())?;
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw)?;
+    let text = String::from_utf8_lossy(&raw).to_string();
+    let (head, body) = text
+        .split_once("\r\n\r\n")
+        .ok_or_else(|| std::io::Error::other(format!("no header end: {text:?}")))?;
+    let mut lines = head.lines();
+    let status = lines
+        .next()
+        .and_then(|l| l.split(' ').nth(1))
+        .and_then(|c| c.parse().ok())
+        .ok_or_else(|| std::io::Error::other(format!("no status: {head:?}")))?;
+    let headers = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
+        .collect();
+    Ok(Resp {
+        status,
+        headers,
+        body: body.to_string(),
+    })
+}
+
+/// Redis's per-command call counts (`INFO commandstats`), read over a raw connection.
+fn command_calls(url: &str) -> HashMap<String, u64> {
+    let port: u16 = url.rsplit(':').next().unwrap().parse().unwrap();
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.write_all(b"INFO commandstats\r\n").unwrap();
+    // "$<len>\r\n<text>\r\n"
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    let text = loop {
+        let n = s.read(&mut chunk).unwrap();
+        assert!(n > 0, "INFO: connection closed");
+        buf.extend_from_slice(&chunk[..n]);
+        let t = String::from_utf8_lossy(&buf).to_string();
+        if let Some((len, rest)) = t.strip_prefix('$').and_then(|t| t.split_once("\r\n")) {
+            if rest.len() >= len.parse::<usize>().unwrap() {
+                break rest.to_string();
+            }
+        }
+    };
+    text.lines()
+        .filter_map(|l| {
+            let (name, rest) = l.strip_prefix("cmdstat_")?.split_once(':')?;
+            let calls = rest
+                .strip_prefix("calls=")?
+                .split(',')
+                .next()?
+                .parse()
+                .ok()?;
+            Some((name.to_string(), calls))
+        })
+        .collect()
+}
+
+/// Calls of every command but the measurement's own (INFO) and the test's set-up (CONFIG).
+fn calls_but_info(url: &str) -> u64 {
+    command_calls(url)
+        .into_iter()
+        .filter(|(name, _)| name != "info" && !name.starts_with("config"))
+        .map(|(_, n)| n)
+        .sum()
+}
+
+/// A job queue with 3 ready and 2 dead jobs (`d1`, `d2`), and a capped queue with one item.
+fn populated(redis: &Redis, rt: &tokio::runtime::Runtime, name: &str) -> Queue {
+    let q = redis.queue(name);
+    rt.block_on(async {
+        dead_job(&q, "d1").await;
+        dead_job(&q, "d2").await;
+        for id in ["r1", "r2", "r3"] {
+            q.enqueue(format!("{{\"n\":\"{id}\"}}"), with_id(id))
+                .await
+                .unwrap();
+        }
+        let capped = CappedQueue::new(
+            &Client::open(&redis.url).unwrap(),
+            "ticks",
+            CappedOptions::default(),
+        )
+        .unwrap();
+        capped.push("g", b"1").await.unwrap();
+    });
+    q
+}
+
+fn count(v: &Value, k: &str) -> u64 {
+    v[k].as_u64()
+        .unwrap_or_else(|| panic!("{k} missing in {v}"))
+}
+
+#[test]
+fn the_overview_counts_equal_stats_and_a_requeue_moves_the_dead_job_back_to_ready() {
+    let rt = rt();
+    let redis = Redis::start();
+    let q = populated(&redis, &rt, "mail");
+    let d = Dashboard::start(&["--url", &redis.url], &[], &[]);
+    let core = rt.block_on(q.stats()).unwrap();
+    let e = d.entry("jobs", "mail");
+    let s = &e["stats"];
+    assert_eq!(
+        (
+            count(s, "ready"),
+            count(s, "delayed"),
+            count(s, "active"),
+            count(s, "dead"),
+            count(s, "completed"),
+            count(s, "enqueued"),
+        ),
+        (
+            core.ready,
+            core.delayed,
+            core.active,
+            core.dead,
+            core.completed,
+            core.enqueued
+        )
+    );
+    assert_eq!((core.ready, core.dead), (3, 2));
+    assert_eq!(e["paused"], false);
+    let capped = d.entry("capped", "ticks");
+    assert_eq!(count(&capped["stats"], "pushed"), 1);
+    let o = d.overview();
+    assert_eq!(o["read_only"], false);
+    assert_eq!(o["refresh_secs"], 10.0, "the default refresh");
+
+    // The queue's view, its dead letters, one job.
+    let v = d.get("/api/queues/mail").json();
+    assert_eq!(count(&v["stats"], "dead"), 2);
+    assert_eq!(v["groups"], Value::Array(vec![]));
+    let dead = d.get("/api/queues/mail/jobs?state=dead").json();
+    let ids: Vec<&str> = dead["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| j["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["d1", "d2"]);
+    let page = d
+        .get("/api/queues/mail/jobs?state=ready&offset=1&limit=1")
+        .json();
+    assert_eq!(page["jobs"][0]["id"], "r2");
+    let job = d.get("/api/queues/mail/jobs/d1").json();
+    assert_eq!(
+        (&job["state"], &job["last_error"]),
+        (&"dead".into(), &"boom".into())
+    );
+    assert_eq!(job["payload"], "doomed");
+    let r1 = d.get("/api/queues/mail/jobs/r1").json();
+    assert_eq!(r1["payload"]["n"], "r1", "JSON payloads are shown decoded");
+
+    // Requeue one: back to ready in Redis, and the overview shows it at once.
+    let r = d.post("/api/queues/mail/dead/d1/requeue");
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.json()["requeued"], "d1");
+    let info = rt.block_on(q.get("d1")).unwrap().unwrap();
+    assert_eq!(info.state, JobState::Ready);
+    let s = d.entry("jobs", "mail")["stats"].clone();
+    assert_eq!((count(&s, "ready"), count(&s, "dead")), (4, 1));
+    assert!(d
+        .post("/api/queues/mail/dead/d1/requeue")
+        .refused(404)
+        .contains("no dead job"));
+
+    // Pause and resume; requeue all; purge.
+    assert_eq!(d.post("/api/queues/mail/pause").json()["paused"], true);
+    assert!(rt.block_on(q.is_paused()).unwrap());
+    assert_eq!(d.entry("jobs", "mail")["paused"], true);
+    assert_eq!(d.post("/api/queues/mail/resume").json()["paused"], false);
+    assert!(!rt.block_on(q.is_paused()).unwrap());
+    assert_eq!(
+        d.post("/api/queues/mail/dead/requeue-all").json()["requeued"],
+        1
+    );
+    rt.block_on(dead_job(&q, "d3")); // (it fails every ready job: all of them die)
+    let dead = rt.block_on(q.stats()).unwrap().dead;
+    assert!(dead >= 1);
+    assert_eq!(d.post("/api/queues/mail/dead/purge").json()["purged"], dead);
+    assert_eq!(rt.block_on(q.stats()).unwrap().dead, 0);
+
+    // The capped queue: groups with their length, and a peek.
+    let c = d.get("/api/capped/ticks?peek=g").json();
+    assert_eq!(c["groups"][0]["group"], "g");
+    assert_eq!(c["groups"][0]["len"], 1);
+    assert_eq!(c["peek"]["items"][0]["item"], 1);
+}
+
+#[test]
+fn the_queue_view_lists_groups_and_schedules() {
+    let rt = rt();
+    let redis = Redis::start();
+    let q = redis.queue("grouped");
+    rt.block_on(async {
+        q.pause_group("slow").await.unwrap();
+        for g in ["slow", "fast", "slow"] {
+            let opts = tideq::EnqueueOptions {
+                group: Some(g.to_string()),
+                ..Default::default()
+            };
+            q.enqueue(b"x", opts).await.unwrap();
+        }
+        let every = tideq::Every::Interval(Duration::from_secs(3600));
+        q.upsert_schedule("hourly", every, b"tick", Default::default())
+            .await
+            .unwrap();
+    });
+    let d = Dashboard::start(&["--url", &redis.url], &[], &[]);
+    let v = d.get("/api/queues/grouped").json();
+    let groups: Vec<(&str, u64, bool)> = v["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| {
+            (
+                g["group"].as_str().unwrap(),
+                count(g, "ready"),
+                g["paused"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(groups, [("fast", 1, false), ("slow", 2, true)]);
+    assert_eq!(v["groups_total"], 2);
+    assert_eq!(v["schedules"][0]["name"], "hourly");
+}
+
+#[test]
+fn changes_need_the_custom_header_and_a_same_origin_and_loopback_hosts() {
+    let rt = rt();
+    let redis = Redis::start();
+    let q = populated(&redis, &rt, "mail");
+    let d = Dashboard::start(&["--url", &redis.url], &[], &[]);
+    let path = "/api/queues/mail/dead/d1/requeue";
+    let no_header = http(d.port, "POST", path, &[]).unwrap();
+    assert!(no_header.refused(403).contains("X-Tideq-Request"));
+    let cross = http(
+        d.port,
+        "POST",
+        path,
+        &[("X-Tideq-Request", "1"), ("Origin", "https://evil.example")],
+    )
+    .unwrap();
+    assert!(cross.refused(403).contains("Origin"));
+    let wrong_value = http(d.port, "POST", path, &[("X-Tideq-Request", "yes")]).unwrap();
+    wrong_value.refused(403);
+    assert_eq!(
+        rt.block_on(q.get("d1")).unwrap().unwrap().state,
+        JobState::Dead,
+        "nothing refused changed anything"
+    );
+    // Without an Origin (curl, scripts) the header is enough.
+    let plain = http(d.port, "POST", path, &[("X-Tideq-Request", "1")]).unwrap();
+    assert_eq!(plain.status, 200, "{}", plain.body);
+    // A change by GET does not exist.
+    assert_eq!(d.get(path).status, 405);
+    // DNS rebinding: a loopback listener answers loopback host names only.
+    let rebound = http(d.port, "GET", "/api/overview", &[("Host", "evil.example")]).unwrap();
+    assert!(rebound.refused(403).contains("loopback"));
+    let page = http(d.port, "GET", "/", &[("Host", "evil.example:80")]).unwrap();
+    page.refused(403);
+    let local = http(d.port, "GET", "/api/overview", &[("Host", "localhost")]).unwrap();
+    assert_eq!(local.status, 200);
+    // No CORS, framing refused, a strict CSP.
+    let page = d.get("/");
+    assert_eq!(page.status, 200);
+    assert!(page.body.contains("app.js"));
+    assert!(!page
+        .headers
+        .keys()
+        .any(|k| k.starts_with("access-control-")));
+    assert_eq!(page.headers["x-frame-options"], "DENY");
+    assert!(page.headers["content-security-policy"].contains("script-src 'self'"));
+    for asset in ["/app.js", "/style.css"] {
+        assert_eq!(d.get(asset).status, 200, "{asset}");
+    }
+}
+
+#[test]
+fn a_token_guards_the_api_but_not_the_page() {
+    let rt = rt();
+    let redis = Redis::start();
+    populated(&redis, &rt, "mail");
+    for (args, env) in [
+        (vec!["--token", "s3cret"], vec![]),
+        (vec![], vec![("TIDEQ_DASHBOARD_TOKEN", "s3cret")]),
+    ] {
+        let d = Dashboard::start(&["--url", &redis.url], &args, &env);
+        d.get("/api/overview").refused(401);
+        let wrong = http(
+            d.port,
+            "GET",
+            "/api/overview",
+            &[("Authorization", "Bearer s3cre")],
+        )
+        .unwrap();
+        wrong.refused(401);
+        let right = http(
+            d.port,
+            "GET",
+            "/api/overview",
+            &[("Authorization", "Bearer s3cret")],
+        )
+        .unwrap();
+        assert_eq!(right.status, 200, "{}", right.body);
+        // A POST without the token is refused before anything else.
+        http(
+            d.port,
+            "POST",
+            "/api/queues/mail/pause",
+            &[("X-Tideq-Request", "1")],
+        )
+        .unwrap()
+        .refused(401);
+        let post = http(
+            d.port,
+            "POST",
+            "/api/queues/mail/pause",
+            &[("X-Tideq-Request", "1"), ("Authorization", "Bearer s3cret")],
+        )
+        .unwrap();
+        assert_eq!(post.status, 200, "{}", post.body);
+        assert_eq!(d.get("/").status, 200, "the page needs no token");
+        assert_eq!(d.get("/app.js").status, 200);
+    }
+    let out = redis.tideq(&["dashboard", "--token", ""]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+}
+
+#[test]
+fn read_only_refuses_every_post() {
+    let rt = rt();
+    let redis = Redis::start();
+    let q = populated(&redis, &rt, "mail");
+    let d = Dashboard::start(&["--url", &redis.url], &["--read-only"], &[]);
+    assert_eq!(d.overview()["read_only"], true);
+    for path in [
+        "/api/queues/mail/dead/d1/requeue",
+        "/api/queues/mail/dead/requeue-all",
+        "/api/queues/mail/dead/purge",
+        "/api/queues/mail/pause",
+        "/api/queues/mail/resume",
+    ] {
+        assert!(d.post(path).refused(403).contains("read-only"), "{path}");
+    }
+    assert_eq!(rt.block_on(q.stats()).unwrap().dead, 2);
+    assert_eq!(d.get("/api/queues/mail/jobs?state=dead").status, 200);
+}
+
+#[test]
+fn unknown_queues_and_jobs_are_404_and_bad_input_400() {
+    let rt = rt();
+    let redis = Redis::start();
+    populated(&redis, &rt, "mail");
+    let d = Dashboard::start(&["--url", &redis.url], &[], &[]);
+    assert!(d.get("/api/queues/nope").refused(404).contains("nope"));
+    d.get("/api/queues/nope/jobs?state=ready").refused(404);
+    d.post("/api/queues/nope/pause").refused(404);
+    d.get("/api/capped/mail").refused(404);
+    d.get("/api/queues/ticks").refused(404);
+    d.get("/api/queues/mail/jobs/absent").refused(404);
+    d.get("/api/nothing").refused(404);
+    assert!(d
+        .get("/api/queues/mail/jobs?state=bogus")
+        .refused(400)
+        .contains("bogus"));
+    assert!(d
+        .get("/api/queues/mail/jobs?state=ready&limit=501")
+        .refused(400)
+        .contains("500"));
+    d.get("/api/queues/mail/jobs?state=ready&offset=-1")
+        .refused(400);
+    d.get("/api/queues/mail/jobs?limit=ten").refused(400);
+    d.get("/api/queues/%FF").refused(400);
+    d.get("/api/capped/ticks?peek=g&max=0").refused(400);
+    // Percent-encoded names and ids are decoded.
+    let redis_q = redis.queue("with space");
+    rt.block_on(redis_q.enqueue(b"x", with_id("a/b c")))
+        .unwrap();
+    let d = Dashboard::start(&["--url", &redis.url], &[], &[]);
+    let job = d.get("/api/queues/with%20space/jobs/a%2Fb%20c").json();
+    assert_eq!(job["id"], "a/b c");
+}
+
+/// The refresh loop's Redis cost: commands counted by `INFO commandstats` over whole refreshes,
+/// while the API's overview is polled hard (answered from the cache: it adds nothing).
+fn cost_per_queue_and_refresh(redis: &Redis, d: &Dashboard, queues: usize) -> f64 {
+    const REFRESHES: u64 = 5;
+    let first = d.next_refresh();
+    let before = calls_but_info(&redis.url);
+    for _ in 0..100 {
+        d.overview();
+    }
+    loop {
+        let n = d.overview()["refreshes"].as_u64().unwrap();
+        if n >= first + REFRESHES {
+            assert_eq!(n, first + REFRESHES, "measured within one refresh interval");
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let after = calls_but_info(&redis.url);
+    (after - before) as f64 / (REFRESHES as f64 * queues as f64)
+}
+
+#[test]
+fn the_refresh_loop_costs_at_most_one_redis_command_per_second_per_queue_by_default() {
+    let rt = rt();
+    let redis = Redis::start();
+    populated(&redis, &rt, "a");
+    let b = redis.queue("b");
+    rt.block_on(b.enqueue(b"x", Default::default())).unwrap();
+    let default = Dashboard::start(&["--url", &redis.url], &[], &[]);
+    let default_secs = default.overview()["refresh_secs"].as_f64().unwrap();
+    drop(default);
+
+    // Job queues only (named: no discovery), then every queue found (2 job queues, 1 capped).
+    let named = Dashboard::start(
+        &["--url", &redis.url],
+        &["--queue", "a", "--queue", "b", "--refresh", "0.5"],
+        &[],
+    );
+    let per_job_queue = cost_per_queue_and_refresh(&redis, &named, 2);
+    drop(named);
+    let all = Dashboard::start(&["--url", &redis.url], &["--refresh", "0.5"], &[]);
+    assert_eq!(all.overview()["queues"].as_array().unwrap().len(), 3);
+    let per_queue = cost_per_queue_and_refresh(&redis, &all, 3);
+    eprintln!(
+        "refresh cost: {per_job_queue} commands per job queue per refresh, {per_queue} per queue \
+         (2 job, 1 capped); at the default {default_secs} s: {:.2} and {:.2} per second",
+        per_job_queue / default_secs,
+        per_queue / default_secs
+    );
+    assert_eq!(per_job_queue, 6.0, "one stats() pipeline per job queue");
+    assert!(per_job_queue / default_secs <= 1.0);
+    assert!(per_queue / default_secs <= 1.0);
+}
+
+#[test]
+fn on_a_cluster_the_overview_lists_a_queue_and_its_counts() {
+    let rt = rt();
+    let dir = std::env::temp_dir().join(unique("tideq-cli-cluster"));
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../tests/cluster/redis-cluster.sh"
+    );
+    struct Stop(std::path::PathBuf, &'static str);
+    impl Drop for Stop {
+        fn drop(&mut self) {
+            let _ = Command::new("bash")
+                .arg(self.1)
+                .arg("stop")
+                .arg(&self.0)
+                .output();
+        }
+    }
+    let out = Command::new("bash")
+        .arg(script)
+        .arg("start")
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let _stop = Stop(dir.clone(), script);
+    assert!(
+        out.status.success(),
+        "cluster start: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let seeds: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .split(',')
+        .map(|h| format!("redis://{h}"))
+        .collect();
+    let client = Client::new(Config::cluster(seeds.clone())).unwrap();
+    let q = Queue::new(&client, "clustered", QueueOptions::default()).unwrap();
+    rt.block_on(async {
+        dead_job(&q, "d1").await;
+        for i in 0..3 {
+            q.enqueue(format!("{i}"), Default::default()).await.unwrap();
+        }
+    });
+    let mut conn: Vec<&str> = Vec::new();
+    for s in &seeds {
+        conn.extend(["--cluster", s]);
+    }
+    let d = Dashboard::start(&conn, &[], &[]);
+    let s = d.entry("jobs", "clustered")["stats"].clone();
+    assert_eq!((count(&s, "ready"), count(&s, "dead")), (3, 1));
+    let r = d.post("/api/queues/clustered/dead/d1/requeue");
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(
+        rt.block_on(q.get("d1")).unwrap().unwrap().state,
+        JobState::Ready
+    );
+}
