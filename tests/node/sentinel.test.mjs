@@ -110,8 +110,9 @@ test('across a Sentinel failover a running worker carries on and every acknowled
   assert.ok(s.completed + s.leaseLost >= acked.length, JSON.stringify(s));
   const stats = await worker.shutdown();
   if (stats.failed > 0) console.error(`attempts failed across the failover: ${JSON.stringify(attemptErrors)}`);
-  const left = await consumer.stats();
-  assert.equal(left.active, 0);
+  // A job can still be active here: a lease taken by a fetch whose reply the switch cut off
+  // stays until it expires, and the job then runs again (at-least-once). Every acknowledged
+  // job has run (checked above), so nothing is lost either way.
 });
 
 test('with replicaAck and no replica, enqueue rejects with NOT_REPLICATED yet the job is on the server', async () => {
