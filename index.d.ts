@@ -219,6 +219,13 @@ export declare class Job {
    * instead) or data that does not decode.
    */
   get data(): any
+  /**
+   * The producer's trace context, as the W3C Trace Context headers (`traceparent`, and
+   * `tracestate` when set) it was enqueued with (`EnqueueOptions.trace`, or the producer's
+   * active OpenTelemetry span); `null` when it has none. With `@opentelemetry/api` installed,
+   * the handler already runs in a consumer span whose parent is this context.
+   */
+  get trace(): Record<string, string> | null
   /** The queue's name. */
   get queue(): string
   /** This attempt's time limit in ms, `null` when it has none. */
@@ -879,9 +886,18 @@ export interface EnqueueOptions {
    * and resolves with its id (`created: false`). Not with `id`, `delayMs`, `runAt` or `dedup`.
    */
   debounce?: DebounceOptions
+  /**
+   * The trace context the job carries to its worker, as W3C Trace Context headers:
+   * `traceparent` (`00-<32 hex trace id>-<16 hex span id>-<2 hex flags>`) and optionally
+   * `tracestate`, no other keys, at most 1024 bytes (else `INVALID_ARGUMENT`). The worker's
+   * handler sees it as `job.trace`. Default: with `@opentelemetry/api` installed, the active
+   * span's context (injected with the global propagator), else none. Given here, it is
+   * carried as it is.
+   */
+  trace?: Record<string, string>
 }
 
-/** A decoded job envelope (version 1 fields, wire names). */
+/** A decoded job envelope (version 1 fields, wire names; the optional ones are absent when unset). */
 export interface Envelope {
   v: number
   id: string
@@ -891,6 +907,15 @@ export interface Envelope {
   max_attempts: number
   backoff: EnvelopeBackoff
   timeout_ms: number | null
+  /** The task's name (a job enqueued as a task); absent for a raw payload. */
+  task?: string
+  /** How `payload` encodes the task's data; absent for raw bytes. */
+  format?: 'json' | 'msgpack'
+  /**
+   * The producer's trace context (W3C Trace Context headers: `traceparent`, optional
+   * `tracestate`); absent when the job has none.
+   */
+  trace?: Record<string, string>
 }
 
 /** A job envelope's backoff field, as stored. */
@@ -1059,6 +1084,11 @@ export interface JobSpec {
   format?: 'json' | 'msgpack'
   /** As in `EnqueueOptions`: jobs of one call with the same key make one job. */
   dedup?: string | DedupOptions
+  /**
+   * As in `EnqueueOptions` (with `@opentelemetry/api`, the active span's context is injected
+   * once per `enqueueMany` call into each job without one).
+   */
+  trace?: Record<string, string>
 }
 
 /** Counts per state (now) plus lifetime counters of the queue, kept in Redis. */

@@ -1,4 +1,4 @@
-// The npm `install` script: makes sure the native addon index.js loads exists. A package built by
+// The npm `install` script: makes sure the native addon native.js loads exists. A package built by
 // `make dist` ships it prebuilt (nothing to do); an install from this source tree, a path or a git
 // URL builds it with cargo (Rust's build tool, https://rustup.rs), which takes a few minutes.
 import { execFileSync, spawnSync } from 'node:child_process';
@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 
-/** The file name index.js loads on this platform (napi-rs naming). */
+/** The file name native.js loads on this platform (napi-rs naming). */
 function addonName() {
   const arch = { x64: 'x64', arm64: 'arm64' }[process.arch] ?? process.arch;
   if (process.platform === 'linux') {

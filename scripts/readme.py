@@ -177,6 +177,10 @@ def main() -> int:
         # Node: `tideq` resolves to this checkout, as after `npm install /path/to/tideq`.
         (work / "node_modules").mkdir()
         (work / "node_modules" / "tideq").symlink_to(ROOT)
+        # The OpenTelemetry packages the README's tracing example imports, as if installed beside
+        # tideq (they are this checkout's devDependencies).
+        if (ROOT / "node_modules" / "@opentelemetry").is_dir():
+            (work / "node_modules" / "@opentelemetry").symlink_to(ROOT / "node_modules" / "@opentelemetry")
         # Rust: a crate beside a `tideq` directory that is this checkout.
         (work / "tideq").symlink_to(ROOT)
         app = work / "app"

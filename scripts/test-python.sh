@@ -14,7 +14,10 @@ fi
 PY="$ROOT/.venv/bin/python"
 export PATH="$ROOT/.venv/bin:$PATH"  # the maturin build backend runs the `maturin` command
 
-"$PY" -m pip install --quiet --disable-pip-version-check "maturin>=1.16,<2" pytest mypy
+# opentelemetry-api and -sdk: tests/python/test_otel.py (the package's `otel` extra, and an SDK
+# with an in-memory exporter to read the spans back).
+"$PY" -m pip install --quiet --disable-pip-version-check "maturin>=1.16,<2" pytest mypy \
+    "opentelemetry-api>=1.20" "opentelemetry-sdk>=1.20"
 
 # Share Rust build artefacts with the rest of the workspace.
 export CARGO_TARGET_DIR="$ROOT/target"

@@ -28,15 +28,10 @@ pub struct EnvelopeBackoff {
     pub jitter: bool,
 }
 
-/// A decoded job envelope (version 1 fields, wire names).
+/// A decoded job envelope (version 1 fields, wire names; the optional ones are absent when unset).
 // Declared for the TypeScript definitions only; the core reads and writes the fields.
 #[allow(dead_code)]
-#[napi(
-    object,
-    object_from_js = false,
-    object_to_js = false,
-    use_nullable = true
-)]
+#[napi(object, object_from_js = false, object_to_js = false)]
 pub struct Envelope {
     pub v: u32,
     pub id: String,
@@ -48,8 +43,17 @@ pub struct Envelope {
     #[napi(js_name = "max_attempts")]
     pub max_attempts: u32,
     pub backoff: EnvelopeBackoff,
-    #[napi(js_name = "timeout_ms")]
-    pub timeout_ms: Option<i64>,
+    #[napi(js_name = "timeout_ms", ts_type = "number | null")]
+    pub timeout_ms: (),
+    /// The task's name (a job enqueued as a task); absent for a raw payload.
+    pub task: Option<String>,
+    /// How `payload` encodes the task's data; absent for raw bytes.
+    #[napi(ts_type = "'json' | 'msgpack'")]
+    pub format: Option<()>,
+    /// The producer's trace context (W3C Trace Context headers: `traceparent`, optional
+    /// `tracestate`); absent when the job has none.
+    #[napi(ts_type = "Record<string, string>")]
+    pub trace: Option<()>,
 }
 
 /// Decodes a stored job envelope (MessagePack). Throws `INVALID_ARGUMENT` on bytes that are not

@@ -100,6 +100,15 @@ impl Job {
         Ok(data)
     }
 
+    /// The producer's trace context, as the W3C Trace Context headers (`traceparent`, and
+    /// `tracestate` when set) it was enqueued with (`EnqueueOptions.trace`, or the producer's
+    /// active OpenTelemetry span); `null` when it has none. With `@opentelemetry/api` installed,
+    /// the handler already runs in a consumer span whose parent is this context.
+    #[napi(getter, ts_return_type = "Record<string, string> | null")]
+    pub fn trace(&self) -> Option<tideq::TraceContext> {
+        self.inner.trace.clone()
+    }
+
     /// The queue's name.
     #[napi(getter)]
     pub fn queue(&self) -> String {

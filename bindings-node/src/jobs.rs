@@ -10,8 +10,8 @@ use napi_derive::napi;
 
 use crate::client::client_option;
 use crate::convert::{
-    array, count, count1, count1_u32, describe, epoch_ms, is_string, is_typed_array, millis,
-    string, to_millis, Options,
+    array, count, count1, count1_u32, describe, entries, epoch_ms, is_string, is_typed_array,
+    millis, object, string, to_millis, Options,
 };
 use crate::error::{invalid, spawn, throw, type_error, Res};
 use crate::job::{
@@ -133,6 +133,14 @@ pub struct EnqueueOptions {
     /// same key while it waits replaces its payload and options, makes it wait `delayMs` again,
     /// and resolves with its id (`created: false`). Not with `id`, `delayMs`, `runAt` or `dedup`.
     pub debounce: Option<DebounceOptions>,
+    /// The trace context the job carries to its worker, as W3C Trace Context headers:
+    /// `traceparent` (`00-<32 hex trace id>-<16 hex span id>-<2 hex flags>`) and optionally
+    /// `tracestate`, no other keys, at most 1024 bytes (else `INVALID_ARGUMENT`). The worker's
+    /// handler sees it as `job.trace`. Default: with `@opentelemetry/api` installed, the active
+    /// span's context (injected with the global propagator), else none. Given here, it is
+    /// carried as it is.
+    #[napi(ts_type = "Record<string, string>")]
+    pub trace: Option<()>,
 }
 
 /// The keys of a `JobSpec`: `name`, `data`, `payload`, then those of `EnqueueOptions` but
@@ -151,6 +159,7 @@ const ENQUEUE_MANY_KEYS: &[&str] = &[
     "group",
     "format",
     "dedup",
+    "trace",
 ];
 const ENQUEUE_KEYS: &[&str] = &[
     "id",
@@ -164,6 +173,7 @@ const ENQUEUE_KEYS: &[&str] = &[
     "format",
     "dedup",
     "debounce",
+    "trace",
 ];
 
 /// One job of `enqueueMany`: a task (`name`, `data`) or a raw `payload`, plus the options of
@@ -204,6 +214,10 @@ pub struct JobSpec {
     /// As in `EnqueueOptions`: jobs of one call with the same key make one job.
     #[napi(ts_type = "string | DedupOptions")]
     pub dedup: Option<()>,
+    /// As in `EnqueueOptions` (with `@opentelemetry/api`, the active span's context is injected
+    /// once per `enqueueMany` call into each job without one).
+    #[napi(ts_type = "Record<string, string>")]
+    pub trace: Option<()>,
 }
 
 /// The options every job takes (not `format`, which only a task takes: see [`task_job`]).
@@ -223,8 +237,22 @@ fn enqueue_options(opts: &Options) -> Res<tideq::EnqueueOptions> {
             true => opts.get("debounce", debounce_arg)?,
             false => None,
         },
+        trace: opts.get("trace", trace_arg)?,
         ..Default::default()
     })
+}
+
+/// The `trace` option: an object of strings (the W3C Trace Context headers). Its keys and
+/// values are checked by the core (`traceparent`'s form, no other keys but `tracestate`, size).
+fn trace_arg(what: &str, v: &Unknown) -> Res<tideq::TraceContext> {
+    let obj = object(what, v)?;
+    let mut trace = tideq::TraceContext::new();
+    entries(what, &obj, None, |key, value| {
+        let value = string(&format!("{what}.{key}"), &value)?;
+        trace.insert(key, value);
+        Ok(())
+    })?;
+    Ok(trace)
 }
 
 /// A task job: `name`, its `data` encoded in the `format` option (JSON unless it says

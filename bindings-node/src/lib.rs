@@ -29,6 +29,11 @@
 //! - [`runtime`]: napi's tokio runtime, built by the core's `tideq::runtime_builder`.
 //! - [`signal`]: SIGINT/SIGTERM hooks of `run()`.
 //! - [`convert`]: JS values <-> Rust values (arguments, options, MessagePack values).
+//!
+//! OpenTelemetry is not here: the host's OpenTelemetry lives in JS, so `otel.js` at the package
+//! root (applied by `index.js`, the package's entry) wraps `Queue`'s enqueue and worker methods
+//! when `@opentelemetry/api` is installed; this crate only carries `trace` (the envelope's W3C
+//! trace context) in `EnqueueOptions` and on `Job`.
 
 mod abort;
 mod acl;

@@ -13,7 +13,9 @@ use crate::job::Backoff;
 
 /// The fields of a job envelope (wire format v1): ``v``, ``id``, ``payload`` (bytes),
 /// ``created_at``, ``max_attempts``, ``backoff`` (``kind``, ``base_ms``, ``max_ms``, ``jitter``),
-/// ``timeout_ms``. ``InvalidArgumentError`` for bytes that are not an envelope this build reads.
+/// ``timeout_ms``, and when set ``task``, ``format`` and ``trace`` (a dict of W3C Trace Context
+/// headers); fields of later versions are left out. ``InvalidArgumentError`` for bytes that are
+/// not an envelope this build reads.
 #[pyfunction]
 pub fn decode_envelope<'py>(
     py: Python<'py>,

@@ -182,6 +182,13 @@ impl Job {
     fn format(&self) -> Option<&'static str> {
         self.core.format.map(|f| f.as_str())
     }
+    /// The producer's trace context, as W3C Trace Context headers (``traceparent``, and
+    /// ``tracestate`` when set), or None: what ``enqueue(trace=...)`` gave, or the producer's
+    /// current span's (OpenTelemetry). A worker's span continues it.
+    #[getter]
+    fn trace(&self) -> Option<tideq::TraceContext> {
+        self.core.trace.clone()
+    }
     /// True once the handler should stop: the attempt's ``timeout`` passed, the job's ``cancel``
     /// was requested, or the worker is shutting down and its grace period is over. A
     /// plain-function handler that can stop early (a long loop, a wait) should check it and

@@ -15,6 +15,7 @@ use crate::events;
 use crate::flow::{self, GroupInfo, Limits, Rate};
 use crate::handler;
 use crate::job::{Backoff, Enqueued, Job, JobInfo, JobStats, ScheduleInfo};
+use crate::otel;
 use crate::runtime::{self, Api};
 use crate::signal;
 use crate::worker::{self, Handlers};
@@ -32,6 +33,7 @@ struct JobArgs<'py> {
     group: Option<Text>,
     dedup: Option<Bound<'py, PyAny>>,
     debounce: Option<Bound<'py, PyAny>>,
+    trace: Option<Bound<'py, PyAny>>,
 }
 
 impl<'py> JobArgs<'py> {
@@ -67,10 +69,12 @@ impl<'py> JobArgs<'py> {
                 "group" => args.group = Some(value.extract().map_err(named)?),
                 "dedup" => args.dedup = Some(value),
                 "debounce" => args.debounce = Some(value),
+                "trace" => args.trace = Some(value),
                 _ => {
                     return Err(PyTypeError::new_err(format!(
                         "unknown enqueue option {shown} (expected id, delay, run_at, \
-                         max_attempts, backoff, timeout, priority, group, dedup or debounce)"
+                         max_attempts, backoff, timeout, priority, group, dedup, debounce or \
+                         trace)"
                     )))
                 }
             }
@@ -99,8 +103,19 @@ impl<'py> JobArgs<'py> {
             group: self.group.map(|t| t.0),
             dedup: self.dedup.map(|d| dedup(&d)).transpose()?,
             debounce: self.debounce.map(|d| debounce(&d)).transpose()?,
+            trace: self.trace.map(|t| otel::context(&t)).transpose()?,
             ..EnqueueOptions::default()
         })
+    }
+
+    /// [`convert`](Self::convert), the trace context defaulting to the caller's current span's
+    /// (OpenTelemetry; see [`otel::current`]).
+    fn convert_traced(self, py: Python<'_>) -> PyResult<EnqueueOptions> {
+        let mut opts = self.convert()?;
+        if opts.trace.is_none() {
+            opts.trace = otel::current(py);
+        }
+        Ok(opts)
     }
 }
 
@@ -184,8 +199,21 @@ fn every_of(cron: Option<Text>, timezone: Option<Text>, every: Option<Secs>) -> 
 }
 
 /// `enqueue_many` items: each bytes-like, or a `(payload, options dict)` tuple. Everything is
-/// converted before anything is sent.
+/// converted before anything is sent. Items without a `trace` carry the caller's current span's
+/// (looked up once per call).
 fn jobs(items: &Bound<'_, PyAny>) -> PyResult<Vec<(Vec<u8>, EnqueueOptions)>> {
+    let mut out = untraced_jobs(items)?;
+    if out.iter().any(|(_, o)| o.trace.is_none()) {
+        if let Some(current) = otel::current(items.py()) {
+            for (_, o) in out.iter_mut().filter(|(_, o)| o.trace.is_none()) {
+                o.trace = Some(current.clone());
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn untraced_jobs(items: &Bound<'_, PyAny>) -> PyResult<Vec<(Vec<u8>, EnqueueOptions)>> {
     let mut out = Vec::with_capacity(items.len().unwrap_or(0));
     for item in items.try_iter()? {
         let item = item?;
@@ -397,7 +425,13 @@ impl QueueBase {
     /// options and makes it wait again from then (same id, ``created`` False); once it started, a
     /// new job is created. Debounce takes no ``id``, ``delay``, ``run_at`` or ``dedup``; bad keys
     /// or times raise ``InvalidArgumentError`` and write nothing.
-    #[pyo3(signature = (payload, *, id=None, delay=None, run_at=None, max_attempts=None, backoff=None, timeout=None, priority=None, group=None, dedup=None, debounce=None))]
+    ///
+    /// ``trace``: the trace context the job carries to its worker, as W3C Trace Context headers
+    /// (``{"traceparent": ..., "tracestate": ...}``, ``tracestate`` optional; another key, a
+    /// malformed ``traceparent`` or more than 1024 bytes raise ``InvalidArgumentError`` and write
+    /// nothing). Not given: with OpenTelemetry installed, the current span's (none outside a
+    /// span); the worker's span continues it.
+    #[pyo3(signature = (payload, *, id=None, delay=None, run_at=None, max_attempts=None, backoff=None, timeout=None, priority=None, group=None, dedup=None, debounce=None, trace=None))]
     #[allow(clippy::too_many_arguments)]
     fn enqueue<'py>(
         &self,
@@ -413,6 +447,7 @@ impl QueueBase {
         group: Option<Text>,
         dedup: Option<Bound<'py, PyAny>>,
         debounce: Option<Bound<'py, PyAny>>,
+        trace: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let payload = convert::bytes_like("payload", payload)?;
         let args = JobArgs {
@@ -426,8 +461,9 @@ impl QueueBase {
             group,
             dedup,
             debounce,
+            trace,
         };
-        let (q, opts) = (self.queue.clone(), args.convert()?);
+        let (q, opts) = (self.queue.clone(), args.convert_traced(py)?);
         self.api.call(
             py,
             async move { q.enqueue(payload, opts).await.map(Enqueued) },
@@ -438,7 +474,8 @@ impl QueueBase {
     ///
     /// All are validated before anything is written. The options dict takes ``enqueue``'s
     /// keyword arguments; ``debounce`` only in a call of one item (``InvalidArgumentError``
-    /// otherwise). Items with the same ``dedup`` key make one job.
+    /// otherwise). Items with the same ``dedup`` key make one job. Items without a ``trace``
+    /// carry the current span's, as ``enqueue`` says.
     fn enqueue_many<'py>(
         &self,
         py: Python<'py>,
@@ -753,7 +790,7 @@ impl QueueBase {
     /// Enqueue task ``name`` with ``data`` as its arguments (a dict runs ``f(**data)``, a list
     /// ``f(*data)``, anything else ``f(data)``), encoded as ``format`` (``"json"``, the default,
     /// or ``"msgpack"``). The other options are ``enqueue``'s.
-    #[pyo3(signature = (name, data=None, *, format=None, id=None, delay=None, run_at=None, max_attempts=None, backoff=None, timeout=None, priority=None, group=None, dedup=None, debounce=None))]
+    #[pyo3(signature = (name, data=None, *, format=None, id=None, delay=None, run_at=None, max_attempts=None, backoff=None, timeout=None, priority=None, group=None, dedup=None, debounce=None, trace=None))]
     #[allow(clippy::too_many_arguments)]
     fn enqueue_task<'py>(
         &self,
@@ -771,6 +808,7 @@ impl QueueBase {
         group: Option<Text>,
         dedup: Option<Bound<'py, PyAny>>,
         debounce: Option<Bound<'py, PyAny>>,
+        trace: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let data = match data {
             Some(d) => convert::to_value(&d, args_value)?,
@@ -787,8 +825,9 @@ impl QueueBase {
             group,
             dedup,
             debounce,
+            trace,
         };
-        let mut opts = args.convert()?;
+        let mut opts = args.convert_traced(py)?;
         opts.format = format
             .map(|f| tideq::PayloadFormat::parse(&f.0))
             .transpose()

@@ -14,6 +14,8 @@
 //! - [`jobs`]: `Queue`, `AsyncQueue`.
 //! - [`worker`]: `Worker`, `AsyncWorker` (running handles), `WorkerStats`.
 //! - [`envelope`]: the job envelope as a dict (`decode_envelope`, `encode_envelope`).
+//! - [`otel`]: trace context (`trace=`, `Job.trace`) and the OpenTelemetry hooks of
+//!   `tideq._otel` (`_set_otel_hooks`).
 //! - [`error`]: `TideqError` and one subclass per core error code.
 //! - [`convert`]: Python values to core arguments and back.
 //! - [`handler`]: calling Python handlers, for consumers and workers alike.
@@ -36,6 +38,7 @@ pub mod flow;
 pub mod handler;
 pub mod job;
 pub mod jobs;
+pub mod otel;
 pub mod runtime;
 pub mod signal;
 pub mod worker;
@@ -107,6 +110,7 @@ fn _tideq(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cli::_run_cli, m)?)?;
     m.add_function(wrap_pyfunction!(envelope::decode_envelope, m)?)?;
     m.add_function(wrap_pyfunction!(envelope::encode_envelope, m)?)?;
+    m.add_function(wrap_pyfunction!(otel::_set_otel_hooks, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     init_logging(m.py())?;
     let at_exit = wrap_pyfunction!(runtime::at_exit, m)?;

@@ -21,6 +21,7 @@ use crate::convert::{self, Secs, Text};
 use crate::error;
 use crate::handler::{self, Handler, Work};
 use crate::job::Job;
+use crate::otel;
 use crate::runtime::{Api, Running};
 use crate::signal::{self, RunningBase};
 
@@ -235,7 +236,9 @@ pub enum Handlers {
 const NO_LOOP: &str = "AsyncQueue.work()/run() need a running asyncio event loop (call them \
                        from async code); use Queue for threads";
 
-/// Starts a core worker on `queue` running `handlers`, and returns its handle for `api`.
+/// Starts a core worker on `queue` running `handlers`, and returns its handle for `api`. With
+/// OpenTelemetry, each job handler (not a batch handler) runs inside its consumer span
+/// ([`otel::wrap`]).
 pub fn start<'py>(
     py: Python<'py>,
     api: Api,
@@ -245,6 +248,16 @@ pub fn start<'py>(
 ) -> PyResult<Bound<'py, PyAny>> {
     let grace = opts.grace;
     let what = ("job", "jobs");
+    let handlers = match handlers {
+        Handlers::One(func) => Handlers::One(otel::wrap(py, func, queue.name())?),
+        Handlers::Tasks(funcs) => Handlers::Tasks(
+            funcs
+                .into_iter()
+                .map(|(name, func)| Ok((name, otel::wrap(py, func, queue.name())?)))
+                .collect::<PyResult<_>>()?,
+        ),
+        batches @ Handlers::Batches(..) => batches,
+    };
     let (base, worker) = match handlers {
         Handlers::One(func) => signal::start(py, api, NO_LOOP, grace, what, |wrap| {
             queue.work_boxed(opts, wrap(func)?).map_err(error::to_py)

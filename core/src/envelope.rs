@@ -12,9 +12,12 @@
 //! | `timeout_ms` | int or nil | longest run time of one attempt |
 //! | `task` | str (optional) | the task's name, for workers that dispatch by name |
 //! | `format` | str (optional) | how `payload` encodes the task's arguments: `"json"` or `"msgpack"`; absent: raw bytes |
+//! | `trace` | map str → str (optional) | the producer's trace context as W3C Trace Context headers (`traceparent`, and `tracestate` when set), so the worker's span continues the producer's trace |
 //!
 //! Readers ignore unknown fields, so later versions can add fields without breaking old workers
 //! (the optional fields are left out when unset, so older readers never see them).
+
+use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
@@ -187,13 +190,68 @@ pub struct Envelope {
     /// How `payload` encodes the task's arguments (absent: raw bytes).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub format: Option<PayloadFormat>,
+    /// The producer's trace context (see [`TraceContext`]), when it had one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<TraceContext>,
+}
+
+/// A trace context as the W3C Trace Context headers carry it: `traceparent` (required) and
+/// `tracestate` (optional), as a string map. An OpenTelemetry propagator injects into and
+/// extracts from it directly, in any language.
+pub type TraceContext = BTreeMap<String, String>;
+
+/// Longest trace context accepted on enqueue (keys and values together), in bytes.
+pub const MAX_TRACE_CONTEXT_LEN: usize = 1024;
+
+/// Checks a trace context given on enqueue: a `traceparent` of the W3C form
+/// (`00-<32 hex>-<16 hex>-<2 hex>`, not all zeros), only `traceparent` and `tracestate` keys, at
+/// most [`MAX_TRACE_CONTEXT_LEN`] bytes.
+pub fn validate_trace_context(t: &TraceContext) -> Result<()> {
+    let len: usize = t.iter().map(|(k, v)| k.len() + v.len()).sum();
+    if len > MAX_TRACE_CONTEXT_LEN {
+        return Err(Error::invalid(format!(
+            "trace context is {len} bytes; at most {MAX_TRACE_CONTEXT_LEN}"
+        )));
+    }
+    if let Some(k) = t.keys().find(|k| *k != "traceparent" && *k != "tracestate") {
+        return Err(Error::invalid(format!(
+            "trace context key {k:?} is not a W3C Trace Context header (traceparent, tracestate)"
+        )));
+    }
+    let Some(tp) = t.get("traceparent") else {
+        return Err(Error::invalid("trace context has no traceparent"));
+    };
+    if !is_traceparent(tp) {
+        return Err(Error::invalid(format!(
+            "traceparent {tp:?} is not of the form 00-<32 hex trace id>-<16 hex span id>-<2 hex flags>"
+        )));
+    }
+    Ok(())
+}
+
+fn is_traceparent(s: &str) -> bool {
+    let parts: Vec<&str> = s.split('-').collect();
+    let hex = |p: &str, n: usize| {
+        p.len() == n
+            && p.bytes()
+                .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+    };
+    let nonzero = |p: &str| p.bytes().any(|b| b != b'0');
+    parts.len() == 4
+        && hex(parts[0], 2)
+        && parts[0] != "ff"
+        && hex(parts[1], 32)
+        && nonzero(parts[1])
+        && hex(parts[2], 16)
+        && nonzero(parts[2])
+        && hex(parts[3], 2)
 }
 
 impl Envelope {
     /// The field names of the current version, in wire order. Bindings convert the envelope
     /// through [`to_value`](Self::to_value) / [`from_value`](Self::from_value), so this list
     /// and the struct are the only place the schema is written down.
-    pub const FIELDS: [&'static str; 9] = [
+    pub const FIELDS: [&'static str; 10] = [
         "v",
         "id",
         "payload",
@@ -203,6 +261,7 @@ impl Envelope {
         "timeout_ms",
         "task",
         "format",
+        "trace",
     ];
 
     /// The envelope as a generic MessagePack value: a map from the wire field names (`payload`
@@ -312,6 +371,7 @@ mod tests {
             timeout_ms: Some(5000),
             task: None,
             format: None,
+            trace: None,
         };
         assert_eq!(Envelope::decode(&e.encode()).unwrap(), e);
         assert!(Envelope::decode(b"not msgpack").is_err());
@@ -345,6 +405,10 @@ mod tests {
             timeout_ms: None,
             task: Some("send".into()),
             format: Some(PayloadFormat::Json),
+            trace: Some(TraceContext::from([(
+                "traceparent".to_string(),
+                "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01".to_string(),
+            )])),
         };
         let rmpv::Value::Map(fields) = e.to_value() else {
             panic!("not a map")
@@ -376,6 +440,7 @@ mod tests {
             timeout_ms: Some(3),
             task: None,
             format: None,
+            trace: None,
         };
         type Fields = Vec<(rmpv::Value, rmpv::Value)>;
         let with = |f: &dyn Fn(&mut Fields)| {

@@ -7,7 +7,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tokio_util::sync::CancellationToken;
 
-use crate::envelope::{Backoff, PayloadFormat};
+use crate::envelope::{Backoff, PayloadFormat, TraceContext};
 use crate::error::{Error, Result};
 
 /// Most jobs one `enqueue_many` (or items one `push_many`) takes: a batch is checked whole before
@@ -121,6 +121,9 @@ pub struct EnqueueOptions {
     /// Debounce: the job waits `delay`; an enqueue with the same key while it waits replaces its
     /// payload and options and makes it wait `delay` again from then.
     pub debounce: Option<Debounce>,
+    /// The trace context to carry to the worker (W3C `traceparent`, optional `tracestate`). With
+    /// the `opentelemetry` feature, an enqueue without one carries the caller's current span's.
+    pub trace: Option<TraceContext>,
 }
 
 /// A dedup key (see [`EnqueueOptions::dedup`]).
@@ -316,6 +319,8 @@ pub struct Job {
     pub task: Option<String>,
     /// How the payload encodes the task's arguments (`None`: raw bytes).
     pub format: Option<PayloadFormat>,
+    /// The producer's trace context, when it had one (see [`EnqueueOptions::trace`]).
+    pub trace: Option<TraceContext>,
     pub(crate) backoff: Backoff,
     pub(crate) token: String,
     pub(crate) shard: usize,

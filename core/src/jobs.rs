@@ -17,6 +17,7 @@ use crate::job::{
     QueueOptions, MAX_BATCH, MAX_PRIORITY,
 };
 use crate::keys::{shard_of, JobKeys};
+use crate::otel::trace_of;
 use crate::scripts::{LuaScript, ENQUEUE_JOBS};
 
 /// Most jobs per enqueue script call; all calls of one `enqueue_many` go in one pipeline.
@@ -181,6 +182,9 @@ impl Queue {
             crate::keys::validate_name("group", g)?;
         }
         let mut delay = o.delay.map(ms).unwrap_or(0);
+        if let Some(t) = &o.trace {
+            crate::envelope::validate_trace_context(t)?;
+        }
         if let Some(d) = &o.dedup {
             validate_label("dedup key", &d.key)?;
             if d.ttl.is_some_and(|t| t.as_millis() == 0) {
@@ -217,6 +221,7 @@ impl Queue {
             timeout_ms: timeout.map(ms),
             task: o.task.clone(),
             format: o.format,
+            trace: trace_of(o),
         };
         Ok((env, delay, o.run_at_ms.unwrap_or(0)))
     }

@@ -148,6 +148,7 @@ impl Queue {
                 timeout: env.timeout_ms.map(Duration::from_millis),
                 task: env.task,
                 format: env.format,
+                trace: env.trace,
                 backoff: env.backoff,
                 token,
                 shard,

@@ -1264,7 +1264,7 @@ impl JobCtx {
         };
         // The handler runs inline (no extra task); a panic is caught and fails the attempt.
         let started = std::time::Instant::now();
-        let handled = std::panic::AssertUnwindSafe(handler(job)).catch_unwind();
+        let handled = std::panic::AssertUnwindSafe(crate::otel::run(&handler, job)).catch_unwind();
         tokio::pin!(handled);
         let mut timed_out = None;
         let outcome = match timeout {

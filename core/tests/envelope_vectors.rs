@@ -46,6 +46,11 @@ fn from_fields(f: &serde_json::Value) -> Envelope {
         format: f["format"]
             .as_str()
             .map(|s| tideq::PayloadFormat::parse(s).unwrap()),
+        trace: f["trace"].as_object().map(|m| {
+            m.iter()
+                .map(|(k, v)| (k.clone(), v.as_str().unwrap().to_string()))
+                .collect()
+        }),
     }
 }
 
@@ -59,4 +64,38 @@ fn every_vector_decodes_to_its_fields_and_encodes_to_its_bytes() {
         assert_eq!(Envelope::decode(&bytes).unwrap(), expected, "{}", v["name"]);
         assert_eq!(Envelope::encode(&expected), bytes, "{}", v["name"]);
     }
+}
+
+#[test]
+fn an_envelope_with_fields_from_a_later_version_decodes_to_the_fields_this_one_knows() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../tests/vectors/envelope_v1.json"
+    );
+    let text = std::fs::read_to_string(path).expect("vector file");
+    let all: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let vs = all["readers_ignore_unknown_fields"]["vectors"]
+        .as_array()
+        .unwrap();
+    assert!(!vs.is_empty());
+    for v in vs {
+        let bytes = unhex(v["hex"].as_str().unwrap());
+        let expected = from_fields(&v["fields"]);
+        assert_eq!(Envelope::decode(&bytes).unwrap(), expected, "{}", v["name"]);
+    }
+}
+
+#[test]
+fn the_traced_vector_carries_a_w3c_trace_context() {
+    let v = vectors()
+        .into_iter()
+        .find(|v| v["name"] == "traced")
+        .expect("a traced vector");
+    let env = Envelope::decode(&unhex(v["hex"].as_str().unwrap())).unwrap();
+    let trace = env.trace.expect("trace");
+    assert_eq!(
+        trace["traceparent"],
+        "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+    );
+    tideq::envelope::validate_trace_context(&trace).unwrap();
 }

@@ -395,18 +395,33 @@ test('enqueue with Redis unreachable rejects with CONNECTION, without the passwo
   }
 });
 
-test('every shared envelope vector decodes to its fields and encodes back to the same bytes', () => {
-  const { vectors } = JSON.parse(readFileSync(join(ROOT, 'tests/vectors/envelope_v1.json'), 'utf8'));
+test('every shared envelope vector decodes to its fields and encodes back to the same bytes (a trace context too); one with unknown fields decodes to the fields it knows', () => {
+  const { vectors, readers_ignore_unknown_fields } = JSON.parse(readFileSync(join(ROOT, 'tests/vectors/envelope_v1.json'), 'utf8'));
   assert.ok(vectors.length >= 3);
-  for (const v of vectors) {
-    const bytes = Buffer.from(v.hex, 'hex');
+  const expectedOf = (v) => {
     const { payload_hex, ...fields } = v.fields;
-    const expected = { ...fields, payload: Buffer.from(payload_hex, 'hex') };
-    const decoded = decodeEnvelope(bytes);
-    assert.deepEqual({ ...decoded, payload: [...decoded.payload] }, { ...expected, payload: [...expected.payload] }, v.name);
+    return { ...fields, payload: Buffer.from(payload_hex, 'hex') };
+  };
+  const plain = (e) => ({ ...e, payload: [...e.payload] });
+  for (const v of vectors) {
+    const expected = expectedOf(v);
+    const decoded = decodeEnvelope(Buffer.from(v.hex, 'hex'));
+    assert.deepEqual(plain(decoded), plain(expected), v.name);
     assert.ok(Buffer.isBuffer(decoded.payload));
     assert.equal(encodeEnvelope(expected).toString('hex'), v.hex, v.name);
     assert.equal(encodeEnvelope(decoded).toString('hex'), v.hex, v.name);
+  }
+  // The trace context (a plain object of strings) round-trips.
+  const traced = vectors.find((v) => v.name === 'traced');
+  assert.ok(traced, 'the traced vector');
+  const decodedTrace = decodeEnvelope(Buffer.from(traced.hex, 'hex')).trace;
+  assert.equal(Object.getPrototypeOf(decodedTrace), Object.prototype);
+  assert.deepEqual(decodedTrace, traced.fields.trace);
+  // Decode-only: envelopes of a later version with fields this one does not know decode to the
+  // fields it knows.
+  assert.ok(readers_ignore_unknown_fields.vectors.length >= 1);
+  for (const v of readers_ignore_unknown_fields.vectors) {
+    assert.deepEqual(plain(decodeEnvelope(Buffer.from(v.hex, 'hex'))), plain(expectedOf(v)), v.name);
   }
   assert.throws(() => decodeEnvelope(Buffer.from('not msgpack')), { code: 'INVALID_ARGUMENT' });
   assert.throws(() => decodeEnvelope(42), { code: 'INVALID_ARGUMENT', name: 'TypeError' });

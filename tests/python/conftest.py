@@ -10,9 +10,9 @@ import uuid
 import pytest
 
 import tideq
-from tideq_harness import private_redis, redis_url
+from tideq_harness import otel_provider, otel_spans, private_redis, redis_url
 
-__all__ = ["private_redis", "redis_url", "client", "name", "queue"]
+__all__ = ["otel_provider", "otel_spans", "private_redis", "redis_url", "client", "name", "queue"]
 
 # A shell without job control starts background commands with SIGINT ignored, and an ignored
 # signal stays ignored in every child: the worker processes these tests start would never see

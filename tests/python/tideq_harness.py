@@ -145,3 +145,59 @@ class Awaiting:
             return asyncio.run(inside())
 
         return call
+
+
+_OTEL_SPANS: Any = None
+
+
+def otel_recorder() -> Any:
+    """The session's OpenTelemetry SDK: a ``TracerProvider`` set as the global one (it can be
+    set only once per process, so this runs once, whichever directory's tests ask first), the
+    default W3C propagator, and a ``SimpleSpanProcessor`` into an ``InMemorySpanExporter`` that
+    records only while the ``otel_spans`` fixture is in use (returned: ``.exporter``,
+    ``.recording``). Imported lazily: only tests that ask for spans need ``opentelemetry-sdk``."""
+    global _OTEL_SPANS
+    if _OTEL_SPANS is None:
+        from opentelemetry import trace
+        from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+        from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+        from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+        class Recorder(SimpleSpanProcessor):
+            def __init__(self) -> None:
+                self.exporter = InMemorySpanExporter()
+                self.recording = False
+                super().__init__(self.exporter)
+
+            def on_end(self, span: ReadableSpan) -> None:
+                if self.recording:
+                    super().on_end(span)
+
+        recorder = Recorder()
+        provider = TracerProvider()
+        provider.add_span_processor(recorder)
+        trace.set_tracer_provider(provider)
+        if trace.get_tracer_provider() is not provider:
+            pytest.fail("another global OpenTelemetry tracer provider was set first")
+        _OTEL_SPANS = recorder
+    return _OTEL_SPANS
+
+
+@pytest.fixture(scope="session")
+def otel_provider() -> Any:
+    """The session's global OpenTelemetry tracer provider and its recorder (``otel_recorder``)."""
+    return otel_recorder()
+
+
+@pytest.fixture
+def otel_spans(otel_provider: Any) -> Iterator[Any]:
+    """The ``InMemorySpanExporter`` of the session's OpenTelemetry SDK, empty at the start of the
+    test and recording the spans that end during it (``get_finished_spans()``)."""
+    otel_provider.exporter.clear()
+    otel_provider.recording = True
+    try:
+        yield otel_provider.exporter
+    finally:
+        otel_provider.recording = False
+        otel_provider.exporter.clear()
+

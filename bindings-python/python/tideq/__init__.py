@@ -27,9 +27,15 @@ enqueues; ``upsert_schedule`` enqueues a job per cron or interval slot, fired by
 which ``events()`` readers (``EventReader``, ``AsyncEventReader``) read as ``Event``s, a named
 reader resuming where it stopped.
 
+``enqueue(trace=...)`` carries a W3C trace context to the job's worker (``Job.trace``); with
+OpenTelemetry installed (the ``otel`` extra), enqueues carry the current span's and workers run
+each handler in a consumer span continuing it.
+
 ``acl_rules`` gives the Redis ACL rules of each role (producer, worker, admin, capped producer
 and consumer) on a queue.
 """
+
+from importlib.util import find_spec as _find_spec
 
 from tideq._tideq import (
     AsyncCappedQueue,
@@ -82,6 +88,23 @@ from tideq._tideq import (
     encode_envelope,
 )
 from tideq._tasks import AsyncTask, Task
+
+# OpenTelemetry, when installed: enqueues carry the current span's trace context and workers run
+# handlers in consumer spans that continue it (tideq._otel). Without it, nothing of it is
+# imported and the native code never calls back for it.
+def _opentelemetry() -> bool:
+    try:
+        return _find_spec("opentelemetry") is not None
+    except (ImportError, ValueError):  # e.g. sys.modules["opentelemetry"] without a __spec__
+        return False
+
+
+if _opentelemetry():
+    try:
+        from tideq import _otel  # noqa: F401  (registers its hooks on import)
+    except ImportError:  # an opentelemetry namespace package without opentelemetry-api
+        pass
+del _find_spec, _opentelemetry
 
 __all__ = [
     "AsyncCappedQueue",

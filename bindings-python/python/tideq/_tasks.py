@@ -85,7 +85,8 @@ class Task(_Task[P, R]):
     def enqueue_with(self, args: tuple[Any, ...] = (), kwargs: Optional[dict[str, Any]] = None,
                      **options: Any) -> str:
         """``enqueue(*args, **kwargs)`` with per-call enqueue options (``id``, ``delay``,
-        ``priority``, ``group``, ``format``, ...) over the decorator's; returns the job id."""
+        ``priority``, ``group``, ``format``, ``trace``, ...) over the decorator's; returns the job
+        id."""
         return str(self._send(tuple(args), dict(kwargs or {}), options).id)
 
 

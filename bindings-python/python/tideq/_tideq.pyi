@@ -61,6 +61,7 @@ __all__ = [
     "WorkerStats",
     "acl_rules",
     "_run_cli",  # in the runtime's __all__ too (pyo3 adds every function); tideq._cli calls it
+    "_set_otel_hooks",  # likewise; tideq._otel calls it
     "decode_envelope",
     "encode_envelope",
     "__version__",
@@ -88,6 +89,8 @@ _When = Union[datetime.datetime, float]
 _Dedup = Union[str, tuple[str, Optional[float]]]
 # ``debounce=``: (key, delay seconds).
 _Debounce = tuple[str, float]
+# ``trace=``: W3C Trace Context headers, ``{"traceparent": ..., "tracestate": ...}``.
+_Trace = Mapping[str, str]
 
 class _EnqueueOptions(TypedDict, total=False):
     """Per-job options of ``enqueue_many`` items: ``enqueue``'s keyword arguments."""
@@ -102,6 +105,7 @@ class _EnqueueOptions(TypedDict, total=False):
     group: Optional[str]
     dedup: Optional[_Dedup]
     debounce: Optional[_Debounce]
+    trace: Optional[_Trace]
 
 _JobItem = Union[_BytesLike, tuple[_BytesLike, _EnqueueOptions]]
 
@@ -591,6 +595,11 @@ class Job:
         """How the payload encodes the task's arguments: ``"json"``, ``"msgpack"``, or None (raw
         bytes)."""
     @property
+    def trace(self) -> Optional[dict[str, str]]:
+        """The producer's trace context, as W3C Trace Context headers (``traceparent``, and
+        ``tracestate`` when set), or None: what ``enqueue(trace=...)`` gave, or the producer's
+        current span's (OpenTelemetry). A worker's span continues it."""
+    @property
     def cancelled(self) -> bool:
         """True once the handler should stop: the attempt's ``timeout`` passed, the job's ``cancel``
         was requested, or the worker is shutting down and its grace period is over. A
@@ -1055,6 +1064,7 @@ class Queue:
         group: Optional[str] = None,
         dedup: Optional[_Dedup] = None,
         debounce: Optional[_Debounce] = None,
+        trace: Optional[_Trace] = None,
     ) -> Enqueued:
         """Enqueue one job.
 
@@ -1072,13 +1082,20 @@ class Queue:
         ``delay_seconds``, and an enqueue with the same key while it waits replaces its payload and
         options and makes it wait again from then (same id, ``created`` False); once it started, a
         new job is created. Debounce takes no ``id``, ``delay``, ``run_at`` or ``dedup``; bad keys
-        or times raise ``InvalidArgumentError`` and write nothing."""
+        or times raise ``InvalidArgumentError`` and write nothing.
+
+        ``trace``: the trace context the job carries to its worker, as W3C Trace Context headers
+        (``{"traceparent": ..., "tracestate": ...}``, ``tracestate`` optional; another key, a
+        malformed ``traceparent`` or more than 1024 bytes raise ``InvalidArgumentError`` and write
+        nothing). Not given: with OpenTelemetry installed, the current span's (none outside a
+        span); the worker's span continues it."""
     def enqueue_many(self, items: Iterable[_JobItem]) -> list[Enqueued]:
         """Enqueue payloads or ``(payload, options)`` pairs in one round trip.
 
         All are validated before anything is written. The options dict takes ``enqueue``'s
         keyword arguments; ``debounce`` only in a call of one item (``InvalidArgumentError``
-        otherwise). Items with the same ``dedup`` key make one job."""
+        otherwise). Items with the same ``dedup`` key make one job. Items without a ``trace``
+        carry the current span's, as ``enqueue`` says."""
     def get(self, id: str) -> Optional[JobInfo]:
         """A job's state, attempts, last error and times; None if unknown.
 
@@ -1231,6 +1248,7 @@ class Queue:
         group: Optional[str] = None,
         dedup: Optional[_Dedup] = None,
         debounce: Optional[_Debounce] = None,
+        trace: Optional[_Trace] = None,
     ) -> Enqueued:
         """Enqueue task ``name`` with ``data`` as its arguments (a dict runs ``f(**data)``, a list
         ``f(*data)``, anything else ``f(data)``), encoded as ``format`` (``"json"``, the default,
@@ -1409,6 +1427,7 @@ class AsyncQueue:
         group: Optional[str] = None,
         dedup: Optional[_Dedup] = None,
         debounce: Optional[_Debounce] = None,
+        trace: Optional[_Trace] = None,
     ) -> Coroutine[Any, Any, Enqueued]:
         """Enqueue one job.
 
@@ -1534,6 +1553,7 @@ class AsyncQueue:
         group: Optional[str] = None,
         dedup: Optional[_Dedup] = None,
         debounce: Optional[_Debounce] = None,
+        trace: Optional[_Trace] = None,
     ) -> Coroutine[Any, Any, Enqueued]:
         """Enqueue task ``name`` with ``data`` as its arguments (a dict runs ``f(**data)``, a list
         ``f(*data)``, anything else ``f(data)``), encoded as ``format`` (``"json"``, the default,
@@ -1655,6 +1675,15 @@ def _run_cli(argv: list[str]) -> int:
     """Run the ``tideq`` command line on ``argv`` (the first item is the program name); returns its
     exit code."""
 
+def _set_otel_hooks(
+    inject: Optional[Callable[[], Optional[dict[str, str]]]],
+    wrap: Optional[Callable[[_JobHandler, str], _JobHandler]],
+) -> None:
+    """Register the OpenTelemetry hooks (``tideq._otel`` does, on import), or remove them (both
+    None). ``inject()`` returns the current span's W3C headers (or None) for enqueues that give no
+    ``trace``; ``wrap(handler, queue_name)`` returns the handler a worker runs instead of
+    ``handler``."""
+
 def acl_rules(queue: str, role: str, *, prefix: str = ..., shards: int = 1) -> str:
     """The Redis ACL rules that let a user do ``role`` on ``queue`` (split in ``shards``) under
     the key ``prefix`` (default: the client's default, ``"tideq"``), and nothing else: for
@@ -1667,7 +1696,9 @@ def acl_rules(queue: str, role: str, *, prefix: str = ..., shards: int = 1) -> s
 def decode_envelope(data: _BytesLike) -> dict[str, Any]:
     """The fields of a job envelope (wire format v1): ``v``, ``id``, ``payload`` (bytes),
     ``created_at``, ``max_attempts``, ``backoff`` (``kind``, ``base_ms``, ``max_ms``, ``jitter``),
-    ``timeout_ms``. ``InvalidArgumentError`` for bytes that are not an envelope this build reads."""
+    ``timeout_ms``, and when set ``task``, ``format`` and ``trace`` (a dict of W3C Trace Context
+    headers); fields of later versions are left out. ``InvalidArgumentError`` for bytes that are
+    not an envelope this build reads."""
 
 def encode_envelope(fields: dict[str, Any]) -> bytes:
     """The envelope bytes for ``fields`` (as ``decode_envelope`` returns them; ``v`` defaults to

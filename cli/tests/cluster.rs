@@ -1,0 +1,229 @@
+//! The `tideq` binary against a local 6-node Redis Cluster (tests/cluster/redis-cluster.sh): the
+//! operator's commands and the exporter see a queue sharded over the masters as the library does.
+
+use std::net::TcpListener;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use tideq::{Client, Config, EnqueueOptions, JobState, Queue, QueueOptions};
+
+/// A local cluster (3 masters, 3 replicas), torn down on drop.
+struct Cluster {
+    nodes: Vec<String>,
+    dir: std::path::PathBuf,
+}
+
+const SCRIPT: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../tests/cluster/redis-cluster.sh"
+);
+
+impl Cluster {
+    fn start() -> Self {
+        let dir = std::env::temp_dir().join(format!("tideq-cli-cluster-{}", std::process::id()));
+        let out = Command::new("bash")
+            .arg(SCRIPT)
+            .arg("start")
+            .arg(&dir)
+            .output()
+            .expect("bash");
+        assert!(
+            out.status.success(),
+            "cluster start failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let nodes = String::from_utf8_lossy(&out.stdout)
+            .trim()
+            .split(',')
+            .map(|h| format!("redis://{h}"))
+            .collect();
+        Cluster { nodes, dir }
+    }
+
+    fn client(&self) -> Client {
+        Client::new(Config::cluster(self.nodes.clone())).unwrap()
+    }
+
+    /// Runs `tideq --cluster <seed> --cluster <seed> args...`.
+    fn tideq(&self, args: &[&str]) -> Output {
+        Command::new(env!("CARGO_BIN_EXE_tideq"))
+            .args(["--cluster", &self.nodes[0], "--cluster", &self.nodes[1]])
+            .args(args)
+            .env_remove("TIDEQ_REDIS_URL")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let _ = Command::new("bash")
+            .arg(SCRIPT)
+            .arg("stop")
+            .arg(&self.dir)
+            .output();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+fn json(out: Output) -> Value {
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "stdout: {text}\nstderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn http_get(port: u16, path: &str) -> Option<String> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").ok()?;
+    let mut out = String::new();
+    s.read_to_string(&mut out).ok()?;
+    Some(out.split_once("\r\n\r\n")?.1.to_string())
+}
+
+#[test]
+fn on_a_cluster_the_commands_and_the_exporter_see_a_sharded_queue_as_the_library_does() {
+    let cluster = Cluster::start();
+    let rt = rt();
+    let client = cluster.client();
+    let q = Queue::sharded(&client, "orders", 3, QueueOptions::default()).unwrap();
+    rt.block_on(async {
+        for i in 0..30 {
+            let opts = EnqueueOptions {
+                id: Some(format!("o{i}")),
+                ..Default::default()
+            };
+            q.enqueue(b"x", opts).await.unwrap();
+        }
+        // Two dead letters, on whichever shards their ids fall.
+        for id in ["d1", "d2"] {
+            let opts = EnqueueOptions {
+                id: Some(id.into()),
+                max_attempts: Some(1),
+                delay: Some(Duration::from_millis(1)),
+                ..Default::default()
+            };
+            q.enqueue(b"doomed", opts).await.unwrap();
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        // Lease everything, fail the doomed two, give the rest back by completing nothing: they
+        // stay active until their leases expire, so ack them to leave the ready count known.
+        let jobs = q.lease_jobs(100, Duration::from_secs(60)).await.unwrap();
+        for job in &jobs {
+            if job.id.starts_with('d') {
+                q.fail(job, "boom").await.unwrap();
+            } else {
+                q.complete(job).await.unwrap();
+            }
+        }
+        for i in 30..40 {
+            q.enqueue(format!("{i}"), EnqueueOptions::default())
+                .await
+                .unwrap();
+        }
+        let capped =
+            tideq::CappedQueue::new(&client, "ticks", tideq::CappedOptions::default()).unwrap();
+        capped.push("g", b"1").await.unwrap();
+    });
+    let stats = rt.block_on(q.stats()).unwrap();
+    assert_eq!((stats.ready, stats.dead, stats.completed), (10, 2, 30));
+
+    let queues = json(cluster.tideq(&["queues", "--json"]));
+    let list = queues.as_array().unwrap();
+    let orders = list.iter().find(|q| q["name"] == "orders").expect("orders");
+    assert_eq!(orders["shards"], 3, "{queues}");
+    assert!(list.iter().any(|q| q["name"] == "ticks"), "{queues}");
+
+    let s = json(cluster.tideq(&["--shards", "3", "stats", "orders", "--json"]));
+    assert_eq!(s["ready"], 10, "{s}");
+    assert_eq!(s["dead"], 2, "{s}");
+    assert_eq!(s["completed"], 30, "{s}");
+
+    let dead = json(cluster.tideq(&["--shards", "3", "jobs", "orders", "dead", "--json"]));
+    let mut ids: Vec<&str> = dead
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| j["id"].as_str().unwrap())
+        .collect();
+    ids.sort();
+    assert_eq!(ids, ["d1", "d2"]);
+
+    let out = cluster.tideq(&["--shards", "3", "dead", "orders", "requeue", "d2"]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let info = rt.block_on(q.get("d2")).unwrap().unwrap();
+    assert_eq!(info.state, JobState::Ready);
+
+    let out = cluster.tideq(&["--shards", "3", "pause", "orders"]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(rt.block_on(q.is_paused()).unwrap());
+    let out = cluster.tideq(&["--shards", "3", "resume", "orders"]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(!rt.block_on(q.is_paused()).unwrap());
+
+    // The exporter discovers both queues (with their shard counts) and reports the sharded one's
+    // counts summed over its shards.
+    let port = free_port();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tideq"))
+        .args(["--cluster", &cluster.nodes[0], "exporter", "--listen"])
+        .arg(format!("127.0.0.1:{port}"))
+        .args(["--refresh", "0.2"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let text = loop {
+        if let Some(t) = http_get(port, "/metrics").filter(|t| t.contains("orders")) {
+            break t;
+        }
+        assert!(Instant::now() < deadline, "the exporter did not answer");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let _ = child.kill();
+    let _ = child.wait();
+    let stats = rt.block_on(q.stats()).unwrap();
+    let value = |series: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(series)?.trim().parse::<f64>().ok())
+    };
+    assert_eq!(
+        value("tideq_jobs{queue=\"orders\",state=\"ready\"}"),
+        Some(stats.ready as f64),
+        "{text}"
+    );
+    assert_eq!(
+        value("tideq_jobs{queue=\"orders\",state=\"dead\"}"),
+        Some(stats.dead as f64),
+        "{text}"
+    );
+    assert_eq!(
+        value("tideq_capped_pushed_total{queue=\"ticks\"}"),
+        Some(1.0),
+        "{text}"
+    );
+    assert_eq!(value("tideq_exporter_refresh_ok"), Some(1.0), "{text}");
+}

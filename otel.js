@@ -1,0 +1,163 @@
+// OpenTelemetry for tideq's Node binding, in JS because the host's OpenTelemetry lives in JS.
+// `index.js` calls `instrument(binding)` once, when the package is loaded. When
+// `@opentelemetry/api` (an optional peer dependency) cannot be loaded, nothing is changed and
+// nothing else is loaded. Otherwise `Queue`'s methods are wrapped:
+// - producer: `enqueue` and `enqueueMany` carry the active span's trace context (W3C
+//   `traceparent`/`tracestate`, injected with the global propagator) in the job's `trace` when
+//   the caller gave none; the core validates and stores it in the job's envelope;
+// - worker: `work` and `run` run each job handler (a single handler, or each task handler) inside
+//   a consumer span `<queue> process` whose parent is the job's trace context, so spans the
+//   handler makes are its children; a throw or rejection records the exception and sets the
+//   span's status to ERROR, then propagates unchanged. Batch handlers (`workBatches`,
+//   `runBatches`) are not wrapped.
+'use strict';
+
+const { isPromise } = require('node:util').types;
+
+/** The core's checks on a trace context (`tideq::envelope::validate_trace_context`). */
+const TRACEPARENT = /^(?!ff)[0-9a-f]{2}-(?!0{32})[0-9a-f]{32}-(?!0{16})[0-9a-f]{16}-[0-9a-f]{2}$/;
+const MAX_TRACE_LEN = 1024;
+
+/** `@opentelemetry/api`, or `null` when it is not installed (or does not load). */
+function loadApi() {
+  try {
+    return require('@opentelemetry/api');
+  } catch {
+    return null;
+  }
+}
+
+/** Wraps the methods of `binding.Queue`; returns whether OpenTelemetry was found. */
+function instrument(binding) {
+  const api = loadApi();
+  if (api === null) return false;
+  const { context, propagation, trace, ROOT_CONTEXT, SpanKind, SpanStatusCode } = api;
+  const version = require('./package.json').version;
+
+  /** The active span's context as a job's `trace`, or `undefined` when there is none. */
+  function currentTrace() {
+    const active = context.active();
+    const span = trace.getSpan(active);
+    if (span === undefined || !trace.isSpanContextValid(span.spanContext())) return undefined;
+    const carrier = {};
+    propagation.inject(active, carrier);
+    // Only the W3C Trace Context headers (a propagator may write others, e.g. baggage).
+    const traceparent = carrier.traceparent;
+    // No propagator set (the API's default is a no-op), or one that writes something else.
+    if (typeof traceparent !== 'string' || !TRACEPARENT.test(traceparent)) return undefined;
+    const out = { traceparent };
+    const { tracestate } = carrier;
+    if (typeof tracestate === 'string' && tracestate !== '' && 'traceparent'.length + traceparent.length + 'tracestate'.length + tracestate.length <= MAX_TRACE_LEN) {
+      out.tracestate = tracestate;
+    }
+    return out;
+  }
+
+  /** Whether `opts` (a job's options) leaves `trace` to the active span. */
+  const wantsTrace = (opts) => opts == null || (typeof opts === 'object' && !Array.isArray(opts) && opts.trace == null);
+  const withTrace = (opts, carrier) => (opts == null ? { trace: carrier } : { ...opts, trace: carrier });
+
+  /** A job handler run inside a consumer span; `at` is where the job is among its arguments. */
+  function traced(queue, handler, at) {
+    const name = `${queue} process`;
+    const wrapped = function (...args) {
+      const job = args[at];
+      const parent = propagation.extract(ROOT_CONTEXT, job.trace ?? {});
+      const attributes = {
+        'messaging.system': 'tideq',
+        'messaging.operation.type': 'process',
+        'messaging.operation.name': 'process',
+        'messaging.destination.name': queue,
+        'messaging.message.id': job.id,
+        'tideq.attempt': job.attempt,
+      };
+      const task = job.task;
+      if (task != null) attributes['tideq.task'] = task;
+      const span = trace.getTracer('tideq', version).startSpan(name, { kind: SpanKind.CONSUMER, attributes }, parent);
+      // A throw or rejection: recorded on the span, then passed on as it is.
+      const fail = (err) => {
+        span.recordException(err instanceof Error || typeof err === 'string' ? err : String(err));
+        span.setStatus({ code: SpanStatusCode.ERROR, message: err instanceof Error ? err.message : String(err) });
+        span.end();
+        return err;
+      };
+      let result;
+      try {
+        result = context.with(trace.setSpan(parent, span), handler, this, ...args);
+      } catch (err) {
+        throw fail(err);
+      }
+      if (!isPromise(result)) {
+        span.end();
+        return result;
+      }
+      // The span ends when the handler's Promise settles.
+      return result.then(
+        (value) => {
+          span.end();
+          return value;
+        },
+        (err) => {
+          throw fail(err);
+        },
+      );
+    };
+    Object.defineProperty(wrapped, 'length', { value: handler.length });
+    Object.defineProperty(wrapped, 'name', { value: handler.name });
+    return wrapped;
+  }
+
+  /** `work`/`run`'s first argument with its job handlers wrapped; anything else as it is. */
+  function tracedHandlers(queue, handler) {
+    if (typeof handler === 'function') return traced(queue, handler, 0);
+    if (handler === null || typeof handler !== 'object' || Array.isArray(handler)) return handler;
+    // Task handlers, called with (data, job). The native side lists keys as `for...in` does.
+    const out = {};
+    for (const name in handler) {
+      const h = handler[name];
+      out[name] = typeof h === 'function' ? traced(queue, h, 1) : h;
+    }
+    return out;
+  }
+
+  const proto = binding.Queue.prototype;
+  const native = { enqueue: proto.enqueue, enqueueMany: proto.enqueueMany, work: proto.work, run: proto.run };
+  const wrappers = {
+    enqueue(...args) {
+      const carrier = currentTrace();
+      if (carrier !== undefined) {
+        // enqueue(name, data, options) or enqueue(payload, options).
+        const at = typeof args[0] === 'string' ? 2 : 1;
+        if (args.length <= at + 1 && wantsTrace(args[at])) {
+          while (args.length <= at) args.push(undefined);
+          args[at] = withTrace(args[at], carrier);
+        }
+      }
+      return native.enqueue.apply(this, args);
+    },
+    enqueueMany(jobs, ...rest) {
+      // One injection per call, into each job without a trace of its own.
+      const carrier = Array.isArray(jobs) ? currentTrace() : undefined;
+      if (carrier !== undefined) {
+        jobs = jobs.map((job) => {
+          if (job instanceof Uint8Array) return { payload: job, trace: carrier };
+          return job !== null && wantsTrace(job) ? withTrace(job, carrier) : job;
+        });
+      }
+      return native.enqueueMany.call(this, jobs, ...rest);
+    },
+    work(handler, ...rest) {
+      return native.work.call(this, tracedHandlers(this.name, handler), ...rest);
+    },
+    run(handler, ...rest) {
+      return native.run.call(this, tracedHandlers(this.name, handler), ...rest);
+    },
+  };
+  for (const [key, wrapper] of Object.entries(wrappers)) {
+    Object.defineProperty(wrapper, 'length', { value: native[key].length });
+    Object.defineProperty(proto, key, { ...Object.getOwnPropertyDescriptor(proto, key), value: wrapper });
+  }
+  return true;
+}
+
+module.exports = { instrument };
