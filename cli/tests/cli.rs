@@ -557,22 +557,6 @@ fn bench_reports_positive_rates_and_drains_its_queue() {
     assert_eq!(bad.status.code(), Some(2));
 }
 
-/// A plain HTTP/1.0 GET (the exporter's scrape), the body; `None` until it answers.
-fn http_get(port: u16, path: &str) -> Option<String> {
-    use std::io::{Read, Write};
-    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
-    write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").ok()?;
-    let mut out = String::new();
-    s.read_to_string(&mut out).ok()?;
-    Some(out.split_once("\r\n\r\n")?.1.to_string())
-}
-
-/// The value of one series in Prometheus text.
-fn series(text: &str, name_and_labels: &str) -> Option<f64> {
-    text.lines()
-        .find_map(|l| l.strip_prefix(name_and_labels)?.trim().parse().ok())
-}
-
 #[test]
 fn the_exporter_serves_each_queues_counts_equal_to_its_stats() {
     let redis = Redis::start();

@@ -1,107 +1,13 @@
 //! The `tideq` binary against a local 6-node Redis Cluster (tests/cluster/redis-cluster.sh): the
 //! operator's commands and the exporter see a queue sharded over the masters as the library does.
 
-use std::net::TcpListener;
-use std::process::{Command, Output, Stdio};
+mod common;
+
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
-use tideq::{Client, Config, EnqueueOptions, JobState, Queue, QueueOptions};
-
-/// A local cluster (3 masters, 3 replicas), torn down on drop.
-struct Cluster {
-    nodes: Vec<String>,
-    dir: std::path::PathBuf,
-}
-
-const SCRIPT: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../tests/cluster/redis-cluster.sh"
-);
-
-impl Cluster {
-    fn start() -> Self {
-        let dir = std::env::temp_dir().join(format!("tideq-cli-cluster-{}", std::process::id()));
-        let out = Command::new("bash")
-            .arg(SCRIPT)
-            .arg("start")
-            .arg(&dir)
-            .output()
-            .expect("bash");
-        assert!(
-            out.status.success(),
-            "cluster start failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let nodes = String::from_utf8_lossy(&out.stdout)
-            .trim()
-            .split(',')
-            .map(|h| format!("redis://{h}"))
-            .collect();
-        Cluster { nodes, dir }
-    }
-
-    fn client(&self) -> Client {
-        Client::new(Config::cluster(self.nodes.clone())).unwrap()
-    }
-
-    /// Runs `tideq --cluster <seed> --cluster <seed> args...`.
-    fn tideq(&self, args: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_tideq"))
-            .args(["--cluster", &self.nodes[0], "--cluster", &self.nodes[1]])
-            .args(args)
-            .env_remove("TIDEQ_REDIS_URL")
-            .stdin(Stdio::null())
-            .output()
-            .unwrap()
-    }
-}
-
-impl Drop for Cluster {
-    fn drop(&mut self) {
-        let _ = Command::new("bash")
-            .arg(SCRIPT)
-            .arg("stop")
-            .arg(&self.dir)
-            .output();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
-fn json(out: Output) -> Value {
-    let text = String::from_utf8(out.stdout).unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "stdout: {text}\nstderr: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn http_get(port: u16, path: &str) -> Option<String> {
-    use std::io::{Read, Write};
-    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
-    write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").ok()?;
-    let mut out = String::new();
-    s.read_to_string(&mut out).ok()?;
-    Some(out.split_once("\r\n\r\n")?.1.to_string())
-}
+use common::*;
+use tideq::{EnqueueOptions, JobState, Queue, QueueOptions};
 
 #[test]
 fn on_a_cluster_the_commands_and_the_exporter_see_a_sharded_queue_as_the_library_does() {
@@ -206,10 +112,7 @@ fn on_a_cluster_the_commands_and_the_exporter_see_a_sharded_queue_as_the_library
     let _ = child.kill();
     let _ = child.wait();
     let stats = rt.block_on(q.stats()).unwrap();
-    let value = |series: &str| {
-        text.lines()
-            .find_map(|l| l.strip_prefix(series)?.trim().parse::<f64>().ok())
-    };
+    let value = |name: &str| series(&text, name);
     assert_eq!(
         value("tideq_jobs{queue=\"orders\",state=\"ready\"}"),
         Some(stats.ready as f64),

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use serde_json::Value;
-use tideq::{CappedOptions, CappedQueue, Client, Config, JobState, Queue, QueueOptions};
+use tideq::{CappedOptions, CappedQueue, Client, JobState, Queue, QueueOptions};
 
 /// A `tideq dashboard` child process on a free port, killed on drop.
 struct Dashboard {
@@ -576,39 +576,8 @@ fn the_refresh_loop_costs_at_most_one_redis_command_per_second_per_queue_by_defa
 #[test]
 fn on_a_cluster_the_overview_lists_a_queue_and_its_counts() {
     let rt = rt();
-    let dir = std::env::temp_dir().join(unique("tideq-cli-cluster"));
-    let script = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../tests/cluster/redis-cluster.sh"
-    );
-    struct Stop(std::path::PathBuf, &'static str);
-    impl Drop for Stop {
-        fn drop(&mut self) {
-            let _ = Command::new("bash")
-                .arg(self.1)
-                .arg("stop")
-                .arg(&self.0)
-                .output();
-        }
-    }
-    let out = Command::new("bash")
-        .arg(script)
-        .arg("start")
-        .arg(&dir)
-        .output()
-        .unwrap();
-    let _stop = Stop(dir.clone(), script);
-    assert!(
-        out.status.success(),
-        "cluster start: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let seeds: Vec<String> = String::from_utf8_lossy(&out.stdout)
-        .trim()
-        .split(',')
-        .map(|h| format!("redis://{h}"))
-        .collect();
-    let client = Client::new(Config::cluster(seeds.clone())).unwrap();
+    let cluster = Cluster::start();
+    let client = cluster.client();
     let q = Queue::new(&client, "clustered", QueueOptions::default()).unwrap();
     rt.block_on(async {
         dead_job(&q, "d1").await;
@@ -616,11 +585,7 @@ fn on_a_cluster_the_overview_lists_a_queue_and_its_counts() {
             q.enqueue(format!("{i}"), Default::default()).await.unwrap();
         }
     });
-    let mut conn: Vec<&str> = Vec::new();
-    for s in &seeds {
-        conn.extend(["--cluster", s]);
-    }
-    let d = Dashboard::start(&conn, &[], &[]);
+    let d = Dashboard::start(&cluster.flags(), &[], &[]);
     let s = d.entry("jobs", "clustered")["stats"].clone();
     assert_eq!((count(&s, "ready"), count(&s, "dead")), (3, 1));
     let r = d.post("/api/queues/clustered/dead/d1/requeue");

@@ -1,5 +1,5 @@
-//! What the CLI's tests share: a private `redis-server` on a free loopback port, running the
-//! `tideq` binary, reading its output, making dead jobs.
+//! What the CLI's tests share: a private `redis-server` on a free loopback port (or a local
+//! Redis Cluster), running the `tideq` binary, reading its output and scrapes, making dead jobs.
 #![allow(dead_code)]
 
 use std::net::TcpListener;
@@ -140,5 +140,87 @@ pub fn with_id(id: &str) -> EnqueueOptions {
     EnqueueOptions {
         id: Some(id.to_string()),
         ..Default::default()
+    }
+}
+
+/// A plain HTTP/1.0 GET (the exporter's scrape), the body; `None` until it answers.
+pub fn http_get(port: u16, path: &str) -> Option<String> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").ok()?;
+    let mut out = String::new();
+    s.read_to_string(&mut out).ok()?;
+    Some(out.split_once("\r\n\r\n")?.1.to_string())
+}
+
+/// The value of one series in Prometheus text.
+pub fn series(text: &str, name_and_labels: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name_and_labels)?.trim().parse().ok())
+}
+
+/// A local 6-node Redis Cluster (3 masters, 3 replicas) started by
+/// tests/cluster/redis-cluster.sh, torn down on drop.
+pub struct Cluster {
+    pub nodes: Vec<String>,
+    dir: std::path::PathBuf,
+}
+
+const CLUSTER_SCRIPT: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../tests/cluster/redis-cluster.sh"
+);
+
+impl Cluster {
+    pub fn start() -> Self {
+        let dir = std::env::temp_dir().join(unique("tideq-cli-cluster"));
+        let out = Command::new("bash")
+            .arg(CLUSTER_SCRIPT)
+            .arg("start")
+            .arg(&dir)
+            .output()
+            .expect("bash");
+        let cluster = Cluster {
+            nodes: String::from_utf8_lossy(&out.stdout)
+                .trim()
+                .split(',')
+                .map(|h| format!("redis://{h}"))
+                .collect(),
+            dir,
+        };
+        assert!(
+            out.status.success(),
+            "cluster start failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        cluster
+    }
+
+    pub fn client(&self) -> Client {
+        Client::new(tideq::Config::cluster(self.nodes.clone())).unwrap()
+    }
+
+    /// `--cluster <seed>` for every node.
+    pub fn flags(&self) -> Vec<&str> {
+        self.nodes
+            .iter()
+            .flat_map(|n| ["--cluster", n.as_str()])
+            .collect()
+    }
+
+    /// Runs `tideq --cluster <seed>... args...`.
+    pub fn tideq(&self, args: &[&str]) -> Output {
+        run(&[&self.flags()[..], args].concat())
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let _ = Command::new("bash")
+            .arg(CLUSTER_SCRIPT)
+            .arg("stop")
+            .arg(&self.dir)
+            .output();
+        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
