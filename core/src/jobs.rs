@@ -10,14 +10,13 @@ use std::time::Duration;
 use redis::Value;
 
 use crate::client::Client;
-use crate::envelope::{Envelope, ENVELOPE_VERSION};
+use crate::envelope::{Envelope, TraceContext, ENVELOPE_VERSION};
 use crate::error::{Error, ErrorKind, Result};
 use crate::job::{
     ms, new_job_id, now_ms, validate_job_id, validate_label, EnqueueOptions, Enqueued,
     QueueOptions, MAX_BATCH, MAX_PRIORITY,
 };
 use crate::keys::{shard_of, JobKeys};
-use crate::otel::trace_of;
 use crate::scripts::{LuaScript, ENQUEUE_JOBS};
 
 /// Most jobs per enqueue script call; all calls of one `enqueue_many` go in one pipeline.
@@ -131,11 +130,14 @@ impl Queue {
 
     /// The job's envelope, delay and run-at time, after checking every option. `id`: the id the
     /// job gets when the caller gave none (a debounce replacing a waiting job sends that job's).
+    /// `ambient`: the trace context the job carries when its options give none
+    /// ([`crate::otel::ambient`], looked up once per call).
     pub(crate) fn envelope(
         &self,
         payload: &[u8],
         o: &EnqueueOptions,
         id: Option<&str>,
+        ambient: Option<&TraceContext>,
     ) -> Result<(Envelope, u64, u64)> {
         let limit = self.client.config().max_payload();
         if payload.len() > limit {
@@ -221,7 +223,7 @@ impl Queue {
             timeout_ms: timeout.map(ms),
             task: o.task.clone(),
             format: o.format,
-            trace: trace_of(o),
+            trace: o.trace.clone().or_else(|| ambient.cloned()),
         };
         Ok((env, delay, o.run_at_ms.unwrap_or(0)))
     }
@@ -271,7 +273,8 @@ impl Queue {
     /// enqueue got there first (then read again).
     async fn enqueue_debounced(&self, payload: &[u8], o: &EnqueueOptions) -> Result<Enqueued> {
         let key = &o.debounce.as_ref().expect("debounce").key;
-        self.envelope(payload, o, None)?;
+        let ambient = crate::otel::ambient(std::iter::once(o));
+        self.envelope(payload, o, None, ambient.as_ref())?;
         let shard = self.shard_for_job("", o);
         for _ in 0..32 {
             let mut conn = self.client.conn().await?;
@@ -283,7 +286,7 @@ impl Queue {
             let expect = cur.as_deref().unwrap_or("");
             let mut id = cur.as_deref();
             loop {
-                let prepared = vec![self.envelope(payload, o, id)?];
+                let prepared = vec![self.envelope(payload, o, id, ambient.as_ref())?];
                 let reply = self.send(shard, &[o], &prepared, &[0], "", expect).await?;
                 match reply[0].1 {
                     Reply::Retry => break,
@@ -327,6 +330,7 @@ impl Queue {
                 jobs.len()
             )));
         }
+        let ambient = crate::otel::ambient(jobs.iter().map(|(_, o)| o));
         let mut prepared = Vec::with_capacity(jobs.len());
         for (i, (payload, o)) in jobs.iter().enumerate() {
             let env = if o.debounce.is_some() && jobs.len() > 1 {
@@ -334,7 +338,7 @@ impl Queue {
                     "debounce applies to enqueue (one job at a time), not enqueue_many",
                 ))
             } else {
-                self.envelope(payload.as_ref(), o, None)
+                self.envelope(payload.as_ref(), o, None, ambient.as_ref())
             };
             prepared.push(env.map_err(|e| {
                 if jobs.len() > 1 {

@@ -22,12 +22,16 @@ use crate::envelope::TraceContext;
 use crate::job::{EnqueueOptions, Job};
 use crate::worker::{JobFuture, JobHandler};
 
-/// The trace context an enqueue carries: the one given, else (feature `opentelemetry`) the
-/// caller's current span's.
-pub(crate) fn trace_of(o: &EnqueueOptions) -> Option<TraceContext> {
-    match &o.trace {
-        Some(t) => Some(t.clone()),
-        None => current(),
+/// The caller's current span's trace context (feature `opentelemetry`; else none), for the jobs
+/// of an enqueue call that give no [`EnqueueOptions::trace`]: looked up once per call, only when
+/// one of them needs it.
+pub(crate) fn ambient<'a>(
+    mut opts: impl Iterator<Item = &'a EnqueueOptions>,
+) -> Option<TraceContext> {
+    if opts.any(|o| o.trace.is_none()) {
+        current()
+    } else {
+        None
     }
 }
 

@@ -228,7 +228,7 @@ impl Queue {
         }
         let slots = Slots::of(&every)?;
         // Every other option is checked as an enqueue would check it.
-        self.envelope(payload.as_ref(), &opts, None)?;
+        self.envelope(payload.as_ref(), &opts, None, None)?;
         let stored = Stored {
             cron: match &every {
                 Every::Cron { pattern, .. } => Some(pattern.clone()),
@@ -391,7 +391,7 @@ impl Queue {
             id: Some(format!("{name}@{fired}")),
             ..spec.options()
         };
-        let prepared = vec![self.envelope(&spec.payload, &opts, None)?];
+        let prepared = vec![self.envelope(&spec.payload, &opts, None, None)?];
         let guard = format!("{version}|{slot}|{next}|{name}");
         let reply = self
             .send(shard, &[&opts], &prepared, &[0], &guard, "")

@@ -225,3 +225,39 @@ async fn a_malformed_trace_context_is_invalid_and_nothing_is_written() {
     assert_eq!(q.stats().await.unwrap().ready, 0);
     assert!(q.get("bad").await.unwrap().is_none());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn enqueue_many_in_a_span_gives_its_context_to_every_job_without_one_of_its_own() {
+    let t = telemetry();
+    let server = RedisServer::start();
+    let q = queue(&server.url);
+    let producer = t.provider.tracer("producer").start("import");
+    let sent = producer.span_context().clone();
+    let cx = Context::current_with_span(producer);
+    let given = TraceContext::from([(
+        "traceparent".to_string(),
+        "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01".to_string(),
+    )]);
+    let own = EnqueueOptions {
+        trace: Some(given.clone()),
+        ..id("own")
+    };
+    let jobs = vec![
+        (b"a".to_vec(), id("a")),
+        (b"b".to_vec(), id("b")),
+        (b"c".to_vec(), own),
+    ];
+    q.enqueue_many(&jobs).with_context(cx).await.unwrap();
+    let leased = q.lease_jobs(10, Duration::from_secs(30)).await.unwrap();
+    assert_eq!(leased.len(), 3);
+    for job in leased {
+        let trace = job.trace.expect("a trace context");
+        if job.id == "own" {
+            assert_eq!(trace, given);
+        } else {
+            let tp = &trace["traceparent"];
+            assert!(tp.contains(&sent.trace_id().to_string()), "{tp}");
+            assert!(tp.contains(&sent.span_id().to_string()), "{tp}");
+        }
+    }
+}
