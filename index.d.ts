@@ -206,7 +206,7 @@ export declare class Job {
   /** When this attempt started (the job was leased): ms since the epoch, Redis clock. */
   get startedAt(): number
   /**
-   * The task's name when the job was enqueued as a task (`enqueue(name, data)`); `null` for
+   * The task's name when the job was enqueued as a task (`enqueueTask(name, data)`); `null` for
    * a job with a raw payload.
    */
   get task(): string | null
@@ -267,8 +267,8 @@ export declare class Job {
  * still work), `NOT_REDIS`, `EVICTION_POLICY` (the client's `evictionCheck: 'refuse'`), `REDIS`,
  * `JOB_NOT_FOUND`, `JOB_NOT_CANCELLABLE`, `NOT_REPLICATED` (an enqueue the client's
  * `replicaAck` replicas did not confirm in time; the job is on the primary), `JOB_FAILED` (a
- * job `wait` waited for went to the dead letters or was cancelled) and `TIMEOUT` (a `wait` ran
- * out of time). An argument of the wrong JS type is a `TypeError` whose code is
+ * job `wait` waited for went to the dead letters or was cancelled), `TIMEOUT` (a `wait` ran
+ * out of time) and `NOT_SUPPORTED` (the server is older than Redis 7.0 or Valkey 7.2). An argument of the wrong JS type is a `TypeError` whose code is
  * `INVALID_ARGUMENT`. Async methods reject (they never throw synchronously), with the stack of
  * the call; constructors throw.
  */
@@ -357,21 +357,22 @@ export declare class Queue {
   get keepForMs(): number | null
   get maxErrorLen(): number
   /**
-   * Enqueues task `name` with `data` (encoded as JSON by default; `options.format:
-   * 'msgpack'` for MessagePack), for a worker started with `work({ [name]: handler })`. A
-   * string first argument is always a task name. With an `id` that already exists nothing is
-   * written and `created` is false; with a `dedup` key that names a job, nothing is written
-   * and `id` is that job's (a `debounce` key replaces that job's data, options and delay).
-   */
-  enqueue(name: string, data?: unknown, options?: EnqueueOptions): Promise<Enqueued>
-  /**
    * Enqueues one job with a raw payload (a `Buffer` or `Uint8Array`; for text,
    * `Buffer.from(text)`), for a handler that reads `job.payload`. With an `id` that already
    * exists nothing is written and `created` is false; with a `dedup` key that names a job,
    * nothing is written and `id` is that job's (a `debounce` key replaces that job's payload,
-   * options and delay).
+   * options and delay). A string is refused with a `TypeError` (nothing is written): a task
+   * by name is `enqueueTask(name, data, options)`.
    */
   enqueue(payload: Buffer | Uint8Array, options?: EnqueueOptions): Promise<Enqueued>
+  /**
+   * Enqueues task `name` with `data` (encoded as JSON by default; `options.format:
+   * 'msgpack'` for MessagePack), for a worker started with `work({ [name]: handler })`. With
+   * an `id` that already exists nothing is written and `created` is false; with a `dedup`
+   * key that names a job, nothing is written and `id` is that job's (a `debounce` key
+   * replaces that job's data, options and delay).
+   */
+  enqueueTask(name: string, data?: unknown, options?: EnqueueOptions): Promise<Enqueued>
   /**
    * Enqueues many jobs in one round trip, each a task `{ name, data, ...options }` or a raw
    * job `{ payload, ...options }` (or a bare `Buffer`). Every job is checked first: on bad
@@ -423,7 +424,7 @@ export declare class Queue {
   /** Jobs per state and the queue's lifetime counters. */
   stats(): Promise<JobStats>
   /**
-   * Leases up to `max` ready jobs (due delayed jobs are promoted first) for processing
+   * Leases up to `max` (at most 1000) ready jobs (due delayed jobs are promoted first) for processing
    * without a worker; resolves with them (empty when nothing is ready). Settle each with
    * `complete`, `fail` or `release`, and renew a long one with `extend`: a job whose lease
    * expires is delivered again. Their `signal` is never aborted.
@@ -478,7 +479,7 @@ export declare class Queue {
    * Starts a worker, up to `concurrency` jobs at a time. `handler` is either a function
    * called with each job, or an object of task handlers by name, `{ 'send-email': (data,
    * job) => ... }`, each called with the job's decoded `data` for the jobs enqueued with its
-   * name (`enqueue(name, data)`); a job with another name, or none, is dead-lettered at once
+   * name (`enqueueTask(name, data)`); a job with another name, or none, is dead-lettered at once
    * (not retried) with an error naming the tasks this worker runs. A handler that throws or
    * rejects fails the attempt: the error is reported (`onError`, else `console.error`), its
    * text (`name: message`) is stored with the job, and the job is retried after its backoff,
@@ -621,7 +622,10 @@ export interface Batch {
  * field but `size` is optional.
  */
 export interface BatchWorkerOptions {
-  /** Most jobs per handler call; at most `concurrency` (whose default is 10). Default 10. */
+  /**
+   * Most jobs per handler call; at most `concurrency` (whose default is 10) and at most 1000.
+   * Default 10.
+   */
   size?: number
   /**
    * Longest a leased job waits for its batch to fill (its lease is renewed meanwhile); 0
@@ -837,7 +841,7 @@ export interface Enqueued {
 }
 
 /**
- * Options of one job (`enqueue(name, data, options)`, `enqueue(payload, options)`, or the
+ * Options of one job (`enqueueTask(name, data, options)`, `enqueue(payload, options)`, or the
  * fields next to `name`/`payload` in `enqueueMany`). Every field is optional.
  */
 export interface EnqueueOptions {
@@ -869,7 +873,7 @@ export interface EnqueueOptions {
    */
   group?: string
   /**
-   * Tasks only (`enqueue(name, data)`): how the data is encoded, `'json'` (with
+   * Tasks only (`enqueueTask(name, data)`): how the data is encoded, `'json'` (with
    * `JSON.stringify`, the default) or `'msgpack'` (MessagePack: Buffers stay binary).
    */
   format?: 'json' | 'msgpack'
@@ -1398,7 +1402,8 @@ export interface WorkerOptions {
   /** Jobs run at the same time. Default 10. */
   concurrency?: number
   /**
-   * Most jobs leased per fetch; 0: half the concurrency (two fetches are kept in flight).
+   * Most jobs leased per fetch, at most 1000; 0: half the concurrency, at most 1000 (two
+   * fetches are kept in flight).
    * Default 0.
    */
   batchSize?: number

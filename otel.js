@@ -2,7 +2,7 @@
 // `index.js` calls `instrument(binding)` once, when the package is loaded. When
 // `@opentelemetry/api` (an optional peer dependency) cannot be loaded, nothing is changed and
 // nothing else is loaded. Otherwise `Queue`'s methods are wrapped:
-// - producer: `enqueue` and `enqueueMany` carry the active span's trace context (W3C
+// - producer: `enqueue`, `enqueueTask` and `enqueueMany` carry the active span's trace context (W3C
 //   `traceparent`/`tracestate`, injected with the global propagator) in the job's `trace` when
 //   the caller gave none; the core validates and stores it in the job's envelope;
 // - worker: `work` and `run` run each job handler (a single handler, or each task handler) inside
@@ -121,19 +121,30 @@ function instrument(binding) {
   }
 
   const proto = binding.Queue.prototype;
-  const native = { enqueue: proto.enqueue, enqueueMany: proto.enqueueMany, work: proto.work, run: proto.run };
+  const native = {
+    enqueue: proto.enqueue,
+    enqueueTask: proto.enqueueTask,
+    enqueueMany: proto.enqueueMany,
+    work: proto.work,
+    run: proto.run,
+  };
+  // The options argument of a call (`at`), given the active span's context unless it has one.
+  const withCallerTrace = (args, at) => {
+    const carrier = currentTrace();
+    if (carrier !== undefined && args.length <= at + 1 && wantsTrace(args[at])) {
+      while (args.length <= at) args.push(undefined);
+      args[at] = withTrace(args[at], carrier);
+    }
+    return args;
+  };
   const wrappers = {
+    // enqueue(payload, options)
     enqueue(...args) {
-      const carrier = currentTrace();
-      if (carrier !== undefined) {
-        // enqueue(name, data, options) or enqueue(payload, options).
-        const at = typeof args[0] === 'string' ? 2 : 1;
-        if (args.length <= at + 1 && wantsTrace(args[at])) {
-          while (args.length <= at) args.push(undefined);
-          args[at] = withTrace(args[at], carrier);
-        }
-      }
-      return native.enqueue.apply(this, args);
+      return native.enqueue.apply(this, withCallerTrace(args, 1));
+    },
+    // enqueueTask(name, data, options)
+    enqueueTask(...args) {
+      return native.enqueueTask.apply(this, withCallerTrace(args, 2));
     },
     enqueueMany(jobs, ...rest) {
       // One injection per call, into each job without a trace of its own.

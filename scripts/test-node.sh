@@ -20,6 +20,9 @@ echo "== npm install (the napi CLI), then napi build (the addon, and index.d.ts 
 TIDEQ_SKIP_ADDON_BUILD=1 npm install --no-audit --no-fund
 npm run --silent build
 
+# TIDEQ_BUILD_ONLY=1: build, run nothing (scripts/test-valkey.sh, scripts/stress-process.sh).
+[ -n "${TIDEQ_BUILD_ONLY:-}" ] && exit 0
+
 echo "== npm pack (the tarball scripts/dist-check.sh installs)"
 mkdir -p target/npm
 rm -f target/npm/tideq-*.tgz

@@ -27,6 +27,9 @@ rm -rf target/wheels
 "$ROOT/.venv/bin/maturin" build --release --quiet --out target/wheels
 "$PY" -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps target/wheels/tideq-*.whl
 
+# TIDEQ_BUILD_ONLY=1: build and install, run nothing (scripts/test-valkey.sh).
+[ -n "${TIDEQ_BUILD_ONLY:-}" ] && exit 0
+
 echo "== pytest tests/python"
 "$PY" -m pytest tests/python -q
 echo "== stubtest tideq._tideq"

@@ -15,6 +15,8 @@ echo "== node"
 bash scripts/test-node.sh
 echo "== the built wheel and npm tarball, installed where there is no cargo"
 bash scripts/dist-check.sh
+echo "== valkey: the error and ACL tests against Valkey 8 (make test-valkey runs every suite)"
+bash scripts/test-valkey.sh --quick
 echo "== interop"
 .venv/bin/python -m pytest tests/interop -q
 echo "== faults (quick profile; make faults runs the full suite and a soak)"

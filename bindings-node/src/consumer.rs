@@ -242,6 +242,9 @@ impl CappedQueue {
         let consumer = napi::bindgen_prelude::within_runtime_if_available(|| {
             self.inner.consume_boxed(consumer_opts, boxed)
         })?;
+        // The JS handle may be garbage-collected while the consumer should run on: the
+        // runtime holds it until it has stopped.
+        consumer.detach();
         Ok((consumer, running, grace))
     }
 }

@@ -119,8 +119,8 @@ pub(crate) fn bytes(what: &str, v: &Unknown) -> Res<Vec<u8>> {
 }
 
 /// A job's raw payload: a `Buffer` or any `Uint8Array` (bytes, copied). A string is refused
-/// here: where a string means a task name (`enqueue(name, data)`), raw text must be given as
-/// `Buffer.from(text)`.
+/// (payloads are bytes in every runtime): raw text is given as `Buffer.from(text)`, and a task
+/// by name is `enqueueTask(name, data)`.
 pub(crate) fn payload(what: &str, v: &Unknown) -> Res<Vec<u8>> {
     if v.get_type()? == ValueType::Object && v.is_typedarray()? {
         if let Ok(slice) = read_value::<Uint8ArraySlice>(v) {

@@ -72,7 +72,7 @@ impl Job {
         self.inner.started_at as f64
     }
 
-    /// The task's name when the job was enqueued as a task (`enqueue(name, data)`); `null` for
+    /// The task's name when the job was enqueued as a task (`enqueueTask(name, data)`); `null` for
     /// a job with a raw payload.
     #[napi(getter)]
     pub fn task(&self) -> Option<String> {

@@ -91,7 +91,7 @@ const QUEUE_KEYS: &[&str] = &[
     "shards",
 ];
 
-/// Options of one job (`enqueue(name, data, options)`, `enqueue(payload, options)`, or the
+/// Options of one job (`enqueueTask(name, data, options)`, `enqueue(payload, options)`, or the
 /// fields next to `name`/`payload` in `enqueueMany`). Every field is optional.
 // Declared for the TypeScript definitions only; `enqueue_options` reads the fields one by one.
 #[allow(dead_code)]
@@ -119,7 +119,7 @@ pub struct EnqueueOptions {
     /// round-robin, each in its own order, under the queue's per-group limits (`setLimits`,
     /// `setGroupLimits`). Same rules as a queue name. Default: none.
     pub group: Option<String>,
-    /// Tasks only (`enqueue(name, data)`): how the data is encoded, `'json'` (with
+    /// Tasks only (`enqueueTask(name, data)`): how the data is encoded, `'json'` (with
     /// `JSON.stringify`, the default) or `'msgpack'` (MessagePack: Buffers stay binary).
     #[napi(ts_type = "'json' | 'msgpack'")]
     pub format: Option<String>,
@@ -284,8 +284,8 @@ fn raw_job(what: &str, payload: &Unknown, opts: &Options) -> Res<(Vec<u8>, tideq
     let bytes = crate::convert::payload(&format!("{what}payload"), payload)?;
     if opts.raw("format")?.is_some() {
         return Err(invalid(format!(
-            "{what}format applies to tasks (enqueue(name, data, {{ format }})); a raw payload is \
-             stored as it is"
+            "{what}format applies to tasks (enqueueTask(name, data, {{ format }})); a raw payload \
+             is stored as it is"
         )));
     }
     Ok((bytes, enqueue_options(opts)?))
@@ -338,9 +338,9 @@ pub const MAX_PRIORITY: u32 = tideq::MAX_PRIORITY;
 /// still work), `NOT_REDIS`, `EVICTION_POLICY` (the client's `evictionCheck: 'refuse'`), `REDIS`,
 /// `JOB_NOT_FOUND`, `JOB_NOT_CANCELLABLE`, `NOT_REPLICATED` (an enqueue the client's
 /// `replicaAck` replicas did not confirm in time; the job is on the primary), `JOB_FAILED` (a
-/// job `wait` waited for went to the dead letters or was cancelled) and `TIMEOUT` (a `wait` ran
-/// out of time). An argument of the wrong JS type is a `TypeError` whose code is
-/// `INVALID_ARGUMENT`. Async methods reject (they never throw synchronously), with the stack of
+/// job `wait` waited for went to the dead letters or was cancelled), `TIMEOUT` (a `wait` ran
+/// out of time) and `NOT_SUPPORTED` (the server is older than Redis 7.0 or Valkey 7.2). An
+/// argument of the wrong JS type is a `TypeError` whose code is `INVALID_ARGUMENT`. Async methods reject (they never throw synchronously), with the stack of
 /// the call; constructors throw.
 #[napi]
 pub struct Queue {
@@ -445,40 +445,78 @@ impl Queue {
         self.inner.options().max_error_len as f64
     }
 
-    /// Enqueues task `name` with `data` (encoded as JSON by default; `options.format:
-    /// 'msgpack'` for MessagePack), for a worker started with `work({ [name]: handler })`. A
-    /// string first argument is always a task name. With an `id` that already exists nothing is
-    /// written and `created` is false; with a `dedup` key that names a job, nothing is written
-    /// and `id` is that job's (a `debounce` key replaces that job's data, options and delay).
+    /// Enqueues one job with a raw payload (a `Buffer` or `Uint8Array`; for text,
+    /// `Buffer.from(text)`), for a handler that reads `job.payload`. With an `id` that already
+    /// exists nothing is written and `created` is false; with a `dedup` key that names a job,
+    /// nothing is written and `id` is that job's (a `debounce` key replaces that job's payload,
+    /// options and delay). A string is refused with a `TypeError` (nothing is written): a task
+    /// by name is `enqueueTask(name, data, options)`.
     #[napi(
-        ts_args_type = "name: string, data?: unknown, options?: EnqueueOptions): Promise<Enqueued>\n/**\n * Enqueues one job with a raw payload (a `Buffer` or `Uint8Array`; for text,\n * `Buffer.from(text)`), for a handler that reads `job.payload`. With an `id` that already\n * exists nothing is written and `created` is false; with a `dedup` key that names a job,\n * nothing is written and `id` is that job's (a `debounce` key replaces that job's payload,\n * options and delay).\n */\nenqueue(payload: Buffer | Uint8Array, options?: EnqueueOptions",
+        ts_args_type = "payload: Buffer | Uint8Array, options?: EnqueueOptions",
         ts_return_type = "Promise<Enqueued>"
     )]
     pub fn enqueue<'env>(
         &self,
         env: &'env Env,
-        first: Unknown,
-        second: Option<Unknown>,
-        third: Option<Unknown>,
+        payload: Unknown,
+        options: Option<Unknown>,
+        extra: Option<Unknown>,
     ) -> Result<PromiseRaw<'env, Enqueued>> {
         let q = self.inner.clone();
-        let args = if is_string(&first) {
-            Options::new("enqueue options", third.as_ref(), ENQUEUE_KEYS)
-                .and_then(|opts| task_job(env, "", &first, given(second).as_ref(), &opts))
-        } else if !is_typed_array(&first) {
+        let args = if is_string(&payload) {
+            let name = string("payload", &payload).unwrap_or_default();
             Err(type_error(format!(
-                "enqueue takes a task name (a string) or a raw payload (a Buffer or Uint8Array) \
-                 first; got {}",
-                describe(&first)
+                "enqueue(payload, options) takes raw bytes (a Buffer or Uint8Array; for text, \
+                 Buffer.from(text)), not a string: to enqueue task {name:?}, call \
+                 enqueueTask({name:?}, data, options)"
             )))
-        } else if given(third).is_some() {
+        } else if !is_typed_array(&payload) {
+            Err(type_error(format!(
+                "enqueue(payload, options) takes raw bytes (a Buffer or Uint8Array); got {}; a \
+                 task by name is enqueueTask(name, data, options)",
+                describe(&payload)
+            )))
+        } else if given(extra).is_some() {
             Err(type_error(
-                "enqueue(payload, options) takes two arguments: data goes with a task name, \
-                 enqueue(name, data, options)",
+                "enqueue(payload, options) takes two arguments; a task with data is \
+                 enqueueTask(name, data, options)",
             ))
         } else {
-            Options::new("enqueue options", second.as_ref(), ENQUEUE_KEYS)
-                .and_then(|opts| raw_job("", &first, &opts))
+            Options::new("enqueue options", options.as_ref(), ENQUEUE_KEYS)
+                .and_then(|opts| raw_job("", &payload, &opts))
+        };
+        spawn(
+            env,
+            args.map(|(payload, opts)| async move { Ok(q.enqueue(payload, opts).await?.into()) }),
+        )
+    }
+
+    /// Enqueues task `name` with `data` (encoded as JSON by default; `options.format:
+    /// 'msgpack'` for MessagePack), for a worker started with `work({ [name]: handler })`. With
+    /// an `id` that already exists nothing is written and `created` is false; with a `dedup`
+    /// key that names a job, nothing is written and `id` is that job's (a `debounce` key
+    /// replaces that job's data, options and delay).
+    #[napi(
+        ts_args_type = "name: string, data?: unknown, options?: EnqueueOptions",
+        ts_return_type = "Promise<Enqueued>"
+    )]
+    pub fn enqueue_task<'env>(
+        &self,
+        env: &'env Env,
+        name: Unknown,
+        data: Option<Unknown>,
+        options: Option<Unknown>,
+    ) -> Result<PromiseRaw<'env, Enqueued>> {
+        let q = self.inner.clone();
+        let args = if is_string(&name) {
+            Options::new("enqueueTask options", options.as_ref(), ENQUEUE_KEYS)
+                .and_then(|opts| task_job(env, "", &name, given(data).as_ref(), &opts))
+        } else {
+            Err(type_error(format!(
+                "enqueueTask(name, data, options) takes the task's name (a string) first; got \
+                 {}; raw bytes are enqueue(payload, options)",
+                describe(&name)
+            )))
         };
         spawn(
             env,

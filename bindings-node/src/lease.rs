@@ -34,8 +34,8 @@ fn leased(v: &Unknown) -> Res<Arc<tideq::Job>> {
 
 #[napi]
 impl Queue {
-    /// Leases up to `max` ready jobs (due delayed jobs are promoted first) for processing
-    /// without a worker; resolves with them (empty when nothing is ready). Settle each with
+    /// Leases up to `max` (at most 1000) ready jobs (due delayed jobs are promoted first) for
+    /// processing without a worker; resolves with them (empty when nothing is ready). Settle each with
     /// `complete`, `fail` or `release`, and renew a long one with `extend`: a job whose lease
     /// expires is delivered again. Their `signal` is never aborted.
     #[napi(

@@ -1,5 +1,5 @@
 //! Tasks by name (core `task`): a job can carry a task name and data instead of raw bytes.
-//! This file holds the JS side of it: a task's data to payload bytes for `enqueue(name, data)`
+//! This file holds the JS side of it: a task's data to payload bytes for `enqueueTask(name, data)`
 //! (JSON through the JS engine's own `JSON.stringify`, or MessagePack through the generic value
 //! conversion in [`crate::convert`]), a job's payload back to a JS value for `job.data`, and the
 //! handler object of `work({ name: handler })`, each of whose handlers is called with

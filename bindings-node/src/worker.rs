@@ -38,7 +38,8 @@ use crate::task::task_handlers;
 pub struct WorkerOptions {
     /// Jobs run at the same time. Default 10.
     pub concurrency: Option<u32>,
-    /// Most jobs leased per fetch; 0: half the concurrency (two fetches are kept in flight).
+    /// Most jobs leased per fetch, at most 1000; 0: half the concurrency, at most 1000 (two
+    /// fetches are kept in flight).
     /// Default 0.
     pub batch_size: Option<u32>,
     /// Lease length: a job whose worker stops renewing is redelivered this long after the last
@@ -399,7 +400,8 @@ async fn attempt<T>(
 #[allow(dead_code)]
 #[napi(object, object_from_js = false, object_to_js = false)]
 pub struct BatchWorkerOptions {
-    /// Most jobs per handler call; at most `concurrency` (whose default is 10). Default 10.
+    /// Most jobs per handler call; at most `concurrency` (whose default is 10) and at most 1000.
+    /// Default 10.
     pub size: Option<u32>,
     /// Longest a leased job waits for its batch to fill (its lease is renewed meanwhile); 0
     /// hands over whatever one fetch brought. Default 0.
@@ -640,6 +642,9 @@ impl Queue {
         };
         // The core's workers spawn on the current tokio runtime: napi's.
         let worker = napi::bindgen_prelude::within_runtime_if_available(start)?;
+        // The JS handle may be garbage-collected while the worker should run on: the runtime
+        // holds it until it has stopped.
+        worker.detach();
         Ok((worker, running, grace))
     }
 }
@@ -649,7 +654,7 @@ impl Queue {
     /// Starts a worker, up to `concurrency` jobs at a time. `handler` is either a function
     /// called with each job, or an object of task handlers by name, `{ 'send-email': (data,
     /// job) => ... }`, each called with the job's decoded `data` for the jobs enqueued with its
-    /// name (`enqueue(name, data)`); a job with another name, or none, is dead-lettered at once
+    /// name (`enqueueTask(name, data)`); a job with another name, or none, is dead-lettered at once
     /// (not retried) with an error naming the tasks this worker runs. A handler that throws or
     /// rejects fails the attempt: the error is reported (`onError`, else `console.error`), its
     /// text (`name: message`) is stored with the job, and the job is retried after its backoff,

@@ -39,6 +39,7 @@ fn class_of(kind: ErrorKind) -> Option<(&'static str, Also, &'static str)> {
         ErrorKind::NotReplicated => ("NotReplicatedError", Also::Nothing, "The enqueue reached the primary but fewer replicas than ``replica_ack`` asks confirmed it\nin time; the job exists, so enqueuing again with the same id is safe."),
         ErrorKind::JobFailed => ("JobFailedError", Also::Nothing, "The job waited for went to the dead letters (the message holds its last error) or was\ncancelled."),
         ErrorKind::Timeout => ("TimeoutError", Also::TimeoutError, "A wait ran out of time before the job finished; nothing was changed. Also a builtin\n``TimeoutError``."),
+        ErrorKind::NotSupported => ("NotSupportedError", Also::Nothing, "The server is older than tideq supports (Redis 7.0, Valkey 7.2); the message names its\nversion."),
         _ => return None,
     })
 }

@@ -616,7 +616,7 @@ impl QueueBase {
     /// in a ``ThreadPoolExecutor``: a ``threading.local`` lives as long as its thread, not one
     /// job), ``async def`` ones on a private event loop per job. The ``lease`` (seconds) is renewed by Rust
     /// while the handler runs; a worker that dies loses its jobs to another worker after it.
-    /// ``batch_size``: most jobs leased per fetch (0: half the concurrency; two fetches are kept
+    /// ``batch_size``: most jobs leased per fetch, at most 1000 (0: half the concurrency, at most 1000; two fetches are kept
     /// in flight). An attempt running past its ``timeout`` fails ("timed out") and its handler is
     /// asked to stop (``job.cancelled``; ``async def`` handlers are cancelled); the job is retried
     /// only once the handler returned, and never runs twice at a time. On stop, running jobs get
@@ -1126,7 +1126,7 @@ impl QueueBase {
 
     // Manual leasing (core `lease`).
 
-    /// Lease up to ``max`` ready jobs for ``lease`` seconds, for processing without a worker
+    /// Lease up to ``max`` (at most 1000) ready jobs for ``lease`` seconds, for processing without a worker
     /// (empty when nothing is ready). Settle each with ``complete``, ``fail`` or ``release``;
     /// nothing renews these leases but ``extend``: a job whose lease expires is delivered
     /// again.

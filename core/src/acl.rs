@@ -135,7 +135,7 @@ impl Role {
 /// The commands named literally in `code` (`redis.call('X'` and `chunked('X'`), lower case.
 fn literal_commands(code: &str) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
-    for marker in ["redis.call('", "chunked('"] {
+    for marker in ["redis.call('", "chunked('", "chunked_read('"] {
         for rest in code.split(marker).skip(1) {
             if let Some(cmd) = rest.split('\'').next() {
                 out.insert(cmd.to_ascii_lowercase());

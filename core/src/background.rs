@@ -15,6 +15,8 @@ pub(crate) struct Background {
     done: watch::Receiver<bool>,
     task: Mutex<Option<JoinHandle<()>>>,
     failure: Failure,
+    /// The runtime the loop runs on (for [`detach`](Self::detach)).
+    rt: tokio::runtime::Handle,
 }
 
 /// What the loop gets: a stop signal to watch, a flag to raise when it has finished, and where
@@ -71,6 +73,7 @@ impl Background {
             done,
             task: Mutex::new(Some(task)),
             failure,
+            rt,
         })
     }
 
@@ -81,6 +84,18 @@ impl Background {
 
     pub fn stop(&self) {
         let _ = self.stop.send(true);
+    }
+
+    /// From now on, dropping this handle no longer stops the loop: a task on the runtime holds
+    /// the stop and abort switches until the loop has ended (by a stop or abort through any
+    /// handle, or by itself), then lets them go. For hosts whose handle may be garbage-collected
+    /// while the loop should run on.
+    pub fn detach(&self) {
+        let (stop, abort, mut done) = (self.stop.clone(), self.abort.clone(), self.done.clone());
+        self.rt.spawn(async move {
+            let _ = done.wait_for(|d| *d).await;
+            drop((stop, abort));
+        });
     }
 
     /// Stops at once, without waiting for running handlers.

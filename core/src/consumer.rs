@@ -112,8 +112,8 @@ impl Counters {
     }
 }
 
-/// A running consumer. Dropping the handle stops it gracefully, like [`stop`](Self::stop); call
-/// [`shutdown`](Self::shutdown) to also wait for it.
+/// A running consumer. Dropping the handle stops it gracefully, like [`stop`](Self::stop), unless
+/// it was [detached](Self::detach); call [`shutdown`](Self::shutdown) to also wait for it.
 #[must_use = "dropping the handle stops the consumer"]
 pub struct Consumer {
     bg: Background,
@@ -155,6 +155,13 @@ impl Consumer {
     /// Asks the consumer to stop taking batches; running handlers get the grace period.
     pub fn stop(&self) {
         self.bg.stop();
+    }
+
+    /// Keeps the consumer running when this handle is dropped: it then runs until it stops by
+    /// itself (`stop_when_empty`, a fatal error) or through another handle (an `Arc` of this
+    /// one). The Python and Node bindings detach every consumer they start.
+    pub fn detach(&self) {
+        self.bg.detach();
     }
 
     /// True until the fetch loop has ended and running handlers have finished or been abandoned.

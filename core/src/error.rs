@@ -47,6 +47,8 @@ pub enum ErrorKind {
     JobFailed,
     /// A wait ran out of time before what it waited for happened (nothing was changed).
     Timeout,
+    /// The server is older than the versions tideq supports (Redis 7.0, Valkey 7.2).
+    NotSupported,
 }
 
 impl ErrorKind {
@@ -70,6 +72,7 @@ impl ErrorKind {
             ErrorKind::NotReplicated => "NOT_REPLICATED",
             ErrorKind::JobFailed => "JOB_FAILED",
             ErrorKind::Timeout => "TIMEOUT",
+            ErrorKind::NotSupported => "NOT_SUPPORTED",
         }
     }
 
@@ -92,6 +95,7 @@ impl ErrorKind {
         ErrorKind::NotReplicated,
         ErrorKind::JobFailed,
         ErrorKind::Timeout,
+        ErrorKind::NotSupported,
     ];
 }
 
@@ -145,7 +149,8 @@ impl Error {
             | ErrorKind::NotRedis
             | ErrorKind::EvictionPolicy
             | ErrorKind::Redis
-            | ErrorKind::NotReplicated => self.context(&format!("queue {queue:?}: {op}")),
+            | ErrorKind::NotReplicated
+            | ErrorKind::NotSupported => self.context(&format!("queue {queue:?}: {op}")),
             _ => self,
         }
     }
@@ -215,26 +220,114 @@ fn denied(text: &str) -> Option<&str> {
     Some(&text[start..start + len])
 }
 
+/// Server error codes (the first word of an error reply), the same on Redis and Valkey, and the
+/// kind each one maps to. Codes not listed are `REDIS` errors (or connection errors, when the
+/// client saw the connection fail).
+pub(crate) const CODES: &[(&str, ErrorKind)] = &[
+    ("NOAUTH", ErrorKind::Auth),
+    ("WRONGPASS", ErrorKind::Auth),
+    ("NOPERM", ErrorKind::Permission),
+    ("OOM", ErrorKind::OutOfMemory),
+    ("LOADING", ErrorKind::Connection),
+    ("MASTERDOWN", ErrorKind::Connection),
+    ("NOSCRIPT", ErrorKind::Redis),
+    ("BUSY", ErrorKind::Redis),
+    ("READONLY", ErrorKind::Redis),
+    ("MOVED", ErrorKind::Redis),
+    ("ASK", ErrorKind::Redis),
+    ("TRYAGAIN", ErrorKind::Redis),
+    ("CLUSTERDOWN", ErrorKind::Redis),
+    ("CROSSSLOT", ErrorKind::Redis),
+    ("EXECABORT", ErrorKind::Redis),
+];
+
+/// Errors that come with the generic `ERR` code (a command denied inside a script, chiefly),
+/// which each server words its own way: (server, text, kind). Matched when no code of [`CODES`]
+/// says more.
+pub(crate) const WORDINGS: &[(&str, &str, ErrorKind)] = &[
+    // A command, or a key, denied by ACL inside a script.
+    (
+        "Redis 7",
+        "The user executing the script can't run this command",
+        ErrorKind::Permission,
+    ),
+    (
+        "Redis 7",
+        "The user executing the script can't access at least one of the keys",
+        ErrorKind::Permission,
+    ),
+    (
+        "Valkey 7.2, 8",
+        "ACL failure in script",
+        ErrorKind::Permission,
+    ),
+    // A command or key denied outside a script, where the code was lost (a pipeline's text).
+    (
+        "Redis 7",
+        "this user has no permissions to run the",
+        ErrorKind::Permission,
+    ),
+    (
+        "Valkey 8",
+        "has no permissions to run the",
+        ErrorKind::Permission,
+    ),
+    (
+        "Redis 7, Valkey 8",
+        "permissions to access",
+        ErrorKind::Permission,
+    ),
+    // A write refused at maxmemory inside a script.
+    (
+        "Redis 7, Valkey 8",
+        "OOM command not allowed",
+        ErrorKind::OutOfMemory,
+    ),
+    // A command sent before AUTH on a server with a password, as some servers word it.
+    ("Redis 6, 7", "unauthenticated multibulk", ErrorKind::Auth),
+    ("Redis 6, 7", "unauthenticated bulk", ErrorKind::Auth),
+];
+
+/// The kind a server error code maps to ([`CODES`]).
+fn kind_of_code(code: &str) -> Option<ErrorKind> {
+    CODES.iter().find(|(c, _)| *c == code).map(|(_, k)| *k)
+}
+
+/// The kind an error's text says, by a code at the start of one of its messages (a pipeline's
+/// text holds several) or by a known wording ([`WORDINGS`]).
+fn kind_of_text(text: &str) -> Option<ErrorKind> {
+    let coded = text
+        .split(|c: char| !(c.is_ascii_uppercase()))
+        .filter(|word| word.len() >= 2)
+        .find_map(|word| match word {
+            // Words that could be part of a message rather than a code are only codes at the start.
+            "ASK" | "BUSY" | "OOM" | "LOADING" => None,
+            w => kind_of_code(w),
+        });
+    let starts = text.split_whitespace().next().and_then(kind_of_code);
+    starts.or(coded).or_else(|| {
+        WORDINGS
+            .iter()
+            .find(|(_, wording, _)| text.contains(wording))
+            .map(|(_, _, k)| *k)
+    })
+}
+
 fn classify(err: &redis::RedisError, text: &str) -> ErrorKind {
     use redis::ErrorKind as K;
-    let code = err.code();
-    if err.kind() == K::AuthenticationFailed
-        || matches!(code, Some("NOAUTH" | "WRONGPASS"))
-        || text.contains("NOAUTH")
-        || text.contains("WRONGPASS")
-        || text.contains("unauthenticated multibulk")
-        || text.contains("unauthenticated bulk")
-    {
-        ErrorKind::Auth
-    } else if code == Some("NOPERM")
-        || err.kind() == K::Server(redis::ServerErrorKind::NoPerm)
-        || text.contains("NOPERM")
-        || text.contains("can't run this command")
-        || text.contains("No permissions to access")
-    {
+    if err.kind() == K::AuthenticationFailed {
+        return ErrorKind::Auth;
+    }
+    let by_code = err.code().and_then(kind_of_code);
+    // A code that says only `ERR` (or none: a pipeline's summary) leaves the text to say more.
+    let by_text = || match by_code {
+        Some(ErrorKind::Redis) | None => kind_of_text(text).filter(|k| *k != ErrorKind::Redis),
+        Some(_) => None,
+    };
+    if let Some(kind) = by_text().or(by_code.filter(|k| *k != ErrorKind::Redis)) {
+        kind
+    } else if err.kind() == K::Server(redis::ServerErrorKind::NoPerm) {
         ErrorKind::Permission
-    } else if code == Some("OOM") || text.contains("OOM command not allowed") {
-        ErrorKind::OutOfMemory
     } else if err.kind() == K::Parse {
         ErrorKind::NotRedis
     } else if is_connection_error(err) {
@@ -293,4 +386,108 @@ pub(crate) fn in_operation<'a, T: 'a>(
     let f: std::pin::Pin<Box<dyn std::future::Future<Output = Result<T>> + Send + 'a>> =
         Box::pin(f);
     async move { f.await.map_err(|e| e.in_operation(queue, op)) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The error redis-rs makes of the server's reply `-<line>`.
+    fn from_server(line: &str) -> Error {
+        let reply = redis::parse_redis_value(format!("-{line}\r\n").as_bytes()).unwrap();
+        let err = reply.extract_error().unwrap_err();
+        Error::from_redis(err, None)
+    }
+
+    /// The error of a script that failed on its line 12, as each server words it.
+    fn in_script(detail: &str) -> String {
+        format!(
+            "ERR {detail} script: 0b67da13c0b8411163967996c0f69097c6ba9682, on @user_script:12."
+        )
+    }
+
+    #[test]
+    fn every_error_code_maps_to_its_kind() {
+        for (code, kind) in CODES {
+            let err = from_server(&format!("{code} the server's own words"));
+            assert_eq!(err.kind(), *kind, "{code}");
+        }
+    }
+
+    #[test]
+    fn every_wording_maps_to_its_kind() {
+        for (server, wording, kind) in WORDINGS {
+            let err = from_server(&format!("ERR {wording} and the rest"));
+            assert_eq!(err.kind(), *kind, "{server}: {wording}");
+        }
+    }
+
+    #[test]
+    fn a_command_denied_inside_a_script_is_a_permission_error_on_redis_and_valkey() {
+        let redis = in_script("The user executing the script can't run this command or subcommand");
+        let valkey = in_script(
+            "ACL failure in script: User worker has no permissions to run the 'lpop' command",
+        );
+        for line in [redis, valkey] {
+            assert_eq!(from_server(&line).kind(), ErrorKind::Permission, "{line}");
+        }
+    }
+
+    #[test]
+    fn a_key_denied_inside_a_script_is_a_permission_error_on_redis_and_valkey() {
+        let redis = in_script(
+            "The user executing the script can't access at least one of the keys mentioned in \
+             the command arguments",
+        );
+        let valkey = in_script("ACL failure in script: No permissions to access a key");
+        for line in [redis, valkey] {
+            assert_eq!(from_server(&line).kind(), ErrorKind::Permission, "{line}");
+        }
+    }
+
+    #[test]
+    fn a_command_denied_outside_a_script_names_the_command_on_redis_and_valkey() {
+        for line in [
+            "NOPERM this user has no permissions to run the 'lpop' command",
+            "NOPERM User worker has no permissions to run the 'lpop' command",
+        ] {
+            let err = from_server(line);
+            assert_eq!(err.kind(), ErrorKind::Permission);
+            assert!(
+                err.message().contains("may not run lpop"),
+                "{}",
+                err.message()
+            );
+        }
+    }
+
+    #[test]
+    fn credentials_refused_are_auth_errors_on_redis_and_valkey() {
+        for line in [
+            "NOAUTH Authentication required.",
+            "WRONGPASS invalid username-password pair or user is disabled.",
+        ] {
+            assert_eq!(from_server(line).kind(), ErrorKind::Auth, "{line}");
+        }
+    }
+
+    #[test]
+    fn an_ordinary_script_error_stays_a_redis_error() {
+        let line =
+            in_script("user_script:3: Script attempted to access nonexistent global variable 'x'");
+        assert_eq!(from_server(&line).kind(), ErrorKind::Redis);
+        let line = "ERR wrong number of arguments for 'lpop' command";
+        assert_eq!(from_server(line).kind(), ErrorKind::Redis);
+    }
+
+    #[test]
+    fn only_fatal_kinds_stop_a_worker() {
+        assert!(from_server("NOPERM no").is_fatal());
+        assert!(from_server(&in_script(
+            "ACL failure in script: No permissions to access a key"
+        ))
+        .is_fatal());
+        assert!(!from_server("BUSY Redis is busy running a script").is_fatal());
+        assert!(!from_server("LOADING Redis is loading the dataset in memory").is_fatal());
+    }
 }

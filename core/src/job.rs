@@ -14,6 +14,12 @@ use crate::error::{Error, Result};
 /// anything is written, so it is held in memory whole; send larger ones in parts.
 pub const MAX_BATCH: usize = 100_000;
 
+/// Most jobs one fetch leases: a worker's `batch_size`, a batch handler's `size` and
+/// [`Queue::lease_jobs`](crate::Queue::lease_jobs)'s `max` are at most this. A worker with a
+/// larger concurrency fills its slots with several fetches. One fetch stays a short script call
+/// however many groups it takes from.
+pub const MAX_FETCH: usize = 1000;
+
 /// Most jobs one [`Queue::jobs`](crate::Queue::jobs) page returns.
 pub const MAX_PAGE: usize = 1000;
 

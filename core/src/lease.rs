@@ -183,6 +183,12 @@ impl Queue {
             if max == 0 {
                 return Err(Error::invalid("max must be at least 1"));
             }
+            if max > crate::job::MAX_FETCH {
+                return Err(Error::invalid(format!(
+                    "max is {max}; one call leases at most {} jobs (call again for more)",
+                    crate::job::MAX_FETCH
+                )));
+            }
             if lease < Duration::from_millis(1) {
                 return Err(Error::invalid("lease must be at least 1 ms"));
             }

@@ -179,6 +179,33 @@ pub(crate) fn is_noscript(err: &redis::RedisError) -> bool {
 mod tests {
     use crate::keys::{CappedKeys, JobKeys};
 
+    /// Lua's `unpack` stops near 8,000 values ("too many results to unpack"), and a script that
+    /// fails there keeps the writes it made before. So no script unpacks a list whose length a
+    /// caller or the data decides: such lists go through lib_jobs.lua's `chunked` and
+    /// `chunked_read` (runs of 1000). Any other `unpack(` must take a run of at most 1000
+    /// (`unpack(t, i, math.min(i + 999, ...))`) or say on its line why its length is bounded
+    /// (`-- bounded: N`).
+    #[test]
+    fn no_script_unpacks_a_list_of_unbounded_length() {
+        let mut sources: Vec<(&str, &str)> =
+            super::all().iter().map(|s| (s.name, s.source)).collect();
+        sources.push(("lib_jobs.lua", super::LIB_JOBS));
+        let mut bad = Vec::new();
+        for (name, source) in sources {
+            for (n, line) in source.lines().enumerate() {
+                for (at, _) in line.match_indices("unpack(") {
+                    let call = &line[at..];
+                    let run_of_1000 = call.contains(", i, math.min(i + 999, ");
+                    let bounded = line.contains("-- bounded: ");
+                    if !run_of_1000 && !bounded {
+                        bad.push(format!("{name}:{}: {}", n + 1, line.trim()));
+                    }
+                }
+            }
+        }
+        assert!(bad.is_empty(), "unbounded unpack:\n{}", bad.join("\n"));
+    }
+
     #[test]
     fn every_script_states_its_contract() {
         for s in super::all() {

@@ -90,7 +90,8 @@ pub type JobBatchHandler = Arc<dyn Fn(Vec<Job>) -> BatchFuture + Send + Sync + '
 /// How a batch worker gathers jobs for its handler ([`Queue::work_batches`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BatchOptions {
-    /// Most jobs per handler call (at most the worker's concurrency).
+    /// Most jobs per handler call (at most the worker's concurrency, and at most
+    /// [`MAX_FETCH`](crate::MAX_FETCH)).
     pub size: usize,
     /// Longest a leased job waits for the batch to fill; zero hands over whatever one fetch
     /// brought. The jobs' leases are renewed while they wait.
@@ -152,8 +153,9 @@ impl std::fmt::Display for BatchError {
 pub struct WorkerOptions {
     /// Jobs run at the same time. Default 10.
     pub concurrency: usize,
-    /// Most jobs leased per fetch (0 = half the concurrency, rounded up: two fetches are kept in
-    /// flight). Default 0.
+    /// Most jobs leased per fetch (0 = half the concurrency, rounded up, at most
+    /// [`MAX_FETCH`](crate::MAX_FETCH): two fetches are kept in flight). At most `MAX_FETCH`.
+    /// Default 0.
     pub batch_size: usize,
     /// Lease length: a job whose worker stops renewing is redelivered this long after the last
     /// renewal. Renewed every `lease / 3` while the handler runs. Default 30 s.
@@ -198,6 +200,14 @@ impl WorkerOptions {
         if self.poll_interval < Duration::from_millis(10) {
             return Err(Error::invalid("poll_interval must be at least 10 ms"));
         }
+        if self.batch_size > crate::job::MAX_FETCH {
+            return Err(Error::invalid(format!(
+                "batch_size is {}; one fetch leases at most {} jobs (a larger concurrency is \
+                 filled by several fetches)",
+                self.batch_size,
+                crate::job::MAX_FETCH
+            )));
+        }
         Ok(())
     }
 }
@@ -241,8 +251,8 @@ impl Counters {
     }
 }
 
-/// A running worker. Dropping the handle stops it gracefully, like [`stop`](Self::stop); call
-/// [`shutdown`](Self::shutdown) to also wait for it.
+/// A running worker. Dropping the handle stops it gracefully, like [`stop`](Self::stop), unless
+/// it was [detached](Self::detach); call [`shutdown`](Self::shutdown) to also wait for it.
 #[must_use = "dropping the handle stops the worker"]
 pub struct Worker {
     bg: Background,
@@ -279,6 +289,14 @@ impl Worker {
     /// Stop fetching; running jobs get the grace period, then are returned to the queue.
     pub fn stop(&self) {
         self.bg.stop();
+    }
+
+    /// Keeps the worker running when this handle is dropped: it then runs until it stops by
+    /// itself (`stop_when_drained`, a fatal error) or through another handle (an `Arc` of this
+    /// one). The Python and Node bindings detach every worker they start, so a handle the
+    /// garbage collector takes does not stop it.
+    pub fn detach(&self) {
+        self.bg.detach();
     }
 
     pub fn is_running(&self) -> bool {
@@ -380,6 +398,13 @@ impl Queue {
     ) -> Result<Worker> {
         if batch.size == 0 {
             return Err(Error::invalid("batch size must be at least 1"));
+        }
+        if batch.size > crate::job::MAX_FETCH {
+            return Err(Error::invalid(format!(
+                "batch size is {}; a batch holds at most {} jobs",
+                batch.size,
+                crate::job::MAX_FETCH
+            )));
         }
         if batch.size > opts.concurrency {
             return Err(Error::invalid(format!(
@@ -660,7 +685,9 @@ async fn run(
     let batch = if let Some(b) = batching {
         b.size
     } else if opts.batch_size == 0 {
-        opts.concurrency.div_ceil(max_fetches)
+        opts.concurrency
+            .div_ceil(max_fetches)
+            .min(crate::job::MAX_FETCH)
     } else {
         opts.batch_size
     };

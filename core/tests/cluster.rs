@@ -385,6 +385,9 @@ async fn an_acl_user_works_on_the_cluster_and_a_wrong_password_is_refused_withou
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn both_queue_kinds_work_on_a_tls_only_cluster() {
+    if common::tls_unavailable().is_some() {
+        return;
+    }
     let certs = common::make_certs();
     let cluster = RedisCluster::start_tls(&certs);
     let ca = std::fs::read(certs.join("ca.pem")).unwrap();

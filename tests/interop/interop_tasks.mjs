@@ -10,7 +10,7 @@ const [verb, url, queue, name, ...rest] = process.argv.slice(2);
 const q = new Queue(queue, { url });
 if (verb === 'enqueue-task') {
   const [format, ...values] = rest;
-  for (const v of values) await q.enqueue(name, JSON.parse(v), { format });
+  for (const v of values) await q.enqueueTask(name, JSON.parse(v), { format });
 } else if (verb === 'work-tasks') {
   const seen = [];
   const w = q.work({ [name]: (data) => { seen.push(JSON.stringify(data)); } }, { concurrency: 1, stopWhenDrained: true });

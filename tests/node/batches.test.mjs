@@ -77,7 +77,7 @@ test('manual leasing: leaseJobs, then complete, fail, release and extend, each f
   await queue.enqueue(Buffer.from('c'), { id: 'c' });
   await queue.enqueue(Buffer.from('f'), { id: 'f', maxAttempts: 2 });
   await queue.enqueue(Buffer.from('d'), { id: 'd', maxAttempts: 1 });
-  await queue.enqueue('task', { n: 1 }, { id: 'r' });
+  await queue.enqueueTask('task', { n: 1 }, { id: 'r' });
   const jobs = Object.fromEntries((await queue.leaseJobs(10, { leaseMs: 5_000 })).map((j) => [j.id, j]));
   assert.deepEqual(Object.keys(jobs).sort(), ['c', 'd', 'f', 'r']);
   assert.ok(jobs.c instanceof tideq.Job);

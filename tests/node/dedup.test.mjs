@@ -34,9 +34,9 @@ test('a second enqueue with a dedup key within its TTL resolves with the first i
 
 test('dedup keys work the same on task enqueues and within one enqueueMany', async () => {
   const { queue } = freshJobQueue(redis.url);
-  const task = await queue.enqueue('report', { day: 1 }, { dedup: 'daily' });
+  const task = await queue.enqueueTask('report', { day: 1 }, { dedup: 'daily' });
   assert.equal(task.created, true);
-  assert.deepEqual(await queue.enqueue('report', { day: 2 }, { dedup: 'daily' }), { id: task.id, created: false });
+  assert.deepEqual(await queue.enqueueTask('report', { day: 2 }, { dedup: 'daily' }), { id: task.id, created: false });
   const many = await queue.enqueueMany([
     { payload: Buffer.from('x1'), dedup: 'x' },
     { name: 'report', data: { day: 3 }, dedup: { key: 'y', ttlMs: 60_000 } },
@@ -101,7 +101,7 @@ test('bad dedup and debounce options reject with INVALID_ARGUMENT and write noth
   ];
   for (const [opts, message] of cases) {
     await rejectsWith(() => queue.enqueue(Buffer.from('x'), opts), 'INVALID_ARGUMENT', Error, message);
-    await rejectsWith(() => queue.enqueue('task', { n: 1 }, opts), 'INVALID_ARGUMENT', Error, message);
+    await rejectsWith(() => queue.enqueueTask('task', { n: 1 }, opts), 'INVALID_ARGUMENT', Error, message);
   }
   await rejectsWith(() => queue.enqueue(Buffer.from('x'), { dedup: 5 }), 'INVALID_ARGUMENT', TypeError, /dedup must be a string \(the key\) or an object/);
   await rejectsWith(() => queue.enqueue(Buffer.from('x'), { debounce: 'k' }), 'INVALID_ARGUMENT', TypeError, /debounce must be an object/);

@@ -225,7 +225,7 @@ test('the EventEmitter form emits "ready", then each event under its kind and as
   const closed = once(emitter, 'close');
   // 'ready': its place is fixed (by a request sent at the call).
   await once(emitter, 'ready');
-  await queue.enqueue('send', { to: 'ada' }, { id: 'j1' });
+  await queue.enqueueTask('send', { to: 'ada' }, { id: 'j1' });
   await queue.run({ send: (data) => ({ sent: data.to }) }, drained);
   const [e] = await completed;
   assert.equal(e.kind, 'completed');

@@ -339,9 +339,9 @@ test('bad job input is refused with INVALID_ARGUMENT and nothing is written', as
   await rejectsWith(() => queue.enqueueMany([{ name: 't', payload: Buffer.from('x') }]), 'INVALID_ARGUMENT', Error, /both name \(a task\) and payload/);
   await rejectsWith(() => queue.enqueueMany([{ payload: Buffer.from('x'), data: 1 }]), 'INVALID_ARGUMENT', Error, /data goes with a task name/);
   await rejectsWith(() => queue.enqueue(Buffer.from('x'), { format: 'json' }), 'INVALID_ARGUMENT', Error, /format applies to tasks/);
-  await rejectsWith(() => queue.enqueue('t', {}, { format: 'xml' }), 'INVALID_ARGUMENT', Error, /format must be 'json' or 'msgpack'/);
-  await rejectsWith(() => queue.enqueue('', {}), 'INVALID_ARGUMENT', Error, /task name/);
-  await rejectsWith(() => queue.enqueue('t', 1n), 'INVALID_ARGUMENT', TypeError, /BigInt/);
+  await rejectsWith(() => queue.enqueueTask('t', {}, { format: 'xml' }), 'INVALID_ARGUMENT', Error, /format must be 'json' or 'msgpack'/);
+  await rejectsWith(() => queue.enqueueTask('', {}), 'INVALID_ARGUMENT', Error, /task name/);
+  await rejectsWith(() => queue.enqueueTask('t', 1n), 'INVALID_ARGUMENT', TypeError, /BigInt/);
   // Queue and worker options.
   const url = redis.url;
   await rejectsWith(() => new Queue('', { client }), 'INVALID_ARGUMENT', Error, /queue name/);
@@ -362,10 +362,13 @@ test('bad job input is refused with INVALID_ARGUMENT and nothing is written', as
   assert.deepEqual(await keysWithPrefix(redis.url, prefix), [], 'bad input wrote to Redis');
 });
 
-test('a first argument that is neither a task name nor bytes (number, object, array, null) is a TypeError and nothing is written', async () => {
+test('a payload that is not bytes (number, object, array, null) is a TypeError and nothing is written', async () => {
   const { queue, prefix } = freshJobQueue(redis.url);
   for (const payload of [42, { a: 1 }, [1, 2], null, undefined, true]) {
-    await rejectsWith(() => queue.enqueue(payload), 'INVALID_ARGUMENT', TypeError, /enqueue takes a task name \(a string\) or a raw payload \(a Buffer or Uint8Array\)/);
+    await rejectsWith(() => queue.enqueue(payload), 'INVALID_ARGUMENT', TypeError, /enqueue\(payload, options\) takes raw bytes \(a Buffer or Uint8Array\)/);
+  }
+  for (const name of [42, Buffer.from('t'), null]) {
+    await rejectsWith(() => queue.enqueueTask(name, {}), 'INVALID_ARGUMENT', TypeError, /enqueueTask\(name, data, options\) takes the task's name \(a string\) first/);
   }
   await rejectsWith(() => queue.enqueue(new Float32Array(2)), 'INVALID_ARGUMENT', TypeError, /payload must be a Buffer or Uint8Array/);
   await rejectsWith(() => queue.enqueueMany([{ payload: Buffer.from('ok') }, { payload: 7 }]), 'INVALID_ARGUMENT', TypeError, /jobs\[1\]\.payload/);
@@ -376,6 +379,35 @@ test('a first argument that is neither a task name nor bytes (number, object, ar
   assert.ok(p instanceof Promise, 'async methods reject rather than throw');
   await assert.rejects(p, { code: 'INVALID_ARGUMENT' });
   assert.deepEqual(await keysWithPrefix(redis.url, prefix), []);
+});
+
+test('enqueue of a string with options is refused, naming enqueueTask, instead of silently becoming a task with the options as its data', async () => {
+  const { queue, prefix } = freshJobQueue(redis.url);
+  // What a producer that passed text payloads before tasks existed would write.
+  const err = await rejectsWith(
+    () => queue.enqueue('hello', { id: 'order-1', delayMs: 5000 }),
+    'INVALID_ARGUMENT',
+    TypeError,
+    /takes raw bytes .*Buffer\.from\(text\).*not a string: to enqueue task "hello", call enqueueTask\("hello", data, options\)/,
+  );
+  assert.ok(!/order-1/.test(err.message));
+  // A string alone, and the old three-argument task call, are refused the same way.
+  await rejectsWith(() => queue.enqueue('hello'), 'INVALID_ARGUMENT', TypeError, /enqueueTask\("hello"/);
+  await rejectsWith(() => queue.enqueue('send-email', { to: 'ada' }, { id: 'x' }), 'INVALID_ARGUMENT', TypeError, /enqueueTask\("send-email"/);
+  assert.deepEqual(await keysWithPrefix(redis.url, prefix), [], 'a refused enqueue wrote to Redis');
+  assert.equal((await queue.stats()).ready, 0);
+  // Each meaning has its call: the payload with its id and delay, and a task with its data.
+  const raw = await queue.enqueue(Buffer.from('hello'), { id: 'order-1', delayMs: 5000 });
+  assert.deepEqual(raw, { id: 'order-1', created: true });
+  const job = await queue.get('order-1');
+  assert.equal(job.state, 'delayed');
+  assert.equal(job.payload.toString(), 'hello');
+  const task = await queue.enqueueTask('hello', { id: 'order-2', delayMs: 5000 });
+  assert.notEqual(task.id, 'order-2', 'the data of a task is not its options');
+  assert.equal((await queue.get(task.id)).state, 'ready');
+  const [leased] = await queue.leaseJobs(10);
+  assert.deepEqual([leased.id, leased.task, leased.data], [task.id, 'hello', { id: 'order-2', delayMs: 5000 }]);
+  await queue.complete(leased);
 });
 
 test('a payload over maxPayload is refused with PAYLOAD_TOO_LARGE and nothing is written', async () => {

@@ -12,7 +12,7 @@ async function main() {
   const prefix = `no-otel-${process.pid}`;
   const queue = new Queue(`q-${process.pid}`, { client: new Client({ url: process.argv[2], prefix }) });
   await queue.enqueue(Buffer.from('x'), { id: 'plain' });
-  await queue.enqueue('task', 1, { id: 'given', trace: { traceparent: TRACEPARENT } });
+  await queue.enqueueTask('task', 1, { id: 'given', trace: { traceparent: TRACEPARENT } });
   const traces = {};
   const stats = await queue.run((job) => void (traces[job.id] = job.trace), { stopWhenDrained: true, pollIntervalMs: 100 });
   console.log(

@@ -73,7 +73,7 @@ test('a job enqueued inside a span runs in a consumer span of that trace whose p
 
 test('a task job enqueued inside a span runs in a consumer span too, with tideq.task, its handler still called with (data, job)', async () => {
   const { queue } = freshJobQueue(redis.url);
-  const [{ id }, producer] = await inSpan('produce', () => queue.enqueue('send-email', { to: 'ada' }));
+  const [{ id }, producer] = await inSpan('produce', () => queue.enqueueTask('send-email', { to: 'ada' }));
   const calls = [];
   const handler = function (data, job) {
     calls.push({ data, job, args: arguments.length });
@@ -149,7 +149,7 @@ test('a span made inside an async handler, after an await, is a child of the pro
 test('an enqueue outside any span carries no trace: job.trace is null and the process span is a root', async () => {
   const { queue } = freshJobQueue(redis.url);
   await queue.enqueue(Buffer.from('x'), { id: 'plain' });
-  await queue.enqueue('task', 1, { id: 'plain-task' });
+  await queue.enqueueTask('task', 1, { id: 'plain-task' });
   await queue.enqueueMany([Buffer.from('y'), { name: 'task', data: 2, id: 'many' }]);
   const traces = [];
   await queue.work((job) => void traces.push(job.trace), drained).join();
@@ -164,7 +164,7 @@ test('an explicit trace is carried as given and wins over the active span', asyn
   const given = { traceparent: TRACEPARENT, tracestate: 'congo=t61rcWkgMzE' };
   await inSpan('produce', async () => {
     await queue.enqueue(Buffer.from('x'), { id: 'raw', trace: given });
-    await queue.enqueue('task', null, { id: 'task', trace: { traceparent: TRACEPARENT } });
+    await queue.enqueueTask('task', null, { id: 'task', trace: { traceparent: TRACEPARENT } });
     await queue.enqueueMany([{ payload: Buffer.from('y'), id: 'many', trace: given }]);
   });
   const traces = {};
@@ -213,7 +213,7 @@ test('malformed trace values reject with INVALID_ARGUMENT and write nothing', as
   ];
   for (const trace of bad) {
     await rejectsWith(() => queue.enqueue(Buffer.from('x'), { trace }), 'INVALID_ARGUMENT', Error, /trace/);
-    await rejectsWith(() => queue.enqueue('task', 1, { trace }), 'INVALID_ARGUMENT', Error, /trace/);
+    await rejectsWith(() => queue.enqueueTask('task', 1, { trace }), 'INVALID_ARGUMENT', Error, /trace/);
     await rejectsWith(() => queue.enqueueMany([{ name: 'ok', data: 1 }, { name: 'task', data: 1, trace }]), 'INVALID_ARGUMENT', Error, /trace/);
     // Inside a span too: a given trace is never replaced by the active span's.
     await inSpan('produce', () => rejectsWith(() => queue.enqueue(Buffer.from('x'), { trace }), 'INVALID_ARGUMENT', Error, /trace/));

@@ -136,7 +136,7 @@ test('progress after the lease was lost rejects with LEASE_LOST', async () => {
 
 test('task handlers return values are results', async () => {
   const { queue } = freshJobQueue(redis.url);
-  const { id } = await queue.enqueue('add', { a: 2, b: 3 });
+  const { id } = await queue.enqueueTask('add', { a: 2, b: 3 });
   await queue.work({ add: async ({ a, b }) => a + b }, drained).join();
   assert.equal(await queue.wait(id), 5);
 });

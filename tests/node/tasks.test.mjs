@@ -1,4 +1,4 @@
-// Tasks by name through the Node binding: enqueue(name, data) (JSON by default, MessagePack on
+// Tasks by name through the Node binding: enqueueTask(name, data) (JSON by default, MessagePack on
 // request), work({ name: (data, job) => ... }) dispatching by name, a job whose name no handler
 // has dead-lettered at once, and raw Buffer payloads beside them. Mirrors core/tests/tasks.rs.
 import assert from 'node:assert/strict';
@@ -11,9 +11,9 @@ const drained = { stopWhenDrained: true, pollIntervalMs: 100 };
 
 test('a task enqueued by name runs on the handler of that name with its data (JSON by default)', async () => {
   const { queue } = freshJobQueue(redis.url);
-  const { id } = await queue.enqueue('send-email', { to: 'ada@example.com', n: 1 });
-  await queue.enqueue('resize', [640, 480], { id: 'img' });
-  await queue.enqueue('ping');
+  const { id } = await queue.enqueueTask('send-email', { to: 'ada@example.com', n: 1 });
+  await queue.enqueueTask('resize', [640, 480], { id: 'img' });
+  await queue.enqueueTask('ping');
   await queue.enqueueMany([
     { name: 'send-email', data: { to: 'bob@example.com', n: 2 }, id: 'bob' },
     { name: 'resize', data: [1, 2], priority: 1 },
@@ -52,7 +52,7 @@ test('a task enqueued by name runs on the handler of that name with its data (JS
 test('msgpack: a task enqueued with format msgpack gets its data back, Buffers binary', async () => {
   const { queue } = freshJobQueue(redis.url);
   const data = { bin: Buffer.from([0, 1, 255]), big: 2 ** 40, f: 1.5, s: 'é', list: [null, true, -3] };
-  await queue.enqueue('blob', data, { format: 'msgpack', id: 'm' });
+  await queue.enqueueTask('blob', data, { format: 'msgpack', id: 'm' });
   let got;
   await queue
     .work({ blob: (d, job) => void (got = [d, job.format, job.task]) }, drained)
@@ -64,9 +64,9 @@ test('msgpack: a task enqueued with format msgpack gets its data back, Buffers b
 
 test('an unknown or missing task name is dead-lettered at once with an error naming the known tasks', async () => {
   const { queue } = freshJobQueue(redis.url);
-  await queue.enqueue('nobody', { x: 1 }, { id: 'unknown', maxAttempts: 5 });
+  await queue.enqueueTask('nobody', { x: 1 }, { id: 'unknown', maxAttempts: 5 });
   await queue.enqueue(Buffer.from('raw'), { id: 'raw', maxAttempts: 5 });
-  await queue.enqueue('known', 1, { id: 'known' });
+  await queue.enqueueTask('known', 1, { id: 'known' });
   let ran = 0;
   const stats = await queue.work({ known: () => void ran++, other: () => {} }, drained).join();
   assert.equal(ran, 1);
@@ -96,7 +96,7 @@ test('a raw Buffer payload still works with a function handler; job.data throws 
   assert.deepEqual(got[Buffer.from('raw bytes').toString('hex')], [null, null]);
   assert.deepEqual(Object.keys(got).length, 3);
   // A function handler also runs task jobs, reading job.data itself.
-  await queue.enqueue('any', { k: 'v' });
+  await queue.enqueueTask('any', { k: 'v' });
   let data;
   await queue.work((job) => void (data = [job.task, job.data]), drained).join();
   assert.deepEqual(data, ['any', { k: 'v' }]);
@@ -104,7 +104,7 @@ test('a raw Buffer payload still works with a function handler; job.data throws 
 
 test('a task handler that throws fails the attempt and is retried; bad task handlers are refused', async () => {
   const { queue } = freshJobQueue(redis.url, { backoff: { type: 'fixed', delayMs: 20 } });
-  await queue.enqueue('flaky', { id: 7 }, { id: 'f', maxAttempts: 2 });
+  await queue.enqueueTask('flaky', { id: 7 }, { id: 'f', maxAttempts: 2 });
   const reported = [];
   const stats = await queue
     .work(

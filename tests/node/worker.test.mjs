@@ -136,7 +136,7 @@ test("worker.metrics() is the worker's own counters and run times as Prometheus 
   assert.equal(runSecondsCount(text, queue.name), 4);
   assert.equal(worker.metrics(), text, 'stopped: nothing changes');
 
-  await queue.enqueue('add', [1, 2]);
+  await queue.enqueueTask('add', [1, 2]);
   const tasks = queue.work({ add: ([x, y]) => x + y }, drained);
   assert.equal((await tasks.join()).completed, 1);
   assert.ok(tasks.metrics().includes(`tideq_worker_jobs_completed_total{${q}} 1\n`), tasks.metrics());

@@ -25,6 +25,14 @@ CLUSTER_SCRIPT = ROOT / "tests" / "cluster" / "redis-cluster.sh"
 FAST = tideq.Backoff.fixed(0.05)
 
 
+def skip_without_tls() -> None:
+    """Skips (saying why) where the test command found the redis-server built without TLS
+    (``TIDEQ_TEST_NO_TLS``, set by scripts/test-valkey.sh)."""
+    why = os.environ.get("TIDEQ_TEST_NO_TLS")
+    if why:
+        pytest.skip(why)
+
+
 def make_certs(folder: pathlib.Path) -> None:
     """A private CA (ca.pem) and a server certificate it signed for 127.0.0.1 and localhost
     (cert.pem, key.pem), as core/tests/common/mod.rs `make_certs` makes them."""
@@ -60,6 +68,7 @@ def certs() -> Iterator[pathlib.Path]:
 @pytest.fixture(scope="module")
 def tls_server(certs: pathlib.Path) -> Iterator[TlsServer]:
     """A redis-server speaking TLS only (`--port 0`), not asking clients for certificates."""
+    skip_without_tls()
     server = shutil.which("redis-server") or "/usr/bin/redis-server"
     workdir = tempfile.mkdtemp(prefix="tideq-py-tls-")
     log = os.path.join(workdir, "redis.log")
@@ -168,6 +177,7 @@ def test_a_ca_of_another_type_is_a_type_error(value):
 
 
 def test_a_tls_only_cluster_works_trusting_the_private_ca(certs):
+    skip_without_tls()
     if not CLUSTER_SCRIPT.exists():
         pytest.skip(f"{CLUSTER_SCRIPT.relative_to(ROOT)} is not there (it starts the cluster)")
     workdir = tempfile.mkdtemp(prefix="tideq-py-tls-cluster-")

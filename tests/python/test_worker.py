@@ -878,3 +878,71 @@ def test_cancel_of_a_running_async_handler_cancels_its_task_and_the_job_ends_can
     assert events == ["start", "cancelled"]
     assert (stats.cancelled, stats.failed) == (1, 0)
     assert jq.get("slow") is None
+
+
+# A worker or consumer started without keeping its handle, in a process of its own: the handle is
+# collected (gc.collect()), then jobs are enqueued; it must run every one of them.
+NO_HANDLE = """
+import asyncio, gc, sys, time, tideq
+kind, url, name, count = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+seen = []
+def saw(x):
+    seen.append(x)
+    print("ran", x, flush=True)
+def start():
+    if kind == "worker":
+        tideq.Queue(name, url=url).work(lambda job: saw(job.id), poll_interval=0.2)
+    elif kind == "batch-worker":
+        tideq.Queue(name, url=url).work_batches(lambda jobs: [saw(j.id) for j in jobs] and None, size=5, poll_interval=0.2)
+    elif kind == "task-worker":
+        tideq.Queue(name, url=url).work_tasks({"greet": lambda n: saw(n)}, poll_interval=0.2)
+    elif kind == "consumer":
+        tideq.CappedQueue(name, url=url).consume(lambda group, items: [saw(i) for i in items] and None, poll_interval=0.2)
+async def start_async():
+    if kind == "async-worker":
+        tideq.AsyncQueue(name, url=url).work(lambda job: saw(job.id), poll_interval=0.2)
+    gc.collect()
+    print("ready", flush=True)
+    deadline = time.monotonic() + 30
+    while len(seen) < count and time.monotonic() < deadline:
+        gc.collect()
+        await asyncio.sleep(0.05)
+if kind.startswith("async"):
+    asyncio.run(start_async())
+else:
+    start()
+    gc.collect()
+    print("ready", flush=True)
+    deadline = time.monotonic() + 30
+    while len(seen) < count and time.monotonic() < deadline:
+        gc.collect()
+        time.sleep(0.05)
+print("done", len(seen), flush=True)
+"""
+
+
+@pytest.mark.parametrize("kind", ["worker", "async-worker", "batch-worker", "task-worker", "consumer"])
+def test_a_worker_or_consumer_whose_handle_is_not_kept_runs_every_job(redis_url: str, name: str, kind: str) -> None:
+    count = 20
+    proc = subprocess.Popen(
+        [sys.executable, "-c", NO_HANDLE, kind, redis_url, name, str(count)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == "ready"
+        if kind == "consumer":
+            cq = tideq.CappedQueue(name, url=redis_url)
+            cq.push_many([(f"g{i % 4}", str(i).encode()) for i in range(count)])
+        elif kind == "task-worker":
+            q = tideq.Queue(name, url=redis_url)
+            for i in range(count):
+                q.enqueue_task("greet", {"n": i})
+        else:
+            tideq.Queue(name, url=redis_url).enqueue_many([(str(i).encode(), {"id": f"j{i}"}) for i in range(count)])
+        out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert f"done {count}" in out, f"stdout: {out}\nstderr: {err}"

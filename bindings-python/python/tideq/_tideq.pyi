@@ -33,6 +33,7 @@ __all__ = [
     "NotReplicatedError",
     "JobFailedError",
     "TimeoutError",
+    "NotSupportedError",
     "Client",
     "CappedQueue",
     "AsyncCappedQueue",
@@ -172,6 +173,10 @@ class JobFailedError(TideqError):
 class TimeoutError(TideqError, builtins.TimeoutError):
     """A wait ran out of time before the job finished; nothing was changed. Also a builtin
     ``TimeoutError``."""
+
+class NotSupportedError(TideqError):
+    """The server is older than tideq supports (Redis 7.0, Valkey 7.2); the message names its
+    version."""
 
 @final
 class Client:
@@ -1157,7 +1162,7 @@ class Queue:
         in a ``ThreadPoolExecutor``: a ``threading.local`` lives as long as its thread, not one
         job), ``async def`` ones on a private event loop per job. The ``lease`` (seconds) is renewed by Rust
         while the handler runs; a worker that dies loses its jobs to another worker after it.
-        ``batch_size``: most jobs leased per fetch (0: half the concurrency; two fetches are kept
+        ``batch_size``: most jobs leased per fetch, at most 1000 (0: half the concurrency, at most 1000; two fetches are kept
         in flight). An attempt running past its ``timeout`` fails ("timed out") and its handler is
         asked to stop (``job.cancelled``; ``async def`` handlers are cancelled); the job is retried
         only once the handler returned, and never runs twice at a time. On stop, running jobs get
@@ -1367,7 +1372,7 @@ class Queue:
         """Every group the queue knows (with jobs, running jobs or settings of its own), by name,
         each as ``group`` tells it."""
     def lease_jobs(self, max: int, *, lease: float) -> list[Job]:
-        """Lease up to ``max`` ready jobs for ``lease`` seconds, for processing without a worker
+        """Lease up to ``max`` (at most 1000) ready jobs for ``lease`` seconds, for processing without a worker
         (empty when nothing is ready). Settle each with ``complete``, ``fail`` or ``release``;
         nothing renews these leases but ``extend``: a job whose lease expires is delivered
         again."""
@@ -1655,7 +1660,7 @@ class AsyncQueue:
         """Every group the queue knows (with jobs, running jobs or settings of its own), by name,
         each as ``group`` tells it."""
     def lease_jobs(self, max: int, *, lease: float) -> Coroutine[Any, Any, list[Job]]:
-        """Lease up to ``max`` ready jobs for ``lease`` seconds, for processing without a worker
+        """Lease up to ``max`` (at most 1000) ready jobs for ``lease`` seconds, for processing without a worker
         (empty when nothing is ready). Settle each with ``complete``, ``fail`` or ``release``;
         nothing renews these leases but ``extend``: a job whose lease expires is delivered
         again."""

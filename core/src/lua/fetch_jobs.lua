@@ -109,7 +109,7 @@ if creq then
   -- Requests of jobs no longer active (completed or released before their worker saw them).
   local reqs = redis.call('SRANDMEMBER', K.cancel, 100)
   if #reqs > 0 then
-    local held = redis.call('ZMSCORE', K.active, unpack(reqs))
+    local held = chunked_read('ZMSCORE', K.active, reqs)
     local stale = {}
     for i, id in ipairs(reqs) do
       if not held[i] then stale[#stale + 1] = id end
@@ -263,8 +263,8 @@ if want > 0 then
         end
         -- Whether a group put back has jobs left is not looked up (a call per job): an emptied
         -- group leaves when its next turn finds nothing.
-        if #back > 0 then redis.call('RPUSH', K.grot, unpack(back)) end
-        if #gone > 0 then redis.call('SREM', K.gset, unpack(gone)) end
+        chunked('RPUSH', K.grot, back)
+        chunked('SREM', K.gset, gone)
       end
       if total_started > 0 then
         popped = true

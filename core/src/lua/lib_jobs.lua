@@ -145,19 +145,29 @@ local function file_histogram(K, name, values)
   redis.call('HINCRBY', K.metrics, name .. ':sum_ms', math.floor(sum))
 end
 
+-- Lists whose length callers or data decide are passed to commands at most 1000 values per
+-- call: Lua's unpack stops near 8,000 values, and a script that fails half-way keeps its writes.
+-- Every unpack of such a list goes through `chunked` or `chunked_read` (a test checks the
+-- scripts for others).
 local function chunked(cmd, key, args)
   for i = 1, #args, 1000 do
     redis.call(cmd, key, unpack(args, i, math.min(i + 999, #args)))
   end
 end
 
-local function hmget(key, fields)
+-- A reading command (HMGET, ZMSCORE, SMISMEMBER) over `fields` in runs of 1000, its replies
+-- joined in order.
+local function chunked_read(cmd, key, fields)
   local out = {}
   for i = 1, #fields, 1000 do
-    local part = redis.call('HMGET', key, unpack(fields, i, math.min(i + 999, #fields)))
+    local part = redis.call(cmd, key, unpack(fields, i, math.min(i + 999, #fields)))
     for j = 1, #part do out[#out + 1] = part[j] end
   end
   return out
+end
+
+local function hmget(key, fields)
+  return chunked_read('HMGET', key, fields)
 end
 
 local function now_ms()
@@ -224,7 +234,7 @@ local function emit(K, kind, ids, data, now)
       args[#args + 1] = data and data[j] or ''
     end
     local n = redis.call('HINCRBY', K.stats, 'events', 1)
-    local r = redis.pcall('XADD', K.events, 'MAXLEN', '~', max, n .. '-1', unpack(args))
+    local r = redis.pcall('XADD', K.events, 'MAXLEN', '~', max, n .. '-1', unpack(args)) -- bounded: 1004
     if type(r) == 'table' and r.err then
       -- The counter fell behind the log (reset by hand): catch up with the log's last entry.
       local info = redis.call('XINFO', 'STREAM', K.events)
@@ -234,7 +244,7 @@ local function emit(K, kind, ids, data, now)
         end
       end
       redis.call('HSET', K.stats, 'events', n)
-      redis.call('XADD', K.events, 'MAXLEN', '~', max, n .. '-1', unpack(args))
+      redis.call('XADD', K.events, 'MAXLEN', '~', max, n .. '-1', unpack(args)) -- bounded: 1004
     end
   end
 end
@@ -413,7 +423,7 @@ end
 -- Adds deltas (group -> n) to the groups' running counts (gstate), two calls for all.
 local function add_group_active(K, C, deltas, groups)
   if #groups == 0 then return end
-  local cur = redis.call('HMGET', K.gstate, unpack(groups))
+  local cur = hmget(K.gstate, groups)
   local set, del = {}, {}
   for i, g in ipairs(groups) do
     local v = (tonumber(cur[i]) or 0) + deltas[g]
@@ -472,14 +482,14 @@ end
 
 -- Puts groups at the back of the rotation, those not in it already.
 local function rotation_join(K, groups)
-  local inside = redis.call('SMISMEMBER', K.gset, unpack(groups))
+  local inside = chunked_read('SMISMEMBER', K.gset, groups)
   local new = {}
   for i, g in ipairs(groups) do
     if inside[i] == 0 then new[#new + 1] = g end
   end
   if #new == 0 then return false end
-  redis.call('SADD', K.gset, unpack(new))
-  redis.call('RPUSH', K.grot, unpack(new))
+  chunked('SADD', K.gset, new)
+  chunked('RPUSH', K.grot, new)
   return true
 end
 
@@ -506,11 +516,7 @@ local function groups_offer(K, C, groups, now, ready)
       redis.call('SREM', K.gheld, g)
     end
   end
-  local joined = false
-  for i = 1, #can, 1000 do
-    joined = rotation_join(K, { unpack(can, i, math.min(i + 999, #can)) }) or joined
-  end
-  return joined
+  return #can > 0 and rotation_join(K, can)
 end
 
 -- Jobs of groups ended (completed, failed, released, expired): `groups` lists each group once,

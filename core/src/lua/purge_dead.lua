@@ -7,10 +7,10 @@
 --#include lib_jobs.lua
 local ids = dead_ids(KEYS[1], ARGV[1], tonumber(ARGV[2]))
 if #ids == 0 then return 0 end
-redis.call('ZREM', KEYS[1], unpack(ids))
-redis.call('HDEL', KEYS[2], unpack(ids))
-redis.call('HDEL', KEYS[3], unpack(ids))
-redis.call('HDEL', KEYS[4], unpack(ids))
-redis.call('ZREM', KEYS[5], unpack(ids))
-redis.call('HDEL', KEYS[6], unpack(ids))
+chunked('ZREM', KEYS[1], ids)
+chunked('HDEL', KEYS[2], ids)
+chunked('HDEL', KEYS[3], ids)
+chunked('HDEL', KEYS[4], ids)
+chunked('ZREM', KEYS[5], ids)
+chunked('HDEL', KEYS[6], ids)
 return #ids

@@ -27,7 +27,7 @@ for i, id in ipairs(ids) do
   idem[#idem + 1] = '+inf'
   idem[#idem + 1] = id
 end
-redis.call('ZREM', K.dead, unpack(ids))
+chunked('ZREM', K.dead, ids)
 chunked('HSET', K.meta, meta)
 make_ready(K, queue_cfg(K), ids, false, now_ms())
 if redis.call('EXISTS', K.idem) == 1 then

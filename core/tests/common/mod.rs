@@ -424,6 +424,18 @@ impl Drop for SentinelSetup {
     }
 }
 
+/// Why TLS tests cannot run here, when the test command found the redis-server on PATH built
+/// without TLS (`TIDEQ_TEST_NO_TLS`, set by scripts/test-valkey.sh): the TLS tests then say so
+/// and return.
+#[allow(dead_code)]
+pub fn tls_unavailable() -> Option<String> {
+    let why = std::env::var("TIDEQ_TEST_NO_TLS")
+        .ok()
+        .filter(|w| !w.is_empty())?;
+    eprintln!("skipped: {why}");
+    Some(why)
+}
+
 /// A private CA and a server certificate it signed for 127.0.0.1, in a new folder:
 /// ca.pem, cert.pem, key.pem.
 pub fn make_certs() -> PathBuf {
