@@ -1,5 +1,5 @@
 # The README's commands. Each target installs what it needs (scripts/ensure-deps.sh).
-.PHONY: demo test test-valkey stress-process faults dist bench bench-cluster fmt lint
+.PHONY: demo test test-valkey stress-process scale faults dist bench bench-cluster fmt lint
 
 demo: ## the seed's scenario; starts a private redis-server unless TIDEQ_REDIS_URL is set
 	@bash scripts/ensure-deps.sh >/dev/null
@@ -15,6 +15,12 @@ test-valkey: ## the Rust, Python, Node and cross-language suites against Valkey 
 stress-process: ## every Node test that runs a worker in a child process, 30 times in a row (each run must pass)
 	bash scripts/ensure-deps.sh >/dev/null
 	bash scripts/stress-process.sh 30
+
+scale: ## the scale profile: 100,000 groups (10% paused, 10% rate-limited, group limits on), 1,000,000 jobs, 4 shards, workers in Rust, Python and Node; checks nothing stranded, no limit exceeded, no script call over 10 ms (make test runs it with 10,000 groups)
+	bash scripts/ensure-deps.sh >/dev/null
+	TIDEQ_BUILD_ONLY=1 bash scripts/test-python.sh >/dev/null
+	TIDEQ_BUILD_ONLY=1 bash scripts/test-node.sh >/dev/null
+	cargo run --release -p tideq-bench --bin scale
 
 dist: ## release artefacts in dist/: the Python wheel (abi3) and sdist, the npm tarball with the prebuilt addon, and a crate package check
 	bash scripts/dist.sh

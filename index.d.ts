@@ -268,8 +268,8 @@ export declare class Job {
  * `JOB_NOT_FOUND`, `JOB_NOT_CANCELLABLE`, `NOT_REPLICATED` (an enqueue the client's
  * `replicaAck` replicas did not confirm in time; the job is on the primary), `JOB_FAILED` (a
  * job `wait` waited for went to the dead letters or was cancelled), `TIMEOUT` (a `wait` ran
- * out of time) and `NOT_SUPPORTED` (the server is older than Redis 7.0 or Valkey 7.2). An argument of the wrong JS type is a `TypeError` whose code is
- * `INVALID_ARGUMENT`. Async methods reject (they never throw synchronously), with the stack of
+ * out of time) and `NOT_SUPPORTED` (the server is older than Redis 7.0 or Valkey 7.2). An
+ * argument of the wrong JS type is a `TypeError` whose code is `INVALID_ARGUMENT`. Async methods reject (they never throw synchronously), with the stack of
  * the call; constructors throw.
  */
 export declare class Queue {
@@ -424,8 +424,8 @@ export declare class Queue {
   /** Jobs per state and the queue's lifetime counters. */
   stats(): Promise<JobStats>
   /**
-   * Leases up to `max` (at most 1000) ready jobs (due delayed jobs are promoted first) for processing
-   * without a worker; resolves with them (empty when nothing is ready). Settle each with
+   * Leases up to `max` (at most 1000) ready jobs (due delayed jobs are promoted first) for
+   * processing without a worker; resolves with them (empty when nothing is ready). Settle each with
    * `complete`, `fail` or `release`, and renew a long one with `extend`: a job whose lease
    * expires is delivered again. Their `signal` is never aborted.
    */

@@ -17,6 +17,8 @@ echo "== the built wheel and npm tarball, installed where there is no cargo"
 bash scripts/dist-check.sh
 echo "== valkey: the error and ACL tests against Valkey 8 (make test-valkey runs every suite)"
 bash scripts/test-valkey.sh --quick
+echo "== scale (quick profile: 10,000 groups, 100,000 jobs; make scale runs 100,000 and 1,000,000)"
+cargo run -q -p tideq-bench --bin scale -- --groups 10000 --jobs 100000 --paused 10000
 echo "== interop"
 .venv/bin/python -m pytest tests/interop -q
 echo "== faults (quick profile; make faults runs the full suite and a soak)"

@@ -92,7 +92,7 @@ impl Queue {
     /// The jobs in `state`, `limit` (at most [`MAX_PAGE`]; 0 gives none) from `offset`: delayed by
     /// due time, active by lease deadline, dead oldest death first, completed newest first, ready
     /// in the order workers take them (plain, then by priority, then group by group: the
-    /// rotation's groups in turn, then the held ones by name); a sharded queue lists shard by
+    /// rotation's groups in turn, then the held ones); a sharded queue lists shard by
     /// shard. A job that moves on while the page is read is reported as it is now.
     pub async fn jobs(&self, state: JobState, offset: usize, limit: usize) -> Result<Vec<JobInfo>> {
         self.op("jobs", async {

@@ -82,6 +82,13 @@ pub struct GroupInfo {
     pub rate: Option<Rate>,
 }
 
+/// Shard `shard`'s share of a limit `n` split over `shards` (the first `n % shards` get one
+/// more), so the shares add up to `n`.
+fn share(n: u32, shard: usize, shards: usize) -> u32 {
+    let (base, rest) = (n / shards as u32, n % shards as u32);
+    base + u32::from((shard as u32) < rest)
+}
+
 fn opt<T: ToString>(v: Option<T>) -> String {
     v.map(|v| v.to_string()).unwrap_or_default()
 }
@@ -106,11 +113,20 @@ impl Queue {
     }
 
     async fn set_flow_on_shards(&self, target: &str, settings: &[(&str, String)]) -> Result<()> {
+        self.set_flow_per_shard(target, |_| settings.to_vec()).await
+    }
+
+    /// [`set_flow`](Self::set_flow) with each shard's own settings (`per_shard(shard)`).
+    async fn set_flow_per_shard<'a>(
+        &self,
+        target: &str,
+        per_shard: impl Fn(usize) -> Vec<(&'a str, String)>,
+    ) -> Result<()> {
         for shard in 0..self.shards.len() {
             let mut cmd = self.script_cmd(shard, &SET_FLOW);
             cmd.arg(target);
-            for (k, v) in settings {
-                cmd.arg(*k).arg(v);
+            for (k, v) in per_shard(shard) {
+                cmd.arg(k).arg(v);
             }
             self.client.eval::<i64>(&cmd, &SET_FLOW).await?;
         }
@@ -152,22 +168,51 @@ impl Queue {
     }
 
     /// Replaces the queue's limits (every field; `None` removes that limit).
+    ///
+    /// On a sharded queue, `max_active` and `rate` hold across all shards: each shard gets its
+    /// share (`max_active` 5 over 4 shards: 2, 1, 1, 1), so the queue as a whole never runs or
+    /// starts more than the limit, though a busy shard cannot borrow an idle one's share. A
+    /// limit smaller than the number of shards is refused (`INVALID_ARGUMENT`). Group limits
+    /// need no split: a group's jobs all live on one shard.
     pub async fn set_limits(&self, limits: Limits) -> Result<()> {
-        let rate = limits.rate.map(Rate::encode).transpose()?;
+        let shards = self.shards.len();
         let grate = limits.group_rate.map(Rate::encode).transpose()?;
         let max_active = positive("max_active", limits.max_active)?;
         let glimit = positive("group_concurrency", limits.group_concurrency)?;
-        self.set_flow(
-            "set_limits",
-            "queue",
-            &[
-                ("max_active", opt(max_active)),
-                ("rate", rate.unwrap_or_default()),
+        if let Some(r) = limits.rate {
+            r.encode()?;
+        }
+        for (what, n) in [
+            ("max_active", max_active),
+            ("rate", limits.rate.map(|r| r.max)),
+        ] {
+            if let Some(n) = n.filter(|n| (*n as usize) < shards) {
+                return Err(Error::invalid(format!(
+                    "{what} is {n} on a queue of {shards} shards: each shard needs a share of at \
+                     least 1 (the limit is split between the shards so that it holds across them)"
+                )));
+            }
+        }
+        let op = self.set_flow_per_shard("queue", |shard| {
+            let max_share = max_active.map(|n| share(n, shard, shards));
+            let rate_share = limits.rate.map(|r| {
+                Rate::new(share(r.max, shard, shards), r.per)
+                    .encode()
+                    .unwrap_or_default()
+            });
+            vec![
+                ("max_active", opt(max_share)),
+                ("max_active_total", opt(max_active)),
+                ("rate", rate_share.unwrap_or_default()),
+                (
+                    "rate_total",
+                    limits.rate.map(|r| r.max.to_string()).unwrap_or_default(),
+                ),
                 ("glimit", opt(glimit)),
-                ("grate", grate.unwrap_or_default()),
-            ],
-        )
-        .await
+                ("grate", grate.clone().unwrap_or_default()),
+            ]
+        });
+        self.op("set_limits", op).await
     }
 
     /// Sets `group`'s own limits (`None` fields: the queue's defaults).
@@ -204,9 +249,17 @@ impl Queue {
     pub async fn limits(&self) -> Result<Limits> {
         self.op("limits", async {
             let c = self.cfg(0).await?;
+            // A sharded queue's shards hold shares of the limits; the whole is kept beside them.
+            let total = |share: &str, total: &str| c.get(total).or_else(|| c.get(share)).cloned();
+            let rate = c.get("rate").and_then(|v| Rate::decode(v)).map(|r| Rate {
+                max: total("rate", "rate_total")
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(r.max),
+                ..r
+            });
             Ok(Limits {
-                max_active: c.get("max_active").and_then(|v| v.parse().ok()),
-                rate: c.get("rate").and_then(|v| Rate::decode(v)),
+                max_active: total("max_active", "max_active_total").and_then(|v| v.parse().ok()),
+                rate,
                 group_concurrency: c.get("glimit").and_then(|v| v.parse().ok()),
                 group_rate: c.get("grate").and_then(|v| Rate::decode(v)),
             })

@@ -8,7 +8,45 @@ use std::time::Duration;
 
 use common::jobs::*;
 use common::RedisServer;
-use tideq::{EnqueueOptions, ErrorKind, GroupLimits, JobState, Limits, WorkerOptions, MAX_FETCH};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use tideq::{
+    EnqueueOptions, ErrorKind, GroupLimits, JobState, Limits, Rate, WorkerOptions, MAX_FETCH,
+};
+
+/// Script calls slower than `micros`, from SLOWLOG (each as its command line, truncated).
+fn slow_calls(server: &RedisServer, micros: u64) -> Vec<String> {
+    let entries: Vec<redis::Value> = redis::cmd("SLOWLOG")
+        .arg("GET")
+        .arg(1000)
+        .query(&mut server.conn())
+        .unwrap();
+    let mut out = Vec::new();
+    for e in entries {
+        if let redis::Value::Array(fields) = e {
+            let took: u64 = redis::from_redis_value(fields[2].clone()).unwrap_or(0);
+            let args: Vec<String> = redis::from_redis_value(fields[3].clone()).unwrap_or_default();
+            if took > micros {
+                out.push(format!("{took} µs: {}", args.join(" ")));
+            }
+        }
+    }
+    out
+}
+
+/// Starts SLOWLOG afresh, logging every call over `micros`.
+fn slowlog_from_now(server: &RedisServer, micros: u64) {
+    let mut c = server.conn();
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("slowlog-log-slower-than")
+        .arg(micros)
+        .query(&mut c)
+        .unwrap();
+    let _: () = redis::cmd("SLOWLOG").arg("RESET").query(&mut c).unwrap();
+}
 
 /// `groups` groups with `per` jobs each, enqueued in parts of 10,000.
 async fn fill(q: &tideq::Queue, groups: usize, per: usize) {
@@ -134,7 +172,9 @@ async fn flow_settings_with_9000_groups_running_apply_whole_and_keep_the_running
         running.extend(jobs);
     }
     assert_eq!(running.len(), 9_000);
-    // Each setting, applied while 9,000 groups run jobs, succeeds whole.
+    // Each setting, applied while 9,000 groups run jobs, succeeds whole, and none of them (nor a
+    // group's read) is a call whose work grows with the groups: none over 10 ms in SLOWLOG.
+    slowlog_from_now(&server, 10_000);
     q.pause().await.unwrap();
     q.resume().await.unwrap();
     q.pause_group("tenant-7").await.unwrap();
@@ -158,9 +198,195 @@ async fn flow_settings_with_9000_groups_running_apply_whole_and_keep_the_running
     for g in ["tenant-0", "tenant-7", "tenant-8", "tenant-8999"] {
         assert_eq!(q.group(g).await.unwrap().active, 1, "{g}");
     }
+    assert_eq!(slow_calls(&server, 10_000), Vec::<String>::new());
     assert!(q
         .lease_jobs(MAX_FETCH, Duration::from_secs(30))
         .await
         .unwrap()
         .is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_beside_20000_paused_groups_starts_without_waiting_for_the_poll_interval() {
+    let server = RedisServer::start();
+    let q = queue(&server.url);
+    fill(&q, 20_000, 1).await;
+    // Paused after they joined the rotation: each sits in it until a fetch meets it.
+    let names: Vec<String> = (0..20_000).map(|g| format!("tenant-{g}")).collect();
+    for part in names.chunks(2_000) {
+        let pauses = part.iter().map(|g| q.pause_group(g));
+        for r in futures_util::future::join_all(pauses).await {
+            r.unwrap();
+        }
+    }
+    q.enqueue(
+        b"free",
+        EnqueueOptions {
+            group: Some("free".into()),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    let ran = Arc::new(AtomicBool::new(false));
+    let seen = ran.clone();
+    let started = Instant::now();
+    // An idle worker that polls once a minute: only the fetches' own wake-ups can reach the job.
+    let w = q
+        .work(
+            WorkerOptions {
+                concurrency: 1,
+                poll_interval: Duration::from_secs(60),
+                ..Default::default()
+            },
+            move |_job| {
+                let seen = seen.clone();
+                async move {
+                    seen.store(true, Ordering::SeqCst);
+                    Ok::<(), String>(())
+                }
+            },
+        )
+        .unwrap();
+    while !ran.load(Ordering::SeqCst) {
+        assert!(
+            started.elapsed() < Duration::from_secs(50),
+            "the unpaused group's job waited for the poll interval"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    w.shutdown().await;
+    assert_eq!(
+        q.group("tenant-5").await.unwrap().ready,
+        1,
+        "a paused group started a job"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_group_that_used_its_last_start_comes_back_when_its_rate_window_ends_not_when_a_job_ends()
+{
+    let server = RedisServer::start();
+    let q = queue(&server.url);
+    fill(&q, 1, 3).await;
+    q.set_group_limits(
+        "tenant-0",
+        GroupLimits {
+            rate: Some(Rate::new(1, Duration::from_millis(300))),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    let lease = Duration::from_secs(60);
+    // Jobs that run far longer than the window: none of them ends during this test.
+    assert_eq!(q.lease_jobs(10, lease).await.unwrap().len(), 1);
+    assert_eq!(
+        q.lease_jobs(10, lease).await.unwrap().len(),
+        0,
+        "the rate allows one start"
+    );
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert_eq!(
+        q.lease_jobs(10, lease).await.unwrap().len(),
+        1,
+        "the window ended: the group may start its next job"
+    );
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert_eq!(q.lease_jobs(10, lease).await.unwrap().len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queue_wide_limits_on_a_4_shard_queue_hold_across_the_shards_not_per_shard() {
+    let server = RedisServer::start();
+    let client = tideq::Client::open(&server.url).unwrap();
+    let q = tideq::Queue::sharded(&client, &common::unique("jq"), 4, Default::default()).unwrap();
+    let jobs: Vec<(Vec<u8>, EnqueueOptions)> = (0..200)
+        .map(|i| (format!("{i}").into_bytes(), EnqueueOptions::default()))
+        .collect();
+    q.enqueue_many(&jobs).await.unwrap();
+    let lease_all = || async {
+        let mut n = 0;
+        loop {
+            let got = q
+                .lease_jobs(MAX_FETCH, Duration::from_secs(60))
+                .await
+                .unwrap();
+            if got.is_empty() {
+                return n;
+            }
+            n += got.len();
+        }
+    };
+    q.set_limits(Limits {
+        max_active: Some(5),
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    assert_eq!(
+        lease_all().await,
+        5,
+        "max_active 5 ran more than 5 jobs at once"
+    );
+    assert_eq!(q.limits().await.unwrap().max_active, Some(5));
+    q.set_limits(Limits {
+        rate: Some(Rate::new(8, Duration::from_secs(60))),
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    assert_eq!(
+        lease_all().await,
+        8,
+        "a rate of 8 a minute started more than 8"
+    );
+    assert_eq!(
+        q.limits().await.unwrap().rate,
+        Some(Rate::new(8, Duration::from_secs(60)))
+    );
+    // A limit below one per shard cannot be split: refused, and the limits in force stay.
+    let err = q
+        .set_limits(Limits {
+            max_active: Some(3),
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidArgument);
+    assert!(
+        err.message()
+            .contains("max_active is 3 on a queue of 4 shards"),
+        "{err}"
+    );
+    assert_eq!(
+        q.limits().await.unwrap().rate,
+        Some(Rate::new(8, Duration::from_secs(60)))
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn purged_grouped_dead_jobs_leave_no_route_entries_behind() {
+    let server = RedisServer::start();
+    let q = queue(&server.url);
+    for i in 0..3 {
+        let opts = EnqueueOptions {
+            group: Some(format!("tenant-{i}")),
+            priority: Some(2),
+            max_attempts: Some(1),
+            ..Default::default()
+        };
+        q.enqueue(b"x", opts).await.unwrap();
+    }
+    for job in q.lease_jobs(10, Duration::from_secs(30)).await.unwrap() {
+        assert!(q.fail(&job, "boom").await.unwrap(), "dead-lettered");
+    }
+    assert_eq!(q.stats().await.unwrap().dead, 3);
+    assert_eq!(q.purge().await.unwrap(), 3);
+    let route = format!("tideq:{{{}}}:route", q.name());
+    let left: u64 = redis::cmd("HLEN")
+        .arg(&route)
+        .query(&mut server.conn())
+        .unwrap();
+    assert_eq!(left, 0, "purge left the jobs' routes (flow mode stays on)");
 }

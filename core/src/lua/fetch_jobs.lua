@@ -133,10 +133,22 @@ if #due > 0 then
   make_ready(K, C, due, false, now)
 end
 if flow then
-  local rewoken = redis.call('ZRANGEBYSCORE', K.gwait, '-inf', now, 'LIMIT', 0, 1000)
+  -- At most 100 a call: the rest are due too, so the worker looks again at once.
+  local rewoken = redis.call('ZRANGEBYSCORE', K.gwait, '-inf', now, 'LIMIT', 0, 100)
   if #rewoken > 0 then
     chunked('ZREM', K.gwait, rewoken)
     groups_offer(K, C, rewoken, now, false)
+  end
+end
+-- A settings change's sweep of the held groups (set_flow.lua): the next 100 are offered.
+if C.recheck then
+  local r = redis.call('SSCAN', K.gheld, C.recheck, 'COUNT', 100)
+  if #r[2] > 0 then groups_offer(K, C, r[2], now, false) end
+  if r[1] == '0' then
+    redis.call('HDEL', K.cfg, 'recheck')
+    C.recheck = nil
+  else
+    redis.call('HSET', K.cfg, 'recheck', r[1])
   end
 end
 
@@ -162,6 +174,8 @@ end
 -- The jobs to lease, in order: plain ready ones, prioritized ones, then groups round-robin.
 local ids, grp = {}, {}
 local popped, full = false, false
+-- Groups this fetch took out of the rotation for want of room (paused, at a limit, rate).
+local held = 0
 if want > 0 then
   local got = redis.call('LPOP', K.ready, want)
   if got then
@@ -191,9 +205,14 @@ if want > 0 then
     if #ids < want then
       local started, sgroups, total_started = {}, {}, 0
       local limited = groups_limited(K, C)
+      -- Groups looked at beyond those that give a job: at most 200 per call, so a rotation full
+      -- of groups without room (paused, at a limit) costs calls, not one long call; the worker
+      -- looks again at once (see wake_in below).
+      local budget = want + 200
       for _ = 1, 100 do
-        local need = want - #ids
+        local need = math.min(want - #ids, budget)
         if need <= 0 then break end
+        budget = budget - need
         local heads = redis.call('LPOP', K.grot, need)
         if not heads then break end
         local m = #heads
@@ -208,6 +227,13 @@ if want > 0 then
             if j then
               ids[#ids + 1] = j
               back[#back + 1] = g
+              grp[j] = g
+              if started[g] then
+                started[g] = started[g] + 1
+              else
+                started[g] = 1
+                sgroups[#sgroups + 1] = g
+              end
             else
               gone[#gone + 1] = g
             end
@@ -254,7 +280,11 @@ if want > 0 then
             elseif room - n > 0 then
               back[#back + 1] = g
             else
+              -- Out of room: when this call's starts used up its rate, it waits for its window
+              -- (a completion does not bring it back; the window's end does).
+              if not wait and n > 0 then wait = select(2, group_room(K, C, g, now)) end
               group_hold(K, g, now, wait)
+              held = held + 1
             end
           end
           for _, turn in ipairs(turns) do
@@ -269,8 +299,7 @@ if want > 0 then
       if total_started > 0 then
         popped = true
         redis.call('HINCRBY', K.stats, 'gready', -total_started)
-        -- Running counts are kept only where a limit needs them.
-        if limited then add_group_active(K, C, started, sgroups) end
+        add_group_active(K, C, started, sgroups)
       end
     end
   end
@@ -347,6 +376,10 @@ local limited = C.paused or capped or rate_in > 0
 -- Ids popped but none leasable (data gone): look again. Nothing popped while wanting some: there
 -- was nothing to lease. A maintenance call (nothing wanted) looks again if jobs are ready.
 if popped or (not limited and tonumber(ARGV[2]) == 0 and redis.call('LLEN', K.ready) > 0) then
+  wake_in = 0
+elseif not limited and (C.recheck or held > 0 and redis.call('LLEN', K.grot) > 0) then
+  -- Groups without room were taken out of the rotation and more are in it, or a sweep of the
+  -- held groups goes on: the groups behind them may start jobs now.
   wake_in = 0
 else
   local function sooner(ms)

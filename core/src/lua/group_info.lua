@@ -1,7 +1,7 @@
 #!lua flags=no-writes
 --[[ What one group holds and obeys, read without writing: its ready jobs, its running jobs (the
-  kept count while group limits are set; otherwise counted from the active set), and its own
-  settings (lib_jobs.lua, "Flow control").
+  kept count), and its own settings (lib_jobs.lua, "Flow control"). A few calls, whatever the
+  number of groups or running jobs.
   KEYS[1] g (group key prefix)   KEYS[2] gstate hash   KEYS[3] gcfg hash   KEYS[4] cfg hash
   KEYS[5] active zset            KEYS[6] route hash
   ARGV[1] group name
@@ -10,16 +10,6 @@
 local K = { g = KEYS[1], gstate = KEYS[2], gcfg = KEYS[3], cfg = KEYS[4], active = KEYS[5],
   route = KEYS[6] }
 local g = ARGV[1]
-local C = queue_cfg(K)
-local running = 0
-if groups_limited(K, C) then
-  running = tonumber(redis.call('HGET', K.gstate, g) or '0')
-elseif redis.call('EXISTS', K.route) == 1 then
-  local ids = redis.call('ZRANGEBYSCORE', K.active, '-inf', '(+inf')
-  local r = hmget(K.route, ids)
-  for i = 1, #ids do
-    if r[i] and select(2, parse_route(r[i])) == g then running = running + 1 end
-  end
-end
+local running = tonumber(redis.call('HGET', K.gstate, g) or '0')
 local own = redis.call('HMGET', K.gcfg, 'limit:' .. g, 'rate:' .. g, 'paused:' .. g)
 return { redis.call('ZCARD', K.g .. g), running, own[1], own[2], own[3] }

@@ -68,10 +68,14 @@
             offers them their place back.
     gwait   zset: rate-limited groups -> when their window allows the next start.
     gr:<group> (K.gr .. group) zset: the group's recent starts (its rate-limit window).
-    gstate  hash group -> jobs of the group running (across workers), kept only while a group
-            limit, rate or pause is set (set_flow.lua counts them afresh when one is set).
+    gstate  hash group -> jobs of the group running (across workers), kept for every grouped
+            job (two calls per fetch and per batch of acks that start or end grouped jobs), so
+            `group()` reads it in O(1) and a settings change never recounts.
     gcfg    hash "limit:<group>", "rate:<group>" ("n|ms"), "paused:<group>": per-group settings.
-    cfg     hash: paused, max_active, rate ("n|ms"), glimit and grate (the groups' defaults).
+    cfg     hash: paused, max_active, rate ("n|ms"), glimit and grate (the groups' defaults);
+            recheck, while a settings change's sweep of the held groups goes on: the SSCAN
+            cursor of gheld where the next fetch goes on offering them their place (100 per
+            fetch), so no call does work in proportion to the held groups.
     rl      zset: the queue's recent starts (its rate-limit window).
   Without any group limit, rate or pause (no glimit/grate, empty gcfg), nothing about a group is
   looked up: a group with ready jobs is always in the rotation (an emptied one leaves it when its
@@ -368,11 +372,12 @@ end
 -- used (see "Results and progress").
 local function queue_cfg(K)
   local c = redis.call('HMGET', K.cfg, 'paused', 'max_active', 'rate', 'glimit', 'grate',
-    'results', 'progress', 'waited', 'dedup', 'events', 'sched')
+    'results', 'progress', 'waited', 'dedup', 'events', 'sched', 'recheck')
   K.no_results, K.no_progress, K.no_waiters, K.no_dedup = not c[6], not c[7], not c[8], not c[9]
   if K.events then K.evmax = tonumber(c[10]) or false end
   return { paused = c[1] == '1', max_active = tonumber(c[2]), rate = c[3] or nil,
-    glimit = tonumber(c[4]), grate = c[5] or nil, gc = {}, act = {}, rs = {}, sched = c[11] == '1' }
+    glimit = tonumber(c[4]), grate = c[5] or nil, gc = {}, act = {}, rs = {}, sched = c[11] == '1',
+    recheck = c[12] or nil }
 end
 
 -- Whether any group limit, rate or pause is set (a queue default, or any group's own): without
@@ -410,6 +415,11 @@ local function group_cfg(K, C, g)
   return c
 end
 
+-- Whether any grouped job is running (its group's count is kept in gstate).
+local function flow_running(K)
+  return redis.call('EXISTS', K.gstate) == 1
+end
+
 -- Jobs of group g running now (kept up to date in C.act within one call).
 local function group_active(K, C, g)
   local a = C.act[g]
@@ -437,16 +447,6 @@ local function add_group_active(K, C, deltas, groups)
   end
   chunked('HSET', K.gstate, set)
   chunked('HDEL', K.gstate, del)
-end
-
--- Counts the running jobs of every group afresh from the active set (when group limits are
--- set: without them nothing keeps the counts), or drops the counts.
-local function recount_group_active(K, C)
-  redis.call('DEL', K.gstate)
-  if not groups_limited(K, C) or redis.call('EXISTS', K.route) == 0 then return end
-  local running = redis.call('ZRANGEBYSCORE', K.active, '-inf', '(+inf')
-  local counts, groups = per_group(hmget(K.route, running), #running)
-  add_group_active(K, C, counts, groups)
 end
 
 -- How many more jobs group g may start now (math.huge: no limit); when none, also the ms until
@@ -520,14 +520,14 @@ local function groups_offer(K, C, groups, now, ready)
 end
 
 -- Jobs of groups ended (completed, failed, released, expired): `groups` lists each group once,
--- `ended[g]` how many of its jobs. Their slots are free again; with group limits, each group is
--- offered its place back (and idle workers woken when one joins).
+-- `ended[g]` how many of its jobs. Their running counts go down; with group limits, their slots
+-- are free again and each group is offered its place back (idle workers woken when one joins).
 local function groups_done(K, C, groups, ended, now)
-  if #groups == 0 or not groups_limited(K, C) then return end
+  if #groups == 0 then return end
   local deltas = {}
   for _, g in ipairs(groups) do deltas[g] = -ended[g] end
   add_group_active(K, C, deltas, groups)
-  if groups_offer(K, C, groups, now, false) then wake(K.wake) end
+  if groups_limited(K, C) and groups_offer(K, C, groups, now, false) then wake(K.wake) end
 end
 
 local function group_done(K, C, g, now)
@@ -751,7 +751,7 @@ local function complete_leases(K, C, now, P, first)
   -- A slot under the queue's concurrency cap is free again: an idle worker may start a job.
   if C.max_active then wake(K.wake) end
   -- Grouped jobs free their groups' slots (only looked up when a group has jobs running).
-  if redis.call('EXISTS', K.gstate) == 1 then
+  if flow_running(K) then
     local r = routes(K, okids)
     if r then
       local ended, groups = per_group(r, #okids)

@@ -5,7 +5,9 @@
   and ready in the order fetches take them (fetch_jobs.lua): the plain ready list, then each
   priority's list (lowest number first), then the groups' jobs group by group, each group's in
   the order it runs them: first the groups of the rotation in rotation order, then the groups
-  held out of it (limit, pause, rate; lib_jobs.lua, "Flow control") by name.
+  held out of it (limit, pause, rate; lib_jobs.lua, "Flow control") in the held set's order.
+  Groups are read 1000 at a time and only until the page is full: a page's cost grows with its
+  offset and length, not with the number of groups.
   KEYS[1] ready list   KEYS[2] delayed zset   KEYS[3] active zset   KEYS[4] dead zset
   KEYS[5] done list    KEYS[6] prio zset      KEYS[7] p (priority list key prefix)
   KEYS[8] grot list    KEYS[9] gheld set      KEYS[10] g (group key prefix)
@@ -66,26 +68,29 @@ elseif state == 'ready' then
       if want <= 0 then break end
     end
   end
-  if want > 0 then
-    local seen, groups = {}, {}
-    for _, g in ipairs(redis.call('LRANGE', K.grot, 0, -1)) do
+  local seen = {}
+  local function groups(names)
+    for _, g in ipairs(names) do
+      if want <= 0 then return end
       if not seen[g] then
         seen[g] = true
-        groups[#groups + 1] = g
+        zset(K.g .. g)
       end
     end
-    local held = redis.call('SMEMBERS', K.gheld)
-    table.sort(held)
-    for _, g in ipairs(held) do
-      if not seen[g] then
-        seen[g] = true
-        groups[#groups + 1] = g
-      end
-    end
-    for _, g in ipairs(groups) do
-      zset(K.g .. g)
-      if want <= 0 then break end
-    end
+  end
+  local at = 0
+  while want > 0 do
+    local part = redis.call('LRANGE', K.grot, at, at + 999)
+    groups(part)
+    if #part < 1000 then break end
+    at = at + 1000
+  end
+  local cursor = '0'
+  while want > 0 do
+    local r = redis.call('SSCAN', K.gheld, cursor, 'COUNT', 1000)
+    groups(r[2])
+    cursor = r[1]
+    if cursor == '0' then break end
   end
 else
   return redis.error_reply('tideq: unknown job state ' .. tostring(state))

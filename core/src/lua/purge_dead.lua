@@ -1,7 +1,7 @@
 --[[ Delete dead-lettered jobs and their data, at most ARGV[2] per call (the client loops); their
   ids may be enqueued again.
   KEYS[1] dead zset   KEYS[2] jobs hash   KEYS[3] meta hash   KEYS[4] errors hash
-  KEYS[5] idem zset   KEYS[6] progress hash
+  KEYS[5] idem zset   KEYS[6] progress hash   KEYS[7] route hash
   ARGV[1] job id, or "" for all   ARGV[2] most jobs this call
   Returns: number of jobs purged (0 when the id is not dead). ]]
 --#include lib_jobs.lua
@@ -13,4 +13,7 @@ chunked('HDEL', KEYS[3], ids)
 chunked('HDEL', KEYS[4], ids)
 chunked('ZREM', KEYS[5], ids)
 chunked('HDEL', KEYS[6], ids)
+-- A dead job keeps its route (priority, group) for a requeue; purged, it goes, so a queue whose
+-- grouped jobs are all gone stops paying for flow control.
+chunked('HDEL', KEYS[7], ids)
 return #ids

@@ -1,5 +1,7 @@
 --[[ Change flow-control settings (lib_jobs.lua, "Flow control"), then offer the groups the change
-  may let start a job their place in the rotation, and wake idle workers.
+  may let start a job their place in the rotation, and wake idle workers: a group's own setting
+  offers that group; a queue default starts a sweep of the held groups that fetches carry out,
+  100 groups each (cfg `recheck`), so this call's work does not grow with the groups.
   KEYS[1] cfg hash     KEYS[2] gcfg hash    KEYS[3] gstate hash   KEYS[4] grot list
   KEYS[5] gheld set    KEYS[6] gwait zset   KEYS[7] wake list     KEYS[8] stats hash
   KEYS[9] g (group key prefix)              KEYS[10] gr (group rate-log prefix)
@@ -26,17 +28,12 @@ for i = 2, #ARGV - 1, 2 do
 end
 local now = now_ms()
 local C = queue_cfg(K)
--- Group running counts exist only while some group limit needs them: counted afresh now.
-recount_group_active(K, C)
 if group then
   groups_offer(K, C, { group }, now, false)
-else
-  -- A default changed: every group held out of the rotation may have room now.
-  local held = redis.call('SMEMBERS', K.gheld)
-  for _, g in ipairs(redis.call('ZRANGE', K.gwait, 0, -1)) do held[#held + 1] = g end
-  for i = 1, #held, 1000 do
-    groups_offer(K, C, { unpack(held, i, math.min(i + 999, #held)) }, now, false)
-  end
+elseif redis.call('EXISTS', K.gheld) == 1 then
+  -- A default changed: every group held out of the rotation may have room now. Fetches offer
+  -- them their place, from the start of the held set (a sweep going on starts over).
+  redis.call('HSET', K.cfg, 'recheck', '0')
 end
 wake(K.wake)
 return 1
