@@ -120,10 +120,11 @@ impl Role {
             // Wake-up listener: BLPOP, and passing a token on; cancel requests (renewer).
             Role::Worker => &["blpop", "rpush", "pexpire", "smismember"],
             // The event log too: set_events (HSET/HDEL of the setting, DEL of the log), readers
-            // (XREAD to wait, HSET of a named reader's place).
+            // (XREAD to wait, HSET of a named reader's place); groups() (SMEMBERS of the rotation
+            // and the held groups, ZRANGE of those waiting for their rate window).
             Role::Admin => &[
                 "zcard", "llen", "zcount", "hgetall", "hget", "blpop", "time", "hset", "hdel",
-                "del", "xread",
+                "del", "xread", "smembers", "zrange",
             ],
             Role::CappedProducer => &[],
             // Wake-up waits, `len`, `stats`; `peek` (TIME and LRANGE in one pipeline).
