@@ -16,7 +16,8 @@ use crate::scripts::{CAPPED_GROUPS, POP_CAPPED, PUSH_CAPPED};
 /// Items per script call in [`CappedQueue::push_many`]; all calls go in one pipeline.
 const PUSH_CHUNK_ITEMS: usize = 1000;
 const PUSH_CHUNK_BYTES: usize = 4 * 1024 * 1024;
-/// Empty groups `next_batch` may clear from the registry in one call before giving up.
+/// Script calls `next_batch` may make on one shard without finding a batch before giving up
+/// (each clears up to 1000 drained groups from the rotation).
 const MAX_EMPTY_HOPS: usize = 1000;
 /// Most items one [`CappedQueue::peek`] returns.
 pub const MAX_PEEK: usize = 1000;
@@ -320,7 +321,7 @@ impl CappedQueue {
         self.op("pop_batch", async {
             validate_name("group", group)?;
             let shard = shard_of(group, self.shards.len());
-            let (mut batches, _) = self
+            let (mut batches, _, _) = self
                 .pop_groups(shard, &[group.to_string()], max, 0, &[])
                 .await?;
             Ok(batches.pop().map(|b| b.items).unwrap_or_default())
@@ -338,7 +339,7 @@ impl CappedQueue {
         max: usize,
         next: usize,
         skip: &[String],
-    ) -> Result<(Vec<Batch>, Vec<String>)> {
+    ) -> Result<(Vec<Batch>, Vec<String>, bool)> {
         if max == 0 {
             return Err(Error::invalid("max must be at least 1"));
         }
@@ -355,7 +356,7 @@ impl CappedQueue {
         let reply: Value = self.client.eval(&cmd, &POP_CAPPED).await?;
         let bad = || Error::new(crate::ErrorKind::Redis, "unexpected reply from pop_capped");
         type Popped = Vec<(String, Vec<Vec<u8>>)>;
-        let (raw, next): (Popped, Vec<String>) =
+        let (raw, next, more): (Popped, Vec<String>, i64) =
             redis::from_redis_value(reply).map_err(|_| bad())?;
         let mut batches = Vec::with_capacity(raw.len());
         for (group, stamped) in raw {
@@ -368,7 +369,7 @@ impl CappedQueue {
             }
             batches.push(Batch { group, items });
         }
-        Ok((batches, next))
+        Ok((batches, next, more == 1))
     }
 
     /// Takes the next batch round-robin over the groups that have data, or `None` when no group
@@ -406,7 +407,7 @@ impl CappedQueue {
                 let mut hints = std::mem::take(&mut rr.hints[shard]);
                 let later = hints.split_off(hints.len().min(count));
                 // Boxed: keeps the future's type shallow for callers' auto-trait checks.
-                let (batches, next) =
+                let (batches, next, more) =
                     Box::pin(self.pop_groups(shard, &hints, max, count, skip)).await?;
                 let mut queued = later;
                 for g in next {
@@ -418,7 +419,9 @@ impl CappedQueue {
                 if !batches.is_empty() {
                     return Ok(batches);
                 }
-                if rr.hints[shard].is_empty() {
+                // Nothing found yet: go on while groups to pop were named, or the walk over the
+                // rotation stopped at its bound (drained groups are cleared 1000 a call).
+                if rr.hints[shard].is_empty() && !more {
                     break;
                 }
             }

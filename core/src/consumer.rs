@@ -234,7 +234,7 @@ impl Fetcher {
         let mut out = Vec::new();
         for (shard, groups) in by_shard.iter().enumerate() {
             if !groups.is_empty() {
-                let (batches, _) = self.queue.pop_groups(shard, groups, max, 0, &[]).await?;
+                let (batches, _, _) = self.queue.pop_groups(shard, groups, max, 0, &[]).await?;
                 out.extend(batches);
             }
         }

@@ -390,3 +390,33 @@ async fn purged_grouped_dead_jobs_leave_no_route_entries_behind() {
         .unwrap();
     assert_eq!(left, 0, "purge left the jobs' routes (flow mode stays on)");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn next_batch_behind_100000_expired_groups_finds_the_live_one_in_short_calls() {
+    let server = RedisServer::start();
+    let client = tideq::Client::open(&server.url).unwrap();
+    let opts = tideq::CappedOptions {
+        ttl: Some(Duration::from_millis(1500)),
+        ..Default::default()
+    };
+    let q = tideq::CappedQueue::new(&client, &common::unique("cq"), opts).unwrap();
+    let items: Vec<(String, &[u8])> = (0..100_000)
+        .map(|g| (format!("g{g}"), b"x".as_slice()))
+        .collect();
+    q.push_many(&items).await.unwrap();
+    // Every group expires; the rotation still names them all.
+    tokio::time::sleep(Duration::from_millis(1800)).await;
+    q.push("fresh", b"live").await.unwrap();
+    slowlog_from_now(&server, 10_000);
+    let batch = q
+        .next_batch(10)
+        .await
+        .unwrap()
+        .expect("the live group's batch");
+    assert_eq!(
+        (batch.group.as_str(), batch.items),
+        ("fresh", vec![b"live".to_vec()])
+    );
+    assert_eq!(slow_calls(&server, 10_000), Vec::<String>::new());
+    assert!(q.next_batch(10).await.unwrap().is_none());
+}
