@@ -38,7 +38,7 @@ cat > sample.mjs <<'JS'
 import { Queue } from 'tideq';
 
 const q = new Queue('dist-check-node');
-await q.enqueue('send-welcome', { to: 'ada@example.com' }, { id: 'welcome' });
+await q.enqueueTask('send-welcome', { to: 'ada@example.com' }, { id: 'welcome' });
 const stats = await q.run({ 'send-welcome': (data, job) => console.log('ran', job.id, data.to) }, { stopWhenDrained: true });
 if (stats.completed !== 1) throw new Error(JSON.stringify(stats));
 console.log('npm tarball: ok');
