@@ -103,6 +103,23 @@ fn script_usec(url: &str) -> u64 {
         .sum()
 }
 
+/// Calls per command so far (`INFO commandstats`), script-internal ones included.
+fn command_calls(url: &str) -> HashMap<String, u64> {
+    let info: String = redis_cmd(url, &["INFO", "commandstats"]);
+    info.lines()
+        .filter_map(|l| {
+            let (name, rest) = l.strip_prefix("cmdstat_")?.split_once(':')?;
+            let calls = rest
+                .strip_prefix("calls=")?
+                .split(',')
+                .next()?
+                .parse()
+                .ok()?;
+            Some((name.to_string(), calls))
+        })
+        .collect()
+}
+
 /// The slowest calls in SLOWLOG: (µs, command and first arguments).
 fn slowlog(url: &str) -> Vec<(u64, String)> {
     let entries: Vec<redis::Value> = redis_cmd(url, &["SLOWLOG", "GET", "1000"]);
@@ -387,6 +404,7 @@ async fn main() {
     let _: () = redis_cmd(&url, &["CONFIG", "SET", "slowlog-log-slower-than", "1000"]);
     let _: () = redis_cmd(&url, &["SLOWLOG", "RESET"]);
     let before = script_usec(&url);
+    let calls_before = command_calls(&url);
     let t = Instant::now();
     let mut children = Vec::new();
     if !a.rust_only {
@@ -412,7 +430,20 @@ async fn main() {
         .unwrap();
     let s = until_done(&q, paused_jobs, Duration::from_secs(1800)).await;
     let took = t.elapsed();
-    let grouped_usec = (script_usec(&url) - before) as f64 / (a.jobs as u64 - paused_jobs) as f64;
+    let ran = (a.jobs as u64 - paused_jobs) as f64;
+    let grouped_usec = (script_usec(&url) - before) as f64 / ran;
+    let mut per_job: Vec<(f64, String)> = command_calls(&url)
+        .into_iter()
+        .map(|(c, n)| {
+            (
+                (n - calls_before.get(&c).copied().unwrap_or(0)) as f64 / ran,
+                c,
+            )
+        })
+        .filter(|(n, _)| *n >= 0.05)
+        .collect();
+    per_job.sort_by(|a, b| b.0.total_cmp(&a.0));
+    let calls_per_job: f64 = per_job.iter().map(|(n, _)| n).sum();
     let rust_stats = rust.shutdown().await;
     for (what, mut c) in children {
         let _ = Command::new("kill").arg(c.id().to_string()).status();
@@ -473,6 +504,15 @@ async fn main() {
         "| Redis script time per job: {} groups / no groups | {grouped_usec:.1} µs / {plain_usec:.1} µs ({:.2}×) |",
         a.groups,
         grouped_usec / plain_usec
+    );
+    let top: Vec<String> = per_job
+        .iter()
+        .take(8)
+        .map(|(n, c)| format!("{c} {n:.2}"))
+        .collect();
+    println!(
+        "| Redis calls per job (script-internal included) | {calls_per_job:.1}: {} |",
+        top.join(", ")
     );
     println!(
         "| first start of a group beside {} paused groups (poll 60 s) | {first:.2?} |",

@@ -527,7 +527,15 @@ local function groups_done(K, C, groups, ended, now)
   local deltas = {}
   for _, g in ipairs(groups) do deltas[g] = -ended[g] end
   add_group_active(K, C, deltas, groups)
-  if groups_limited(K, C) and groups_offer(K, C, groups, now, false) then wake(K.wake) end
+  if not groups_limited(K, C) then return end
+  -- Only a held group waits for a slot: a group with ready jobs is in the rotation or held,
+  -- and one in the rotation keeps its place.
+  local held = chunked_read('SMISMEMBER', K.gheld, groups)
+  local offer = {}
+  for i, g in ipairs(groups) do
+    if held[i] == 1 then offer[#offer + 1] = g end
+  end
+  if #offer > 0 and groups_offer(K, C, offer, now, false) then wake(K.wake) end
 end
 
 local function group_done(K, C, g, now)
