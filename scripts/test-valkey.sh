@@ -39,7 +39,7 @@ fi
 TIDEQ_BUILD_ONLY=1 bash scripts/test-python.sh
 TIDEQ_BUILD_ONLY=1 bash scripts/test-node.sh
 echo "== rust"
-cargo test -p tideq --all-targets --features mimalloc,opentelemetry
+cargo test -p tideq --all-targets --no-fail-fast --features mimalloc,opentelemetry
 echo "== python"
 .venv/bin/python -m pytest tests/python -q -rs -p no:cacheprovider
 echo "== node"

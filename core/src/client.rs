@@ -603,7 +603,10 @@ impl Client {
         }
     }
 
-    /// Runs one script by EVALSHA, loading it on NOSCRIPT and retrying once.
+    /// Runs one script by EVALSHA, loading it on NOSCRIPT and retrying. During a cluster failover
+    /// on Valkey (which does not pass loaded scripts on to replicas) the retry can meet a node
+    /// whose scripts are not loaded yet: up to five tries, 25 ms apart and growing, while the
+    /// topology settles.
     pub(crate) async fn eval<T: FromRedisValue>(
         &self,
         cmd: &redis::Cmd,
@@ -621,18 +624,22 @@ impl Client {
         script: &LuaScript,
     ) -> Result<T> {
         let conn = &mut *conn;
-        match cmd.query_async::<T>(conn).await {
-            Err(e) if scripts::is_noscript(&e) => {
-                script
-                    .load_cmd()
-                    .query_async::<String>(conn)
-                    .await
-                    .map_err(|e| self.err(e))?;
-                cmd.query_async::<T>(conn)
-                    .await
-                    .map_err(|e| self.script_err(e, script))
+        let mut tries = 0;
+        loop {
+            match cmd.query_async::<T>(conn).await {
+                Err(e) if scripts::is_noscript(&e) && tries < 5 => {
+                    if tries > 0 {
+                        tokio::time::sleep(std::time::Duration::from_millis(25 << tries)).await;
+                    }
+                    tries += 1;
+                    script
+                        .load_cmd()
+                        .query_async::<String>(conn)
+                        .await
+                        .map_err(|e| self.err(e))?;
+                }
+                other => return other.map_err(|e| self.script_err(e, script)),
             }
-            other => other.map_err(|e| self.script_err(e, script)),
         }
     }
 
