@@ -223,6 +223,9 @@ async fn an_acl_user_works_through_sentinel_and_a_wrong_password_never_leaks() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn jobs_flow_through_a_tls_only_sentinel_setup() {
     use std::process::{Command, Stdio};
+    if common::tls_unavailable().is_some() {
+        return;
+    }
     let certs = common::make_certs();
     let tls = |port: u16| -> Vec<String> {
         let c = |f: &str| certs.join(f).display().to_string();
