@@ -18,7 +18,8 @@
 //! `CancelledError` of a task cancelled for a job's cancellation is not logged: the core reports
 //! the timeout (or returns the job to the queue at shutdown).
 //!
-//! Rules kept here (TOOLCHAIN pitfall 3): handler calls and coroutine creation never take the
+//! Rules kept here (a handler run under the GIL inside a tokio task panics when it uses a blocking
+//! API): handler calls and coroutine creation never take the
 //! GIL on a runtime worker thread (where a CPU-bound handler would stall the tasks that renew
 //! leases); nothing holds the GIL while waiting on Redis or on another thread.
 

@@ -1,10 +1,9 @@
 //! The binding's one tokio runtime: pyo3-async-runtimes' runtime, built by the core's
 //! `tideq::runtime_builder` (one worker thread unless TOKIO_WORKER_THREADS says otherwise), used
 //! by the asyncio API and (through [`block_on`]) by the blocking API, so a connection is never
-//! used from two runtimes (TOOLCHAIN pitfall 5).
+//! used from two runtimes (a connection made on one tokio runtime breaks on another).
 //!
-//! A forked child cannot use it: its worker threads stayed in the parent, so any call would hang
-//! (pitfall 2). The PID is recorded when the runtime is created and every call checks it first,
+//! A forked child cannot use it: its worker threads stayed in the parent, so any call would hang. The PID is recorded when the runtime is created and every call checks it first,
 //! raising `ForkedError` instead of hanging.
 //!
 //! Runtime threads enter Python only through [`with_python`], which an `atexit` hook closes
