@@ -71,8 +71,17 @@ export declare class CappedQueue {
   peek(group: string, options?: PeekOptions): Promise<Peeked[]>
   /** Number of items queued in `group`. */
   len(group: string): Promise<number>
-  /** Groups that currently hold data, in round-robin order. */
+  /**
+   * Groups that currently hold data, in round-robin order. Reads the whole rotation; to
+   * show some of many, read a page with `groupsPage`.
+   */
   groups(): Promise<string[]>
+  /**
+   * About `count` (1 to 500, default 100) of the groups holding data, from `cursor` (absent
+   * or `null`: the start), in no particular order, and the cursor of the next page (`null`
+   * after the last). Each call costs about `count` groups' work, however many there are.
+   */
+  groupsPage(options?: { cursor?: string | null; count?: number }): Promise<CappedGroupPage>
   /** Queue-wide counters. */
   stats(): Promise<CappedStats>
   /**
@@ -340,6 +349,13 @@ export declare class Queue {
    * name, each as `group(name)` tells it.
    */
   groups(): Promise<GroupInfo[]>
+  /**
+   * About `count` (1 to 500, default 100) of the groups `groups()` lists, from `cursor`
+   * (absent or `null`: the start), in no particular order, and the cursor of the next page
+   * (`null` after the last). Each call costs about `count` groups' work, however many the
+   * queue has; `groups()` reads them all.
+   */
+  groupsPage(options?: { cursor?: string | null; count?: number }): Promise<GroupPage>
   /**
    * A handle on job queue `name`. Validates the name and options (throws
    * `INVALID_ARGUMENT`); does not touch Redis.
@@ -652,6 +668,14 @@ export interface BatchWorkerOptions {
    * Default: `console.error`. Should not throw.
    */
   onError?: (err: unknown, jobs: Job[]) => void
+}
+
+/** A page of a capped queue's groups (`groupsPage`) and the cursor of the next page. */
+export interface CappedGroupPage {
+  /** The page's groups, in no particular order. */
+  groups: Array<string>
+  /** Give it to the next `groupsPage` call; `null` when this was the last page. */
+  cursor: string | null
 }
 
 /** Options of `new CappedQueue(name, options)`. Every field is optional. */
@@ -995,6 +1019,14 @@ export interface GroupLimits {
   concurrency?: number | null
   /** At most this many of the group's job starts per window. */
   rate?: Rate | null
+}
+
+/** A page of groups (`groupsPage`) and the cursor of the next page. */
+export interface GroupPage {
+  /** The page's groups, in no particular order. */
+  groups: Array<GroupInfo>
+  /** Give it to the next `groupsPage` call; `null` when this was the last page. */
+  cursor: string | null
 }
 
 /** A job as `get`, `jobs` and `deadLetters` report it. */

@@ -321,11 +321,38 @@ impl CappedQueue {
         )
     }
 
-    /// Groups that currently hold data, in round-robin order.
+    /// Groups that currently hold data, in round-robin order. Reads the whole rotation; to
+    /// show some of many, read a page with `groupsPage`.
     #[napi(ts_return_type = "Promise<string[]>")]
     pub fn groups<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, Vec<String>>> {
         let q = self.inner.clone();
         spawn(env, Ok(async move { Ok(q.groups().await?) }))
+    }
+
+    /// About `count` (1 to 500, default 100) of the groups holding data, from `cursor` (absent
+    /// or `null`: the start), in no particular order, and the cursor of the next page (`null`
+    /// after the last). Each call costs about `count` groups' work, however many there are.
+    #[napi(
+        ts_args_type = "options?: { cursor?: string | null; count?: number }",
+        ts_return_type = "Promise<CappedGroupPage>"
+    )]
+    pub fn groups_page<'env>(
+        &self,
+        env: &'env Env,
+        options: Option<Unknown>,
+    ) -> Result<PromiseRaw<'env, CappedGroupPage>> {
+        let q = self.inner.clone();
+        let args = crate::flow::page_args("groupsPage options", options.as_ref());
+        spawn(
+            env,
+            args.map(|(cursor, count)| async move {
+                let page = q.groups_page(cursor.as_deref(), count).await?;
+                Ok(CappedGroupPage {
+                    groups: page.groups,
+                    cursor: page.cursor,
+                })
+            }),
+        )
     }
 
     /// Queue-wide counters.
@@ -334,4 +361,13 @@ impl CappedQueue {
         let q = self.inner.clone();
         spawn(env, Ok(async move { Ok(q.stats().await?.into()) }))
     }
+}
+
+/// A page of a capped queue's groups (`groupsPage`) and the cursor of the next page.
+#[napi(object, object_from_js = false, use_nullable = true)]
+pub struct CappedGroupPage {
+    /// The page's groups, in no particular order.
+    pub groups: Vec<String>,
+    /// Give it to the next `groupsPage` call; `null` when this was the last page.
+    pub cursor: Option<String>,
 }

@@ -7,7 +7,7 @@
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
-use crate::convert::{count1_u32, millis, string, to_millis, Options};
+use crate::convert::{count1, count1_u32, millis, string, to_millis, Options};
 use crate::error::{spawn, Res};
 use crate::jobs::Queue;
 
@@ -282,4 +282,48 @@ impl Queue {
             Ok(async move { Ok(q.groups().await?.into_iter().map(Into::into).collect()) }),
         )
     }
+
+    /// About `count` (1 to 500, default 100) of the groups `groups()` lists, from `cursor`
+    /// (absent or `null`: the start), in no particular order, and the cursor of the next page
+    /// (`null` after the last). Each call costs about `count` groups' work, however many the
+    /// queue has; `groups()` reads them all.
+    #[napi(
+        ts_args_type = "options?: { cursor?: string | null; count?: number }",
+        ts_return_type = "Promise<GroupPage>"
+    )]
+    pub fn groups_page<'env>(
+        &self,
+        env: &'env Env,
+        options: Option<Unknown>,
+    ) -> Result<PromiseRaw<'env, GroupPage>> {
+        let q = self.inner.clone();
+        let args = page_args("groupsPage options", options.as_ref());
+        spawn(
+            env,
+            args.map(|(cursor, count)| async move {
+                let page = q.groups_page(cursor.as_deref(), count).await?;
+                Ok(GroupPage {
+                    groups: page.groups.into_iter().map(Into::into).collect(),
+                    cursor: page.cursor,
+                })
+            }),
+        )
+    }
+}
+
+/// A page of groups (`groupsPage`) and the cursor of the next page.
+#[napi(object, object_from_js = false, use_nullable = true)]
+pub struct GroupPage {
+    /// The page's groups, in no particular order.
+    pub groups: Vec<GroupInfo>,
+    /// Give it to the next `groupsPage` call; `null` when this was the last page.
+    pub cursor: Option<String>,
+}
+
+/// `groupsPage` options: the cursor (`null`: the start) and the count (default 100).
+pub(crate) fn page_args(what: &str, options: Option<&Unknown>) -> Res<(Option<String>, usize)> {
+    let opts = Options::new(what, options, &["cursor", "count"])?;
+    let cursor = opts.get("cursor", string)?;
+    let count = opts.get("count", count1)?.unwrap_or(100);
+    Ok((cursor, count))
 }

@@ -14,6 +14,31 @@ use crate::error;
 use crate::runtime::{self, Api};
 use crate::signal;
 
+/// A page of a capped queue's groups (``CappedQueue.groups_page``) and the cursor of the next.
+#[pyclass(module = "tideq", frozen)]
+pub struct CappedGroupPage(pub tideq::CappedGroupPage);
+
+#[pymethods]
+impl CappedGroupPage {
+    /// The page's groups, in no particular order.
+    #[getter]
+    fn groups(&self) -> Vec<String> {
+        self.0.groups.clone()
+    }
+    /// Give it to the next ``groups_page`` call; None when this was the last page.
+    #[getter]
+    fn cursor(&self) -> Option<&str> {
+        self.0.cursor.as_deref()
+    }
+    fn __repr__(&self) -> String {
+        format!(
+            "CappedGroupPage(groups=[{} groups], cursor={:?})",
+            self.0.groups.len(),
+            self.0.cursor
+        )
+    }
+}
+
 /// Queue-wide counters kept in Redis.
 #[pyclass(module = "tideq", frozen, eq)]
 #[derive(PartialEq)]
@@ -227,10 +252,32 @@ impl CappedQueueBase {
         self.api.call(py, async move { q.len(&group).await })
     }
 
-    /// Groups holding data, in round-robin order.
+    /// Groups holding data, in round-robin order. Reads the whole rotation; to show some of
+    /// many, read a page with ``groups_page``.
     fn groups<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let q = self.queue.clone();
         self.api.call(py, async move { q.groups().await })
+    }
+
+    /// About ``count`` (1 to 500, default 100) of the groups holding data, from ``cursor`` (None: the
+    /// start), in no particular order, and the cursor of the next page (None after the last).
+    /// Each call costs about ``count`` groups' work, however many there are.
+    #[pyo3(signature = (cursor=None, count=None))]
+    fn groups_page<'py>(
+        &self,
+        py: Python<'py>,
+        cursor: Option<Text>,
+        count: Option<Int>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let count = count
+            .map(|n| convert::count("count", n))
+            .transpose()?
+            .unwrap_or(100);
+        let q = self.queue.clone();
+        self.api.call(py, async move {
+            let cursor = cursor.as_ref().map(|c| c.0.as_str());
+            Ok(CappedGroupPage(q.groups_page(cursor, count).await?))
+        })
     }
 
     /// Queue-wide counters.

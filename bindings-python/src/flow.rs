@@ -1,4 +1,4 @@
-//! Flow control's value classes (core `flow`): `Rate`, `Limits`, `GroupInfo`, and the
+//! Flow control's value classes (core `flow`): `Rate`, `Limits`, `GroupInfo`, `GroupPage`, and the
 //! conversions of `set_limits` / `set_group_limits` arguments. Every check is the core's.
 
 use pyo3::prelude::*;
@@ -136,6 +136,31 @@ impl GroupInfo {
             if g.paused { "True" } else { "False" },
             opt_repr(g.concurrency),
             rate_repr(g.rate)
+        )
+    }
+}
+
+/// A page of groups (``Queue.groups_page``) and the cursor of the next page.
+#[pyclass(module = "tideq", frozen)]
+pub struct GroupPage(pub tideq::GroupPage);
+
+#[pymethods]
+impl GroupPage {
+    /// The page's groups, in no particular order.
+    #[getter]
+    fn groups(&self) -> Vec<GroupInfo> {
+        self.0.groups.iter().cloned().map(GroupInfo).collect()
+    }
+    /// Give it to the next ``groups_page`` call; None when this was the last page.
+    #[getter]
+    fn cursor(&self) -> Option<&str> {
+        self.0.cursor.as_deref()
+    }
+    fn __repr__(&self) -> String {
+        format!(
+            "GroupPage(groups=[{} groups], cursor={:?})",
+            self.0.groups.len(),
+            self.0.cursor
         )
     }
 }

@@ -12,7 +12,7 @@ use crate::convert::set_given;
 use crate::convert::{self, Int, Opt, Secret, Secs, Text};
 use crate::error;
 use crate::events;
-use crate::flow::{self, GroupInfo, Limits, Rate};
+use crate::flow::{self, GroupInfo, GroupPage, Limits, Rate};
 use crate::handler;
 use crate::job::{Backoff, Enqueued, Job, JobInfo, JobStats, ScheduleInfo};
 use crate::otel;
@@ -1115,12 +1115,34 @@ impl QueueBase {
     }
 
     /// Every group the queue knows (with jobs, running jobs or settings of its own), by name,
-    /// each as ``group`` tells it.
+    /// each as ``group`` tells it. Reads every group (in short calls); to show some of many,
+    /// read a page with ``groups_page``.
     fn groups<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let q = self.queue.clone();
         self.api.call(py, async move {
             let all = q.groups().await?;
             Ok(all.into_iter().map(GroupInfo).collect::<Vec<_>>())
+        })
+    }
+
+    /// About ``count`` (1 to 500, default 100) of the groups ``groups`` lists, from ``cursor`` (None: the
+    /// start), in no particular order, and the cursor of the next page (None after the last).
+    /// Each call costs about ``count`` groups' work, however many the queue has.
+    #[pyo3(signature = (cursor=None, count=None))]
+    fn groups_page<'py>(
+        &self,
+        py: Python<'py>,
+        cursor: Option<Text>,
+        count: Option<Int>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let count = count
+            .map(|n| convert::count("count", n))
+            .transpose()?
+            .unwrap_or(100);
+        let q = self.queue.clone();
+        self.api.call(py, async move {
+            let cursor = cursor.as_ref().map(|c| c.0.as_str());
+            Ok(GroupPage(q.groups_page(cursor, count).await?))
         })
     }
 

@@ -84,6 +84,7 @@ fn _tideq(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<capped::CappedQueue>()?;
     m.add_class::<capped::AsyncCappedQueue>()?;
     m.add_class::<capped::CappedStats>()?;
+    m.add_class::<capped::CappedGroupPage>()?;
     m.add_class::<capped::Peeked>()?;
     m.add_class::<consumer::Consumer>()?;
     m.add_class::<consumer::AsyncConsumer>()?;
@@ -102,6 +103,7 @@ fn _tideq(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<flow::Rate>()?;
     m.add_class::<flow::Limits>()?;
     m.add_class::<flow::GroupInfo>()?;
+    m.add_class::<flow::GroupPage>()?;
     m.add("MAX_PRIORITY", tideq::MAX_PRIORITY)?;
     m.add_class::<worker::Worker>()?;
     m.add_class::<worker::AsyncWorker>()?;

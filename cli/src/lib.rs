@@ -131,9 +131,16 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Every group the queue knows (with jobs, running jobs or settings of its own), by name.
+    /// Every group the queue knows (with jobs, running jobs or settings of its own), by name;
+    /// with --count or --cursor, one page of them and the cursor of the next.
     Groups {
         queue: String,
+        /// Show one page of about this many groups (1-500).
+        #[arg(long)]
+        count: Option<usize>,
+        /// Start the page where an earlier page's cursor says.
+        #[arg(long)]
+        cursor: Option<String>,
         #[arg(long)]
         json: bool,
     },
@@ -287,8 +294,15 @@ enum Capped {
         #[arg(long)]
         json: bool,
     },
-    /// Groups holding data, in round-robin order.
+    /// Groups holding data, in round-robin order; with --count or --cursor, one page of them
+    /// (in no particular order) and the cursor of the next.
     Groups {
+        /// Show one page of about this many groups (1-500).
+        #[arg(long)]
+        count: Option<usize>,
+        /// Start the page where an earlier page's cursor says.
+        #[arg(long)]
+        cursor: Option<String>,
         #[arg(long)]
         json: bool,
     },
@@ -514,9 +528,21 @@ async fn run(cli: Cli) -> Outcome {
             let q = job_queue(c, &queue)?;
             print(&render::group(&q.group(&name).await?, json));
         }
-        Command::Groups { queue, json } => {
+        Command::Groups {
+            queue,
+            count,
+            cursor,
+            json,
+        } => {
             let q = job_queue(c, &queue)?;
-            print(&render::groups(&q.groups().await?, json));
+            if count.is_none() && cursor.is_none() {
+                print(&render::groups(&q.groups().await?, json));
+            } else {
+                let page = q
+                    .groups_page(cursor.as_deref(), count.unwrap_or(100))
+                    .await?;
+                print(&render::groups_page(&page, json));
+            }
         }
         Command::Enqueue {
             queue,
@@ -570,7 +596,20 @@ async fn run(cli: Cli) -> Outcome {
             let q = CappedQueue::sharded(&client, &queue, c.shards, CappedOptions::default())?;
             match action {
                 Capped::Stats { json } => print(&render::capped_stats(&q.stats().await?, json)),
-                Capped::Groups { json } => print(&render::names(&q.groups().await?, json)),
+                Capped::Groups {
+                    count,
+                    cursor,
+                    json,
+                } => {
+                    if count.is_none() && cursor.is_none() {
+                        print(&render::names(&q.groups().await?, json));
+                    } else {
+                        let page = q
+                            .groups_page(cursor.as_deref(), count.unwrap_or(100))
+                            .await?;
+                        print(&render::names_page(&page, json));
+                    }
+                }
                 Capped::Len { group } => print(&q.len(&group).await?.to_string()),
                 Capped::Peek {
                     group,

@@ -3,7 +3,10 @@
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::{json, Value};
-use tideq::{CappedStats, Enqueued, GroupInfo, JobInfo, JobStats, Limits, Peeked, Rate};
+use tideq::{
+    CappedGroupPage, CappedStats, Enqueued, GroupInfo, GroupPage, JobInfo, JobStats, Limits,
+    Peeked, Rate,
+};
 
 /// The password `tideq acl` prints in the ACL SETUSER line, to be replaced.
 pub const PASSWORD_PLACEHOLDER: &str = "CHANGE-ME";
@@ -468,6 +471,25 @@ pub fn groups(list: &[GroupInfo], json: bool) -> String {
     t.render()
 }
 
+/// One page of groups, then where the next page starts.
+pub fn groups_page(page: &GroupPage, json: bool) -> String {
+    if json {
+        return json!({
+            "groups": page.groups.iter().map(group_json).collect::<Vec<_>>(),
+            "cursor": page.cursor,
+        })
+        .to_string();
+    }
+    with_cursor(groups(&page.groups, false), &page.cursor)
+}
+
+fn with_cursor(text: String, cursor: &Option<String>) -> String {
+    match cursor {
+        Some(c) => format!("{text}\nnext page: --cursor {c}"),
+        None => text,
+    }
+}
+
 pub fn enqueued(e: &Enqueued, json: bool) -> String {
     if json {
         return json!({"id": e.id, "created": e.created}).to_string();
@@ -541,6 +563,14 @@ pub fn peeked(items: &[Peeked], how: Option<Payload>, json: bool) -> String {
         ]);
     }
     t.render()
+}
+
+/// One page of a capped queue's groups, then where the next page starts.
+pub fn names_page(page: &CappedGroupPage, json: bool) -> String {
+    if json {
+        return json!({"groups": page.groups, "cursor": page.cursor}).to_string();
+    }
+    with_cursor(names(&page.groups, false), &page.cursor)
 }
 
 pub fn names(names: &[String], json: bool) -> String {

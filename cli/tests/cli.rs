@@ -223,6 +223,35 @@ fn groups_lists_the_queues_groups_as_core_does() {
         "{text}"
     );
     assert!(lines[2].contains("true"), "{text}");
+    // One page at a time: the next page's cursor is printed after the table.
+    let text = ok(redis.tideq(&["groups", "grouped", "--count", "1"]));
+    let cursor = text
+        .lines()
+        .last()
+        .and_then(|l| l.strip_prefix("next page: --cursor "))
+        .unwrap_or_else(|| panic!("no cursor after one group of two: {text}"))
+        .to_string();
+    let mut seen = vec![text
+        .lines()
+        .nth(1)
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_string()];
+    let mut at = Some(cursor);
+    while let Some(c) = at {
+        let v = json(redis.tideq(&["groups", "grouped", "--cursor", &c, "--json"]));
+        for g in v["groups"].as_array().unwrap() {
+            seen.push(g["group"].as_str().unwrap().to_string());
+        }
+        at = v["cursor"].as_str().map(str::to_string);
+    }
+    seen.sort();
+    assert_eq!(seen, ["fast", "slow"]);
+    let bad = redis.tideq(&["groups", "grouped", "--cursor", "nope"]);
+    assert!(!bad.status.success());
+    assert!(stderr(&bad).contains("not a cursor"), "{}", stderr(&bad));
 }
 
 #[test]
@@ -365,6 +394,13 @@ fn capped_stats_groups_and_len_are_cores() {
     let groups = json(redis.tideq(&["capped", "cq", "groups", "--json"]));
     let want = rt.block_on(q.groups()).unwrap();
     assert_eq!(groups, serde_json::json!(want));
+    let page = json(redis.tideq(&["capped", "cq", "groups", "--count", "5", "--json"]));
+    let mut listed: Vec<String> = serde_json::from_value(page["groups"].clone()).unwrap();
+    listed.sort();
+    assert_eq!(
+        (listed, &page["cursor"]),
+        (vec!["a".to_string(), "b".to_string()], &Value::Null)
+    );
     assert_eq!(ok(redis.tideq(&["capped", "cq", "len", "a"])).trim(), "2");
 }
 

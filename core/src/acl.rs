@@ -97,6 +97,7 @@ impl Role {
                 &PURGE_DEAD,
                 &SET_FLOW,
                 &GROUP_INFO,
+                &LIST_GROUPS,
                 &WAIT_JOB,
                 &UPSERT_SCHEDULE,
                 &REMOVE_SCHEDULE,
@@ -104,7 +105,7 @@ impl Role {
                 &READ_EVENTS,
             ],
             Role::CappedProducer => vec![&PUSH_CAPPED],
-            Role::CappedConsumer => vec![&POP_CAPPED, &CAPPED_GROUPS],
+            Role::CappedConsumer => vec![&POP_CAPPED, &CAPPED_GROUPS, &CAPPED_GROUP_PAGE],
         }
     }
 
@@ -120,11 +121,10 @@ impl Role {
             // Wake-up listener: BLPOP, and passing a token on; cancel requests (renewer).
             Role::Worker => &["blpop", "rpush", "pexpire", "smismember"],
             // The event log too: set_events (HSET/HDEL of the setting, DEL of the log), readers
-            // (XREAD to wait, HSET of a named reader's place); groups() (SMEMBERS of the rotation
-            // and the held groups, ZRANGE of those waiting for their rate window).
+            // (XREAD to wait, HSET of a named reader's place).
             Role::Admin => &[
                 "zcard", "llen", "zcount", "hgetall", "hget", "blpop", "time", "hset", "hdel",
-                "del", "xread", "smembers", "zrange",
+                "del", "xread",
             ],
             Role::CappedProducer => &[],
             // Wake-up waits, `len`, `stats`; `peek` (TIME and LRANGE in one pipeline).

@@ -8,14 +8,14 @@
 //! ever holds more; `max_active` caps the jobs *running* at once. Limited jobs stay where they are,
 //! and an idle worker waits exactly until the window allows the next start.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::time::Duration;
 
 use crate::error::{Error, Result};
 use crate::job::ms;
 use crate::jobs::Queue;
 use crate::keys::{shard_of, validate_name};
-use crate::scripts::{GROUP_INFO, SET_FLOW};
+use crate::scripts::{GROUP_INFO, LIST_GROUPS, SET_FLOW};
 
 /// At most `max` starts in any window of `per`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -284,61 +284,68 @@ impl Queue {
     /// Every group the queue knows, on every shard, sorted by name, each as
     /// [`group`](Self::group) tells it: the groups in the rotation or held out of it, those with
     /// running jobs or waiting for their rate window, and those with settings of their own (a
-    /// pause, a limit). One pipeline per shard lists them, then one per shard reads them.
+    /// pause, a limit). Reads the queue in pages of [`MAX_GROUP_PAGE`] (one short call each, see
+    /// [`groups_page`](Self::groups_page)), so its cost grows with the groups; a view that shows
+    /// some of them should read a page.
     pub async fn groups(&self) -> Result<Vec<GroupInfo>> {
         self.op("groups", async {
-            let mut names = BTreeSet::new();
-            for k in self.shards.iter() {
-                let mut conn = self.client.conn().await?;
-                #[allow(clippy::type_complexity)]
-                let (rotation, held, running, waiting, settings): (
-                    Vec<String>,
-                    Vec<String>,
-                    HashMap<String, i64>,
-                    Vec<String>,
-                    HashMap<String, String>,
-                ) = redis::pipe()
-                    .smembers(k.gset())
-                    .smembers(k.gheld())
-                    .hgetall(k.gstate())
-                    .zrange(k.gwait(), 0, -1)
-                    // HGETALL rather than HKEYS: the admin role's ACL rules already allow it.
-                    .hgetall(k.gcfg())
-                    .query_async(&mut conn)
-                    .await
-                    .map_err(|e| self.client.err(e))?;
-                names.extend(rotation);
-                names.extend(held);
-                names.extend(running.into_iter().filter(|(_, n)| *n > 0).map(|(g, _)| g));
-                names.extend(waiting);
-                // "limit:<group>", "rate:<group>", "paused:<group>".
-                names.extend(
-                    settings
-                        .keys()
-                        .filter_map(|f| f.split_once(':').map(|(_, g)| g.to_string())),
-                );
-            }
-            let defaults = self.limits().await?;
-            let mut by_shard: Vec<Vec<String>> = vec![Vec::new(); self.shards.len()];
-            for name in names {
-                by_shard[shard_of(&name, self.shards.len())].push(name);
-            }
-            let mut out = Vec::new();
-            for (shard, names) in by_shard.iter().enumerate() {
-                for chunk in names.chunks(GROUPS_PER_PIPELINE) {
-                    let cmds: Vec<redis::Cmd> =
-                        chunk.iter().map(|g| self.group_cmd(shard, g)).collect();
-                    for (name, reply) in chunk.iter().zip(self.client.pipeline(&cmds).await?) {
-                        let raw: RawGroup = redis::from_redis_value(reply)
-                            .map_err(|e| self.client.err(e.into()))?;
-                        out.push(group_info(name, raw, &defaults));
-                    }
+            let mut all = std::collections::BTreeMap::new();
+            let mut cursor: Option<String> = None;
+            loop {
+                let page = self
+                    .page_of_groups(cursor.as_deref(), MAX_GROUP_PAGE)
+                    .await?;
+                for g in page.groups {
+                    all.insert(g.group.clone(), g);
+                }
+                match page.cursor {
+                    Some(c) => cursor = Some(c),
+                    None => return Ok(all.into_values().collect()),
                 }
             }
-            out.sort_by(|a, b| a.group.cmp(&b.group));
-            Ok(out)
         })
         .await
+    }
+
+    /// About `count` (1 to [`MAX_GROUP_PAGE`]) of the groups [`groups`](Self::groups) lists,
+    /// from `cursor` (`None`: the start), and the cursor of the next page (`None`: that was the
+    /// last). Each call costs about `count` groups' work in Redis however many the queue has. A
+    /// page is in no particular order and may hold a few more or fewer than `count`; as with
+    /// Redis's SCAN, a walk lists every group that stays put meanwhile, once, and one that
+    /// changes state during the walk (say, from waiting to held) may be listed twice or missed.
+    pub async fn groups_page(&self, cursor: Option<&str>, count: usize) -> Result<GroupPage> {
+        self.op("groups_page", self.page_of_groups(cursor, count))
+            .await
+    }
+
+    async fn page_of_groups(&self, cursor: Option<&str>, count: usize) -> Result<GroupPage> {
+        if count == 0 || count > MAX_GROUP_PAGE {
+            return Err(Error::invalid(format!(
+                "a page holds 1 to {MAX_GROUP_PAGE} groups, got {count}"
+            )));
+        }
+        let (mut shard, mut part, mut scan) = match cursor {
+            None => (0, 1, "0".to_string()),
+            Some(c) => parse_group_cursor(c, self.shards.len())?,
+        };
+        let defaults = self.limits().await?;
+        let mut groups = Vec::new();
+        while shard < self.shards.len() && groups.len() < count {
+            let mut cmd = self.script_cmd(shard, &LIST_GROUPS);
+            cmd.arg(part).arg(&scan).arg(count - groups.len());
+            let (rows, next, at): (Vec<(String, RawGroup)>, u8, String) =
+                self.client.eval(&cmd, &LIST_GROUPS).await?;
+            for (name, raw) in rows {
+                groups.push(group_info(&name, raw, &defaults));
+            }
+            if next == 0 {
+                (shard, part, scan) = (shard + 1, 1, "0".to_string());
+            } else {
+                (part, scan) = (next, at);
+            }
+        }
+        let cursor = (shard < self.shards.len()).then(|| format!("{shard}-{part}-{scan}"));
+        Ok(GroupPage { groups, cursor })
     }
 
     fn group_cmd(&self, shard: usize, group: &str) -> redis::Cmd {
@@ -348,8 +355,33 @@ impl Queue {
     }
 }
 
-/// Groups read in one pipeline by [`Queue::groups`].
-const GROUPS_PER_PIPELINE: usize = 500;
+/// Most groups one [`Queue::groups_page`] call returns.
+pub const MAX_GROUP_PAGE: usize = 500;
+
+/// A page of groups, and where the next one starts (see [`Queue::groups_page`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupPage {
+    pub groups: Vec<GroupInfo>,
+    /// Give it to the next call; `None` when this was the last page.
+    pub cursor: Option<String>,
+}
+
+/// A cursor made by [`Queue::groups_page`]: `shard-part-scan`.
+fn parse_group_cursor(c: &str, shards: usize) -> Result<(usize, u8, String)> {
+    let bad = || {
+        Error::invalid(format!(
+            "{c:?} is not a cursor of this queue's groups: give back the cursor a page returned"
+        ))
+    };
+    let mut it = c.splitn(3, '-');
+    let shard: usize = it.next().and_then(|v| v.parse().ok()).ok_or_else(bad)?;
+    let part: u8 = it.next().and_then(|v| v.parse().ok()).ok_or_else(bad)?;
+    let scan = it.next().ok_or_else(bad)?;
+    if shard >= shards || !(1..=5).contains(&part) || scan.parse::<u64>().is_err() {
+        return Err(bad());
+    }
+    Ok((shard, part, scan.to_string()))
+}
 
 /// `group_info.lua`'s reply: ready, running, own limit, own rate, paused.
 type RawGroup = (u64, u64, Option<String>, Option<String>, Option<String>);

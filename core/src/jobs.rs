@@ -182,6 +182,9 @@ impl Queue {
         }
         if let Some(g) = &o.group {
             crate::keys::validate_name("group", g)?;
+            if self.shards.len() > 1 {
+                refuse_sharded_group_key(o)?;
+            }
         }
         let mut delay = o.delay.map(ms).unwrap_or(0);
         if let Some(t) = &o.trace {
@@ -504,4 +507,24 @@ impl Queue {
         }
         Ok(())
     }
+}
+
+/// On a sharded queue a grouped job lives on its group's shard, where an id or a dedup or
+/// debounce key given with it could be checked only: the same id with another group would make a
+/// second job. Refused rather than unique per shard.
+fn refuse_sharded_group_key(o: &EnqueueOptions) -> Result<()> {
+    let what = if o.id.is_some() {
+        "an id"
+    } else if o.dedup.is_some() {
+        "a dedup key"
+    } else if o.debounce.is_some() {
+        "a debounce key"
+    } else {
+        return Ok(());
+    };
+    Err(Error::invalid(format!(
+        "a job with a group on a sharded queue cannot take {what}: the group picks the job's \
+         shard, so {what} would be unique on that shard only; leave out the group or {what}, or \
+         use a queue of one shard"
+    )))
 }

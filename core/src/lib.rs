@@ -86,7 +86,7 @@ pub mod worker;
 /// itself, with the host's traceback, filters this target out).
 pub const HANDLER_LOG_TARGET: &str = "tideq::handler";
 
-pub use capped::{Batch, CappedOptions, CappedQueue, CappedStats, Peeked};
+pub use capped::{Batch, CappedGroupPage, CappedOptions, CappedQueue, CappedStats, Peeked};
 pub use client::Client;
 pub use config::{Config, EvictionCheck};
 pub use consumer::{BatchHandler, Consumer, ConsumerOptions, ConsumerStats, HandlerFuture};
@@ -94,7 +94,7 @@ pub use discover::{QueueKind, QueueRef};
 pub use envelope::{Backoff, BackoffKind, Envelope, PayloadFormat, TraceContext};
 pub use error::{Error, ErrorKind, Result};
 pub use events::{Event, EventKind, Events, EventsOptions};
-pub use flow::{GroupInfo, GroupLimits, Limits, Rate};
+pub use flow::{GroupInfo, GroupLimits, GroupPage, Limits, Rate, MAX_GROUP_PAGE};
 pub use job::{
     Debounce, Dedup, EnqueueOptions, Enqueued, Job, JobInfo, JobOutcome, JobState, JobStats,
     QueueOptions, DEFAULT_MAX_RESULT_LEN, MAX_BATCH, MAX_FETCH, MAX_PAGE, MAX_PRIORITY,

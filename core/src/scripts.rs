@@ -145,6 +145,7 @@ scripts! {
     PUSH_CAPPED => "push_capped.lua",
     POP_CAPPED => "pop_capped.lua",
     CAPPED_GROUPS => "capped_groups.lua",
+    CAPPED_GROUP_PAGE => "capped_group_page.lua",
     ENQUEUE_JOBS => "enqueue_jobs.lua",
     SCHEDULES => "schedules.lua",
     UPSERT_SCHEDULE => "upsert_schedule.lua",
@@ -161,6 +162,7 @@ scripts! {
     LIST_JOBS => "list_jobs.lua",
     SET_FLOW => "set_flow.lua",
     GROUP_INFO => "group_info.lua",
+    LIST_GROUPS => "list_groups.lua",
     SET_PROGRESS => "set_progress.lua",
     WAIT_JOB => "wait_job.lua",
     READ_EVENTS => "read_events.lua",
@@ -227,7 +229,12 @@ mod tests {
 
     #[test]
     fn every_key_a_header_names_is_one_the_rust_side_builds() {
-        const CAPPED: [&str; 3] = ["push_capped.lua", "pop_capped.lua", "capped_groups.lua"];
+        const CAPPED: [&str; 4] = [
+            "push_capped.lua",
+            "pop_capped.lua",
+            "capped_groups.lua",
+            "capped_group_page.lua",
+        ];
         let jobs = JobKeys::new("tideq", "q").unwrap();
         let capped = CappedKeys::new("tideq", "q").unwrap();
         for s in super::all() {

@@ -366,6 +366,78 @@ async fn queue_wide_limits_on_a_4_shard_queue_hold_across_the_shards_not_per_sha
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_id_or_dedup_key_over_groups_of_a_sharded_queue_is_refused_not_made_into_a_job_per_shard(
+) {
+    let server = RedisServer::start();
+    let client = tideq::Client::open(&server.url).unwrap();
+    let q = tideq::Queue::sharded(&client, &common::unique("jq"), 3, Default::default()).unwrap();
+    let grouped = |g: usize| EnqueueOptions {
+        group: Some(format!("tenant-{g}")),
+        ..Default::default()
+    };
+    let tries = [
+        (
+            "an id",
+            EnqueueOptions {
+                id: Some("same-id".into()),
+                ..grouped(0)
+            },
+        ),
+        (
+            "a dedup key",
+            EnqueueOptions {
+                dedup: Some(tideq::Dedup::new("order-42")),
+                ..grouped(1)
+            },
+        ),
+        (
+            "a debounce key",
+            EnqueueOptions {
+                debounce: Some(tideq::Debounce::new("order-42", Duration::from_secs(1))),
+                ..grouped(2)
+            },
+        ),
+    ];
+    for (what, opts) in tries {
+        let err = q.enqueue(b"x", opts.clone()).await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{what}: {err}");
+        assert!(
+            err.message().contains(&format!("cannot take {what}")),
+            "{err}"
+        );
+        // In a batch too, and nothing of the batch is written.
+        let err = q
+            .enqueue_many(&[(b"ok".to_vec(), grouped(5)), (b"x".to_vec(), opts)])
+            .await
+            .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidArgument);
+    }
+    assert_eq!(
+        q.stats().await.unwrap().enqueued,
+        0,
+        "a refused enqueue wrote"
+    );
+    // Grouped jobs with generated ids, and ids or keys without a group, are fine.
+    q.enqueue(b"x", grouped(0)).await.unwrap();
+    for g in 0..6 {
+        let opts = EnqueueOptions {
+            id: Some("same-id".into()),
+            ..Default::default()
+        };
+        assert_eq!(q.enqueue(b"x", opts).await.unwrap().created, g == 0);
+    }
+    // One shard: the combination is allowed, and the id is unique in the queue.
+    let one = tideq::Queue::new(&client, &common::unique("jq"), Default::default()).unwrap();
+    for g in 0..6 {
+        let opts = EnqueueOptions {
+            id: Some("same-id".into()),
+            ..grouped(g)
+        };
+        assert_eq!(one.enqueue(b"x", opts).await.unwrap().created, g == 0);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn purged_grouped_dead_jobs_leave_no_route_entries_behind() {
     let server = RedisServer::start();
     let q = queue(&server.url);
@@ -419,4 +491,136 @@ async fn next_batch_behind_100000_expired_groups_finds_the_live_one_in_short_cal
     );
     assert_eq!(slow_calls(&server, 10_000), Vec::<String>::new());
     assert!(q.next_batch(10).await.unwrap().is_none());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn listing_20000_groups_by_page_lists_each_once_without_a_long_call() {
+    let server = RedisServer::start();
+    let q = queue(&server.url);
+    fill(&q, 20_000, 2).await;
+    q.set_limits(Limits {
+        group_concurrency: Some(1),
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    // Some groups running (then at their limit, so held), some paused, one with settings only.
+    let leased = q
+        .lease_jobs(MAX_FETCH, Duration::from_secs(60))
+        .await
+        .unwrap();
+    assert_eq!(leased.len(), MAX_FETCH);
+    for g in 0..500 {
+        q.pause_group(&format!("tenant-{g}")).await.unwrap();
+    }
+    q.pause_group("settings-only").await.unwrap();
+    slowlog_from_now(&server, 10_000);
+    let mut seen = std::collections::HashMap::new();
+    let mut cursor: Option<String> = None;
+    let mut pages = 0;
+    loop {
+        let page = q.groups_page(cursor.as_deref(), 200).await.unwrap();
+        pages += 1;
+        assert!(
+            page.groups.len() <= 400,
+            "a page of 200 held {}",
+            page.groups.len()
+        );
+        for g in page.groups {
+            assert!(
+                seen.insert(g.group.clone(), g).is_none(),
+                "a group was listed twice"
+            );
+        }
+        match page.cursor {
+            Some(c) => cursor = Some(c),
+            None => break,
+        }
+    }
+    assert_eq!(seen.len(), 20_001);
+    assert!(pages >= 50, "{pages} pages of about 200 for 20,001 groups");
+    assert_eq!(seen["tenant-3"].active, 1);
+    assert_eq!(seen["tenant-3"].ready, 1);
+    assert!(seen["tenant-3"].paused);
+    assert_eq!(seen["tenant-3"].concurrency, Some(1));
+    assert!(seen["settings-only"].paused);
+    assert_eq!(seen["settings-only"].ready, 0);
+    let slow = slow_calls(&server, 10_000);
+    assert!(slow.is_empty(), "calls over 10 ms: {slow:?}");
+    // groups() reads the same, sorted.
+    let all = q.groups().await.unwrap();
+    assert_eq!(all.len(), 20_001);
+    assert!(all.windows(2).all(|w| w[0].group < w[1].group));
+    assert_eq!(
+        all.iter().find(|g| g.group == "tenant-3"),
+        Some(&seen["tenant-3"])
+    );
+    // Bad pages are refused.
+    for (cursor, count) in [
+        (None, 0),
+        (None, tideq::MAX_GROUP_PAGE + 1),
+        (Some("zz"), 10),
+        (Some("1-1-0"), 10),
+        (Some("0-9-0"), 10),
+    ] {
+        let err = q.groups_page(cursor, count).await.unwrap_err();
+        assert_eq!(
+            err.kind(),
+            ErrorKind::InvalidArgument,
+            "{cursor:?} {count}: {err}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn listing_a_capped_queue_of_20000_live_and_20000_expired_groups_by_page_stays_short() {
+    let server = RedisServer::start();
+    let client = tideq::Client::open(&server.url).unwrap();
+    let opts = tideq::CappedOptions {
+        ttl: Some(Duration::from_millis(1500)),
+        ..Default::default()
+    };
+    let q = tideq::CappedQueue::sharded(&client, &common::unique("cq"), 2, opts).unwrap();
+    let expiring: Vec<(String, &[u8])> = (0..20_000)
+        .map(|g| (format!("old{g}"), b"x".as_slice()))
+        .collect();
+    for part in expiring.chunks(10_000) {
+        q.push_many(part).await.unwrap();
+    }
+    tokio::time::sleep(Duration::from_millis(1800)).await;
+    let live: Vec<(String, &[u8])> = (0..20_000)
+        .map(|g| (format!("g{g}"), b"x".as_slice()))
+        .collect();
+    for part in live.chunks(10_000) {
+        q.push_many(part).await.unwrap();
+    }
+    slowlog_from_now(&server, 10_000);
+    let mut seen = std::collections::HashSet::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let page = q.groups_page(cursor.as_deref(), 200).await.unwrap();
+        for g in page.groups {
+            assert!(g.starts_with('g'), "an expired group was listed: {g}");
+            assert!(seen.insert(g), "a group was listed twice");
+        }
+        match page.cursor {
+            Some(c) => cursor = Some(c),
+            None => break,
+        }
+    }
+    assert_eq!(seen.len(), 20_000);
+    assert_eq!(slow_calls(&server, 10_000), Vec::<String>::new());
+    for (cursor, count) in [
+        (None, 0),
+        (None, tideq::MAX_GROUP_PAGE + 1),
+        (Some("x"), 5),
+        (Some("2-0"), 5),
+    ] {
+        let err = q.groups_page(cursor, count).await.unwrap_err();
+        assert_eq!(
+            err.kind(),
+            ErrorKind::InvalidArgument,
+            "{cursor:?} {count}: {err}"
+        );
+    }
 }

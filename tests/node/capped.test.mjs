@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { freshQueue, sleep, tideq, unique, useRedis } from './harness.mjs';
+import { freshQueue, rejectsWith, sleep, tideq, unique, useRedis } from './harness.mjs';
 
 const redis = useRedis();
 const str = (items) => items.map((b) => b.toString());
@@ -42,6 +42,24 @@ test('popBatch returns exactly max items when that many are queued, oldest first
   assert.deepEqual(str(await queue.popBatch('g', 128)), items.slice(256));
   assert.deepEqual(await queue.popBatch('g', 128), []);
   assert.deepEqual(await queue.popBatch('never-pushed', 5), []);
+});
+
+test('groupsPage walks the groups holding data once by cursor', async () => {
+  const { queue } = freshQueue(redis.url, { shards: 2 });
+  const pairs = [];
+  for (let i = 0; i < 700; i++) pairs.push([`g${i}`, Buffer.from('x')]);
+  await queue.pushMany(pairs);
+  const seen = [];
+  let page = await queue.groupsPage({ count: 300 });
+  seen.push(...page.groups);
+  while (page.cursor !== null) {
+    page = await queue.groupsPage({ cursor: page.cursor, count: 300 });
+    seen.push(...page.groups);
+  }
+  assert.equal(seen.length, 700);
+  assert.equal(new Set(seen).size, 700);
+  await rejectsWith(() => queue.groupsPage({ count: 0 }), 'INVALID_ARGUMENT');
+  await rejectsWith(() => queue.groupsPage({ cursor: '5-0' }), 'INVALID_ARGUMENT');
 });
 
 test('nextBatch serves groups round-robin and resolves with null when every group is drained', async () => {

@@ -158,6 +158,46 @@ test('groups() lists every known group by name, as group(name) tells each', asyn
   assert.deepEqual(groups[1], await queue.group('slow'));
 });
 
+test('groupsPage walks every group once by cursor, and refuses a bad cursor or count', async () => {
+  const { queue } = freshJobQueue(redis.url);
+  const jobs = [];
+  for (let g = 0; g < 1200; g++) jobs.push({ payload: Buffer.from('x'), group: `tenant-${g}` });
+  await queue.enqueueMany(jobs);
+  await queue.pauseGroup('settings-only');
+  const seen = new Map();
+  let cursor = null;
+  let pages = 0;
+  do {
+    const page = await queue.groupsPage({ cursor, count: 200 });
+    pages += 1;
+    for (const g of page.groups) {
+      assert.ok(!seen.has(g.group), 'a group was listed twice');
+      seen.set(g.group, g);
+    }
+    cursor = page.cursor;
+  } while (cursor !== null);
+  assert.equal(seen.size, 1201);
+  assert.ok(pages >= 3);
+  assert.deepEqual(seen.get('tenant-7'), await queue.group('tenant-7'));
+  assert.equal(seen.get('settings-only').paused, true);
+  assert.ok((await queue.groupsPage()).groups.length >= 100);
+  await rejectsWith(() => queue.groupsPage({ count: 0 }), 'INVALID_ARGUMENT');
+  await rejectsWith(() => queue.groupsPage({ count: 501 }), 'INVALID_ARGUMENT');
+  await rejectsWith(() => queue.groupsPage({ cursor: 'nope' }), 'INVALID_ARGUMENT');
+});
+
+test('one id over groups of a sharded queue is refused, not made into a job per shard', async () => {
+  const { queue: one, client } = freshJobQueue(redis.url);
+  const sharded = new tideq.Queue('sharded', { client, shards: 3 });
+  for (const opts of [{ id: 'same-id' }, { dedup: { key: 'order-42' } }, { debounce: { key: 'order-42', delayMs: 1000 } }]) {
+    await rejectsWith(() => sharded.enqueue(Buffer.from('x'), { group: 'tenant-1', ...opts }), 'INVALID_ARGUMENT');
+  }
+  assert.equal((await sharded.stats()).enqueued, 0);
+  const created = [];
+  for (const g of ['a', 'b', 'c']) created.push((await one.enqueue(Buffer.from('x'), { group: g, id: 'same-id' })).created);
+  assert.deepEqual(created, [true, false, false]);
+});
+
 test('group(name) reports ready and running jobs, paused, and the limits in force; get shows priority and group', async () => {
   const { queue } = freshJobQueue(redis.url);
   await queue.setLimits({ groupConcurrency: 3, groupRate: { max: 5, perMs: 1000 } });

@@ -60,6 +60,23 @@ def test_next_batch_round_robin_returns_group_and_items(queue):
     assert queue.next_batch(10) is None
 
 
+def test_groups_page_walks_the_groups_holding_data_once_by_cursor(client, name):
+    q = tideq.CappedQueue(name, client, shards=2)
+    q.push_many([(f"g{i}", b"x") for i in range(700)])
+    seen: list[str] = []
+    page = q.groups_page(count=300)
+    assert isinstance(page, tideq.CappedGroupPage)
+    seen += page.groups
+    while page.cursor is not None:
+        page = q.groups_page(page.cursor, 300)
+        seen += page.groups
+    assert sorted(seen) == sorted(f"g{i}" for i in range(700))
+    with pytest.raises(tideq.InvalidArgumentError):
+        q.groups_page(count=0)
+    with pytest.raises(tideq.InvalidArgumentError):
+        q.groups_page("5-0")
+
+
 def test_len_groups_and_stats(client, name):
     q = tideq.CappedQueue(name, client, capacity=2)
     q.push_many([("a", b"1"), ("a", b"2"), ("a", b"3"), ("b", b"4")])

@@ -164,6 +164,47 @@ def test_groups_lists_every_known_group_by_name(jq):
     assert groups[1] == jq.group("slow")
 
 
+def test_groups_page_walks_every_group_once_by_cursor(client, jq):
+    jq.enqueue_many([(b"x", {"group": f"tenant-{g}"}) for g in range(1_200)])
+    jq.pause_group("settings-only")
+    seen: dict[str, tideq.GroupInfo] = {}
+    cursor = None
+    pages = 0
+    while True:
+        page = jq.groups_page(cursor, count=200)
+        pages += 1
+        assert isinstance(page, tideq.GroupPage)
+        for g in page.groups:
+            assert g.group not in seen, "a group was listed twice"
+            seen[g.group] = g
+        cursor = page.cursor
+        if cursor is None:
+            break
+    assert len(seen) == 1_201 and pages >= 3
+    assert seen["tenant-7"] == jq.group("tenant-7")
+    assert seen["settings-only"].paused
+    assert len(jq.groups_page().groups) >= 100  # default count
+    for bad in [lambda: jq.groups_page(count=0), lambda: jq.groups_page(count=501), lambda: jq.groups_page("nope")]:
+        with pytest.raises(tideq.InvalidArgumentError):
+            bad()
+
+    async def main() -> None:
+        page = await tideq.AsyncQueue(jq.name, client).groups_page(None, 500)
+        assert len(page.groups) >= 400 and page.cursor is not None
+
+    asyncio.run(main())
+
+
+def test_one_id_over_groups_of_a_sharded_queue_is_refused_not_made_into_a_job_per_shard(client, name):
+    q = tideq.Queue(name, client, shards=3)
+    for opts in [{"id": "same-id"}, {"dedup": "order-42"}, {"debounce": ("order-42", 1.0)}]:
+        with pytest.raises(tideq.InvalidArgumentError, match="a job with a group on a sharded queue"):
+            q.enqueue(b"x", group="tenant-1", **opts)
+    assert q.stats().enqueued == 0
+    one = tideq.Queue(name + "-one", client)
+    assert [one.enqueue(b"x", group=f"t{g}", id="same-id").created for g in range(3)] == [True, False, False]
+
+
 @pytest.mark.parametrize(
     "call",
     [

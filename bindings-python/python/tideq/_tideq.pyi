@@ -281,6 +281,17 @@ class CappedStats:
         """Groups currently holding data."""
 
 @final
+class CappedGroupPage:
+    """A page of a capped queue's groups (``CappedQueue.groups_page``) and the cursor of the next."""
+
+    @property
+    def groups(self) -> list[str]:
+        """The page's groups, in no particular order."""
+    @property
+    def cursor(self) -> str | None:
+        """Give it to the next ``groups_page`` call; None when this was the last page."""
+
+@final
 class Peeked:
     """An item still queued in a group, as ``peek`` shows it."""
 
@@ -418,7 +429,12 @@ class CappedQueue:
     def len(self, group: str) -> int:
         """Items queued in ``group``."""
     def groups(self) -> list[str]:
-        """Groups holding data, in round-robin order."""
+        """Groups holding data, in round-robin order. Reads the whole rotation; to show some of
+        many, read a page with ``groups_page``."""
+    def groups_page(self, cursor: str | None = None, count: int | None = None) -> CappedGroupPage:
+        """About ``count`` (1 to 500, default 100) of the groups holding data, from ``cursor`` (None: the
+        start), in no particular order, and the cursor of the next page (None after the last).
+        Each call costs about ``count`` groups' work, however many there are."""
     def stats(self) -> CappedStats:
         """Queue-wide counters."""
     def consume(
@@ -494,7 +510,14 @@ class AsyncCappedQueue:
     def len(self, group: str) -> Coroutine[Any, Any, int]:
         """Items queued in ``group``."""
     def groups(self) -> Coroutine[Any, Any, list[str]]:
-        """Groups holding data, in round-robin order."""
+        """Groups holding data, in round-robin order. Reads the whole rotation; to show some of
+        many, read a page with ``groups_page``."""
+    def groups_page(
+        self, cursor: str | None = None, count: int | None = None
+    ) -> Coroutine[Any, Any, CappedGroupPage]:
+        """About ``count`` (1 to 500, default 100) of the groups holding data, from ``cursor`` (None: the
+        start), in no particular order, and the cursor of the next page (None after the last).
+        Each call costs about ``count`` groups' work, however many there are."""
     def stats(self) -> Coroutine[Any, Any, CappedStats]:
         """Queue-wide counters."""
     def consume(
@@ -879,6 +902,17 @@ class Limits:
     @property
     def group_rate(self) -> Optional[Rate]:
         """Each group: at most this many starts per window (groups without their own)."""
+
+@final
+class GroupPage:
+    """A page of groups (``Queue.groups_page``) and the cursor of the next page."""
+
+    @property
+    def groups(self) -> list[GroupInfo]:
+        """The page's groups, in no particular order."""
+    @property
+    def cursor(self) -> str | None:
+        """Give it to the next ``groups_page`` call; None when this was the last page."""
 
 @final
 class GroupInfo:
@@ -1370,7 +1404,12 @@ class Queue:
         """What group ``name`` holds (ready, running) and obeys (paused, limits in force)."""
     def groups(self) -> list[GroupInfo]:
         """Every group the queue knows (with jobs, running jobs or settings of its own), by name,
-        each as ``group`` tells it."""
+        each as ``group`` tells it. Reads every group (in short calls); to show some of many,
+        read a page with ``groups_page``."""
+    def groups_page(self, cursor: str | None = None, count: int | None = None) -> GroupPage:
+        """About ``count`` (1 to 500, default 100) of the groups ``groups`` lists, from ``cursor`` (None: the
+        start), in no particular order, and the cursor of the next page (None after the last).
+        Each call costs about ``count`` groups' work, however many the queue has."""
     def lease_jobs(self, max: int, *, lease: float) -> list[Job]:
         """Lease up to ``max`` (at most 1000) ready jobs for ``lease`` seconds, for processing without a worker
         (empty when nothing is ready). Settle each with ``complete``, ``fail`` or ``release``;
@@ -1658,7 +1697,14 @@ class AsyncQueue:
         """What group ``name`` holds (ready, running) and obeys (paused, limits in force)."""
     def groups(self) -> Coroutine[Any, Any, list[GroupInfo]]:
         """Every group the queue knows (with jobs, running jobs or settings of its own), by name,
-        each as ``group`` tells it."""
+        each as ``group`` tells it. Reads every group (in short calls); to show some of many,
+        read a page with ``groups_page``."""
+    def groups_page(
+        self, cursor: str | None = None, count: int | None = None
+    ) -> Coroutine[Any, Any, GroupPage]:
+        """About ``count`` (1 to 500, default 100) of the groups ``groups`` lists, from ``cursor`` (None: the
+        start), in no particular order, and the cursor of the next page (None after the last).
+        Each call costs about ``count`` groups' work, however many the queue has."""
     def lease_jobs(self, max: int, *, lease: float) -> Coroutine[Any, Any, list[Job]]:
         """Lease up to ``max`` (at most 1000) ready jobs for ``lease`` seconds, for processing without a worker
         (empty when nothing is ready). Settle each with ``complete``, ``fail`` or ``release``;

@@ -17,8 +17,8 @@ use tideq::{
 use super::{error, json_response, ApiError, App};
 use crate::render;
 
-/// Most groups listed in a queue's view (the total is given too).
-const MAX_GROUPS_SHOWN: usize = 200;
+/// Groups in one page of a queue's view (`?groups=CURSOR` for the next page).
+const GROUPS_SHOWN: usize = 200;
 /// Jobs in a page when `limit` is not given, and the most a page may hold (half the core's
 /// [`MAX_PAGE`]: a page's JSON holds every payload).
 const DEFAULT_LIMIT: usize = 50;
@@ -81,15 +81,23 @@ pub async fn overview(State(app): State<App>) -> Response {
     json_response(StatusCode::OK, app.cache.overview(app.read_only))
 }
 
-pub async fn queue(State(app): State<App>, p: Result<Path<String>, PathRejection>) -> Answer {
+/// A job queue: its counts, limits and schedules, and a page of its groups (`?groups=CURSOR` for
+/// the page after the one that gave that cursor).
+pub async fn queue(
+    State(app): State<App>,
+    p: Result<Path<String>, PathRejection>,
+    RawQuery(query): RawQuery,
+) -> Answer {
     let (r, q) = app.job_queue(&path(p)?)?;
-    let (stats, limits, schedules, groups) =
-        tokio::try_join!(q.stats(), q.limits(), q.schedules(), q.groups())?;
-    let shown: Vec<Value> = groups
-        .iter()
-        .take(MAX_GROUPS_SHOWN)
-        .map(render::group_json)
-        .collect();
+    let params = params(query);
+    let at = params.get("groups").map(String::as_str);
+    let (stats, limits, schedules, page) = tokio::try_join!(
+        q.stats(),
+        q.limits(),
+        q.schedules(),
+        q.groups_page(at, GROUPS_SHOWN)
+    )?;
+    let shown: Vec<Value> = page.groups.iter().map(render::group_json).collect();
     ok(json!({
         "kind": "jobs",
         "name": r.name,
@@ -99,7 +107,7 @@ pub async fn queue(State(app): State<App>, p: Result<Path<String>, PathRejection
         "limits": render::limits_json(&limits),
         "schedules": render::schedules_json(&schedules),
         "groups": shown,
-        "groups_total": groups.len(),
+        "groups_cursor": page.cursor,
     }))
 }
 
@@ -207,8 +215,9 @@ pub async fn resume(State(app): State<App>, p: Result<Path<String>, PathRejectio
     .await
 }
 
-/// A capped queue: its counters, its first groups with their lengths, and with `?peek=GROUP`
-/// (and `max=N`, default 10) that group's oldest items.
+/// A capped queue: its counters, a page of its groups with their lengths (`?groups=CURSOR` for
+/// the page after the one that gave that cursor), and with `?peek=GROUP` (and `max=N`, default
+/// 10) that group's oldest items.
 pub async fn capped(
     State(app): State<App>,
     p: Result<Path<String>, PathRejection>,
@@ -219,10 +228,11 @@ pub async fn capped(
     let max = number(&params, "max", tideq::capped::DEFAULT_PEEK)?;
     let r = app.known(QueueKind::Capped, &name)?;
     let q = CappedQueue::sharded(&app.client, &r.name, r.shards, CappedOptions::default())?;
-    let (stats, groups) = tokio::try_join!(q.stats(), q.groups())?;
-    let shown = &groups[..groups.len().min(MAX_GROUPS_SHOWN)];
-    let lens = try_join_all(shown.iter().map(|g| q.len(g))).await?;
-    let listed: Vec<Value> = shown
+    let at = params.get("groups").map(String::as_str);
+    let (stats, page) = tokio::try_join!(q.stats(), q.groups_page(at, GROUPS_SHOWN))?;
+    let lens = try_join_all(page.groups.iter().map(|g| q.len(g))).await?;
+    let listed: Vec<Value> = page
+        .groups
         .iter()
         .zip(lens)
         .map(|(g, len)| json!({ "group": g, "len": len }))
@@ -240,7 +250,8 @@ pub async fn capped(
         "shards": r.shards,
         "stats": render::capped_stats_json(&stats),
         "groups": listed,
-        "groups_total": groups.len(),
+        "groups_total": stats.groups,
+        "groups_cursor": page.cursor,
         "peek": peek,
     }))
 }

@@ -31,6 +31,8 @@
     detail: null,
     // Capped queue view.
     capped: null,
+    // Where the shown page of groups starts (a cursor from the page before; null: the first).
+    groupsAt: null,
   };
 
   // ---- helpers ----------------------------------------------------------------------------
@@ -154,6 +156,7 @@
     const route = parseRoute();
     const same = route.view === state.route.view && route.name === state.route.name;
     state.route = route;
+    if (!same) state.groupsAt = null;
     say('');
     if (route.view === 'jobs') {
       if (!same) {
@@ -360,7 +363,8 @@
   async function loadQueue() {
     const name = state.route.name;
     try {
-      const info = await api(`queues/${enc(name)}`);
+      const at = state.groupsAt;
+      const info = await api(`queues/${enc(name)}${at ? `?groups=${enc(at)}` : ''}`);
       if (state.route.name !== name) return;
       state.info = info;
       renderInfo();
@@ -490,7 +494,8 @@
           h('td', {}, s.name), h('td', {}, s.every), h('td', { class: 'when' }, when(s.next_run_ms)),
           h('td', {}, s.task ?? '–'), h('td', {}, s.group ?? '–'))),
         'No schedules.'),
-      h('h3', {}, 'Groups', info.groups_total > info.groups.length ? ` (first ${info.groups.length} of ${info.groups_total})` : ''),
+      h('h3', {}, 'Groups'),
+      groupPager(info.groups_cursor, loadQueue),
       table('groups', ['Group', 'Ready', 'Active', 'Paused', 'Concurrency', 'Rate'],
         info.groups.map((g) => h('tr', { dataset: { group: g.group } },
           h('td', {}, g.group), h('td', { class: 'num' }, num(g.ready)), h('td', { class: 'num' }, num(g.active)),
@@ -498,6 +503,18 @@
           h('td', { class: 'num' }, g.concurrency ?? '–'), h('td', {}, rate(g.rate)))),
         'No groups.'),
     );
+  }
+
+  /** Buttons to the next page of groups (when there is one) and back to the first. */
+  function groupPager(next, reload) {
+    const go = (at) => () => {
+      state.groupsAt = at;
+      reload();
+    };
+    if (!next && !state.groupsAt) return null;
+    return h('p', { class: 'pager' },
+      state.groupsAt ? h('button', { type: 'button', id: 'groups-first', onclick: go(null) }, 'First groups') : null,
+      next ? h('button', { type: 'button', id: 'groups-next', onclick: go(next) }, 'Next groups') : null);
   }
 
   // ---- actions ----------------------------------------------------------------------------
@@ -571,7 +588,10 @@
   async function loadCapped(peek) {
     const name = state.route.name;
     try {
-      const got = await api(`capped/${enc(name)}${peek ? `?peek=${enc(peek)}` : ''}`);
+      const q = new URLSearchParams();
+      if (state.groupsAt) q.set('groups', state.groupsAt);
+      if (peek) q.set('peek', peek);
+      const got = await api(`capped/${enc(name)}${q.size ? `?${q}` : ''}`);
       if (state.route.name !== name) return;
       state.capped = got;
       renderCappedGroups();
@@ -588,7 +608,8 @@
     }
     fill(
       $('#capped-groups-wrap'),
-      h('h3', {}, 'Groups', c.groups_total > c.groups.length ? ` (first ${c.groups.length} of ${c.groups_total})` : ''),
+      h('h3', {}, 'Groups', c.groups_total > c.groups.length ? ` (${c.groups.length} of ${c.groups_total} shown)` : ''),
+      groupPager(c.groups_cursor, () => loadCapped()),
       c.groups.length
         ? h('table', { id: 'capped-groups' },
           thead(['Group', 'Items', '']),
