@@ -121,10 +121,10 @@ impl Role {
             // Wake-up listener: BLPOP, and passing a token on; cancel requests (renewer).
             Role::Worker => &["blpop", "rpush", "pexpire", "smismember"],
             // The event log too: set_events (HSET/HDEL of the setting, DEL of the log), readers
-            // (XREAD to wait, HSET of a named reader's place).
+            // (XREAD to wait, HSET of a named reader's place); stats (HMGET of the settings).
             Role::Admin => &[
-                "zcard", "llen", "zcount", "hgetall", "hget", "blpop", "time", "hset", "hdel",
-                "del", "xread",
+                "zcard", "llen", "zcount", "hgetall", "hget", "hmget", "blpop", "time", "hset",
+                "hdel", "del", "xread",
             ],
             Role::CappedProducer => &[],
             // Wake-up waits, `len`, `stats`; `peek` (TIME and LRANGE in one pipeline).

@@ -191,28 +191,31 @@ impl Queue {
             let per_shard = self.shards.iter().map(|k| async move {
                 let mut conn = self.client.conn().await?;
                 #[allow(clippy::type_complexity)]
-                let (delayed, plain, active, dead, c, paused): (
+                let (delayed, plain, active, dead, c, (paused, ghosts)): (
                     u64,
                     u64,
                     u64,
                     u64,
                     HashMap<String, i64>,
-                    Option<String>,
+                    (Option<String>, Option<u64>),
                 ) = redis::pipe()
                     .zcard(k.delayed())
                     .llen(k.ready())
                     .zcount(k.active(), "-inf", "(+inf") // not the encoding anchor (lib_jobs.lua)
                     .zcard(k.dead())
                     .hgetall(k.stats())
-                    .hget(k.cfg(), "paused")
+                    .hmget(k.cfg(), &["paused", "ghosts"])
                     .query_async(&mut conn)
                     .await
                     .map_err(|e| self.client.err(e))?;
                 let get = |name: &str| c.get(name).copied().unwrap_or(0).max(0) as u64;
                 Ok::<_, Error>(JobStats {
                     delayed,
-                    // Plain ready jobs, prioritized ones, and the groups' ready jobs.
-                    ready: plain + get("pready") + get("gready"),
+                    // Plain ready jobs (the ready list but the entries of cancelled jobs
+                    // left in it, see lib_jobs.lua), prioritized ones, and the groups'.
+                    ready: plain.saturating_sub(ghosts.unwrap_or(0))
+                        + get("pready")
+                        + get("gready"),
                     active,
                     dead,
                     enqueued: get("enqueued"),

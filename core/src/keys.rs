@@ -181,6 +181,7 @@ job_keys! {
     gwait => "gwait": "Sorted set of groups waiting for their rate window (score = when they may start again).",
     cfg => "cfg": "Hash of queue settings: paused, max_active, rate, glimit, grate, events (the event log's length).",
     rl => "rl": "Sorted set of the queue's recent starts (its rate-limit window).",
+    ghost => "ghost": "Hash of list entries left by cancelled ready jobs: \"r|<id>\" (the ready list) or \"p<priority>|<id>\" (that priority's list) -> how many.",
     g => "g:": "Prefix of each group's ready zset (`g:<group>`), built in the scripts.",
     gr => "gr:": "Prefix of each group's rate-limit window (`gr:<group>`), built in the scripts.",
     results => "results": "Hash id -> what a completed job's handler returned (size-capped).",

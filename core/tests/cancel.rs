@@ -208,6 +208,78 @@ async fn cancel_of_a_ready_or_delayed_job_removes_it_at_once() {
     assert_eq!(q.cancel("ready").await.unwrap_err().code(), "JOB_NOT_FOUND");
 }
 
+/// Leases everything ready (in fetches of up to `max`), completing each; the payloads in order.
+async fn lease_all(q: &tideq::Queue, max: usize) -> Vec<String> {
+    let mut out = Vec::new();
+    loop {
+        let got = q.lease_jobs(max, Duration::from_secs(60)).await.unwrap();
+        if got.is_empty() {
+            return out;
+        }
+        for j in got {
+            out.push(String::from_utf8(j.payload.to_vec()).unwrap());
+            q.complete(&j).await.unwrap();
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_ready_job_cancelled_then_enqueued_again_with_its_id_runs_once_in_any_list() {
+    let server = RedisServer::start();
+    let q = queue(&server.url);
+    let with = |i: &str, priority: Option<u32>, group: Option<&str>| EnqueueOptions {
+        priority,
+        group: group.map(str::to_string),
+        ..id(i)
+    };
+    // Plain, prioritized; each cancelled, then enqueued again: plain, prioritized, grouped.
+    for (i, p) in [("plain", None), ("prio", Some(3))] {
+        q.enqueue(b"old", with(i, p, None)).await.unwrap();
+    }
+    q.enqueue(b"other", with("other", Some(3), None))
+        .await
+        .unwrap();
+    q.cancel("plain").await.unwrap();
+    q.cancel("prio").await.unwrap();
+    assert_eq!(
+        q.stats().await.unwrap().ready,
+        1,
+        "cancelled jobs still counted as ready"
+    );
+    let ids: Vec<String> = q
+        .jobs(JobState::Ready, 0, 10)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|j| j.id)
+        .collect();
+    assert_eq!(ids, ["other"]);
+    q.enqueue(b"plain-again", with("plain", None, None))
+        .await
+        .unwrap();
+    q.enqueue(b"prio-again", with("prio", Some(3), None))
+        .await
+        .unwrap();
+    assert_eq!(q.stats().await.unwrap().ready, 3);
+    // One fetch pops a ghost and the job enqueued after it: the job runs, once.
+    assert_eq!(
+        lease_all(&q, 10).await,
+        ["plain-again", "other", "prio-again"]
+    );
+    // The id moved to a group: its ghost in the ready list is dropped, the job runs from its group.
+    q.enqueue(b"x", with("moved", None, None)).await.unwrap();
+    q.cancel("moved").await.unwrap();
+    q.enqueue(b"grouped", with("moved", None, Some("g")))
+        .await
+        .unwrap();
+    assert_eq!(lease_all(&q, 1).await, ["grouped"]);
+    let s = q.stats().await.unwrap();
+    assert_eq!(
+        (s.ready, s.active, s.completed, s.cancelled, s.lost),
+        (0, 0, 4, 3, 0)
+    );
+}
+
 #[tokio::test]
 async fn dead_and_completed_jobs_are_still_not_cancellable() {
     let server = RedisServer::start();

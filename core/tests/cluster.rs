@@ -434,7 +434,6 @@ async fn groups_priorities_limits_and_pause_work_on_a_cluster_with_a_sharded_que
             format!("{group}:{i}").into_bytes(),
             EnqueueOptions {
                 group: Some(group),
-                id: Some(format!("g{i}")),
                 ..Default::default()
             },
         ));
@@ -448,14 +447,15 @@ async fn groups_priorities_limits_and_pause_work_on_a_cluster_with_a_sharded_que
             },
         ));
     }
-    q.enqueue_many(&jobs).await.unwrap();
+    let ids = q.enqueue_many(&jobs).await.unwrap();
     assert!(q.stats().await.unwrap().paused);
     assert_eq!(q.stats().await.unwrap().ready, 150);
     // A grouped job is found (and cancelled) on its group's shard.
-    let info = q.get("g7").await.unwrap().unwrap();
+    let g7 = &ids[7].id;
+    let info = q.get(g7).await.unwrap().unwrap();
     assert_eq!(info.group.as_deref(), Some("tenant-1"));
-    q.cancel("g7").await.unwrap();
-    assert!(q.get("g7").await.unwrap().is_none());
+    q.cancel(g7).await.unwrap();
+    assert!(q.get(g7).await.unwrap().is_none());
     let seen: Arc<Mutex<Vec<String>>> = Default::default();
     let running: Arc<Mutex<std::collections::HashMap<String, (u32, u32)>>> = Default::default();
     let (s, r) = (seen.clone(), running.clone());

@@ -624,3 +624,29 @@ async fn listing_a_capped_queue_of_20000_live_and_20000_expired_groups_by_page_s
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelling_ready_jobs_behind_300000_takes_no_list_walk() {
+    let server = RedisServer::start();
+    let q = queue(&server.url);
+    let jobs: Vec<(Vec<u8>, EnqueueOptions)> = (0..300_000)
+        .map(|i| {
+            let opts = EnqueueOptions {
+                id: Some(format!("j{i}")),
+                priority: (i % 2 == 1).then_some(5),
+                ..Default::default()
+            };
+            (b"x".to_vec(), opts)
+        })
+        .collect();
+    for part in jobs.chunks(10_000) {
+        q.enqueue_many(part).await.unwrap();
+    }
+    // LREM walked the list: about 5 ms a cancel here at the tail of 150,000.
+    slowlog_from_now(&server, 3_000);
+    for i in 299_980..300_000 {
+        q.cancel(&format!("j{i}")).await.unwrap();
+    }
+    assert_eq!(slow_calls(&server, 3_000), Vec::<String>::new());
+    assert_eq!(q.stats().await.unwrap().ready, 299_980);
+}

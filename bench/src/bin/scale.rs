@@ -143,23 +143,29 @@ fn slowlog(url: &str) -> Vec<(u64, String)> {
     out
 }
 
-async fn enqueue_grouped(q: &Queue, groups: usize, jobs: usize) {
+/// Enqueues `jobs` jobs over `groups` groups; each job's id (given by the queue: a grouped job on
+/// a sharded queue takes none of the caller's) -> its group's number.
+async fn enqueue_grouped(q: &Queue, groups: usize, jobs: usize) -> HashMap<String, usize> {
     let mut batch = Vec::with_capacity(10_000);
+    let mut group_of = HashMap::with_capacity(jobs);
+    let mut numbers = Vec::with_capacity(10_000);
     for i in 0..jobs {
         let g = i % groups;
         batch.push((
             Vec::new(),
             EnqueueOptions {
-                id: Some(format!("{g}.{i}")),
                 group: Some(group_name(g)),
                 ..Default::default()
             },
         ));
+        numbers.push(g);
         if batch.len() == 10_000 || i + 1 == jobs {
-            q.enqueue_many(&batch).await.unwrap();
+            let done = q.enqueue_many(&batch).await.unwrap();
+            group_of.extend(done.into_iter().map(|e| e.id).zip(numbers.drain(..)));
             batch.clear();
         }
     }
+    group_of
 }
 
 fn spawn_worker(cmd: &str, args: &[String]) -> Child {
@@ -181,7 +187,7 @@ fn spawn_worker(cmd: &str, args: &[String]) -> Child {
 
 /// Replays the event log: the most jobs each group had running at once, and the most starts
 /// any rate-limited group made within one rate window.
-async fn replay(q: &Queue) -> (i64, usize, u64) {
+async fn replay(q: &Queue, group_of: &HashMap<String, usize>) -> (i64, usize, u64) {
     let mut ev = q
         .events(EventsOptions {
             from_start: true,
@@ -194,8 +200,8 @@ async fn replay(q: &Queue) -> (i64, usize, u64) {
     let (mut max_running, mut n) = (0i64, 0u64);
     while let Some(e) = ev.next(Some(Duration::from_millis(500))).await.unwrap() {
         n += 1;
-        let g: usize = match e.job_id.split('.').next().and_then(|g| g.parse().ok()) {
-            Some(g) => g,
+        let g: usize = match group_of.get(&e.job_id) {
+            Some(g) => *g,
             None => continue,
         };
         let key = group_name(g);
@@ -398,7 +404,7 @@ async fn main() {
             r.unwrap();
         }
     }
-    enqueue_grouped(&q, a.groups, a.jobs).await;
+    let group_of = enqueue_grouped(&q, a.groups, a.jobs).await;
     let paused_jobs = (0..a.jobs).filter(|i| paused(i % a.groups)).count() as u64;
     println!("  set up in {:.1?}", t.elapsed());
     let _: () = redis_cmd(&url, &["CONFIG", "SET", "slowlog-log-slower-than", "1000"]);
@@ -452,7 +458,7 @@ async fn main() {
     }
     let slow = slowlog(&url);
     let _: () = redis_cmd(&url, &["CONFIG", "SET", "slowlog-log-slower-than", "10000"]);
-    let (max_running, max_starts, events) = replay(&q).await;
+    let (max_running, max_starts, events) = replay(&q, &group_of).await;
 
     // 2. Plain jobs, the same number that ran.
     let plain_usec = run_plain(&client, &url, (a.jobs as u64 - paused_jobs) as usize).await;

@@ -10,7 +10,7 @@
   KEYS[13] progress hash   KEYS[14] waiters hash   KEYS[15] fin (prefix of the waiters' notice lists)
   KEYS[16] cancel set
   KEYS[17] dd (dedup key prefix)   KEYS[18] dkey hash
-  KEYS[19] cfg hash   KEYS[20] events stream
+  KEYS[19] cfg hash   KEYS[20] events stream   KEYS[21] ghost hash
   ARGV[1] job id
   Returns: "cancelled", "requested" (active: asked to stop), or the state that prevented it:
   "dead", "completed", "missing". ]]
@@ -20,7 +20,7 @@ local K = { ready = KEYS[1], delayed = KEYS[2], jobs = KEYS[3], meta = KEYS[4], 
   g = KEYS[11], p = KEYS[12], progress = KEYS[13], waiters = KEYS[14], fin = KEYS[15],
   cancel = KEYS[16],
   dd = KEYS[17], dkey = KEYS[18],
-  cfg = KEYS[19], events = KEYS[20] }
+  cfg = KEYS[19], events = KEYS[20], ghost = KEYS[21] }
 local id = ARGV[1]
 local m = redis.call('HGET', K.meta, id)
 if not m then return 'missing' end
@@ -35,14 +35,16 @@ if redis.call('ZREM', K.delayed, id) == 0 then
   end
   local r = redis.call('HGET', K.route, id)
   local g = r and select(2, parse_route(r))
+  -- A job in the ready list or a priority's list leaves its entry there as a ghost rather than
+  -- be searched for (lib_jobs.lua, "Cancelled ready jobs").
   if not r then
-    redis.call('LREM', K.ready, 1, id)
+    redis.call('HINCRBY', K.ghost, 'r|' .. id, 1)
+    redis.call('HINCRBY', K.cfg, 'ghosts', 1)
   elseif g == '' then
     local p = parse_route(r)
-    if redis.call('LREM', K.p .. p, 1, id) == 1 then
-      redis.call('HINCRBY', K.stats, 'pready', -1)
-      if redis.call('EXISTS', K.p .. p) == 0 then redis.call('ZREM', K.prio, p) end
-    end
+    redis.call('HINCRBY', K.ghost, 'p' .. p .. '|' .. id, 1)
+    redis.call('HINCRBY', K.cfg, 'pghosts', 1)
+    redis.call('HINCRBY', K.stats, 'pready', -1)
   elseif g and redis.call('ZREM', K.g .. g, id) == 1 then
     -- An emptied group stays in the rotation until a fetch finds it empty.
     redis.call('HINCRBY', K.stats, 'gready', -1)

@@ -24,6 +24,7 @@
   KEYS[29] cancel set
   KEYS[30] dd (dedup key prefix)   KEYS[31] dkey hash
   KEYS[32] events stream   KEYS[33] metrics hash   KEYS[34] workers zset
+  KEYS[35] ghost hash (entries left by cancelled ready jobs)
   ARGV[1] lease ms   ARGV[2] most jobs to lease (0 = maintenance only)
   ARGV[3] most expired leases to recover   ARGV[4] most delayed jobs to promote (<= 1000)
   ARGV[5] queue policy (see lib_jobs.lua)
@@ -45,7 +46,7 @@ local K = { ready = KEYS[1], delayed = KEYS[2], active = KEYS[3], dead = KEYS[4]
   progress = KEYS[26], waiters = KEYS[27], fin = KEYS[28], cancel = KEYS[29],
   dd = KEYS[30], dkey = KEYS[31],
   events = KEYS[32],
-  metrics = KEYS[33], workers = KEYS[34] }
+  metrics = KEYS[33], workers = KEYS[34], ghost = KEYS[35] }
 local now = now_ms()
 local P = policy(ARGV[5])
 local C = queue_cfg(K)
@@ -180,6 +181,7 @@ if want > 0 then
   local got = redis.call('LPOP', K.ready, want)
   if got then
     popped = true
+    if C.ghosts > 0 then got = drop_ghosts(K, got, 'r|', 'ghosts') end
     for _, id in ipairs(got) do ids[#ids + 1] = id end
   end
   if #ids < want and flow then
@@ -191,11 +193,14 @@ if want > 0 then
       local lvl = redis.call('ZRANGE', K.prio, 0, 0)[1]
       if not lvl then break end
       local got = redis.call('LPOP', K.p .. lvl, need)
+      local emptied = not got or #got < need
       if got then
+        popped = true
+        if C.pghosts > 0 then got = drop_ghosts(K, got, 'p' .. lvl .. '|', 'pghosts') end
         for _, id in ipairs(got) do ids[#ids + 1] = id end
         took = took + #got
       end
-      if not got or #got < need then redis.call('ZREM', K.prio, lvl) end
+      if emptied then redis.call('ZREM', K.prio, lvl) end
     end
     if took > 0 then
       popped = true

@@ -82,6 +82,17 @@
   turn finds nothing). Keys under K.g and K.gr are built
   from those declared prefixes: one per group, in the queue's hash tag like every other key.
 
+  Cancelled ready jobs (cancel_job.lua): a job waiting in the ready list or a priority's list is
+  not searched for there (LREM walks the list: 18 ms at a million jobs). Its data goes at once and
+  its entry stays behind as a ghost: `ghost` (hash "r|<id>" for the ready list, "p<priority>|<id>"
+  for a priority's list -> how many) marks it, and cfg `ghosts` / `pghosts` count the ghosts of
+  the ready list and of the priorities' lists, so stats count the ready list as LLEN - ghosts.
+  While a count is above 0, a fetch looks up the ids it pops from those lists there: the first
+  entry popped of an id with a ghost is the ghost (dropped, the mark and count taken back), so
+  an id enqueued again after its cancel runs once. (Its older entry may be popped first; the job
+  then starts at its newer entry's turn: later than FIFO would have it, never twice.) A queue
+  with no ghosts pays nothing.
+
   Cancel requests (cancel_job.lua on an active job): the id joins the cancel set. The worker
   holding the job looks for its running jobs there (SMISMEMBER, twice a second while it runs
   any), fires their cancellation and, once the handler has returned, ends the attempt through
@@ -372,12 +383,42 @@ end
 -- used (see "Results and progress").
 local function queue_cfg(K)
   local c = redis.call('HMGET', K.cfg, 'paused', 'max_active', 'rate', 'glimit', 'grate',
-    'results', 'progress', 'waited', 'dedup', 'events', 'sched', 'recheck')
+    'results', 'progress', 'waited', 'dedup', 'events', 'sched', 'recheck', 'ghosts', 'pghosts')
   K.no_results, K.no_progress, K.no_waiters, K.no_dedup = not c[6], not c[7], not c[8], not c[9]
   if K.events then K.evmax = tonumber(c[10]) or false end
   return { paused = c[1] == '1', max_active = tonumber(c[2]), rate = c[3] or nil,
     glimit = tonumber(c[4]), grate = c[5] or nil, gc = {}, act = {}, rs = {}, sched = c[11] == '1',
-    recheck = c[12] or nil }
+    recheck = c[12] or nil, ghosts = tonumber(c[13]) or 0, pghosts = tonumber(c[14]) or 0 }
+end
+
+-- Of `ids` just popped from one list, those that are not ghosts of cancelled jobs (see
+-- "Cancelled ready jobs"); `tag` names the list ("r|", or "p<priority>|"), `field` its cfg count.
+local function drop_ghosts(K, ids, tag, field)
+  local marks = {}
+  for i, id in ipairs(ids) do marks[i] = tag .. id end
+  local counts = chunked_read('HMGET', K.ghost, marks)
+  -- Ghosts left per mark (one id may be popped twice in one batch: its ghost, then its job).
+  local left, used = {}, {}
+  for i, m in ipairs(marks) do
+    if left[m] == nil then left[m] = tonumber(counts[i]) or 0 end
+  end
+  local live, n = {}, 0
+  for i, id in ipairs(ids) do
+    local m = marks[i]
+    if left[m] > 0 then
+      left[m] = left[m] - 1
+      used[m] = (used[m] or 0) + 1
+      n = n + 1
+    else
+      live[#live + 1] = id
+    end
+  end
+  for m, u in pairs(used) do
+    if left[m] == 0 then redis.call('HDEL', K.ghost, m)
+    else redis.call('HINCRBY', K.ghost, m, -u) end
+  end
+  if n > 0 then redis.call('HINCRBY', K.cfg, field, -n) end
+  return live
 end
 
 -- Whether any group limit, rate or pause is set (a queue default, or any group's own): without
