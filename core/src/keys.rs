@@ -190,7 +190,7 @@ job_keys! {
     fin => "fin:": "Prefix of each waited-for job's notice list (`fin:<id>`): how it finished, one notice per waiter.",
     cancel => "cancel": "Set of active job ids whose cancel was requested (their workers stop them; see lib_jobs.lua).",
     dd => "dd:": "Prefix of each dedup key (`dd:<key>`): the id of the job it names (see lib_jobs.lua, \"Dedup and debounce\").",
-    dkey => "dkey": "Hash id -> dedup key, for pending jobs whose key lives until they finish.",
+    dkey => "dkey": "Hash id -> dedup key, for pending jobs whose key lives until they finish (and dead ones, for a requeue).",
     events => "events": "Stream: the queue's event log, when events are on (see lib_jobs.lua, \"Events\").",
     evsub => "evsub": "Hash reader name -> the last event log entry it read (named event readers).",
     metrics => "metrics": "Hash of histogram buckets summed over the workers (`run:<i>`, `late:<i>`, sums, counts; see lib_jobs.lua, \"Metrics\").",

@@ -21,8 +21,10 @@ use crate::jobs::{Queue, Reply};
 use crate::keys::shard_of;
 use crate::scripts::{REMOVE_SCHEDULE, SCHEDULES, UPSERT_SCHEDULE};
 
-/// Most schedules one `schedules()` call lists, and one firing pass handles per shard.
+/// Most schedules one firing pass handles per shard (the next pass takes the rest).
 const MAX_SCHEDULES: usize = 10_000;
+/// About how many schedules one call of `schedules()` reads (it reads every page).
+const SCHEDULE_PAGE: usize = 1_000;
 
 /// When a schedule's slots come.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -114,6 +116,17 @@ impl Slots {
                         ))
                     })?,
                 };
+                let now = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, ms);
+                let never = utc(now)
+                    .map(|t| tz.from_utc_datetime(&t.naive_utc()))
+                    .is_some_and(|t| cron.find_next_occurrence(&t, false).is_err());
+                if never {
+                    return Err(Error::invalid(format!(
+                        "cron pattern {pattern:?} never occurs (no date matches it)"
+                    )));
+                }
                 Ok(Slots::Cron(Box::new(cron), tz))
             }
             Every::Interval(d) => {
@@ -292,41 +305,60 @@ impl Queue {
     /// The queue's schedules with their next slots, by name.
     pub async fn schedules(&self) -> Result<Vec<ScheduleInfo>> {
         self.op("schedules", async {
-            let mut out = Vec::new();
+            // Read in pages (HSCAN), so no call grows with the number of schedules; a name a page
+            // repeats (SCAN may) is listed once.
+            let mut out = std::collections::BTreeMap::new();
             for shard in 0..self.shards.len() {
-                let (_, _, listed) = self.read_schedules(shard, "all").await?;
-                for (name, next, stored) in listed {
-                    let (_, spec) = Stored::decode(&stored)?;
-                    out.push(ScheduleInfo {
-                        name,
-                        every: spec.every(),
-                        options: spec.options(),
-                        next_run_ms: (next > 0).then_some(next),
-                        payload: spec.payload,
-                    });
+                let mut cursor = "0".to_string();
+                loop {
+                    let (_, _, next_cursor, listed) =
+                        self.read_schedules(shard, "all", &cursor).await?;
+                    for (name, next, stored) in listed {
+                        let (_, spec) = Stored::decode(&stored)?;
+                        let info = ScheduleInfo {
+                            name: name.clone(),
+                            every: spec.every(),
+                            options: spec.options(),
+                            next_run_ms: (next > 0).then_some(next),
+                            payload: spec.payload,
+                        };
+                        out.insert(name, info);
+                    }
+                    if next_cursor == "0" {
+                        break;
+                    }
+                    cursor = next_cursor;
                 }
             }
-            out.sort_by(|a, b| a.name.cmp(&b.name));
-            Ok(out)
+            Ok(out.into_values().collect())
         })
         .await
     }
 
-    /// One shard's schedules (`mode` "due" or "all"): Redis now, the earliest next slot, and
-    /// (name, next slot or 0, stored spec) each.
+    /// One shard's schedules (`mode` "due", or "all": a page of them from `cursor`): Redis now,
+    /// the earliest next slot, the cursor of the next page ("0": none), and (name, next slot or
+    /// 0, stored spec) each.
     async fn read_schedules(
         &self,
         shard: usize,
         mode: &str,
-    ) -> Result<(u64, Option<u64>, Vec<Due>)> {
+        cursor: &str,
+    ) -> Result<(u64, Option<u64>, String, Vec<Due>)> {
         let mut cmd = self.script_cmd(shard, &SCHEDULES);
-        cmd.arg(mode).arg(MAX_SCHEDULES);
+        let most = if mode == "all" {
+            SCHEDULE_PAGE
+        } else {
+            MAX_SCHEDULES
+        };
+        cmd.arg(mode).arg(most).arg(cursor);
         let reply: Vec<Value> = self.client.eval(&cmd, &SCHEDULES).await?;
         let err = |e: redis::RedisError| self.client.err(e);
         let mut it = reply.into_iter();
         let now: u64 =
             redis::from_redis_value(it.next().unwrap_or(Value::Nil)).map_err(|e| err(e.into()))?;
         let first: i64 =
+            redis::from_redis_value(it.next().unwrap_or(Value::Nil)).map_err(|e| err(e.into()))?;
+        let next_cursor: String =
             redis::from_redis_value(it.next().unwrap_or(Value::Nil)).map_err(|e| err(e.into()))?;
         let mut listed = Vec::new();
         while let (Some(name), Some(next), Some(spec)) = (it.next(), it.next(), it.next()) {
@@ -335,7 +367,7 @@ impl Queue {
             let spec: Vec<u8> = redis::from_redis_value(spec).map_err(|e| err(e.into()))?;
             listed.push((name, next.parse::<f64>().map_or(0, |f| f as u64), spec));
         }
-        Ok((now, u64::try_from(first).ok(), listed))
+        Ok((now, u64::try_from(first).ok(), next_cursor, listed))
     }
 
     /// Fires every due slot of the queue's schedules once. Returns how long until the next slot
@@ -343,7 +375,7 @@ impl Queue {
     pub(crate) async fn fire_due_schedules(&self) -> Result<Option<Duration>> {
         let mut soonest: Option<u64> = None;
         for shard in 0..self.shards.len() {
-            let (mut now, mut first, mut due) = self.read_schedules(shard, "due").await?;
+            let (mut now, mut first, _, mut due) = self.read_schedules(shard, "due", "0").await?;
             // Firing moves slots on; read again while some were fired (at most a few passes).
             for _ in 0..3 {
                 if due.is_empty() {
@@ -357,7 +389,7 @@ impl Queue {
                         );
                     }
                 }
-                (now, first, due) = self.read_schedules(shard, "due").await?;
+                (now, first, _, due) = self.read_schedules(shard, "due", "0").await?;
                 // Due ones left after firing could not be fired: look again in a second.
                 if !due.is_empty() {
                     first = Some(now + 1000);
@@ -471,6 +503,20 @@ mod tests {
 
     fn paris(pattern: &str) -> Slots {
         Slots::of(&Every::cron_in(pattern, "Europe/Paris")).unwrap()
+    }
+
+    #[test]
+    fn a_cron_pattern_that_never_occurs_is_refused_not_kept_silent() {
+        for pattern in ["0 0 30 2 *", "0 0 31 4 *", "0 0 31 2,4,6,9,11 *"] {
+            let err = Slots::of(&Every::cron(pattern)).err().expect(pattern);
+            assert_eq!(err.kind(), crate::ErrorKind::InvalidArgument);
+            assert!(err.message().contains("never occurs"), "{err}");
+            assert!(err.message().contains(pattern), "{err}");
+        }
+        assert!(
+            Slots::of(&Every::cron("0 0 29 2 *")).is_ok(),
+            "Feb 29 occurs in leap years"
+        );
     }
 
     #[test]

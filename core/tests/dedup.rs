@@ -221,6 +221,114 @@ async fn a_debounced_enqueue_after_its_job_started_creates_a_new_job() {
 }
 
 #[tokio::test]
+async fn a_debounced_enqueue_never_replaces_a_job_waiting_for_its_retry() {
+    let server = RedisServer::start();
+    let q = queue_with(
+        &server.url,
+        QueueOptions {
+            backoff: tideq::Backoff::fixed(30_000),
+            ..Default::default()
+        },
+    );
+    let first = q.enqueue(b"v1", debounce("save", 1)).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let leased = q.lease_jobs(1, Duration::from_secs(30)).await.unwrap();
+    assert!(!q.fail(&leased[0], "first attempt failed").await.unwrap());
+    // The job waits for its retry in the delayed set: it has started, so this makes a new job.
+    let second = q.enqueue(b"v2", debounce("save", 1)).await.unwrap();
+    assert!(second.created, "the retrying job was taken over");
+    assert_ne!(second.id, first.id);
+    let old = q.get(&first.id).await.unwrap().unwrap();
+    assert_eq!(
+        (old.payload.as_slice(), old.attempts),
+        (b"v1".as_slice(), 1)
+    );
+}
+
+#[tokio::test]
+async fn a_debounce_that_moves_its_job_earlier_wakes_an_idle_worker() {
+    let server = RedisServer::start();
+    let q = queue(&server.url);
+    let ran = std::sync::Arc::new(std::sync::Mutex::new(None));
+    let r = ran.clone();
+    // Polling once a minute: only a wake-up can start the job before its first due time.
+    let w = q
+        .work(
+            tideq::WorkerOptions {
+                poll_interval: Duration::from_secs(60),
+                ..Default::default()
+            },
+            move |job: Job| {
+                let r = r.clone();
+                async move {
+                    *r.lock().unwrap() = Some((job.payload.to_vec(), std::time::Instant::now()));
+                    Ok::<(), String>(())
+                }
+            },
+        )
+        .unwrap();
+    q.enqueue(b"v1", debounce("save", 20_000)).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let moved = std::time::Instant::now();
+    q.enqueue(b"v2", debounce("save", 100)).await.unwrap();
+    let deadline = moved + Duration::from_secs(10);
+    while ran.lock().unwrap().is_none() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the job moved earlier waited for its old due time"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(ran.lock().unwrap().as_ref().unwrap().0, b"v2");
+    w.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_requeued_dead_job_takes_its_dedup_key_back_unless_another_job_holds_it() {
+    let server = RedisServer::start();
+    let q = queue(&server.url);
+    let once = |key: &str| EnqueueOptions {
+        max_attempts: Some(1),
+        ..dedup(key, None)
+    };
+    let kill = |q: &tideq::Queue| {
+        let q = q.clone();
+        async move {
+            for job in q.lease_jobs(10, Duration::from_secs(30)).await.unwrap() {
+                assert!(q.fail(&job, "no").await.unwrap());
+            }
+        }
+    };
+    let dead = q.enqueue(b"a", once("k")).await.unwrap();
+    kill(&q).await;
+    q.requeue(&dead.id).await.unwrap();
+    let again = q.enqueue(b"b", once("k")).await.unwrap();
+    assert!(!again.created, "a second pending job for key k");
+    assert_eq!(again.id, dead.id);
+    // While it was dead another job took the key: that one keeps it.
+    kill(&q).await;
+    let other = q.enqueue(b"c", once("k")).await.unwrap();
+    assert!(other.created);
+    q.requeue(&dead.id).await.unwrap();
+    assert_eq!(q.enqueue(b"d", once("k")).await.unwrap().id, other.id);
+    // Purged, a dead job leaves no record of its key behind.
+    let keys: std::collections::HashMap<String, String> = redis::cmd("HGETALL")
+        .arg(format!("tideq:{{{}}}:dkey", q.name()))
+        .query(&mut server.conn())
+        .unwrap();
+    assert_eq!(keys.len(), 1, "{keys:?}");
+    for job in q.lease_jobs(10, Duration::from_secs(30)).await.unwrap() {
+        q.fail(&job, "no").await.unwrap();
+    }
+    q.purge().await.unwrap();
+    let keys: std::collections::HashMap<String, String> = redis::cmd("HGETALL")
+        .arg(format!("tideq:{{{}}}:dkey", q.name()))
+        .query(&mut server.conn())
+        .unwrap();
+    assert!(keys.is_empty(), "{keys:?}");
+}
+
+#[tokio::test]
 async fn concurrent_debounced_enqueues_leave_one_waiting_job_with_one_of_their_payloads() {
     let server = RedisServer::start();
     let q = queue(&server.url);

@@ -278,6 +278,8 @@ async fn bad_schedules_are_refused_and_nothing_is_written() {
     let cases: Vec<(&str, Every, EnqueueOptions)> = vec![
         ("a", Every::cron("not a cron"), Default::default()),
         ("a", Every::cron("61 * * * *"), Default::default()),
+        // February 30th never comes: refused, not kept silent forever.
+        ("a", Every::cron("0 0 30 2 *"), Default::default()),
         (
             "a",
             Every::cron_in("* * * * *", "Mars/Olympus"),
@@ -317,4 +319,27 @@ async fn bad_schedules_are_refused_and_nothing_is_written() {
     }
     let n: i64 = redis::cmd("DBSIZE").query(&mut server.conn()).unwrap();
     assert_eq!(n, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn schedules_lists_all_12000_schedules_not_the_first_10000() {
+    let server = RedisServer::start();
+    let q = queue(&server.url);
+    let names: Vec<String> = (0..12_000).map(|i| format!("s{i:05}")).collect();
+    for part in names.chunks(1_000) {
+        let adds = part.iter().map(|n| {
+            q.upsert_schedule(
+                n,
+                Every::interval(Duration::from_secs(3600)),
+                b"x",
+                Default::default(),
+            )
+        });
+        for r in futures_util::future::join_all(adds).await {
+            r.unwrap();
+        }
+    }
+    let listed = q.schedules().await.unwrap();
+    assert_eq!(listed.len(), 12_000);
+    assert!(listed.windows(2).all(|w| w[0].name < w[1].name));
 }

@@ -95,12 +95,15 @@ for i = 1, n do
       if cur and (taken[dkey] or dttl > 0 or job_pending(K, cur)) then out[i] = cur end
     elseif (cur or '') ~= expect then
       out[i] = -1
-    elseif cur and redis.call('ZSCORE', K.delayed, cur) then
-      -- Debounce: the waiting job takes this payload and waits again from now.
+    elseif cur and redis.call('ZSCORE', K.delayed, cur) and never_started(K, cur) then
+      -- Debounce: the waiting job takes this payload and waits again from now. (One waiting for
+      -- a retry has started: the next enqueue makes a new job.)
       redis.call('HSET', K.jobs, cur, ARGV[b + 1])
       local s, a, _, enq, x = parse_meta(redis.call('HGET', K.meta, cur) or '')
       if s then redis.call('HSET', K.meta, cur, meta_of(s, a, ARGV[b + 2], enq, x)) end
       redis.call('ZADD', K.delayed, now + tonumber(ARGV[b + 3]), cur)
+      -- Its due time may have moved earlier: idle workers must look again.
+      wake(K.wake)
       out[i] = cur
     elseif cur and cur == id then
       out[i] = -2

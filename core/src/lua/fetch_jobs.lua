@@ -181,7 +181,7 @@ if want > 0 then
   local got = redis.call('LPOP', K.ready, want)
   if got then
     popped = true
-    if C.ghosts > 0 then got = drop_ghosts(K, got, 'r|', 'ghosts') end
+    if C.ghosts > 0 then got = live_ready(K, got, want) end
     for _, id in ipairs(got) do ids[#ids + 1] = id end
   end
   if #ids < want and flow then
@@ -360,6 +360,9 @@ if #ids > 0 then
   end
 end
 if #gone > 0 then
+  -- A job lost for missing data frees its dedup key; its waiters see it gone at their next look.
+  release_dedup(K, gone)
+  if not K.no_waiters then chunked('HDEL', K.waiters, gone) end
   forget(K, gone)
   redis.call('HINCRBY', K.stats, 'lost', #gone)
 end

@@ -89,7 +89,8 @@
   the ready list and of the priorities' lists, so stats count the ready list as LLEN - ghosts.
   While a count is above 0, a fetch looks up the ids it pops from those lists there: the first
   entry popped of an id with a ghost is the ghost (dropped, the mark and count taken back), so
-  an id enqueued again after its cancel runs once. (Its older entry may be popped first; the job
+  an id enqueued again after its cancel runs once, and pops more to make up for the ghosts (a
+  few pops of growing size; what it took beyond what it wanted goes back to the front). (Its older entry may be popped first; the job
   then starts at its newer entry's turn: later than FIFO would have it, never twice.) A queue
   with no ghosts pays nothing.
 
@@ -106,6 +107,8 @@
   for debounce) it lives while its job is pending: `dkey` (hash id -> key) lets the scripts that
   finish a job (completed, dead-lettered, cancelled) delete it, and an enqueue that finds the key
   naming a job no longer pending (gone, finished) takes it over, so a key never outlives its job.
+  A dead job's dkey entry stays while it is dead (its `dd:` key is freed): a requeue takes the key
+  back unless another pending job holds it by then; purging or trimming the job drops the entry.
   The cfg field `dedup` is set once a queue first used such a key; until then `queue_cfg` marks K
   (no_dedup) and finishing jobs costs nothing more.
 
@@ -272,7 +275,15 @@ end
 
 -- Frees the dedup keys (without a TTL) that name jobs `ids`, which have finished (see "Dedup and
 -- debounce").
-local function release_dedup(K, ids)
+-- Whether job `id` was never delivered (no attempt made or ended): a debounce may replace only
+-- such a job.
+local function never_started(K, id)
+  local _, a, _, _, x = parse_meta(redis.call('HGET', K.meta, id) or '')
+  return a == '0' and x == '0'
+end
+-- Frees the dedup keys (those held until their job finishes) of jobs that finished. A dead job
+-- (`dead`) keeps the record of its key in dkey, so a requeue takes the key back (take_dedup).
+local function release_dedup(K, ids, dead)
   if K.no_dedup or #ids == 0 or redis.call('EXISTS', K.dkey) == 0 then return end
   local keys = hmget(K.dkey, ids)
   local owned = {}
@@ -283,12 +294,33 @@ local function release_dedup(K, ids)
       owned[#owned + 1] = id
     end
   end
-  chunked('HDEL', K.dkey, owned)
+  if not dead then chunked('HDEL', K.dkey, owned) end
+end
+-- Requeued dead jobs take their dedup keys back, each while no other pending job holds it (one
+-- that does keeps it, and the requeued job then holds none).
+local function take_dedup(K, ids)
+  if K.no_dedup or #ids == 0 or redis.call('EXISTS', K.dkey) == 0 then return end
+  local keys = hmget(K.dkey, ids)
+  local lost = {}
+  for i, id in ipairs(ids) do
+    local key = keys[i]
+    if key then
+      local cur = redis.call('GET', K.dd .. key)
+      if not cur or cur == id or not job_pending(K, cur) then
+        redis.call('SET', K.dd .. key, id)
+      else
+        lost[#lost + 1] = id
+      end
+    end
+  end
+  chunked('HDEL', K.dkey, lost)
 end
 
 -- Deletes jobs' data (envelope, meta, last error, route, result, progress).
 local function forget(K, ids)
   if #ids == 0 then return end
+  -- A dead job's record of its dedup key (see release_dedup) goes with it.
+  if K.dkey and not K.no_dedup then chunked('HDEL', K.dkey, ids) end
   chunked('HDEL', K.jobs, ids)
   chunked('HDEL', K.meta, ids)
   chunked('HDEL', K.errors, ids)
@@ -419,6 +451,29 @@ local function drop_ghosts(K, ids, tag, field)
   end
   if n > 0 then redis.call('HINCRBY', K.cfg, field, -n) end
   return live
+end
+
+-- The live ids of `got` (just popped off the ready list, which has ghosts), refilled from the
+-- list up to `want` in a few pops of growing size (so a run of ghosts costs calls in proportion
+-- to its length over 1000, not one per ghost); ids popped beyond `want` go back to its front.
+local function live_ready(K, got, want)
+  local out = drop_ghosts(K, got, 'r|', 'ghosts')
+  for round = 1, 5 do
+    local need = want - #out
+    if need <= 0 then break end
+    local more = redis.call('LPOP', K.ready, math.min(1000, need * 2 ^ round))
+    if not more then break end
+    for _, id in ipairs(drop_ghosts(K, more, 'r|', 'ghosts')) do out[#out + 1] = id end
+  end
+  if #out > want then
+    local back = {}
+    for i = #out, want + 1, -1 do
+      back[#back + 1] = out[i]
+      out[i] = nil
+    end
+    chunked('LPUSH', K.ready, back)
+  end
+  return out
 end
 
 -- Whether any group limit, rate or pause is set (a queue default, or any group's own): without
@@ -723,7 +778,7 @@ local function bury(K, now, P, dead)
   chunked('HSET', K.errors, e)
   redis.call('HINCRBY', K.stats, 'failed', #dead)
   idem_finished(K, now, P, ids)
-  release_dedup(K, ids)
+  release_dedup(K, ids, true)
   emit(K, 'dead', ids, e_of(dead), now)
   if not K.no_waiters and redis.call('EXISTS', K.waiters) == 1 then
     local done = {}

@@ -1,7 +1,7 @@
 --[[ Delete dead-lettered jobs and their data, at most ARGV[2] per call (the client loops); their
   ids may be enqueued again.
   KEYS[1] dead zset   KEYS[2] jobs hash   KEYS[3] meta hash   KEYS[4] errors hash
-  KEYS[5] idem zset   KEYS[6] progress hash   KEYS[7] route hash
+  KEYS[5] idem zset   KEYS[6] progress hash   KEYS[7] route hash   KEYS[8] dkey hash
   ARGV[1] job id, or "" for all   ARGV[2] most jobs this call
   Returns: number of jobs purged (0 when the id is not dead). ]]
 --#include lib_jobs.lua
@@ -16,4 +16,6 @@ chunked('HDEL', KEYS[6], ids)
 -- A dead job keeps its route (priority, group) for a requeue; purged, it goes, so a queue whose
 -- grouped jobs are all gone stops paying for flow control.
 chunked('HDEL', KEYS[7], ids)
+-- Nor does it keep the record of its dedup key (kept while dead for a requeue).
+chunked('HDEL', KEYS[8], ids)
 return #ids

@@ -1,5 +1,6 @@
---[[ Requeue dead-lettered jobs: back to their queues with their attempts reset, at most ARGV[2]
-  per call (the client loops). A record that does not parse keeps its attempt limit at 1.
+--[[ Requeue dead-lettered jobs: back to their queues with their attempts reset, and their dedup
+  keys (those held until the job finishes) held again while no other pending job holds them, at
+  most ARGV[2] per call (the client loops). A record that does not parse keeps its attempt limit at 1.
   KEYS[1] dead zset   KEYS[2] ready list   KEYS[3] meta hash   KEYS[4] stats hash
   KEYS[5] wake list   KEYS[6] idem zset    KEYS[7] route hash  KEYS[8] prio zset
   KEYS[9] grot list    KEYS[10] gheld set    KEYS[11] gstate hash KEYS[12] gcfg hash
@@ -7,13 +8,14 @@
   KEYS[16] gr (group rate-log prefix)
   KEYS[17] gset set (the groups in the rotation)
   KEYS[18] p (priority list key prefix)
+  KEYS[19] dd (dedup key prefix)   KEYS[20] dkey hash
   ARGV[1] job id, or "" for all   ARGV[2] most jobs this call
   Returns: number of jobs requeued (0 when the id is not dead). ]]
 --#include lib_jobs.lua
 local K = { dead = KEYS[1], ready = KEYS[2], meta = KEYS[3], stats = KEYS[4], wake = KEYS[5],
   idem = KEYS[6], route = KEYS[7], prio = KEYS[8], grot = KEYS[9], gheld = KEYS[10],
   gstate = KEYS[11], gcfg = KEYS[12], gwait = KEYS[13], cfg = KEYS[14], g = KEYS[15],
-  gr = KEYS[16], gset = KEYS[17], p = KEYS[18] }
+  gr = KEYS[16], gset = KEYS[17], p = KEYS[18], dd = KEYS[19], dkey = KEYS[20] }
 local ids = dead_ids(K.dead, ARGV[1], tonumber(ARGV[2]))
 if #ids == 0 then return 0 end
 local metas = hmget(K.meta, ids)
@@ -29,7 +31,10 @@ for i, id in ipairs(ids) do
 end
 chunked('ZREM', K.dead, ids)
 chunked('HSET', K.meta, meta)
-make_ready(K, queue_cfg(K), ids, false, now_ms())
+local C = queue_cfg(K)
+-- Pending again, a job holds its dedup key again (lib_jobs.lua, "Dedup and debounce").
+take_dedup(K, ids)
+make_ready(K, C, ids, false, now_ms())
 if redis.call('EXISTS', K.idem) == 1 then
   for i = 1, #idem, 1000 do
     redis.call('ZADD', K.idem, 'XX', unpack(idem, i, math.min(i + 999, #idem)))
