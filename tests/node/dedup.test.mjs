@@ -80,6 +80,28 @@ test("a debounced enqueue replaces the waiting job's payload and pushes its due 
   assert.deepEqual(await drain(queue), ['v2']);
 });
 
+test('a debounced enqueue never replaces a job waiting for its retry', async () => {
+  const { queue } = freshJobQueue(redis.url, { backoff: { type: 'fixed', delayMs: 30_000 }, maxAttempts: 3 });
+  const first = await queue.enqueue(Buffer.from('v1'), { debounce: { key: 'k', delayMs: 1 } });
+  await sleep(20);
+  const [job] = await queue.leaseJobs(1);
+  assert.equal(await queue.fail(job, 'first attempt failed'), false);
+  const second = await queue.enqueue(Buffer.from('v2'), { debounce: { key: 'k', delayMs: 300 } });
+  assert.ok(second.created && second.id !== first.id, 'the retrying job was taken over');
+  const info = await queue.get(first.id);
+  assert.deepEqual([info.payload.toString(), info.attempts], ['v1', 1]);
+});
+
+test('a requeued dead job takes its dedup key back', async () => {
+  const { queue } = freshJobQueue(redis.url, { maxAttempts: 1 });
+  const dead = await queue.enqueue(Buffer.from('a'), { dedup: 'k' });
+  const [job] = await queue.leaseJobs(1);
+  assert.equal(await queue.fail(job, 'no'), true);
+  await queue.requeue(dead.id);
+  const again = await queue.enqueue(Buffer.from('b'), { dedup: 'k' });
+  assert.deepEqual([again.created, again.id], [false, dead.id], 'a second pending job for key k');
+});
+
 test('bad dedup and debounce options reject with INVALID_ARGUMENT and write nothing', async () => {
   const { queue, prefix } = freshJobQueue(redis.url);
   const debounce = { key: 'k', delayMs: 10 };

@@ -120,6 +120,7 @@ test('bad schedules reject with INVALID_ARGUMENT and write nothing', async () =>
   const cases = [
     ['a', { cron: 'not a cron' }, /cron pattern/],
     ['a', { cron: '61 * * * *' }, /cron pattern/],
+    ['a', { cron: '0 0 30 2 *' }, /never occurs/],
     ['a', { cron: '* * * * *', timezone: 'Mars/Olympus' }, /unknown time zone/],
     ['a', { everyMs: 0 }, /at least 10 ms/],
     ['a', { everyMs: 5 }, /at least 10 ms/],

@@ -115,6 +115,28 @@ BAD_OPTIONS: list[dict[str, Any]] = [
 ]
 
 
+def test_a_debounced_enqueue_never_replaces_a_job_waiting_for_its_retry(client, name):
+    q = tideq.Queue(name, client, backoff=tideq.Backoff.fixed(30.0), max_attempts=3)
+    first = q.enqueue(b"v1", debounce=("k", 0.001))
+    time.sleep(0.02)
+    [job] = q.lease_jobs(1, lease=30)
+    assert not q.fail(job, "first attempt failed")
+    second = q.enqueue(b"v2", debounce=("k", 0.3))
+    assert second.created and second.id != first.id, "the retrying job was taken over"
+    info = q.get(first.id)
+    assert (info.payload, info.attempts) == (b"v1", 1)
+
+
+def test_a_requeued_dead_job_takes_its_dedup_key_back(client, name):
+    q = tideq.Queue(name, client, max_attempts=1)
+    dead = q.enqueue(b"a", dedup="k")
+    [job] = q.lease_jobs(1, lease=30)
+    assert q.fail(job, "no")
+    q.requeue(dead.id)
+    again = q.enqueue(b"b", dedup="k")
+    assert (again.created, again.id) == (False, dead.id), "a second pending job for key k"
+
+
 def test_bad_dedup_and_debounce_options_are_refused_and_nothing_is_written(jq, redis_url, name):
     for options in BAD_OPTIONS:
         with pytest.raises(tideq.InvalidArgumentError):

@@ -193,6 +193,7 @@ def test_a_removed_schedule_fires_no_more(client, name):
 BAD_SCHEDULES: list[tuple[str, dict[str, Any]]] = [
     ("a", {"cron": "not a cron"}),
     ("a", {"cron": "61 * * * *"}),
+    ("a", {"cron": "0 0 30 2 *"}),  # never occurs
     ("a", {"cron": "* * * * *", "timezone": "Mars/Olympus"}),
     ("a", {"every": 0}),
     ("a", {"every": 0.001}),
