@@ -77,7 +77,7 @@ export declare class CappedQueue {
    */
   groups(): Promise<string[]>
   /**
-   * About `count` (1 to 500, default 100) of the groups holding data, from `cursor` (absent
+   * About `count` (1 to 250, default 100) of the groups holding data, from `cursor` (absent
    * or `null`: the start), in no particular order, and the cursor of the next page (`null`
    * after the last). Each call costs about `count` groups' work, however many there are.
    */
@@ -350,7 +350,7 @@ export declare class Queue {
    */
   groups(): Promise<GroupInfo[]>
   /**
-   * About `count` (1 to 500, default 100) of the groups `groups()` lists, from `cursor`
+   * About `count` (1 to 250, default 100) of the groups `groups()` lists, from `cursor`
    * (absent or `null`: the start), in no particular order, and the cursor of the next page
    * (`null` after the last). Each call costs about `count` groups' work, however many the
    * queue has; `groups()` reads them all.

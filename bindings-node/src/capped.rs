@@ -329,7 +329,7 @@ impl CappedQueue {
         spawn(env, Ok(async move { Ok(q.groups().await?) }))
     }
 
-    /// About `count` (1 to 500, default 100) of the groups holding data, from `cursor` (absent
+    /// About `count` (1 to 250, default 100) of the groups holding data, from `cursor` (absent
     /// or `null`: the start), in no particular order, and the cursor of the next page (`null`
     /// after the last). Each call costs about `count` groups' work, however many there are.
     #[napi(

@@ -283,7 +283,7 @@ impl Queue {
         )
     }
 
-    /// About `count` (1 to 500, default 100) of the groups `groups()` lists, from `cursor`
+    /// About `count` (1 to 250, default 100) of the groups `groups()` lists, from `cursor`
     /// (absent or `null`: the start), in no particular order, and the cursor of the next page
     /// (`null` after the last). Each call costs about `count` groups' work, however many the
     /// queue has; `groups()` reads them all.

@@ -259,7 +259,7 @@ impl CappedQueueBase {
         self.api.call(py, async move { q.groups().await })
     }
 
-    /// About ``count`` (1 to 500, default 100) of the groups holding data, from ``cursor`` (None: the
+    /// About ``count`` (1 to 250, default 100) of the groups holding data, from ``cursor`` (None: the
     /// start), in no particular order, and the cursor of the next page (None after the last).
     /// Each call costs about ``count`` groups' work, however many there are.
     #[pyo3(signature = (cursor=None, count=None))]

@@ -1125,7 +1125,7 @@ impl QueueBase {
         })
     }
 
-    /// About ``count`` (1 to 500, default 100) of the groups ``groups`` lists, from ``cursor`` (None: the
+    /// About ``count`` (1 to 250, default 100) of the groups ``groups`` lists, from ``cursor`` (None: the
     /// start), in no particular order, and the cursor of the next page (None after the last).
     /// Each call costs about ``count`` groups' work, however many the queue has.
     #[pyo3(signature = (cursor=None, count=None))]

@@ -135,7 +135,7 @@ enum Command {
     /// with --count or --cursor, one page of them and the cursor of the next.
     Groups {
         queue: String,
-        /// Show one page of about this many groups (1-500).
+        /// Show one page of about this many groups (1-250).
         #[arg(long)]
         count: Option<usize>,
         /// Start the page where an earlier page's cursor says.
@@ -297,7 +297,7 @@ enum Capped {
     /// Groups holding data, in round-robin order; with --count or --cursor, one page of them
     /// (in no particular order) and the cursor of the next.
     Groups {
-        /// Show one page of about this many groups (1-500).
+        /// Show one page of about this many groups (1-250).
         #[arg(long)]
         count: Option<usize>,
         /// Start the page where an earlier page's cursor says.

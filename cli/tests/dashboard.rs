@@ -394,7 +394,7 @@ fn the_view_of_a_queue_with_10000_groups_reads_one_page_of_them_per_refresh() {
         let v = d.get(&path).json();
         pages += 1;
         let page = v["groups"].as_array().unwrap();
-        assert!(page.len() <= 400, "a page of {} groups", page.len());
+        assert!(page.len() <= 200, "a page of {} groups", page.len());
         for g in page {
             assert!(seen.insert(g["group"].as_str().unwrap().to_string()));
         }

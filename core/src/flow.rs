@@ -356,7 +356,7 @@ impl Queue {
 }
 
 /// Most groups one [`Queue::groups_page`] call returns.
-pub const MAX_GROUP_PAGE: usize = 500;
+pub const MAX_GROUP_PAGE: usize = 250;
 
 /// A page of groups, and where the next one starts (see [`Queue::groups_page`]).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -16,6 +16,13 @@ use tideq::{
     EnqueueOptions, ErrorKind, GroupLimits, JobState, Limits, Rate, WorkerOptions, MAX_FETCH,
 };
 
+/// These tests time Redis calls (SLOWLOG times them in wall-clock time), so they run one at a
+/// time: on two cores, one test filling 100,000 groups would make another's calls look slow.
+async fn one_at_a_time() -> tokio::sync::MutexGuard<'static, ()> {
+    static LOCK: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+    LOCK.lock().await
+}
+
 /// Script calls slower than `micros`, from SLOWLOG (each as its command line, truncated).
 fn slow_calls(server: &RedisServer, micros: u64) -> Vec<String> {
     let entries: Vec<redis::Value> = redis::cmd("SLOWLOG")
@@ -69,6 +76,7 @@ async fn fill(q: &tideq::Queue, groups: usize, per: usize) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_with_concurrency_20000_over_9000_groups_strands_no_job() {
+    let _serial = one_at_a_time().await;
     let server = RedisServer::start();
     let q = queue(&server.url);
     fill(&q, 9_000, 2).await;
@@ -92,6 +100,7 @@ async fn a_worker_with_concurrency_20000_over_9000_groups_strands_no_job() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lease_of_more_than_one_fetch_holds_is_refused_and_takes_nothing() {
+    let _serial = one_at_a_time().await;
     let server = RedisServer::start();
     let q = queue(&server.url);
     fill(&q, 10, 1).await;
@@ -128,6 +137,7 @@ async fn a_lease_of_more_than_one_fetch_holds_is_refused_and_takes_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fetches_over_9000_groups_each_lease_their_jobs_and_strand_none() {
+    let _serial = one_at_a_time().await;
     let server = RedisServer::start();
     let q = queue(&server.url);
     fill(&q, 9_000, 2).await;
@@ -150,6 +160,7 @@ async fn fetches_over_9000_groups_each_lease_their_jobs_and_strand_none() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn flow_settings_with_9000_groups_running_apply_whole_and_keep_the_running_counts() {
+    let _serial = one_at_a_time().await;
     let server = RedisServer::start();
     let q = queue(&server.url);
     fill(&q, 9_000, 3).await;
@@ -208,6 +219,7 @@ async fn flow_settings_with_9000_groups_running_apply_whole_and_keep_the_running
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_job_beside_20000_paused_groups_starts_without_waiting_for_the_poll_interval() {
+    let _serial = one_at_a_time().await;
     let server = RedisServer::start();
     let q = queue(&server.url);
     fill(&q, 20_000, 1).await;
@@ -266,6 +278,7 @@ async fn a_job_beside_20000_paused_groups_starts_without_waiting_for_the_poll_in
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_group_that_used_its_last_start_comes_back_when_its_rate_window_ends_not_when_a_job_ends()
 {
+    let _serial = one_at_a_time().await;
     let server = RedisServer::start();
     let q = queue(&server.url);
     fill(&q, 1, 3).await;
@@ -298,6 +311,7 @@ async fn a_group_that_used_its_last_start_comes_back_when_its_rate_window_ends_n
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn queue_wide_limits_on_a_4_shard_queue_hold_across_the_shards_not_per_shard() {
+    let _serial = one_at_a_time().await;
     let server = RedisServer::start();
     let client = tideq::Client::open(&server.url).unwrap();
     let q = tideq::Queue::sharded(&client, &common::unique("jq"), 4, Default::default()).unwrap();
@@ -368,6 +382,7 @@ async fn queue_wide_limits_on_a_4_shard_queue_hold_across_the_shards_not_per_sha
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_id_or_dedup_key_over_groups_of_a_sharded_queue_is_refused_not_made_into_a_job_per_shard(
 ) {
+    let _serial = one_at_a_time().await;
     let server = RedisServer::start();
     let client = tideq::Client::open(&server.url).unwrap();
     let q = tideq::Queue::sharded(&client, &common::unique("jq"), 3, Default::default()).unwrap();
@@ -439,6 +454,7 @@ async fn one_id_or_dedup_key_over_groups_of_a_sharded_queue_is_refused_not_made_
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn purged_grouped_dead_jobs_leave_no_route_entries_behind() {
+    let _serial = one_at_a_time().await;
     let server = RedisServer::start();
     let q = queue(&server.url);
     for i in 0..3 {
@@ -465,6 +481,7 @@ async fn purged_grouped_dead_jobs_leave_no_route_entries_behind() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn next_batch_behind_100000_expired_groups_finds_the_live_one_in_short_calls() {
+    let _serial = one_at_a_time().await;
     let server = RedisServer::start();
     let client = tideq::Client::open(&server.url).unwrap();
     let opts = tideq::CappedOptions {
@@ -495,6 +512,7 @@ async fn next_batch_behind_100000_expired_groups_finds_the_live_one_in_short_cal
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn listing_20000_groups_by_page_lists_each_once_without_a_long_call() {
+    let _serial = one_at_a_time().await;
     let server = RedisServer::start();
     let q = queue(&server.url);
     fill(&q, 20_000, 2).await;
@@ -519,11 +537,11 @@ async fn listing_20000_groups_by_page_lists_each_once_without_a_long_call() {
     let mut cursor: Option<String> = None;
     let mut pages = 0;
     loop {
-        let page = q.groups_page(cursor.as_deref(), 200).await.unwrap();
+        let page = q.groups_page(cursor.as_deref(), 100).await.unwrap();
         pages += 1;
         assert!(
-            page.groups.len() <= 400,
-            "a page of 200 held {}",
+            page.groups.len() <= 200,
+            "a page of 100 held {}",
             page.groups.len()
         );
         for g in page.groups {
@@ -538,7 +556,7 @@ async fn listing_20000_groups_by_page_lists_each_once_without_a_long_call() {
         }
     }
     assert_eq!(seen.len(), 20_001);
-    assert!(pages >= 50, "{pages} pages of about 200 for 20,001 groups");
+    assert!(pages >= 50, "{pages} pages of about 100 for 20,001 groups");
     assert_eq!(seen["tenant-3"].active, 1);
     assert_eq!(seen["tenant-3"].ready, 1);
     assert!(seen["tenant-3"].paused);
@@ -574,6 +592,7 @@ async fn listing_20000_groups_by_page_lists_each_once_without_a_long_call() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn listing_a_capped_queue_of_20000_live_and_20000_expired_groups_by_page_stays_short() {
+    let _serial = one_at_a_time().await;
     let server = RedisServer::start();
     let client = tideq::Client::open(&server.url).unwrap();
     let opts = tideq::CappedOptions {
@@ -598,7 +617,7 @@ async fn listing_a_capped_queue_of_20000_live_and_20000_expired_groups_by_page_s
     let mut seen = std::collections::HashSet::new();
     let mut cursor: Option<String> = None;
     loop {
-        let page = q.groups_page(cursor.as_deref(), 200).await.unwrap();
+        let page = q.groups_page(cursor.as_deref(), 100).await.unwrap();
         for g in page.groups {
             assert!(g.starts_with('g'), "an expired group was listed: {g}");
             assert!(seen.insert(g), "a group was listed twice");
@@ -627,6 +646,7 @@ async fn listing_a_capped_queue_of_20000_live_and_20000_expired_groups_by_page_s
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancelling_ready_jobs_behind_300000_takes_no_list_walk() {
+    let _serial = one_at_a_time().await;
     let server = RedisServer::start();
     let q = queue(&server.url);
     let jobs: Vec<(Vec<u8>, EnqueueOptions)> = (0..300_000)

@@ -432,7 +432,7 @@ class CappedQueue:
         """Groups holding data, in round-robin order. Reads the whole rotation; to show some of
         many, read a page with ``groups_page``."""
     def groups_page(self, cursor: str | None = None, count: int | None = None) -> CappedGroupPage:
-        """About ``count`` (1 to 500, default 100) of the groups holding data, from ``cursor`` (None: the
+        """About ``count`` (1 to 250, default 100) of the groups holding data, from ``cursor`` (None: the
         start), in no particular order, and the cursor of the next page (None after the last).
         Each call costs about ``count`` groups' work, however many there are."""
     def stats(self) -> CappedStats:
@@ -515,7 +515,7 @@ class AsyncCappedQueue:
     def groups_page(
         self, cursor: str | None = None, count: int | None = None
     ) -> Coroutine[Any, Any, CappedGroupPage]:
-        """About ``count`` (1 to 500, default 100) of the groups holding data, from ``cursor`` (None: the
+        """About ``count`` (1 to 250, default 100) of the groups holding data, from ``cursor`` (None: the
         start), in no particular order, and the cursor of the next page (None after the last).
         Each call costs about ``count`` groups' work, however many there are."""
     def stats(self) -> Coroutine[Any, Any, CappedStats]:
@@ -1407,7 +1407,7 @@ class Queue:
         each as ``group`` tells it. Reads every group (in short calls); to show some of many,
         read a page with ``groups_page``."""
     def groups_page(self, cursor: str | None = None, count: int | None = None) -> GroupPage:
-        """About ``count`` (1 to 500, default 100) of the groups ``groups`` lists, from ``cursor`` (None: the
+        """About ``count`` (1 to 250, default 100) of the groups ``groups`` lists, from ``cursor`` (None: the
         start), in no particular order, and the cursor of the next page (None after the last).
         Each call costs about ``count`` groups' work, however many the queue has."""
     def lease_jobs(self, max: int, *, lease: float) -> list[Job]:
@@ -1702,7 +1702,7 @@ class AsyncQueue:
     def groups_page(
         self, cursor: str | None = None, count: int | None = None
     ) -> Coroutine[Any, Any, GroupPage]:
-        """About ``count`` (1 to 500, default 100) of the groups ``groups`` lists, from ``cursor`` (None: the
+        """About ``count`` (1 to 250, default 100) of the groups ``groups`` lists, from ``cursor`` (None: the
         start), in no particular order, and the cursor of the next page (None after the last).
         Each call costs about ``count`` groups' work, however many the queue has."""
     def lease_jobs(self, max: int, *, lease: float) -> Coroutine[Any, Any, list[Job]]:

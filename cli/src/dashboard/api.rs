@@ -18,7 +18,7 @@ use super::{error, json_response, ApiError, App};
 use crate::render;
 
 /// Groups in one page of a queue's view (`?groups=CURSOR` for the next page).
-const GROUPS_SHOWN: usize = 200;
+const GROUPS_SHOWN: usize = 100;
 /// Jobs in a page when `limit` is not given, and the most a page may hold (half the core's
 /// [`MAX_PAGE`]: a page's JSON holds every payload).
 const DEFAULT_LIMIT: usize = 50;

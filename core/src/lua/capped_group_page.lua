@@ -4,7 +4,7 @@
   As with SCAN, a group that holds data through the walk is listed once; one that comes or goes
   meanwhile may be listed or not.
   KEYS[1] live zset (group -> expiry ms, +inf without TTL)
-  ARGV[1] SCAN cursor   ARGV[2] count (1-500)
+  ARGV[1] SCAN cursor   ARGV[2] count (1-250)
   Returns: { names, next cursor ("0": the walk is done) }. ]]
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
