@@ -50,10 +50,10 @@ test('groupsPage walks the groups holding data once by cursor', async () => {
   for (let i = 0; i < 700; i++) pairs.push([`g${i}`, Buffer.from('x')]);
   await queue.pushMany(pairs);
   const seen = [];
-  let page = await queue.groupsPage({ count: 300 });
+  let page = await queue.groupsPage({ count: 250 });
   seen.push(...page.groups);
   while (page.cursor !== null) {
-    page = await queue.groupsPage({ cursor: page.cursor, count: 300 });
+    page = await queue.groupsPage({ cursor: page.cursor, count: 250 });
     seen.push(...page.groups);
   }
   assert.equal(seen.length, 700);

@@ -64,11 +64,11 @@ def test_groups_page_walks_the_groups_holding_data_once_by_cursor(client, name):
     q = tideq.CappedQueue(name, client, shards=2)
     q.push_many([(f"g{i}", b"x") for i in range(700)])
     seen: list[str] = []
-    page = q.groups_page(count=300)
+    page = q.groups_page(count=250)
     assert isinstance(page, tideq.CappedGroupPage)
     seen += page.groups
     while page.cursor is not None:
-        page = q.groups_page(page.cursor, 300)
+        page = q.groups_page(page.cursor, 250)
         seen += page.groups
     assert sorted(seen) == sorted(f"g{i}" for i in range(700))
     with pytest.raises(tideq.InvalidArgumentError):
