@@ -1,5 +1,5 @@
 # The README's commands. Each target installs what it needs (scripts/ensure-deps.sh).
-.PHONY: demo test test-valkey stress-process scale faults dist bench bench-cluster fmt lint
+.PHONY: demo test test-valkey stress-process scale faults dist bench bench-waits bench-cluster fmt lint
 
 demo: ## the seed's scenario; starts a private redis-server unless TIDEQ_REDIS_URL is set
 	@bash scripts/ensure-deps.sh >/dev/null
@@ -32,6 +32,10 @@ faults: ## the fault suite in full (more jobs per scenario) and a 10-minute soak
 bench: ## ceiling vs tideq from Rust, Python and Node (run `make test` once first to build the bindings)
 	@bash scripts/ensure-deps.sh >/dev/null
 	cargo run --release -p tideq-bench --bin capped
+
+bench-waits: ## 10,000 concurrent waits from one process in Rust, Python and Node: connections added, finish-to-return p50/p99 (run `make test` once first to build the bindings)
+	@bash scripts/ensure-deps.sh >/dev/null
+	cargo run --release -p tideq-bench --bin waits
 
 bench-cluster: ## one node vs a local 6-node cluster (1 and 3 shards), both queue kinds
 	@bash scripts/ensure-deps.sh >/dev/null

@@ -263,6 +263,8 @@ struct Inner {
     /// A second connection for enqueues that `WAIT` for replicas, so a waiting enqueue does not
     /// hold up every other command of the client (WAIT must follow the writes on one connection).
     ack_conn: OnceCell<Conn>,
+    /// Where the outcomes of the jobs this client's callers wait for arrive.
+    hub: crate::hub::Hub,
 }
 
 impl std::fmt::Debug for Client {
@@ -372,8 +374,14 @@ impl Client {
                 secret,
                 conn: OnceCell::new(),
                 ack_conn: OnceCell::new(),
+                hub: crate::hub::Hub::new(),
             }),
         })
+    }
+
+    /// The client's wait hub (see `hub.rs`).
+    pub(crate) fn hub(&self) -> &crate::hub::Hub {
+        &self.inner.hub
     }
 
     /// Shorthand for `Client::new(Config::new(url))`.

@@ -187,7 +187,7 @@ job_keys! {
     results => "results": "Hash id -> what a completed job's handler returned (size-capped).",
     progress => "progress": "Hash id -> the last progress a job's handler reported (size-capped).",
     waiters => "waiters": "Hash id -> how many callers wait for that unfinished job (`wait`).",
-    fin => "fin:": "Prefix of each waited-for job's notice list (`fin:<id>`): how it finished, one notice per waiter.",
+    fin => "fin:": "Prefix of each client hub's inbox (`fin:<hub id>`): how the jobs its callers wait for finished, one notice per job.",
     cancel => "cancel": "Set of active job ids whose cancel was requested (their workers stop them; see lib_jobs.lua).",
     dd => "dd:": "Prefix of each dedup key (`dd:<key>`): the id of the job it names (see lib_jobs.lua, \"Dedup and debounce\").",
     dkey => "dkey": "Hash id -> dedup key, for pending jobs whose key lives until they finish (and dead ones, for a requeue).",

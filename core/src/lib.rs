@@ -67,6 +67,7 @@ pub mod envelope;
 pub mod error;
 pub mod events;
 pub mod flow;
+mod hub;
 pub mod job;
 pub mod jobs;
 pub mod keys;

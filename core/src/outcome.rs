@@ -1,11 +1,12 @@
-//! Waiting for a job's outcome: [`Queue::wait`]. The caller registers as a waiter of the job
-//! and reads its state in one script call (`wait_job.lua`), so a job that finished before the
-//! call is answered at once and one that finishes later cannot slip between the look and the
-//! wait. The script that finishes a waited-for job (an ack, a dead-lettering, a cancel) pushes a
-//! notice with its outcome onto the job's `fin:<id>` list, which the caller blocks on (`BLPOP`,
-//! on a connection of its own), so it returns as soon as the job ends; it looks again at least
-//! every [`WAIT_POLL`] in case a notice was lost (a failover). Jobs nobody waits for pay one
-//! `EXISTS` per script call (see lib_jobs.lua, "Waiters").
+//! Waiting for a job's outcome: [`Queue::wait`]. The caller subscribes to its client's inbox
+//! for the job's shard (`hub.rs`), then registers the client's hub as a waiter of the job and
+//! reads its state in one script call (`wait_job.lua`), so a job that finished before the call is
+//! answered at once and one that finishes later cannot slip between the look and the wait. The
+//! script that finishes a waited-for job (an ack, a dead-lettering, a cancel) pushes one notice
+//! with its outcome per waiting hub, so it returns as soon as the job ends, on the hub's one
+//! connection however many wait. In case a notice was lost (a failover) a wait looks at its job
+//! again after [`WAIT_POLL`], then at growing intervals up to [`WAIT_POLL_MAX`]. Jobs nobody waits
+//! for pay one `EXISTS` per script call (see lib_jobs.lua, "Waiters").
 
 use std::time::Duration;
 
@@ -14,8 +15,12 @@ use crate::job::{validate_job_id, JobOutcome};
 use crate::jobs::Queue;
 use crate::scripts::WAIT_JOB;
 
-/// The longest a waiter blocks before it looks at the job again.
+/// When a wait first looks at its job again (a notice may have been lost).
 pub(crate) const WAIT_POLL: Duration = Duration::from_secs(2);
+/// The longest interval between two such looks.
+const WAIT_POLL_MAX: Duration = Duration::from_secs(30);
+/// How long a wait that found its job gone still listens for its notice.
+const NOTICE_GRACE: Duration = Duration::from_secs(2);
 
 /// A job as `wait_job.lua` sees it: state ("q", "c", "x"; `None`: no such job), enqueued ms,
 /// result, last error.
@@ -34,6 +39,29 @@ enum Look {
     Done(Result<JobOutcome>),
 }
 
+/// A registered wait that has not ended: dropped early (the caller gave up on the future), it
+/// takes its registration off in the background.
+struct Registered {
+    queue: Queue,
+    shard: usize,
+    id: String,
+    armed: bool,
+    /// The runtime the wait ran on: a binding may drop a cancelled wait from another thread.
+    runtime: tokio::runtime::Handle,
+}
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let (q, shard, id) = (self.queue.clone(), self.shard, std::mem::take(&mut self.id));
+        self.runtime.spawn(async move {
+            let _ = q.look(shard, &id, "-1").await;
+        });
+    }
+}
+
 impl Queue {
     /// Waits until job `id` has finished and returns its outcome (with what its handler returned,
     /// if anything), also when it finished before the call (while it is retained:
@@ -45,52 +73,74 @@ impl Queue {
         self.op("wait", async {
             validate_job_id(id)?;
             let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
-            // The job's shard (a grouped job lives on its group's), registering there.
-            let mut found = None;
+            let hub = self.client.hub();
+            // The job's shard (a grouped job lives on its group's), registering there; the wait
+            // listens before it registers, so no notice can come first.
             for shard in self.shards_to_search(id) {
-                match self.look(shard, id, "1").await? {
-                    Some(Look::Done(answer)) => return answer,
-                    Some(Look::Pending(enq)) => {
-                        found = Some((shard, enq));
-                        break;
+                let inbox = format!("{}{}", self.shards[shard].fin(), hub.id());
+                let sub = hub.subscribe(&self.client, inbox, id);
+                // Armed before the registration is sent: a wait dropped while it is on its way
+                // still takes it off.
+                let mut reg = Registered {
+                    queue: self.clone(),
+                    shard,
+                    id: id.to_string(),
+                    armed: true,
+                    runtime: tokio::runtime::Handle::current(),
+                };
+                let seen = self.look(shard, id, "1").await;
+                match seen {
+                    Ok(Some(Look::Pending(enq))) => {
+                        return self
+                            .wait_registered(sub, reg, &enq, timeout, deadline)
+                            .await;
                     }
-                    None => {}
+                    // Finished or absent: nothing was registered.
+                    Ok(Some(Look::Done(answer))) => {
+                        reg.armed = false;
+                        return answer;
+                    }
+                    Ok(None) => reg.armed = false,
+                    Err(e) => return Err(e),
                 }
             }
-            let Some((shard, enq)) = found else {
-                return Err(self.no_job(id));
-            };
-            self.wait_registered(shard, id, &enq, timeout, deadline)
-                .await
+            Err(self.no_job(id))
         })
         .await
     }
 
-    /// Blocks on the job's notice list until a notice for the job enqueued at `enq` arrives, the
-    /// job is seen finished, or `deadline`. Takes the waiter off again unless a notice (whose
-    /// sender already did) ended the wait.
+    /// Waits for a notice about the job enqueued at `enq`, looking at the job now and then,
+    /// until it is seen finished or `deadline`. Takes the registration off unless the job
+    /// finished (its script did).
     async fn wait_registered(
         &self,
-        shard: usize,
-        id: &str,
+        mut sub: crate::hub::Subscription,
+        mut reg: Registered,
         enq: &str,
         timeout: Option<Duration>,
         deadline: Option<tokio::time::Instant>,
     ) -> Result<JobOutcome> {
-        let key = format!("{}{id}", self.shards[shard].fin());
-        let mut conn = match self.client.blocking_conn().await {
-            Ok(conn) => conn,
-            Err(e) => {
-                let _ = self.look(shard, id, "-1").await;
-                return Err(e);
-            }
-        };
+        let (shard, id) = (reg.shard, reg.id.clone());
+        let mut poll = WAIT_POLL;
+        let mut next_look = tokio::time::Instant::now() + poll;
         loop {
-            let block = match deadline {
-                Some(d) => {
-                    let left = d.saturating_duration_since(tokio::time::Instant::now());
-                    if left.is_zero() {
-                        return match self.look(shard, id, "-1").await? {
+            let wake = match deadline {
+                Some(d) => d.min(next_look),
+                None => next_look,
+            };
+            tokio::select! {
+                Some(notice) = sub.rx.recv() => {
+                    if let Some(answer) = self.notice(&id, enq, &notice) {
+                        // The job finished: its script took the registration off.
+                        reg.armed = false;
+                        return answer;
+                    }
+                    // A notice about an earlier job with this id: not ours.
+                }
+                _ = tokio::time::sleep_until(wake) => {
+                    if deadline.is_some_and(|d| tokio::time::Instant::now() >= d) {
+                        reg.armed = false;
+                        return match self.look(shard, &id, "-1").await? {
                             Some(Look::Done(answer)) => answer,
                             Some(Look::Pending(_)) => Err(Error::new(
                                 ErrorKind::Timeout,
@@ -100,44 +150,41 @@ impl Queue {
                                     timeout.unwrap_or_default().as_millis()
                                 ),
                             )),
-                            None => Err(self.no_job(id)),
+                            None => Err(self.no_job(&id)),
                         };
                     }
-                    left.min(WAIT_POLL)
-                }
-                None => WAIT_POLL,
-            };
-            // Redis takes fractional seconds; 0 would mean forever.
-            let secs = block.as_secs_f64().max(0.01);
-            let got: Option<(String, Vec<u8>)> = match redis::cmd("BLPOP")
-                .arg(&key)
-                .arg(secs)
-                .query_async(&mut conn)
-                .await
-            {
-                Ok(got) => got,
-                Err(e) => {
-                    let _ = self.look(shard, id, "-1").await;
-                    return Err(self.client.err(e));
-                }
-            };
-            if let Some((_, notice)) = got {
-                if let Some(answer) = self.notice(id, enq, &notice) {
-                    return answer;
-                }
-                // A notice about an earlier job with this id: not ours.
-                continue;
-            }
-            // No notice within the poll interval: look (a notice may have been lost).
-            match self.look(shard, id, "0").await? {
-                Some(Look::Pending(_)) => {}
-                Some(Look::Done(answer)) => {
-                    let _ = self.look(shard, id, "-1").await;
-                    return answer;
-                }
-                None => {
-                    let _ = self.look(shard, id, "-1").await;
-                    return Err(self.no_job(id));
+                    // No notice for a while: look (a notice may have been lost).
+                    match self.look(shard, &id, "0").await? {
+                        Some(Look::Pending(_)) => {
+                            poll = (poll * 2).min(WAIT_POLL_MAX);
+                            next_look = tokio::time::Instant::now() + poll;
+                        }
+                        Some(Look::Done(answer)) => {
+                            // Finished: its script took the registration off.
+                            reg.armed = false;
+                            return answer;
+                        }
+                        None => {
+                            // Gone: finished and not retained, its notice maybe still on its
+                            // way (a burst of them), or removed. Give the notice a moment.
+                            let grace = tokio::time::sleep(NOTICE_GRACE);
+                            tokio::pin!(grace);
+                            loop {
+                                tokio::select! {
+                                    Some(notice) = sub.rx.recv() => {
+                                        if let Some(answer) = self.notice(&id, enq, &notice) {
+                                            reg.armed = false;
+                                            return answer;
+                                        }
+                                    }
+                                    _ = &mut grace => break,
+                                }
+                            }
+                            reg.armed = false;
+                            let _ = self.look(shard, &id, "-1").await;
+                            return Err(self.no_job(&id));
+                        }
+                    }
                 }
             }
         }
@@ -147,7 +194,7 @@ impl Queue {
     /// shard has no such job.
     async fn look(&self, shard: usize, id: &str, op: &str) -> Result<Option<Look>> {
         let mut cmd = self.script_cmd(shard, &WAIT_JOB);
-        cmd.arg(id).arg(op);
+        cmd.arg(id).arg(op).arg(self.client.hub().id());
         let (state, enq, result, error): Seen = self.client.eval(&cmd, &WAIT_JOB).await?;
         let Some(state) = state else {
             return Ok(None);

@@ -62,6 +62,26 @@ fn keys_of(server: &RedisServer, q: &Queue) -> Vec<(String, i64)> {
         .collect()
 }
 
+/// Waits until `n` waits of this process are registered for job `id` (the `waiters` field:
+/// "<hub id>=<waits>", see lib_jobs.lua).
+async fn until_waiting(server: &RedisServer, q: &Queue, id: &str, n: u64) {
+    let key = format!("tideq:{{{}}}:waiters", q.name());
+    let count = || {
+        let v: Option<String> = redis::cmd("HGET")
+            .arg(&key)
+            .arg(id)
+            .query(&mut server.conn())
+            .unwrap();
+        v.map_or(0, |v| {
+            v.split_whitespace()
+                .filter_map(|e| e.split_once('=').and_then(|(_, n)| n.parse::<u64>().ok()))
+                .sum()
+        })
+    };
+    let ok = wait_until(Duration::from_secs(10), || count() == n).await;
+    assert!(ok, "expected {n} waits for {id:?}, found {}", count());
+}
+
 fn hlen(server: &RedisServer, q: &Queue, kind: &str) -> i64 {
     keys_of(server, q)
         .into_iter()
@@ -302,7 +322,7 @@ async fn wait_returns_as_soon_as_a_later_job_finishes_not_at_a_poll_interval() {
         })
         .collect();
     // Let the waiters block (well inside the 2 s poll interval).
-    until_blocked(&server, 2).await;
+    until_waiting(&server, &q, "later", 2).await;
     let finished = Arc::new(std::sync::Mutex::new(None));
     let f = finished.clone();
     drain(&q, move |_job: Job| {
@@ -344,7 +364,7 @@ async fn wait_on_a_dead_lettered_job_raises_its_last_error() {
         let q = q.clone();
         tokio::spawn(async move { q.wait("during", Some(Duration::from_secs(20))).await })
     };
-    until_blocked(&server, 1).await;
+    until_waiting(&server, &q, "during", 1).await;
     drain(&q, |_job: Job| async {
         Err::<(), String>("mailbox full".into())
     })
@@ -363,7 +383,7 @@ async fn wait_on_a_cancelled_job_fails_and_on_an_unknown_one_is_not_found() {
         let q = q.clone();
         tokio::spawn(async move { q.wait("doomed", Some(Duration::from_secs(20))).await })
     };
-    until_blocked(&server, 1).await;
+    until_waiting(&server, &q, "doomed", 1).await;
     q.cancel("doomed").await.unwrap();
     let e = waiting.await.unwrap().unwrap_err();
     assert_eq!(e.kind(), ErrorKind::JobFailed);
@@ -408,7 +428,7 @@ async fn wait_gets_the_result_even_when_completed_jobs_are_not_retained() {
         let q = q.clone();
         tokio::spawn(async move { q.wait("fleeting", Some(Duration::from_secs(20))).await })
     };
-    until_blocked(&server, 1).await;
+    until_waiting(&server, &q, "fleeting", 1).await;
     drain(&q, |_job: Job| async {
         Ok::<_, String>(b"kept for the waiter".to_vec())
     })
@@ -477,7 +497,7 @@ async fn a_waiter_giving_up_leaves_the_others_waiting_and_woken() {
         let q = q.clone();
         tokio::spawn(async move { q.wait("shared", Some(Duration::from_secs(20))).await })
     };
-    until_blocked(&server, 1).await;
+    until_waiting(&server, &q, "shared", 1).await;
     let e = q
         .wait("shared", Some(Duration::from_millis(200)))
         .await
@@ -494,4 +514,139 @@ async fn a_waiter_giving_up_leaves_the_others_waiting_and_woken() {
     assert_eq!(out.result, Some(b"at last".to_vec()));
     assert!(t.elapsed() < Duration::from_secs(1), "{:?}", t.elapsed());
     assert_eq!(hlen(&server, &q, "waiters"), 0);
+}
+
+/// Calls of one Redis command so far (`INFO commandstats`).
+fn calls(server: &RedisServer, command: &str) -> u64 {
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query(&mut server.conn())
+        .unwrap();
+    info.lines()
+        .find_map(|l| l.strip_prefix(&format!("cmdstat_{command}:calls=")))
+        .and_then(|v| v.split(',').next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ten_thousand_concurrent_waits_share_one_connection_and_each_gets_its_jobs_result() {
+    let server = RedisServer::start();
+    let q = queue_with(&server.url, opts(0));
+    let jobs: Vec<(Vec<u8>, EnqueueOptions)> = (0..10_000)
+        .map(|i| (format!("r{i}").into_bytes(), id(&format!("w{i}"))))
+        .collect();
+    for part in jobs.chunks(5_000) {
+        q.enqueue_many(part).await.unwrap();
+    }
+    let before = info_u64(&server, "connected_clients");
+    let waits: Vec<_> = (0..10_000)
+        .map(|i| {
+            let q = q.clone();
+            tokio::spawn(async move {
+                q.wait(&format!("w{i}"), Some(Duration::from_secs(60)))
+                    .await
+            })
+        })
+        .collect();
+    let registered = wait_until(Duration::from_secs(30), || {
+        hlen(&server, &q, "waiters") == 10_000
+    })
+    .await;
+    assert!(
+        registered,
+        "{} waits registered",
+        hlen(&server, &q, "waiters")
+    );
+    let during = info_u64(&server, "connected_clients");
+    assert!(
+        during <= before + 3,
+        "10,000 waits opened {} connections",
+        during - before
+    );
+    drain(&q, |job: Job| async move {
+        Ok::<_, String>(job.payload.to_vec())
+    })
+    .await;
+    for (i, w) in waits.into_iter().enumerate() {
+        let out = w.await.unwrap().unwrap();
+        assert_eq!(out.result, Some(format!("r{i}").into_bytes()));
+    }
+    assert_eq!(hlen(&server, &q, "waiters"), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_with_1500_waiters_sends_one_notice_and_every_waiter_gets_it() {
+    let server = RedisServer::start();
+    let q = queue_with(&server.url, opts(100));
+    q.enqueue(b"", id("alone")).await.unwrap();
+    q.enqueue(b"", id("popular")).await.unwrap();
+    let waits: Vec<_> = (0..1_500)
+        .map(|_| {
+            let q = q.clone();
+            tokio::spawn(async move { q.wait("popular", Some(Duration::from_secs(60))).await })
+        })
+        .collect();
+    until_waiting(&server, &q, "popular", 1_500).await;
+    // The pushes a completion makes without waiters, then with 1,500 (one process): one more.
+    let complete_one = || async {
+        let job = q
+            .lease_jobs(1, Duration::from_secs(30))
+            .await
+            .unwrap()
+            .remove(0);
+        let before = calls(&server, "rpush");
+        q.complete_with_result(&job, b"big result").await.unwrap();
+        calls(&server, "rpush") - before
+    };
+    let plain = complete_one().await;
+    let waited = complete_one().await;
+    assert_eq!(
+        waited,
+        plain + 1,
+        "one notice per waiting process, not per wait"
+    );
+    for w in waits {
+        assert_eq!(
+            w.await.unwrap().unwrap().result,
+            Some(b"big result".to_vec())
+        );
+    }
+    assert_eq!(hlen(&server, &q, "waiters"), 0);
+}
+
+#[tokio::test]
+async fn waits_that_time_out_or_are_dropped_take_their_registration_off() {
+    let server = RedisServer::start();
+    let q = queue_with(&server.url, opts(100));
+    q.enqueue(b"", id("never")).await.unwrap();
+    let timing_out: Vec<_> = (0..50)
+        .map(|_| {
+            let q = q.clone();
+            tokio::spawn(async move { q.wait("never", Some(Duration::from_millis(200))).await })
+        })
+        .collect();
+    let dropped: Vec<_> = (0..50)
+        .map(|_| {
+            let q = q.clone();
+            tokio::spawn(async move { q.wait("never", None).await })
+        })
+        .collect();
+    until_waiting(&server, &q, "never", 100).await;
+    for w in dropped {
+        w.abort();
+    }
+    for w in timing_out {
+        assert_eq!(w.await.unwrap().unwrap_err().kind(), ErrorKind::Timeout);
+    }
+    let gone = wait_until(Duration::from_secs(10), || {
+        hlen(&server, &q, "waiters") == 0
+    })
+    .await;
+    let left: Option<String> = redis::cmd("HGET")
+        .arg(format!("tideq:{{{}}}:waiters", q.name()))
+        .arg("never")
+        .query(&mut server.conn())
+        .unwrap();
+    assert!(gone, "waits left their registrations behind: {left:?}");
 }

@@ -140,3 +140,34 @@ test('task handlers return values are results', async () => {
   await queue.work({ add: async ({ a, b }) => a + b }, drained).join();
   assert.equal(await queue.wait(id), 5);
 });
+
+/** `connected_clients` of the test's Redis. */
+async function connections(url) {
+  const info = String(await redisCommand(url, 'INFO', 'clients'));
+  return Number(/connected_clients:(\d+)/.exec(info)[1]);
+}
+
+test('2,000 concurrent waits share one connection and each gets its own job\'s result', async () => {
+  const { queue, prefix } = freshJobQueue(redis.url);
+  const jobs = [];
+  for (let i = 0; i < 2000; i++) jobs.push({ payload: Buffer.from(`r${i}`), id: `w${i}` });
+  await queue.enqueueMany(jobs);
+  const before = await connections(redis.url);
+  const waits = jobs.map((j) => queue.wait(j.id, { timeoutMs: 60_000 }));
+  const waitersKey = `${prefix}:{${queue.name}}:waiters`;
+  await waitFor(async () => Number(await redisCommand(redis.url, 'HLEN', waitersKey)) === 2000, 'the waits to register', 30_000);
+  const added = (await connections(redis.url)) - before;
+  assert.ok(added <= 3, `2,000 waits opened ${added} connections`);
+  await drain(queue, async (job) => job.payload.toString());
+  const results = await Promise.all(waits);
+  assert.deepEqual(results, jobs.map((j) => j.payload.toString()));
+  assert.equal(Number(await redisCommand(redis.url, 'HLEN', waitersKey)), 0);
+});
+
+test('a wait with a 50 ms timeout times out, and one abandoned takes its registration off', async () => {
+  const { queue, prefix } = freshJobQueue(redis.url);
+  await queue.enqueue(Buffer.from(''), { id: 'never', delayMs: 3_600_000 });
+  await rejectsWith(() => queue.wait('never', { timeoutMs: 50 }), 'TIMEOUT');
+  const waitersKey = `${prefix}:{${queue.name}}:waiters`;
+  assert.equal(Number(await redisCommand(redis.url, 'HLEN', waitersKey)), 0, 'a timed-out wait left its registration');
+});

@@ -218,3 +218,54 @@ def test_task_return_values_are_results(client: tideq.Client, name: str) -> None
     w = q.work_tasks(stop_when_drained=True, poll_interval=0.05)
     w.join(timeout=20)
     assert q.wait(job_id, timeout=5) == 5
+
+
+def _connections(redis_url: str) -> int:
+    info = command(redis_url, "INFO", "clients").decode()
+    return int(info.split("connected_clients:")[1].split()[0])
+
+
+def test_two_thousand_concurrent_waits_share_one_connection_and_each_gets_its_result(
+    client: tideq.Client, name: str, redis_url: str
+) -> None:
+    q = tideq.Queue(name, client)
+    q.enqueue_many([(f"r{i}".encode(), {"id": f"w{i}"}) for i in range(2000)])
+    aq = tideq.AsyncQueue(name, client)
+    waiters = f"tideq:{{{name}}}:waiters"
+
+    async def main() -> list[Any]:
+        before = _connections(redis_url)
+        waits = [asyncio.ensure_future(aq.wait(f"w{i}", timeout=60)) for i in range(2000)]
+        deadline = time.monotonic() + 30
+        while command(redis_url, "HLEN", waiters) < 2000:
+            assert time.monotonic() < deadline, "the waits did not register"
+            await asyncio.sleep(0.05)
+        added = _connections(redis_url) - before
+        assert added <= 3, f"2,000 waits opened {added} connections"
+        await asyncio.to_thread(drain, q, lambda job: {"r": job.text()})
+        return await asyncio.gather(*waits)
+
+    assert asyncio.run(main()) == [{"r": f"r{i}"} for i in range(2000)]
+    assert command(redis_url, "HLEN", waiters) == 0
+
+
+def test_cancelled_asyncio_waits_take_their_registration_off(client: tideq.Client, name: str, redis_url: str) -> None:
+    q = tideq.AsyncQueue(name, client)
+    waiters = f"tideq:{{{name}}}:waiters"
+
+    async def main() -> None:
+        await q.enqueue(b"", id="never", delay=3600)
+        waits = [asyncio.ensure_future(q.wait("never")) for _ in range(20)]
+        deadline = time.monotonic() + 10
+        while command(redis_url, "HGET", waiters, "never") is None:
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.02)
+        for w in waits:
+            w.cancel()
+        await asyncio.gather(*waits, return_exceptions=True)
+        deadline = time.monotonic() + 10
+        while command(redis_url, "HLEN", waiters) != 0:
+            assert time.monotonic() < deadline, "cancelled waits left their registrations"
+            await asyncio.sleep(0.05)
+
+    asyncio.run(main())

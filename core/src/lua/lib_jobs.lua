@@ -37,10 +37,12 @@
   a queue that never uses them pays no call for them. An ack that carries a result marks its token with a
   trailing "+" and sends the result as the next ARGV (`complete_leases`), so plain acks stay pairs.
 
-  Waiters (wait_job.lua): `waiters` hash id -> how many callers wait for that unfinished job. When
-  a job with waiters finishes (completed, dead-lettered, cancelled), one notice per waiter goes
-  onto its list `fin:<id>` (K.fin .. id, short expiry) and its field is deleted; a job nobody
-  waits for costs one EXISTS per call. A notice is "<enqueued>|<kind><data>": kind "c" completed
+  Waiters (wait_job.lua): `waiters` hash id -> the processes (client hubs) waiting for that
+  unfinished job, as "<hub id>=<waits> ...". When a job with waiters finishes (completed,
+  dead-lettered, cancelled), one notice per hub (not per wait) goes onto that hub's inbox
+  `fin:<hub id>` (K.fin .. hub, short expiry), where one listener of the hub hands it to every
+  local wait of the job (hub.rs), and the job's field is deleted; a job nobody waits for costs one
+  EXISTS per call. A notice is "<length of id>:<id><enqueued>|<kind><data>": kind "c" completed
   without result, "r" completed with the result as data, "x" dead-lettered with the last error
   as data, "n" cancelled. `enqueued` tells a notice of an earlier job with the same id apart.
 
@@ -336,14 +338,15 @@ local function notify_waiters(K, done)
   if #done == 0 then return end
   local ids = {}
   for i, d in ipairs(done) do ids[i] = d[1] end
-  local counts = hmget(K.waiters, ids)
+  local hubs = hmget(K.waiters, ids)
   local told = {}
   for i, d in ipairs(done) do
-    local n = tonumber(counts[i])
-    if n and n > 0 then
-      local key, notice = K.fin .. d[1], d[2] .. '|' .. d[3]
-      for _ = 1, math.min(n, 1000) do redis.call('RPUSH', key, notice) end
-      redis.call('PEXPIRE', key, 60000)
+    if hubs[i] then
+      local notice = #d[1] .. ':' .. d[1] .. d[2] .. '|' .. d[3]
+      for hub in string.gmatch(hubs[i], '(%w+)=%d+') do
+        redis.call('RPUSH', K.fin .. hub, notice)
+        redis.call('PEXPIRE', K.fin .. hub, 60000)
+      end
       told[#told + 1] = d[1]
     end
   end

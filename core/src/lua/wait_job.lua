@@ -1,26 +1,35 @@
 --[[ A waiter's view of one job, and its registration (lib_jobs.lua, "Waiters"): with ARGV[2] "1"
-  the caller is counted as a waiter, but only while the job is unfinished (so a job that finishes
-  later tells it through `fin:<id>`); "-1" takes a waiter off (a wait that gave up), dropping the
-  job's notice list once nobody waits (unless the job finished: its waiters were told, and the
-  other waiters' notices stay); "0" only looks.
+  the caller's hub counts one more wait for the job, but only while the job is unfinished (so a
+  job that finishes later tells the hub through its inbox `fin:<hub id>`); "-1" takes one wait of
+  the hub off (a wait that gave up); "0" only looks.
   KEYS[1] meta hash   KEYS[2] results hash   KEYS[3] errors hash   KEYS[4] waiters hash
-  KEYS[5] fin (prefix of the waiters' notice lists)   KEYS[6] cfg hash (its `waited` field says
-  the queue has had waiters, see lib_jobs.lua)
-  ARGV[1] job id   ARGV[2] "1" register, "-1" unregister, "0" look
+  KEYS[5] fin (prefix of the hubs' inboxes; unused here)   KEYS[6] cfg hash (its `waited` field
+  says the queue has had waiters, see lib_jobs.lua)
+  ARGV[1] job id   ARGV[2] "1" register, "-1" unregister, "0" look   ARGV[3] the hub's id
   Returns: { state, enqueued ms, result, last error }: state "q" unfinished, "c" completed, "x"
   dead, or nil when there is no such job (the others nil when absent). ]]
 --#include lib_jobs.lua
-local id, op = ARGV[1], ARGV[2]
-if op == '-1' then
-  -- No field: the job finished and its waiters were told (their notices stay for the others).
-  local n = tonumber(redis.call('HGET', KEYS[4], id))
-  if n and n <= 1 then
+local id, op, hub = ARGV[1], ARGV[2], ARGV[3]
+
+-- The job's waits by hub, changed by `delta` for this hub; the field goes with the last wait.
+local function count(delta)
+  local cur = redis.call('HGET', KEYS[4], id)
+  if not cur and delta < 0 then return end
+  local out, mine = {}, 0
+  for h, n in string.gmatch(cur or '', '(%w+)=(%d+)') do
+    if h == hub then mine = tonumber(n) else out[#out + 1] = h .. '=' .. n end
+  end
+  mine = mine + delta
+  if mine > 0 then out[#out + 1] = hub .. '=' .. mine end
+  if #out == 0 then
     redis.call('HDEL', KEYS[4], id)
-    redis.call('DEL', KEYS[5] .. id)
-  elseif n then
-    redis.call('HINCRBY', KEYS[4], id, -1)
+  else
+    redis.call('HSET', KEYS[4], id, table.concat(out, ' '))
   end
 end
+
+-- No field on "-1": the job finished and its hubs were told.
+if op == '-1' then count(-1) end
 local m = redis.call('HGET', KEYS[1], id)
 if not m then return { false, false, false, false } end
 local s, _, _, enq = parse_meta(m)
@@ -30,7 +39,7 @@ if not s then
 end
 if s == 'q' then
   if op == '1' then
-    redis.call('HINCRBY', KEYS[4], id, 1)
+    count(1)
     redis.call('HSET', KEYS[6], 'waited', '1')
   end
   return { s, enq, false, false }
