@@ -112,19 +112,19 @@ impl Role {
     /// Commands the role's code sends itself (besides EVALSHA and SCRIPT LOAD).
     fn direct(self) -> &'static [&'static str] {
         match self {
-            // WAIT (and EXISTS before it) only with replica acks; BLPOP and LPOP for `wait` (its
+            // WAIT (and EXISTS before it) only with replica acks; BLMPOP for `wait` (its
             // finish notice); GET for a debounce key; TIME for a schedule's next slot; the event
             // log (XREAD to wait for entries, HGET/HSET a named reader's place).
             Role::Producer => &[
-                "wait", "exists", "blpop", "lpop", "get", "time", "xread", "hget", "hset",
+                "wait", "exists", "blmpop", "get", "time", "xread", "hget", "hset",
             ],
             // Wake-up listener: BLPOP, and passing a token on; cancel requests (renewer).
             Role::Worker => &["blpop", "rpush", "pexpire", "smismember"],
             // The event log too: set_events (HSET/HDEL of the setting, DEL of the log), readers
             // (XREAD to wait, HSET of a named reader's place); stats (HMGET of the settings).
             Role::Admin => &[
-                "zcard", "llen", "zcount", "hgetall", "hget", "hmget", "blpop", "lpop", "time",
-                "hset", "hdel", "del", "xread",
+                "zcard", "llen", "zcount", "hgetall", "hget", "hmget", "blmpop", "time", "hset",
+                "hdel", "del", "xread",
             ],
             Role::CappedProducer => &[],
             // Wake-up waits, `len`, `stats`; `peek` (TIME and LRANGE in one pipeline).

@@ -2,7 +2,7 @@
 //! ([`Queue::wait`](crate::Queue::wait)). Every wait of a [`Client`] registers the client's hub
 //! id with the job (`wait_job.lua`); the script that finishes a waited-for job pushes one notice
 //! per waiting hub, not per waiter, onto that hub's inbox list (`fin:<hub id>`, in the job's hash
-//! tag). One listener task per inbox blocks on it (`BLPOP`, on a connection of its own) and hands
+//! tag). One listener task per inbox blocks on it (`BLMPOP`, on a connection of its own) and hands
 //! each notice to the local waits of its job. So 10,000 concurrent waits on one queue cost one
 //! extra connection and one notice per finished job, however many wait in the process.
 //!
@@ -19,7 +19,7 @@ use tokio::sync::mpsc;
 
 use crate::client::Client;
 
-/// The longest single `BLPOP` of a listener.
+/// The longest single `BLMPOP` of a listener.
 const LISTEN_BLOCK: Duration = Duration::from_secs(5);
 /// Empty listens after which an idle listener ends.
 const IDLE_ROUNDS: u32 = 2;
@@ -147,40 +147,22 @@ async fn listen(client: Client, inbox: Arc<Inbox>) {
             }
         }
         let c = conn.as_mut().expect("connection");
-        let got: redis::RedisResult<Option<(String, Vec<u8>)>> = redis::cmd("BLPOP")
-            .arg(&inbox.key)
+        // Up to 1000 notices a round trip: a burst of finished jobs must not wait for a BLPOP
+        // each. (BLMPOP rather than LPOP, which would let a producer's user take jobs.)
+        let got: redis::RedisResult<Option<(String, Vec<Vec<u8>>)>> = redis::cmd("BLMPOP")
             .arg(LISTEN_BLOCK.as_secs_f64())
+            .arg(1)
+            .arg(&inbox.key)
+            .arg("LEFT")
+            .arg("COUNT")
+            .arg(1000)
             .query_async(c)
             .await;
         match got {
-            Ok(Some((_, notice))) => {
+            Ok(Some((_, notices))) => {
                 backoff = Duration::from_millis(50);
-                deliver(&inbox, notice);
-                // Take what else came meanwhile in one round trip each 1000 (a burst of finished
-                // jobs must not wait for a BLPOP each).
-                loop {
-                    let more: redis::RedisResult<Option<Vec<Vec<u8>>>> = redis::cmd("LPOP")
-                        .arg(&inbox.key)
-                        .arg(1000)
-                        .query_async(c)
-                        .await;
-                    match more {
-                        Ok(Some(notices)) => {
-                            let full = notices.len() == 1000;
-                            for n in notices {
-                                deliver(&inbox, n);
-                            }
-                            if !full {
-                                break;
-                            }
-                        }
-                        Ok(None) => break,
-                        Err(e) => {
-                            log::debug!("tideq: wait inbox {}: {e}", inbox.key);
-                            conn = None;
-                            break;
-                        }
-                    }
+                for n in notices {
+                    deliver(&inbox, n);
                 }
             }
             Ok(None) => backoff = Duration::from_millis(50),
