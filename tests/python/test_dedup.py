@@ -124,7 +124,7 @@ def test_a_debounced_enqueue_never_replaces_a_job_waiting_for_its_retry(client, 
     second = q.enqueue(b"v2", debounce=("k", 0.3))
     assert second.created and second.id != first.id, "the retrying job was taken over"
     info = q.get(first.id)
-    assert (info.payload, info.attempts) == (b"v1", 1)
+    assert info is not None and (info.payload, info.attempts) == (b"v1", 1)
 
 
 def test_a_requeued_dead_job_takes_its_dedup_key_back(client, name):

@@ -197,7 +197,8 @@ def test_groups_page_walks_every_group_once_by_cursor(client, jq):
 
 def test_one_id_over_groups_of_a_sharded_queue_is_refused_not_made_into_a_job_per_shard(client, name):
     q = tideq.Queue(name, client, shards=3)
-    for opts in [{"id": "same-id"}, {"dedup": "order-42"}, {"debounce": ("order-42", 1.0)}]:
+    tries: list[dict[str, Any]] = [{"id": "same-id"}, {"dedup": "order-42"}, {"debounce": ("order-42", 1.0)}]
+    for opts in tries:
         with pytest.raises(tideq.InvalidArgumentError, match="a job with a group on a sharded queue"):
             q.enqueue(b"x", group="tenant-1", **opts)
     assert q.stats().enqueued == 0
