@@ -15,6 +15,7 @@ url, name, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
 
 async def main() -> None:
     q = tideq.AsyncQueue(name, url=url)
+    idle = tideq.AsyncQueue(name + "-idle", q.client)
     lat: list[float] = []
 
     async def one(i: int) -> None:
@@ -29,7 +30,7 @@ async def main() -> None:
     for _ in range(20):
         t = time.perf_counter()
         try:
-            await q.wait("never", timeout=0.05)
+            await idle.wait("never", timeout=0.05)
         except tideq.TimeoutError:
             pass
         longest = max(longest, (time.perf_counter() - t) * 1000)
