@@ -324,6 +324,8 @@ pub struct GroupPage {
 pub(crate) fn page_args(what: &str, options: Option<&Unknown>) -> Res<(Option<String>, usize)> {
     let opts = Options::new(what, options, &["cursor", "count"])?;
     let cursor = opts.get("cursor", string)?;
-    let count = opts.get("count", count1)?.unwrap_or(100);
+    let count = opts
+        .get("count", count1)?
+        .unwrap_or(tideq::DEFAULT_GROUP_PAGE);
     Ok((cursor, count))
 }

@@ -253,6 +253,11 @@ pub fn secs_repr(d: Option<Duration>) -> String {
 
 /// A count from a Python int; negative or too large is `InvalidArgumentError` (zero is left to
 /// the core).
+/// A `groups_page` count: the core's default when not given.
+pub fn page_count(count: Option<Int>) -> PyResult<usize> {
+    count.map_or(Ok(tideq::DEFAULT_GROUP_PAGE), |n| self::count("count", n))
+}
+
 pub fn count(what: &str, n: impl Into<Int>) -> PyResult<usize> {
     let shown = match n.into().0 {
         Ok(n) => match usize::try_from(n) {

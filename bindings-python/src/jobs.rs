@@ -1135,10 +1135,7 @@ impl QueueBase {
         cursor: Option<Text>,
         count: Option<Int>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let count = count
-            .map(|n| convert::count("count", n))
-            .transpose()?
-            .unwrap_or(100);
+        let count = convert::page_count(count)?;
         let q = self.queue.clone();
         self.api.call(py, async move {
             let cursor = cursor.as_ref().map(|c| c.0.as_str());

@@ -539,7 +539,10 @@ async fn run(cli: Cli) -> Outcome {
                 print(&render::groups(&q.groups().await?, json));
             } else {
                 let page = q
-                    .groups_page(cursor.as_deref(), count.unwrap_or(100))
+                    .groups_page(
+                        cursor.as_deref(),
+                        count.unwrap_or(tideq::DEFAULT_GROUP_PAGE),
+                    )
                     .await?;
                 print(&render::groups_page(&page, json));
             }
@@ -605,7 +608,10 @@ async fn run(cli: Cli) -> Outcome {
                         print(&render::names(&q.groups().await?, json));
                     } else {
                         let page = q
-                            .groups_page(cursor.as_deref(), count.unwrap_or(100))
+                            .groups_page(
+                                cursor.as_deref(),
+                                count.unwrap_or(tideq::DEFAULT_GROUP_PAGE),
+                            )
                             .await?;
                         print(&render::names_page(&page, json));
                     }

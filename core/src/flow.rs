@@ -357,6 +357,8 @@ impl Queue {
 
 /// Most groups one [`Queue::groups_page`] call returns.
 pub const MAX_GROUP_PAGE: usize = 250;
+/// The page size the bindings and the CLI use when none is given.
+pub const DEFAULT_GROUP_PAGE: usize = 100;
 
 /// A page of groups, and where the next one starts (see [`Queue::groups_page`]).
 #[derive(Debug, Clone, PartialEq, Eq)]

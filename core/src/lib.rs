@@ -95,7 +95,9 @@ pub use discover::{QueueKind, QueueRef};
 pub use envelope::{Backoff, BackoffKind, Envelope, PayloadFormat, TraceContext};
 pub use error::{Error, ErrorKind, Result};
 pub use events::{Event, EventKind, Events, EventsOptions};
-pub use flow::{GroupInfo, GroupLimits, GroupPage, Limits, Rate, MAX_GROUP_PAGE};
+pub use flow::{
+    GroupInfo, GroupLimits, GroupPage, Limits, Rate, DEFAULT_GROUP_PAGE, MAX_GROUP_PAGE,
+};
 pub use job::{
     Debounce, Dedup, EnqueueOptions, Enqueued, Job, JobInfo, JobOutcome, JobState, JobStats,
     QueueOptions, DEFAULT_MAX_RESULT_LEN, MAX_BATCH, MAX_FETCH, MAX_PAGE, MAX_PRIORITY,

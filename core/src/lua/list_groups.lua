@@ -12,19 +12,11 @@
   ARGV[2] SCAN cursor in that part   ARGV[3] count (groups wanted, 1-250)
   Returns: { rows, next part (0: the walk is done), next cursor }, each row
   { group, { ready, running, own limit, own rate, paused ("1" or false) } }. ]]
+--#include lib_jobs.lua
 local K = { g = KEYS[1], gset = KEYS[2], gheld = KEYS[3], gstate = KEYS[4], gwait = KEYS[5],
   gcfg = KEYS[6] }
 local part, cursor, count = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
 
--- `cmd key names...` in runs of 1000 names, the replies joined (one call per run, not per name).
-local function multi(cmd, key, names)
-  local out = {}
-  for i = 1, #names, 1000 do
-    local r = redis.call(cmd, key, unpack(names, i, math.min(i + 999, #names)))
-    for j = 1, #r do out[#out + 1] = r[j] end
-  end
-  return out
-end
 -- A small hash is stored as a list (up to Redis's hash-max-listpack-entries, 128 or 512 by
 -- default), where each lookup walks it: read such a hash whole, once, instead.
 local function small(key)
@@ -41,7 +33,7 @@ local function running(names)
     for i, g in ipairs(names) do out[i] = tonumber(state[g] or '0') end
     return out
   end
-  for i, n in ipairs(multi('HMGET', K.gstate, names)) do out[i] = tonumber(n or '0') end
+  for i, n in ipairs(chunked_read('HMGET', K.gstate, names)) do out[i] = tonumber(n or '0') end
   return out
 end
 -- Own settings of each of `names`: { limit, rate, paused } (false when unset).
@@ -59,7 +51,7 @@ local function own(names)
     fields[#fields + 1] = 'rate:' .. g
     fields[#fields + 1] = 'paused:' .. g
   end
-  local v = multi('HMGET', K.gcfg, fields)
+  local v = chunked_read('HMGET', K.gcfg, fields)
   for i = 1, #names do out[i] = { v[3 * i - 2], v[3 * i - 1], v[3 * i] } end
   return out
 end
@@ -100,10 +92,10 @@ end
 -- Of `names` (from part `p`), those not met in a part before `p`: a few calls for all of them.
 local function new_in(p, names)
   if p == 1 or #names == 0 then return names end
-  local a = multi('SMISMEMBER', K.gset, names)
-  local b = p > 2 and multi('SMISMEMBER', K.gheld, names) or {}
+  local a = chunked_read('SMISMEMBER', K.gset, names)
+  local b = p > 2 and chunked_read('SMISMEMBER', K.gheld, names) or {}
   local r = p > 3 and running(names) or {}
-  local w = p > 4 and multi('ZMSCORE', K.gwait, names) or {}
+  local w = p > 4 and chunked_read('ZMSCORE', K.gwait, names) or {}
   local out = {}
   for i, g in ipairs(names) do
     if a[i] == 0 and (p <= 2 or b[i] == 0) and (p <= 3 or r[i] == 0) and (p <= 4 or not w[i]) then
