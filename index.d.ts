@@ -974,6 +974,12 @@ export interface Event {
    * raw result); `null` when there is no data.
    */
   value: any
+  /**
+   * When data over 1 KiB was left out of the log (`data` is then `null`): its size in bytes.
+   * A completed job's result kept with the job is given in full instead; this is set when it
+   * was not kept or is gone (look it up with `queue.get`).
+   */
+  dataOmittedBytes: number | null
   /** When it happened: ms since the epoch, Redis clock. */
   atMs: number
 }

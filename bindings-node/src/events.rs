@@ -69,6 +69,10 @@ pub struct Event {
     /// raw result); `null` when there is no data.
     #[napi(ts_type = "any")]
     pub value: Stored,
+    /// When data over 1 KiB was left out of the log (`data` is then `null`): its size in bytes.
+    /// A completed job's result kept with the job is given in full instead; this is set when it
+    /// was not kept or is gone (look it up with `queue.get`).
+    pub data_omitted_bytes: Option<f64>,
     /// When it happened: ms since the epoch, Redis clock.
     pub at_ms: f64,
 }
@@ -80,6 +84,7 @@ impl From<tideq::Event> for Event {
             job_id: e.job_id,
             data: e.data.clone().map(Bytes),
             value: Stored(e.data),
+            data_omitted_bytes: e.data_omitted_bytes.map(|n| n as f64),
             at_ms: e.at_ms as f64,
         }
     }

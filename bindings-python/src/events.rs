@@ -42,6 +42,13 @@ impl Event {
     fn data<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyBytes>> {
         self.0.data.as_deref().map(|d| PyBytes::new(py, d))
     }
+    /// When data over 1 KiB was left out of the log (``data`` is then None): its size in bytes.
+    /// A completed job's result kept with the job is given in full instead; this is set when it
+    /// was not kept or is gone (look it up with ``Queue.get``).
+    #[getter]
+    fn data_omitted_bytes(&self) -> Option<u64> {
+        self.0.data_omitted_bytes
+    }
     /// When it happened, epoch milliseconds by the Redis clock.
     #[getter]
     fn at_ms(&self) -> u64 {

@@ -472,6 +472,53 @@ fn events_prints_the_logged_events_and_a_named_reader_resumes() {
 }
 
 #[test]
+fn events_says_how_large_a_result_left_out_of_the_log_was() {
+    let redis = Redis::start();
+    let q = tideq::Queue::new(
+        &Client::open(&redis.url).unwrap(),
+        "big",
+        tideq::QueueOptions {
+            keep_completed: 0,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    rt().block_on(async {
+        q.set_events(Some(100)).await.unwrap();
+        q.enqueue(b"x", with_id("a")).await.unwrap();
+        let w = q
+            .work(
+                tideq::WorkerOptions {
+                    stop_when_drained: true,
+                    ..Default::default()
+                },
+                |_job: tideq::Job| async move { Ok::<_, String>(vec![b'r'; 2000]) },
+            )
+            .unwrap();
+        w.join().await;
+    });
+    let out = ok(redis.tideq(&["events", "big", "--from-start", "--idle", "0.3"]));
+    let done = out
+        .lines()
+        .find(|l| l.contains("completed"))
+        .unwrap_or_default();
+    assert!(
+        done.ends_with("a (2000 bytes, not kept in the log)"),
+        "{out}"
+    );
+    let out = ok(redis.tideq(&["events", "big", "--from-start", "--idle", "0.3", "--json"]));
+    let done: Value = out
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|v| v["kind"] == "completed")
+        .unwrap();
+    assert_eq!(
+        (done["data"].clone(), done["data_omitted_bytes"].clone()),
+        (Value::Null, 2000.into())
+    );
+}
+
+#[test]
 fn queues_lists_both_kinds_under_the_prefix() {
     let redis = Redis::start();
     let rt = rt();

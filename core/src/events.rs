@@ -86,6 +86,11 @@ pub struct Event {
     pub job_id: String,
     /// The event's data (see [`EventKind`]).
     pub data: Option<Vec<u8>>,
+    /// Data over 1 KiB is not copied into the log (so the log's size stays bounded): its size in
+    /// bytes, with `data` then `None`. A completed job's result is kept with the job while its
+    /// retention lasts, and a reader is given it in full instead; this is set when it was not kept
+    /// (or is gone by the time the event is read): look it up with [`Queue::get`], if at all.
+    pub data_omitted_bytes: Option<u64>,
     /// When it happened (ms, Redis clock).
     pub at_ms: u64,
 }
@@ -122,8 +127,11 @@ pub struct Events {
 
 impl Queue {
     /// Turns the queue's event log on, keeping about its newest `max_len` entries (an entry holds
-    /// one kind of event for a batch of jobs), or off (`None`). Every producer and worker of the
-    /// queue follows the setting at once. Events are off by default.
+    /// one kind of event for a batch of up to 500 jobs and about 16 KiB of their ids and data; an
+    /// event's data over 1 KiB is left out, see [`Event::data_omitted_bytes`]), or off (`None`).
+    /// The log's size is thus bounded by about `max_len` × 17 KiB, whatever the jobs return.
+    /// Every producer and worker of the queue follows the setting at once. Events are off by
+    /// default.
     pub async fn set_events(&self, max_len: Option<usize>) -> Result<()> {
         if max_len == Some(0) {
             return Err(Error::invalid(
@@ -300,6 +308,7 @@ impl Events {
                         )
                         .into_bytes(),
                     ),
+                    data_omitted_bytes: None,
                     at_ms: crate::job::now_ms(),
                 };
                 self.buf.push_back((lagged, None));
@@ -330,12 +339,29 @@ impl Events {
             return false;
         };
         let before = self.buf.len();
-        for pair in f[4..].chunks(2) {
+        let mut pairs = &f[4..];
+        // A last pair with an empty id lists the data left out: "<pair>:<size>" (1-based).
+        let mut omitted: Vec<(usize, u64)> = Vec::new();
+        if pairs.len() >= 2 && pairs[pairs.len() - 2].is_empty() {
+            omitted = String::from_utf8_lossy(&pairs[pairs.len() - 1])
+                .split_ascii_whitespace()
+                .filter_map(|spec| {
+                    let (pair, size) = spec.trim_end_matches('r').split_once(':')?;
+                    Some((pair.parse().ok()?, size.parse().ok()?))
+                })
+                .collect();
+            pairs = &pairs[..pairs.len() - 2];
+        }
+        for (i, pair) in pairs.chunks(2).enumerate() {
             let [id, data] = pair else { break };
             let e = Event {
                 kind,
                 job_id: String::from_utf8_lossy(id).into_owned(),
                 data: (!data.is_empty()).then(|| data.clone()),
+                data_omitted_bytes: omitted
+                    .iter()
+                    .find(|(p, _)| *p == i + 1)
+                    .map(|(_, size)| *size),
                 at_ms: at,
             };
             self.buf.push_back((e, None));

@@ -313,3 +313,99 @@ async fn a_named_reader_from_now_on_that_dies_before_its_first_commit_misses_not
     let mut ev = q.events(named()).await.unwrap();
     assert_eq!(take(&mut ev, 1).await[0].job_id, "meanwhile");
 }
+
+/// Runs `n` jobs on `q`, each returning `size` bytes, with a batch enqueue.
+async fn run_jobs_returning(q: &tideq::Queue, n: usize, size: usize) {
+    let items: Vec<(Vec<u8>, EnqueueOptions)> = (0..n)
+        .map(|_| (b"x".to_vec(), Default::default()))
+        .collect();
+    for chunk in items.chunks(1000) {
+        q.enqueue_many(chunk).await.unwrap();
+    }
+    let w = q
+        .work(drained(), move |_job: Job| async move {
+            Ok::<_, String>(vec![b'r'; size])
+        })
+        .unwrap();
+    tokio::time::timeout(Duration::from_secs(60), w.join())
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn large_results_do_not_grow_the_event_log_past_its_entries_times_17_kib() {
+    let server = RedisServer::start();
+    let q = queue(&server.url);
+    q.set_events(Some(100)).await.unwrap();
+    // 5,000 results of 16 KiB: copied into the log, 100 entries of batches would hold ~80 MB.
+    run_jobs_returning(&q, 5000, 16384).await;
+    let mut c = server.conn();
+    let keys: Vec<String> = redis::cmd("KEYS").arg("*:events").query(&mut c).unwrap();
+    assert_eq!(keys.len(), 1);
+    let len: usize = redis::cmd("XLEN").arg(&keys[0]).query(&mut c).unwrap();
+    let bytes: usize = redis::cmd("MEMORY")
+        .arg("USAGE")
+        .arg(&keys[0])
+        .arg("SAMPLES")
+        .arg(0)
+        .query(&mut c)
+        .unwrap();
+    // MAXLEN ~ trims whole stream nodes (100 entries), so up to ~200 entries stay.
+    assert!(len <= 200, "{len} entries");
+    assert!(
+        bytes <= len * 18 * 1024,
+        "{bytes} bytes in {len} entries: more than 18 KiB an entry"
+    );
+    assert!(bytes < 4 << 20, "the log holds {bytes} bytes");
+}
+
+#[tokio::test]
+async fn a_large_result_kept_with_its_job_reaches_readers_in_full_and_one_not_kept_gives_its_size()
+{
+    let server = RedisServer::start();
+    let kept = queue(&server.url);
+    let not_kept = queue_with(
+        &server.url,
+        QueueOptions {
+            keep_completed: 0,
+            ..Default::default()
+        },
+    );
+    for q in [&kept, &not_kept] {
+        q.set_events(Some(1000)).await.unwrap();
+    }
+    let from_start = || EventsOptions {
+        name: None,
+        from_start: true,
+    };
+    run_jobs_returning(&kept, 50, 5000).await;
+    run_jobs_returning(&not_kept, 50, 5000).await;
+    // A small result is copied into the log either way.
+    run_jobs_returning(&not_kept, 1, 1024).await;
+
+    let mut ev = kept.events(from_start()).await.unwrap();
+    let done: Vec<Event> = take(&mut ev, 150)
+        .await
+        .into_iter()
+        .filter(|e| e.kind == EventKind::Completed)
+        .collect();
+    assert_eq!(done.len(), 50);
+    for e in &done {
+        assert_eq!(e.data.as_deref(), Some(&[b'r'; 5000][..]), "{}", e.job_id);
+        assert_eq!(e.data_omitted_bytes, None);
+    }
+
+    let mut ev = not_kept.events(from_start()).await.unwrap();
+    let done: Vec<Event> = take(&mut ev, 153)
+        .await
+        .into_iter()
+        .filter(|e| e.kind == EventKind::Completed)
+        .collect();
+    assert_eq!(done.len(), 51);
+    for e in &done[..50] {
+        assert_eq!(e.data, None, "{}", e.job_id);
+        assert_eq!(e.data_omitted_bytes, Some(5000));
+    }
+    assert_eq!(done[50].data.as_deref(), Some(&[b'r'; 1024][..]));
+    assert_eq!(done[50].data_omitted_bytes, None);
+}

@@ -102,8 +102,34 @@ test("a reader sees each job's events in order with their data: results, errors,
   const dead = all.find((e) => e.kind === 'dead');
   assert.ok(Buffer.isBuffer(dead.value) && dead.value.equals(Buffer.from('Error: broken')));
   assert.ok(all.every((e) => typeof e.atMs === 'number' && e.atMs > 1.6e12), JSON.stringify(all));
-  assert.deepEqual(Object.keys(all[0]).sort(), ['atMs', 'data', 'jobId', 'kind', 'value']);
+  assert.deepEqual(Object.keys(all[0]).sort(), ['atMs', 'data', 'dataOmittedBytes', 'jobId', 'kind', 'value']);
+  assert.ok(all.every((e) => e.dataOmittedBytes === null));
   await reader.close();
+});
+
+test('a large result kept with its job reaches readers in full, and one not kept gives its size (the log holds sizes, not results)', async () => {
+  const big = Buffer.alloc(5000, 'r');
+  const kept = freshJobQueue(redis.url);
+  const notKept = freshJobQueue(redis.url, { keepCompleted: 0 });
+  for (const { queue } of [kept, notKept]) {
+    await queue.setEvents(100);
+    await queue.enqueueMany(Array.from({ length: 20 }, () => ({ payload: Buffer.from('x') })));
+    await queue.run(() => big, drained);
+  }
+  const completed = async (queue) => {
+    const reader = queue.events({ fromStart: true });
+    const all = await take(reader, 60);
+    await reader.close();
+    return all.filter((e) => e.kind === 'completed');
+  };
+  const full = await completed(kept.queue);
+  assert.equal(full.length, 20);
+  assert.ok(full.every((e) => e.data.equals(big) && e.dataOmittedBytes === null));
+  const sized = await completed(notKept.queue);
+  assert.deepEqual(
+    sized.map((e) => [e.data, e.dataOmittedBytes, e.value]),
+    Array.from({ length: 20 }, () => [null, 5000, null]),
+  );
 });
 
 test('a named reader killed and restarted misses nothing within retention, and resumes after what it had read', async () => {

@@ -146,6 +146,25 @@ def test_a_reader_sees_each_jobs_events_in_order_with_their_data(jq: Any) -> Non
     assert done == done and done != events[0]
 
 
+def test_a_large_result_kept_with_its_job_reaches_readers_in_full_and_one_not_kept_gives_its_size(
+    client: tideq.Client, name: str, redis_url: str
+) -> None:
+    big = b"r" * 5000
+    kept = tideq.Queue(name, client)
+    not_kept = tideq.Queue(name + "-not-kept", client, keep_completed=0)
+    for q in (kept, not_kept):
+        q.set_events(100)
+        q.enqueue_many([b"x"] * 20)
+        q.run(lambda job: big, stop_when_drained=True, poll_interval=0.05)
+    done = [e for e in take(reader(kept, from_start=True), 60) if e.kind == "completed"]
+    assert [(e.data, e.data_omitted_bytes) for e in done] == [(big, None)] * 20
+    done = [e for e in take(reader(not_kept, from_start=True), 60) if e.kind == "completed"]
+    assert [(e.data, e.data_omitted_bytes, e.value) for e in done] == [(None, 5000, None)] * 20
+    # The log holds the sizes, not the results.
+    log = log_keys(redis_url, name + "-not-kept")[0]
+    assert int(command(redis_url, "MEMORY", "USAGE", log, "SAMPLES", "0")) < 20 * 5000
+
+
 def test_a_reader_from_now_on_sees_only_later_events_and_one_from_the_start_sees_all_kept(jq: Any) -> None:
     jq.set_events(1000)
     jq.enqueue(b"x", id="before")

@@ -808,6 +808,11 @@ class Event:
         reported, ``"completed"`` what the handler returned, ``"failed"`` and ``"dead"`` the
         error, ``"retried"`` the delay in ms (or why), ``"lagged"`` how much was missed."""
     @property
+    def data_omitted_bytes(self) -> Optional[int]:
+        """When data over 1 KiB was left out of the log (``data`` is then None): its size in bytes.
+        A completed job's result kept with the job is given in full instead; this is set when it
+        was not kept or is gone (look it up with ``Queue.get``)."""
+    @property
     def at_ms(self) -> int:
         """When it happened, epoch milliseconds by the Redis clock."""
     @property

@@ -125,7 +125,10 @@
   Events (only queues with events on, the cfg field `events` = the log's most entries): `events`
   is a stream; each entry is one event for a batch of jobs: fields "t" (Redis ms), "e" (the kind:
   enqueued, active, progress, completed, failed, retried, dead, cancelled), then pairs of job id
-  and data ("" none; a result, an error, a progress value, an attempt). Entry ids are
+  and data ("" none; a result, an error, a progress value, an attempt). Data over 1 KiB is left
+  out, and a last pair with an empty id then lists "<pair>:<size>" for each (with "r" when it is
+  a result kept in `results`, which read_events.lua puts back); an entry holds at most 500 events
+  and about 16 KiB of ids and data, so the log's bytes are bounded with its entries. Entry ids are
   "<n>-1" with n from the stats field `events` (one more per entry), so a reader that last saw
   entry n and finds the log starting past n + 1 knows entries were trimmed before it read them.
   `evsub` (hash name -> last entry id read) keeps named readers' places. With events off, a
@@ -241,20 +244,44 @@ local function events_max(K)
   return K.evmax
 end
 
+-- An event's data over EVENT_DATA_MAX bytes is left out of the log, and an entry holds events
+-- until their ids and data reach EVENT_ENTRY_BYTES (at least one event): the log's size is
+-- bounded by its most entries times about 17 KiB, whatever the jobs return (see "Events").
+local EVENT_DATA_MAX = 1024
+local EVENT_ENTRY_BYTES = 16384
+
 -- Logs an event of `kind` for jobs `ids` (`data[i]`: job i's data; nil: none), one stream entry
--- per 500 jobs (see "Events").
-local function emit(K, kind, ids, data, now)
+-- per 500 jobs or EVENT_ENTRY_BYTES (see "Events"). `stored`: the data of these events is kept in
+-- the results hash, so a reader can be given data left out of the log.
+local function emit(K, kind, ids, data, now, stored)
   local max = events_max(K)
   if not max or #ids == 0 then return end
   now = now or now_ms()
-  for i = 1, #ids, 500 do
-    local args = { 't', now, 'e', kind }
-    for j = i, math.min(i + 499, #ids) do
+  local i = 1
+  while i <= #ids do
+    local args, bytes, left = { 't', now, 'e', kind }, 0, {}
+    local j = i
+    while j <= #ids and j < i + 500 do
+      local d = data and data[j] or ''
+      local size = #ids[j] + math.min(#d, EVENT_DATA_MAX + 1)
+      if j > i and bytes + size > EVENT_ENTRY_BYTES then break end
+      bytes = bytes + size
       args[#args + 1] = ids[j]
-      args[#args + 1] = data and data[j] or ''
+      if #d > EVENT_DATA_MAX then
+        left[#left + 1] = (j - i + 1) .. ':' .. #d .. (stored and 'r' or '')
+        d = ''
+      end
+      args[#args + 1] = d
+      j = j + 1
+    end
+    i = j
+    if #left > 0 then
+      -- Data left out: a last pair with an empty id lists "<pair>:<size>[r]" (r: in `results`).
+      args[#args + 1] = ''
+      args[#args + 1] = table.concat(left, ' ')
     end
     local n = redis.call('HINCRBY', K.stats, 'events', 1)
-    local r = redis.pcall('XADD', K.events, 'MAXLEN', '~', max, n .. '-1', unpack(args)) -- bounded: 1004
+    local r = redis.pcall('XADD', K.events, 'MAXLEN', '~', max, n .. '-1', unpack(args)) -- bounded: 1006
     if type(r) == 'table' and r.err then
       -- The counter fell behind the log (reset by hand): catch up with the log's last entry.
       local info = redis.call('XINFO', 'STREAM', K.events)
@@ -264,7 +291,7 @@ local function emit(K, kind, ids, data, now)
         end
       end
       redis.call('HSET', K.stats, 'events', n)
-      redis.call('XADD', K.events, 'MAXLEN', '~', max, n .. '-1', unpack(args)) -- bounded: 1004
+      redis.call('XADD', K.events, 'MAXLEN', '~', max, n .. '-1', unpack(args)) -- bounded: 1006
     end
   end
 end
@@ -870,7 +897,7 @@ local function complete_leases(K, C, now, P, first)
   if events_max(K) then
     local data = {}
     for j, id in ipairs(okids) do data[j] = okres[j] or '' end
-    emit(K, 'completed', okids, data, now)
+    emit(K, 'completed', okids, data, now, P.keep > 0)
   end
   if waited then notify_waiters(K, done) end
   if P.keep == 0 then
