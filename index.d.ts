@@ -283,6 +283,18 @@ export declare class Job {
  */
 export declare class Queue {
   /**
+   * Up to `limit` (1 to 1000, default 100) of the jobs in `state` after `cursor` (absent or
+   * `null`: the start), and the cursor of the next page (`null` after the last). A walk page
+   * by page while workers run never lists a job twice and never skips one that stayed in the
+   * state for the whole walk: the cursor is the last job's place in the state's order
+   * (`delayed` by due time, `dead` by time of death, `completed` newest first, `active` by
+   * id, `ready` as workers take them with grouped jobs last in no particular order). A job
+   * that left the state and came back may show again. A page may hold fewer than `limit` jobs
+   * before the end; only a `null` cursor ends the walk. Rejects with `INVALID_ARGUMENT` for
+   * an unknown state, a bad `limit`, or a cursor not made by a walk of this queue's `state`.
+   */
+  jobsPage(state: 'delayed' | 'ready' | 'active' | 'dead' | 'completed', options?: { cursor?: string | null; limit?: number }): Promise<JobPage>
+  /**
    * Turns the queue's event log on, keeping about its newest `maxLen` entries (an entry holds
    * one kind of event for a batch of jobs), or off with `null` (the log is deleted). Every
    * producer and worker of the queue follows the setting at once. Events are off by default.
@@ -423,7 +435,8 @@ export declare class Queue {
    * `delayed` by due time, `ready` in the order workers take them (plain, then by priority,
    * then group by group), `active` by lease deadline, `dead` oldest death first, `completed`
    * newest first; a sharded queue lists shard by shard. Rejects with `INVALID_ARGUMENT` for an
-   * unknown state or a `limit` over 1000.
+   * unknown state or a `limit` over 1000. Offsets shift as workers move jobs, so a walk of
+   * pages by offset can list a job twice or skip one: walk a state with `jobsPage`.
    */
   jobs(state: 'delayed' | 'ready' | 'active' | 'dead' | 'completed', options?: JobsOptions): Promise<JobInfo[]>
   /** Dead-lettered jobs, oldest death first: `limit` (default 100) from `offset` (default 0). */
@@ -1082,6 +1095,14 @@ export interface JobInfo {
   progress: any
   /** The stored progress's raw bytes; `null` when none. */
   progressBytes: Buffer | null
+}
+
+/** A page of one state's jobs (`jobsPage`) and the cursor of the next page. */
+export interface JobPage {
+  /** The page's jobs, in the state's order. */
+  jobs: Array<JobInfo>
+  /** Give it to the next `jobsPage` call; `null` when this was the last page. */
+  cursor: string | null
 }
 
 /** Options of `jobs(state, options)`. */

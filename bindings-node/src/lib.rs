@@ -37,6 +37,7 @@
 
 mod abort;
 mod acl;
+mod admin;
 mod capped;
 mod cli;
 mod client;

@@ -30,11 +30,11 @@ impl CappedGroupPage {
     fn cursor(&self) -> Option<&str> {
         self.0.cursor.as_deref()
     }
-    fn __repr__(&self) -> String {
+    fn __repr__(&self, py: Python<'_>) -> String {
         format!(
-            "CappedGroupPage(groups=[{} groups], cursor={:?})",
+            "CappedGroupPage(groups=[{} groups], cursor={})",
             self.0.groups.len(),
-            self.0.cursor
+            convert::cursor_repr(py, &self.0.cursor)
         )
     }
 }

@@ -133,6 +133,12 @@ pub fn str_repr(py: Python<'_>, s: &str) -> String {
         .unwrap_or_else(|_| format!("{s:?}"))
 }
 
+/// A page's cursor as Python shows it: `None` or the string's repr.
+pub fn cursor_repr(py: Python<'_>, c: &Option<String>) -> String {
+    c.as_deref()
+        .map_or_else(|| "None".to_string(), |c| str_repr(py, c))
+}
+
 /// The name of `obj`'s type, for error messages.
 pub fn type_name(obj: &Bound<'_, PyAny>) -> String {
     obj.get_type()

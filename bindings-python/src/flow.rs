@@ -156,11 +156,11 @@ impl GroupPage {
     fn cursor(&self) -> Option<&str> {
         self.0.cursor.as_deref()
     }
-    fn __repr__(&self) -> String {
+    fn __repr__(&self, py: Python<'_>) -> String {
         format!(
-            "GroupPage(groups=[{} groups], cursor={:?})",
+            "GroupPage(groups=[{} groups], cursor={})",
             self.0.groups.len(),
-            self.0.cursor
+            convert::cursor_repr(py, &self.0.cursor)
         )
     }
 }

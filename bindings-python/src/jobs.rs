@@ -14,7 +14,7 @@ use crate::error;
 use crate::events;
 use crate::flow::{self, GroupInfo, GroupPage, Limits, Rate};
 use crate::handler;
-use crate::job::{Backoff, Enqueued, Job, JobInfo, JobStats, ScheduleInfo};
+use crate::job::{Backoff, Enqueued, Job, JobInfo, JobPage, JobStats, ScheduleInfo};
 use crate::otel;
 use crate::runtime::{self, Api};
 use crate::signal;
@@ -540,6 +540,8 @@ impl QueueBase {
     /// plain, then by priority, then group by group), ``"active"`` (by lease deadline),
     /// ``"dead"`` (oldest death first) or ``"completed"`` (newest first); a sharded queue lists
     /// shard by shard. An unknown state or a ``limit`` over 1000 raises ``InvalidArgumentError``.
+    /// Offsets shift as workers move jobs, so a walk of pages by offset can list a job twice or
+    /// skip one: walk a state with ``jobs_page``.
     #[pyo3(signature = (state, offset=0, limit=100))]
     fn jobs<'py>(
         &self,
@@ -557,6 +559,33 @@ impl QueueBase {
         self.api.call(py, async move {
             let jobs = q.jobs(state, offset, limit).await?;
             Ok(jobs.into_iter().map(JobInfo).collect::<Vec<_>>())
+        })
+    }
+
+    /// Up to ``limit`` (1 to 1000) of the jobs in ``state`` after ``cursor`` (None: the start),
+    /// and the cursor of the next page (None after the last).
+    ///
+    /// A walk page by page while workers run never lists a job twice and never skips one that
+    /// stayed in the state for the whole walk: the cursor is the last job's place in the state's
+    /// order (delayed by due time, dead by time of death, completed newest first, active by id,
+    /// ready as workers take them with grouped jobs last in no particular order). A job that left
+    /// the state and came back may show again. A page may hold fewer than ``limit`` jobs before
+    /// the end; only a None cursor ends the walk. A cursor not made by a walk of this queue's
+    /// ``state`` raises ``InvalidArgumentError``.
+    #[pyo3(signature = (state, cursor=None, limit=100))]
+    fn jobs_page<'py>(
+        &self,
+        py: Python<'py>,
+        state: Text,
+        cursor: Option<Text>,
+        #[pyo3(from_py_with = convert::int)] limit: i64,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let state = tideq::JobState::parse(&state.0).map_err(error::to_py)?;
+        let limit = convert::count("limit", limit)?;
+        let q = self.queue.clone();
+        self.api.call(py, async move {
+            let cursor = cursor.as_ref().map(|c| c.0.as_str());
+            Ok(JobPage(q.jobs_page(state, cursor, limit).await?))
         })
     }
 

@@ -95,6 +95,7 @@ fn _tideq(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<job::Enqueued>()?;
     m.add_class::<job::Job>()?;
     m.add_class::<job::JobInfo>()?;
+    m.add_class::<job::JobPage>()?;
     m.add_class::<job::JobStats>()?;
     m.add_class::<job::ScheduleInfo>()?;
     m.add_class::<events::Event>()?;

@@ -254,12 +254,36 @@ enum Command {
     },
 }
 
+/// A page of jobs: by default the first page of a walk by cursor (each page prints the cursor
+/// of the next, and a walk never lists a job twice or skips one that stays put while workers
+/// run); `--offset` reads a snapshot's page instead (offsets shift as jobs move).
 #[derive(Args)]
 struct Page {
-    #[arg(long, default_value_t = 0)]
-    offset: usize,
+    /// Start the page where an earlier page's cursor says.
+    #[arg(long, conflicts_with = "offset")]
+    cursor: Option<String>,
+    /// Skip this many jobs of the state's order instead of walking by cursor.
+    #[arg(long)]
+    offset: Option<usize>,
     #[arg(long, default_value_t = 50)]
     limit: usize,
+}
+
+/// Prints a page of `state`'s jobs (see [`Page`]).
+async fn print_jobs(q: &Queue, state: JobState, page: Page, json: bool) -> Outcome {
+    match page.offset {
+        Some(offset) => {
+            let jobs = q.jobs(state, offset, page.limit).await?;
+            print(&render::job_list(&jobs, json));
+        }
+        None => {
+            let p = q
+                .jobs_page(state, page.cursor.as_deref(), page.limit)
+                .await?;
+            print(&render::job_page(&p, json));
+        }
+    }
+    Ok(())
 }
 
 #[derive(Subcommand)]
@@ -449,8 +473,7 @@ async fn run(cli: Cli) -> Outcome {
         } => {
             let state = JobState::parse(&state)?;
             let q = job_queue(c, &queue)?;
-            let jobs = q.jobs(state, page.offset, page.limit).await?;
-            print(&render::job_list(&jobs, json));
+            print_jobs(&q, state, page, json).await?;
         }
         Command::Job {
             queue,
@@ -693,10 +716,7 @@ async fn run(cli: Cli) -> Outcome {
 
 async fn dead(q: &Queue, action: Dead) -> Outcome {
     match action {
-        Dead::List { page, json } => {
-            let jobs = q.dead_letters(page.offset, page.limit).await?;
-            print(&render::job_list(&jobs, json));
-        }
+        Dead::List { page, json } => print_jobs(q, JobState::Dead, page, json).await?,
         Dead::Requeue { id } => {
             match q.requeue(&id).await {
                 Err(e) if e.kind() == ErrorKind::JobNotFound => {

@@ -487,6 +487,13 @@ pub fn groups_page(page: &GroupPage, json: bool) -> String {
     with_cursor(groups(&page.groups, false), &page.cursor)
 }
 
+pub fn job_page(page: &tideq::JobPage, json: bool) -> String {
+    if json {
+        return json!({"jobs": job_list_json(&page.jobs), "cursor": page.cursor}).to_string();
+    }
+    with_cursor(job_list(&page.jobs, false), &page.cursor)
+}
+
 fn with_cursor(text: String, cursor: &Option<String>) -> String {
     match cursor {
         Some(c) => format!("{text}\nnext page: --cursor {c}"),

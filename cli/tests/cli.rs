@@ -70,7 +70,8 @@ fn jobs_by_state_lists_what_was_enqueued() {
         }
     });
     let v = json(redis.tideq(&["jobs", "list", "ready", "--json"]));
-    let ids: Vec<&str> = v
+    assert_eq!(v["cursor"], Value::Null, "{v}");
+    let ids: Vec<&str> = v["jobs"]
         .as_array()
         .unwrap()
         .iter()
@@ -85,7 +86,53 @@ fn jobs_by_state_lists_what_was_enqueued() {
     assert!(table.starts_with("ID"), "{table}");
     assert!(table.contains("j3") && table.contains("ready"), "{table}");
     let none = json(redis.tideq(&["jobs", "list", "dead", "--json"]));
-    assert_eq!(none, Value::Array(vec![]));
+    assert_eq!(none["jobs"], Value::Array(vec![]));
+}
+
+#[test]
+fn jobs_walks_a_state_page_by_page_with_the_cursor_each_page_prints() {
+    let redis = Redis::start();
+    let q = redis.queue("walk");
+    rt().block_on(async {
+        for i in 0..5 {
+            q.enqueue(b"x", with_id(&format!("j{i}"))).await.unwrap();
+        }
+    });
+    let first = ok(redis.tideq(&["jobs", "walk", "ready", "--limit", "2"]));
+    let next = first
+        .lines()
+        .find_map(|l| l.strip_prefix("next page: --cursor "))
+        .unwrap_or_else(|| panic!("{first}"))
+        .to_string();
+    assert!(
+        first.contains("j0") && first.contains("j1") && !first.contains("j2"),
+        "{first}"
+    );
+    let v = json(redis.tideq(&[
+        "jobs", "walk", "ready", "--limit", "2", "--cursor", &next, "--json",
+    ]));
+    let ids: Vec<&str> = v["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| j["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["j2", "j3"]);
+    let last = v["cursor"].as_str().unwrap().to_string();
+    let v = json(redis.tideq(&["jobs", "walk", "ready", "--cursor", &last, "--json"]));
+    assert_eq!(
+        (v["jobs"][0]["id"].as_str(), v["cursor"].clone()),
+        (Some("j4"), Value::Null)
+    );
+    // A cursor of another state's walk is a usage error, and so is giving both kinds of place.
+    let out = redis.tideq(&["jobs", "walk", "delayed", "--cursor", &next]);
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("cursor"),
+        "{out:?}"
+    );
+    let out = redis.tideq(&["jobs", "walk", "ready", "--cursor", &next, "--offset", "1"]);
+    assert!(!out.status.success());
 }
 
 #[test]
@@ -130,8 +177,8 @@ fn dead_requeue_moves_a_dead_job_back_to_ready() {
     let rt = rt();
     rt.block_on(dead_job(&q, "gone"));
     let listed = json(redis.tideq(&["dead", "dq", "list", "--json"]));
-    assert_eq!(listed[0]["id"], "gone");
-    assert_eq!(listed[0]["last_error"], "boom");
+    assert_eq!(listed["jobs"][0]["id"], "gone");
+    assert_eq!(listed["jobs"][0]["last_error"], "boom");
     ok(redis.tideq(&["dead", "dq", "requeue", "gone"]));
     let info = rt.block_on(q.get("gone")).unwrap().unwrap();
     assert_eq!((info.state, info.attempts), (JobState::Ready, 0));

@@ -68,7 +68,7 @@ fn on_a_cluster_the_commands_and_the_exporter_see_a_sharded_queue_as_the_library
     assert_eq!(s["completed"], 30, "{s}");
 
     let dead = json(cluster.tideq(&["--shards", "3", "jobs", "orders", "dead", "--json"]));
-    let mut ids: Vec<&str> = dead
+    let mut ids: Vec<&str> = dead["jobs"]
         .as_array()
         .unwrap()
         .iter()

@@ -279,6 +279,17 @@ fn the_overview_counts_equal_stats_and_a_requeue_moves_the_dead_job_back_to_read
         .get("/api/queues/mail/jobs?state=ready&offset=1&limit=1")
         .json();
     assert_eq!(page["jobs"][0]["id"], "r2");
+    // By default a page goes by cursor: the next one starts after the last job shown.
+    let first = d.get("/api/queues/mail/jobs?state=ready&limit=1").json();
+    assert_eq!(first["jobs"][0]["id"], "r1");
+    let cursor = first["cursor"].as_str().unwrap().to_string();
+    let second = d
+        .get(&format!(
+            "/api/queues/mail/jobs?state=ready&limit=1&cursor={}",
+            cursor.replace('|', "%7C")
+        ))
+        .json();
+    assert_eq!(second["jobs"][0]["id"], "r2");
     let job = d.get("/api/queues/mail/jobs/d1").json();
     assert_eq!(
         (&job["state"], &job["last_error"]),

@@ -92,6 +92,7 @@ impl Role {
             Role::Admin => vec![
                 &GET_JOBS,
                 &LIST_JOBS,
+                &PAGE_JOBS,
                 &CANCEL_JOB,
                 &REQUEUE_DEAD,
                 &PURGE_DEAD,

@@ -87,6 +87,7 @@ pub mod worker;
 /// itself, with the host's traceback, filters this target out).
 pub const HANDLER_LOG_TARGET: &str = "tideq::handler";
 
+pub use admin::JobPage;
 pub use capped::{Batch, CappedGroupPage, CappedOptions, CappedQueue, CappedStats, Peeked};
 pub use client::Client;
 pub use config::{Config, EvictionCheck};

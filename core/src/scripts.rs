@@ -160,6 +160,7 @@ scripts! {
     PURGE_DEAD => "purge_dead.lua",
     GET_JOBS => "get_jobs.lua",
     LIST_JOBS => "list_jobs.lua",
+    PAGE_JOBS => "page_jobs.lua",
     SET_FLOW => "set_flow.lua",
     GROUP_INFO => "group_info.lua",
     LIST_GROUPS => "list_groups.lua",

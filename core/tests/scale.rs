@@ -670,3 +670,60 @@ async fn cancelling_ready_jobs_behind_300000_takes_no_list_walk() {
     assert_eq!(slow_calls(&server, 3_000), Vec::<String>::new());
     assert_eq!(q.stats().await.unwrap().ready, 299_980);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn walking_300000_ready_and_completed_jobs_by_cursor_while_they_move_takes_no_long_call() {
+    let _serial = one_at_a_time().await;
+    let server = RedisServer::start();
+    let q = queue_with(
+        &server.url,
+        tideq::QueueOptions {
+            keep_completed: 300_000,
+            ..Default::default()
+        },
+    );
+    let jobs: Vec<(Vec<u8>, EnqueueOptions)> = (0..300_000)
+        .map(|i| {
+            let opts = EnqueueOptions {
+                priority: (i % 3 == 1).then_some(5),
+                group: (i % 3 == 2).then(|| format!("g{}", i % 1000)),
+                ..Default::default()
+            };
+            (b"x".to_vec(), opts)
+        })
+        .collect();
+    for part in jobs.chunks(10_000) {
+        q.enqueue_many(part).await.unwrap();
+    }
+    // Half of them completed: the done list is 150,000 long.
+    for _ in 0..150 {
+        let got = q.lease_jobs(1000, Duration::from_secs(60)).await.unwrap();
+        for job in &got {
+            q.complete(job).await.unwrap();
+        }
+    }
+    // Deep into each list, with jobs taken (and completed, trimmed) between pages: looking the
+    // place up from the list's front (LPOS) took ~40 ms at a million.
+    slowlog_from_now(&server, 10_000);
+    for state in [JobState::Ready, JobState::Completed] {
+        let mut cursor: Option<String> = None;
+        let mut listed = 0;
+        let mut pages = 0;
+        loop {
+            let page = q.jobs_page(state, cursor.as_deref(), 1000).await.unwrap();
+            listed += page.jobs.len();
+            pages += 1;
+            if pages % 10 == 0 {
+                for job in q.lease_jobs(500, Duration::from_secs(60)).await.unwrap() {
+                    q.complete(&job).await.unwrap();
+                }
+            }
+            match page.cursor {
+                Some(c) => cursor = Some(c),
+                None => break,
+            }
+        }
+        assert!(listed > 100_000, "{state:?}: {listed}");
+    }
+    assert_eq!(slow_calls(&server, 10_000), Vec::<String>::new());
+}

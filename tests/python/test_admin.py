@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 
@@ -79,5 +80,67 @@ def test_async_queue_lists_the_same_pages(jq, client, name):
             assert await aq.jobs(state, 0, 10) == jq.jobs(state, 0, 10)  # type: ignore[arg-type]
         with pytest.raises(tideq.InvalidArgumentError):
             await aq.jobs("ready", limit=5000)
+
+    asyncio.run(main())
+
+
+def walk(q: tideq.Queue, state: str, limit: int, pause: float = 0.0) -> list[str]:
+    """Every job of ``state``, page by page with the cursor each page gives."""
+    out: list[str] = []
+    cursor = None
+    while True:
+        page = q.jobs_page(state, cursor, limit)  # type: ignore[arg-type]
+        assert isinstance(page, tideq.JobPage) and len(page.jobs) <= limit
+        out += ids(page.jobs)
+        if page.cursor is None:
+            return out
+        cursor = page.cursor
+        time.sleep(pause)
+
+
+def test_a_walk_by_cursor_while_a_worker_takes_jobs_lists_none_twice_and_skips_none_that_stayed_ready(
+    client: tideq.Client, name: str
+) -> None:
+    q = tideq.Queue(name, client)
+    q.enqueue_many([b"x"] * 2000 + [(b"x", {"group": f"g{i % 13}"}) for i in range(500)])
+    start = set(walk(q, "ready", 1000))
+    assert len(start) == 2500
+
+    def handler(job: tideq.Job) -> None:
+        time.sleep(0.002)
+
+    worker = q.work(handler, concurrency=8)
+    listed = walk(q, "ready", 40, pause=0.005)
+    worker.stop()
+    worker.join()
+    end = set(walk(q, "ready", 1000))
+    assert 0 < len(end) < 2500
+    assert len(listed) == len(set(listed)), "a job was listed twice"
+    assert (start & end) <= set(listed), "a job that stayed ready was skipped"
+
+
+def test_jobs_page_walks_each_state_and_refuses_a_cursor_it_did_not_make(
+    jq: tideq.Queue, client: tideq.Client, name: str
+) -> None:
+    one_of_each_state(jq)
+    for state in ("delayed", "ready", "active", "dead", "completed"):
+        assert walk(jq, state, 1) == ids(jq.jobs(state)), state  # type: ignore[arg-type]
+    assert walk(jq, "delayed", 1) == ["soon", "late"]
+    assert walk(jq, "ready", 2)[1:] == ["p1", "g1"]
+    page = jq.jobs_page("ready", limit=1)
+    assert page.cursor is not None and repr(page) == f"JobPage(jobs=[1 jobs], cursor={page.cursor!r})"
+    with pytest.raises(tideq.InvalidArgumentError, match="cursor"):
+        jq.jobs_page("delayed", page.cursor)
+    with pytest.raises(tideq.InvalidArgumentError, match="cursor"):
+        jq.jobs_page("ready", "nonsense")
+    for limit in (0, 1001):
+        with pytest.raises(tideq.InvalidArgumentError):
+            jq.jobs_page("ready", limit=limit)
+
+    async def main() -> None:
+        aq = tideq.AsyncQueue(name, client)
+        first = await aq.jobs_page("ready", limit=2)
+        assert ids(first.jobs) == ids(jq.jobs_page("ready", limit=2).jobs)
+        assert (await aq.jobs_page("ready", first.cursor, 10)).cursor is None
 
     asyncio.run(main())

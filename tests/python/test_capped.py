@@ -66,6 +66,7 @@ def test_groups_page_walks_the_groups_holding_data_once_by_cursor(client, name):
     seen: list[str] = []
     page = q.groups_page(count=250)
     assert isinstance(page, tideq.CappedGroupPage)
+    assert repr(page) == f"CappedGroupPage(groups=[{len(page.groups)} groups], cursor={page.cursor!r})"
     seen += page.groups
     while page.cursor is not None:
         page = q.groups_page(page.cursor, 250)

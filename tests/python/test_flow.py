@@ -174,6 +174,7 @@ def test_groups_page_walks_every_group_once_by_cursor(client, jq):
         page = jq.groups_page(cursor, count=200)
         pages += 1
         assert isinstance(page, tideq.GroupPage)
+        assert repr(page) == f"GroupPage(groups=[{len(page.groups)} groups], cursor={page.cursor!r})"
         for g in page.groups:
             assert g.group not in seen, "a group was listed twice"
             seen[g.group] = g

@@ -49,6 +49,7 @@ __all__ = [
     "Enqueued",
     "Job",
     "JobInfo",
+    "JobPage",
     "JobStats",
     "ScheduleInfo",
     "Event",
@@ -658,6 +659,17 @@ class Job:
         """``progress(value)`` as an awaitable, for ``async def`` handlers."""
 
 @final
+class JobPage:
+    """A page of one state's jobs (``Queue.jobs_page``) and the cursor of the next page."""
+
+    @property
+    def jobs(self) -> list[JobInfo]:
+        """The page's jobs, in the state's order."""
+    @property
+    def cursor(self) -> str | None:
+        """Give it to the next ``jobs_page`` call; None when this was the last page."""
+
+@final
 class JobInfo:
     """A job as ``get``, ``jobs`` and ``dead_letters`` report it."""
 
@@ -1169,7 +1181,20 @@ class Queue:
         ``state``: ``"delayed"`` (by due time), ``"ready"`` (in the order workers take them:
         plain, then by priority, then group by group), ``"active"`` (by lease deadline),
         ``"dead"`` (oldest death first) or ``"completed"`` (newest first); a sharded queue lists
-        shard by shard. An unknown state or a ``limit`` over 1000 raises ``InvalidArgumentError``."""
+        shard by shard. An unknown state or a ``limit`` over 1000 raises ``InvalidArgumentError``.
+        Offsets shift as workers move jobs, so a walk of pages by offset can list a job twice or
+        skip one: walk a state with ``jobs_page``."""
+    def jobs_page(self, state: _JobState, cursor: str | None = None, limit: int = 100) -> JobPage:
+        """Up to ``limit`` (1 to 1000) of the jobs in ``state`` after ``cursor`` (None: the start),
+        and the cursor of the next page (None after the last).
+
+        A walk page by page while workers run never lists a job twice and never skips one that
+        stayed in the state for the whole walk: the cursor is the last job's place in the state's
+        order (delayed by due time, dead by time of death, completed newest first, active by id,
+        ready as workers take them with grouped jobs last in no particular order). A job that left
+        the state and came back may show again. A page may hold fewer than ``limit`` jobs before
+        the end; only a None cursor ends the walk. A cursor not made by a walk of this queue's
+        ``state`` raises ``InvalidArgumentError``."""
     def dead_letters(self, offset: int = 0, limit: int = 100) -> list[JobInfo]:
         """Dead jobs, oldest death first."""
     def requeue(self, id: str) -> None:
@@ -1499,6 +1524,13 @@ class AsyncQueue:
         """The jobs in one state, ``limit`` (at most 1000) from ``offset``.
 
         See ``Queue.jobs``."""
+    def jobs_page(
+        self, state: _JobState, cursor: str | None = None, limit: int = 100
+    ) -> Coroutine[Any, Any, JobPage]:
+        """Up to ``limit`` (1 to 1000) of the jobs in ``state`` after ``cursor`` (None: the start),
+        and the cursor of the next page (None after the last).
+
+        See ``Queue.jobs_page``."""
     def dead_letters(self, offset: int = 0, limit: int = 100) -> Coroutine[Any, Any, list[JobInfo]]:
         """Dead jobs, oldest death first."""
     def requeue(self, id: str) -> Coroutine[Any, Any, None]:

@@ -129,12 +129,25 @@ pub async fn jobs(
         ));
     }
     let (_, q) = app.job_queue(&name)?;
-    let jobs = q.jobs(state, offset, limit).await?;
+    // By cursor (a walk that neither repeats nor skips jobs while workers move them), unless an
+    // offset is asked for (a snapshot's page).
+    if params.contains_key("offset") {
+        let jobs = q.jobs(state, offset, limit).await?;
+        return ok(json!({
+            "state": state.as_str(),
+            "offset": offset,
+            "limit": limit,
+            "jobs": render::job_list_json(&jobs),
+        }));
+    }
+    let page = q
+        .jobs_page(state, params.get("cursor").map(String::as_str), limit)
+        .await?;
     ok(json!({
         "state": state.as_str(),
-        "offset": offset,
         "limit": limit,
-        "jobs": render::job_list_json(&jobs),
+        "jobs": render::job_list_json(&page.jobs),
+        "cursor": page.cursor,
     }))
 }
 

@@ -26,7 +26,8 @@
     // Job queue view.
     info: null,
     tab: 'ready',
-    offset: 0,
+    // The walk of the tab's jobs: each shown page's cursor (null: the first page), newest last.
+    pages: [null],
     jobs: null,
     detail: null,
     // Capped queue view.
@@ -164,7 +165,7 @@
         state.detail = null;
       }
       state.tab = route.tab;
-      state.offset = 0;
+      state.pages = [null];
       state.jobs = null;
       renderJobQueue();
       loadQueue();
@@ -375,10 +376,12 @@
 
   async function loadJobs() {
     const { name } = state.route;
-    const { tab, offset } = state;
+    const { tab, pages } = state;
+    const at = pages[pages.length - 1];
     try {
-      const got = await api(`queues/${enc(name)}/jobs?state=${tab}&offset=${offset}&limit=${PAGE}`);
-      if (state.route.name !== name || state.tab !== tab || state.offset !== offset) return;
+      const cursor = at === null ? '' : `&cursor=${enc(at)}`;
+      const got = await api(`queues/${enc(name)}/jobs?state=${tab}&limit=${PAGE}${cursor}`);
+      if (state.route.name !== name || state.tab !== tab || state.pages !== pages) return;
       state.jobs = got;
       renderJobs();
     } catch (err) {
@@ -386,11 +389,16 @@
     }
   }
 
+  // Pages go by cursor: the next page starts after the last job shown, so jobs moving meanwhile
+  // are neither shown twice nor skipped; going back shows the earlier page's jobs as they are now.
   function page(dir) {
-    const next = Math.max(0, state.offset + dir * PAGE);
-    if (dir > 0 && (!state.jobs || state.jobs.jobs.length < PAGE)) return;
-    if (next === state.offset && dir < 0) return;
-    state.offset = next;
+    if (dir > 0) {
+      if (!state.jobs || !state.jobs.cursor) return;
+      state.pages = [...state.pages, state.jobs.cursor];
+    } else {
+      if (state.pages.length < 2) return;
+      state.pages = state.pages.slice(0, -1);
+    }
     loadJobs();
   }
 
@@ -422,11 +430,11 @@
         ? h('table', { id: 'jobs', dataset: { state: state.tab } },
           thead(['Id', 'Attempts', 'Priority', 'Group', since, 'Last error', dead && !readOnly() ? '' : null].filter((c) => c !== null)),
           h('tbody', {}, rows))
-        : h('p', { class: 'muted', id: 'jobs-empty' }, `No ${state.tab} jobs${state.offset ? ' on this page' : ''}.`),
+        : h('p', { class: 'muted', id: 'jobs-empty' }, `No ${state.tab} jobs${state.pages.length > 1 ? ' on this page' : ''}.`),
     );
-    fill($('#page-info'), got.jobs.length ? `${state.offset + 1}–${state.offset + got.jobs.length}` : '');
-    if ($('#prev')) $('#prev').disabled = state.offset === 0;
-    if ($('#next')) $('#next').disabled = got.jobs.length < PAGE;
+    fill($('#page-info'), got.jobs.length || state.pages.length > 1 ? `page ${state.pages.length}` : '');
+    if ($('#prev')) $('#prev').disabled = state.pages.length < 2;
+    if ($('#next')) $('#next').disabled = !got.cursor;
   }
 
   async function showJob(id, scroll) {

@@ -1,0 +1,219 @@
+#!lua flags=no-writes
+--[[ One page of the ids of the jobs in one state, after a cursor: a stable place in the state's
+  own order, so a walk page by page while workers run never lists a job twice and never skips
+  one that stayed in the state for the whole walk (list_jobs.lua pages by offset, which moving
+  jobs shift). Writes nothing (works on a Redis at maxmemory); `get_jobs.lua` then reads the jobs.
+  The orders and places:
+    delayed  by due time, then id: the place is "<due>|<id>" of the last job listed
+    dead     by time of death, then id: "<died>|<id>"
+    active   by id (lease deadlines move with every renewal): "<id>"
+    completed  newest first (the done list from its end): "<index>|<id>"
+    ready    the plain ready list from its front, then each priority's list (lowest first), both
+             as fetches take them: "r|<index>|<id>", "p|<priority>|<index>|<id>" (index: where
+             the job was in its list when listed); then the grouped ready jobs in
+             no particular order: an HSCAN of `route` (the jobs with a group or a priority),
+             keeping those waiting in their group's zset: "g|<HSCAN cursor of the batch>|<place
+             in the batch>|<id>".
+  A list place whose job is no longer ready (fetched, cancelled) goes on from the list's front:
+  the list is taken from the front, so every job before it was taken too. Grouped ready jobs
+  follow HSCAN's guarantee: a job there for the whole walk is listed; Redis may list one twice
+  only if the hash shrinks during the walk (after most of its jobs finished).
+  Cost per call: delayed and dead O(log n + page); active O(jobs running); completed and the
+  ready lists O(page + how far the list moved since the last page: jobs taken or trimmed); grouped
+  ready jobs at most about 500 `route` fields looked at (a page may then hold fewer than asked: the
+  walk ends when no place is returned, not on a short page).
+  KEYS[1] ready list   KEYS[2] delayed zset   KEYS[3] active zset   KEYS[4] dead zset
+  KEYS[5] done list    KEYS[6] prio zset      KEYS[7] p (priority list key prefix)
+  KEYS[8] route hash   KEYS[9] g (group key prefix)   KEYS[10] meta hash
+  KEYS[11] gset set    KEYS[12] gheld set
+  ARGV[1] state: "delayed", "ready", "active", "dead" or "completed"
+  ARGV[2] the place ("" the start)   ARGV[3] most ids to return (> 0)
+  Returns: { ids, the place after them, or false when the state holds no more }. ]]
+--#include lib_jobs.lua
+local K = { ready = KEYS[1], delayed = KEYS[2], active = KEYS[3], dead = KEYS[4], done = KEYS[5],
+  prio = KEYS[6], p = KEYS[7], route = KEYS[8], g = KEYS[9], meta = KEYS[10], gset = KEYS[11],
+  gheld = KEYS[12] }
+local state, place, want = ARGV[1], ARGV[2], tonumber(ARGV[3])
+local ids = {}
+
+-- Whether `a` sorts before `b` byte by byte, as a zset orders members of one score. (Lua's `<`
+-- follows the server's locale: strcoll, many times slower than this on ids that differ early.)
+local function bytes_before(a, b)
+  if a == b then return false end
+  for i = 1, math.min(#a, #b) do
+    local x, y = string.byte(a, i), string.byte(b, i)
+    if x ~= y then return x < y end
+  end
+  return #a < #b
+end
+
+-- The zset `key` in (score, member) order after the place "<score>|<member>".
+local function zset_after(key)
+  local start = 0
+  if place ~= '' then
+    local score, member = string.match(place, '^([^|]*)|(.*)$')
+    if not score then return redis.error_reply('tideq: bad cursor') end
+    if redis.call('ZSCORE', key, member) == score then
+      start = redis.call('ZRANK', key, member) + 1
+    else
+      -- The member left: the first rank after it, by a binary search among its score's ties.
+      local lo = redis.call('ZCOUNT', key, '-inf', '(' .. score)
+      local hi = redis.call('ZCOUNT', key, '-inf', score)
+      while lo < hi do
+        local mid = math.floor((lo + hi) / 2)
+        local m = redis.call('ZRANGE', key, mid, mid)[1]
+        if m and not bytes_before(member, m) then lo = mid + 1 else hi = mid end
+      end
+      start = lo
+    end
+  end
+  local got = redis.call('ZRANGE', key, start, start + want - 1, 'WITHSCORES')
+  for i = 1, #got, 2 do ids[#ids + 1] = got[i] end
+  if #got < 2 * want then return { ids, false } end
+  return { ids, got[#got] .. '|' .. got[#got - 1] }
+end
+
+-- Whether job `id` is waiting in a ready list (not fetched, delayed, finished or gone).
+local function waiting(id)
+  local m = redis.call('HGET', K.meta, id)
+  return m and string.sub(m, 1, 1) == 'q' and not redis.call('ZSCORE', K.active, id)
+    and not redis.call('ZSCORE', K.delayed, id)
+end
+
+-- Where job `id` is in list `key` now, given its index `hint` when it was listed: lists are taken
+-- from the front, so it has only moved towards it (or back a little, when jobs were put back at
+-- the front). Looks backwards from the hint in growing windows, so the cost follows how far the
+-- list moved since, not its length; false when it is not there.
+local function find(key, id, hint)
+  local hi, span = hint + 16, 64
+  while true do
+    local lo = math.max(0, hi - span)
+    local got = redis.call('LRANGE', key, lo, hi)
+    for j = #got, 1, -1 do
+      if got[j] == id then return lo + j - 1 end
+    end
+    if lo == 0 then break end
+    hi, span = lo, span * 2
+  end
+  -- Many jobs put back at the front meanwhile (a worker's shutdown): look from the front.
+  return redis.call('LPOS', key, id) or false
+end
+
+-- Appends the ready list `key`'s ids after the place `after` ("<index>|<id>", "" its front) to
+-- the page; the place after the page's last id, or false when the list has no more.
+local function list_after(key, after)
+  local from = 0
+  local hint, id = string.match(after, '^(%d+)|(.*)$')
+  -- A job no longer waiting was taken, and with it every job before it: go on from the front.
+  if hint and waiting(id) then
+    local at = find(key, id, tonumber(hint))
+    if at then from = at + 1 end
+  end
+  local got = redis.call('LRANGE', key, from, from + want - #ids - 1)
+  for _, got_id in ipairs(got) do ids[#ids + 1] = got_id end
+  if #got == 0 then return false end
+  return (from + #got - 1) .. '|' .. got[#got]
+end
+
+if state == 'delayed' then
+  return zset_after(K.delayed)
+elseif state == 'dead' then
+  return zset_after(K.dead)
+elseif state == 'active' then
+  local after, more = place, {}
+  local n = redis.call('ZCARD', K.active)
+  for at = 0, n - 1, 1000 do
+    for _, id in ipairs(redis.call('ZRANGE', K.active, at, at + 999)) do
+      if id ~= ANCHOR and bytes_before(after, id) then more[#more + 1] = id end
+    end
+  end
+  table.sort(more, bytes_before)
+  for i = 1, math.min(want, #more) do ids[i] = more[i] end
+  if #more <= want then return { ids, false } end
+  return { ids, ids[#ids] }
+elseif state == 'completed' then
+  -- Newest first: from the done list's end towards its front.
+  local from = redis.call('LLEN', K.done) - 1
+  if place ~= '' then
+    local hint, id = string.match(place, '^(%d+)|(.*)$')
+    if not hint then return redis.error_reply('tideq: bad cursor') end
+    local at = find(K.done, id, tonumber(hint))
+    -- Gone: trimmed from the front, with every job older than it.
+    if not at then return { ids, false } end
+    from = at - 1
+  end
+  if from < 0 then return { ids, false } end
+  local lo = math.max(0, from - want + 1)
+  local got = redis.call('LRANGE', K.done, lo, from)
+  for i = #got, 1, -1 do ids[#ids + 1] = got[i] end
+  if lo == 0 then return { ids, false } end
+  return { ids, lo .. '|' .. ids[#ids] }
+elseif state ~= 'ready' then
+  return redis.error_reply('tideq: unknown job state ' .. tostring(state))
+end
+
+-- Ready: the plain list, the priorities' lists, then the grouped jobs.
+local seg, rest = string.match(place, '^(%a)|(.*)$')
+if place == '' then seg, rest = 'r', '' end
+if not seg then return redis.error_reply('tideq: bad cursor') end
+if seg == 'r' then
+  local at = list_after(K.ready, rest)
+  if #ids >= want then return { ids, 'r|' .. at } end
+  seg, rest = 'p', ''
+end
+if seg == 'p' then
+  local lvl, after = string.match(rest, '^([^|]*)|(.*)$')
+  local levels
+  if lvl then
+    local at = list_after(K.p .. lvl, after)
+    if #ids >= want then return { ids, 'p|' .. lvl .. '|' .. at } end
+    levels = redis.call('ZRANGE', K.prio, '(' .. lvl, '+inf', 'BYSCORE')
+  else
+    levels = redis.call('ZRANGE', K.prio, 0, -1)
+  end
+  for _, l in ipairs(levels) do
+    local at = list_after(K.p .. l, '')
+    if #ids >= want then return { ids, 'p|' .. l .. '|' .. at } end
+  end
+  seg, rest = 'g', '0|'
+end
+if seg ~= 'g' then return redis.error_reply('tideq: bad cursor') end
+local cursor, at, after = string.match(rest, '^(%d+)|(%d*)|?(.*)$')
+if not cursor then return redis.error_reply('tideq: bad cursor') end
+-- A group with ready jobs is in the rotation or held: with neither, no grouped job is ready.
+if redis.call('SCARD', K.gset) == 0 and redis.call('SCARD', K.gheld) == 0 then
+  return { ids, false }
+end
+local looked = 0
+repeat
+  local r = redis.call('HSCAN', K.route, cursor, 'COUNT', 100)
+  local f = r[2]
+  -- Where in this batch the last page stopped: HSCAN gives an unchanged batch in the same order.
+  -- The entry at `at` (1-based) was the last listed; if it moved, find it; if it left, the one
+  -- after it now stands at `at`.
+  local from = 1
+  if after ~= '' then
+    local i = tonumber(at) or 1
+    if f[2 * i - 1] == after then
+      from = i + 1
+    else
+      from = i
+      for j = 1, #f, 2 do
+        if f[j] == after then from = (j + 1) / 2 + 1 break end
+      end
+    end
+  end
+  for i = from, #f / 2 do
+    local id, route = f[2 * i - 1], f[2 * i]
+    -- A grouped job waiting in its group's zset (not running, not delayed).
+    local group = string.match(route, '^[^|]*|[^|]*|(.+)$')
+    if group and redis.call('ZSCORE', K.g .. group, id) then
+      ids[#ids + 1] = id
+      if #ids >= want then return { ids, 'g|' .. cursor .. '|' .. i .. '|' .. id } end
+    end
+  end
+  looked = looked + #f / 2
+  cursor, after = r[1], ''
+until cursor == '0' or looked >= 500
+if cursor == '0' then return { ids, false } end
+return { ids, 'g|' .. cursor .. '||' }
