@@ -8,8 +8,10 @@
 // - worker: `work` and `run` run each job handler (a single handler, or each task handler) inside
 //   a consumer span `<queue> process` whose parent is the job's trace context, so spans the
 //   handler makes are its children; a throw or rejection records the exception and sets the
-//   span's status to ERROR, then propagates unchanged. Batch handlers (`workBatches`,
-//   `runBatches`) are not wrapped.
+//   span's status to ERROR, then propagates unchanged. Only when a tracer provider is
+//   registered (an SDK is set up) when the worker starts: with the API alone the spans would be
+//   no-ops, and the handlers run as they are. Batch handlers (`workBatches`, `runBatches`) are
+//   not wrapped.
 'use strict';
 
 const { isPromise } = require('node:util').types;
@@ -31,8 +33,21 @@ function loadApi() {
 function instrument(binding) {
   const api = loadApi();
   if (api === null) return false;
-  const { context, propagation, trace, ROOT_CONTEXT, SpanKind, SpanStatusCode } = api;
+  const { context, propagation, trace, ProxyTracerProvider, ROOT_CONTEXT, SpanKind, SpanStatusCode } = api;
   const version = require('./package.json').version;
+
+  /**
+   * Whether an OpenTelemetry SDK registered a tracer provider: the API alone (installed as a
+   * dependency of many packages) gives no-op spans, and wrapping each job in one would cost a
+   * worker much of its speed for nothing. Checked when a worker starts.
+   */
+  function tracing() {
+    let provider = trace.getTracerProvider();
+    if (typeof ProxyTracerProvider === 'function' && provider instanceof ProxyTracerProvider) {
+      provider = provider.getDelegate();
+    }
+    return provider != null && provider.constructor != null && provider.constructor.name !== 'NoopTracerProvider';
+  }
 
   /** The active span's context as a job's `trace`, or `undefined` when there is none. */
   function currentTrace() {
@@ -158,10 +173,10 @@ function instrument(binding) {
       return native.enqueueMany.call(this, jobs, ...rest);
     },
     work(handler, ...rest) {
-      return native.work.call(this, tracedHandlers(this.name, handler), ...rest);
+      return native.work.call(this, tracing() ? tracedHandlers(this.name, handler) : handler, ...rest);
     },
     run(handler, ...rest) {
-      return native.run.call(this, tracedHandlers(this.name, handler), ...rest);
+      return native.run.call(this, tracing() ? tracedHandlers(this.name, handler) : handler, ...rest);
     },
   };
   for (const [key, wrapper] of Object.entries(wrappers)) {

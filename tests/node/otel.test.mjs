@@ -243,3 +243,10 @@ test('without OpenTelemetry installed, tideq loads, enqueues and runs a job, and
   assert.equal(got.completed, 2);
   assert.deepEqual(got.traces, { plain: null, given: { traceparent: TRACEPARENT } }, 'an explicit trace is still carried');
 });
+
+test('with @opentelemetry/api installed but no SDK registered, a worker makes no OpenTelemetry call per job; one started after an SDK registers traces its jobs', async () => {
+  const { code, stdout, stderr } = await runNode([join(ROOT, 'tests/node/otel_api_only_child.cjs'), redis.url]);
+  assert.equal(code, 0, stderr);
+  const got = JSON.parse(stdout.trim().split('\n').pop());
+  assert.deepEqual(got, { completed: [50, 5], extractsWithoutProvider: 0, extractsWithProvider: 5, spans: 5 });
+});

@@ -415,7 +415,7 @@ def test_a_plain_handler_that_returns_an_awaitable_keeps_its_span_until_it_is_do
     assert consumer.end_time >= consumer.start_time + 10_000_000
 
 
-def test_wrapped_handlers_keep_their_name_and_whether_they_are_coroutine_functions():
+def test_wrapped_handlers_keep_their_name_and_whether_they_are_coroutine_functions(otel_provider):
     async def async_handler(job: tideq.Job) -> None: ...
 
     def sync_handler(job: tideq.Job) -> None: ...
@@ -479,3 +479,44 @@ def test_without_opentelemetry_nothing_of_it_is_imported_and_jobs_run_as_before(
     res = subprocess.run([sys.executable, "-c", code, redis_url, name, TRACEPARENT],
                          capture_output=True, text=True, timeout=60)
     assert res.returncode == 0 and res.stdout.strip() == "ok", res.stderr
+
+
+API_ONLY = """
+    import sys
+    import tideq
+    from opentelemetry import propagate, trace
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    from tideq import _otel
+
+    extracts = 0
+    extract = propagate.extract
+    def counted(*args, **kwargs):
+        global extracts
+        extracts += 1
+        return extract(*args, **kwargs)
+    _otel.propagate.extract = counted
+
+    q = tideq.Queue(sys.argv[2], url=sys.argv[1])
+    handler = lambda job: None
+    q.enqueue_many([b"x"] * 50)
+    before = q.run(handler, poll_interval=0.05, stop_when_drained=True).completed
+    assert not _otel.tracing() and _otel.wrap(handler, "q") is handler
+    without = extracts
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    trace.set_tracer_provider(provider)
+    q.enqueue_many([b"x"] * 5)
+    after = q.run(handler, poll_interval=0.05, stop_when_drained=True).completed
+    print(before, after, without, extracts - without, len(exporter.get_finished_spans()))
+"""
+
+
+def test_with_only_the_opentelemetry_api_a_worker_makes_no_call_of_it_per_job_until_an_sdk_is_set(redis_url, name):
+    res = subprocess.run([sys.executable, "-c", textwrap.dedent(API_ONLY), redis_url, name],
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.split() == ["50", "5", "0", "5", "5"], res.stdout
