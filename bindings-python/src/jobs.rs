@@ -7,6 +7,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 use tideq::{Debounce, Dedup, EnqueueOptions, Every, QueueOptions};
 
+use crate::admin::JobPage;
 use crate::client::Client;
 use crate::convert::set_given;
 use crate::convert::{self, Int, Opt, Secret, Secs, Text};
@@ -14,7 +15,7 @@ use crate::error;
 use crate::events;
 use crate::flow::{self, GroupInfo, GroupPage, Limits, Rate};
 use crate::handler;
-use crate::job::{Backoff, Enqueued, Job, JobInfo, JobPage, JobStats, ScheduleInfo};
+use crate::job::{Backoff, Enqueued, Job, JobInfo, JobStats, ScheduleInfo};
 use crate::otel;
 use crate::runtime::{self, Api};
 use crate::signal;

@@ -9,6 +9,7 @@
 //! - [`capped`]: `CappedQueue`, `AsyncCappedQueue`, `CappedStats`, `Peeked`.
 //! - [`consumer`]: `Consumer`, `AsyncConsumer` (running handles), `ConsumerStats`.
 //! - [`job`]: value classes `Backoff`, `Enqueued`, `Job`, `JobInfo`, `JobStats`, `ScheduleInfo`.
+//! - [`admin`]: `JobPage`, a page of a walk by cursor (`Queue.jobs_page`).
 //! - [`events`]: the event log's readers `EventReader`, `AsyncEventReader` and their `Event`.
 //! - [`flow`]: flow control's value classes `Rate`, `Limits`, `GroupInfo`.
 //! - [`jobs`]: `Queue`, `AsyncQueue`.
@@ -26,6 +27,7 @@
 use pyo3::prelude::*;
 
 pub mod acl;
+pub mod admin;
 pub mod capped;
 pub mod cli;
 pub mod client;
@@ -95,7 +97,7 @@ fn _tideq(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<job::Enqueued>()?;
     m.add_class::<job::Job>()?;
     m.add_class::<job::JobInfo>()?;
-    m.add_class::<job::JobPage>()?;
+    m.add_class::<admin::JobPage>()?;
     m.add_class::<job::JobStats>()?;
     m.add_class::<job::ScheduleInfo>()?;
     m.add_class::<events::Event>()?;

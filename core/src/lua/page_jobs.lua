@@ -83,8 +83,9 @@ end
 -- Where job `id` is in list `key` now, given its index `hint` when it was listed: lists are taken
 -- from the front, so it has only moved towards it (or back a little, when jobs were put back at
 -- the front). Looks backwards from the hint in growing windows, so the cost follows how far the
--- list moved since, not its length; false when it is not there.
-local function find(key, id, hint)
+-- list moved since, not its length; false when it is not there. `front_pushed`: jobs may be put
+-- back at the list's front (the ready lists, not the done list).
+local function find(key, id, hint, front_pushed)
   local hi, span = hint + 16, 64
   while true do
     local lo = math.max(0, hi - span)
@@ -96,7 +97,7 @@ local function find(key, id, hint)
     hi, span = lo, span * 2
   end
   -- Many jobs put back at the front meanwhile (a worker's shutdown): look from the front.
-  return redis.call('LPOS', key, id) or false
+  return front_pushed and redis.call('LPOS', key, id) or false
 end
 
 -- Appends the ready list `key`'s ids after the place `after` ("<index>|<id>", "" its front) to
@@ -106,7 +107,7 @@ local function list_after(key, after)
   local hint, id = string.match(after, '^(%d+)|(.*)$')
   -- A job no longer waiting was taken, and with it every job before it: go on from the front.
   if hint and waiting(id) then
-    local at = find(key, id, tonumber(hint))
+    local at = find(key, id, tonumber(hint), true)
     if at then from = at + 1 end
   end
   local got = redis.call('LRANGE', key, from, from + want - #ids - 1)
@@ -137,7 +138,7 @@ elseif state == 'completed' then
   if place ~= '' then
     local hint, id = string.match(place, '^(%d+)|(.*)$')
     if not hint then return redis.error_reply('tideq: bad cursor') end
-    local at = find(K.done, id, tonumber(hint))
+    local at = find(K.done, id, tonumber(hint), false)
     -- Gone: trimmed from the front, with every job older than it.
     if not at then return { ids, false } end
     from = at - 1
