@@ -78,7 +78,9 @@ impl Queue {
     /// Completes `acks` (all on `shard`), recovers expired leases, promotes due jobs and leases
     /// up to `want` ready jobs, in one script call. Returns the jobs, how long until something is
     /// due (ms, Redis clock) if anything is, and per ack whether it was accepted (false = lease
-    /// lost).
+    /// lost). Without `upkeep`, the call skips what goes by time alone (expired leases, stale
+    /// cancel requests, completed jobs past their age): a busy worker asks for it every
+    /// [`UPKEEP_EVERY`](crate::worker), not on each of its calls.
     pub(crate) async fn fetch(
         &self,
         shard: usize,
@@ -86,11 +88,12 @@ impl Queue {
         lease: Duration,
         acks: &[Lease],
         report: &str,
+        upkeep: bool,
     ) -> Result<Fetched> {
         let mut cmd = self.script_cmd(shard, &FETCH_JOBS);
         cmd.arg(ms(lease))
             .arg(want)
-            .arg(RECOVER_LIMIT)
+            .arg(if upkeep { RECOVER_LIMIT } else { 0 })
             .arg(PROMOTE_LIMIT)
             .arg(&*self.policy)
             .arg(report);
@@ -197,7 +200,9 @@ impl Queue {
                 if out.len() >= max {
                     break;
                 }
-                let fetched = self.fetch(shard, max - out.len(), lease, &[], "").await?;
+                let fetched = self
+                    .fetch(shard, max - out.len(), lease, &[], "", true)
+                    .await?;
                 out.extend(fetched.jobs);
             }
             Ok(out)

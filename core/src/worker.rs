@@ -620,6 +620,30 @@ impl Pass {
 
 type FetchFuture = Pin<Box<dyn Future<Output = FetchDone> + Send>>;
 
+/// How often a worker busy leasing asks its fetch for the upkeep that goes by time alone
+/// (recovering expired leases, dropping stale cancel requests, deleting completed jobs past
+/// `keep_for`). A fetch after one that leased nothing always does it; so does any other caller.
+/// Skipping it on the calls between saves two to three Redis calls per fetch (a fetch per job at
+/// concurrency 1) and delays none of it by more than this.
+pub(crate) const UPKEEP_EVERY: Duration = Duration::from_millis(250);
+
+/// When each shard's fetch last did its upkeep (see [`UPKEEP_EVERY`]).
+struct Upkeep(Vec<Option<tokio::time::Instant>>);
+
+impl Upkeep {
+    /// Whether a fetch of `shard` now does its upkeep: always unless the worker is `busy` (its
+    /// last fetch leased jobs) and the shard's last upkeep is recent.
+    fn due(&mut self, shard: usize, busy: bool) -> bool {
+        let now = tokio::time::Instant::now();
+        let last = &mut self.0[shard];
+        if busy && last.is_some_and(|t| now.duration_since(t) < UPKEEP_EVERY) {
+            return false;
+        }
+        *last = Some(now);
+        true
+    }
+}
+
 /// One fetch: leases up to `permits.len()` jobs of `shard` and completes every waiting ack in the
 /// same round trip (acks of other shards, on a sharded queue, go out beside it).
 fn start_fetch(
@@ -629,6 +653,7 @@ fn start_fetch(
     shard: usize,
     permits: Vec<OwnedSemaphorePermit>,
     lease: Duration,
+    upkeep: bool,
 ) -> FetchFuture {
     let queue = queue.clone();
     let acks = acks.clone();
@@ -637,7 +662,7 @@ fn start_fetch(
     // What the handlers took, and that this worker is alive, at most every 15 s.
     let report = metrics.take_report().unwrap_or_default();
     Box::pin(async move {
-        let fetch = queue.fetch(shard, permits.len(), lease, &mine, &report);
+        let fetch = queue.fetch(shard, permits.len(), lease, &mine, &report, upkeep);
         let result = if others.is_empty() {
             fetch.await
         } else {
@@ -723,6 +748,7 @@ async fn run(
     let shards = queue.shards.len();
     let mut next_shard = fastrand::usize(..shards);
     let mut pass = Pass::new(shards);
+    let mut upkeep = Upkeep(vec![None; shards]);
     let mut soonest: Option<u64> = None;
     // A full pass found nothing: wait (once the fetches in flight are back) for a wake-up.
     let mut idle = false;
@@ -879,7 +905,10 @@ async fn run(
                 // released).
                 let shard = next_shard;
                 next_shard = (next_shard + 1) % shards;
-                fetches.push(start_fetch(&queue, &acks, &metrics, shard, permits, opts.lease));
+                let upkeep = upkeep.due(shard, busy);
+                fetches.push(start_fetch(
+                    &queue, &acks, &metrics, shard, permits, opts.lease, upkeep,
+                ));
             }
         }
     }
@@ -980,7 +1009,7 @@ async fn run(
     // The run times measured since the last report (with a maintenance fetch, which leases
     // nothing); best effort.
     if let Some(report) = metrics.take_final() {
-        let _ = queue.fetch(0, 0, opts.lease, &[], &report).await;
+        let _ = queue.fetch(0, 0, opts.lease, &[], &report, true).await;
     }
     let _ = done.send(true);
 }

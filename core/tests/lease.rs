@@ -619,3 +619,107 @@ async fn completed_jobs_are_deleted_at_once_with_keep_completed_zero_and_after_k
     );
     assert!(aged.get("new").await.unwrap().is_some());
 }
+
+/// Enqueues "first", then `n` jobs, and starts a worker at concurrency 1 whose handler takes
+/// 2 ms: busy for about 2 s at n = 1000.
+async fn busy_worker(q: &Queue, n: usize) -> tideq::Worker {
+    q.enqueue(b"x", id("first")).await.unwrap();
+    let rest: Vec<(&[u8], EnqueueOptions)> = (0..n)
+        .map(|_| (&b"x"[..], EnqueueOptions::default()))
+        .collect();
+    q.enqueue_many(&rest).await.unwrap();
+    q.work(
+        WorkerOptions {
+            concurrency: 1,
+            ..drained()
+        },
+        |_job: Job| async {
+            tokio::time::sleep(Duration::from_millis(2)).await;
+            Ok::<(), String>(())
+        },
+    )
+    .unwrap()
+}
+
+#[tokio::test]
+async fn a_busy_worker_recovers_an_expired_lease_while_it_keeps_working() {
+    let server = RedisServer::start();
+    let q = queue(&server.url);
+    q.enqueue(b"x", id("orphan")).await.unwrap();
+    // Leased and never settled: its holder is gone.
+    let held = q.lease_jobs(1, Duration::from_millis(300)).await.unwrap();
+    assert_eq!(held[0].id, "orphan");
+    let w = busy_worker(&q, 1000).await;
+    let recovered_while_busy = wait_for(Duration::from_secs(20), || async {
+        let s = q.stats().await.unwrap();
+        assert!(
+            s.recovered == 0 || s.ready > 0,
+            "recovered only once drained: {s:?}"
+        );
+        s.recovered == 1
+    })
+    .await;
+    assert!(recovered_while_busy);
+    assert_eq!(w.join().await.completed, 1002);
+}
+
+#[tokio::test]
+async fn completed_jobs_past_keep_for_are_deleted_while_a_worker_stays_busy() {
+    let server = RedisServer::start();
+    let q = queue_with(
+        &server.url,
+        QueueOptions {
+            keep_for: Some(Duration::from_millis(300)),
+            ..Default::default()
+        },
+    );
+    let w = busy_worker(&q, 1000).await;
+    let deleted_while_busy = wait_for(Duration::from_secs(20), || async {
+        let gone = q.get("first").await.unwrap().is_none();
+        let s = q.stats().await.unwrap();
+        assert!(!gone || s.completed > 0, "never completed");
+        assert!(!gone || s.ready > 0, "deleted only once drained: {s:?}");
+        gone
+    })
+    .await;
+    assert!(deleted_while_busy);
+    assert_eq!(w.join().await.completed, 1001);
+}
+
+#[tokio::test]
+async fn completed_jobs_never_exceed_keep_completed_and_are_trimmed_in_steps() {
+    let server = RedisServer::start();
+    let q = queue_with(
+        &server.url,
+        QueueOptions {
+            keep_completed: 300,
+            ..Default::default()
+        },
+    );
+    let all: Vec<(&[u8], EnqueueOptions)> = (0..1000)
+        .map(|_| (&b"x"[..], EnqueueOptions::default()))
+        .collect();
+    q.enqueue_many(&all).await.unwrap();
+    let done_key = format!("tideq:{{{}}}:done", q.name());
+    let mut lens = std::collections::BTreeSet::new();
+    for _ in 0..1000 {
+        let job = q.lease_jobs(1, Duration::from_secs(60)).await.unwrap();
+        q.complete(&job[0]).await.unwrap();
+        let len: u64 = redis::cmd("LLEN")
+            .arg(&done_key)
+            .query(&mut server.conn())
+            .unwrap();
+        assert!(len <= 300, "{len} completed jobs kept, over keep_completed");
+        lens.insert(len);
+    }
+    // Once full, the oldest go 1% at a time: the count stays within 297..=300.
+    assert_eq!(
+        lens.range(297..).copied().collect::<Vec<_>>(),
+        [297, 298, 299, 300]
+    );
+    let stored: u64 = redis::cmd("HLEN")
+        .arg(format!("tideq:{{{}}}:jobs", q.name()))
+        .query(&mut server.conn())
+        .unwrap();
+    assert!((297..=300).contains(&stored), "{stored} jobs' data kept");
+}

@@ -24,4 +24,6 @@ local K = { active = KEYS[1], done = KEYS[2], jobs = KEYS[3], meta = KEYS[4], er
   waiters = KEYS[21], fin = KEYS[22],
   dd = KEYS[23], dkey = KEYS[24],
   events = KEYS[25] }
-return complete_leases(K, queue_cfg(K), now_ms(), policy(ARGV[1]), 2)
+-- Whether jobs have routes or explicit ids remembered, in one call (this script creates neither).
+exist_bits(K, { 'route', 'idem' })
+return complete_leases(K, queue_cfg(K), now_ms(), policy(ARGV[1]), 2, true)

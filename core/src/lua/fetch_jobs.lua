@@ -26,7 +26,9 @@
   KEYS[32] events stream   KEYS[33] metrics hash   KEYS[34] workers zset
   KEYS[35] ghost hash (entries left by cancelled ready jobs)
   ARGV[1] lease ms   ARGV[2] most jobs to lease (0 = maintenance only)
-  ARGV[3] most expired leases to recover   ARGV[4] most delayed jobs to promote (<= 1000)
+  ARGV[3] most expired leases to recover (0: this call skips the upkeep that goes by time:
+  expired leases, stale cancel requests and the completed jobs' age; a worker busy leasing does
+  it a few times a second, not on every call)   ARGV[4] most delayed jobs to promote (<= 1000)
   ARGV[5] queue policy (see lib_jobs.lua)
   ARGV[6] the worker's report ("" none; "<worker id>|<field>=<n>,...", see "Metrics")
   ARGV[7], ARGV[8], ...: acks, pairs of job id, lease token (a token ending in "+" is followed by
@@ -50,11 +52,13 @@ local K = { ready = KEYS[1], delayed = KEYS[2], active = KEYS[3], dead = KEYS[4]
 local now = now_ms()
 local P = policy(ARGV[5])
 local C = queue_cfg(K)
--- Priorities and groups in use (a plain queue skips every step about them).
-local flow = redis.call('EXISTS', K.route) == 1
--- Cancel requests pending (a queue that never cancels skips every step about them).
-local creq = redis.call('EXISTS', K.cancel) == 1
-local acks = complete_leases(K, C, now, P, 7)
+-- Which optional keys exist, in one call (none of them is created by this script): priorities
+-- and groups in use, cancel requests pending, explicit ids remembered, delayed jobs. A queue
+-- skips every step about a feature whose key does not exist.
+local has = exist_bits(K, { 'route', 'cancel', 'idem', 'delayed' })
+local flow, creq = has.route, has.cancel
+local upkeep = ARGV[3] ~= '0'
+local acks = complete_leases(K, C, now, P, 7, upkeep)
 -- The worker's report: it is alive, and what its handlers took (see "Metrics").
 if ARGV[6] ~= '' then
   local wid, fields = string.match(ARGV[6], '^([^|]*)|(.*)$')
@@ -67,7 +71,10 @@ end
 local dead, gone, bad = {}, {}, 0
 
 -- Expired leases: retried (back to their queue) or dead-lettered.
-local expired = redis.call('ZRANGEBYSCORE', K.active, '-inf', now, 'LIMIT', 0, tonumber(ARGV[3]))
+local expired = {}
+if upkeep then
+  expired = redis.call('ZRANGEBYSCORE', K.active, '-inf', now, 'LIMIT', 0, tonumber(ARGV[3]))
+end
 local recovered, retry, cancelled, cancelled_enq = 0, {}, {}, {}
 local exp_routes = routes(K, expired)
 for i, id in ipairs(expired) do
@@ -106,7 +113,7 @@ if #retry > 0 and events_max(K) then
   emit(K, 'retried', retry, why, now)
 end
 end_cancelled(K, cancelled, cancelled_enq)
-if creq then
+if creq and upkeep then
   -- Requests of jobs no longer active (completed or released before their worker saw them).
   local reqs = redis.call('SRANDMEMBER', K.cancel, 100)
   if #reqs > 0 then
@@ -122,8 +129,11 @@ if recovered > 0 then redis.call('HINCRBY', K.stats, 'recovered', recovered) end
 
 -- Due delayed jobs, and groups whose rate window moved on.
 local due, late = {}, {}
-local dueraw = redis.call('ZRANGEBYSCORE', K.delayed, '-inf', now, 'WITHSCORES', 'LIMIT', 0,
-  tonumber(ARGV[4]))
+local dueraw = {}
+if has.delayed then
+  dueraw = redis.call('ZRANGEBYSCORE', K.delayed, '-inf', now, 'WITHSCORES', 'LIMIT', 0,
+    tonumber(ARGV[4]))
+end
 for i = 1, #dueraw, 2 do
   due[#due + 1] = dueraw[i]
   late[#late + 1] = now - tonumber(dueraw[i + 1])
@@ -369,16 +379,19 @@ end
 bury(K, now, P, dead)
 local lost = #gone + bad
 
--- Ready jobs left over: hand a wake-up to another idle worker, unless one is already pending.
+-- Ready jobs left over: hand a wake-up to another idle worker, unless one is already pending
+-- (looked at first: while every worker is busy, one stays pending and this is one call).
 if (full or #due > 0 or recovered > 0) and not C.paused
+    and redis.call('LLEN', K.wake) == 0
     and (redis.call('LLEN', K.ready) > 0
-      or flow and (redis.call('ZCARD', K.prio) > 0 or redis.call('LLEN', K.grot) > 0))
-    and redis.call('LLEN', K.wake) == 0 then
+      or flow and (redis.call('ZCARD', K.prio) > 0 or redis.call('LLEN', K.grot) > 0)) then
   wake(K.wake)
 end
 
 -- A worker that got jobs comes straight back; only an empty-handed one needs to know when to.
 if #leased > 0 then return { leased, 0, acks, lost, now, C.sched and 1 or 0 } end
+-- The last acks of a busy spell (sent without upkeep) still trim the completed jobs by age.
+if not upkeep and #acks > 0 then trim_done_aged(K, now, P) end
 local wake_in = -1
 local limited = C.paused or capped or rate_in > 0
 -- Ids popped but none leasable (data gone): look again. Nothing popped while wanting some: there
@@ -393,8 +406,10 @@ else
   local function sooner(ms)
     if ms and (wake_in < 0 or ms < wake_in) then wake_in = math.max(0, ms) end
   end
-  local nd = redis.call('ZRANGE', K.delayed, 0, 0, 'WITHSCORES')
-  if nd[2] then sooner(tonumber(nd[2]) - now) end
+  if has.delayed then
+    local nd = redis.call('ZRANGE', K.delayed, 0, 0, 'WITHSCORES')
+    if nd[2] then sooner(tonumber(nd[2]) - now) end
+  end
   local na = redis.call('ZRANGEBYSCORE', K.active, '-inf', '(+inf', 'LIMIT', 0, 1, 'WITHSCORES')
   if na[2] then sooner(tonumber(na[2]) - now) end
   if flow then

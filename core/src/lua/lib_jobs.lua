@@ -193,6 +193,26 @@ local function hmget(key, fields)
   return chunked_read('HMGET', key, fields)
 end
 
+-- Which of the keys K[names[i]] exist, in one call: EXISTS counts a key once per mention, so
+-- the i-th is named 2^(i-1) times and the count's bits say which exist. Sets K.has (name ->
+-- bool), which `key_exists` then answers from: a script sets it only for keys it never creates.
+local function exist_bits(K, names)
+  local args = {}
+  for i, n in ipairs(names) do
+    for _ = 1, 2 ^ (i - 1) do args[#args + 1] = K[n] end
+  end
+  local c = redis.call('EXISTS', unpack(args)) -- bounded: 2^#names - 1 (a few names)
+  K.has = {}
+  for i, n in ipairs(names) do K.has[n] = math.floor(c / 2 ^ (i - 1)) % 2 == 1 end
+  return K.has
+end
+
+-- Whether key K[name] exists (from K.has when the script looked already, see exist_bits).
+local function key_exists(K, name)
+  if K.has and K.has[name] ~= nil then return K.has[name] end
+  return redis.call('EXISTS', K[name]) == 1
+end
+
 local function now_ms()
   local t = redis.call('TIME')
   return t[1] * 1000 + math.floor(t[2] / 1000)
@@ -353,7 +373,7 @@ local function forget(K, ids)
   chunked('HDEL', K.jobs, ids)
   chunked('HDEL', K.meta, ids)
   chunked('HDEL', K.errors, ids)
-  if K.route and redis.call('EXISTS', K.route) == 1 then chunked('HDEL', K.route, ids) end
+  if K.route and key_exists(K, 'route') then chunked('HDEL', K.route, ids) end
   if not K.no_results then chunked('HDEL', K.results, ids) end
   if not K.no_progress then chunked('HDEL', K.progress, ids) end
 end
@@ -407,7 +427,7 @@ end
 
 -- The routes ("priority|sequence|group") of `ids`, or nil when no job of the queue has one.
 local function routes(K, ids)
-  if #ids == 0 or redis.call('EXISTS', K.route) == 0 then return nil end
+  if #ids == 0 or not key_exists(K, 'route') then return nil end
   return hmget(K.route, ids)
 end
 
@@ -541,8 +561,10 @@ local function group_cfg(K, C, g)
   return c
 end
 
--- Whether any grouped job is running (its group's count is kept in gstate).
+-- Whether any grouped job is running (its group's count is kept in gstate; none when no job
+-- has a route).
 local function flow_running(K)
+  if K.has and K.has.route == false then return false end
   return redis.call('EXISTS', K.gstate) == 1
 end
 
@@ -750,7 +772,7 @@ end
 -- Marks explicit ids as finished at `now` in the idem zset (only those it holds), and drops the
 -- ones older than the window and the oldest beyond P.idemmax.
 local function idem_finished(K, now, P, ids)
-  if P.idem == 0 or #ids == 0 or redis.call('EXISTS', K.idem) == 0 then return end
+  if P.idem == 0 or #ids == 0 or not key_exists(K, 'idem') then return end
   local args = {}
   for _, id in ipairs(ids) do
     args[#args + 1] = now
@@ -827,14 +849,32 @@ local function unreadable(id, m)
     '); dead-lettered so the rest of its batch could go on' }
 end
 
+-- Deletes the completed jobs older than P.keepfor ms (up to 100 a call), oldest first.
+local function trim_done_aged(K, now, P)
+  if P.keep == 0 or P.keepfor == 0 then return end
+  local old = {}
+  for _ = 1, 100 do
+    local head = redis.call('LINDEX', K.done, 0)
+    if not head then break end
+    local hm = redis.call('HGET', K.meta, head)
+    local finished = hm and tonumber(string.match(hm, '^c|%d+|%d+|%d+|(%d+)$'))
+    if finished and finished > now - P.keepfor then break end
+    redis.call('LPOP', K.done)
+    old[#old + 1] = head
+  end
+  forget(K, old)
+end
+
 -- Completes the acks found in ARGV[first], ARGV[first + 1], ...: pairs of job id and lease token,
 -- or, for a token ending in "+", triples with the handler's result after the token. Only the
 -- holder of a job's current delivery may. Finished jobs are kept (state c, listed in the done list
 -- oldest first, their results in the results hash) up to the newest P.keep and those younger than
--- P.keepfor ms, else deleted at once. Returns an array with, per ack: 1 completed; 2 already
--- completed (by this delivery: an ack sent again after its reply was lost); -1 lease lost
--- (changes nothing).
-local function complete_leases(K, C, now, P, first)
+-- P.keepfor ms, else deleted at once. The count is kept by trimming ahead: once over P.keep, the
+-- oldest go down to P.keep less 1% (so a call trims about once per hundredth of P.keep acks, not
+-- on every one). The age is looked at only when `aged` (a busy worker asks a few times a second,
+-- and on the call that leases nothing after its acks, see fetch_jobs.lua). Returns an array with, per ack: 1 completed; 2 already completed (by this
+-- delivery: an ack sent again after its reply was lost); -1 lease lost (changes nothing).
+local function complete_leases(K, C, now, P, first, aged)
   local nows = tostring(now)
   local ids, toks, res = {}, {}, {}
   local i = first
@@ -912,22 +952,13 @@ local function complete_leases(K, C, now, P, first)
       K.no_results = nil
     end
   end
-  chunked('RPUSH', K.done, okids)
-  local old = {}
-  local over = redis.call('LLEN', K.done) - P.keep
-  if over > 0 then old = redis.call('LPOP', K.done, over) end
-  if P.keepfor > 0 then
-    for _ = 1, 100 do
-      local head = redis.call('LINDEX', K.done, 0)
-      if not head then break end
-      local hm = redis.call('HGET', K.meta, head)
-      local finished = hm and tonumber(string.match(hm, '^c|%d+|%d+|%d+|(%d+)$'))
-      if finished and finished > now - P.keepfor then break end
-      redis.call('LPOP', K.done)
-      old[#old + 1] = head
-    end
+  local len = 0
+  for i = 1, #okids, 1000 do
+    len = redis.call('RPUSH', K.done, unpack(okids, i, math.min(i + 999, #okids)))
   end
-  forget(K, old)
+  local over = len - P.keep
+  if over > 0 then forget(K, redis.call('LPOP', K.done, over + math.floor(P.keep / 100))) end
+  if aged then trim_done_aged(K, now, P) end
   return out
 end
 
