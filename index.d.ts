@@ -1296,7 +1296,7 @@ export interface QueueOptions {
    * limit (the default).
    */
   timeoutMs?: number | null
-  /** Completed jobs kept for `get` (the newest N). 0: deleted on completion. Default 1000. */
+  /** Completed jobs kept for `get` (the newest N; past N the oldest go 5% at a time). 0: deleted on completion. Default 1000. */
   keepCompleted?: number
   /** Completed jobs older than this are deleted. `null`: no age limit. Default 1 day. */
   keepForMs?: number | null

@@ -13,6 +13,7 @@
 import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import { randomUUID } from 'node:crypto';
+import { execFileSync } from 'node:child_process';
 
 export const PAYLOAD_OBJ = { user_id: 123456, task: 'send_welcome_email', n: 1 };
 export const PAYLOAD = Buffer.from(JSON.stringify(PAYLOAD_OBJ));
@@ -27,7 +28,7 @@ export const IDLE_CONCURRENCY = 10;
 const START_MARK = 'tideq-bench-idle-start';
 
 export function usage() {
-  const [url, nArg] = process.argv.slice(2);
+  const [url, nArg] = process.argv.slice(2, 4);
   const n = Number(nArg);
   if (!url || !Number.isInteger(n) || n < 1) {
     console.error('usage: node SCRIPT URL N');
@@ -77,9 +78,25 @@ export const duePayloadObj = (dueMs) => ({ due: dueMs, ...PAYLOAD_OBJ });
 /** duePayloadObj as JSON bytes (the tideq payload; the Python and Rust scripts write the same). */
 export const duePayload = (dueMs) => Buffer.from(JSON.stringify(duePayloadObj(dueMs)));
 
-export function rssMb() {
-  const m = /VmRSS:\s+(\d+)/.exec(readFileSync('/proc/self/status', 'utf8'));
+export function rssMb(field = 'VmRSS') {
+  const m = new RegExp(`${field}:\\s+(\\d+)`).exec(readFileSync('/proc/self/status', 'utf8'));
   return m ? Math.round((Number(m[1]) / 1024) * 10) / 10 : NaN;
+}
+
+/**
+ * worker_rss_mb: the peak RSS (VmHWM) of a process that only runs a worker at concurrency 100
+ * over `n` jobs already enqueued in `queue`: this script again, as `SCRIPT URL N worker QUEUE`
+ * (`workerMode` runs it), so the producer's buffers are not counted.
+ */
+export function workerRss(script, url, n, queue) {
+  const out = execFileSync(process.execPath, [script, url, String(n), 'worker', queue], { encoding: 'utf8' });
+  return Number(out.trim());
+}
+
+/** The worker process of `workerRss`, if this is one: the queue's name, else null. */
+export function workerMode() {
+  const [, , mode, queue] = process.argv.slice(2);
+  return mode === 'worker' ? queue : null;
 }
 
 export function hostPort(url) {

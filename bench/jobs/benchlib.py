@@ -42,9 +42,25 @@ START_MARK = "tideq-bench-idle-start"
 
 
 def usage(doc: str) -> tuple[str, int]:
-    if len(sys.argv) != 3:
+    if len(sys.argv) not in (3, 5):
         sys.exit(doc)
     return sys.argv[1], int(sys.argv[2])
+
+
+def worker_mode() -> str | None:
+    """The worker process of `worker_rss`, if this is one: the queue's name, else None."""
+    return sys.argv[4] if len(sys.argv) == 5 and sys.argv[3] == "worker" else None
+
+
+def worker_rss(script: str, url: str, n: int, queue: str) -> float:
+    """worker_rss_mb: the peak RSS (VmHWM) of a process that only runs a worker at concurrency
+    100 over `n` jobs already enqueued in `queue`: `script` again, as `SCRIPT URL N worker QUEUE`
+    (see worker_mode), so the producer's buffers are not counted."""
+    import subprocess
+
+    out = subprocess.run([sys.executable, script, url, str(n), "worker", queue],
+                         check=True, capture_output=True, text=True).stdout
+    return float(out.strip())
 
 
 def fresh_name(tag: str) -> str:
@@ -97,10 +113,10 @@ def due_payload(due_ms: int) -> bytes:
     return json.dumps(due_payload_obj(due_ms), separators=(",", ":")).encode()
 
 
-def rss_mb() -> float:
+def rss_mb(field: str = "VmRSS") -> float:
     with open("/proc/self/status") as f:
         for line in f:
-            if line.startswith("VmRSS:"):
+            if line.startswith(field + ":"):
                 return round(int(line.split()[1]) / 1024, 1)
     return float("nan")
 

@@ -11,7 +11,8 @@
 //   `job.json().due`: lateness = handler start - that job's due time (ms, this machine's clock;
 //   tideq compares due times with Redis TIME, same host).
 // - burst_p50/p99_ms: the same with all 2 000 due at one instant (benchlib.mjs describes the method).
-// - rss_mb after the work runs; idle: one worker (concurrency 10) alone on the server for 5 s.
+// - rss_mb after the work runs; worker_rss_mb: the peak RSS of a process running only a worker at
+//   concurrency 100 over N jobs (benchlib.mjs, workerRss); idle: one worker (concurrency 10) alone on the server for 5 s.
 // Queue defaults: 5 attempts, exponential backoff, keepCompleted 1000.
 import { createRequire } from 'node:module';
 import * as B from './benchlib.mjs';
@@ -20,6 +21,14 @@ const require = createRequire(import.meta.url);
 const { Queue } = require('../../index.js');
 
 const { url, n } = B.usage();
+const workerQueue = B.workerMode();
+if (workerQueue) {
+  const w = new Queue(workerQueue, { url }).work(() => {}, { concurrency: 100, stopWhenDrained: true });
+  const stats = await w.join();
+  if (stats.completed !== n) throw new Error(`completed ${stats.completed} of ${n}`);
+  console.log(B.rssMb('VmHWM'));
+  process.exit(0);
+}
 const diag = {};
 const spec = (count, extra = {}) => Array.from({ length: count }, () => ({ payload: B.PAYLOAD, ...extra }));
 
@@ -82,6 +91,11 @@ res.enqueue_seq = await enqueueSeq(Math.max(1, Math.floor(n / 4)));
 res.enqueue_bulk = await bulk(new Queue(B.freshName('tq-node-bulk'), { url }), spec(n));
 for (const c of [1, 10, 100]) res[`work_c${c}`] = await work(n, c);
 res.rss_mb = B.rssMb();
+{
+  const q = new Queue(B.freshName('tq-node-rss'), { url });
+  await bulk(q, spec(n));
+  res.worker_rss_mb = B.workerRss(new URL(import.meta.url).pathname, url, n, q.name);
+}
 res.diag = diag;
 Object.assign(res, B.latenessSummary(await lateness(B.LATE_SPREAD_MS)));
 Object.assign(res, B.burstSummary(await lateness(0)));

@@ -16,7 +16,8 @@ reported, and "variant" says which ("blocking" / "async"); both numbers are in "
   lateness = handler start - that job's due time (ms, this machine's clock).
 - burst_p50/p99_ms: the same with all 2 000 due at one instant.
   For both, the variant with the lower p99 is reported (benchlib.py describes the method).
-- rss_mb after the work runs; idle: one blocking worker (concurrency 10) alone for 5 s.
+- rss_mb after the work runs; worker_rss_mb: the peak RSS of a process running only a blocking
+  worker at concurrency 100 over N jobs (benchlib.py, worker_rss); idle: one blocking worker (concurrency 10) alone for 5 s.
 Queue defaults: 5 attempts, exponential backoff, keep_completed 1000.
 """
 
@@ -164,6 +165,13 @@ async def late_async(url: str, spread_ms: int) -> list[float]:
 
 def main() -> None:
     url, n = B.usage(__doc__)
+    queue = B.worker_mode()
+    if queue:
+        stats = tideq.Queue(queue, url=url).work(lambda job: None, concurrency=100,
+                                                 stop_when_drained=True).join()
+        assert stats.completed == n, (stats.completed, n)
+        print(B.rss_mb("VmHWM"))
+        return
     res: dict[str, Any] = {"runtime": "python", "lib": "tideq"}
     both: dict[str, dict[str, float]] = {}
     variant: dict[str, str] = {}
@@ -180,6 +188,9 @@ def main() -> None:
     for c in (1, 10, 100):
         pick(f"work_c{c}", work_blocking(url, n, c), asyncio.run(work_async(url, n, c)))
     res["rss_mb"] = B.rss_mb()
+    rss_q = tideq.Queue(B.fresh_name("tqpy-rss"), url=url)
+    bulk_blocking(rss_q, n)
+    res["worker_rss_mb"] = B.worker_rss(__file__, url, n, rss_q.name)
     # Spread over one second (lateness_*), then one instant (burst_*); per run, the variant with
     # the lower p99.
     for kind, spread_ms, summary in (("lateness", B.LATE_SPREAD_MS, B.lateness_summary),

@@ -38,7 +38,7 @@ pub struct QueueOptions {
     /// limit (the default).
     #[napi(ts_type = "number | null")]
     pub timeout_ms: Option<f64>,
-    /// Completed jobs kept for `get` (the newest N). 0: deleted on completion. Default 1000.
+    /// Completed jobs kept for `get` (the newest N; past N the oldest go 5% at a time). 0: deleted on completion. Default 1000.
     pub keep_completed: Option<u32>,
     /// Completed jobs older than this are deleted. `null`: no age limit. Default 1 day.
     #[napi(ts_type = "number | null")]

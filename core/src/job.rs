@@ -35,7 +35,8 @@ pub struct QueueOptions {
     pub backoff: Backoff,
     /// Longest run time of one attempt; past it the attempt fails and is retried. Default none.
     pub timeout: Option<Duration>,
-    /// Completed jobs kept for `get` (newest N). 0 = delete on completion. Default 1000.
+    /// Completed jobs kept for `get` (newest N; past N the oldest go 5% at a time, so between
+    /// 95% and 100% of N are kept). 0 = delete on completion. Default 1000.
     pub keep_completed: usize,
     /// Completed jobs older than this are deleted. Default 1 day.
     pub keep_for: Option<Duration>,

@@ -12,7 +12,9 @@
 //!   concurrency 100 whose handler reads the clock, then the due ms from `job.payload`:
 //!   lateness = handler start − that job's due time (ms, this machine's clock).
 //! - `burst_p50_ms|p99_ms`: the same with all 2 000 jobs due at one instant.
-//! - `rss_mb`: VmRSS of this process (producer and worker) after the work runs.
+//! - `rss_mb`: VmRSS of this process (producer and worker) after the work runs;
+//!   `worker_rss_mb`: the peak RSS of a process that only runs a worker at concurrency 100 over N
+//!   jobs (enqueued by this one).
 //! - `idle_cmds_per_s`: one idle worker (concurrency 10, default poll interval) alone on the
 //!   server: CONFIG RESETSTAT, 5 s, then the calls in INFO commandstats except info/config, / 5
 //!   (script-internal calls included); `idle_client_cmds_per_s`: the commands clients sent in
@@ -69,13 +71,63 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 }
 
 fn rss_mb() -> f64 {
+    status_mb("VmRSS:")
+}
+
+/// A field of /proc/self/status in MB (VmRSS: now, VmHWM: the peak).
+fn status_mb(field: &str) -> f64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
     status
         .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .find_map(|l| l.strip_prefix(field))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
         .map(|kb| (kb / 1024.0 * 10.0).round() / 10.0)
         .unwrap_or(f64::NAN)
+}
+
+/// `worker_rss_mb`: the peak RSS (VmHWM) of a process that only runs a worker at concurrency 100
+/// over N jobs enqueued by this one (this binary again, as `jobs URL N worker QUEUE`), so the
+/// producer's buffers are not counted.
+async fn worker_rss(client: &Client, url: &str, n: usize) -> tideq::Result<f64> {
+    let (q, _) = enqueue_bulk(client, n).await?;
+    let exe = std::env::current_exe().expect("own path");
+    let out = tokio::task::spawn_blocking({
+        let (url, name) = (url.to_string(), q.name().to_string());
+        move || {
+            std::process::Command::new(exe)
+                .args([url, n.to_string(), "worker".into(), name])
+                .output()
+                .expect("worker process")
+        }
+    })
+    .await
+    .expect("worker process");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Ok(String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse()
+        .expect("worker RSS"))
+}
+
+/// The worker process of `worker_rss`: drains queue `name` at concurrency 100, prints its peak RSS.
+async fn worker_only(url: &str, name: &str, n: usize) -> tideq::Result<()> {
+    let q = Queue::new(&Client::open(url)?, name, QueueOptions::default())?;
+    let w = q.work(
+        WorkerOptions {
+            concurrency: 100,
+            stop_when_drained: true,
+            ..Default::default()
+        },
+        |_job: Job| async { Ok::<(), String>(()) },
+    )?;
+    let stats = w.join().await;
+    assert_eq!(stats.completed as usize, n, "worker stats {stats:?}");
+    println!("{}", status_mb("VmHWM:"));
+    Ok(())
 }
 
 async fn enqueue_seq(client: &Client, n: usize) -> tideq::Result<f64> {
@@ -567,6 +619,12 @@ async fn bench_main() -> tideq::Result<()> {
         std::process::exit(2);
     };
     let client = Client::open(&url)?;
+    let rest: Vec<String> = std::env::args().skip(3).collect();
+    if let [mode, name] = rest.as_slice() {
+        if mode == "worker" {
+            return worker_only(&url, name, n).await;
+        }
+    }
     // Diagnosis only (not used by run.py): JOBS_BENCH_QUICK=1 runs bulk enqueue, c100 and
     // both lateness runs (spread over 1 s, then burst) and prints them on one line.
     // JOBS_BENCH_QUICK_C=10 uses that concurrency instead of 100.
@@ -610,8 +668,9 @@ async fn bench_main() -> tideq::Result<()> {
         let (c100, d100) = work(&client, &url, n, c).await?;
         let (p50, p99, pmin) = lateness(&client, LATE_SPREAD_MS).await?;
         let (b50, b99, bmin) = lateness(&client, 0).await?;
+        let wrss = worker_rss(&client, &url, n).await?;
         println!(
-            "bulk {bulk} c{c} {c100} {d100} lateness (2000 due within 1 s) p50/p99/min \
+            "worker RSS {wrss} MB; bulk {bulk} c{c} {c100} {d100} lateness (2000 due within 1 s) p50/p99/min \
              {p50}/{p99}/{pmin} ms, burst (2000 due at one instant) p50/p99/min {b50}/{b99}/{bmin} ms"
         );
         return Ok(());
@@ -622,6 +681,7 @@ async fn bench_main() -> tideq::Result<()> {
     let (c10, d10) = work(&client, &url, n, 10).await?;
     let (c100, d100) = work(&client, &url, n, 100).await?;
     let rss = rss_mb();
+    let wrss = worker_rss(&client, &url, n).await?;
     // Extra concurrency levels for diagnosis (not in run.py's table): JOBS_BENCH_EXTRA_C=300,1000
     let mut extra = String::new();
     for c in std::env::var("JOBS_BENCH_EXTRA_C")
@@ -647,7 +707,7 @@ async fn bench_main() -> tideq::Result<()> {
         "{{\"runtime\":\"rust\",\"lib\":\"tideq\",{extra}\"enqueue_seq\":{seq},\"enqueue_bulk\":{bulk},\
          \"work_c1\":{c1},\"work_c10\":{c10},\"work_c100\":{c100},\"lateness_p50_ms\":{p50},\
          \"lateness_p99_ms\":{p99},\"lateness_min_ms\":{pmin},\"burst_p50_ms\":{b50},\
-         \"burst_p99_ms\":{b99},\"rss_mb\":{rss},\
+         \"burst_p99_ms\":{b99},\"rss_mb\":{rss},\"worker_rss_mb\":{wrss},\
          \"diag\":{{\"c1\":{d1},\"c10\":{d10},\"c100\":{d100},\"prio_c100\":{dprio},\
          \"groups1k_c100\":{dg1k},\"groups100k_c100\":{dg100k}}},{idle}}}"
     );

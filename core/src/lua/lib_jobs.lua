@@ -870,8 +870,8 @@ end
 -- holder of a job's current delivery may. Finished jobs are kept (state c, listed in the done list
 -- oldest first, their results in the results hash) up to the newest P.keep and those younger than
 -- P.keepfor ms, else deleted at once. The count is kept by trimming ahead: once over P.keep, the
--- oldest go down to P.keep less 1% (so a call trims about once per hundredth of P.keep acks, not
--- on every one). The age is looked at only when `aged` (a busy worker asks a few times a second,
+-- oldest go down to P.keep less 5% (so trimming costs calls once per twentieth of P.keep acks,
+-- not on every call). The age is looked at only when `aged` (a busy worker asks a few times a second,
 -- and on the call that leases nothing after its acks, see fetch_jobs.lua). Returns an array with, per ack: 1 completed; 2 already completed (by this
 -- delivery: an ack sent again after its reply was lost); -1 lease lost (changes nothing).
 local function complete_leases(K, C, now, P, first, aged)
@@ -957,7 +957,7 @@ local function complete_leases(K, C, now, P, first, aged)
     len = redis.call('RPUSH', K.done, unpack(okids, i, math.min(i + 999, #okids)))
   end
   local over = len - P.keep
-  if over > 0 then forget(K, redis.call('LPOP', K.done, over + math.floor(P.keep / 100))) end
+  if over > 0 then forget(K, redis.call('LPOP', K.done, over + math.floor(P.keep / 20))) end
   if aged then trim_done_aged(K, now, P) end
   return out
 end
