@@ -75,9 +75,13 @@ function instrument(binding) {
   /** A job handler run inside a consumer span; `at` is where the job is among its arguments. */
   function traced(queue, handler, at) {
     const name = `${queue} process`;
+    // Looked up once per handler (a worker wraps its handlers only once an SDK is set up).
+    const tracer = trace.getTracer('tideq', version);
     const wrapped = function (...args) {
       const job = args[at];
-      const parent = propagation.extract(ROOT_CONTEXT, job.trace ?? {});
+      // A job without a trace context starts a trace of its own: nothing to extract.
+      const headers = job.trace;
+      const parent = headers ? propagation.extract(ROOT_CONTEXT, headers) : ROOT_CONTEXT;
       const attributes = {
         'messaging.system': 'tideq',
         'messaging.operation.type': 'process',
@@ -88,7 +92,7 @@ function instrument(binding) {
       };
       const task = job.task;
       if (task != null) attributes['tideq.task'] = task;
-      const span = trace.getTracer('tideq', version).startSpan(name, { kind: SpanKind.CONSUMER, attributes }, parent);
+      const span = tracer.startSpan(name, { kind: SpanKind.CONSUMER, attributes }, parent);
       // A throw or rejection: recorded on the span, then passed on as it is.
       const fail = (err) => {
         span.recordException(err instanceof Error || typeof err === 'string' ? err : String(err));

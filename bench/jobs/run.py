@@ -428,6 +428,25 @@ def report(results: dict[str, dict], skipped: dict[str, str], n: int, ceil: dict
         print(f"  {label:<{lw}}{v:>10}   {goal:<20}{verdict}")
 
 
+def tracing_cost(redis: "Redis", n: int) -> None:
+    """--tracing: each tideq binding's c=100 worker with tracing off, then on (see the scripts)."""
+    print(f"tracing cost: worker at c=100, N = {n}, jobs/s of three runs each (best compared)")
+    for key in ("tideq-node", "tideq-py"):
+        cmd, why = command(key, redis.url, n)
+        if cmd is None:
+            print(f"  {key}: skipped: {why}")
+            continue
+        redis.cmd("FLUSHALL")
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=SCRIPT_TIMEOUT, cwd=ROOT,
+                             env={**os.environ, "JOBS_BENCH_TRACING": "1"})
+        if out.returncode != 0:
+            print(f"  {key}: failed: {out.stderr.strip()[-2000:]}")
+            continue
+        r = json.loads(out.stdout.strip().splitlines()[-1])
+        print(f"  {key:<12} off {r['tracing_off_c100']}  on {r['tracing_on_c100']}  "
+              f"on/off {r['tracing_on_vs_off']:.2f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="N = 2000 (smoke run)")
@@ -435,6 +454,9 @@ def main() -> None:
     ap.add_argument("--only", default="", help="comma list of: " + ",".join(k for k, _, _ in RUNS))
     ap.add_argument("--repeat", type=int, default=1, help="run each script K times, keep the best per metric")
     ap.add_argument("--idle-seconds", type=float, default=5.0, help="idle measurement window (default 5)")
+    ap.add_argument("--tracing", action="store_true",
+                    help="only the cost of tracing: Node and Python workers at c=100 before and after an "
+                         "OpenTelemetry SDK is set up (tideq_node.mjs / tideq_py.py, JOBS_BENCH_TRACING)")
     args = ap.parse_args()
     n = args.n or (2000 if args.quick else 20000)
     os.environ["JOBS_BENCH_IDLE_S"] = str(args.idle_seconds)
@@ -453,6 +475,12 @@ def main() -> None:
     results: dict[str, dict] = {}
     passes: list[dict] = []
     skipped: dict[str, str] = {}
+    if args.tracing:
+        try:
+            tracing_cost(redis, n)
+        finally:
+            redis.stop()
+        return
     try:
         ceil = ceiling(redis.port)
         for rep in range(args.repeat):

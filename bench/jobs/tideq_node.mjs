@@ -86,6 +86,30 @@ async function idle() {
   return res;
 }
 
+// JOBS_BENCH_TRACING=1: work_c100 three times with no tracer provider, then three times once an
+// OpenTelemetry SDK is set up (a BasicTracerProvider, as NodeSDK would register it, whose BatchSpanProcessor hands the spans to
+// an exporter that drops them, so export I/O is not counted): each job then runs in a span.
+if (process.env.JOBS_BENCH_TRACING) {
+  const off = [];
+  for (let i = 0; i < 3; i++) off.push(await work(n, 100));
+  const { BasicTracerProvider, BatchSpanProcessor } = require('@opentelemetry/sdk-trace-base');
+  const { trace, context, propagation } = require('@opentelemetry/api');
+  const { AsyncLocalStorageContextManager } = require('@opentelemetry/context-async-hooks');
+  const { W3CTraceContextPropagator } = require('@opentelemetry/core');
+  // What a NodeSDK setup registers: a context manager and the W3C propagator.
+  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+  propagation.setGlobalPropagator(new W3CTraceContextPropagator());
+  const drop = { export: (_spans, done) => done({ code: 0 }), shutdown: async () => {} };
+  const provider = new BasicTracerProvider({ spanProcessors: [new BatchSpanProcessor(drop)] });
+  trace.setGlobalTracerProvider(provider);
+  const on = [];
+  for (let i = 0; i < 3; i++) on.push(await work(n, 100));
+  await provider.shutdown();
+  B.emit({ runtime: 'node', lib: 'tideq', tracing_off_c100: off, tracing_on_c100: on,
+    tracing_on_vs_off: Math.round((Math.max(...on) / Math.max(...off)) * 1000) / 1000 });
+  process.exit(0);
+}
+
 const res = { runtime: 'node', lib: 'tideq' };
 res.enqueue_seq = await enqueueSeq(Math.max(1, Math.floor(n / 4)));
 res.enqueue_bulk = await bulk(new Queue(B.freshName('tq-node-bulk'), { url }), spec(n));

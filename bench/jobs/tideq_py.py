@@ -24,6 +24,7 @@ Queue defaults: 5 attempts, exponential backoff, keep_completed 1000.
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from typing import Any
 
@@ -163,8 +164,34 @@ async def late_async(url: str, spread_ms: int) -> list[float]:
 # ---- main -----------------------------------------------------------------------------------
 
 
+def tracing_cost(url: str, n: int) -> dict[str, Any]:
+    """JOBS_BENCH_TRACING=1: work_c100 (blocking) three times with no tracer provider, then three
+    times once an OpenTelemetry SDK is set up (a TracerProvider whose BatchSpanProcessor hands
+    the spans to an exporter that drops them, so export I/O is not counted): each job then runs
+    in a span. Reports both and the ratio of the bests."""
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+
+    class Drop(SpanExporter):
+        def export(self, spans: Any) -> SpanExportResult:
+            return SpanExportResult.SUCCESS
+
+    off = [work_blocking(url, n, 100) for _ in range(3)]
+    provider = TracerProvider()
+    provider.add_span_processor(BatchSpanProcessor(Drop()))
+    trace.set_tracer_provider(provider)
+    on = [work_blocking(url, n, 100) for _ in range(3)]
+    provider.shutdown()
+    return {"runtime": "python", "lib": "tideq", "tracing_off_c100": off, "tracing_on_c100": on,
+            "tracing_on_vs_off": round(max(on) / max(off), 3)}
+
+
 def main() -> None:
     url, n = B.usage(__doc__)
+    if os.environ.get("JOBS_BENCH_TRACING"):
+        B.emit(tracing_cost(url, n))
+        return
     queue = B.worker_mode()
     if queue:
         stats = tideq.Queue(queue, url=url).work(lambda job: None, concurrency=100,

@@ -67,6 +67,17 @@ fn calls(server: &RedisServer) -> (u64, Vec<(String, u64)>) {
     (total, each)
 }
 
+/// The calls per job since the last CONFIG RESETSTAT, and the eight commands Redis ran most.
+fn per_job(server: &RedisServer) -> (f64, String) {
+    let (total, each) = calls(server);
+    let top: Vec<String> = each
+        .iter()
+        .take(8)
+        .map(|(n, c)| format!("{n} {:.2}", *c as f64 / JOBS as f64))
+        .collect();
+    (total as f64 / JOBS as f64, top.join(", "))
+}
+
 /// Enqueues, leases and completes `JOBS` jobs made by `opts`, after one job that loads the
 /// scripts; the calls per job Redis ran for them.
 async fn calls_per_job(
@@ -95,13 +106,7 @@ async fn calls_per_job(
         }
         done += jobs.len();
     }
-    let (total, each) = calls(server);
-    let top: Vec<String> = each
-        .iter()
-        .take(8)
-        .map(|(n, c)| format!("{n} {:.2}", *c as f64 / JOBS as f64))
-        .collect();
-    (total as f64 / JOBS as f64, top.join(", "))
+    per_job(server)
 }
 
 async fn check(
@@ -145,13 +150,7 @@ async fn worker_calls_per_job(server: &RedisServer, q: &Queue) -> (f64, String) 
         )
         .unwrap();
     assert_eq!(w.join().await.completed, JOBS as u64);
-    let (total, each) = calls(server);
-    let top: Vec<String> = each
-        .iter()
-        .take(8)
-        .map(|(n, c)| format!("{n} {:.2}", *c as f64 / JOBS as f64))
-        .collect();
-    (total as f64 / JOBS as f64, top.join(", "))
+    per_job(server)
 }
 
 #[tokio::test]

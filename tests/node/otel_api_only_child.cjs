@@ -21,13 +21,15 @@ async function main() {
   const queue = new Queue(`q-${process.pid}`, { client });
   const opts = { stopWhenDrained: true, pollIntervalMs: 100 };
   const handler = () => {};
-  await queue.enqueueMany(Array.from({ length: 50 }, () => ({ payload: Buffer.from('x') })));
+  // Each job carries a trace context (a traced job's wrapper extracts it once: counted).
+  const trace = { traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' };
+  await queue.enqueueMany(Array.from({ length: 50 }, () => ({ payload: Buffer.from('x'), trace })));
   const before = await queue.run(handler, opts);
   const withoutProvider = extracts;
 
   const exporter = new InMemorySpanExporter();
   api.trace.setGlobalTracerProvider(new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] }));
-  await queue.enqueueMany(Array.from({ length: 5 }, () => ({ payload: Buffer.from('x') })));
+  await queue.enqueueMany(Array.from({ length: 5 }, () => ({ payload: Buffer.from('x'), trace })));
   const after = await queue.run(handler, opts);
   console.log(
     JSON.stringify({

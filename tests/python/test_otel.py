@@ -484,26 +484,27 @@ def test_without_opentelemetry_nothing_of_it_is_imported_and_jobs_run_as_before(
 API_ONLY = """
     import sys
     import tideq
-    from opentelemetry import propagate, trace
+    from opentelemetry import trace
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
     from tideq import _otel
 
-    extracts = 0
-    extract = propagate.extract
+    # Each job's span is made current with trace.use_span: counted, per job.
+    uses = 0
+    use_span = trace.use_span
     def counted(*args, **kwargs):
-        global extracts
-        extracts += 1
-        return extract(*args, **kwargs)
-    _otel.propagate.extract = counted
+        global uses
+        uses += 1
+        return use_span(*args, **kwargs)
+    _otel.trace.use_span = counted
 
     q = tideq.Queue(sys.argv[2], url=sys.argv[1])
     handler = lambda job: None
     q.enqueue_many([b"x"] * 50)
     before = q.run(handler, poll_interval=0.05, stop_when_drained=True).completed
     assert not _otel.tracing() and _otel.wrap(handler, "q") is handler
-    without = extracts
+    without = uses
 
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
@@ -511,7 +512,7 @@ API_ONLY = """
     trace.set_tracer_provider(provider)
     q.enqueue_many([b"x"] * 5)
     after = q.run(handler, poll_interval=0.05, stop_when_drained=True).completed
-    print(before, after, without, extracts - without, len(exporter.get_finished_spans()))
+    print(before, after, without, uses - without, len(exporter.get_finished_spans()))
 """
 
 
