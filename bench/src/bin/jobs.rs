@@ -659,6 +659,12 @@ async fn bench_main() -> tideq::Result<()> {
         println!("rate 1000/s: achieved {achieved}/s, most in a 1-s window {most}");
         return Ok(());
     }
+    // JOBS_BENCH_WORKONLY=1: N jobs enqueued, then one worker at concurrency 100 (diagnosis).
+    if std::env::var("JOBS_BENCH_WORKONLY").is_ok() {
+        let (c100, d100) = work(&client, &url, n, 100).await?;
+        println!("c100 {c100} {d100}");
+        return Ok(());
+    }
     if std::env::var("JOBS_BENCH_QUICK").is_ok() {
         let c = std::env::var("JOBS_BENCH_QUICK_C")
             .ok()

@@ -181,10 +181,17 @@ end
 -- A reading command (HMGET, ZMSCORE, SMISMEMBER) over `fields` in runs of 1000, its replies
 -- joined in order.
 local function chunked_read(cmd, key, fields)
-  local out = {}
-  for i = 1, #fields, 1000 do
-    local part = redis.call(cmd, key, unpack(fields, i, math.min(i + 999, #fields)))
-    for j = 1, #part do out[#out + 1] = part[j] end
+  local n = #fields
+  if n == 0 then return {} end
+  -- One run (the common case): its reply as it is.
+  if n <= 1000 then return redis.call(cmd, key, unpack(fields)) end -- bounded: 1000
+  local out, k = {}, 0
+  for i = 1, n, 1000 do
+    local part = redis.call(cmd, key, unpack(fields, i, math.min(i + 999, n)))
+    for j = 1, #part do
+      k = k + 1
+      out[k] = part[j]
+    end
   end
   return out
 end
@@ -877,8 +884,8 @@ end
 local function complete_leases(K, C, now, P, first, aged)
   local nows = tostring(now)
   local ids, toks, res = {}, {}, {}
-  local i = first
-  while i < #ARGV do
+  local i, nargv = first, #ARGV
+  while i < nargv do
     local n, tok = #ids + 1, ARGV[i + 1]
     ids[n] = ARGV[i]
     i = i + 2
