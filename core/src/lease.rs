@@ -53,6 +53,16 @@ impl Acked {
     }
 }
 
+/// A leased job's delivery, read from its meta "state|attempts|max|enqueued ms|x" (lib_jobs.lua):
+/// the attempt under way (attempts + 1), its lease token "enqueued.x", and the enqueue time.
+fn delivery(meta: &str) -> Option<(u32, String, u64)> {
+    let mut parts = meta.split('|');
+    let (_state, attempts, _max) = (parts.next()?, parts.next()?, parts.next()?);
+    let (enqueued, x) = (parts.next()?, parts.next()?);
+    let attempt = attempts.parse::<u32>().ok()?.checked_add(1)?;
+    Some((attempt, format!("{enqueued}.{x}"), enqueued.parse().ok()?))
+}
+
 /// An ack's arguments (lib_jobs.lua, `complete_leases`): job id and lease token, or, with a
 /// result, the token marked with a trailing "+" and the result after it.
 fn ack_args(cmd: &mut redis::Cmd, l: &Lease) {
@@ -103,17 +113,26 @@ impl Queue {
         }
         let reply: Value = self.client.eval(&cmd, &FETCH_JOBS).await?;
         let bad = || Error::new(ErrorKind::Redis, "unexpected reply from fetch_jobs");
-        type Leased = (String, Vec<u8>, u32, String, u64);
         let (leased, wake, acked, lost, started_at, sched): (
-            Vec<Leased>,
+            Vec<Value>,
             i64,
             Vec<i64>,
             u64,
             u64,
             i64,
         ) = redis::from_redis_value(reply).map_err(|_| bad())?;
-        if acked.len() != acks.len() {
+        if acked.len() != acks.len() || leased.len() % 3 != 0 {
             return Err(bad());
+        }
+        // Flat: id, envelope, meta per job (fetch_jobs.lua).
+        let mut flat = leased.into_iter();
+        let mut leased = Vec::with_capacity(flat.len() / 3);
+        while let (Some(id), Some(env), Some(meta)) = (flat.next(), flat.next(), flat.next()) {
+            let id: String = redis::from_redis_value(id).map_err(|_| bad())?;
+            let env: Vec<u8> = redis::from_redis_value(env).map_err(|_| bad())?;
+            let meta: String = redis::from_redis_value(meta).map_err(|_| bad())?;
+            let (attempt, token, enqueued_at) = delivery(&meta).ok_or_else(bad)?;
+            leased.push((id, env, attempt, token, enqueued_at));
         }
         let acked = acked.into_iter().map(Acked::from_code).collect();
         let mut jobs = Vec::with_capacity(leased.len());
@@ -420,6 +439,32 @@ impl Queue {
         match self.client.eval::<i64>(&cmd, &EXTEND_LEASE).await? {
             -1 => Err(self.lease_lost(&l.id)),
             _ => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::delivery;
+
+    #[test]
+    fn a_leased_jobs_attempt_token_and_enqueue_time_come_from_its_meta() {
+        assert_eq!(
+            delivery("q|2|5|1764233000123|3"),
+            Some((3, "1764233000123.3".to_string(), 1764233000123))
+        );
+    }
+
+    #[test]
+    fn a_meta_that_does_not_parse_is_refused() {
+        for bad in [
+            "",
+            "q|x|5|1|0",
+            "q|1|5|1",
+            "q|1|5|t|0",
+            "q|4294967295|5|1|0",
+        ] {
+            assert_eq!(delivery(bad), None, "{bad:?}");
         }
     }
 }

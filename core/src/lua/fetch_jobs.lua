@@ -33,8 +33,9 @@
   ARGV[6] the worker's report ("" none; "<worker id>|<field>=<n>,...", see "Metrics")
   ARGV[7], ARGV[8], ...: acks, pairs of job id, lease token (a token ending in "+" is followed by
   the job's result, see lib_jobs.lua)
-  Returns: { leased, wake_in_ms, acks, lost, now, 1 if the queue has schedules (else 0) }, leased = array of {id, envelope, attempt, token,
-  enqueued ms}; wake_in_ms = ms until a delayed job is due, a lease expires or a rate limit
+  Returns: { leased, wake_in_ms, acks, lost, now, 1 if the queue has schedules (else 0) }, leased = flat
+  array of id, envelope, meta per job (lib_jobs.lua: the attempt under way is attempts + 1, the
+  lease token "enqueued.x"); wake_in_ms = ms until a delayed job is due, a lease expires or a rate limit
   allows the next start (0 = look again now, always so when jobs were leased), -1 if nothing is
   pending; acks = per ack pair, 1 completed, 2 already completed, -1 lease lost; lost = popped ids
   whose envelope or meta was missing (removed and counted) plus unreadable records
@@ -321,18 +322,21 @@ if want > 0 then
   full = #ids >= want
 end
 
+-- Flat: id, envelope, meta for each job (the client reads the attempt, lease token and enqueue
+-- time from the meta: parsing them here cost more than the rest of a lease).
 local leased = {}
 if #ids > 0 then
   local envs = hmget(K.jobs, ids)
   local metas = hmget(K.meta, ids)
-  local taken, starts = {}, {}
+  local taken, tmetas, starts = {}, {}, {}
   for i, id in ipairs(ids) do
     local env, m = envs[i], metas[i]
-    local s, a, _, enq, x
-    if m then s, a, _, enq, x = parse_meta(m) end
-    if env and s then
-      taken[#taken + 1] = id
-      leased[#leased + 1] = { id, env, tonumber(a) + 1, token_of(enq, x), enq }
+    if env and m and string.find(m, '^[qcx]|%d+|%d+|%d+|%d+$') then
+      local n = #taken + 1
+      taken[n], tmetas[n] = id, m
+      local k = #leased
+      leased[k + 1], leased[k + 2], leased[k + 3] = id, env, m
+      local x = (rate_n or grp[id]) and string.match(m, '(%d+)$')
       if rate_n then
         starts[#starts + 1] = now
         starts[#starts + 1] = id .. '.' .. x
@@ -359,7 +363,7 @@ if #ids > 0 then
   add_active(K.active, tostring(now + tonumber(ARGV[1])), taken)
   if events_max(K) then
     local att = {}
-    for i, l in ipairs(leased) do att[i] = tostring(l[3]) end
+    for i, m in ipairs(tmetas) do att[i] = tostring(tonumber(string.match(m, '^%a|(%d+)|')) + 1) end
     emit(K, 'active', taken, att, now)
   end
   -- A fresh delivery starts without a request (one for an earlier delivery not swept yet).
