@@ -136,7 +136,9 @@ impl CappedQueue {
         self.consume_boxed(opts, handler)
     }
 
-    /// [`consume`](Self::consume) with an already boxed handler (used by the bindings).
+    /// Binding plumbing, not part of the stable API (hidden from the docs): [`consume`](Self::consume)
+    /// with an already boxed handler, as the Python and Node bindings call it.
+    #[doc(hidden)]
     pub fn consume_boxed(&self, opts: ConsumerOptions, handler: BatchHandler) -> Result<Consumer> {
         opts.validate()?;
         let counters = Arc::new(Counters::default());

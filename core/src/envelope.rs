@@ -291,7 +291,8 @@ impl Envelope {
         }
         let mut bytes = Vec::new();
         rmpv::encode::write_value(&mut bytes, &value).expect("writing to a Vec never fails");
-        rmp_serde::from_slice(&bytes).map_err(|e| Error::invalid(format!("envelope: {e}")))
+        rmp_serde::from_slice(&bytes)
+            .map_err(|e| Error::invalid(format!("envelope: {e}")).with_source(e))
     }
 
     pub fn encode(&self) -> Vec<u8> {

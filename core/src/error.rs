@@ -2,6 +2,7 @@
 //! unchanged (`err.code` in Node, `TideqError.code` in Python).
 
 use std::fmt;
+use std::sync::Arc;
 
 /// What went wrong, as a fieldless kind whose [`code`](ErrorKind::code) never changes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -99,12 +100,37 @@ impl ErrorKind {
     ];
 }
 
-/// A tideq error: a kind plus a human-readable message. Messages never contain credentials.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A tideq error: a kind plus a human-readable message, and the error that caused it, if any
+/// ([`source`](std::error::Error::source): a `redis::RedisError`, an I/O or parse error).
+/// Neither the message nor the source ever contains credentials: a Redis error whose text holds
+/// the password is kept as its redacted text only.
+#[derive(Debug, Clone)]
 pub struct Error {
     kind: ErrorKind,
     message: String,
+    source: Option<Arc<dyn std::error::Error + Send + Sync + 'static>>,
 }
+
+/// Two errors are equal when their kind and message are (whatever caused them).
+impl PartialEq for Error {
+    fn eq(&self, other: &Self) -> bool {
+        self.kind == other.kind && self.message == other.message
+    }
+}
+
+impl Eq for Error {}
+
+/// A Redis error's text with the password removed: the source kept in its place.
+#[derive(Debug)]
+struct Redacted(String);
+
+impl fmt::Display for Redacted {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Redacted {}
 
 /// Shorthand for `std::result::Result<T, tideq::Error>`.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -114,7 +140,14 @@ impl Error {
         Error {
             kind,
             message: message.into(),
+            source: None,
         }
+    }
+
+    /// The same error, caused by `source` (what [`std::error::Error::source`] returns).
+    pub fn with_source(mut self, source: impl std::error::Error + Send + Sync + 'static) -> Self {
+        self.source = Some(Arc::new(source));
+        self
     }
 
     pub(crate) fn invalid(message: impl Into<String>) -> Self {
@@ -135,7 +168,15 @@ impl Error {
 
     /// The same error with `what: ` in front of its message (e.g. which item of a batch).
     pub fn context(self, what: &str) -> Self {
-        Error::new(self.kind, format!("{what}: {}", self.message))
+        Error {
+            message: format!("{what}: {}", self.message),
+            ..self
+        }
+    }
+
+    /// The same error (kind and source) with another message.
+    pub(crate) fn with_message(self, message: String) -> Self {
+        Error { message, ..self }
     }
 
     /// The same error with the queue and the operation in front of its message, for errors that
@@ -159,9 +200,17 @@ impl Error {
     /// One message per cause, whatever the call path (a command, a pipeline or a script).
     pub(crate) fn from_redis(err: redis::RedisError, secret: Option<&str>) -> Self {
         let mut text = err.to_string();
-        if let Some(s) = secret.filter(|s| !s.is_empty()) {
+        let mut redacted = false;
+        if let Some(s) = secret.filter(|s| !s.is_empty() && text.contains(*s)) {
             text = text.replace(s, "***");
+            redacted = true;
         }
+        // The source: redis-rs's error as it is, unless its text held the password.
+        let source: Arc<dyn std::error::Error + Send + Sync> = if redacted {
+            Arc::new(Redacted(text.clone()))
+        } else {
+            Arc::new(err.clone())
+        };
         let kind = classify(&err, &text);
         // A pipeline reports each failed command with its index; one cause, said once.
         if let Some(first) = first_pipeline_error(&text) {
@@ -195,7 +244,11 @@ impl Error {
             ),
             _ => text,
         };
-        Error::new(kind, message)
+        Error {
+            kind,
+            message,
+            source: Some(source),
+        }
     }
 
     /// True for errors that retrying cannot fix (credentials, permissions): a worker or consumer
@@ -359,7 +412,13 @@ impl fmt::Display for Error {
     }
 }
 
-impl std::error::Error for Error {}
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source
+            .as_deref()
+            .map(|e| e as &(dyn std::error::Error + 'static))
+    }
+}
 
 /// `text` cut to at most `max` bytes (at a character boundary) with `…` after a cut: what is
 /// stored or logged of a handler's error, however large the error was.
@@ -404,6 +463,32 @@ mod tests {
         format!(
             "ERR {detail} script: 0b67da13c0b8411163967996c0f69097c6ba9682, on @user_script:12."
         )
+    }
+
+    #[test]
+    fn an_error_from_redis_keeps_the_redis_error_as_its_source() {
+        use std::error::Error as _;
+        let err = from_server("NOPERM this user has no permissions to run the 'zcard' command");
+        let source = err.source().expect("a source");
+        let redis_err = source
+            .downcast_ref::<redis::RedisError>()
+            .expect("redis-rs's error");
+        assert_eq!(redis_err.code(), Some("NOPERM"));
+        // The source survives context (what in_operation adds).
+        let err = err.context("queue \"q\": stats");
+        assert!(err.source().is_some());
+    }
+
+    #[test]
+    fn a_source_never_holds_the_password() {
+        use std::error::Error as _;
+        let reply = redis::parse_redis_value(b"-ERR bad s3cret-pw here\r\n").unwrap();
+        let err = Error::from_redis(reply.extract_error().unwrap_err(), Some("s3cret-pw"));
+        assert!(!err.to_string().contains("s3cret-pw"), "{err}");
+        let source = err.source().expect("a source");
+        assert!(!source.to_string().contains("s3cret-pw"), "{source}");
+        assert!(!format!("{source:?}").contains("s3cret-pw"), "{source:?}");
+        assert!(source.downcast_ref::<redis::RedisError>().is_none());
     }
 
     #[test]

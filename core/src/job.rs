@@ -401,7 +401,7 @@ impl Job {
     /// The payload as UTF-8 text.
     pub fn payload_str(&self) -> Result<&str> {
         std::str::from_utf8(&self.payload)
-            .map_err(|e| Error::invalid(format!("payload is not UTF-8: {e}")))
+            .map_err(|e| Error::invalid(format!("payload is not UTF-8: {e}")).with_source(e))
     }
 }
 

@@ -51,11 +51,14 @@
 //! - `background`: the stop/join/until-signal handle shared by consumers and workers.
 //! - [`signal`]: waiting for SIGINT/SIGTERM.
 //! - [`runtime_builder`]: the tokio runtime the bindings use (one worker thread by default).
-//! - `alloc` (feature `mimalloc`): the bindings' global allocator.
+//! - `alloc` (feature `mimalloc`): the bindings' global allocator (binding plumbing, hidden from
+//!   the docs and not part of the stable API, like `Queue::work_boxed` and
+//!   `CappedQueue::consume_boxed`).
 
 pub mod acl;
 mod admin;
 #[cfg(feature = "mimalloc")]
+#[doc(hidden)]
 pub mod alloc;
 mod background;
 pub mod capped;

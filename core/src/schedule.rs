@@ -107,7 +107,9 @@ impl Slots {
                     .seconds(Seconds::Optional)
                     .build()
                     .parse(pattern)
-                    .map_err(|e| Error::invalid(format!("cron pattern {pattern:?}: {e}")))?;
+                    .map_err(|e| {
+                        Error::invalid(format!("cron pattern {pattern:?}: {e}")).with_source(e)
+                    })?;
                 let tz = match timezone {
                     None => chrono_tz::UTC,
                     Some(name) => chrono_tz::Tz::from_str(name).map_err(|_| {

@@ -89,7 +89,9 @@ impl Tasks {
         self.boxed(name, crate::worker::boxed(handler))
     }
 
-    /// A task with an already boxed handler (used by the bindings).
+    /// Binding plumbing, not part of the stable API (hidden from the docs): a task with an
+    /// already boxed handler, as the Python and Node bindings register them.
+    #[doc(hidden)]
     pub fn boxed(mut self, name: &str, handler: JobHandler) -> Self {
         self.handlers.insert(name.to_string(), handler);
         self
@@ -131,10 +133,12 @@ impl Tasks {
 /// Encodes task arguments in `format`.
 pub fn encode_args<T: Serialize + ?Sized>(args: &T, format: PayloadFormat) -> Result<Vec<u8>> {
     match format {
-        PayloadFormat::Json => serde_json::to_vec(args)
-            .map_err(|e| Error::invalid(format!("task arguments are not JSON-able: {e}"))),
-        PayloadFormat::Msgpack => rmp_serde::to_vec_named(args)
-            .map_err(|e| Error::invalid(format!("task arguments are not MessagePack-able: {e}"))),
+        PayloadFormat::Json => serde_json::to_vec(args).map_err(|e| {
+            Error::invalid(format!("task arguments are not JSON-able: {e}")).with_source(e)
+        }),
+        PayloadFormat::Msgpack => rmp_serde::to_vec_named(args).map_err(|e| {
+            Error::invalid(format!("task arguments are not MessagePack-able: {e}")).with_source(e)
+        }),
     }
 }
 
@@ -150,8 +154,9 @@ pub fn encode_msgpack_value(args: &crate::envelope::Value) -> Vec<u8> {
 /// host value). `INVALID_ARGUMENT` unless the bytes are exactly one MessagePack value.
 pub fn decode_msgpack_value(payload: &[u8]) -> Result<crate::envelope::Value> {
     let mut rest = payload;
-    let value = rmpv::decode::read_value(&mut rest)
-        .map_err(|e| Error::invalid(format!("task arguments (MessagePack) do not decode: {e}")))?;
+    let value = rmpv::decode::read_value(&mut rest).map_err(|e| {
+        Error::invalid(format!("task arguments (MessagePack) do not decode: {e}")).with_source(e)
+    })?;
     if !rest.is_empty() {
         return Err(Error::invalid(format!(
             "task arguments (MessagePack) do not decode: {} byte(s) after the value",
@@ -170,8 +175,9 @@ impl Job {
             Some(PayloadFormat::Msgpack) => rmp_serde::from_slice(&self.payload).map_err(|e| {
                 Error::invalid(format!("task arguments (MessagePack) do not decode: {e}"))
             }),
-            _ => serde_json::from_slice(&self.payload)
-                .map_err(|e| Error::invalid(format!("task arguments (JSON) do not decode: {e}"))),
+            _ => serde_json::from_slice(&self.payload).map_err(|e| {
+                Error::invalid(format!("task arguments (JSON) do not decode: {e}")).with_source(e)
+            }),
         }
     }
 }

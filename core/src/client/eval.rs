@@ -1,0 +1,224 @@
+//! Scripts by EVALSHA, loaded again on NOSCRIPT (also inside pipelines), and the errors a script
+//! call reports (naming the script).
+
+use redis::{FromRedisValue, Value};
+
+use super::*;
+use crate::error::{Error, ErrorKind, Result};
+use crate::scripts::{self, LuaScript};
+
+impl Client {
+    fn script_err(&self, e: redis::RedisError, script: &LuaScript) -> Error {
+        let err = self.err(e);
+        match err.kind() {
+            ErrorKind::Redis => {
+                let message = format!("{} ({})", err.message(), script.name);
+                err.with_message(message)
+            }
+            // Inside a script Redis says only "can't run this command": name it from the line.
+            ErrorKind::Permission if err.message().contains("@user_script:") => {
+                let message = format!(
+                    "the Redis user may not run {}, which {} needs (see the README's \
+                     'Least privilege' section for the ACL each role needs)",
+                    script.denied_command(err.message()),
+                    script.name
+                );
+                err.with_message(message)
+            }
+            _ => err,
+        }
+    }
+
+    /// Runs one script by EVALSHA, loading it on NOSCRIPT and retrying. During a cluster failover
+    /// on Valkey (which does not pass loaded scripts on to replicas) the retry can meet a node
+    /// whose scripts are not loaded yet: up to five tries, 25 ms apart and growing, while the
+    /// topology settles.
+    pub(crate) async fn eval<T: FromRedisValue>(
+        &self,
+        cmd: &redis::Cmd,
+        script: &LuaScript,
+    ) -> Result<T> {
+        let mut conn = self.conn().await?;
+        self.eval_on(&mut conn, cmd, script).await
+    }
+
+    /// [`eval`](Self::eval) on a given connection.
+    pub(crate) async fn eval_on<T: FromRedisValue>(
+        &self,
+        conn: &mut Conn,
+        cmd: &redis::Cmd,
+        script: &LuaScript,
+    ) -> Result<T> {
+        let conn = &mut *conn;
+        let mut tries = 0;
+        loop {
+            match cmd.query_async::<T>(conn).await {
+                Err(e) if scripts::is_noscript(&e) && tries < 5 => {
+                    if tries > 0 {
+                        tokio::time::sleep(std::time::Duration::from_millis(25 << tries)).await;
+                    }
+                    tries += 1;
+                    script
+                        .load_cmd()
+                        .query_async::<String>(conn)
+                        .await
+                        .map_err(|e| self.err(e))?;
+                }
+                other => return other.map_err(|e| self.script_err(e, script)),
+            }
+        }
+    }
+
+    /// Sends commands in one pipeline and returns their replies in order. Scripts that Redis no
+    /// longer knows (NOSCRIPT after a restart or `SCRIPT FLUSH`) are loaded and only the commands
+    /// that failed that way are sent again; any other error fails the call.
+    pub(crate) async fn pipeline(&self, cmds: &[redis::Cmd]) -> Result<Vec<Value>> {
+        let mut conn = self.conn().await?;
+        self.pipeline_on(&mut conn, cmds).await
+    }
+
+    /// [`pipeline`](Self::pipeline) on a given connection.
+    pub(crate) async fn pipeline_on(
+        &self,
+        conn: &mut Conn,
+        cmds: &[redis::Cmd],
+    ) -> Result<Vec<Value>> {
+        let conn = &mut *conn;
+        let mut out: Vec<Option<Value>> = vec![None; cmds.len()];
+        let mut pending: Vec<usize> = (0..cmds.len()).collect();
+        for _round in 0..3 {
+            let mut pipe = redis::pipe();
+            pipe.ignore_errors();
+            for &i in &pending {
+                pipe.add_command(cmds[i].clone());
+            }
+            let replies: Vec<redis::RedisResult<Value>> =
+                pipe.query_async(conn).await.map_err(|e| self.err(e))?;
+            let mut missing = Vec::new();
+            for (&i, reply) in pending.iter().zip(replies) {
+                match reply {
+                    Ok(v) => out[i] = Some(v),
+                    Err(e) if scripts::is_noscript(&e) => missing.push(i),
+                    Err(e) => return Err(self.err(e)),
+                }
+            }
+            if missing.is_empty() {
+                return Ok(out.into_iter().map(|v| v.unwrap_or(Value::Nil)).collect());
+            }
+            // One SCRIPT LOAD at a time: on a cluster, redis-rs sends it to every node.
+            let mut loaded: Vec<&str> = Vec::new();
+            for &i in &missing {
+                if let Some(redis::Arg::Simple(sha)) = cmds[i].args_iter().nth(1) {
+                    if let Some(script) = scripts::by_sha(sha) {
+                        if !loaded.contains(&script.name) {
+                            loaded.push(script.name);
+                            script
+                                .load_cmd()
+                                .query_async::<()>(conn)
+                                .await
+                                .map_err(|e| self.err(e))?;
+                        }
+                    }
+                }
+            }
+            pending = missing;
+        }
+        Err(Error::new(
+            ErrorKind::Redis,
+            "scripts kept disappearing (NOSCRIPT) while pipelining",
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scripts::{CAPPED_GROUPS, GET_JOBS};
+
+    /// A private redis-server on a free port, killed on drop.
+    struct Server(std::process::Child, u16);
+
+    impl Drop for Server {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+
+    fn server() -> Server {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = std::process::Command::new("redis-server")
+            .args([
+                "--port",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+            ])
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("redis-server must be installed");
+        for _ in 0..500 {
+            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        Server(child, port)
+    }
+
+    #[tokio::test]
+    async fn after_noscript_in_a_pipeline_only_the_commands_that_failed_are_sent_again() {
+        let s = server();
+        let client = Client::open(&format!("redis://127.0.0.1:{}", s.1)).unwrap();
+        let mut conn = client.conn().await.unwrap();
+        // One script known to Redis, the other not.
+        redis::cmd("SCRIPT")
+            .arg("FLUSH")
+            .query_async::<()>(&mut conn)
+            .await
+            .unwrap();
+        GET_JOBS
+            .load_cmd()
+            .query_async::<String>(&mut conn)
+            .await
+            .unwrap();
+        redis::cmd("CONFIG")
+            .arg("RESETSTAT")
+            .query_async::<()>(&mut conn)
+            .await
+            .unwrap();
+        let jobs = crate::keys::JobKeys::new("t", "q").unwrap();
+        let capped = crate::keys::CappedKeys::new("t", "q").unwrap();
+        let mut read = GET_JOBS.cmd(&jobs.for_script(&GET_JOBS));
+        read.arg("some-id");
+        let mut count = CAPPED_GROUPS.cmd(&capped.for_script(&CAPPED_GROUPS, ""));
+        count.arg("count");
+        let replies = client.pipeline(&[read.clone(), count, read]).await.unwrap();
+        assert_eq!(replies.len(), 3);
+        let info: String = redis::cmd("INFO")
+            .arg("commandstats")
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        let calls = |name: &str| -> u64 {
+            info.lines()
+                .find_map(|l| l.strip_prefix(&format!("cmdstat_{name}:")))
+                .and_then(|l| l.split("calls=").nth(1))
+                .and_then(|c| c.split(',').next())
+                .and_then(|c| c.parse().ok())
+                .unwrap_or(0)
+        };
+        assert_eq!(
+            calls("evalsha"),
+            4,
+            "three sent, and only the failed one again: {info}"
+        );
+        assert_eq!(calls("script|load"), 1, "{info}");
+    }
+}

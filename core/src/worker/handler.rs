@@ -1,0 +1,104 @@
+//! What a worker runs: the handler types, what a handler's `Ok` stores ([`IntoJobResult`]),
+//! and how a batch fails ([`BatchError`]).
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use crate::job::Job;
+
+/// The future a job handler returns: `Ok` with the result to store with the job (`None`:
+/// nothing), or the error text that fails the attempt.
+pub type JobFuture =
+    Pin<Box<dyn Future<Output = std::result::Result<Option<Vec<u8>>, String>> + Send + 'static>>;
+
+/// What a job handler's `Ok` may hold: nothing (`()`), or a result stored with the completed job
+/// (readable with `get` and `wait`, kept as long as the job is: `keep_completed`, `keep_for`):
+/// bytes (`Vec<u8>`), text (`String`, stored as UTF-8), or JSON (`serde_json::Value`, stored
+/// encoded, as the Python and Node bindings store their handlers' values). `Option<T>` stores
+/// nothing for `None`. A result larger than the queue's `max_result_len` fails the attempt.
+pub trait IntoJobResult {
+    /// The bytes to store (`None`: nothing); `Err` fails the attempt with that text.
+    fn into_job_result(self) -> std::result::Result<Option<Vec<u8>>, String>;
+}
+
+impl IntoJobResult for () {
+    fn into_job_result(self) -> std::result::Result<Option<Vec<u8>>, String> {
+        Ok(None)
+    }
+}
+
+impl IntoJobResult for Vec<u8> {
+    fn into_job_result(self) -> std::result::Result<Option<Vec<u8>>, String> {
+        Ok(Some(self))
+    }
+}
+
+impl IntoJobResult for String {
+    fn into_job_result(self) -> std::result::Result<Option<Vec<u8>>, String> {
+        Ok(Some(self.into_bytes()))
+    }
+}
+
+impl IntoJobResult for serde_json::Value {
+    fn into_job_result(self) -> std::result::Result<Option<Vec<u8>>, String> {
+        serde_json::to_vec(&self)
+            .map(Some)
+            .map_err(|e| format!("the handler's result does not encode as JSON: {e}"))
+    }
+}
+
+impl<T: IntoJobResult> IntoJobResult for Option<T> {
+    fn into_job_result(self) -> std::result::Result<Option<Vec<u8>>, String> {
+        self.map_or(Ok(None), T::into_job_result)
+    }
+}
+/// A job handler, as the runtime stores it.
+pub type JobHandler = Arc<dyn Fn(Job) -> JobFuture + Send + Sync + 'static>;
+
+/// What a batch handler's future returns: `Ok` completes every job of the batch.
+pub type BatchFuture =
+    Pin<Box<dyn Future<Output = std::result::Result<(), BatchError>> + Send + 'static>>;
+/// A batch handler, as the runtime stores it.
+pub type JobBatchHandler = Arc<dyn Fn(Vec<Job>) -> BatchFuture + Send + Sync + 'static>;
+
+/// How a batch failed: all of it, or some of its jobs (the others are completed).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BatchError {
+    /// Every job of the batch failed with this error (retried or dead-lettered, each by its own
+    /// attempts).
+    All(String),
+    /// These jobs failed, as (job id, error); every other job of the batch is completed.
+    Jobs(Vec<(String, String)>),
+}
+
+impl BatchError {
+    /// Every job of the batch failed with `error`.
+    pub fn all(error: impl std::fmt::Display) -> Self {
+        BatchError::All(error.to_string())
+    }
+
+    /// These jobs failed; the rest of the batch succeeded.
+    pub fn jobs<I, S, E>(failed: I) -> Self
+    where
+        I: IntoIterator<Item = (S, E)>,
+        S: Into<String>,
+        E: std::fmt::Display,
+    {
+        BatchError::Jobs(
+            failed
+                .into_iter()
+                .map(|(id, e)| (id.into(), e.to_string()))
+                .collect(),
+        )
+    }
+}
+
+impl std::fmt::Display for BatchError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BatchError::All(e) => write!(f, "{e}"),
+            BatchError::Jobs(failed) => write!(f, "{} job(s) of the batch failed", failed.len()),
+        }
+    }
+}

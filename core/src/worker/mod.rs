@@ -1,0 +1,27 @@
+//! The worker runtime for job queues. One fetch loop per worker keeps up to two fetches in
+//! flight, each leasing up to half the concurrency and carrying the acks of the jobs that finished
+//! since (one script call per batch), so Redis serves one fetch while this process runs the
+//! other's jobs; the second goes out once a whole batch of slots is free. Each job's handler runs on its own task. Leases are renewed from a thread of the
+//! worker's own (see `spawn_renewer`), so a handler that holds the GIL, blocks the Node event loop
+//! or blocks a runtime thread cannot let them lapse. Idle, the loop blocks on a wake-up list that
+//! producers signal, for no longer than the time until the next delayed job or lease deadline
+//! (Redis clock) or `poll_interval`.
+
+mod acks;
+mod fetch;
+mod handle;
+mod handler;
+mod options;
+mod renew;
+mod run;
+
+pub use handle::Worker;
+pub(crate) use handle::{boxed, Handlers};
+pub use handler::{BatchError, BatchFuture, IntoJobResult, JobBatchHandler, JobFuture, JobHandler};
+pub use options::{BatchOptions, WorkerOptions, WorkerStats};
+
+use acks::*;
+use fetch::*;
+use options::*;
+use renew::*;
+use run::*;

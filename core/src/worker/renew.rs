@@ -1,0 +1,121 @@
+//! The lease renewer: its own thread, connection and small runtime, so no handler can starve
+//! it; it also looks for the running jobs' cancel requests.
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use tokio::sync::oneshot;
+
+use crate::client::Client;
+
+use crate::job::Lease;
+use crate::jobs::Queue;
+
+use super::*;
+
+/// Renews every running job's lease each `lease / 3`, in one pipeline, and looks for cancel
+/// requests of the running jobs every [`CANCEL_CHECK`], from a thread of its own
+/// with its own connection and a small runtime. Nothing the handlers do can starve it: not a
+/// Python handler holding the GIL, not a Node handler blocking the event loop, and not a Rust
+/// handler blocking a thread of the worker's tokio runtime (tasks queued behind a blocked thread
+/// wait for it, and a shared connection's driver task can be one of them).
+/// Dropping the returned sender stops the thread.
+pub(super) fn spawn_renewer(
+    queue: &Queue,
+    in_flight: InFlight,
+    lease: Duration,
+) -> oneshot::Sender<()> {
+    let (stop_tx, stop_rx) = oneshot::channel::<()>();
+    let queue = queue.clone();
+    let spawned = std::thread::Builder::new()
+        .name("tideq-renewer".into())
+        .spawn(move || {
+            let rt = match tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            {
+                Ok(rt) => rt,
+                Err(e) => {
+                    log::error!("tideq: could not start the lease renewer: {e}");
+                    return;
+                }
+            };
+            rt.block_on(async move {
+                // A client of its own: its connection is driven on this thread's runtime.
+                let queue = match Client::new(queue.client.config().clone()) {
+                    Ok(client) => queue.with_client(client),
+                    Err(e) => {
+                        log::error!("tideq: could not start the lease renewer: {e}");
+                        return;
+                    }
+                };
+                tokio::select! {
+                    _ = stop_rx => {}
+                    _ = renew(&queue, &in_flight, lease) => {}
+                }
+            });
+        });
+    if let Err(e) = spawned {
+        log::error!("tideq: could not start the lease renewer thread: {e}");
+    }
+    stop_tx
+}
+
+/// How often a worker running jobs looks for their cancel requests: one `SMISMEMBER` per shard,
+/// so a request reaches the handler within a second (no call while no job runs).
+pub(super) const CANCEL_CHECK: Duration = Duration::from_millis(500);
+
+pub(super) async fn renew(queue: &Queue, in_flight: &InFlight, lease: Duration) {
+    let every = lease / 3;
+    let mut tick = tokio::time::interval(every.min(CANCEL_CHECK));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    tick.tick().await;
+    let mut next_renewal = tokio::time::Instant::now() + every;
+    loop {
+        tick.tick().await;
+        let (keys, held): (Vec<u64>, Vec<Lease>) = in_flight
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|(k, r)| (*k, r.lease.clone()))
+            .unzip();
+        if held.is_empty() {
+            next_renewal = tokio::time::Instant::now() + every;
+            continue;
+        }
+        match queue.cancel_requested(&held).await {
+            Ok(found) => {
+                let running = in_flight.lock().unwrap();
+                for (key, _) in keys.iter().zip(found).filter(|(_, f)| *f) {
+                    if let Some(r) = running.get(key) {
+                        if !r.cancel_requested.swap(true, Ordering::SeqCst) {
+                            r.cancel.cancel();
+                        }
+                    }
+                }
+            }
+            Err(e) => log::warn!("tideq: could not look for cancel requests: {e}"),
+        }
+        if tokio::time::Instant::now() < next_renewal {
+            continue;
+        }
+        next_renewal = tokio::time::Instant::now() + every;
+        match queue.extend_leases(&held, lease).await {
+            Ok(results) => {
+                // A job that ended while the call was on its way is no longer active (its ack
+                // went out with a fetch): refused, but nothing was lost. Only a job still running
+                // has really lost its lease.
+                let running = in_flight.lock().unwrap();
+                for ((l, key), ok) in held.iter().zip(&keys).zip(results) {
+                    if !ok && running.contains_key(key) {
+                        log::warn!(
+                            "tideq: the lease on job {:?} was lost; its result will be rejected",
+                            l.id
+                        );
+                    }
+                }
+            }
+            Err(e) => log::warn!("tideq: could not extend {} lease(s): {e}", held.len()),
+        }
+    }
+}

@@ -1,0 +1,361 @@
+//! One job's (or one batch's) run: its task, its lease and stop signal as the renewer sees
+//! them, and what its outcome sends (an ack, a failure, a release).
+
+use std::collections::HashMap;
+
+use futures_util::FutureExt;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::OwnedSemaphorePermit;
+
+use tokio::task::JoinSet;
+
+use crate::error::ErrorKind;
+use tokio_util::sync::CancellationToken;
+
+use crate::job::{Job, Lease};
+use crate::jobs::Queue;
+use crate::lease::Failed;
+
+use super::*;
+
+/// The error text of an attempt that ended because its cancel was requested.
+pub(super) const CANCELLED: &str = "cancelled: its cancel was requested";
+
+/// A running job, as the renewer sees it.
+pub(super) struct Running {
+    pub(super) lease: Lease,
+    /// Its stop signal (timeout, end of the shutdown grace, cancel request).
+    pub(super) cancel: CancellationToken,
+    /// Its [`Queue::cancel`] was requested: it ends cancelled once its handler returns (the
+    /// job's own flag, [`Job::cancel_requested`]).
+    pub(super) cancel_requested: Arc<AtomicBool>,
+}
+
+/// Running jobs' leases (for the renewer) and stop signals, by a per-worker sequence number.
+pub(super) type InFlight = Arc<Mutex<HashMap<u64, Running>>>;
+
+/// Leased jobs waiting for their batch to fill (a batch worker): their leases are renewed
+/// meanwhile (they are in flight), and they hold their slots.
+#[derive(Default)]
+pub(super) struct Pending {
+    pub(super) jobs: Vec<(Job, OwnedSemaphorePermit, u64)>,
+    /// When the oldest waiting job's wait is over.
+    pub(super) deadline: Option<tokio::time::Instant>,
+}
+
+impl Pending {
+    pub(super) fn add(
+        &mut self,
+        ctx: &Arc<JobCtx>,
+        job: Job,
+        permit: OwnedSemaphorePermit,
+        b: BatchOptions,
+    ) {
+        let key = ctx.hold(&job);
+        self.jobs.push((job, permit, key));
+        self.deadline
+            .get_or_insert_with(|| tokio::time::Instant::now() + b.wait);
+    }
+
+    /// Starts every full batch, and (when `all`, or the wait is over) the rest.
+    pub(super) fn hand_over(
+        &mut self,
+        ctx: &Arc<JobCtx>,
+        tasks: &mut JoinSet<()>,
+        b: BatchOptions,
+        all: bool,
+    ) {
+        let due = all
+            || self
+                .deadline
+                .is_some_and(|d| d <= tokio::time::Instant::now());
+        while self.jobs.len() >= b.size || (due && !self.jobs.is_empty()) {
+            let n = self.jobs.len().min(b.size);
+            let batch: Vec<_> = self.jobs.drain(..n).collect();
+            let ctx = ctx.clone();
+            tasks.spawn(async move { ctx.run_batch(batch).await });
+        }
+        if self.jobs.is_empty() {
+            self.deadline = None;
+        } else if due {
+            self.deadline = Some(tokio::time::Instant::now() + b.wait);
+        }
+    }
+}
+
+/// What a job's task needs from its worker (shared: one `Arc` clone per job).
+pub(super) struct JobCtx {
+    pub(super) next_key: AtomicU64,
+    pub(super) queue: Queue,
+    pub(super) handler: Handlers,
+    pub(super) counters: Arc<Counters>,
+    pub(super) in_flight: InFlight,
+    pub(super) acks: Arc<AckQueue>,
+    /// Run times, for this worker's metrics and its reports.
+    pub(super) metrics: Arc<crate::metrics::WorkerMetrics>,
+    /// Set when the grace period is over: a cancelled job's handler then ended because the worker
+    /// is stopping, and the job goes back to the queue instead of failing its attempt.
+    pub(super) shutting_down: AtomicBool,
+}
+
+impl JobCtx {
+    /// Puts a leased job in flight: its lease is renewed and its stop signal fired at shutdown
+    /// until [`settled`](Self::settled).
+    pub(super) fn hold(&self, job: &Job) -> u64 {
+        let key = self.next_key.fetch_add(1, Ordering::Relaxed);
+        self.in_flight.lock().unwrap().insert(
+            key,
+            Running {
+                lease: job.lease(),
+                cancel: job.cancel.clone(),
+                cancel_requested: job.cancel_requested.clone(),
+            },
+        );
+        key
+    }
+
+    /// Takes jobs out of flight; per job, whether its cancel was requested.
+    pub(super) fn settled(&self, keys: &[u64]) -> Vec<bool> {
+        let mut in_flight = self.in_flight.lock().unwrap();
+        keys.iter()
+            .map(|k| {
+                in_flight
+                    .remove(k)
+                    .is_some_and(|r| r.cancel_requested.load(Ordering::SeqCst))
+            })
+            .collect()
+    }
+
+    /// Runs a leased job on its own task, in the worker's slot `permit`.
+    pub(super) fn spawn(
+        self: &Arc<Self>,
+        tasks: &mut JoinSet<()>,
+        job: Job,
+        permit: OwnedSemaphorePermit,
+    ) {
+        let held = job.lease();
+        let key = self.hold(&job);
+        let ctx = self.clone();
+        tasks.spawn(async move { ctx.run_job(job, held, key, permit).await });
+    }
+
+    /// Runs a batch handler on `batch`, then completes, fails or (at shutdown) returns each job
+    /// as the handler said. The jobs keep their slots until the handler's future has completed.
+    pub(super) async fn run_batch(&self, batch: Vec<(Job, OwnedSemaphorePermit, u64)>) {
+        let Handlers::Batch(handler, _) = &self.handler else {
+            unreachable!("batches run only on a batch worker")
+        };
+        let mut jobs = Vec::with_capacity(batch.len());
+        let mut held = Vec::with_capacity(batch.len());
+        let mut keys = Vec::with_capacity(batch.len());
+        let mut permits = Vec::with_capacity(batch.len());
+        for (job, permit, key) in batch {
+            held.push(job.lease());
+            keys.push(key);
+            permits.push(permit);
+            jobs.push(job);
+        }
+        // The batch's time limit is the smallest of its jobs'.
+        let timeout = jobs.iter().filter_map(|j| j.timeout).min();
+        let cancels: Vec<CancellationToken> = jobs.iter().map(|j| j.cancel.clone()).collect();
+        let started = std::time::Instant::now();
+        let handled = std::panic::AssertUnwindSafe(handler(jobs)).catch_unwind();
+        tokio::pin!(handled);
+        let mut timed_out = None;
+        let outcome = match timeout {
+            Some(t) => tokio::select! {
+                r = &mut handled => r,
+                _ = tokio::time::sleep(t) => {
+                    timed_out = Some(t);
+                    cancels.iter().for_each(CancellationToken::cancel);
+                    handled.await
+                }
+            },
+            None => handled.await,
+        };
+        // Each job of the batch ran for the batch's time.
+        let took = started.elapsed();
+        for _ in 0..cancels.len() {
+            self.metrics.run.observe(took);
+        }
+        let mut result = outcome.unwrap_or_else(|_| Err(BatchError::all("handler panicked")));
+        if let Some(t) = timed_out {
+            result = Err(BatchError::All(format!(
+                "timed out after {} ms",
+                t.as_millis()
+            )));
+        }
+        let requested = self.settled(&keys);
+        let mut failed: HashMap<String, String> = match result {
+            Ok(()) => HashMap::new(),
+            Err(BatchError::All(msg)) => held.iter().map(|l| (l.id.clone(), msg.clone())).collect(),
+            Err(BatchError::Jobs(list)) => list.into_iter().collect(),
+        };
+        let stopping = timed_out.is_none()
+            && self.shutting_down.load(Ordering::SeqCst)
+            && cancels.iter().any(CancellationToken::is_cancelled);
+        for (lease, requested) in held.into_iter().zip(requested) {
+            if requested {
+                failed.remove(&lease.id);
+                Box::pin(self.fail(lease, CANCELLED.to_string(), false)).await;
+                continue;
+            }
+            match failed.remove(&lease.id) {
+                None => self.acks.push(lease),
+                Some(_) if stopping => Box::pin(self.release(lease)).await,
+                Some(msg) => Box::pin(self.fail(lease, msg, false)).await,
+            }
+        }
+        if !failed.is_empty() {
+            let ids: Vec<&String> = failed.keys().collect();
+            log::warn!(
+                "tideq: a batch handler of queue {:?} failed job(s) not in its batch: {ids:?}",
+                self.queue.name()
+            );
+        }
+        drop(permits);
+    }
+
+    /// Runs one job: the handler (its lease renewed by the worker's renewer), then ack or fail.
+    /// The job's slot (`permit`) is held until the handler's future has completed, even past a
+    /// timeout (which only fires the job's cancellation), so concurrency is never exceeded and an
+    /// attempt never overlaps its retry. Its ack rides on the next fetch.
+    pub(super) async fn run_job(
+        &self,
+        job: Job,
+        held: Lease,
+        key: u64,
+        permit: OwnedSemaphorePermit,
+    ) {
+        let timeout = job.timeout;
+        let cancel = job.cancel.clone();
+        let handler = match &self.handler {
+            Handlers::One(h) => h.clone(),
+            Handlers::Batch(..) => unreachable!("a batch worker runs jobs in batches"),
+            Handlers::Tasks(tasks) => match tasks.unknown(&job) {
+                None => tasks.handlers[job.task.as_deref().unwrap_or_default()].clone(),
+                Some(why) => {
+                    // It can never run here: dead-lettered at once, not retried.
+                    self.in_flight.lock().unwrap().remove(&key);
+                    drop(permit);
+                    Box::pin(self.fail(held, why, true)).await;
+                    return;
+                }
+            },
+        };
+        // The handler runs inline (no extra task); a panic is caught and fails the attempt.
+        let started = std::time::Instant::now();
+        let handled = std::panic::AssertUnwindSafe(crate::otel::run(&handler, job)).catch_unwind();
+        tokio::pin!(handled);
+        let mut timed_out = None;
+        let outcome = match timeout {
+            Some(t) => tokio::select! {
+                r = &mut handled => r,
+                _ = tokio::time::sleep(t) => {
+                    timed_out = Some(t);
+                    cancel.cancel();
+                    handled.await
+                }
+            },
+            None => handled.await,
+        };
+        self.metrics.run.observe(started.elapsed());
+        let mut result = outcome.unwrap_or_else(|_| Err("handler panicked".to_string()));
+        if let Some(t) = timed_out {
+            result = Err(format!("timed out after {} ms", t.as_millis()));
+        }
+        // Settling now: the renewer must not extend a lease the ack is about to end.
+        let requested = self.settled(&[key])[0];
+        let msg = match result {
+            // Its cancel was requested: it ends cancelled, whatever the handler returned.
+            _ if requested => CANCELLED.to_string(),
+            Ok(None) => {
+                // Counted when the fetch loop has sent it (AckQueue::settle).
+                self.acks.push(held);
+                return;
+            }
+            // The result rides on the ack; one over the queue's cap fails the attempt instead.
+            Ok(Some(bytes)) => match self.queue.check_result_len("result", bytes.len()) {
+                Ok(()) => {
+                    self.acks.push(Lease {
+                        result: Some(bytes),
+                        ..held
+                    });
+                    return;
+                }
+                Err(e) => e.message().to_string(),
+            },
+            Err(msg) => msg,
+        };
+        drop(permit);
+        // Boxed: the failure path's futures (a script call, retries) would otherwise sit in every
+        // job's task, making each spawn copy kilobytes.
+        if cancel.is_cancelled()
+            && timed_out.is_none()
+            && !requested
+            && self.shutting_down.load(Ordering::SeqCst)
+        {
+            Box::pin(self.release(held)).await;
+        } else {
+            Box::pin(self.fail(held, msg, false)).await;
+        }
+    }
+
+    /// Returns a job whose handler stopped because the worker is shutting down; its attempt is
+    /// not counted.
+    pub(super) async fn release(&self, held: Lease) {
+        match self.queue.release_lease(&held).await {
+            Ok(true) => {
+                self.counters.released.fetch_add(1, Ordering::Relaxed);
+            }
+            Ok(false) => {
+                self.counters.cancelled.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(e) => log::warn!(
+                "tideq: could not return job {:?} at shutdown (its lease will expire): {e}",
+                held.id
+            ),
+        }
+    }
+
+    /// Fails a job's attempt (retry after backoff, or dead letter), retrying Redis errors a few
+    /// times.
+    pub(super) async fn fail(&self, held: Lease, msg: String, dead_now: bool) {
+        for attempt in 0..5 {
+            match self.queue.fail_lease(&held, &msg, dead_now).await {
+                Ok(Failed::Cancelled) => {
+                    self.counters.cancelled.fetch_add(1, Ordering::Relaxed);
+                    return;
+                }
+                Ok(_) => {
+                    self.counters.failed.fetch_add(1, Ordering::Relaxed);
+                    return;
+                }
+                Err(e) if e.kind() == ErrorKind::LeaseLost => {
+                    self.counters.lease_lost.fetch_add(1, Ordering::Relaxed);
+                    log::warn!("tideq: {e}");
+                    return;
+                }
+                Err(e) if e.is_fatal() => {
+                    log::error!(
+                        "tideq: could not fail job {:?} (left to its lease): {e}",
+                        held.id
+                    );
+                    return;
+                }
+                Err(e) => {
+                    log::warn!(
+                        "tideq: could not fail job {:?} (try {}): {e}",
+                        held.id,
+                        attempt + 1
+                    );
+                    tokio::time::sleep(Duration::from_millis(100 << attempt)).await;
+                }
+            }
+        }
+        // Gave up: the lease will expire and the job will be redelivered (at-least-once).
+    }
+}
