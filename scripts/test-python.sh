@@ -8,6 +8,9 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
+echo "== _tideq.pyi: its asyncio classes are what scripts/gen_async_pyi.py makes of the blocking ones"
+python3 scripts/gen_async_pyi.py --check
+
 if [ ! -x .venv/bin/python ]; then
     "${PYTHON:-python3}" -m venv .venv
 fi
