@@ -33,7 +33,7 @@ rm -rf target/wheels
 # TIDEQ_BUILD_ONLY=1: build and install, run nothing (scripts/test-valkey.sh).
 [ -n "${TIDEQ_BUILD_ONLY:-}" ] && exit 0
 
-echo "== pytest tests/python"
+echo "== pytest tests/python (test_docs.py: the run-time docstrings equal the stub's; fix with scripts/sync_py_docs.py)"
 "$PY" -m pytest tests/python -q
 echo "== stubtest tideq._tideq"
 "$PY" -m mypy.stubtest tideq._tideq

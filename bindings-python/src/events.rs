@@ -327,6 +327,10 @@ impl QueueBase {
     /// The blocking API returns an ``EventReader`` (``for event in q.events(): ...``), the
     /// asyncio API an ``AsyncEventReader`` (``async for event in aq.events(): ...``; ``events()``
     /// itself is not awaited). Nothing is logged until ``set_events`` turns the log on.
+    ///
+    /// An ``AsyncEventReader`` starts at the call (so "from now on" means from the call) and is
+    /// awaited on its first use (``async for``, ``await reader.next()``, ``async with``), which
+    /// raises the start's errors.
     #[pyo3(signature = (name=None, from_start=false))]
     fn events<'py>(
         &self,

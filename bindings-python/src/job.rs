@@ -232,10 +232,11 @@ impl Job {
 
     /// Store ``value`` as the job's progress now, replacing the last one.
     ///
-    /// ``get(id).progress`` shows it. ``value`` is JSON-encoded (bytes are stored as they are); at most the queue's
-    /// ``max_result_len`` bytes (else ``PayloadTooLargeError``). ``LeaseLostError`` when the job's
-    /// lease was lost (it was redelivered). Blocks for one Redis round trip (the GIL released);
-    /// in an ``async def`` handler, ``await job.progress_async(value)``.
+    /// ``get(id).progress`` shows it. ``value`` is JSON-encoded (bytes are stored as they are);
+    /// at most the queue's ``max_result_len`` bytes (else ``PayloadTooLargeError``).
+    /// ``LeaseLostError`` when the job's lease was lost (it was redelivered). Blocks for one Redis
+    /// round trip (the GIL released); in an ``async def`` handler, ``await
+    /// job.progress_async(value)``.
     fn progress<'py>(
         &self,
         py: Python<'py>,

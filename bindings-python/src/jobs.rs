@@ -48,7 +48,8 @@ runtime::api_classes!(
     /// Delivery is at-least-once: handlers should be idempotent. Queue-wide defaults:
     /// ``max_attempts`` deliveries before a job is dead-lettered, ``backoff`` before retries,
     /// ``timeout`` seconds per attempt (None: no limit); the newest ``keep_completed`` completed jobs
-    /// younger than ``keep_for`` seconds (None: no age limit) stay visible to ``get``; error texts
+    /// (past it the oldest go 5% at a time) younger than ``keep_for`` seconds (None: no age limit)
+    /// stay visible to ``get``; error texts
     /// are cut to ``max_error_len`` bytes. The newest ``keep_dead`` dead jobs (None: no limit)
     /// younger than ``keep_dead_for`` seconds (None: no age limit) are kept; older ones are deleted
     /// (counted in ``stats().dead_trimmed``). An ``id`` given to ``enqueue`` is remembered for

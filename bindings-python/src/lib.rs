@@ -33,6 +33,10 @@
 //! - [`runtime`]: the one tokio runtime, fork detection, and [`runtime::Api`]: each method is
 //!   written once, on a hidden base class, for both the blocking and the asyncio class.
 //! - [`signal`]: the running handles' base class and `run()` (SIGINT/SIGTERM: graceful stop).
+//!
+//! The docs Python shows (`help()`) are the `///` comments of the `#[pymethods]`/`#[pyclass]`
+//! items; `python/tideq/_tideq.pyi` is their source (`scripts/sync_py_docs.py` rewrites them from
+//! it, `tests/python/test_docs.py` checks them whole).
 
 use pyo3::prelude::*;
 

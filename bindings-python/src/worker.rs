@@ -346,7 +346,9 @@ impl QueueBase {
     /// ``"ExcType: message"``, traceback logged on the ``tideq`` logger), retried after backoff
     /// or dead-lettered after ``max_attempts``. Plain handlers run in pooled worker threads (as
     /// in a ``ThreadPoolExecutor``: a ``threading.local`` lives as long as its thread, not one
-    /// job), ``async def`` ones on a private event loop per job. The ``lease`` (seconds) is renewed by Rust
+    /// job), ``async def`` ones on a private event loop per job; ``AsyncQueue.work`` is called from
+    /// a running event loop, on which its ``async def`` handlers run as tasks (cancelled when
+    /// their attempt times out, or at the end of the shutdown grace period). The ``lease`` (seconds) is renewed by Rust
     /// while the handler runs; a worker that dies loses its jobs to another worker after it.
     /// ``batch_size``: most jobs leased per fetch, at most 1000 (0: half the concurrency, at most 1000; two fetches are kept
     /// in flight). An attempt running past its ``timeout`` fails ("timed out") and its handler is
@@ -390,7 +392,8 @@ impl QueueBase {
     /// ``work()`` and block until SIGINT/SIGTERM or, with
     /// ``stop_when_drained``, until nothing is ready, delayed or active; raises the error the
     /// worker stopped on, if any. The first SIGINT/SIGTERM stops gracefully and prints one line
-    /// on stderr saying so; a second one stops at once (``abort()``).
+    /// on stderr saying so; a second one stops at once (``abort()``). ``AsyncQueue.run`` is
+    /// awaited instead, and cancelling it stops the worker gracefully too.
     #[pyo3(signature = (handler, *, concurrency=None, batch_size=None, lease=None, poll_interval=None, grace=None, stop_when_drained=None, schedules=None))]
     #[allow(clippy::too_many_arguments)]
     fn run<'py>(
