@@ -8,6 +8,9 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
+echo "== _tideq.pyi: its asyncio classes are what scripts/gen_async_pyi.py makes of the blocking ones"
+python3 scripts/gen_async_pyi.py --check
+
 if [ ! -x .venv/bin/python ]; then
     "${PYTHON:-python3}" -m venv .venv
 fi
@@ -30,7 +33,7 @@ rm -rf target/wheels
 # TIDEQ_BUILD_ONLY=1: build and install, run nothing (scripts/test-valkey.sh).
 [ -n "${TIDEQ_BUILD_ONLY:-}" ] && exit 0
 
-echo "== pytest tests/python"
+echo "== pytest tests/python (test_docs.py: the run-time docstrings equal the stub's; fix with scripts/sync_py_docs.py)"
 "$PY" -m pytest tests/python -q
 echo "== stubtest tideq._tideq"
 "$PY" -m mypy.stubtest tideq._tideq

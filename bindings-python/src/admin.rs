@@ -1,10 +1,13 @@
-//! The operator's value classes (core `admin`): `JobPage`, a page of a walk of one state's jobs by
-//! cursor (``Queue.jobs_page``). The methods themselves are on `Queue` (jobs.rs).
+//! The operator's side of `Queue` (core `admin`): `get`, `cancel`, the jobs in a state (`jobs`,
+//! `jobs_page` and its `JobPage`), dead letters (`dead_letters`, `requeue`, `requeue_all`,
+//! `purge`) and `stats`.
 
 use pyo3::prelude::*;
 
-use crate::convert;
-use crate::job::JobInfo;
+use crate::convert::{self, Text};
+use crate::error;
+use crate::job::{JobInfo, JobStats};
+use crate::jobs::QueueBase;
 
 /// A page of one state's jobs (``Queue.jobs_page``) and the cursor of the next page.
 #[pyclass(module = "tideq", frozen)]
@@ -28,5 +31,133 @@ impl JobPage {
             self.0.jobs.len(),
             convert::cursor_repr(py, &self.0.cursor)
         )
+    }
+}
+
+#[pymethods]
+impl QueueBase {
+    /// A job's state, attempts, last error and times; None if unknown.
+    ///
+    /// None too once the job is no longer kept.
+    fn get<'py>(&self, py: Python<'py>, id: Text) -> PyResult<Bound<'py, PyAny>> {
+        let id = id.0;
+        let q = self.queue.clone();
+        self.api
+            .call(py, async move { Ok(q.get(&id).await?.map(JobInfo)) })
+    }
+
+    /// Cancel a job: a delayed or ready one is removed; a running one is asked to stop.
+    ///
+    /// A running job's worker sets ``job.cancelled`` (and cancels an ``async def`` handler's
+    /// task) within a second; the job ends cancelled when its handler returns, whatever it
+    /// returns, and is never retried (a handler that finished first completes it). Either way
+    /// ``get`` then gives ``None`` and ``stats().cancelled`` counts it.
+    /// ``JobNotCancellableError`` for dead or completed jobs, ``JobNotFoundError`` for unknown ids.
+    fn cancel<'py>(&self, py: Python<'py>, id: Text) -> PyResult<Bound<'py, PyAny>> {
+        let id = id.0;
+        let q = self.queue.clone();
+        self.api.call(py, async move { q.cancel(&id).await })
+    }
+
+    /// The jobs in one state, ``limit`` (at most 1000) from ``offset``.
+    ///
+    /// ``state``: ``"delayed"`` (by due time), ``"ready"`` (in the order workers take them:
+    /// plain, then by priority, then group by group), ``"active"`` (by lease deadline),
+    /// ``"dead"`` (oldest death first) or ``"completed"`` (newest first); a sharded queue lists
+    /// shard by shard. An unknown state or a ``limit`` over 1000 raises ``InvalidArgumentError``.
+    /// Offsets shift as workers move jobs, so a walk of pages by offset can list a job twice or
+    /// skip one: walk a state with ``jobs_page``.
+    #[pyo3(signature = (state, offset=0, limit=100))]
+    fn jobs<'py>(
+        &self,
+        py: Python<'py>,
+        state: Text,
+        #[pyo3(from_py_with = convert::int)] offset: i64,
+        #[pyo3(from_py_with = convert::int)] limit: i64,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let state = tideq::JobState::parse(&state.0).map_err(error::to_py)?;
+        let (offset, limit) = (
+            convert::count("offset", offset)?,
+            convert::count("limit", limit)?,
+        );
+        let q = self.queue.clone();
+        self.api.call(py, async move {
+            let jobs = q.jobs(state, offset, limit).await?;
+            Ok(jobs.into_iter().map(JobInfo).collect::<Vec<_>>())
+        })
+    }
+
+    /// Up to ``limit`` (1 to 1000) of the jobs in ``state`` after ``cursor`` (None: the start),
+    /// and the cursor of the next page (None after the last).
+    ///
+    /// A walk page by page while workers run never lists a job twice and never skips one that
+    /// stayed in the state for the whole walk: the cursor is the last job's place in the state's
+    /// order (delayed by due time, dead by time of death, completed newest first, active by id,
+    /// ready as workers take them with grouped jobs last in no particular order). A job that left
+    /// the state and came back may show again. A page may hold fewer than ``limit`` jobs before
+    /// the end; only a None cursor ends the walk. A cursor not made by a walk of this queue's
+    /// ``state`` raises ``InvalidArgumentError``.
+    #[pyo3(signature = (state, cursor=None, limit=100))]
+    fn jobs_page<'py>(
+        &self,
+        py: Python<'py>,
+        state: Text,
+        cursor: Option<Text>,
+        #[pyo3(from_py_with = convert::int)] limit: i64,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let state = tideq::JobState::parse(&state.0).map_err(error::to_py)?;
+        let limit = convert::count("limit", limit)?;
+        let q = self.queue.clone();
+        self.api.call(py, async move {
+            let cursor = cursor.as_ref().map(|c| c.0.as_str());
+            Ok(JobPage(q.jobs_page(state, cursor, limit).await?))
+        })
+    }
+
+    /// Dead jobs, oldest death first.
+    #[pyo3(signature = (offset=0, limit=100))]
+    fn dead_letters<'py>(
+        &self,
+        py: Python<'py>,
+        #[pyo3(from_py_with = convert::int)] offset: i64,
+        #[pyo3(from_py_with = convert::int)] limit: i64,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let (offset, limit) = (
+            convert::count("offset", offset)?,
+            convert::count("limit", limit)?,
+        );
+        let q = self.queue.clone();
+        self.api.call(py, async move {
+            let dead = q.dead_letters(offset, limit).await?;
+            Ok(dead.into_iter().map(JobInfo).collect::<Vec<_>>())
+        })
+    }
+
+    /// Move a dead job back to ready with its attempts reset.
+    ///
+    /// ``JobNotFoundError`` if it is not dead.
+    fn requeue<'py>(&self, py: Python<'py>, id: Text) -> PyResult<Bound<'py, PyAny>> {
+        let id = id.0;
+        let q = self.queue.clone();
+        self.api.call(py, async move { q.requeue(&id).await })
+    }
+
+    /// Requeue every dead job; returns how many.
+    fn requeue_all<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let q = self.queue.clone();
+        self.api.call(py, async move { q.requeue_all().await })
+    }
+
+    /// Delete every dead job; returns how many.
+    fn purge<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let q = self.queue.clone();
+        self.api.call(py, async move { q.purge().await })
+    }
+
+    /// Jobs per state and lifetime counters.
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let q = self.queue.clone();
+        self.api
+            .call(py, async move { q.stats().await.map(JobStats) })
     }
 }

@@ -289,7 +289,8 @@ impl CappedQueueBase {
     /// ``handler(group, items)`` per batch.
     ///
     /// Plain handlers run in worker threads; ``async def`` handlers on a private event loop per
-    /// batch. A handler exception is logged on the ``tideq`` logger and the batch is not
+    /// batch (``AsyncCappedQueue.consume`` is called from a running event loop, on which its
+    /// ``async def`` handlers run). A handler exception is logged on the ``tideq`` logger and the batch is not
     /// redelivered. ``groups``: serve only these; ``exclude``: skip these. Options not given
     /// take the core's defaults: ``concurrency`` 1, ``batch_size`` 128, ``poll_interval`` 2 s,
     /// ``grace`` 10 s, ``stop_when_empty`` False.
@@ -324,7 +325,8 @@ impl CappedQueueBase {
     /// ``consume()``, then wait until the consumer stops.
     ///
     /// ``consume()`` and block until SIGINT/SIGTERM (graceful stop) or ``stop_when_empty``;
-    /// raises the error the consumer stopped on, if any.
+    /// raises the error the consumer stopped on, if any. ``AsyncCappedQueue.run`` is awaited
+    /// instead, and cancelling it stops the consumer gracefully too.
     #[pyo3(signature = (handler, *, concurrency=None, batch_size=None, groups=None, exclude=None, poll_interval=None, grace=None, stop_when_empty=None))]
     #[allow(clippy::too_many_arguments)]
     fn run<'py>(

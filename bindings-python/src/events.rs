@@ -1,4 +1,5 @@
-//! The event log's readers (core `events`): the value class `Event`, and the readers
+//! The event log on `Queue` (core `events`): `set_events`, `events`, the value class `Event`, and
+//! the readers
 //! `Queue.events` opens ([`open`]): the hidden base `_EventReader` (`next`, `commit`, written once
 //! for both APIs through [`Api::call`]), `EventReader` (blocking: an iterator and a context
 //! manager) and `AsyncEventReader` (asyncio: an async iterator and an async context manager).
@@ -13,7 +14,8 @@ use pyo3::types::PyBytes;
 use tokio::sync::Mutex;
 use tokio::task::JoinHandle;
 
-use crate::convert::{self, Secs};
+use crate::convert::{self, Int, Secs, Text};
+use crate::jobs::QueueBase;
 use crate::runtime::{self, Api};
 
 /// One event of a queue's event log (see ``Queue.events``).
@@ -293,5 +295,49 @@ impl AsyncEventReader {
         let _ = (exc_type, exc_value, traceback);
         let state = slf.as_super().get().state.clone();
         runtime::awaitable(slf.py(), commit(state))
+    }
+}
+
+#[pymethods]
+impl QueueBase {
+    /// Turn the queue's event log on, keeping about its newest ``max_len`` entries, or off (None).
+    ///
+    /// An entry holds one kind of event for a batch of jobs. Every producer and worker of the
+    /// queue follows the setting at once; turning it off deletes the log. Events are off by
+    /// default. ``max_len`` 0 raises ``InvalidArgumentError``.
+    #[pyo3(signature = (max_len))]
+    fn set_events<'py>(
+        &self,
+        py: Python<'py>,
+        max_len: Option<Int>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let max_len = convert::opt_count("max_len", max_len)?;
+        let q = self.queue.clone();
+        self.api
+            .call(py, async move { q.set_events(max_len).await })
+    }
+
+    /// A reader of the queue's event log: what happened to its jobs, in order, as ``Event``s.
+    ///
+    /// It reads from now on (from this call), or with ``from_start`` from the oldest event kept.
+    /// A reader with a ``name`` keeps its place in Redis: started again with the same name (in
+    /// any process), it resumes where it stopped (events it took but had not stored yet may come
+    /// again), so one started ``from_start`` (the first time) misses nothing the log still holds
+    /// even if it crashed; one that fell behind the log's length gets a ``"lagged"`` event first.
+    /// The blocking API returns an ``EventReader`` (``for event in q.events(): ...``), the
+    /// asyncio API an ``AsyncEventReader`` (``async for event in aq.events(): ...``; ``events()``
+    /// itself is not awaited). Nothing is logged until ``set_events`` turns the log on.
+    ///
+    /// An ``AsyncEventReader`` starts at the call (so "from now on" means from the call) and is
+    /// awaited on its first use (``async for``, ``await reader.next()``, ``async with``), which
+    /// raises the start's errors.
+    #[pyo3(signature = (name=None, from_start=false))]
+    fn events<'py>(
+        &self,
+        py: Python<'py>,
+        name: Option<Text>,
+        from_start: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        open(py, self.api, &self.queue, name.map(|n| n.0), from_start)
     }
 }

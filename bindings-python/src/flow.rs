@@ -1,9 +1,11 @@
-//! Flow control's value classes (core `flow`): `Rate`, `Limits`, `GroupInfo`, `GroupPage`, and the
-//! conversions of `set_limits` / `set_group_limits` arguments. Every check is the core's.
+//! Flow control on `Queue` (core `flow`): pause/resume (the queue or one group), the queue's
+//! limits and a group's own, what a group holds (`group`, `groups`, `groups_page`), and the value
+//! classes `Rate`, `Limits`, `GroupInfo`, `GroupPage`. Every check is the core's.
 
 use pyo3::prelude::*;
 
-use crate::convert::{self, Int, Secs};
+use crate::convert::{self, Int, Secs, Text};
+use crate::jobs::QueueBase;
 
 /// At most ``max`` job starts in any window of ``per_seconds``.
 #[pyclass(module = "tideq", frozen, eq)]
@@ -162,5 +164,126 @@ impl GroupPage {
             self.0.groups.len(),
             convert::cursor_repr(py, &self.0.cursor)
         )
+    }
+}
+
+#[pymethods]
+impl QueueBase {
+    /// Workers stop starting jobs of this queue (running ones finish; enqueues go on).
+    fn pause<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let q = self.queue.clone();
+        self.api.call(py, async move { q.pause().await })
+    }
+
+    /// Workers start jobs again; idle ones are woken at once.
+    fn resume<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let q = self.queue.clone();
+        self.api.call(py, async move { q.resume().await })
+    }
+
+    /// Stop starting jobs of ``group`` (other groups go on).
+    fn pause_group<'py>(&self, py: Python<'py>, group: Text) -> PyResult<Bound<'py, PyAny>> {
+        let q = self.queue.clone();
+        self.api
+            .call(py, async move { q.pause_group(&group.0).await })
+    }
+
+    /// Start jobs of ``group`` again.
+    fn resume_group<'py>(&self, py: Python<'py>, group: Text) -> PyResult<Bound<'py, PyAny>> {
+        let q = self.queue.clone();
+        self.api
+            .call(py, async move { q.resume_group(&group.0).await })
+    }
+
+    /// True when the queue is paused.
+    fn is_paused<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let q = self.queue.clone();
+        self.api.call(py, async move { q.is_paused().await })
+    }
+
+    /// Replace the queue's limits, kept in Redis for every worker (None: no limit):
+    /// ``max_active`` jobs running at once, ``rate`` job starts per window, and per group
+    /// (groups without limits of their own) ``group_concurrency`` running and ``group_rate``
+    /// starts. Bad values raise ``InvalidArgumentError`` and change nothing.
+    #[pyo3(signature = (*, max_active=None, rate=None, group_concurrency=None, group_rate=None))]
+    fn set_limits<'py>(
+        &self,
+        py: Python<'py>,
+        max_active: Option<Int>,
+        rate: Option<Bound<'py, Rate>>,
+        group_concurrency: Option<Int>,
+        group_rate: Option<Bound<'py, Rate>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let limits = tideq::Limits {
+            max_active: limit("max_active", max_active)?,
+            rate: rate.map(|r| r.get().0),
+            group_concurrency: limit("group_concurrency", group_concurrency)?,
+            group_rate: group_rate.map(|r| r.get().0),
+        };
+        let q = self.queue.clone();
+        self.api.call(py, async move { q.set_limits(limits).await })
+    }
+
+    /// The queue's limits.
+    fn limits<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let q = self.queue.clone();
+        self.api
+            .call(py, async move { q.limits().await.map(Limits) })
+    }
+
+    /// Set ``group``'s own limits (None: the queue's defaults).
+    #[pyo3(signature = (group, *, concurrency=None, rate=None))]
+    fn set_group_limits<'py>(
+        &self,
+        py: Python<'py>,
+        group: Text,
+        concurrency: Option<Int>,
+        rate: Option<Bound<'py, Rate>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let limits = tideq::GroupLimits {
+            concurrency: limit("concurrency", concurrency)?,
+            rate: rate.map(|r| r.get().0),
+        };
+        let q = self.queue.clone();
+        self.api.call(
+            py,
+            async move { q.set_group_limits(&group.0, limits).await },
+        )
+    }
+
+    /// What group ``name`` holds (ready, running) and obeys (paused, limits in force).
+    fn group<'py>(&self, py: Python<'py>, name: Text) -> PyResult<Bound<'py, PyAny>> {
+        let q = self.queue.clone();
+        self.api
+            .call(py, async move { q.group(&name.0).await.map(GroupInfo) })
+    }
+
+    /// Every group the queue knows (with jobs, running jobs or settings of its own), by name,
+    /// each as ``group`` tells it. Reads every group (in short calls); to show some of many,
+    /// read a page with ``groups_page``.
+    fn groups<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let q = self.queue.clone();
+        self.api.call(py, async move {
+            let all = q.groups().await?;
+            Ok(all.into_iter().map(GroupInfo).collect::<Vec<_>>())
+        })
+    }
+
+    /// About ``count`` (1 to 250, default 100) of the groups ``groups`` lists, from ``cursor`` (None: the
+    /// start), in no particular order, and the cursor of the next page (None after the last).
+    /// Each call costs about ``count`` groups' work, however many the queue has.
+    #[pyo3(signature = (cursor=None, count=None))]
+    fn groups_page<'py>(
+        &self,
+        py: Python<'py>,
+        cursor: Option<Text>,
+        count: Option<Int>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let count = convert::page_count(count)?;
+        let q = self.queue.clone();
+        self.api.call(py, async move {
+            let cursor = cursor.as_ref().map(|c| c.0.as_str());
+            Ok(GroupPage(q.groups_page(cursor, count).await?))
+        })
     }
 }

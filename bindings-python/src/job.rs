@@ -1,10 +1,11 @@
-//! The job queue's value classes (core `job`, the backoff policy and core `schedule`'s listing):
-//! `Backoff`, `Enqueued`, `Job`, `JobInfo`, `JobStats`, `ScheduleInfo`. Times cross as float seconds: durations and Redis-clock
-//! timestamps (`enqueued_at`, `state_since_or_until`) alike.
+//! The job queue's value classes (core `job` and the backoff policy):
+//! `Backoff`, `Enqueued`, `Job`, `JobInfo`, `JobStats` (`ScheduleInfo` is in [`crate::schedule`]).
+//! Times cross as float seconds: durations and Redis-clock timestamps (`enqueued_at`,
+//! `state_since_or_until`) alike.
 
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
-use tideq::{BackoffKind, Every};
+use tideq::BackoffKind;
 
 use crate::convert::{self, millis, secs, Secs};
 use crate::runtime::Api;
@@ -231,10 +232,11 @@ impl Job {
 
     /// Store ``value`` as the job's progress now, replacing the last one.
     ///
-    /// ``get(id).progress`` shows it. ``value`` is JSON-encoded (bytes are stored as they are); at most the queue's
-    /// ``max_result_len`` bytes (else ``PayloadTooLargeError``). ``LeaseLostError`` when the job's
-    /// lease was lost (it was redelivered). Blocks for one Redis round trip (the GIL released);
-    /// in an ``async def`` handler, ``await job.progress_async(value)``.
+    /// ``get(id).progress`` shows it. ``value`` is JSON-encoded (bytes are stored as they are);
+    /// at most the queue's ``max_result_len`` bytes (else ``PayloadTooLargeError``).
+    /// ``LeaseLostError`` when the job's lease was lost (it was redelivered). Blocks for one Redis
+    /// round trip (the GIL released); in an ``async def`` handler, ``await
+    /// job.progress_async(value)``.
     fn progress<'py>(
         &self,
         py: Python<'py>,
@@ -469,129 +471,6 @@ impl JobStats {
             s.dead_trimmed,
             s.lost,
             if s.paused { "True" } else { "False" }
-        )
-    }
-}
-
-/// A schedule as ``schedules()`` lists it.
-#[pyclass(module = "tideq", frozen, eq)]
-#[derive(PartialEq)]
-pub struct ScheduleInfo(pub tideq::ScheduleInfo);
-
-#[pymethods]
-impl ScheduleInfo {
-    #[getter]
-    fn name(&self) -> &str {
-        &self.0.name
-    }
-    /// The cron pattern, or None for an interval schedule.
-    #[getter]
-    fn cron(&self) -> Option<&str> {
-        match &self.0.every {
-            Every::Cron { pattern, .. } => Some(pattern),
-            Every::Interval(_) => None,
-        }
-    }
-    /// The cron pattern's time zone (an IANA name), or None (UTC, or an interval schedule).
-    #[getter]
-    fn timezone(&self) -> Option<&str> {
-        match &self.0.every {
-            Every::Cron { timezone, .. } => timezone.as_deref(),
-            Every::Interval(_) => None,
-        }
-    }
-    /// The interval in seconds, or None for a cron schedule.
-    #[getter]
-    fn every(&self) -> Option<f64> {
-        match &self.0.every {
-            Every::Interval(d) => Some(d.as_secs_f64()),
-            Every::Cron { .. } => None,
-        }
-    }
-    /// The payload each job gets.
-    #[getter]
-    fn payload<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
-        PyBytes::new(py, &self.0.payload)
-    }
-    /// The next slot, epoch milliseconds by the Redis clock; None when the pattern has no more.
-    #[getter]
-    fn next_run_ms(&self) -> Option<u64> {
-        self.0.next_run_ms
-    }
-    /// The task each job runs (its name), or None.
-    #[getter]
-    fn task(&self) -> Option<&str> {
-        self.0.options.task.as_deref()
-    }
-    /// How the payload encodes the task's arguments: ``"json"``, ``"msgpack"``, or None.
-    #[getter]
-    fn format(&self) -> Option<&'static str> {
-        self.0.options.format.map(|f| f.as_str())
-    }
-    /// Each job's priority, or None.
-    #[getter]
-    fn priority(&self) -> Option<u32> {
-        self.0.options.priority
-    }
-    /// Each job's group, or None.
-    #[getter]
-    fn group(&self) -> Option<&str> {
-        self.0.options.group.as_deref()
-    }
-    /// Each job's ``max_attempts``, or None (the queue's).
-    #[getter]
-    fn max_attempts(&self) -> Option<u32> {
-        self.0.options.max_attempts
-    }
-    /// Each job's backoff, or None (the queue's).
-    #[getter]
-    fn backoff(&self) -> Option<Backoff> {
-        self.0.options.backoff.map(Backoff)
-    }
-    /// Each job's timeout in seconds, or None (the queue's).
-    #[getter]
-    fn timeout(&self) -> Option<f64> {
-        self.0.options.timeout.map(|d| d.as_secs_f64())
-    }
-    fn __repr__(&self, py: Python<'_>) -> String {
-        let s = &self.0;
-        let text = |t: Option<&str>| t.map_or("None".to_string(), |t| convert::str_repr(py, t));
-        let when = match &s.every {
-            Every::Cron { pattern, timezone } => format!(
-                "cron={}, timezone={}",
-                convert::str_repr(py, pattern),
-                text(timezone.as_deref())
-            ),
-            Every::Interval(d) => format!("every={:?}", d.as_secs_f64()),
-        };
-        let o = &s.options;
-        let mut options = String::new();
-        if let Some(t) = &o.task {
-            options += &format!(", task={}", convert::str_repr(py, t));
-        }
-        if let Some(f) = o.format {
-            options += &format!(", format={}", convert::str_repr(py, f.as_str()));
-        }
-        if let Some(p) = o.priority {
-            options += &format!(", priority={p}");
-        }
-        if let Some(g) = &o.group {
-            options += &format!(", group={}", convert::str_repr(py, g));
-        }
-        if let Some(n) = o.max_attempts {
-            options += &format!(", max_attempts={n}");
-        }
-        if let Some(b) = o.backoff {
-            options += &format!(", backoff={}", Backoff(b).__repr__());
-        }
-        if o.timeout.is_some() {
-            options += &format!(", timeout={}", convert::secs_repr(o.timeout));
-        }
-        format!(
-            "ScheduleInfo(name={}, {when}, next_run_ms={}, payload=<{} bytes>{options})",
-            convert::str_repr(py, &s.name),
-            s.next_run_ms.map_or("None".to_string(), |n| n.to_string()),
-            s.payload.len(),
         )
     }
 }

@@ -1,28 +1,42 @@
 //! Python binding of tideq (`tideq._tideq`): conversion and callback plumbing only. Every queue
 //! operation, script, schema and default lives in the `tideq` core crate.
 //!
-//! Map (files named after the core modules they wrap, plus host plumbing; the Node binding has
-//! the same set):
+//! Map. `Queue`'s methods are split by role, one file per role named as in the core and the Node
+//! binding, each with its own `#[pymethods] impl QueueBase` block (pyo3's `multiple-pymethods`):
+//! - [`jobs`]: `Queue`, `AsyncQueue` (the handle over the hidden `_Queue`) and the producer:
+//!   `enqueue`, `enqueue_many`, `wait`.
+//! - [`admin`]: `get`, `cancel`, `jobs`, `jobs_page` (and its `JobPage`), dead letters, `stats`.
+//! - [`worker`]: `work`, `run`, `work_batches`, `run_batches`; `Worker`, `AsyncWorker` (running
+//!   handles), `WorkerStats`.
+//! - [`task`]: tasks by name: `task`, `enqueue_task`, `work_tasks`, `run_tasks`.
+//! - [`schedule`]: `upsert_schedule`, `remove_schedule`, `schedules`; `ScheduleInfo`.
+//! - [`events`]: `set_events`, `events`; the readers `EventReader`, `AsyncEventReader`, `Event`.
+//! - [`flow`]: pause/resume, limits, groups; `Rate`, `Limits`, `GroupInfo`, `GroupPage`.
+//! - [`lease`]: manual leasing: `lease_jobs`, `complete`, `fail`, `release`, `extend`.
+//! - [`options`]: per-job options, `dedup`/`debounce`, `enqueue_many` items and worker options,
+//!   read from Python arguments.
+//! - [`job`]: value classes `Backoff`, `Enqueued`, `Job`, `JobInfo`, `JobStats`.
+//!
+//! The other classes and functions, and host plumbing:
 //! - [`client`]: `Client` (one server, a Redis Cluster or a Sentinel-managed primary).
+//! - [`capped`]: `CappedQueue`, `AsyncCappedQueue`, `CappedStats`, `CappedGroupPage`, `Peeked`.
+//! - [`consumer`]: `Consumer`, `AsyncConsumer` (running handles), `ConsumerStats`.
 //! - [`acl`]: `acl_rules`, the Redis ACL rules of a role on a queue.
 //! - [`cli`]: `_run_cli`, the `tideq` command (the CLI crate's `run_cli`).
-//! - [`capped`]: `CappedQueue`, `AsyncCappedQueue`, `CappedStats`, `Peeked`.
-//! - [`consumer`]: `Consumer`, `AsyncConsumer` (running handles), `ConsumerStats`.
-//! - [`job`]: value classes `Backoff`, `Enqueued`, `Job`, `JobInfo`, `JobStats`, `ScheduleInfo`.
-//! - [`admin`]: `JobPage`, a page of a walk by cursor (`Queue.jobs_page`).
-//! - [`events`]: the event log's readers `EventReader`, `AsyncEventReader` and their `Event`.
-//! - [`flow`]: flow control's value classes `Rate`, `Limits`, `GroupInfo`.
-//! - [`jobs`]: `Queue`, `AsyncQueue`.
-//! - [`worker`]: `Worker`, `AsyncWorker` (running handles), `WorkerStats`.
 //! - [`envelope`]: the job envelope as a dict (`decode_envelope`, `encode_envelope`).
 //! - [`otel`]: trace context (`trace=`, `Job.trace`) and the OpenTelemetry hooks of
 //!   `tideq._otel` (`_set_otel_hooks`).
 //! - [`error`]: `TideqError` and one subclass per core error code.
 //! - [`convert`]: Python values to core arguments and back.
 //! - [`handler`]: calling Python handlers, for consumers and workers alike.
+//! - [`loop_task`]: an `async def` handler's coroutine as a cancellable task on an event loop.
 //! - [`runtime`]: the one tokio runtime, fork detection, and [`runtime::Api`]: each method is
 //!   written once, on a hidden base class, for both the blocking and the asyncio class.
 //! - [`signal`]: the running handles' base class and `run()` (SIGINT/SIGTERM: graceful stop).
+//!
+//! The docs Python shows (`help()`) are the `///` comments of the `#[pymethods]`/`#[pyclass]`
+//! items; `python/tideq/_tideq.pyi` is their source (`scripts/sync_py_docs.py` rewrites them from
+//! it, `tests/python/test_docs.py` checks them whole).
 
 use pyo3::prelude::*;
 
@@ -40,9 +54,14 @@ pub mod flow;
 pub mod handler;
 pub mod job;
 pub mod jobs;
+pub mod lease;
+pub mod loop_task;
+pub mod options;
 pub mod otel;
 pub mod runtime;
+pub mod schedule;
 pub mod signal;
+pub mod task;
 pub mod worker;
 
 /// mimalloc for small blocks, the system allocator for large ones (see `tideq::alloc`).
@@ -99,7 +118,7 @@ fn _tideq(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<job::JobInfo>()?;
     m.add_class::<admin::JobPage>()?;
     m.add_class::<job::JobStats>()?;
-    m.add_class::<job::ScheduleInfo>()?;
+    m.add_class::<schedule::ScheduleInfo>()?;
     m.add_class::<events::Event>()?;
     m.add_class::<events::EventReader>()?;
     m.add_class::<events::AsyncEventReader>()?;

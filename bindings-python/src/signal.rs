@@ -102,10 +102,11 @@ fn outcome(running: Arc<dyn Running>) -> tideq::Result<Stats> {
 impl RunningBase {
     /// Stop taking work; running handlers get the grace period.
     ///
-    /// No new jobs are fetched. Past the grace period, their handlers are asked to
-    /// stop (``job.cancelled``; ``async def`` handlers are cancelled): a job whose handler then
-    /// raises is returned to the queue (its attempt not counted), one whose handler returns is
-    /// completed. Until its handler returns, a job keeps its slot and its lease.
+    /// A worker fetches no new jobs. Past the grace period, its handlers are asked to stop
+    /// (``job.cancelled``; ``async def`` handlers are cancelled): a job whose handler then raises
+    /// is returned to the queue (its attempt not counted), one whose handler returns is
+    /// completed. Until its handler returns, a job keeps its slot and its lease. A consumer takes
+    /// no new batches; its handlers still running after the grace period are abandoned.
     fn stop(&self) -> PyResult<()> {
         runtime::get()?;
         self.running.stop();

@@ -1,5 +1,6 @@
-//! `tideq.Worker` (blocking) and `tideq.AsyncWorker` (asyncio), the handles of a running
-//! `tideq::Worker` (core `worker`), and `tideq.WorkerStats`. The worker loop (fetching, leases
+//! Workers (core `worker`): `Queue.work`, `run`, `work_batches`, `run_batches` (the starters;
+//! `work_tasks` is in [`crate::task`]), `tideq.Worker` (blocking) and `tideq.AsyncWorker`
+//! (asyncio), the handles of a running `tideq::Worker`, and `tideq.WorkerStats`. The worker loop (fetching, leases
 //! and their renewal, ack/fail/retry, timeouts, shutdown) is the core's; lease renewal runs on a
 //! Rust thread and needs no GIL, so a handler that holds the GIL or blocks its event loop cannot
 //! let its lease lapse. Handlers run as [`crate::handler`] says.
@@ -17,10 +18,12 @@ use pyo3::prelude::*;
 use pyo3::types::PyList;
 use tideq::{BatchError, BatchOptions, Tasks, WorkerOptions};
 
-use crate::convert::{self, Secs, Text};
+use crate::convert::{self, Int, Secs, Text};
 use crate::error;
 use crate::handler::{self, Handler, Work};
 use crate::job::Job;
+use crate::jobs::QueueBase;
+use crate::options::worker_options;
 use crate::otel;
 use crate::runtime::{Api, Running};
 use crate::signal::{self, RunningBase};
@@ -331,5 +334,168 @@ impl AsyncWorker {
     /// Wait until stopped; returns the stats, or raises the error the worker stopped on.
     fn join<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
         slf.as_super().get().join(slf.py(), None)
+    }
+}
+
+#[pymethods]
+impl QueueBase {
+    /// Start a worker in the background.
+    ///
+    /// ``handler(job)`` per job, up to ``concurrency`` at a
+    /// time. Returning completes the job; raising fails the attempt (error text
+    /// ``"ExcType: message"``, traceback logged on the ``tideq`` logger), retried after backoff
+    /// or dead-lettered after ``max_attempts``. Plain handlers run in pooled worker threads (as
+    /// in a ``ThreadPoolExecutor``: a ``threading.local`` lives as long as its thread, not one
+    /// job), ``async def`` ones on a private event loop per job; ``AsyncQueue.work`` is called from
+    /// a running event loop, on which its ``async def`` handlers run as tasks (cancelled when
+    /// their attempt times out, or at the end of the shutdown grace period). The ``lease`` (seconds) is renewed by Rust
+    /// while the handler runs; a worker that dies loses its jobs to another worker after it.
+    /// ``batch_size``: most jobs leased per fetch, at most 1000 (0: half the concurrency, at most 1000; two fetches are kept
+    /// in flight). An attempt running past its ``timeout`` fails ("timed out") and its handler is
+    /// asked to stop (``job.cancelled``; ``async def`` handlers are cancelled); the job is retried
+    /// only once the handler returned, and never runs twice at a time. On stop, running jobs get
+    /// ``grace`` seconds, then are asked to stop likewise (see ``Worker.stop``).
+    /// A worker stops by itself on ``AuthError`` or ``PermissionDeniedError`` (see ``Worker``).
+    /// With ``schedules`` the worker also fires the queue's due schedule slots
+    /// (``upsert_schedule``): any number of workers may, each slot still makes one job.
+    /// Options not given take the core's defaults: ``concurrency`` 10, ``batch_size`` 0,
+    /// ``lease`` 30 s, ``poll_interval`` 5 s, ``grace`` 10 s, ``stop_when_drained`` False,
+    /// ``schedules`` True.
+    #[pyo3(signature = (handler, *, concurrency=None, batch_size=None, lease=None, poll_interval=None, grace=None, stop_when_drained=None, schedules=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn work<'py>(
+        &self,
+        py: Python<'py>,
+        handler: Py<PyAny>,
+        concurrency: Option<Int>,
+        batch_size: Option<Int>,
+        lease: Option<Secs>,
+        poll_interval: Option<Secs>,
+        grace: Option<Secs>,
+        stop_when_drained: Option<bool>,
+        schedules: Option<bool>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let opts = worker_options(
+            concurrency,
+            batch_size,
+            lease,
+            poll_interval,
+            grace,
+            stop_when_drained,
+            schedules,
+        )?;
+        start(py, self.api, &self.queue, opts, Handlers::One(handler))
+    }
+
+    /// ``work()``, then wait until the worker stops.
+    ///
+    /// ``work()`` and block until SIGINT/SIGTERM or, with
+    /// ``stop_when_drained``, until nothing is ready, delayed or active; raises the error the
+    /// worker stopped on, if any. The first SIGINT/SIGTERM stops gracefully and prints one line
+    /// on stderr saying so; a second one stops at once (``abort()``). ``AsyncQueue.run`` is
+    /// awaited instead, and cancelling it stops the worker gracefully too.
+    #[pyo3(signature = (handler, *, concurrency=None, batch_size=None, lease=None, poll_interval=None, grace=None, stop_when_drained=None, schedules=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn run<'py>(
+        &self,
+        py: Python<'py>,
+        handler: Py<PyAny>,
+        concurrency: Option<Int>,
+        batch_size: Option<Int>,
+        lease: Option<Secs>,
+        poll_interval: Option<Secs>,
+        grace: Option<Secs>,
+        stop_when_drained: Option<bool>,
+        schedules: Option<bool>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let worker = self.work(
+            py,
+            handler,
+            concurrency,
+            batch_size,
+            lease,
+            poll_interval,
+            grace,
+            stop_when_drained,
+            schedules,
+        )?;
+        signal::run(&worker)
+    }
+
+    /// Start a worker whose handler gets a list of up to ``size`` jobs at once (``wait``:
+    /// longest seconds a leased job waits for its batch to fill; 0 or None hands over what one
+    /// fetch brought). Returning None completes them all; returning a mapping ``{job_id: error}``
+    /// (an error message or an exception) fails those jobs (retried or dead-lettered, each by its
+    /// attempts) and completes the rest; raising fails them all. Each job keeps its own lease,
+    /// renewed while it waits and runs. ``concurrency`` counts jobs (``concurrency // size``
+    /// batches at once); the other options are ``work``'s.
+    #[pyo3(signature = (handler, *, size, wait=None, concurrency=None, batch_size=None, lease=None, poll_interval=None, grace=None, stop_when_drained=None, schedules=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn work_batches<'py>(
+        &self,
+        py: Python<'py>,
+        handler: Py<PyAny>,
+        size: Int,
+        wait: Option<Secs>,
+        concurrency: Option<Int>,
+        batch_size: Option<Int>,
+        lease: Option<Secs>,
+        poll_interval: Option<Secs>,
+        grace: Option<Secs>,
+        stop_when_drained: Option<bool>,
+        schedules: Option<bool>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let opts = worker_options(
+            concurrency,
+            batch_size,
+            lease,
+            poll_interval,
+            grace,
+            stop_when_drained,
+            schedules,
+        )?;
+        let mut batch = tideq::BatchOptions::default();
+        let size = Some(size);
+        convert::set_given!(batch, size: convert::count, wait: convert::duration);
+        start(
+            py,
+            self.api,
+            &self.queue,
+            opts,
+            Handlers::Batches(handler, batch),
+        )
+    }
+
+    /// ``work_batches()`` and wait until it stops, as ``run()`` does.
+    #[pyo3(signature = (handler, *, size, wait=None, concurrency=None, batch_size=None, lease=None, poll_interval=None, grace=None, stop_when_drained=None, schedules=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn run_batches<'py>(
+        &self,
+        py: Python<'py>,
+        handler: Py<PyAny>,
+        size: Int,
+        wait: Option<Secs>,
+        concurrency: Option<Int>,
+        batch_size: Option<Int>,
+        lease: Option<Secs>,
+        poll_interval: Option<Secs>,
+        grace: Option<Secs>,
+        stop_when_drained: Option<bool>,
+        schedules: Option<bool>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let worker = self.work_batches(
+            py,
+            handler,
+            size,
+            wait,
+            concurrency,
+            batch_size,
+            lease,
+            poll_interval,
+            grace,
+            stop_when_drained,
+            schedules,
+        )?;
+        signal::run(&worker)
     }
 }

@@ -1,6 +1,7 @@
 """The native classes and functions carry the stubs' docs at run time: every public class,
-method, property and function documented in ``_tideq.pyi`` has a ``__doc__`` whose first line is
-the stub docstring's first line (so ``help(tideq.Queue)`` shows them)."""
+method, property and function documented in ``_tideq.pyi`` has a ``__doc__`` equal to the stub
+docstring, whole (both normalised by ``inspect.cleandoc``), so ``help(tideq.Queue)`` shows them.
+The stub is the source: ``scripts/sync_py_docs.py`` rewrites the Rust doc comments from it."""
 
 from __future__ import annotations
 
@@ -39,8 +40,8 @@ def documented() -> list[tuple[str, str, str]]:
     return out
 
 
-def first_line(doc: str | None) -> str:
-    return inspect.cleandoc(doc or "").split("\n", 1)[0].strip()
+def whole(doc: str | None) -> str:
+    return inspect.cleandoc(doc or "")
 
 
 @pytest.mark.parametrize("cls,member,doc", documented(), ids=lambda v: v if isinstance(v, str) and "\n" not in v and len(v) < 40 else "")
@@ -48,7 +49,10 @@ def test_runtime_docstrings_match_the_stubs(cls: str, member: str, doc: str) -> 
     obj: Any = getattr(_tideq, cls) if cls else _tideq
     if member:
         obj = getattr(obj, member)
-    assert first_line(obj.__doc__) == first_line(doc), f"{cls}.{member}"
+    assert whole(obj.__doc__) == whole(doc), (
+        f"{cls}.{member}: the run-time docstring differs from the stub's "
+        "(run .venv/bin/python scripts/sync_py_docs.py, then rebuild)"
+    )
 
 
 def test_help_shows_the_docs() -> None:

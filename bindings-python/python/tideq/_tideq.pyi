@@ -114,7 +114,9 @@ class _EnqueueOptions(TypedDict, total=False):
 _JobItem = Union[_BytesLike, tuple[_BytesLike, _EnqueueOptions]]
 
 class TideqError(Exception):
-    """Base class of every tideq error."""
+    """Base class of every tideq error.
+
+    ``code`` is the stable core error code (e.g. "CONNECTION")."""
 
     code: str
     """The stable core error code, e.g. ``"CONNECTION"``."""
@@ -333,7 +335,11 @@ class Consumer:
     def stop(self) -> None:
         """Stop taking work; running handlers get the grace period.
 
-        No new batches are taken; handlers still running after the grace period are abandoned."""
+        A worker fetches no new jobs. Past the grace period, its handlers are asked to stop
+        (``job.cancelled``; ``async def`` handlers are cancelled): a job whose handler then raises
+        is returned to the queue (its attempt not counted), one whose handler returns is
+        completed. Until its handler returns, a job keeps its slot and its lease. A consumer takes
+        no new batches; its handlers still running after the grace period are abandoned."""
     def abort(self) -> None:
         """Stop at once, without waiting for running handlers: their jobs are left to their leases
         (run again once a lease expires; a consumer's batches are gone). What a second Ctrl-C in
@@ -343,33 +349,6 @@ class Consumer:
         means no limit); returns the stats either way, unless the consumer stopped on an error
         (raised)."""
     def shutdown(self) -> ConsumerStats:
-        """``stop()`` then ``join()``."""
-    def stats(self) -> ConsumerStats:
-        """Counters so far."""
-    @property
-    def running(self) -> bool:
-        """True until the loop ended and running handlers finished (or were abandoned)."""
-    @property
-    def error(self) -> Optional[TideqError]:
-        """The error it stopped on by itself (as ``join()`` raises it), or None."""
-
-@final
-class AsyncConsumer:
-    """A running consumer (asyncio API). Dropping it does not stop it: ``await shutdown()``.
-
-    It stops by itself on errors retrying cannot fix, as ``Consumer`` does."""
-
-    def stop(self) -> None:
-        """Stop taking work; running handlers get the grace period.
-
-        No new batches are taken; handlers still running after the grace period are abandoned."""
-    def abort(self) -> None:
-        """Stop at once, without waiting for running handlers: their jobs are left to their leases
-        (run again once a lease expires; a consumer's batches are gone). What a second Ctrl-C in
-        ``run()`` does."""
-    def join(self) -> Coroutine[Any, Any, ConsumerStats]:
-        """Wait until stopped; returns the stats, or raises the error the consumer stopped on."""
-    def shutdown(self) -> Coroutine[Any, Any, ConsumerStats]:
         """``stop()`` then ``join()``."""
     def stats(self) -> ConsumerStats:
         """Counters so far."""
@@ -457,7 +436,8 @@ class CappedQueue:
         ``handler(group, items)`` per batch.
 
         Plain handlers run in worker threads; ``async def`` handlers on a private event loop per
-        batch. A handler exception is logged on the ``tideq`` logger and the batch is not
+        batch (``AsyncCappedQueue.consume`` is called from a running event loop, on which its
+        ``async def`` handlers run). A handler exception is logged on the ``tideq`` logger and the batch is not
         redelivered. ``groups``: serve only these; ``exclude``: skip these. Options not given
         take the core's defaults: ``concurrency`` 1, ``batch_size`` 128, ``poll_interval`` 2 s,
         ``grace`` 10 s, ``stop_when_empty`` False."""
@@ -476,85 +456,8 @@ class CappedQueue:
         """``consume()``, then wait until the consumer stops.
 
         ``consume()`` and block until SIGINT/SIGTERM (graceful stop) or ``stop_when_empty``;
-        raises the error the consumer stopped on, if any."""
-
-@final
-class AsyncCappedQueue:
-    """A capped grouped queue, asyncio API: same constructor and methods, all awaitable."""
-
-    def __new__(
-        cls,
-        name: str,
-        client: Optional[Client] = None,
-        *,
-        url: Optional[str] = None,
-        capacity: Optional[int] = None,
-        ttl: Optional[float] = ...,
-        max_age: Optional[float] = ...,
-        shards: int = 1,
-    ) -> AsyncCappedQueue: ...
-    @property
-    def name(self) -> str: ...
-    @property
-    def client(self) -> Client: ...
-    @property
-    def shards(self) -> int:
-        """How many shards (hash tags) the queue is split into."""
-    def push(self, group: str, item: _BytesLike) -> Coroutine[Any, Any, int]:
-        """Append ``item`` to ``group``; returns how many old items were dropped."""
-    def push_many(self, items: Iterable[tuple[str, _BytesLike]]) -> Coroutine[Any, Any, list[int]]:
-        """Push ``(group, item)`` pairs in one round trip; drops per item."""
-    def pop_batch(self, group: str, max: int = 128) -> Coroutine[Any, Any, list[bytes]]:
-        """Remove and return up to ``max`` items of ``group``, oldest first."""
-    def next_batch(self, max: int = 128) -> Coroutine[Any, Any, Optional[tuple[str, list[bytes]]]]:
-        """Next ``(group, items)`` round-robin over groups with data, or ``None``."""
-    def peek(self, group: str, max: int = 10) -> Coroutine[Any, Any, list[Peeked]]:
-        """The oldest ``max`` items of ``group`` (1 to 1000), oldest first, left in place."""
-    def len(self, group: str) -> Coroutine[Any, Any, int]:
-        """Items queued in ``group``."""
-    def groups(self) -> Coroutine[Any, Any, list[str]]:
-        """Groups holding data, in round-robin order. Reads the whole rotation; to show some of
-        many, read a page with ``groups_page``."""
-    def groups_page(
-        self, cursor: str | None = None, count: int | None = None
-    ) -> Coroutine[Any, Any, CappedGroupPage]:
-        """About ``count`` (1 to 250, default 100) of the groups holding data, from ``cursor`` (None: the
-        start), in no particular order, and the cursor of the next page (None after the last).
-        Each call costs about ``count`` groups' work, however many there are."""
-    def stats(self) -> Coroutine[Any, Any, CappedStats]:
-        """Queue-wide counters."""
-    def consume(
-        self,
-        handler: _Handler,
-        *,
-        concurrency: Optional[int] = None,
-        batch_size: Optional[int] = None,
-        groups: Optional[list[str]] = None,
-        exclude: Optional[list[str]] = None,
-        poll_interval: Optional[float] = None,
-        grace: Optional[float] = None,
-        stop_when_empty: Optional[bool] = None,
-    ) -> AsyncConsumer:
-        """Start consuming in the background.
-
-        Call from a running event loop. ``async def`` handlers run on that
-        loop, plain ones in worker threads."""
-    def run(
-        self,
-        handler: _Handler,
-        *,
-        concurrency: Optional[int] = None,
-        batch_size: Optional[int] = None,
-        groups: Optional[list[str]] = None,
-        exclude: Optional[list[str]] = None,
-        poll_interval: Optional[float] = None,
-        grace: Optional[float] = None,
-        stop_when_empty: Optional[bool] = None,
-    ) -> Coroutine[Any, Any, ConsumerStats]:
-        """``consume()``, then wait until the consumer stops.
-
-        ``consume()`` and wait until SIGINT/SIGTERM (graceful stop), cancellation or
-        ``stop_when_empty``."""
+        raises the error the consumer stopped on, if any. ``AsyncCappedQueue.run`` is awaited
+        instead, and cancelling it stops the consumer gracefully too."""
 
 @final
 class Backoff:
@@ -863,37 +766,6 @@ class EventReader:
         """Store a named reader's place (``commit()``); exceptions go on."""
 
 @final
-class AsyncEventReader:
-    """A reader of a queue's event log, asyncio API: ``async for event in reader`` awaits each
-    event.
-
-    It started when ``events()`` was called; errors of the start (a bad name, Redis unreachable)
-    are raised by its first use. Used as an async context manager, it waits for the start on
-    entering and stores a named reader's place on leaving (``commit()``)."""
-
-    def __aiter__(self) -> AsyncEventReader: ...
-    def __anext__(self) -> Coroutine[Any, Any, Event]: ...
-    def next(self, timeout: Optional[float] = None) -> Coroutine[Any, Any, Optional[Event]]:
-        """The next event, waiting up to ``timeout`` seconds (None: no limit); None when none came
-        in time.
-
-        See ``EventReader.next``."""
-    def commit(self) -> Coroutine[Any, Any, None]:
-        """Store a named reader's place (the events it has taken so far); nothing for an unnamed
-        one.
-
-        See ``EventReader.commit``."""
-    def __aenter__(self) -> Coroutine[Any, Any, AsyncEventReader]:
-        """Wait for the reader's start; returns the reader."""
-    def __aexit__(
-        self,
-        exc_type: Optional[type[BaseException]],
-        exc_value: Optional[BaseException],
-        traceback: Optional[types.TracebackType],
-    ) -> Coroutine[Any, Any, None]:
-        """Store a named reader's place (``commit()``); exceptions go on."""
-
-@final
 class Rate:
     """At most ``max`` job starts in any window of ``per_seconds``."""
 
@@ -990,10 +862,11 @@ class Worker:
     def stop(self) -> None:
         """Stop taking work; running handlers get the grace period.
 
-        No new jobs are fetched. Past the grace period, their handlers are asked to
-        stop (``job.cancelled``; ``async def`` handlers are cancelled): a job whose handler then
-        raises is returned to the queue (its attempt not counted), one whose handler returns is
-        completed. Until its handler returns, a job keeps its slot and its lease."""
+        A worker fetches no new jobs. Past the grace period, its handlers are asked to stop
+        (``job.cancelled``; ``async def`` handlers are cancelled): a job whose handler then raises
+        is returned to the queue (its attempt not counted), one whose handler returns is
+        completed. Until its handler returns, a job keeps its slot and its lease. A consumer takes
+        no new batches; its handlers still running after the grace period are abandoned."""
     def abort(self) -> None:
         """Stop at once, without waiting for running handlers: their jobs are left to their leases
         (run again once a lease expires; a consumer's batches are gone). What a second Ctrl-C in
@@ -1013,38 +886,6 @@ class Worker:
         (the ``tideq_worker_job_run_seconds`` histogram), labelled with the queue: serve it from
         your own ``/metrics`` endpoint. The queue-wide view, over every worker, is
         ``tideq exporter``'s. Still readable once the worker has stopped."""
-    @property
-    def running(self) -> bool:
-        """True until the loop ended and running handlers finished (or were abandoned)."""
-    @property
-    def error(self) -> Optional[TideqError]:
-        """The error it stopped on by itself (as ``join()`` raises it), or None."""
-
-@final
-class AsyncWorker:
-    """A running worker (asyncio API). Dropping it does not stop it: ``await shutdown()``.
-
-    It stops by itself on errors retrying cannot fix, as ``Worker`` does."""
-
-    def stop(self) -> None:
-        """Stop taking work; running handlers get the grace period.
-
-        No new jobs are fetched; then their handlers are asked to stop, as with
-        ``Worker.stop``."""
-    def abort(self) -> None:
-        """Stop at once, without waiting for running handlers: their jobs are left to their leases
-        (run again once a lease expires; a consumer's batches are gone). What a second Ctrl-C in
-        ``run()`` does."""
-    def join(self) -> Coroutine[Any, Any, WorkerStats]:
-        """Wait until stopped; returns the stats, or raises the error the worker stopped on."""
-    def shutdown(self) -> Coroutine[Any, Any, WorkerStats]:
-        """``stop()`` then ``join()``."""
-    def stats(self) -> WorkerStats:
-        """Counters so far."""
-    def metrics(self) -> str:
-        """This worker's own metrics (this process only) in the Prometheus text format.
-
-        As ``Worker.metrics``: a plain call, not a coroutine (it reads in-process counters)."""
     @property
     def running(self) -> bool:
         """True until the loop ended and running handlers finished (or were abandoned)."""
@@ -1227,7 +1068,9 @@ class Queue:
         ``"ExcType: message"``, traceback logged on the ``tideq`` logger), retried after backoff
         or dead-lettered after ``max_attempts``. Plain handlers run in pooled worker threads (as
         in a ``ThreadPoolExecutor``: a ``threading.local`` lives as long as its thread, not one
-        job), ``async def`` ones on a private event loop per job. The ``lease`` (seconds) is renewed by Rust
+        job), ``async def`` ones on a private event loop per job; ``AsyncQueue.work`` is called from
+        a running event loop, on which its ``async def`` handlers run as tasks (cancelled when
+        their attempt times out, or at the end of the shutdown grace period). The ``lease`` (seconds) is renewed by Rust
         while the handler runs; a worker that dies loses its jobs to another worker after it.
         ``batch_size``: most jobs leased per fetch, at most 1000 (0: half the concurrency, at most 1000; two fetches are kept
         in flight). An attempt running past its ``timeout`` fails ("timed out") and its handler is
@@ -1257,7 +1100,8 @@ class Queue:
         ``work()`` and block until SIGINT/SIGTERM or, with
         ``stop_when_drained``, until nothing is ready, delayed or active; raises the error the
         worker stopped on, if any. The first SIGINT/SIGTERM stops gracefully and prints one line
-        on stderr saying so; a second one stops at once (``abort()``)."""
+        on stderr saying so; a second one stops at once (``abort()``). ``AsyncQueue.run`` is
+        awaited instead, and cancelling it stops the worker gracefully too."""
     def work_batches(
         self,
         handler: _BatchHandler,
@@ -1404,7 +1248,11 @@ class Queue:
         even if it crashed; one that fell behind the log's length gets a ``"lagged"`` event first.
         The blocking API returns an ``EventReader`` (``for event in q.events(): ...``), the
         asyncio API an ``AsyncEventReader`` (``async for event in aq.events(): ...``; ``events()``
-        itself is not awaited). Nothing is logged until ``set_events`` turns the log on."""
+        itself is not awaited). Nothing is logged until ``set_events`` turns the log on.
+
+        An ``AsyncEventReader`` starts at the call (so "from now on" means from the call) and is
+        awaited on its first use (``async for``, ``await reader.next()``, ``async with``), which
+        raises the start's errors."""
     def pause(self) -> None:
         """Workers stop starting jobs of this queue (running ones finish; enqueues go on)."""
     def resume(self) -> None:
@@ -1460,6 +1308,229 @@ class Queue:
     def extend(self, job: Job, lease: float) -> None:
         """Push a leased job's lease deadline to ``lease`` seconds from now."""
 
+def _run_cli(argv: list[str]) -> int:
+    """Run the ``tideq`` command line on ``argv`` (the first item is the program name); returns its
+    exit code."""
+
+def _set_otel_hooks(
+    inject: Optional[Callable[[], Optional[dict[str, str]]]],
+    wrap: Optional[Callable[[_JobHandler, str], _JobHandler]],
+) -> None:
+    """Register the OpenTelemetry hooks (``tideq._otel`` does, on import), or remove them (both
+    None). ``inject()`` returns the current span's W3C headers (or None) for enqueues that give no
+    ``trace``; ``wrap(handler, queue_name)`` returns the handler a worker runs instead of
+    ``handler``."""
+
+def acl_rules(queue: str, role: str, *, prefix: str = ..., shards: int = 1) -> str:
+    """The Redis ACL rules that let a user do ``role`` on ``queue`` (split in ``shards``) under
+    the key ``prefix`` (default: the client's default, ``"tideq"``), and nothing else: for
+    ``ACL SETUSER <user> reset on ><password> <rules>``. Roles: ``"producer"`` (enqueue),
+    ``"worker"`` (run a worker), ``"admin"`` (``get``, ``jobs``, ``cancel``, dead letters,
+    ``stats``), ``"capped-producer"`` (push) and ``"capped-consumer"`` (pop, consume, ``len``,
+    ``groups``, ``stats``). On a Redis Cluster add ``+cluster|slots +cluster|shards``. An
+    unknown role or a bad name raises ``InvalidArgumentError``."""
+
+def decode_envelope(data: _BytesLike) -> dict[str, Any]:
+    """The fields of a job envelope (wire format v1): ``v``, ``id``, ``payload`` (bytes),
+    ``created_at``, ``max_attempts``, ``backoff`` (``kind``, ``base_ms``, ``max_ms``, ``jitter``),
+    ``timeout_ms``, and when set ``task``, ``format`` and ``trace`` (a dict of W3C Trace Context
+    headers); fields of later versions are left out. ``InvalidArgumentError`` for bytes that are
+    not an envelope this build reads."""
+
+def encode_envelope(fields: dict[str, Any]) -> bytes:
+    """The envelope bytes for ``fields`` (as ``decode_envelope`` returns them; ``v`` defaults to
+    the current version, ``timeout_ms`` to None; ``backoff`` may also be a ``Backoff``). Unknown
+    or missing fields and values of the wrong type raise ``InvalidArgumentError``."""
+
+# ---- generated by scripts/gen_async_pyi.py from the blocking classes above: do not edit ----
+
+@final
+class AsyncConsumer:
+    """A running consumer (asyncio API). Dropping it does not stop it: ``await shutdown()``.
+
+    It stops by itself on errors retrying cannot fix, as ``Consumer`` does."""
+
+    def stop(self) -> None:
+        """Stop taking work; running handlers get the grace period.
+
+        A worker fetches no new jobs. Past the grace period, its handlers are asked to stop
+        (``job.cancelled``; ``async def`` handlers are cancelled): a job whose handler then raises
+        is returned to the queue (its attempt not counted), one whose handler returns is
+        completed. Until its handler returns, a job keeps its slot and its lease. A consumer takes
+        no new batches; its handlers still running after the grace period are abandoned."""
+    def abort(self) -> None:
+        """Stop at once, without waiting for running handlers: their jobs are left to their leases
+        (run again once a lease expires; a consumer's batches are gone). What a second Ctrl-C in
+        ``run()`` does."""
+    def join(self) -> Coroutine[Any, Any, ConsumerStats]:
+        """Wait until stopped; returns the stats, or raises the error the consumer stopped on."""
+    def shutdown(self) -> Coroutine[Any, Any, ConsumerStats]:
+        """``stop()`` then ``join()``."""
+    def stats(self) -> ConsumerStats:
+        """Counters so far."""
+    @property
+    def running(self) -> bool:
+        """True until the loop ended and running handlers finished (or were abandoned)."""
+    @property
+    def error(self) -> Optional[TideqError]:
+        """The error it stopped on by itself (as ``join()`` raises it), or None."""
+
+@final
+class AsyncCappedQueue:
+    """A capped grouped queue, asyncio API: same constructor and methods, all awaitable."""
+
+    def __new__(
+        cls,
+        name: str,
+        client: Optional[Client] = None,
+        *,
+        url: Optional[str] = None,
+        capacity: Optional[int] = None,
+        ttl: Optional[float] = ...,
+        max_age: Optional[float] = ...,
+        shards: int = 1,
+    ) -> AsyncCappedQueue: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def client(self) -> Client: ...
+    @property
+    def shards(self) -> int:
+        """How many shards (hash tags) the queue is split into."""
+    def push(self, group: str, item: _BytesLike) -> Coroutine[Any, Any, int]:
+        """Append ``item`` to ``group``; returns how many old items were dropped."""
+    def push_many(self, items: Iterable[tuple[str, _BytesLike]]) -> Coroutine[Any, Any, list[int]]:
+        """Push ``(group, item)`` pairs in one round trip; drops per item.
+
+        All-or-nothing validation."""
+    def pop_batch(self, group: str, max: int = 128) -> Coroutine[Any, Any, list[bytes]]:
+        """Remove and return up to ``max`` items of ``group``, oldest first."""
+    def next_batch(self, max: int = 128) -> Coroutine[Any, Any, Optional[tuple[str, list[bytes]]]]:
+        """Next ``(group, items)`` round-robin over groups with data, or ``None``."""
+    def peek(self, group: str, max: int = 10) -> Coroutine[Any, Any, list[Peeked]]:
+        """The oldest ``max`` items of ``group`` (1 to 1000), oldest first, left in place.
+
+        Items older than ``max_age`` are left out, as a pop would discard them, so fewer than
+        ``max`` may come back."""
+    def len(self, group: str) -> Coroutine[Any, Any, int]:
+        """Items queued in ``group``."""
+    def groups(self) -> Coroutine[Any, Any, list[str]]:
+        """Groups holding data, in round-robin order. Reads the whole rotation; to show some of
+        many, read a page with ``groups_page``."""
+    def groups_page(self, cursor: str | None = None, count: int | None = None) -> Coroutine[Any, Any, CappedGroupPage]:
+        """About ``count`` (1 to 250, default 100) of the groups holding data, from ``cursor`` (None: the
+        start), in no particular order, and the cursor of the next page (None after the last).
+        Each call costs about ``count`` groups' work, however many there are."""
+    def stats(self) -> Coroutine[Any, Any, CappedStats]:
+        """Queue-wide counters."""
+    def consume(
+        self,
+        handler: _Handler,
+        *,
+        concurrency: Optional[int] = None,
+        batch_size: Optional[int] = None,
+        groups: Optional[list[str]] = None,
+        exclude: Optional[list[str]] = None,
+        poll_interval: Optional[float] = None,
+        grace: Optional[float] = None,
+        stop_when_empty: Optional[bool] = None,
+    ) -> AsyncConsumer:
+        """Start consuming in the background.
+
+        ``handler(group, items)`` per batch.
+
+        Plain handlers run in worker threads; ``async def`` handlers on a private event loop per
+        batch (``AsyncCappedQueue.consume`` is called from a running event loop, on which its
+        ``async def`` handlers run). A handler exception is logged on the ``tideq`` logger and the batch is not
+        redelivered. ``groups``: serve only these; ``exclude``: skip these. Options not given
+        take the core's defaults: ``concurrency`` 1, ``batch_size`` 128, ``poll_interval`` 2 s,
+        ``grace`` 10 s, ``stop_when_empty`` False."""
+    def run(
+        self,
+        handler: _Handler,
+        *,
+        concurrency: Optional[int] = None,
+        batch_size: Optional[int] = None,
+        groups: Optional[list[str]] = None,
+        exclude: Optional[list[str]] = None,
+        poll_interval: Optional[float] = None,
+        grace: Optional[float] = None,
+        stop_when_empty: Optional[bool] = None,
+    ) -> Coroutine[Any, Any, ConsumerStats]:
+        """``consume()``, then wait until the consumer stops.
+
+        ``consume()`` and block until SIGINT/SIGTERM (graceful stop) or ``stop_when_empty``;
+        raises the error the consumer stopped on, if any. ``AsyncCappedQueue.run`` is awaited
+        instead, and cancelling it stops the consumer gracefully too."""
+
+@final
+class AsyncEventReader:
+    """A reader of a queue's event log, asyncio API: ``async for event in reader`` awaits each
+    event.
+
+    It started when ``events()`` was called; errors of the start (a bad name, Redis unreachable)
+    are raised by its first use. Used as an async context manager, it waits for the start on
+    entering and stores a named reader's place on leaving (``commit()``)."""
+
+    def __aiter__(self) -> AsyncEventReader: ...
+    def __anext__(self) -> Coroutine[Any, Any, Event]: ...
+    def next(self, timeout: Optional[float] = None) -> Coroutine[Any, Any, Optional[Event]]:
+        """The next event, waiting up to ``timeout`` seconds (None: no limit); None when none came
+        in time.
+
+        A named reader's place is stored each time it reads more from Redis (the events it had
+        taken so far), so one started again after a crash gets again at most what it took since."""
+    def commit(self) -> Coroutine[Any, Any, None]:
+        """Store a named reader's place (the events it has taken so far); nothing for an unnamed
+        one.
+
+        Each read stores it before reading more, so call this when you stop reading (leaving the
+        reader's ``with`` block does)."""
+    def __aenter__(self) -> Coroutine[Any, Any, AsyncEventReader]:
+        """Wait for the reader's start; returns the reader."""
+    def __aexit__(
+        self,
+        exc_type: Optional[type[BaseException]],
+        exc_value: Optional[BaseException],
+        traceback: Optional[types.TracebackType],
+    ) -> Coroutine[Any, Any, None]:
+        """Store a named reader's place (``commit()``); exceptions go on."""
+
+@final
+class AsyncWorker:
+    """A running worker (asyncio API). Dropping it does not stop it: ``await shutdown()``.
+
+    It stops by itself on errors retrying cannot fix, as ``Worker`` does."""
+
+    def stop(self) -> None:
+        """Stop taking work; running handlers get the grace period.
+
+        A worker fetches no new jobs. Past the grace period, its handlers are asked to stop
+        (``job.cancelled``; ``async def`` handlers are cancelled): a job whose handler then raises
+        is returned to the queue (its attempt not counted), one whose handler returns is
+        completed. Until its handler returns, a job keeps its slot and its lease. A consumer takes
+        no new batches; its handlers still running after the grace period are abandoned."""
+    def abort(self) -> None:
+        """Stop at once, without waiting for running handlers: their jobs are left to their leases
+        (run again once a lease expires; a consumer's batches are gone). What a second Ctrl-C in
+        ``run()`` does."""
+    def join(self) -> Coroutine[Any, Any, WorkerStats]:
+        """Wait until stopped; returns the stats, or raises the error the worker stopped on."""
+    def shutdown(self) -> Coroutine[Any, Any, WorkerStats]:
+        """``stop()`` then ``join()``."""
+    def stats(self) -> WorkerStats:
+        """Counters so far."""
+    def metrics(self) -> str:
+        """This worker's own metrics (this process only) in the Prometheus text format.
+
+        As ``Worker.metrics``: a plain call, not a coroutine (it reads in-process counters)."""
+    @property
+    def running(self) -> bool:
+        """True until the loop ended and running handlers finished (or were abandoned)."""
+    @property
+    def error(self) -> Optional[TideqError]:
+        """The error it stopped on by itself (as ``join()`` raises it), or None."""
+
 @final
 class AsyncQueue:
     """A reliable job queue, asyncio API: same constructor and methods, all awaitable."""
@@ -1508,34 +1579,81 @@ class AsyncQueue:
     ) -> Coroutine[Any, Any, Enqueued]:
         """Enqueue one job.
 
-        See ``Queue.enqueue``."""
+        Ready now, after ``delay`` seconds or at ``run_at`` (a datetime, naive meaning local time,
+        or epoch seconds), by the Redis clock. An ``id`` that already exists creates nothing
+        (``created`` is False). Per-job options override the queue's. ``priority``: 1 (first) to
+        ``MAX_PRIORITY`` (last); jobs without one run before any job with one, and jobs of one
+        priority in order. ``group``: the job's group (a tenant, a user): groups are served
+        round-robin, each in order, under the group limits.
+
+        ``dedup``: a key (str) held until the job finishes (completed, dead-lettered or cancelled),
+        or a ``(key, ttl_seconds)`` tuple held for that long from this enqueue whatever becomes of
+        the job; while the key holds, an enqueue with it creates nothing and returns the job's id
+        (``created`` False). ``debounce``: a ``(key, delay_seconds)`` tuple: the job waits
+        ``delay_seconds``, and an enqueue with the same key while it waits replaces its payload and
+        options and makes it wait again from then (same id, ``created`` False); once it started, a
+        new job is created. Debounce takes no ``id``, ``delay``, ``run_at`` or ``dedup``; bad keys
+        or times raise ``InvalidArgumentError`` and write nothing.
+
+        ``trace``: the trace context the job carries to its worker, as W3C Trace Context headers
+        (``{"traceparent": ..., "tracestate": ...}``, ``tracestate`` optional; another key, a
+        malformed ``traceparent`` or more than 1024 bytes raise ``InvalidArgumentError`` and write
+        nothing). Not given: with OpenTelemetry installed, the current span's (none outside a
+        span); the worker's span continues it."""
     def enqueue_many(self, items: Iterable[_JobItem]) -> Coroutine[Any, Any, list[Enqueued]]:
-        """Enqueue payloads or ``(payload, options)`` pairs in one round trip."""
+        """Enqueue payloads or ``(payload, options)`` pairs in one round trip.
+
+        All are validated before anything is written. The options dict takes ``enqueue``'s
+        keyword arguments; ``debounce`` only in a call of one item (``InvalidArgumentError``
+        otherwise). Items with the same ``dedup`` key make one job. Items without a ``trace``
+        carry the current span's, as ``enqueue`` says."""
     def get(self, id: str) -> Coroutine[Any, Any, Optional[JobInfo]]:
-        """A job's state, attempts, last error and times; None if unknown."""
+        """A job's state, attempts, last error and times; None if unknown.
+
+        None too once the job is no longer kept."""
     def wait(self, id: str, timeout: Optional[float] = None) -> Coroutine[Any, Any, Any]:
         """Wait until job ``id`` has finished and return its result.
 
-        See ``Queue.wait``."""
+        The result is decoded as ``JobInfo.result`` is (None when the handler returned nothing).
+        Also answers for a job that finished before the call, while it is retained
+        (``keep_completed``, ``keep_for``). A job that went to the dead letters (or was cancelled)
+        raises ``JobFailedError`` with its last error; an unknown id ``JobNotFoundError``; no
+        outcome within ``timeout`` seconds (None: no limit) ``TimeoutError`` (a subclass of the
+        builtin one). Returns as soon as the job ends: the script finishing the job wakes it."""
     def cancel(self, id: str) -> Coroutine[Any, Any, None]:
         """Cancel a job: a delayed or ready one is removed; a running one is asked to stop.
 
-        See ``Queue.cancel``."""
+        A running job's worker sets ``job.cancelled`` (and cancels an ``async def`` handler's
+        task) within a second; the job ends cancelled when its handler returns, whatever it
+        returns, and is never retried (a handler that finished first completes it). Either way
+        ``get`` then gives ``None`` and ``stats().cancelled`` counts it.
+        ``JobNotCancellableError`` for dead or completed jobs, ``JobNotFoundError`` for unknown ids."""
     def jobs(self, state: _JobState, offset: int = 0, limit: int = 100) -> Coroutine[Any, Any, list[JobInfo]]:
         """The jobs in one state, ``limit`` (at most 1000) from ``offset``.
 
-        See ``Queue.jobs``."""
-    def jobs_page(
-        self, state: _JobState, cursor: str | None = None, limit: int = 100
-    ) -> Coroutine[Any, Any, JobPage]:
+        ``state``: ``"delayed"`` (by due time), ``"ready"`` (in the order workers take them:
+        plain, then by priority, then group by group), ``"active"`` (by lease deadline),
+        ``"dead"`` (oldest death first) or ``"completed"`` (newest first); a sharded queue lists
+        shard by shard. An unknown state or a ``limit`` over 1000 raises ``InvalidArgumentError``.
+        Offsets shift as workers move jobs, so a walk of pages by offset can list a job twice or
+        skip one: walk a state with ``jobs_page``."""
+    def jobs_page(self, state: _JobState, cursor: str | None = None, limit: int = 100) -> Coroutine[Any, Any, JobPage]:
         """Up to ``limit`` (1 to 1000) of the jobs in ``state`` after ``cursor`` (None: the start),
         and the cursor of the next page (None after the last).
 
-        See ``Queue.jobs_page``."""
+        A walk page by page while workers run never lists a job twice and never skips one that
+        stayed in the state for the whole walk: the cursor is the last job's place in the state's
+        order (delayed by due time, dead by time of death, completed newest first, active by id,
+        ready as workers take them with grouped jobs last in no particular order). A job that left
+        the state and came back may show again. A page may hold fewer than ``limit`` jobs before
+        the end; only a None cursor ends the walk. A cursor not made by a walk of this queue's
+        ``state`` raises ``InvalidArgumentError``."""
     def dead_letters(self, offset: int = 0, limit: int = 100) -> Coroutine[Any, Any, list[JobInfo]]:
         """Dead jobs, oldest death first."""
     def requeue(self, id: str) -> Coroutine[Any, Any, None]:
-        """Move a dead job back to ready with its attempts reset."""
+        """Move a dead job back to ready with its attempts reset.
+
+        ``JobNotFoundError`` if it is not dead."""
     def requeue_all(self) -> Coroutine[Any, Any, int]:
         """Requeue every dead job; returns how many."""
     def purge(self) -> Coroutine[Any, Any, int]:
@@ -1556,9 +1674,26 @@ class AsyncQueue:
     ) -> AsyncWorker:
         """Start a worker in the background.
 
-        Call from a running event loop. ``async def`` handlers run as tasks on
-        that loop (cancelled when their attempt times out, or at the end of the shutdown grace
-        period), plain ones in worker threads."""
+        ``handler(job)`` per job, up to ``concurrency`` at a
+        time. Returning completes the job; raising fails the attempt (error text
+        ``"ExcType: message"``, traceback logged on the ``tideq`` logger), retried after backoff
+        or dead-lettered after ``max_attempts``. Plain handlers run in pooled worker threads (as
+        in a ``ThreadPoolExecutor``: a ``threading.local`` lives as long as its thread, not one
+        job), ``async def`` ones on a private event loop per job; ``AsyncQueue.work`` is called from
+        a running event loop, on which its ``async def`` handlers run as tasks (cancelled when
+        their attempt times out, or at the end of the shutdown grace period). The ``lease`` (seconds) is renewed by Rust
+        while the handler runs; a worker that dies loses its jobs to another worker after it.
+        ``batch_size``: most jobs leased per fetch, at most 1000 (0: half the concurrency, at most 1000; two fetches are kept
+        in flight). An attempt running past its ``timeout`` fails ("timed out") and its handler is
+        asked to stop (``job.cancelled``; ``async def`` handlers are cancelled); the job is retried
+        only once the handler returned, and never runs twice at a time. On stop, running jobs get
+        ``grace`` seconds, then are asked to stop likewise (see ``Worker.stop``).
+        A worker stops by itself on ``AuthError`` or ``PermissionDeniedError`` (see ``Worker``).
+        With ``schedules`` the worker also fires the queue's due schedule slots
+        (``upsert_schedule``): any number of workers may, each slot still makes one job.
+        Options not given take the core's defaults: ``concurrency`` 10, ``batch_size`` 0,
+        ``lease`` 30 s, ``poll_interval`` 5 s, ``grace`` 10 s, ``stop_when_drained`` False,
+        ``schedules`` True."""
     def run(
         self,
         handler: _JobHandler,
@@ -1573,8 +1708,11 @@ class AsyncQueue:
     ) -> Coroutine[Any, Any, WorkerStats]:
         """``work()``, then wait until the worker stops.
 
-        ``work()`` and wait until SIGINT/SIGTERM (graceful stop), cancellation or
-        ``stop_when_drained``."""
+        ``work()`` and block until SIGINT/SIGTERM or, with
+        ``stop_when_drained``, until nothing is ready, delayed or active; raises the error the
+        worker stopped on, if any. The first SIGINT/SIGTERM stops gracefully and prints one line
+        on stderr saying so; a second one stops at once (``abort()``). ``AsyncQueue.run`` is
+        awaited instead, and cancelling it stops the worker gracefully too."""
     def work_batches(
         self,
         handler: _BatchHandler,
@@ -1690,7 +1828,17 @@ class AsyncQueue:
     ) -> Coroutine[Any, Any, Optional[int]]:
         """Create the schedule ``name``, or change it; returns its next slot (epoch ms, Redis clock).
 
-        See ``Queue.upsert_schedule``."""
+        Each slot enqueues one job with ``payload`` and the options given, id
+        ``"<name>@<slot ms>"``, whichever workers (started with ``schedules``, the default) see it
+        due: exactly one of ``cron`` (a cron pattern, 5 fields or 6 with seconds first, in
+        ``timezone``, an IANA name such as ``"Europe/Paris"``; default UTC) or ``every`` (seconds,
+        at least 0.01: slots at the multiples of the interval since the epoch). Declaring the same
+        schedule again changes nothing (its next slot stays); after an outage a schedule runs once
+        for the slots it missed. ``priority``, ``group``, ``max_attempts``, ``backoff`` and
+        ``timeout`` are given to each job as ``enqueue`` takes them; ``task`` makes each job a run
+        of that task, ``payload`` then holding its arguments encoded as ``format`` says
+        (``"json"`` or ``"msgpack"``; a task worker needs it). Bad input raises
+        ``InvalidArgumentError`` and writes nothing. None when the pattern has no slot to come."""
     def remove_schedule(self, name: str) -> Coroutine[Any, Any, bool]:
         """Remove the schedule ``name`` (no slot of it fires after this); True if it existed."""
     def schedules(self) -> Coroutine[Any, Any, list[ScheduleInfo]]:
@@ -1698,13 +1846,24 @@ class AsyncQueue:
     def set_events(self, max_len: Optional[int]) -> Coroutine[Any, Any, None]:
         """Turn the queue's event log on, keeping about its newest ``max_len`` entries, or off (None).
 
-        See ``Queue.set_events``."""
+        An entry holds one kind of event for a batch of jobs. Every producer and worker of the
+        queue follows the setting at once; turning it off deletes the log. Events are off by
+        default. ``max_len`` 0 raises ``InvalidArgumentError``."""
     def events(self, name: Optional[str] = None, from_start: bool = False) -> AsyncEventReader:
         """A reader of the queue's event log: what happened to its jobs, in order, as ``Event``s.
 
-        Not a coroutine: the reader starts at the call (so "from now on" means from the call) and
-        is awaited on its first use (``async for``, ``await reader.next()``, ``async with``),
-        which raises the start's errors. See ``Queue.events``."""
+        It reads from now on (from this call), or with ``from_start`` from the oldest event kept.
+        A reader with a ``name`` keeps its place in Redis: started again with the same name (in
+        any process), it resumes where it stopped (events it took but had not stored yet may come
+        again), so one started ``from_start`` (the first time) misses nothing the log still holds
+        even if it crashed; one that fell behind the log's length gets a ``"lagged"`` event first.
+        The blocking API returns an ``EventReader`` (``for event in q.events(): ...``), the
+        asyncio API an ``AsyncEventReader`` (``async for event in aq.events(): ...``; ``events()``
+        itself is not awaited). Nothing is logged until ``set_events`` turns the log on.
+
+        An ``AsyncEventReader`` starts at the call (so "from now on" means from the call) and is
+        awaited on its first use (``async for``, ``await reader.next()``, ``async with``), which
+        raises the start's errors."""
     def pause(self) -> Coroutine[Any, Any, None]:
         """Workers stop starting jobs of this queue (running ones finish; enqueues go on)."""
     def resume(self) -> Coroutine[Any, Any, None]:
@@ -1739,9 +1898,7 @@ class AsyncQueue:
         """Every group the queue knows (with jobs, running jobs or settings of its own), by name,
         each as ``group`` tells it. Reads every group (in short calls); to show some of many,
         read a page with ``groups_page``."""
-    def groups_page(
-        self, cursor: str | None = None, count: int | None = None
-    ) -> Coroutine[Any, Any, GroupPage]:
+    def groups_page(self, cursor: str | None = None, count: int | None = None) -> Coroutine[Any, Any, GroupPage]:
         """About ``count`` (1 to 250, default 100) of the groups ``groups`` lists, from ``cursor`` (None: the
         start), in no particular order, and the cursor of the next page (None after the last).
         Each call costs about ``count`` groups' work, however many the queue has."""
@@ -1762,36 +1919,4 @@ class AsyncQueue:
     def extend(self, job: Job, lease: float) -> Coroutine[Any, Any, None]:
         """Push a leased job's lease deadline to ``lease`` seconds from now."""
 
-def _run_cli(argv: list[str]) -> int:
-    """Run the ``tideq`` command line on ``argv`` (the first item is the program name); returns its
-    exit code."""
-
-def _set_otel_hooks(
-    inject: Optional[Callable[[], Optional[dict[str, str]]]],
-    wrap: Optional[Callable[[_JobHandler, str], _JobHandler]],
-) -> None:
-    """Register the OpenTelemetry hooks (``tideq._otel`` does, on import), or remove them (both
-    None). ``inject()`` returns the current span's W3C headers (or None) for enqueues that give no
-    ``trace``; ``wrap(handler, queue_name)`` returns the handler a worker runs instead of
-    ``handler``."""
-
-def acl_rules(queue: str, role: str, *, prefix: str = ..., shards: int = 1) -> str:
-    """The Redis ACL rules that let a user do ``role`` on ``queue`` (split in ``shards``) under
-    the key ``prefix`` (default: the client's default, ``"tideq"``), and nothing else: for
-    ``ACL SETUSER <user> reset on ><password> <rules>``. Roles: ``"producer"`` (enqueue),
-    ``"worker"`` (run a worker), ``"admin"`` (``get``, ``jobs``, ``cancel``, dead letters,
-    ``stats``), ``"capped-producer"`` (push) and ``"capped-consumer"`` (pop, consume, ``len``,
-    ``groups``, ``stats``). On a Redis Cluster add ``+cluster|slots +cluster|shards``. An
-    unknown role or a bad name raises ``InvalidArgumentError``."""
-
-def decode_envelope(data: _BytesLike) -> dict[str, Any]:
-    """The fields of a job envelope (wire format v1): ``v``, ``id``, ``payload`` (bytes),
-    ``created_at``, ``max_attempts``, ``backoff`` (``kind``, ``base_ms``, ``max_ms``, ``jitter``),
-    ``timeout_ms``, and when set ``task``, ``format`` and ``trace`` (a dict of W3C Trace Context
-    headers); fields of later versions are left out. ``InvalidArgumentError`` for bytes that are
-    not an envelope this build reads."""
-
-def encode_envelope(fields: dict[str, Any]) -> bytes:
-    """The envelope bytes for ``fields`` (as ``decode_envelope`` returns them; ``v`` defaults to
-    the current version, ``timeout_ms`` to None; ``backoff`` may also be a ``Backoff``). Unknown
-    or missing fields and values of the wrong type raise ``InvalidArgumentError``."""
+# ---- end of generated section ----
