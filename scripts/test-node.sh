@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Node binding: build it the way a user's `npm install` does (release, via the `prepare` script),
-# check that the committed TypeScript definitions match the build, then run the Node tests
+# check that the committed TypeScript definitions match the build and compile a sample of the API
+# under `tsc --strict` (tests/node/types), then run the Node tests
 # against real redis-server processes the harness starts (or TIDEQ_TEST_REDIS_URL).
 # Needs cargo, node/npm and redis-server (scripts/ensure-deps.sh installs redis-server); installs
 # Debian's chromium when missing (tests/node/dashboard.test.mjs drives the dashboard in it).
@@ -33,6 +34,9 @@ if ! git diff --exit-code -- index.d.ts; then
   echo "index.d.ts changed when the addon was rebuilt: commit the regenerated file" >&2
   exit 1
 fi
+
+echo "== tsc --strict over tests/node/types/api.ts (the definitions as a TypeScript user sees them)"
+npx --no-install tsc -p tests/node/types
 
 echo "== node --test tests/node/"
 node --test tests/node/

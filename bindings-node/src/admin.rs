@@ -1,16 +1,155 @@
-//! Walking a state's jobs by cursor on `Queue` (core `admin`): `jobsPage`, whose walks never list
-//! a job twice and never skip one that stayed in the state, while workers move jobs.
+//! `Queue`'s operator side (core `admin`): a job by id (`get`), one state's jobs by offset
+//! (`jobs`) or by cursor (`jobsPage`, whose walks never list a job twice and never skip one that
+//! stayed in the state, while workers move jobs), `cancel`, the dead letters (list, requeue,
+//! purge) and `stats`.
 
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
 use crate::convert::{count, string, Options};
 use crate::error::spawn;
-use crate::job::JobInfo;
-use crate::jobs::Queue;
+use crate::jobs::{job_id, Queue};
+use crate::results::{JobInfo, JobPage, JobStats};
 
 #[napi]
 impl Queue {
+    /// A job's state, payload, attempts, last error and timestamps; `null` if the id is unknown
+    /// (or the completed job is no longer retained).
+    #[napi(
+        ts_args_type = "id: string",
+        ts_return_type = "Promise<JobInfo | null>"
+    )]
+    pub fn get<'env>(
+        &self,
+        env: &'env Env,
+        id: Unknown,
+    ) -> Result<PromiseRaw<'env, Option<JobInfo>>> {
+        let q = self.inner.clone();
+        spawn(
+            env,
+            job_id(&id).map(|id| async move { Ok(q.get(&id).await?.map(JobInfo::from)) }),
+        )
+    }
+
+    /// Cancels a job: a delayed or ready one is removed; a running one is asked to stop: its
+    /// worker aborts `job.signal` within a second, and the job ends cancelled when its handler
+    /// settles, whatever the outcome, never retried (a handler that finished first completes
+    /// it). Either way `get` then gives `null` and `stats().cancelled` counts it. Rejects with
+    /// `JOB_NOT_CANCELLABLE` when it is dead or completed, and `JOB_NOT_FOUND` when there is no
+    /// such job.
+    #[napi(ts_args_type = "id: string", ts_return_type = "Promise<void>")]
+    pub fn cancel<'env>(&self, env: &'env Env, id: Unknown) -> Result<PromiseRaw<'env, ()>> {
+        let q = self.inner.clone();
+        spawn(
+            env,
+            job_id(&id).map(|id| async move { Ok(q.cancel(&id).await?) }),
+        )
+    }
+
+    /// The jobs in one state, `limit` (default 100, at most 1000) from `offset` (default 0):
+    /// `delayed` by due time, `ready` in the order workers take them (plain, then by priority,
+    /// then group by group), `active` by lease deadline, `dead` oldest death first, `completed`
+    /// newest first; a sharded queue lists shard by shard. Rejects with `INVALID_ARGUMENT` for an
+    /// unknown state or a `limit` over 1000. Offsets shift as workers move jobs, so a walk of
+    /// pages by offset can list a job twice or skip one: walk a state with `jobsPage`.
+    #[napi(
+        ts_args_type = "state: 'delayed' | 'ready' | 'active' | 'dead' | 'completed', options?: JobsOptions",
+        ts_return_type = "Promise<JobInfo[]>"
+    )]
+    pub fn jobs<'env>(
+        &self,
+        env: &'env Env,
+        state: Unknown,
+        options: Option<Unknown>,
+    ) -> Result<PromiseRaw<'env, Vec<JobInfo>>> {
+        let q = self.inner.clone();
+        let args = string("state", &state).and_then(|state| {
+            let state = tideq::JobState::parse(&state)?;
+            let o = Options::new("jobs options", options.as_ref(), &["offset", "limit"])?;
+            Ok((
+                state,
+                o.get("offset", count)?.unwrap_or(0),
+                o.get("limit", count)?.unwrap_or(100),
+            ))
+        });
+        spawn(
+            env,
+            args.map(|(state, offset, limit)| async move {
+                Ok(q.jobs(state, offset, limit)
+                    .await?
+                    .into_iter()
+                    .map(JobInfo::from)
+                    .collect())
+            }),
+        )
+    }
+
+    /// Dead-lettered jobs, oldest death first: `limit` (default 100) from `offset` (default 0).
+    #[napi(
+        ts_args_type = "options?: DeadLettersOptions",
+        ts_return_type = "Promise<JobInfo[]>"
+    )]
+    pub fn dead_letters<'env>(
+        &self,
+        env: &'env Env,
+        options: Option<Unknown>,
+    ) -> Result<PromiseRaw<'env, Vec<JobInfo>>> {
+        let q = self.inner.clone();
+        let args = Options::new(
+            "deadLetters options",
+            options.as_ref(),
+            &["offset", "limit"],
+        )
+        .and_then(|o| {
+            Ok((
+                o.get("offset", count)?.unwrap_or(0),
+                o.get("limit", count)?.unwrap_or(100),
+            ))
+        });
+        spawn(
+            env,
+            args.map(|(offset, limit)| async move {
+                Ok(q.dead_letters(offset, limit)
+                    .await?
+                    .into_iter()
+                    .map(JobInfo::from)
+                    .collect())
+            }),
+        )
+    }
+
+    /// Moves a dead job back to ready with its attempts reset. Rejects with `JOB_NOT_FOUND` if
+    /// no dead job has this id.
+    #[napi(ts_args_type = "id: string", ts_return_type = "Promise<void>")]
+    pub fn requeue<'env>(&self, env: &'env Env, id: Unknown) -> Result<PromiseRaw<'env, ()>> {
+        let q = self.inner.clone();
+        spawn(
+            env,
+            job_id(&id).map(|id| async move { Ok(q.requeue(&id).await?) }),
+        )
+    }
+
+    /// Requeues every dead job; resolves with how many.
+    #[napi(ts_return_type = "Promise<number>")]
+    pub fn requeue_all<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, i64>> {
+        let q = self.inner.clone();
+        spawn(env, Ok(async move { Ok(q.requeue_all().await? as i64) }))
+    }
+
+    /// Deletes every dead job; resolves with how many.
+    #[napi(ts_return_type = "Promise<number>")]
+    pub fn purge<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, i64>> {
+        let q = self.inner.clone();
+        spawn(env, Ok(async move { Ok(q.purge().await? as i64) }))
+    }
+
+    /// Jobs per state and the queue's lifetime counters.
+    #[napi(ts_return_type = "Promise<JobStats>")]
+    pub fn stats<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, JobStats>> {
+        let q = self.inner.clone();
+        spawn(env, Ok(async move { Ok(q.stats().await?.into()) }))
+    }
+
     /// Up to `limit` (1 to 1000, default 100) of the jobs in `state` after `cursor` (absent or
     /// `null`: the start), and the cursor of the next page (`null` after the last). A walk page
     /// by page while workers run never lists a job twice and never skips one that stayed in the
@@ -51,13 +190,4 @@ impl Queue {
             }),
         )
     }
-}
-
-/// A page of one state's jobs (`jobsPage`) and the cursor of the next page.
-#[napi(object, object_from_js = false, use_nullable = true)]
-pub struct JobPage {
-    /// The page's jobs, in the state's order.
-    pub jobs: Vec<JobInfo>,
-    /// Give it to the next `jobsPage` call; `null` when this was the last page.
-    pub cursor: Option<String>,
 }

@@ -8,7 +8,7 @@ use napi_derive::napi;
 use crate::client::client_option;
 use crate::convert::{array, bytes, count, count1, string, to_millis, Options};
 use crate::error::{spawn, throw, type_error, Res};
-use crate::job::Bytes;
+use crate::results::Bytes;
 
 /// Options of `new CappedQueue(name, options)`. Every field is optional.
 // Declared for the TypeScript definitions only; `convert::Options` reads the fields one by one.

@@ -155,7 +155,7 @@ impl Consumer {
     /// credentials) or `PERMISSION` (the Redis user may not run a command the consumer needs).
     /// Retrying cannot fix these, so the consumer stops instead. `null` otherwise: transient
     /// errors (Redis unreachable, busy) are retried with backoff and logged to stderr.
-    #[napi(getter, ts_return_type = "Error | null")]
+    #[napi(getter, ts_return_type = "TideqError | null")]
     pub fn error<'env>(&self, env: &'env Env) -> Result<Option<Unknown<'env>>> {
         self.inner
             .error()

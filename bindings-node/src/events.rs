@@ -16,8 +16,8 @@ use tokio::sync::{oneshot, watch, Mutex};
 
 use crate::convert::{boolean, count, describe, string, Options};
 use crate::error::{error_value, spawn, throw, type_error, Failure, Res};
-use crate::job::{Bytes, Stored};
 use crate::jobs::Queue;
+use crate::results::{Bytes, Stored};
 
 /// Options of `events(options)` and `eventEmitter(options)`. Every field is optional.
 // Declared for the TypeScript definitions only; `events_options` reads the fields one by one.
@@ -67,7 +67,7 @@ pub struct Event {
     pub data: Option<Bytes>,
     /// `data` read as `JobInfo.result` is: its JSON parsed, else the `Buffer` (an error's text, a
     /// raw result); `null` when there is no data.
-    #[napi(ts_type = "any")]
+    #[napi(ts_type = "unknown")]
     pub value: Stored,
     /// When data over 1 KiB was left out of the log (`data` is then `null`): its size in bytes.
     /// A completed job's result kept with the job is given in full instead; this is set when it

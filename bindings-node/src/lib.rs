@@ -2,23 +2,31 @@
 //! operation, the consumer and worker runtimes, the envelope schema and the error codes live in
 //! the `tideq` core crate.
 //!
-//! Map (each file wraps the core module of the same name; the last six are host plumbing):
+//! Map (each file wraps the core module of the same name; the last seven are host plumbing):
 //! - [`client`]: `Client` and its options (core `client` + `config`).
 //! - [`capped`]: `CappedQueue` and its result objects (core `capped`).
 //! - [`consumer`]: `Consumer`, `CappedQueue.consume`/`run` (core `consumer`).
-//! - [`job`]: `Job` (what a worker's handler receives) and the job queue's result objects and
-//!   backoff, dedup and debounce options (core `job`).
-//! - [`jobs`]: `Queue`, the job queue, and its options (core `jobs` + `admin`).
-//! - [`flow`]: `Queue` flow control: pause/resume, limits, groups (core `flow`).
-//! - [`lease`]: `Queue.leaseJobs`/`complete`/`fail`/`release`/`extend`, manual leasing (core
-//!   `lease`).
-//! - [`schedule`]: `Queue.upsertSchedule`/`removeSchedule`/`schedules`, jobs on a cron pattern
-//!   or an interval (core `schedule`).
-//! - [`events`]: `Queue.setEvents`/`events`/`eventEmitter`, the event log and its readers
-//!   (`EventReader`, `for await`, a Node `EventEmitter`) (core `events`).
-//! - [`task`]: tasks by name: task data to payload and back, `work({ name: handler })`'s
-//!   handlers (core `task`).
-//! - [`worker`]: `Worker`, `Queue.work`/`workBatches`/`run` (core `worker`).
+//! - The job queue's `Queue`, one file per role, as in the core:
+//!   - [`jobs`]: the handle (constructor, getters) and its producer side: `enqueue`,
+//!     `enqueueTask`, `enqueueMany` (core `jobs`).
+//!   - [`admin`]: `get`, `jobs`, `jobsPage`, `cancel`, dead letters, `stats` (core `admin`).
+//!   - [`outcome`]: `wait`, a job's outcome (core `outcome`).
+//!   - [`lease`]: `leaseJobs`/`complete`/`fail`/`release`/`extend`, manual leasing (core
+//!     `lease`).
+//!   - [`flow`]: flow control: pause/resume, limits, groups (core `flow`).
+//!   - [`schedule`]: `upsertSchedule`/`removeSchedule`/`schedules`, jobs on a cron pattern or
+//!     an interval (core `schedule`).
+//!   - [`events`]: `setEvents`/`events`/`eventEmitter`, the event log and its readers
+//!     (`EventReader`, `for await`, a Node `EventEmitter`) (core `events`).
+//!   - [`task`]: tasks by name: task data to payload and back, `work({ name: handler })`'s
+//!     handlers (core `task`).
+//!   - [`worker`]: `Worker`, `work`/`workBatches`/`run`/`runBatches`; `worker/run.rs` the
+//!     handler calls and their cancellation (core `worker`).
+//!   - [`job`]: `Job`, what a worker's handler receives (core `job`'s `Job`).
+//!   - [`options`]: the job queue's and the worker's options: TypeScript declarations and
+//!     readers (core `job`'s and `worker`'s option types).
+//!   - [`results`]: what the job queue's methods resolve with (`Enqueued`, `JobInfo`,
+//!     `JobPage`, `JobStats`, `BackoffInfo`, `WorkerStats`) and stored values both ways.
 //! - [`envelope`]: `decodeEnvelope`/`encodeEnvelope` (core `envelope`).
 //! - [`acl`]: `aclRules`, the Redis ACL rules of each role (core `acl`).
 //! - [`cli`]: `runCli`, the package's `tideq` command (the CLI crate's `run_cli`).
@@ -52,6 +60,9 @@ mod job;
 mod jobs;
 mod lease;
 mod logger;
+mod options;
+mod outcome;
+mod results;
 mod runtime;
 mod schedule;
 mod signal;

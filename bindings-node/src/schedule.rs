@@ -9,8 +9,9 @@ use tideq::{Every, PayloadFormat};
 
 use crate::convert::{count1_u32, millis, payload, string, to_millis, Options};
 use crate::error::{invalid, spawn, type_error, Failure, Res};
-use crate::job::{backoff_arg, BackoffInfo, BackoffOptions, Bytes};
 use crate::jobs::Queue;
+use crate::options::{backoff_arg, BackoffOptions};
+use crate::results::{BackoffInfo, Bytes};
 use crate::task::{encode_data, format_arg};
 
 /// Options of `upsertSchedule(name, payload, options)`: when its slots come (`cron` or `everyMs`,

@@ -16,6 +16,15 @@ const require = createRequire(import.meta.url);
 export const ROOT = new URL('../..', import.meta.url).pathname;
 export const tideq = require(join(ROOT, 'index.js'));
 
+/** The error codes of index.d.ts's `ErrorCode` union, in its order (types.test.mjs checks them
+ * against the core's; `rejectsWith` checks every code it sees is one of them). */
+export const errorCodes = (() => {
+  const dts = readFileSync(join(ROOT, 'index.d.ts'), 'utf8');
+  const union = /^export type ErrorCode =((?:\s*\|\s*'[A-Z_]+')+)/m.exec(dts);
+  if (!union) throw new Error('index.d.ts declares no ErrorCode union');
+  return [...union[1].matchAll(/'([A-Z_]+)'/g)].map((m) => m[1]);
+})();
+
 /** A unique name for a queue, group or key prefix, so tests never share keys. */
 export function unique(what = 'q') {
   return `${what}-${randomUUID().slice(0, 8)}`;
@@ -269,6 +278,7 @@ export async function rejectsWith(fn, code, cls = Error, messagePart) {
   }
   assert.ok(caught, `expected an error with code ${code}`);
   assert.equal(caught.code, code, `code of ${caught}`);
+  assert.ok(errorCodes.includes(caught.code), `${caught.code} is not in index.d.ts's ErrorCode`);
   assert.ok(caught instanceof cls, `${caught} is not a ${cls.name}`);
   if (messagePart) assert.match(caught.message, messagePart);
   return caught;

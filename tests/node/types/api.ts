@@ -1,0 +1,152 @@
+// The package's TypeScript definitions under `tsc --strict` (scripts/test-node.sh): this file is
+// compiled, never run. Each `// @ts-expect-error` line must fail to compile (tsc reports an
+// unused one), so the lines below pin what the types refuse as well as what they accept.
+import {
+  CappedQueue,
+  Client,
+  MAX_PRIORITY,
+  Queue,
+  type ErrorCode,
+  type Event,
+  type Job,
+  type JobInfo,
+  type TaskHandler,
+  type TideqError,
+  type WorkerStats,
+} from '../../../index.js';
+
+type Email = { to: string; subject: string };
+
+async function producer(q: Queue): Promise<void> {
+  const { id, created }: { id: string; created: boolean } = await q.enqueue(Buffer.from('x'), {
+    id: 'a',
+    priority: MAX_PRIORITY,
+    backoff: { type: 'fixed', delayMs: 100 },
+    dedup: { key: 'k', ttlMs: 10 },
+  });
+  await q.enqueueTask('send-email', { to: 'ada', subject: 'hi' } satisfies Email, { format: 'msgpack' });
+  await q.enqueueMany([{ name: 't', data: 1 }, { payload: new Uint8Array(2) }, Buffer.from('raw')]);
+  // @ts-expect-error a raw payload is bytes: a task by name is enqueueTask
+  await q.enqueue('send-email', {});
+  // @ts-expect-error the backoff kind is one of two
+  await q.enqueue(Buffer.from('x'), { backoff: { type: 'linear' } });
+  // @ts-expect-error a format is 'json' or 'msgpack'
+  await q.enqueueTask('t', 1, { format: 'xml' });
+
+  // wait: the result's type is unknown unless the caller names it.
+  const result = await q.wait(id);
+  const unknownResult: unknown = result;
+  // @ts-expect-error without a type argument the result is unknown, not the type asked for
+  const n: number = await q.wait(id);
+  // @ts-expect-error nor does the context pick it
+  const receipt: { total: number } = await q.wait(id, { timeoutMs: 1000 });
+  const total: number = (await q.wait<{ total: number }>(id, { timeoutMs: null })).total;
+  // @ts-expect-error an unknown result has no fields
+  (await q.wait(id)).total;
+  void [created, unknownResult, n, receipt, total];
+}
+
+async function admin(q: Queue): Promise<void> {
+  const info: JobInfo | null = await q.get('a');
+  if (info) {
+    const state: 'delayed' | 'ready' | 'active' | 'dead' | 'completed' = info.state;
+    const stored: unknown = info.result;
+    // @ts-expect-error a stored result is unknown: narrow it first
+    info.result.total;
+    // @ts-expect-error so is a stored progress
+    const p: string = info.progress;
+    void [state, stored, p];
+  }
+  // @ts-expect-error the states are a closed set
+  await q.jobs('running');
+  const page = await q.jobsPage('dead', { cursor: null, limit: 10 });
+  const next: string | null = page.cursor;
+  for await (const event of q.events({ fromStart: true })) {
+    const e: Event = event;
+    const value: unknown = e.value;
+    // @ts-expect-error an event's value is unknown
+    e.value.length;
+    void value;
+  }
+  void next;
+}
+
+function worker(q: Queue): void {
+  // One handler for every job.
+  q.work(async (job: Job) => {
+    const id: string = job.id;
+    const payload: Buffer = job.payload;
+    const signal: AbortSignal = job.signal;
+    const data: unknown = job.data;
+    // @ts-expect-error task data is unknown until the handler says what it is
+    job.data.to;
+    const order = job.json<{ sku: string }>();
+    const sku: string = order.sku;
+    // @ts-expect-error json() is unknown without a type argument, whatever the context
+    const other: { sku: string } = job.json();
+    await job.progress({ done: 1 });
+    void [id, payload, signal, data, sku, other];
+    return { ok: true };
+  }, { concurrency: 4, onError: (err: unknown, job: Job) => void [err, job] });
+
+  // Task handlers by name: the data's type is the handler's to declare, `unknown` when it does
+  // not.
+  const sendEmail: TaskHandler<Email> = async (email, job) => {
+    const to: string = email.to;
+    void [to, job.attempt];
+  };
+  const w = q.work({
+    'send-email': sendEmail,
+    resize: (data: { width: number }, job) => data.width + job.attempt,
+    log: (data) => {
+      const d: unknown = data;
+      // @ts-expect-error undeclared task data is unknown
+      data.anything;
+      return d;
+    },
+  });
+  // @ts-expect-error a task handler is a function
+  q.work({ 'send-email': 'not a function' });
+  // @ts-expect-error the handler is a function or an object of them
+  q.work(42);
+
+  const err: TideqError | null = w.error;
+  if (err) {
+    const code: ErrorCode = err.code;
+    const message: string = err.message;
+    void [code, message];
+  }
+  void w.shutdown().then((s: WorkerStats) => s.completed + s.failed);
+
+  q.workBatches(async (jobs: Job[]) => new Map([[jobs[0].id, new Error('no')]]), { size: 10 });
+  q.workBatches(async (jobs: Job[]) => ({ [jobs[0].id]: 'failed' }));
+  // @ts-expect-error a batch handler resolves with nothing or the failed jobs' errors
+  q.workBatches(async () => 42);
+}
+
+function errors(e: unknown): ErrorCode | undefined {
+  const codes: ErrorCode[] = ['INVALID_ARGUMENT', 'JOB_NOT_FOUND', 'TIMEOUT', 'NOT_SUPPORTED'];
+  // @ts-expect-error error codes are the core's, no others
+  const bad: ErrorCode = 'NOT_A_CODE';
+  void [codes, bad];
+  if (e instanceof Error && 'code' in e) return (e as TideqError).code;
+  return undefined;
+}
+
+async function capped(): Promise<void> {
+  const client = new Client({ url: 'redis://127.0.0.1:6379', prefix: 't' });
+  const cq = new CappedQueue('q', { client, capacity: 10 });
+  await cq.pushMany([['g', 'text'], ['g', Buffer.from('bytes')]]);
+  const batch = await cq.nextBatch(10);
+  if (batch) {
+    const items: Buffer[] = batch.items;
+    void items;
+  }
+  // @ts-expect-error items are bytes or text
+  await cq.push('g', 42);
+  const c = cq.consume(async (group: string, items: Buffer[]) => void [group, items]);
+  const stopped: TideqError | null = c.error;
+  void stopped;
+}
+
+void [producer, admin, worker, errors, capped];
