@@ -96,10 +96,10 @@ impl Work for tideq::Job {
         handler::error_text(py, err)
     }
 
-    type Error = String;
+    type Error = tideq::HandlerError;
 
-    fn error(text: String) -> String {
-        text
+    fn error(text: String) -> tideq::HandlerError {
+        text.into()
     }
 
     /// The job's result: bytes (``bytes``, ``bytearray``, ``memoryview``) as they are, anything
@@ -110,13 +110,14 @@ impl Work for tideq::Job {
         py: Python<'_>,
         note: &Self::Note,
         value: &Bound<'_, PyAny>,
-    ) -> Result<Option<Vec<u8>>, String> {
+    ) -> Result<Option<Vec<u8>>, tideq::HandlerError> {
         convert::json_or_bytes(value).map(Some).map_err(|err| {
             let err = PyTypeError::new_err(format!(
-                "the handler's return value is stored as the job's result and must be bytes or                  JSON-able: {}",
+                "the handler's return value is stored as the job's result and must be bytes or \
+                 JSON-able: {}",
                 handler::error_text(py, &err)
             ));
-            Self::failed(py, note, &err)
+            Self::failed(py, note, &err).into()
         })
     }
 }

@@ -113,6 +113,6 @@ pub use schedule::{Every, ScheduleInfo};
 pub use task::Tasks;
 pub use tokio_util::sync::CancellationToken;
 pub use worker::{
-    BatchError, BatchFuture, BatchOptions, IntoJobResult, JobBatchHandler, JobFuture, JobHandler,
-    Worker, WorkerOptions, WorkerStats,
+    BatchError, BatchFuture, BatchOptions, HandlerError, IntoJobResult, JobBatchHandler, JobFuture,
+    JobHandler, Worker, WorkerOptions, WorkerStats,
 };

@@ -63,17 +63,15 @@ impl Tasks {
         F: Fn(T, Job) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = std::result::Result<R, E>> + Send + 'static,
         R: crate::IntoJobResult + 'static,
-        E: std::fmt::Display + 'static,
+        E: Into<crate::worker::HandlerError> + 'static,
     {
         let handler = Arc::new(handler);
         self.raw(name, move |job: Job| {
             let handler = handler.clone();
             async move {
-                let args: T = job.args().map_err(|e| e.to_string())?;
-                handler(args, job)
-                    .await
-                    .map_err(|e| e.to_string())
-                    .and_then(R::into_job_result)
+                let args: T = job.args()?;
+                let r = handler(args, job).await.map_err(Into::into)?;
+                R::into_job_result(r).map_err(crate::worker::HandlerError::from)
             }
         })
     }
@@ -84,7 +82,7 @@ impl Tasks {
         F: Fn(Job) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = std::result::Result<R, E>> + Send + 'static,
         R: crate::IntoJobResult + 'static,
-        E: std::fmt::Display + 'static,
+        E: Into<crate::worker::HandlerError> + 'static,
     {
         self.boxed(name, crate::worker::boxed(handler))
     }

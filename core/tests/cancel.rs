@@ -37,7 +37,7 @@ async fn cancel_of_an_active_job_fires_its_token_within_a_second_and_ends_it_can
         Box::pin(async move {
             job.cancellation().cancelled().await;
             *seen.lock().unwrap() = Some((Instant::now(), job.cancel_requested()));
-            Err("stopped as asked".to_string())
+            Err("stopped as asked".into())
         })
     });
     let w = q.work_boxed(worker_opts(2), handler).unwrap();

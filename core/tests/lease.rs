@@ -489,7 +489,7 @@ async fn a_timeout_fires_the_jobs_cancellation_before_the_attempt_fails() {
         Box::pin(async move {
             job.cancellation().cancelled().await;
             saw.fetch_add(1, Ordering::SeqCst);
-            Err("stopped as asked".to_string())
+            Err("stopped as asked".into())
         })
     });
     let w = q.work_boxed(drained(), handler).unwrap();

@@ -512,7 +512,7 @@ async fn a_job_stopped_by_shutdown_goes_back_to_the_front_of_the_queue_uncounted
         s2.fetch_add(1, Ordering::SeqCst);
         Box::pin(async move {
             job.cancellation().cancelled().await;
-            Err("stopped".to_string())
+            Err("stopped".into())
         })
     });
     let w = q.work_boxed(opts, handler).unwrap();

@@ -248,8 +248,8 @@ pub(crate) fn job_handler(
         let call = js.call_for::<JobReply>(leased.clone(), leased);
         Box::pin(async move {
             match attempt(call, token, started).await {
-                Ok(JobReply(result)) => result,
-                Err(error) => Err(error),
+                Ok(JobReply(result)) => result.map_err(tideq::HandlerError::from),
+                Err(error) => Err(error.into()),
             }
         })
     })

@@ -108,7 +108,7 @@ impl Queue {
         F: Fn(Job) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = std::result::Result<R, E>> + Send + 'static,
         R: IntoJobResult + 'static,
-        E: std::fmt::Display + 'static,
+        E: Into<crate::worker::HandlerError> + 'static,
     {
         self.work_boxed(opts, boxed(handler))
     }
@@ -204,15 +204,18 @@ where
     F: Fn(Job) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = std::result::Result<R, E>> + Send + 'static,
     R: IntoJobResult + 'static,
-    E: std::fmt::Display + 'static,
+    E: Into<crate::worker::HandlerError> + 'static,
 {
     Arc::new(move |job: Job| {
         let cancel = job.cancel.clone();
         let fut = handler(job);
         Box::pin(async move {
             tokio::select! {
-                r = fut => r.map_err(|e| e.to_string()).and_then(R::into_job_result),
-                _ = cancel.cancelled() => Err("stopped: the job was cancelled".to_string()),
+                r = fut => match r {
+                    Ok(r) => R::into_job_result(r).map_err(HandlerError::from),
+                    Err(e) => Err(e.into()),
+                },
+                _ = cancel.cancelled() => Err("stopped: the job was cancelled".into()),
             }
         })
     })

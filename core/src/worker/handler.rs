@@ -7,10 +7,16 @@ use std::sync::Arc;
 
 use crate::job::Job;
 
+/// Why a handler's attempt failed: the handler's own error, its type kept (`downcast_ref` finds
+/// it). Its text (`to_string`, capped in size) is what the job records as its error. Any
+/// `std::error::Error + Send + Sync`, a `String` or a `&str` (and `anyhow::Error`) converts into it.
+pub type HandlerError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
 /// The future a job handler returns: `Ok` with the result to store with the job (`None`:
-/// nothing), or the error text that fails the attempt.
-pub type JobFuture =
-    Pin<Box<dyn Future<Output = std::result::Result<Option<Vec<u8>>, String>> + Send + 'static>>;
+/// nothing), or the error that fails the attempt.
+pub type JobFuture = Pin<
+    Box<dyn Future<Output = std::result::Result<Option<Vec<u8>>, HandlerError>> + Send + 'static>,
+>;
 
 /// What a job handler's `Ok` may hold: nothing (`()`), or a result stored with the completed job
 /// (readable with `get` and `wait`, kept as long as the job is: `keep_completed`, `keep_for`):

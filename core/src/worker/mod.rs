@@ -17,7 +17,9 @@ mod run;
 
 pub use handle::Worker;
 pub(crate) use handle::{boxed, Handlers};
-pub use handler::{BatchError, BatchFuture, IntoJobResult, JobBatchHandler, JobFuture, JobHandler};
+pub use handler::{
+    BatchError, BatchFuture, HandlerError, IntoJobResult, JobBatchHandler, JobFuture, JobHandler,
+};
 pub use options::{BatchOptions, WorkerOptions, WorkerStats};
 
 use acks::*;

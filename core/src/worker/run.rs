@@ -263,9 +263,9 @@ impl JobCtx {
             None => handled.await,
         };
         self.metrics.run.observe(started.elapsed());
-        let mut result = outcome.unwrap_or_else(|_| Err("handler panicked".to_string()));
+        let mut result = outcome.unwrap_or_else(|_| Err("handler panicked".into()));
         if let Some(t) = timed_out {
-            result = Err(format!("timed out after {} ms", t.as_millis()));
+            result = Err(format!("timed out after {} ms", t.as_millis()).into());
         }
         // Settling now: the renewer must not extend a lease the ack is about to end.
         let requested = self.settled(&[key])[0];
@@ -288,7 +288,7 @@ impl JobCtx {
                 }
                 Err(e) => e.message().to_string(),
             },
-            Err(msg) => msg,
+            Err(e) => e.to_string(),
         };
         drop(permit);
         // Boxed: the failure path's futures (a script call, retries) would otherwise sit in every
