@@ -2,6 +2,8 @@
 //! Redis Cluster), running the `tideq` binary, reading its output and scrapes, making dead jobs.
 #![allow(dead_code)]
 
+pub mod dashboard;
+
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
