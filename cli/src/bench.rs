@@ -14,7 +14,8 @@ use serde_json::json;
 use tideq::acl::{self, Role};
 use tideq::{Client, EnqueueOptions, Job, Queue, QueueOptions, WorkerOptions};
 
-use crate::{render, Failure};
+use crate::exit::Failure;
+use crate::render;
 
 /// Jobs per `enqueue_many` call (the core sends them as a few script calls in one pipeline).
 const ENQUEUE_CHUNK: usize = 1000;

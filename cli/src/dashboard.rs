@@ -54,7 +54,15 @@ pub const DEFAULT_REFRESH_SECS: f64 = 10.0;
 const REQUEST_HEADER: HeaderName = HeaderName::from_static("x-tideq-request");
 
 const INDEX_HTML: &str = include_str!("dashboard/index.html");
-const APP_JS: &str = include_str!("dashboard/app.js");
+/// The page's script, served whole as /app.js: one closure written in parts by view (state,
+/// helpers and routing; the overview; a job queue and its actions; a capped queue and the start),
+/// put together here in this order. The parts are fragments of that closure, not scripts.
+const APP_JS: &str = concat!(
+    include_str!("dashboard/app/base.js"),
+    include_str!("dashboard/app/overview.js"),
+    include_str!("dashboard/app/queue.js"),
+    include_str!("dashboard/app/capped.js"),
+);
 const STYLE_CSS: &str = include_str!("dashboard/style.css");
 
 const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; \
@@ -333,5 +341,23 @@ mod tests {
             Some("127.0.0.1:9465")
         );
         assert_eq!(origin_authority("null"), None);
+    }
+
+    /// The script's parts, put together, are one valid script (checked by `node --check`).
+    #[test]
+    fn the_script_parts_make_one_script() {
+        let path = std::env::temp_dir().join(format!("tideq-app-{}.js", std::process::id()));
+        std::fs::write(&path, APP_JS).unwrap();
+        let out = std::process::Command::new("node")
+            .arg("--check")
+            .arg(&path)
+            .output()
+            .expect("node (scripts/ensure-deps.sh)");
+        let _ = std::fs::remove_file(&path);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
 }

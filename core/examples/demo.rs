@@ -6,8 +6,6 @@
 //!
 //! `cargo run --release --example demo` (starts a private redis-server unless TIDEQ_REDIS_URL is set)
 
-mod support;
-
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -27,7 +25,7 @@ type Counts = Arc<Mutex<HashMap<String, [u64; 3]>>>; // pushed, dropped, deliver
 
 #[tokio::main]
 async fn main() -> tideq::Result<()> {
-    let redis = support::Redis::from_env_or_spawn();
+    let redis = tideq_testing::RedisServer::from_env_or_start();
     let client = Client::open(&redis.url)?;
     let name = format!("demo-{}", std::process::id());
     let q = CappedQueue::new(

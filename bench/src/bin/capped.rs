@@ -2,14 +2,12 @@
 //! script) and tideq's operations from Rust, Python and Node against one redis-server, printed as
 //! items/s and ratios to the ceiling. `make bench` (or `cargo run --release -p tideq-bench --bin capped -- N`).
 
-#[path = "../../../core/examples/support/mod.rs"]
-mod support;
-
 use std::process::Command;
 use std::time::Instant;
 
 use serde_json_lite::parse_line;
 use tideq::{CappedOptions, CappedQueue, Client};
+use tideq_testing::RedisServer;
 
 const PUSH_SCRIPT: &str = include_str!("../../../core/src/lua/push_capped.lua");
 
@@ -52,8 +50,9 @@ async fn main() -> tideq::Result<()> {
         .nth(1)
         .and_then(|s| s.parse().ok())
         .unwrap_or(200_000);
-    let redis = support::Redis::from_env_or_spawn();
-    let port = redis.port.unwrap_or_else(|| {
+    let redis = RedisServer::from_env_or_start();
+    // Port 0: a server named by TIDEQ_REDIS_URL, its port read from the URL.
+    let port = Some(redis.port).filter(|p| *p != 0).unwrap_or_else(|| {
         redis
             .url
             .rsplit(':')

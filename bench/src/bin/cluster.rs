@@ -5,58 +5,13 @@
 //! On a 2-core machine the three masters share the cores with the client, so this shows the
 //! cost of cluster routing and the spread of shards rather than a 3x speed-up.
 
-#[path = "../../../core/examples/support/mod.rs"]
-mod support;
-
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use tideq::{
     CappedOptions, CappedQueue, Client, Config, EnqueueOptions, Job, Queue, QueueOptions,
     WorkerOptions,
 };
-
-struct Cluster {
-    dir: std::path::PathBuf,
-    nodes: Vec<String>,
-}
-
-impl Cluster {
-    fn start() -> Cluster {
-        let dir = std::env::temp_dir().join(format!("tideq-bench-cluster-{}", std::process::id()));
-        let script = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../tests/cluster/redis-cluster.sh"
-        );
-        let out = Command::new("bash")
-            .arg(script)
-            .arg("start")
-            .arg(&dir)
-            .output()
-            .expect("bash");
-        assert!(out.status.success(), "cluster start failed");
-        let nodes = String::from_utf8_lossy(&out.stdout)
-            .trim()
-            .split(',')
-            .map(|h| format!("redis://{h}"))
-            .collect();
-        Cluster { dir, nodes }
-    }
-}
-
-impl Drop for Cluster {
-    fn drop(&mut self) {
-        let script = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../tests/cluster/redis-cluster.sh"
-        );
-        let _ = Command::new("bash")
-            .arg(script)
-            .arg("stop")
-            .arg(&self.dir)
-            .output();
-    }
-}
+use tideq_testing::{RedisCluster, RedisServer};
 
 fn rate(n: usize, d: Duration) -> f64 {
     n as f64 / d.as_secs_f64()
@@ -125,8 +80,8 @@ async fn main() -> tideq::Result<()> {
         .nth(1)
         .and_then(|s| s.parse().ok())
         .unwrap_or(50_000);
-    let single = support::Redis::spawn();
-    let cluster = Cluster::start();
+    let single = RedisServer::start_announced();
+    let cluster = RedisCluster::start();
     let one = Client::open(&single.url)?;
     let many = Client::new(Config::cluster(cluster.nodes.clone()))?;
     let rows = [

@@ -16,9 +16,6 @@
 //! Needs the Python and Node packages built (`make test` builds them) for their workers;
 //! `--rust-only` runs without them.
 
-#[path = "../../../core/examples/support/mod.rs"]
-mod support;
-
 use std::collections::HashMap;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -27,6 +24,7 @@ use tideq::{
     Client, EnqueueOptions, EventKind, EventsOptions, GroupLimits, Limits, Queue, QueueOptions,
     Rate, WorkerOptions,
 };
+use tideq_testing::RedisServer;
 
 const SHARDS: usize = 4;
 const GROUP_LIMIT: i64 = 2;
@@ -352,7 +350,7 @@ where
 #[tokio::main]
 async fn main() {
     let a = args();
-    let redis = support::Redis::spawn();
+    let redis = RedisServer::start_announced();
     let url = redis.url.clone();
     let _: () = redis_cmd(&url, &["CONFIG", "SET", "slowlog-max-len", "1024"]);
     // SLOWLOG times a call from start to end, so a Redis the OS preempts for the workers (2

@@ -7,14 +7,12 @@
 //! Usage: `cargo run --release -p tideq-bench --bin waits -- [--n 10000] [--rust-only]`
 //! (`make bench-waits`; the Python and Node runs need the bindings built, e.g. by `make test`).
 
-#[path = "../../../core/examples/support/mod.rs"]
-mod support;
-
 use std::io::BufRead;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use tideq::{Client, EnqueueOptions, Job, Queue, QueueOptions, WorkerOptions};
+use tideq_testing::RedisServer;
 
 /// What one runtime's waits measured.
 #[derive(Debug, Default)]
@@ -220,7 +218,7 @@ async fn main() {
             other => panic!("unknown argument {other:?} (--n N, --rust-only)"),
         }
     }
-    let redis = support::Redis::spawn();
+    let redis = RedisServer::start_announced();
     let url = redis.url.clone();
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     println!("{n} concurrent waits from one process, then their {n} jobs run (concurrency 100)");

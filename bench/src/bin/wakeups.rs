@@ -4,9 +4,6 @@
 //! Starts a private redis-server unless TIDEQ_REDIS_URL is set.
 //! `cargo run --release -p tideq-bench --bin wakeups -- [GROUPS]`
 
-#[path = "../../../core/examples/support/mod.rs"]
-mod support;
-
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -14,6 +11,7 @@ use tideq::{
     CappedOptions, CappedQueue, Client, ConsumerOptions, EnqueueOptions, Job, Queue, QueueOptions,
     WorkerOptions,
 };
+use tideq_testing::RedisServer;
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[((sorted.len() - 1) as f64 * p).round() as usize]
@@ -151,7 +149,7 @@ async fn main() {
         .nth(1)
         .and_then(|s| s.parse().ok())
         .unwrap_or(100_000);
-    let redis = support::Redis::from_env_or_spawn();
+    let redis = RedisServer::from_env_or_start();
     let client = Client::open(&redis.url).unwrap();
     println!("idle-worker pickup, one job at a time (enqueue -> handler start), ms:");
     for (workers, busy) in [(1, 0), (3, 1), (10, 5)] {

@@ -2,42 +2,29 @@
 //! Redis Cluster), running the `tideq` binary, reading its output and scrapes, making dead jobs.
 #![allow(dead_code)]
 
-use std::net::TcpListener;
+pub mod dashboard;
+
 use std::process::{Command, Output, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 use tideq::{Client, EnqueueOptions, JobState, Queue, QueueOptions};
+pub use tideq_testing::free_port;
+use tideq_testing::{RedisCluster, RedisServer};
 
+/// A private redis-server (from `tideq-testing`), stopped on drop.
 pub struct Redis {
     pub url: String,
-    child: std::process::Child,
-    dir: std::path::PathBuf,
+    _server: RedisServer,
 }
 
 impl Redis {
     pub fn start() -> Self {
-        let port = free_port();
-        let dir = std::env::temp_dir().join(unique("tideq-cli-redis"));
-        std::fs::create_dir_all(&dir).unwrap();
-        let child = Command::new("redis-server")
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-            .args(["--save", "", "--appendonly", "no"])
-            .args(["--dir", dir.to_str().unwrap()])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("redis-server must be installed (scripts/ensure-deps.sh)");
-        let url = format!("redis://127.0.0.1:{port}");
-        let client = Client::open(&url).unwrap();
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while rt().block_on(client.ping()).is_err() {
-            assert!(Instant::now() < deadline, "redis-server did not start");
-            std::thread::sleep(Duration::from_millis(20));
+        let server = RedisServer::start_private(free_port(), &[]);
+        Redis {
+            url: server.url.clone(),
+            _server: server,
         }
-        Redis { url, child, dir }
     }
 
     pub fn queue(&self, name: &str) -> Queue {
@@ -53,31 +40,6 @@ impl Redis {
     pub fn tideq(&self, args: &[&str]) -> Output {
         run(&[&["--url", &self.url], args].concat())
     }
-}
-
-impl Drop for Redis {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-pub fn unique(prefix: &str) -> String {
-    static N: AtomicU64 = AtomicU64::new(0);
-    format!(
-        "{prefix}-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    )
 }
 
 pub fn rt() -> tokio::runtime::Runtime {
@@ -159,41 +121,20 @@ pub fn series(text: &str, name_and_labels: &str) -> Option<f64> {
         .find_map(|l| l.strip_prefix(name_and_labels)?.trim().parse().ok())
 }
 
-/// A local 6-node Redis Cluster (3 masters, 3 replicas) started by
-/// tests/cluster/redis-cluster.sh, torn down on drop.
+/// A local 6-node Redis Cluster (3 masters, 3 replicas, from `tideq-testing`), torn down on
+/// drop.
 pub struct Cluster {
     pub nodes: Vec<String>,
-    dir: std::path::PathBuf,
+    _cluster: RedisCluster,
 }
-
-const CLUSTER_SCRIPT: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../tests/cluster/redis-cluster.sh"
-);
 
 impl Cluster {
     pub fn start() -> Self {
-        let dir = std::env::temp_dir().join(unique("tideq-cli-cluster"));
-        let out = Command::new("bash")
-            .arg(CLUSTER_SCRIPT)
-            .arg("start")
-            .arg(&dir)
-            .output()
-            .expect("bash");
-        let cluster = Cluster {
-            nodes: String::from_utf8_lossy(&out.stdout)
-                .trim()
-                .split(',')
-                .map(|h| format!("redis://{h}"))
-                .collect(),
-            dir,
-        };
-        assert!(
-            out.status.success(),
-            "cluster start failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        cluster
+        let cluster = RedisCluster::start();
+        Cluster {
+            nodes: cluster.nodes.clone(),
+            _cluster: cluster,
+        }
     }
 
     pub fn client(&self) -> Client {
@@ -211,16 +152,5 @@ impl Cluster {
     /// Runs `tideq --cluster <seed>... args...`.
     pub fn tideq(&self, args: &[&str]) -> Output {
         run(&[&self.flags()[..], args].concat())
-    }
-}
-
-impl Drop for Cluster {
-    fn drop(&mut self) {
-        let _ = Command::new("bash")
-            .arg(CLUSTER_SCRIPT)
-            .arg("stop")
-            .arg(&self.dir)
-            .output();
-        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }

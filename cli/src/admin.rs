@@ -1,0 +1,147 @@
+//! Reading and repairing a job queue (the core's `admin` role): `stats` (once or `--watch`),
+//! `jobs` (a page of one state), `job` (one job), `dead` (list, requeue, purge).
+
+use std::io::{IsTerminal, Write};
+use std::time::Duration;
+
+use tideq::{ErrorKind, JobState, Queue};
+
+use crate::args::{Conn, Dead, Page};
+use crate::connect::job_queue;
+use crate::exit::{not_found, print, Failure, Outcome};
+use crate::render::{self, Payload};
+
+/// `tideq stats QUEUE [--watch [SECS]]`.
+pub(crate) async fn stats(c: &Conn, queue: &str, watch: Option<f64>, json: bool) -> Outcome {
+    let q = job_queue(c, queue)?;
+    match watch {
+        None => print(&render::stats(&q.stats().await?, json)),
+        Some(secs) => watch_stats(&q, secs, json).await?,
+    }
+    Ok(())
+}
+
+async fn watch_stats(q: &Queue, secs: f64, json: bool) -> Outcome {
+    let every = Duration::try_from_secs_f64(secs)
+        .ok()
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| Failure::Usage(format!("--watch takes seconds > 0, not {secs}")))?;
+    let ctrl_c = tokio::signal::ctrl_c();
+    tokio::pin!(ctrl_c);
+    loop {
+        let stats = q.stats().await?;
+        // Clear the screen and go home, then reprint.
+        print!("\x1b[2J\x1b[H");
+        if !json {
+            println!("{}  (every {secs} s; Ctrl-C stops)\n", q.name());
+        }
+        print(&render::stats(&stats, json));
+        let _ = std::io::stdout().flush();
+        tokio::select! {
+            _ = &mut ctrl_c => return Ok(()),
+            _ = tokio::time::sleep(every) => {}
+        }
+    }
+}
+
+/// `tideq jobs QUEUE STATE`.
+pub(crate) async fn jobs(c: &Conn, queue: &str, state: &str, page: Page, json: bool) -> Outcome {
+    let state = JobState::parse(state)?;
+    let q = job_queue(c, queue)?;
+    print_jobs(&q, state, page, json).await
+}
+
+/// Prints a page of `state`'s jobs (see [`Page`]).
+async fn print_jobs(q: &Queue, state: JobState, page: Page, json: bool) -> Outcome {
+    match page.offset {
+        Some(offset) => {
+            let jobs = q.jobs(state, offset, page.limit).await?;
+            print(&render::job_list(&jobs, json));
+        }
+        None => {
+            let p = q
+                .jobs_page(state, page.cursor.as_deref(), page.limit)
+                .await?;
+            print(&render::job_page(&p, json));
+        }
+    }
+    Ok(())
+}
+
+/// `tideq job QUEUE ID`.
+pub(crate) async fn job(
+    c: &Conn,
+    queue: &str,
+    id: &str,
+    payload: Option<Payload>,
+    json: bool,
+) -> Outcome {
+    let q = job_queue(c, queue)?;
+    match q.get(id).await? {
+        Some(info) => print(&render::job(&info, payload, json)),
+        None => return Err(not_found(queue, id)),
+    }
+    Ok(())
+}
+
+/// `tideq dead QUEUE ACTION`.
+pub(crate) async fn dead(c: &Conn, queue: &str, action: Dead) -> Outcome {
+    let q = job_queue(c, queue)?;
+    let q = &q;
+    match action {
+        Dead::List { page, json } => print_jobs(q, JobState::Dead, page, json).await?,
+        Dead::Requeue { id } => {
+            match q.requeue(&id).await {
+                Err(e) if e.kind() == ErrorKind::JobNotFound => {
+                    return Err(Failure::NotFound(format!(
+                        "no dead job {id:?} in queue {:?}",
+                        q.name()
+                    )))
+                }
+                other => other?,
+            }
+            print(&format!("requeued {id}"));
+        }
+        Dead::RequeueAll { yes } => {
+            let dead = q.stats().await?.dead;
+            confirm(
+                yes,
+                &format!("requeue all {dead} dead jobs of {:?}?", q.name()),
+            )?;
+            print(&format!("requeued {}", q.requeue_all().await?));
+        }
+        Dead::Purge { yes } => {
+            let dead = q.stats().await?.dead;
+            confirm(
+                yes,
+                &format!("delete all {dead} dead jobs of {:?} for good?", q.name()),
+            )?;
+            print(&format!("purged {}", q.purge().await?));
+        }
+    }
+    Ok(())
+}
+
+/// Asks on a terminal; refuses (exit 2) when stdin is not one and `--yes` was not given.
+fn confirm(yes: bool, question: &str) -> Outcome {
+    if yes {
+        return Ok(());
+    }
+    if !std::io::stdin().is_terminal() {
+        return Err(Failure::Usage(
+            "refusing to change dead letters without confirmation: stdin is not a terminal; \
+             pass --yes"
+                .to_string(),
+        ));
+    }
+    eprint!("{question} [y/N] ");
+    let _ = std::io::stderr().flush();
+    let mut answer = String::new();
+    std::io::stdin()
+        .read_line(&mut answer)
+        .map_err(|e| Failure::Usage(format!("cannot read the answer: {e}")))?;
+    match answer.trim().to_ascii_lowercase().as_str() {
+        "y" | "yes" => Ok(()),
+        _ => Err(Failure::Usage("not confirmed; nothing changed".to_string())),
+    }
+}

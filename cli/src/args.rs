@@ -1,0 +1,323 @@
+//! The command line's shape: every command, flag and help text, as clap reads them (the order
+//! here is the order `--help` lists them in). What each command does is in the file named after
+//! its role (see lib.rs).
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::render::Payload;
+
+#[derive(Parser)]
+#[command(
+    name = "tideq",
+    version,
+    about = "Inspect and operate tideq queues on Redis"
+)]
+pub(crate) struct Cli {
+    #[command(flatten)]
+    pub(crate) conn: Conn,
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+/// How to reach Redis, as the libraries take it.
+#[derive(Args)]
+pub(crate) struct Conn {
+    /// Redis URL (redis://, rediss://, redis://user:pass@host:port/db) [default: $TIDEQ_REDIS_URL,
+    /// else redis://127.0.0.1:6379]
+    #[arg(long, global = true, conflicts_with_all = ["cluster", "sentinel"])]
+    pub(crate) url: Option<String>,
+    /// A Redis Cluster seed node URL (repeatable).
+    #[arg(long, global = true, value_name = "URL", conflicts_with = "sentinel")]
+    pub(crate) cluster: Vec<String>,
+    /// A Sentinel URL (repeatable); needs --master-name.
+    #[arg(long, global = true, value_name = "URL", requires = "master_name")]
+    pub(crate) sentinel: Vec<String>,
+    /// The master name the Sentinels monitor.
+    #[arg(long, global = true, value_name = "NAME")]
+    pub(crate) master_name: Option<String>,
+    /// PEM file of the CA to trust for rediss:// instead of the public roots.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub(crate) tls_ca: Option<PathBuf>,
+    /// Key prefix [default: tideq]
+    #[arg(long, global = true)]
+    pub(crate) prefix: Option<String>,
+    /// Shards the queue is split in (as the application created it).
+    #[arg(long, global = true, default_value_t = 1, value_name = "N")]
+    pub(crate) shards: usize,
+}
+
+#[derive(Subcommand)]
+pub(crate) enum Command {
+    /// The queues of both kinds under the key prefix (found with SCAN, on every primary of a
+    /// cluster).
+    Queues {
+        #[arg(long)]
+        json: bool,
+    },
+    /// A job queue's counts per state and lifetime counters.
+    Stats {
+        queue: String,
+        /// Refresh in place every SECS seconds (default 2) until Ctrl-C.
+        #[arg(long, value_name = "SECS", num_args = 0..=1, default_missing_value = "2")]
+        watch: Option<f64>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// The jobs in one state (delayed, ready, active, dead, completed), paged.
+    Jobs {
+        queue: String,
+        state: String,
+        #[command(flatten)]
+        page: Page,
+        #[arg(long)]
+        json: bool,
+    },
+    /// One job: state, attempts, timestamps, last error, payload, result, progress.
+    Job {
+        queue: String,
+        id: String,
+        /// How to show the payload (default: JSON if it parses, else text if UTF-8, else hex).
+        #[arg(long, value_enum)]
+        payload: Option<Payload>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Dead letters: list, requeue, purge.
+    Dead {
+        queue: String,
+        #[command(subcommand)]
+        action: Dead,
+    },
+    /// Stop starting jobs of the queue (or of one group).
+    Pause {
+        queue: String,
+        #[arg(long)]
+        group: Option<String>,
+    },
+    /// Start jobs of the queue (or of one group) again.
+    Resume {
+        queue: String,
+        #[arg(long)]
+        group: Option<String>,
+    },
+    /// The queue's limits (concurrency, rates, group defaults).
+    Limits {
+        queue: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// What a group holds and obeys.
+    Group {
+        queue: String,
+        name: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Every group the queue knows (with jobs, running jobs or settings of its own), by name;
+    /// with --count or --cursor, one page of them and the cursor of the next.
+    Groups {
+        queue: String,
+        /// Show one page of about this many groups (1-250).
+        #[arg(long)]
+        count: Option<usize>,
+        /// Start the page where an earlier page's cursor says.
+        #[arg(long)]
+        cursor: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Enqueue one job (for testing).
+    Enqueue {
+        queue: String,
+        #[command(flatten)]
+        job: NewJob,
+        #[arg(long)]
+        json: bool,
+    },
+    /// The queue's schedules with their next slots.
+    Schedules {
+        queue: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Follow the queue's event log (the queue's events must be on), until Ctrl-C.
+    Events {
+        queue: String,
+        /// Keep this reader's place in Redis: started again, it resumes where it stopped.
+        #[arg(long)]
+        name: Option<String>,
+        /// Start from the oldest event kept (default: from now on).
+        #[arg(long)]
+        from_start: bool,
+        /// Stop after SECS seconds without an event.
+        #[arg(long, value_name = "SECS")]
+        idle: Option<f64>,
+        /// One JSON object per line.
+        #[arg(long)]
+        json: bool,
+    },
+    /// A capped grouped queue: stats, groups, len, peek.
+    Capped {
+        queue: String,
+        #[command(subcommand)]
+        action: Capped,
+    },
+    /// Measure tideq against this Redis on a throwaway queue (tideq-bench-<random>): enqueue
+    /// jobs, drain them with a worker (no-op handler), and compare with the raw Redis round-trip
+    /// rate (pipelined PINGs) measured in the same run.
+    Bench {
+        /// Jobs to enqueue and process.
+        #[arg(long, default_value_t = 20_000, value_name = "N")]
+        jobs: usize,
+        /// The worker's concurrency.
+        #[arg(long, default_value_t = 100, value_name = "C")]
+        concurrency: usize,
+        /// One JSON object with the numbers.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Serve Prometheus metrics of the queues at http://LISTEN/metrics until Ctrl-C.
+    Exporter {
+        /// Address to listen on.
+        #[arg(long, default_value = "127.0.0.1:9464")]
+        listen: String,
+        /// Only these job queues (repeatable); default: every queue under the prefix.
+        #[arg(long = "queue", value_name = "QUEUE")]
+        queues: Vec<String>,
+        /// Read the queues every SECS seconds (scrapes are answered from the last read).
+        #[arg(long, default_value_t = 10.0, value_name = "SECS")]
+        refresh: f64,
+    },
+    /// Serve a web dashboard of the queues at http://LISTEN/ until Ctrl-C: counts, throughput,
+    /// jobs by state, dead letters (requeue, purge), pause/resume, schedules, groups.
+    Dashboard {
+        /// Address to listen on.
+        #[arg(long, default_value = "127.0.0.1:9465")]
+        listen: String,
+        /// Only these job queues (repeatable); default: every queue under the prefix.
+        #[arg(long = "queue", value_name = "QUEUE")]
+        queues: Vec<String>,
+        /// Read the queues' counts every SECS seconds (the page is answered from the last read).
+        #[arg(long, default_value_t = crate::dashboard::DEFAULT_REFRESH_SECS, value_name = "SECS")]
+        refresh: f64,
+        /// Show everything, change nothing (every POST is refused).
+        #[arg(long)]
+        read_only: bool,
+        /// Require `Authorization: Bearer TOKEN` on the API (open the page as
+        /// http://LISTEN/?token=TOKEN once).
+        #[arg(long, env = "TIDEQ_DASHBOARD_TOKEN", hide_env_values = true)]
+        token: Option<String>,
+    },
+    /// The Redis ACL rules of a role on a queue, as an ACL SETUSER line.
+    Acl {
+        queue: String,
+        /// producer, worker, admin, capped-producer or capped-consumer.
+        role: String,
+        /// Print only the rules, not the ACL SETUSER line around them.
+        #[arg(long)]
+        rules_only: bool,
+    },
+}
+
+/// One job for `tideq enqueue`: its payload (or task and arguments) and options.
+#[derive(Args)]
+pub(crate) struct NewJob {
+    /// The payload as text.
+    #[arg(conflicts_with = "data")]
+    pub(crate) payload: Option<String>,
+    /// Task name (the job's arguments are --data, as JSON).
+    #[arg(long)]
+    pub(crate) task: Option<String>,
+    /// The payload (or the task's arguments) as JSON.
+    #[arg(long, value_name = "JSON")]
+    pub(crate) data: Option<String>,
+    /// Job id (idempotent: an existing id is not enqueued again).
+    #[arg(long)]
+    pub(crate) id: Option<String>,
+    /// Run no sooner than SECS seconds from now.
+    #[arg(long, value_name = "SECS")]
+    pub(crate) delay: Option<f64>,
+    #[arg(long)]
+    pub(crate) priority: Option<u32>,
+    #[arg(long)]
+    pub(crate) group: Option<String>,
+}
+
+/// A page of jobs: by default the first page of a walk by cursor (each page prints the cursor
+/// of the next, and a walk never lists a job twice or skips one that stays put while workers
+/// run); `--offset` reads a snapshot's page instead (offsets shift as jobs move).
+#[derive(Args)]
+pub(crate) struct Page {
+    /// Start the page where an earlier page's cursor says.
+    #[arg(long, conflicts_with = "offset")]
+    pub(crate) cursor: Option<String>,
+    /// Skip this many jobs of the state's order instead of walking by cursor.
+    #[arg(long)]
+    pub(crate) offset: Option<usize>,
+    #[arg(long, default_value_t = 50)]
+    pub(crate) limit: usize,
+}
+
+#[derive(Subcommand)]
+pub(crate) enum Dead {
+    /// The dead jobs, oldest death first.
+    List {
+        #[command(flatten)]
+        page: Page,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Move one dead job back to ready, its attempts reset.
+    Requeue { id: String },
+    /// Move every dead job back to ready.
+    RequeueAll {
+        /// Do not ask for confirmation.
+        #[arg(long, short)]
+        yes: bool,
+    },
+    /// Delete every dead job.
+    Purge {
+        /// Do not ask for confirmation.
+        #[arg(long, short)]
+        yes: bool,
+    },
+}
+
+#[derive(Subcommand)]
+pub(crate) enum Capped {
+    /// Pushed, dropped, discarded, delivered, groups.
+    Stats {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Groups holding data, in round-robin order; with --count or --cursor, one page of them
+    /// (in no particular order) and the cursor of the next.
+    Groups {
+        /// Show one page of about this many groups (1-250).
+        #[arg(long)]
+        count: Option<usize>,
+        /// Start the page where an earlier page's cursor says.
+        #[arg(long)]
+        cursor: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Items queued in one group.
+    Len { group: String },
+    /// The oldest items of one group, oldest first, with when each was pushed; nothing is
+    /// taken. (This command does not know the queue's max_age: items a consumer would discard
+    /// as too old are shown too.)
+    Peek {
+        group: String,
+        /// Most items shown (1 to 1000).
+        #[arg(long, default_value_t = tideq::capped::DEFAULT_PEEK, value_name = "N")]
+        max: usize,
+        /// How to show each item (default: JSON if it parses, else text if UTF-8, else hex).
+        #[arg(long, value_enum)]
+        payload: Option<Payload>,
+        #[arg(long)]
+        json: bool,
+    },
+}

@@ -1,0 +1,181 @@
+// tideq dashboard: plain JavaScript, no framework, no build step. It polls /api/overview every
+// 2 s (answered from the server's cache, so polling costs Redis nothing) and reads the other
+// endpoints when the operator navigates or acts. Routes live in the hash: #/ (overview),
+// #/q/<queue>[/<state>] (a job queue), #/c/<queue> (a capped queue). Every value from Redis is
+// put in the page as text (never as HTML).
+'use strict';
+
+(() => {
+  const TOKEN_KEY = 'tideq-dashboard-token';
+  const POLL_MS = 2000;
+  const PAGE = 50;
+  const STATES = ['ready', 'delayed', 'active', 'dead', 'completed'];
+  const SVG = 'http://www.w3.org/2000/svg';
+
+  // The token, taken once from ?token= and kept for this tab only; the address bar loses it.
+  const here = new URL(window.location.href);
+  if (here.searchParams.has('token')) {
+    sessionStorage.setItem(TOKEN_KEY, here.searchParams.get('token'));
+    here.searchParams.delete('token');
+    history.replaceState(null, '', here.pathname + here.search + here.hash);
+  }
+
+  const state = {
+    overview: null,
+    route: { view: 'overview' },
+    // Job queue view.
+    info: null,
+    tab: 'ready',
+    // The walk of the tab's jobs: each shown page's cursor (null: the first page), newest last.
+    pages: [null],
+    jobs: null,
+    detail: null,
+    // Capped queue view.
+    capped: null,
+    // Where the shown page of groups starts (a cursor from the page before; null: the first).
+    groupsAt: null,
+  };
+
+  // ---- helpers ----------------------------------------------------------------------------
+
+  /** An element: attributes (on* are listeners, dataset an object), then children. */
+  function h(tag, attrs, ...children) {
+    const el = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (v === null || v === undefined || v === false) continue;
+      if (k.startsWith('on')) el.addEventListener(k.slice(2), v);
+      else if (k === 'dataset') Object.assign(el.dataset, v);
+      else if (k === 'class') el.className = v;
+      else el.setAttribute(k, v === true ? '' : String(v));
+    }
+    for (const c of children.flat()) {
+      if (c === null || c === undefined || c === false) continue;
+      el.append(c instanceof Node ? c : String(c));
+    }
+    return el;
+  }
+
+  function svg(tag, attrs) {
+    const el = document.createElementNS(SVG, tag);
+    for (const [k, v] of Object.entries(attrs || {})) el.setAttribute(k, String(v));
+    return el;
+  }
+
+  function $(sel) {
+    return document.querySelector(sel);
+  }
+
+  function fill(el, ...children) {
+    if (el) el.replaceChildren(...children.flat().filter((c) => c !== null && c !== undefined));
+  }
+
+  function when(ms) {
+    if (ms === null || ms === undefined) return '–';
+    return new Date(ms).toLocaleString();
+  }
+
+  function num(v) {
+    return v === null || v === undefined ? '–' : Number(v).toLocaleString();
+  }
+
+  function rate(r) {
+    return r ? `${r.max} per ${r.per_ms} ms` : '–';
+  }
+
+  function shown(value, format, compact) {
+    if (value === null || value === undefined) return '–';
+    if (format === 'json') return compact ? JSON.stringify(value) : JSON.stringify(value, null, 2);
+    return String(value);
+  }
+
+  function say(text, kind) {
+    const el = $('#status');
+    el.textContent = text || '';
+    el.className = kind || '';
+  }
+
+  async function api(path, method) {
+    const headers = { Accept: 'application/json' };
+    const token = sessionStorage.getItem(TOKEN_KEY);
+    if (token) headers.Authorization = `Bearer ${token}`;
+    if (method === 'POST') headers['X-Tideq-Request'] = '1';
+    const resp = await fetch(`api/${path}`, {
+      method: method || 'GET',
+      headers,
+      cache: 'no-store',
+      credentials: 'omit',
+    });
+    let body;
+    try {
+      body = await resp.json();
+    } catch {
+      body = { error: resp.statusText };
+    }
+    if (!resp.ok) {
+      const err = new Error(body.error || `HTTP ${resp.status}`);
+      err.status = resp.status;
+      throw err;
+    }
+    return body;
+  }
+
+  function failed(err) {
+    if (err.status === 401) {
+      say('Unauthorized: open this page as …/?token=<the dashboard token>.', 'error');
+    } else {
+      say(err.message, 'error');
+    }
+  }
+
+  const enc = encodeURIComponent;
+
+  /** Table headers whose columns hold numbers are right-aligned, as their cells. */
+  const NUMERIC = new Set(['Ready', 'Delayed', 'Active', 'Dead', 'Completed', 'Done/s', 'Groups', 'Pushed', 'Delivered',
+    'Dropped', 'Discarded', 'Delivered/s', 'Attempts', 'Priority', 'Items', 'Bytes', 'Concurrency']);
+
+  function thead(names) {
+    return h('thead', {}, h('tr', {}, names.map((n) => h('th', { class: NUMERIC.has(n) ? 'num' : null }, n))));
+  }
+
+  // ---- routing ----------------------------------------------------------------------------
+
+  function parseRoute() {
+    const parts = window.location.hash.replace(/^#\/?/, '').split('/');
+    try {
+      if (parts[0] === 'q' && parts[1]) {
+        const tab = STATES.includes(parts[2]) ? parts[2] : 'ready';
+        return { view: 'jobs', name: decodeURIComponent(parts[1]), tab };
+      }
+      if (parts[0] === 'c' && parts[1]) return { view: 'capped', name: decodeURIComponent(parts[1]) };
+    } catch {
+      // A malformed escape: the overview.
+    }
+    return { view: 'overview' };
+  }
+
+  function navigate() {
+    const route = parseRoute();
+    const same = route.view === state.route.view && route.name === state.route.name;
+    state.route = route;
+    if (!same) state.groupsAt = null;
+    say('');
+    if (route.view === 'jobs') {
+      if (!same) {
+        state.info = null;
+        state.detail = null;
+      }
+      state.tab = route.tab;
+      state.pages = [null];
+      state.jobs = null;
+      renderJobQueue();
+      loadQueue();
+      loadJobs();
+    } else if (route.view === 'capped') {
+      state.capped = null;
+      renderCapped();
+      loadCapped();
+    } else {
+      renderOverview();
+    }
+  }
+

@@ -1,0 +1,130 @@
+  // ---- the overview -----------------------------------------------------------------------
+
+  async function poll() {
+    try {
+      state.overview = await api('overview');
+      document.body.dataset.readOnly = String(state.overview.read_only);
+      document.body.dataset.refreshes = String(state.overview.refreshes);
+      fill($('#refreshed'), `read ${new Date(state.overview.refreshed_at_ms).toLocaleTimeString()}`);
+      if (state.overview.error) say(`Last refresh: ${state.overview.error}`, 'error');
+      else if ($('#status').className === 'error' && /^Last refresh/.test($('#status').textContent)) say('');
+      live();
+    } catch (err) {
+      failed(err);
+    }
+  }
+
+  /** Updates what comes from the overview in the current view. */
+  function live() {
+    if (state.route.view === 'overview') renderOverview();
+    else if (state.route.view === 'jobs') renderLive();
+    else renderCappedLive();
+  }
+
+  function entry(kind, name) {
+    const o = state.overview;
+    return o && o.queues.find((q) => q.kind === kind && q.name === name);
+  }
+
+  function readOnly() {
+    return Boolean(state.overview && state.overview.read_only);
+  }
+
+  function renderOverview() {
+    fill($('#crumb'));
+    const o = state.overview;
+    if (!o) return;
+    const jobs = o.queues.filter((q) => q.kind === 'jobs');
+    const capped = o.queues.filter((q) => q.kind === 'capped');
+    const last = (series, i) => (series.length ? series[series.length - 1][i] : null);
+    const jobRows = jobs.map((q) => {
+      const s = q.stats || {};
+      return h(
+        'tr',
+        { dataset: { queue: q.name, kind: 'jobs' } },
+        h('td', {}, h('a', { href: `#/q/${enc(q.name)}` }, q.name), q.error ? h('span', { class: 'bad', title: q.error }, ' ⚠') : null),
+        ...['ready', 'delayed', 'active', 'dead', 'completed'].map((k) =>
+          h('td', { class: k === 'dead' && s.dead > 0 ? 'num bad' : 'num', dataset: { count: k } }, num(s[k])),
+        ),
+        h('td', { dataset: { paused: String(Boolean(q.paused)) } }, q.paused ? 'paused' : ''),
+        h('td', { class: 'num', dataset: { rate: 'completed' } }, num(last(q.throughput, 1))),
+      );
+    });
+    const cappedRows = capped.map((q) => {
+      const s = q.stats || {};
+      return h(
+        'tr',
+        { dataset: { queue: q.name, kind: 'capped' } },
+        h('td', {}, h('a', { href: `#/c/${enc(q.name)}` }, q.name), q.error ? h('span', { class: 'bad', title: q.error }, ' ⚠') : null),
+        ...['groups', 'pushed', 'delivered', 'dropped', 'discarded'].map((k) =>
+          h('td', { class: 'num', dataset: { count: k } }, num(s[k])),
+        ),
+        h('td', { class: 'num', dataset: { rate: 'delivered' } }, num(last(q.throughput, 1))),
+      );
+    });
+    const th = (...names) => thead(names);
+    fill(
+      $('#view'),
+      h('section', { id: 'overview-view' },
+        h('h2', {}, 'Throughput, all queues'),
+        chart(o.throughput, o.refresh_secs),
+        capped.length ? h('p', { class: 'muted' }, 'Capped queues count in it with their delivered and pushed items.') : null,
+        h('h2', {}, 'Job queues'),
+        jobs.length
+          ? h('table', { id: 'overview' },
+            th('Queue', 'Ready', 'Delayed', 'Active', 'Dead', 'Completed', 'Paused', 'Done/s'),
+            h('tbody', {}, jobRows))
+          : h('p', { class: 'muted', id: 'no-queues' }, 'No job queues found under this prefix.'),
+        capped.length
+          ? [h('h2', {}, 'Capped queues'),
+            h('table', { id: 'overview-capped' },
+              th('Queue', 'Groups', 'Pushed', 'Delivered', 'Dropped', 'Discarded', 'Delivered/s'),
+              h('tbody', {}, cappedRows))]
+          : null,
+        h('p', { class: 'muted' },
+          `Counts are read every ${o.refresh_secs} s; queues are discovered every minute.`)),
+    );
+  }
+
+  /** A line chart of [at_ms, completed/s, enqueued/s] points, as inline SVG; `names` of the two
+   * series (a capped queue's are delivered and pushed items). */
+  function chart(points, refreshSecs, names = ['completed', 'enqueued']) {
+    const W = 640;
+    const H = 160;
+    const pad = { l: 48, r: 8, t: 10, b: 22 };
+    const box = svg('svg', { viewBox: `0 0 ${W} ${H}`, class: 'chart', role: 'img', 'aria-label': 'throughput' });
+    box.dataset.points = String(points.length);
+    const wrap = h('figure', { class: 'chart-wrap' }, box,
+      h('figcaption', {},
+        h('span', { class: 'key done' }, `${names[0]}/s`), ' ',
+        h('span', { class: 'key added' }, `${names[1]}/s`),
+        points.length ? ` · now ${num(points[points.length - 1][1])} ${names[0]}/s, ${num(points[points.length - 1][2])} ${names[1]}/s` : ''));
+    if (points.length < 2) {
+      const t = svg('text', { x: W / 2, y: H / 2, 'text-anchor': 'middle', class: 'axis' });
+      t.textContent = `collecting: a point every ${refreshSecs} s`;
+      box.append(t);
+      return wrap;
+    }
+    const t0 = points[0][0];
+    const t1 = points[points.length - 1][0];
+    const max = Math.max(1, ...points.map((p) => Math.max(p[1], p[2])));
+    const x = (t) => pad.l + ((t - t0) / Math.max(1, t1 - t0)) * (W - pad.l - pad.r);
+    const y = (v) => H - pad.b - (v / max) * (H - pad.t - pad.b);
+    box.append(svg('line', { x1: pad.l, y1: H - pad.b, x2: W - pad.r, y2: H - pad.b, class: 'grid' }));
+    box.append(svg('line', { x1: pad.l, y1: pad.t, x2: W - pad.r, y2: pad.t, class: 'grid' }));
+    const label = (text, attrs) => {
+      const el = svg('text', attrs);
+      el.textContent = text;
+      box.append(el);
+    };
+    label(max.toLocaleString(undefined, { maximumFractionDigits: 1 }), { x: pad.l - 4, y: pad.t + 4, 'text-anchor': 'end', class: 'axis' });
+    label('0', { x: pad.l - 4, y: H - pad.b + 4, 'text-anchor': 'end', class: 'axis' });
+    label(new Date(t0).toLocaleTimeString(), { x: pad.l, y: H - 6, class: 'axis' });
+    label(new Date(t1).toLocaleTimeString(), { x: W - pad.r, y: H - 6, 'text-anchor': 'end', class: 'axis' });
+    for (const [i, cls] of [[2, 'added'], [1, 'done']]) {
+      const line = points.map((p) => `${x(p[0]).toFixed(1)},${y(p[i]).toFixed(1)}`).join(' ');
+      box.append(svg('polyline', { points: line, class: `series ${cls}` }));
+    }
+    return wrap;
+  }
+

@@ -1,0 +1,256 @@
+  // ---- a job queue ------------------------------------------------------------------------
+
+  function renderJobQueue() {
+    const name = state.route.name;
+    fill($('#crumb'), h('span', {}, ' / job queue '), h('strong', {}, name));
+    fill(
+      $('#view'),
+      h('section', { id: 'queue-view', dataset: { queue: name } },
+        h('div', { class: 'bar' },
+          h('h2', {}, name),
+          h('span', { id: 'paused-badge', class: 'badge', hidden: true }, 'paused'),
+          readOnly() ? null : h('button', { id: 'pause', type: 'button', onclick: () => pauseResume('pause') }, 'Pause'),
+          readOnly() ? null : h('button', { id: 'resume', type: 'button', onclick: () => pauseResume('resume') }, 'Resume')),
+        h('dl', { id: 'queue-counts', class: 'counts' }),
+        h('div', { id: 'queue-chart' }),
+        h('nav', { id: 'tabs', class: 'tabs' },
+          STATES.map((s) => h('a', { href: `#/q/${enc(name)}/${s}`, dataset: { tab: s } }, s, ' ', h('span', { class: 'n', dataset: { tabCount: s } })))),
+        h('div', { id: 'dead-actions', class: 'bar', hidden: true },
+          readOnly() ? null : h('button', { id: 'requeue-all', type: 'button', onclick: requeueAll }, 'Requeue all'),
+          readOnly() ? null : h('button', { id: 'purge', type: 'button', class: 'danger', onclick: purge }, 'Purge')),
+        h('section', { id: 'job-detail', hidden: true }),
+        h('div', { id: 'jobs-wrap' }),
+        h('div', { class: 'bar pager' },
+          h('button', { id: 'prev', type: 'button', onclick: () => page(-1) }, '← Prev'),
+          h('span', { id: 'page-info' }),
+          h('button', { id: 'next', type: 'button', onclick: () => page(1) }, 'Next →'),
+          h('button', { id: 'reload', type: 'button', onclick: () => { loadJobs(); loadQueue(); } }, 'Reload')),
+        h('div', { id: 'queue-info' })),
+    );
+    renderLive();
+    renderJobs();
+    renderDetail();
+    renderInfo();
+  }
+
+  /** The parts of a job queue's view that come from the overview (every 2 s). */
+  function renderLive() {
+    const e = entry('jobs', state.route.name);
+    const s = (e && e.stats) || {};
+    const counts = ['ready', 'delayed', 'active', 'dead', 'completed', 'enqueued', 'retried', 'dead_lettered'];
+    fill($('#queue-counts'), counts.map((k) => h('div', {}, h('dt', {}, k.replace('_', ' ')), h('dd', { dataset: { count: k } }, num(s[k])))));
+    for (const st of STATES) fill($(`[data-tab-count="${st}"]`), num(s[st]));
+    for (const a of document.querySelectorAll('#tabs a')) a.classList.toggle('on', a.dataset.tab === state.tab);
+    const paused = Boolean(e && e.paused);
+    const badge = $('#paused-badge');
+    if (badge) badge.hidden = !paused;
+    if ($('#pause')) $('#pause').hidden = paused;
+    if ($('#resume')) $('#resume').hidden = !paused;
+    fill($('#queue-chart'), e ? chart(e.throughput, state.overview.refresh_secs) : null);
+    if (!e && state.overview) say(`No job queue "${state.route.name}" here.`, 'error');
+  }
+
+  async function loadQueue() {
+    const name = state.route.name;
+    try {
+      const at = state.groupsAt;
+      const info = await api(`queues/${enc(name)}${at ? `?groups=${enc(at)}` : ''}`);
+      if (state.route.name !== name) return;
+      state.info = info;
+      renderInfo();
+    } catch (err) {
+      failed(err);
+    }
+  }
+
+  async function loadJobs() {
+    const { name } = state.route;
+    const { tab, pages } = state;
+    const at = pages[pages.length - 1];
+    try {
+      const cursor = at === null ? '' : `&cursor=${enc(at)}`;
+      const got = await api(`queues/${enc(name)}/jobs?state=${tab}&limit=${PAGE}${cursor}`);
+      if (state.route.name !== name || state.tab !== tab || state.pages !== pages) return;
+      state.jobs = got;
+      renderJobs();
+    } catch (err) {
+      failed(err);
+    }
+  }
+
+  // Pages go by cursor: the next page starts after the last job shown, so jobs moving meanwhile
+  // are neither shown twice nor skipped; going back shows the earlier page's jobs as they are now.
+  function page(dir) {
+    if (dir > 0) {
+      if (!state.jobs || !state.jobs.cursor) return;
+      state.pages = [...state.pages, state.jobs.cursor];
+    } else {
+      if (state.pages.length < 2) return;
+      state.pages = state.pages.slice(0, -1);
+    }
+    loadJobs();
+  }
+
+  function renderJobs() {
+    const dead = state.tab === 'dead';
+    const da = $('#dead-actions');
+    if (da) da.hidden = !dead || readOnly();
+    const got = state.jobs;
+    if (!got) {
+      fill($('#jobs-wrap'), h('p', { class: 'muted' }, 'Loading…'));
+      return;
+    }
+    const rows = got.jobs.map((j) =>
+      h('tr', { dataset: { job: j.id, state: j.state } },
+        h('td', {}, h('button', { type: 'button', class: 'link', dataset: { show: j.id }, onclick: () => showJob(j.id, true) }, j.id)),
+        h('td', { class: 'num' }, `${j.attempts}/${j.max_attempts}`),
+        h('td', { class: 'num' }, j.priority ?? '–'),
+        h('td', {}, j.group ?? '–'),
+        h('td', { class: 'when' }, when(j.state_since_or_until ?? j.enqueued_at)),
+        h('td', { class: 'err', title: j.last_error || '' }, j.last_error ? j.last_error.slice(0, 120) : ''),
+        dead && !readOnly()
+          ? h('td', {}, h('button', { type: 'button', dataset: { requeue: j.id }, onclick: () => requeue(j.id) }, 'Requeue'))
+          : null),
+    );
+    const since = { delayed: 'Due', active: 'Lease until' }[state.tab] || 'Since';
+    fill(
+      $('#jobs-wrap'),
+      rows.length
+        ? h('table', { id: 'jobs', dataset: { state: state.tab } },
+          thead(['Id', 'Attempts', 'Priority', 'Group', since, 'Last error', dead && !readOnly() ? '' : null].filter((c) => c !== null)),
+          h('tbody', {}, rows))
+        : h('p', { class: 'muted', id: 'jobs-empty' }, `No ${state.tab} jobs${state.pages.length > 1 ? ' on this page' : ''}.`),
+    );
+    fill($('#page-info'), got.jobs.length || state.pages.length > 1 ? `page ${state.pages.length}` : '');
+    if ($('#prev')) $('#prev').disabled = state.pages.length < 2;
+    if ($('#next')) $('#next').disabled = !got.cursor;
+  }
+
+  async function showJob(id, scroll) {
+    try {
+      state.detail = await api(`queues/${enc(state.route.name)}/jobs/${enc(id)}`);
+    } catch (err) {
+      state.detail = null;
+      failed(err);
+    }
+    renderDetail();
+    if (scroll && state.detail) $('#job-detail').scrollIntoView({ block: 'nearest' });
+  }
+
+  function renderDetail() {
+    const el = $('#job-detail');
+    if (!el) return;
+    const j = state.detail;
+    el.hidden = !j;
+    if (!j) return;
+    const row = (k, v, attrs) => h('div', {}, h('dt', {}, k), h('dd', attrs || {}, v));
+    const pre = (value, format, len) =>
+      h('pre', {}, `(${format || 'none'}${len !== undefined ? `, ${len} bytes` : ''})\n${shown(value, format)}`);
+    fill(
+      el,
+      h('div', { class: 'bar' },
+        h('h3', {}, 'Job ', h('code', {}, j.id)),
+        h('button', { type: 'button', id: 'close-detail', onclick: () => { state.detail = null; renderDetail(); } }, 'Close')),
+      h('dl', { class: 'detail', dataset: { job: j.id } },
+        row('state', j.state, { dataset: { field: 'state' } }),
+        row('attempts', `${j.attempts} of ${j.max_attempts}`, { dataset: { field: 'attempts' } }),
+        row('enqueued', when(j.enqueued_at)),
+        row({ delayed: 'due', active: 'lease until' }[j.state] || 'since', when(j.state_since_or_until)),
+        row('priority', j.priority ?? '–'),
+        row('group', j.group ?? '–'),
+        row('last error', j.last_error ? h('pre', {}, j.last_error) : '–', { dataset: { field: 'last_error' } }),
+        j.unreadable ? row('unreadable', j.unreadable) : null,
+        row('payload', pre(j.payload, j.payload_format, j.payload_len), { dataset: { field: 'payload' } }),
+        row('result', j.result_format ? pre(j.result, j.result_format) : '–', { dataset: { field: 'result' } }),
+        row('progress', j.progress_format ? pre(j.progress, j.progress_format) : '–', { dataset: { field: 'progress' } })),
+    );
+  }
+
+  function renderInfo() {
+    const el = $('#queue-info');
+    if (!el) return;
+    const info = state.info;
+    if (!info) {
+      fill(el);
+      return;
+    }
+    const l = info.limits;
+    const table = (id, head, rows, empty) =>
+      rows.length
+        ? h('table', { id }, thead(head), h('tbody', {}, rows))
+        : h('p', { class: 'muted', id }, empty);
+    fill(
+      el,
+      h('h3', {}, 'Limits'),
+      h('dl', { id: 'limits', class: 'counts' },
+        [['max active', l.max_active ?? '–'], ['rate', rate(l.rate)], ['group concurrency', l.group_concurrency ?? '–'], ['group rate', rate(l.group_rate)]]
+          .map(([k, v]) => h('div', {}, h('dt', {}, k), h('dd', {}, String(v))))),
+      h('h3', {}, 'Schedules'),
+      table('schedules', ['Name', 'When', 'Next run', 'Task', 'Group'],
+        info.schedules.map((s) => h('tr', { dataset: { schedule: s.name } },
+          h('td', {}, s.name), h('td', {}, s.every), h('td', { class: 'when' }, when(s.next_run_ms)),
+          h('td', {}, s.task ?? '–'), h('td', {}, s.group ?? '–'))),
+        'No schedules.'),
+      h('h3', {}, 'Groups'),
+      groupPager(info.groups_cursor, loadQueue),
+      table('groups', ['Group', 'Ready', 'Active', 'Paused', 'Concurrency', 'Rate'],
+        info.groups.map((g) => h('tr', { dataset: { group: g.group } },
+          h('td', {}, g.group), h('td', { class: 'num' }, num(g.ready)), h('td', { class: 'num' }, num(g.active)),
+          h('td', { dataset: { paused: String(g.paused) } }, g.paused ? 'paused' : ''),
+          h('td', { class: 'num' }, g.concurrency ?? '–'), h('td', {}, rate(g.rate)))),
+        'No groups.'),
+    );
+  }
+
+  /** Buttons to the next page of groups (when there is one) and back to the first. */
+  function groupPager(next, reload) {
+    const go = (at) => () => {
+      state.groupsAt = at;
+      reload();
+    };
+    if (!next && !state.groupsAt) return null;
+    return h('p', { class: 'pager' },
+      state.groupsAt ? h('button', { type: 'button', id: 'groups-first', onclick: go(null) }, 'First groups') : null,
+      next ? h('button', { type: 'button', id: 'groups-next', onclick: go(next) }, 'Next groups') : null);
+  }
+
+  // ---- actions ----------------------------------------------------------------------------
+
+  /** A change, then everything it may have changed read again; `told(result)` says what was done. */
+  async function act(path, told) {
+    const name = state.route.name;
+    try {
+      say(told(await api(`queues/${enc(name)}/${path}`, 'POST')), 'ok');
+    } catch (err) {
+      failed(err);
+    }
+    await poll();
+    loadQueue();
+    loadJobs();
+    if (state.detail) showJob(state.detail.id);
+  }
+
+  function pauseResume(what) {
+    return act(what, (r) => (r.paused ? `Paused "${state.route.name}": workers start none of its jobs.` : `Resumed "${state.route.name}".`));
+  }
+
+  function requeue(id) {
+    return act(`dead/${enc(id)}/requeue`, () => `Requeued ${id}: it is ready again.`);
+  }
+
+  function requeueAll() {
+    const e = entry('jobs', state.route.name);
+    const n = e && e.stats ? e.stats.dead : '?';
+    if (window.confirm(`Requeue all ${n} dead jobs of "${state.route.name}"?`)) {
+      act('dead/requeue-all', (r) => `Requeued ${r.requeued} dead jobs.`);
+    }
+  }
+
+  function purge() {
+    const e = entry('jobs', state.route.name);
+    const n = e && e.stats ? e.stats.dead : '?';
+    if (window.confirm(`Delete all ${n} dead jobs of "${state.route.name}" for good?`)) {
+      act('dead/purge', (r) => `Deleted ${r.purged} dead jobs.`);
+    }
+  }
+

@@ -1,0 +1,41 @@
+//! A job queue's event log (the core's `events` role): `tideq events`, followed until Ctrl-C
+//! or `--idle`.
+
+use std::time::Duration;
+
+use crate::args::Conn;
+use crate::connect::job_queue;
+use crate::exit::{Failure, Outcome};
+use crate::render;
+
+/// `tideq events QUEUE [--name N] [--from-start] [--idle SECS]`.
+pub(crate) async fn events(
+    c: &Conn,
+    queue: &str,
+    name: Option<String>,
+    from_start: bool,
+    idle: Option<f64>,
+    json: bool,
+) -> Outcome {
+    let idle = match idle {
+        None => None,
+        Some(s) => Some(Duration::try_from_secs_f64(s).map_err(|_| {
+            Failure::Usage(format!("--idle must be a number of seconds >= 0, not {s}"))
+        })?),
+    };
+    let q = job_queue(c, queue)?;
+    let mut ev = q.events(tideq::EventsOptions { name, from_start }).await?;
+    let ctrl_c = tokio::signal::ctrl_c();
+    tokio::pin!(ctrl_c);
+    loop {
+        tokio::select! {
+            next = ev.next(idle) => match next? {
+                Some(e) => println!("{}", render::event(&e, json)),
+                None => break,
+            },
+            _ = &mut ctrl_c => break,
+        }
+    }
+    ev.commit().await?;
+    Ok(())
+}

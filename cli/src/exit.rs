@@ -1,0 +1,54 @@
+//! How a command ends: its output, or why it failed and so the exit code (0 ok, 1 a
+//! Redis/connection/auth error, 2 a usage error or bad input (`INVALID_ARGUMENT`), 3 not found).
+
+use tideq::ErrorKind;
+
+/// Why the command failed, and so its exit code.
+pub(crate) enum Failure {
+    /// An error of the core (its kind decides the code).
+    Tideq(tideq::Error),
+    /// Bad input found here (2).
+    Usage(String),
+    /// Nothing with that id (3).
+    NotFound(String),
+}
+
+impl From<tideq::Error> for Failure {
+    fn from(e: tideq::Error) -> Self {
+        Failure::Tideq(e)
+    }
+}
+
+impl Failure {
+    pub(crate) fn code(&self) -> u8 {
+        match self {
+            Failure::Usage(_) => 2,
+            Failure::NotFound(_) => 3,
+            Failure::Tideq(e) => match e.kind() {
+                ErrorKind::InvalidArgument | ErrorKind::PayloadTooLarge => 2,
+                ErrorKind::JobNotFound => 3,
+                _ => 1,
+            },
+        }
+    }
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Failure::Tideq(e) => write!(f, "{e}"),
+            Failure::Usage(m) | Failure::NotFound(m) => f.write_str(m),
+        }
+    }
+}
+
+pub(crate) type Outcome = Result<(), Failure>;
+
+/// A command's output: `text` and a newline on stdout.
+pub(crate) fn print(text: &str) {
+    println!("{text}");
+}
+
+pub(crate) fn not_found(queue: &str, id: &str) -> Failure {
+    Failure::NotFound(format!("no job {id:?} in queue {queue:?}"))
+}

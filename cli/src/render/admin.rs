@@ -1,0 +1,169 @@
+//! A job queue read by `stats`, `jobs`, `job` and `dead list` (the core's `admin` role).
+
+use serde_json::{json, Value};
+use tideq::{JobInfo, JobStats};
+
+use super::{
+    kind, one_line, opt, pairs, pretty, preview, when, with_cursor, Payload, Table, ERROR_WIDTH,
+};
+
+pub fn stats_json(s: &JobStats) -> Value {
+    json!({
+        "delayed": s.delayed,
+        "ready": s.ready,
+        "active": s.active,
+        "dead": s.dead,
+        "enqueued": s.enqueued,
+        "completed": s.completed,
+        "dead_lettered": s.dead_lettered,
+        "retried": s.retried,
+        "recovered": s.recovered,
+        "cancelled": s.cancelled,
+        "dead_trimmed": s.dead_trimmed,
+        "lost": s.lost,
+        "paused": s.paused,
+    })
+}
+
+pub fn stats(s: &JobStats, json: bool) -> String {
+    let v = stats_json(s);
+    if json {
+        return v.to_string();
+    }
+    let items: Vec<(&str, String)> = [
+        "delayed",
+        "ready",
+        "active",
+        "dead",
+        "enqueued",
+        "completed",
+        "dead_lettered",
+        "retried",
+        "recovered",
+        "cancelled",
+        "dead_trimmed",
+        "lost",
+        "paused",
+    ]
+    .into_iter()
+    .map(|k| (k, v[k].to_string()))
+    .collect();
+    pairs(&items)
+}
+
+pub fn job_json(j: &JobInfo, how: Option<Payload>) -> Value {
+    let shown = |b: &Option<Vec<u8>>| match b {
+        None => (Value::Null, Value::Null),
+        Some(b) => {
+            let (k, v) = preview(b, how);
+            (Value::String(kind(k).to_string()), v)
+        }
+    };
+    let (payload_kind, payload) = preview(&j.payload, how);
+    let (result_kind, result) = shown(&j.result);
+    let (progress_kind, progress) = shown(&j.progress);
+    json!({
+        "id": j.id,
+        "state": j.state.as_str(),
+        "attempts": j.attempts,
+        "max_attempts": j.max_attempts,
+        "last_error": j.last_error,
+        "enqueued_at": j.enqueued_at,
+        "state_since_or_until": j.state_since_or_until,
+        "priority": j.priority,
+        "group": j.group,
+        "unreadable": j.unreadable,
+        "payload": payload,
+        "payload_format": kind(payload_kind),
+        "payload_len": j.payload.len(),
+        "result": result,
+        "result_format": result_kind,
+        "progress": progress,
+        "progress_format": progress_kind,
+    })
+}
+
+pub fn job_list_json(jobs: &[JobInfo]) -> Value {
+    Value::Array(jobs.iter().map(|j| job_json(j, None)).collect())
+}
+
+pub fn job_list(jobs: &[JobInfo], json: bool) -> String {
+    if json {
+        return job_list_json(jobs).to_string();
+    }
+    if jobs.is_empty() {
+        return "(no jobs)".to_string();
+    }
+    let mut t = Table::new(&["ID", "STATE", "ATTEMPTS", "PRIORITY", "GROUP", "LAST ERROR"]);
+    for j in jobs {
+        t.row(vec![
+            j.id.clone(),
+            j.state.as_str().to_string(),
+            format!("{}/{}", j.attempts, j.max_attempts),
+            opt(j.priority),
+            j.group.clone().unwrap_or_else(|| "-".to_string()),
+            j.last_error
+                .as_deref()
+                .map(|e| one_line(e, ERROR_WIDTH))
+                .unwrap_or_else(|| "-".to_string()),
+        ]);
+    }
+    t.render()
+}
+
+pub fn job(j: &JobInfo, how: Option<Payload>, json: bool) -> String {
+    let v = job_json(j, how);
+    if json {
+        return v.to_string();
+    }
+    let show = |v: &Value| match v {
+        Value::String(s) => s.clone(),
+        other => pretty(other),
+    };
+    let since = match j.state {
+        tideq::JobState::Delayed => "due_at",
+        tideq::JobState::Active => "lease_until",
+        _ => "state_since",
+    };
+    let mut items: Vec<(&str, String)> = vec![
+        ("id", j.id.clone()),
+        ("state", j.state.as_str().to_string()),
+        ("attempts", format!("{}/{}", j.attempts, j.max_attempts)),
+        ("enqueued_at", when(j.enqueued_at)),
+        (
+            since,
+            j.state_since_or_until.map(when).unwrap_or("-".into()),
+        ),
+        ("priority", opt(j.priority)),
+        ("group", opt(j.group.as_ref())),
+        ("last_error", opt(j.last_error.as_ref())),
+    ];
+    if let Some(why) = &j.unreadable {
+        items.push(("unreadable", why.clone()));
+    }
+    items.push((
+        "payload",
+        format!(
+            "({}, {} bytes)\n{}",
+            v["payload_format"].as_str().unwrap_or(""),
+            j.payload.len(),
+            show(&v["payload"])
+        ),
+    ));
+    for (name, fmt) in [("result", "result_format"), ("progress", "progress_format")] {
+        if !v[name].is_null() {
+            items.push((
+                name,
+                format!("({})\n{}", v[fmt].as_str().unwrap_or(""), show(&v[name])),
+            ));
+        }
+    }
+    pairs(&items)
+}
+
+pub fn job_page(page: &tideq::JobPage, json: bool) -> String {
+    if json {
+        return json!({"jobs": job_list_json(&page.jobs), "cursor": page.cursor}).to_string();
+    }
+    with_cursor(job_list(&page.jobs, false), &page.cursor)
+}

@@ -1,0 +1,100 @@
+//! Limits and groups (`limits`, `group`, `groups`, the core's `flow` role).
+
+use serde_json::{json, Value};
+use tideq::{GroupInfo, GroupPage, Limits, Rate};
+
+use super::{opt, pairs, with_cursor, Table};
+
+fn rate_json(r: &Option<Rate>) -> Value {
+    match r {
+        None => Value::Null,
+        Some(r) => json!({"max": r.max, "per_ms": r.per.as_millis() as u64}),
+    }
+}
+
+fn rate_text(r: &Option<Rate>) -> String {
+    match r {
+        None => "-".to_string(),
+        Some(r) => format!("{} per {} ms", r.max, r.per.as_millis()),
+    }
+}
+
+pub fn limits_json(l: &Limits) -> Value {
+    json!({
+        "max_active": l.max_active,
+        "rate": rate_json(&l.rate),
+        "group_concurrency": l.group_concurrency,
+        "group_rate": rate_json(&l.group_rate),
+    })
+}
+
+pub fn limits(l: &Limits, json: bool) -> String {
+    if json {
+        return limits_json(l).to_string();
+    }
+    pairs(&[
+        ("max_active", opt(l.max_active)),
+        ("rate", rate_text(&l.rate)),
+        ("group_concurrency", opt(l.group_concurrency)),
+        ("group_rate", rate_text(&l.group_rate)),
+    ])
+}
+
+pub fn group_json(g: &GroupInfo) -> Value {
+    json!({
+        "group": g.group,
+        "ready": g.ready,
+        "active": g.active,
+        "paused": g.paused,
+        "concurrency": g.concurrency,
+        "rate": rate_json(&g.rate),
+    })
+}
+
+pub fn group(g: &GroupInfo, json: bool) -> String {
+    if json {
+        return group_json(g).to_string();
+    }
+    pairs(&[
+        ("group", g.group.clone()),
+        ("ready", g.ready.to_string()),
+        ("active", g.active.to_string()),
+        ("paused", g.paused.to_string()),
+        ("concurrency", opt(g.concurrency)),
+        ("rate", rate_text(&g.rate)),
+    ])
+}
+
+/// A queue's groups (`Queue::groups`), one row each.
+pub fn groups(list: &[GroupInfo], json: bool) -> String {
+    if json {
+        return Value::Array(list.iter().map(group_json).collect()).to_string();
+    }
+    if list.is_empty() {
+        return "(no groups)".to_string();
+    }
+    let mut t = Table::new(&["GROUP", "READY", "ACTIVE", "PAUSED", "CONCURRENCY", "RATE"]);
+    for g in list {
+        t.row(vec![
+            g.group.clone(),
+            g.ready.to_string(),
+            g.active.to_string(),
+            g.paused.to_string(),
+            opt(g.concurrency),
+            rate_text(&g.rate),
+        ]);
+    }
+    t.render()
+}
+
+/// One page of groups, then where the next page starts.
+pub fn groups_page(page: &GroupPage, json: bool) -> String {
+    if json {
+        return json!({
+            "groups": page.groups.iter().map(group_json).collect::<Vec<_>>(),
+            "cursor": page.cursor,
+        })
+        .to_string();
+    }
+    with_cursor(groups(&page.groups, false), &page.cursor)
+}

@@ -1,0 +1,210 @@
+//! The core's values as aligned text or as one JSON document. Field names are the core's.
+//! One file per role, as the commands (see lib.rs); here what they share: how a payload is
+//! shown ([`preview`]), tables, `name  value` pairs, one-line cuts, timestamps and cursors.
+
+mod admin;
+mod capped;
+mod discover;
+mod events;
+mod flow;
+mod jobs;
+mod schedule;
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde_json::Value;
+
+pub use admin::*;
+pub use capped::*;
+pub use discover::*;
+pub use events::*;
+pub use flow::*;
+pub use jobs::*;
+pub use schedule::*;
+
+/// The password `tideq acl` prints in the ACL SETUSER line, to be replaced.
+pub const PASSWORD_PLACEHOLDER: &str = "CHANGE-ME";
+
+/// Longest last error shown in a job table, in characters.
+const ERROR_WIDTH: usize = 60;
+/// Longest item shown in a `capped peek` table, in characters.
+const ITEM_WIDTH: usize = 100;
+
+/// How to show a payload (and a result or progress value).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Payload {
+    Json,
+    Text,
+    Hex,
+}
+
+/// `bytes` shown as `how`, or the first of JSON, text, hex that fits; with the way chosen.
+/// A forced form that does not fit falls back to hex (a forced `hex` always fits).
+pub fn preview(bytes: &[u8], how: Option<Payload>) -> (Payload, Value) {
+    let as_json = || serde_json::from_slice::<Value>(bytes).ok();
+    let as_text = || std::str::from_utf8(bytes).ok().map(|s| s.to_string());
+    match how {
+        Some(Payload::Json) | None => {
+            if let Some(v) = as_json() {
+                return (Payload::Json, v);
+            }
+            if let Some(t) = as_text() {
+                if how.is_none() {
+                    return (Payload::Text, Value::String(t));
+                }
+            }
+        }
+        Some(Payload::Text) => {
+            if let Some(t) = as_text() {
+                return (Payload::Text, Value::String(t));
+            }
+        }
+        Some(Payload::Hex) => {}
+    }
+    (Payload::Hex, Value::String(hex(bytes)))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn kind(p: Payload) -> &'static str {
+    match p {
+        Payload::Json => "json",
+        Payload::Text => "text",
+        Payload::Hex => "hex",
+    }
+}
+
+/// Aligned columns: a header row and rows, two spaces apart.
+pub struct Table {
+    rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    pub fn new(header: &[&str]) -> Self {
+        Table {
+            rows: vec![header.iter().map(|s| s.to_string()).collect()],
+        }
+    }
+
+    pub fn row(&mut self, cells: Vec<String>) {
+        self.rows.push(cells);
+    }
+
+    pub fn render(&self) -> String {
+        let cols = self.rows[0].len();
+        let widths: Vec<usize> = (0..cols)
+            .map(|c| {
+                self.rows
+                    .iter()
+                    .map(|r| r[c].chars().count())
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect();
+        let lines: Vec<String> = self
+            .rows
+            .iter()
+            .map(|r| {
+                let cells: Vec<String> = r
+                    .iter()
+                    .enumerate()
+                    .map(|(i, cell)| {
+                        let pad = widths[i] - cell.chars().count();
+                        format!("{cell}{}", " ".repeat(pad))
+                    })
+                    .collect();
+                cells.join("  ").trim_end().to_string()
+            })
+            .collect();
+        lines.join("\n")
+    }
+}
+
+/// `name  value` lines, names padded to one width.
+pub fn pairs(items: &[(&str, String)]) -> String {
+    let w = items.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
+    items
+        .iter()
+        .map(|(k, v)| format!("{k:<w$}  {v}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn pretty(v: &Value) -> String {
+    serde_json::to_string_pretty(v).unwrap_or_default()
+}
+
+fn opt<T: ToString>(v: Option<T>) -> String {
+    v.map(|v| v.to_string()).unwrap_or_else(|| "-".to_string())
+}
+
+fn one_line(s: &str, max: usize) -> String {
+    let flat: String = s
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    if flat.chars().count() <= max {
+        return flat;
+    }
+    let cut: String = flat.chars().take(max.saturating_sub(1)).collect();
+    format!("{cut}…")
+}
+
+/// A timestamp (ms since the epoch) with how far it is from now.
+fn when(ms: u64) -> String {
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i128)
+        .unwrap_or(0);
+    let delta = (ms as i128 - now) as f64 / 1000.0;
+    if delta >= 0.0 {
+        format!("{ms} (in {delta:.1} s)")
+    } else {
+        format!("{ms} ({:.1} s ago)", -delta)
+    }
+}
+
+fn with_cursor(text: String, cursor: &Option<String>) -> String {
+    match cursor {
+        Some(c) => format!("{text}\nnext page: --cursor {c}"),
+        None => text,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn preview_picks_json_then_text_then_hex() {
+        assert_eq!(
+            preview(br#"{"a":1}"#, None),
+            (Payload::Json, json!({"a": 1}))
+        );
+        assert_eq!(
+            preview(b"hi there", None),
+            (Payload::Text, json!("hi there"))
+        );
+        assert_eq!(preview(&[0xff, 0x00], None), (Payload::Hex, json!("ff00")));
+        assert_eq!(
+            preview(b"12", Some(Payload::Text)),
+            (Payload::Text, json!("12"))
+        );
+        assert_eq!(
+            preview(b"hi", Some(Payload::Hex)),
+            (Payload::Hex, json!("6869"))
+        );
+    }
+
+    #[test]
+    fn tables_align_and_errors_are_cut() {
+        let mut t = Table::new(&["A", "BB"]);
+        t.row(vec!["long".into(), "x".into()]);
+        assert_eq!(t.render(), "A     BB\nlong  x");
+        assert_eq!(one_line("a\nb", 10), "a b");
+        assert_eq!(one_line("abcdef", 4), "abc…");
+    }
+}

@@ -1,0 +1,52 @@
+//! A queue's schedules with their next slots (the core's `schedule` role).
+
+use serde_json::{json, Value};
+
+use super::{preview, when, Table};
+
+fn every(s: &tideq::ScheduleInfo) -> String {
+    match &s.every {
+        tideq::Every::Cron { pattern, timezone } => match timezone {
+            Some(tz) => format!("cron {pattern} ({tz})"),
+            None => format!("cron {pattern}"),
+        },
+        tideq::Every::Interval(d) => format!("every {} ms", d.as_millis()),
+    }
+}
+
+pub fn schedules_json(list: &[tideq::ScheduleInfo]) -> Value {
+    let all: Vec<Value> = list
+        .iter()
+        .map(|s| {
+            json!({
+                "name": s.name,
+                "every": every(s),
+                "next_run_ms": s.next_run_ms,
+                "task": s.options.task,
+                "priority": s.options.priority,
+                "group": s.options.group,
+                "payload": preview(&s.payload, None).1,
+            })
+        })
+        .collect();
+    Value::Array(all)
+}
+
+pub fn schedules(list: &[tideq::ScheduleInfo], json: bool) -> String {
+    if json {
+        return schedules_json(list).to_string();
+    }
+    if list.is_empty() {
+        return "(no schedules)".to_string();
+    }
+    let mut t = Table::new(&["NAME", "WHEN", "NEXT RUN", "TASK"]);
+    for s in list {
+        t.row(vec![
+            s.name.clone(),
+            every(s),
+            s.next_run_ms.map(when).unwrap_or_else(|| "-".to_string()),
+            s.options.task.clone().unwrap_or_else(|| "-".to_string()),
+        ]);
+    }
+    t.render()
+}

@@ -1,0 +1,65 @@
+//! The long-running commands: `tideq bench`, `tideq exporter` and `tideq dashboard`, their
+//! flags checked here before bench.rs, exporter.rs and dashboard.rs run.
+
+use std::time::Duration;
+
+use crate::args::Conn;
+use crate::connect::client;
+use crate::exit::{print, Failure, Outcome};
+use crate::{bench, dashboard, exporter};
+
+/// `tideq bench [--jobs N] [--concurrency C]`.
+pub(crate) async fn bench(c: &Conn, jobs: usize, concurrency: usize, json: bool) -> Outcome {
+    let client = client(c)?;
+    let report = bench::run(&client, c.shards, jobs, concurrency).await?;
+    print(&report.render(json));
+    Ok(())
+}
+
+/// `tideq exporter [--listen ADDR] [--queue Q]... [--refresh SECS]`.
+pub(crate) async fn exporter(c: &Conn, listen: &str, queues: Vec<String>, refresh: f64) -> Outcome {
+    let refresh = refresh_secs(refresh)?;
+    let client = client(c)?;
+    exporter::run(client, c.shards, queues, listen, refresh)
+        .await
+        .map_err(Failure::Usage)
+}
+
+/// `tideq dashboard [--listen ADDR] [--queue Q]... [--refresh SECS] [--read-only] [--token T]`.
+pub(crate) async fn dashboard(
+    c: &Conn,
+    listen: &str,
+    queues: Vec<String>,
+    refresh: f64,
+    read_only: bool,
+    token: Option<String>,
+) -> Outcome {
+    if token.as_deref() == Some("") {
+        return Err(Failure::Usage(
+            "--token (or TIDEQ_DASHBOARD_TOKEN) must not be empty".to_string(),
+        ));
+    }
+    let opts = dashboard::Options {
+        shards: c.shards,
+        named: queues,
+        refresh: refresh_secs(refresh)?,
+        read_only,
+        token,
+    };
+    let client = client(c)?;
+    dashboard::run(client, opts, listen)
+        .await
+        .map_err(Failure::Usage)
+}
+
+/// `--refresh` of the exporter and the dashboard: at least 0.1 s.
+fn refresh_secs(secs: f64) -> Result<Duration, Failure> {
+    Duration::try_from_secs_f64(secs)
+        .ok()
+        .filter(|d| *d >= Duration::from_millis(100))
+        .ok_or_else(|| {
+            Failure::Usage(format!(
+                "--refresh must be at least 0.1 seconds, not {secs}"
+            ))
+        })
+}

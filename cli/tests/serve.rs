@@ -1,0 +1,162 @@
+//! The `tideq` binary's long-running commands against a private `redis-server`: `tideq bench`
+//! and `tideq exporter` (its scrape checked through the core crate), and their usage errors.
+
+mod common;
+
+use std::net::TcpListener;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+use tideq::{Client, EnqueueOptions};
+
+#[test]
+fn bench_reports_positive_rates_and_drains_its_queue() {
+    let redis = Redis::start();
+    let v = json(redis.tideq(&["bench", "--jobs", "1500", "--concurrency", "20", "--json"]));
+    for field in [
+        "redis_commands_per_sec",
+        "enqueue_jobs_per_sec",
+        "process_jobs_per_sec",
+        "enqueue_ratio",
+        "process_ratio",
+    ] {
+        let n = v[field].as_f64().unwrap_or(0.0);
+        assert!(n > 0.0 && n.is_finite(), "{field}: {v}");
+    }
+    assert_eq!(
+        (v["jobs"].as_u64(), v["concurrency"].as_u64()),
+        (Some(1500), Some(20))
+    );
+    assert_eq!(
+        (v["completed"].as_u64(), v["remaining"].as_u64()),
+        (Some(1500), Some(0)),
+        "{v}"
+    );
+    let name = v["queue"].as_str().unwrap();
+    assert!(name.starts_with("tideq-bench-"), "{name}");
+    assert_eq!(
+        v["keys_left"],
+        serde_json::json!([format!("tideq:{{{name}}}:*")])
+    );
+    // Drained, as the core sees it.
+    let stats = rt().block_on(redis.queue(name).stats()).unwrap();
+    assert_eq!(
+        (stats.ready, stats.delayed, stats.active, stats.dead),
+        (0, 0, 0, 0),
+        "{stats:?}"
+    );
+    assert_eq!(stats.completed, 1500);
+    // No progress bar when stderr is not a terminal.
+    let out = redis.tideq(&["bench", "--jobs", "10"]);
+    let text = ok(out.clone());
+    assert!(stderr(&out).is_empty(), "{}", stderr(&out));
+    assert!(
+        text.contains("jobs/s") && text.contains("commands/s"),
+        "{text}"
+    );
+    let bad = redis.tideq(&["bench", "--jobs", "0"]);
+    assert_eq!(bad.status.code(), Some(2));
+}
+
+#[test]
+fn the_exporter_serves_each_queues_counts_equal_to_its_stats() {
+    let redis = Redis::start();
+    let q = redis.queue("exported");
+    let rt = rt();
+    rt.block_on(async {
+        for i in 0..5 {
+            q.enqueue(format!("{i}"), Default::default()).await.unwrap();
+        }
+        let opts = tideq::WorkerOptions {
+            stop_when_drained: true,
+            ..Default::default()
+        };
+        q.work(opts, |_job: tideq::Job| async { Ok::<(), String>(()) })
+            .unwrap()
+            .join()
+            .await;
+        q.enqueue(b"waiting", Default::default()).await.unwrap();
+        let later = EnqueueOptions {
+            delay: Some(Duration::from_secs(60)),
+            ..Default::default()
+        };
+        q.enqueue(b"later", later).await.unwrap();
+        let capped = tideq::CappedQueue::new(
+            &Client::open(&redis.url).unwrap(),
+            "ticks",
+            tideq::CappedOptions::default(),
+        )
+        .unwrap();
+        capped.push("g", b"1").await.unwrap();
+    });
+    let port = free_port();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tideq"))
+        .args(["--url", &redis.url, "exporter", "--listen"])
+        .arg(format!("127.0.0.1:{port}"))
+        .args(["--refresh", "0.2"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let text = loop {
+        if let Some(t) = http_get(port, "/metrics") {
+            break t;
+        }
+        assert!(Instant::now() < deadline, "the exporter did not answer");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let _ = child.kill();
+    let _ = child.wait();
+    let stats = rt.block_on(q.stats()).unwrap();
+    let q_state = |s: &str| {
+        series(
+            &text,
+            &format!("tideq_jobs{{queue=\"exported\",state=\"{s}\"}}"),
+        )
+    };
+    assert_eq!(q_state("ready"), Some(stats.ready as f64), "{text}");
+    assert_eq!(q_state("delayed"), Some(stats.delayed as f64), "{text}");
+    assert_eq!(
+        series(&text, "tideq_jobs_completed_total{queue=\"exported\"}"),
+        Some(stats.completed as f64)
+    );
+    assert_eq!(
+        series(&text, "tideq_jobs_enqueued_total{queue=\"exported\"}"),
+        Some(stats.enqueued as f64)
+    );
+    // The worker reported its run times when it stopped.
+    assert_eq!(
+        series(&text, "tideq_job_run_seconds_count{queue=\"exported\"}"),
+        Some(5.0),
+        "{text}"
+    );
+    assert_eq!(
+        series(&text, "tideq_capped_pushed_total{queue=\"ticks\"}"),
+        Some(1.0),
+        "{text}"
+    );
+    assert_eq!(
+        series(&text, "tideq_exporter_refresh_ok"),
+        Some(1.0),
+        "{text}"
+    );
+}
+
+#[test]
+fn bad_exporter_and_events_arguments_are_usage_errors() {
+    let redis = Redis::start();
+    let out = redis.tideq(&["exporter", "--refresh", "0"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("--refresh"), "{}", stderr(&out));
+    let out = redis.tideq(&["events", "q", "--idle", "-1"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    // A port already taken: the exporter says so and exits.
+    let taken = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let out = redis.tideq(&["exporter", "--listen", &addr]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("cannot listen"), "{}", stderr(&out));
+}

@@ -1,0 +1,39 @@
+//! tideq's test support, shared by the core's tests (`core/tests/common`), the CLI's tests
+//! (`cli/tests/common`), the examples and the benchmarks: a real `redis-server` on a free
+//! loopback port in its own temp dir ([`RedisServer`], with any config line: a password, ACL
+//! users, TLS, replication), a local 6-node Redis Cluster ([`RedisCluster`], started by
+//! `tests/cluster/redis-cluster.sh`) and a primary with a replica and three Sentinels
+//! ([`SentinelSetup`]). Everything is torn down on drop. Never mocks.
+//!
+//! This crate does not depend on `tideq` (the core's tests use it: a cycle would give them two
+//! copies of tideq's types); helpers that need tideq live next to the tests that use them.
+
+mod cluster;
+mod sentinel;
+mod server;
+
+use std::net::TcpListener;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+pub use cluster::{ClusterNode, RedisCluster};
+pub use sentinel::{SentinelSetup, MASTER_NAME};
+pub use server::{make_certs, tls_unavailable, RedisServer};
+
+/// A loopback port free at the time of the call.
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A unique name per call, so tests sharing a server never see each other's keys.
+pub fn unique(prefix: &str) -> String {
+    static N: AtomicU64 = AtomicU64::new(0);
+    format!(
+        "{prefix}-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    )
+}
