@@ -53,7 +53,7 @@ impl Acked {
     }
 }
 
-/// A leased job's delivery, read from its meta "state|attempts|max|enqueued ms|x" (lib_jobs.lua):
+/// A leased job's delivery, read from its meta "state|attempts|max|enqueued ms|x" (docs/data-model.md):
 /// the attempt under way (attempts + 1), its lease token "enqueued.x", and the enqueue time.
 fn delivery(meta: &str) -> Option<(u32, String, u64)> {
     let mut parts = meta.split('|');
@@ -63,7 +63,7 @@ fn delivery(meta: &str) -> Option<(u32, String, u64)> {
     Some((attempt, format!("{enqueued}.{x}"), enqueued.parse().ok()?))
 }
 
-/// An ack's arguments (lib_jobs.lua, `complete_leases`): job id and lease token, or, with a
+/// An ack's arguments (lua/lib/acks.lua, `complete_leases`): job id and lease token, or, with a
 /// result, the token marked with a trailing "+" and the result after it.
 fn ack_args(cmd: &mut redis::Cmd, l: &Lease) {
     match &l.result {
