@@ -336,12 +336,10 @@ fn job_info(
         .unwrap_or((None, None));
     let (env, meta) = (env?, meta?);
     // "state|attempts|max|enqueued|x" (docs/data-model.md, "Job meta")
-    let fields: Vec<&str> = meta.split('|').collect();
-    let num = |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok());
+    let fields = crate::scripts::encoding::meta_fields(&meta);
+    let num = |i: usize| fields.and_then(|f| f[i].parse::<u64>().ok());
     let parsed = (|| {
-        if fields.len() != 5 {
-            return None;
-        }
+        let fields = fields?;
         let state = JobState::from_code(fields[0], delayed.is_some(), active.is_some())?;
         Some((state, num(1)?, num(3)?, num(4)?))
     })();

@@ -4,6 +4,25 @@
 //! twin through the scripts. The queue policy ("keep|keepfor|...", `lib/policy.lua`) is written by
 //! `QueueOptions::policy` (job.rs).
 
+/// A job's meta `"<state>|<attempts>|<max>|<enqueued ms>|<x>"` (`lib/meta.lua`: `parse_meta`,
+/// `meta_of`; docs/data-model.md, "Job meta") -> its five fields; `None` unless it has five.
+pub(crate) fn meta_fields(meta: &str) -> Option<[&str; 5]> {
+    let mut parts = meta.split('|');
+    let fields = [
+        parts.next()?,
+        parts.next()?,
+        parts.next()?,
+        parts.next()?,
+        parts.next()?,
+    ];
+    parts.next().is_none().then_some(fields)
+}
+
+/// The lease token of a delivery, `"<enqueued>.<x>"` from its meta (`lib/meta.lua`: `token_of`).
+pub(crate) fn lease_token(enqueued: &str, x: &str) -> String {
+    format!("{enqueued}.{x}")
+}
+
 /// A job's route as `enqueue_jobs.lua` takes it: `"<priority>|<group>"` (priority 0 = none, group
 /// "" = none), or "" for a job with neither (it waits in the ready list). The script stores it as
 /// `"<priority>|<sequence>|<group>"` (`lib/route.lua`: `parse_route_arg`, `route_of`). The group is
@@ -28,6 +47,14 @@ pub(crate) fn parse_route(route: &str) -> Option<(Option<u32>, Option<String>)> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_meta_has_five_fields_and_gives_the_lease_token() {
+        assert_eq!(meta_fields("q|0|5|17|2"), Some(["q", "0", "5", "17", "2"]));
+        assert_eq!(meta_fields("q|0|5|17"), None);
+        assert_eq!(meta_fields("q|0|5|17|2|9"), None);
+        assert_eq!(lease_token("17", "2"), "17.2");
+    }
 
     #[test]
     fn routes_round_trip_through_the_stored_form() {
