@@ -76,7 +76,8 @@ impl Role {
                 &WAIT_JOB,
                 &UPSERT_SCHEDULE,
                 &REMOVE_SCHEDULE,
-                &SCHEDULES,
+                &DUE_SCHEDULES,
+                &LIST_SCHEDULES,
                 &READ_EVENTS,
             ],
             Role::Worker => vec![
@@ -86,7 +87,8 @@ impl Role {
                 &RELEASE_JOB,
                 &EXTEND_LEASE,
                 &SET_PROGRESS,
-                &SCHEDULES,
+                &DUE_SCHEDULES,
+                &LIST_SCHEDULES,
                 &ENQUEUE_JOBS,
             ],
             Role::Admin => vec![
@@ -96,17 +98,24 @@ impl Role {
                 &CANCEL_JOB,
                 &REQUEUE_DEAD,
                 &PURGE_DEAD,
-                &SET_FLOW,
+                &SET_QUEUE_FLOW,
+                &SET_GROUP_FLOW,
                 &GROUP_INFO,
                 &LIST_GROUPS,
                 &WAIT_JOB,
                 &UPSERT_SCHEDULE,
                 &REMOVE_SCHEDULE,
-                &SCHEDULES,
+                &DUE_SCHEDULES,
+                &LIST_SCHEDULES,
                 &READ_EVENTS,
             ],
             Role::CappedProducer => vec![&PUSH_CAPPED],
-            Role::CappedConsumer => vec![&POP_CAPPED, &CAPPED_GROUPS, &CAPPED_GROUP_PAGE],
+            Role::CappedConsumer => vec![
+                &POP_CAPPED,
+                &CAPPED_GROUPS,
+                &COUNT_CAPPED_GROUPS,
+                &CAPPED_GROUP_PAGE,
+            ],
         }
     }
 
@@ -148,18 +157,22 @@ fn literal_commands(code: &str) -> BTreeSet<String> {
     out
 }
 
-/// The shared helpers of `lib_jobs.lua`: per function, the commands it runs itself and the
-/// helpers it calls.
-fn helpers() -> Vec<(&'static str, &'static str)> {
-    let lib = scripts::LIB_JOBS;
+/// The shared helpers a script includes (`lua/lib/*.lua`): per function, the commands it runs
+/// itself and the helpers it calls.
+fn helpers(script: &LuaScript) -> Vec<(&'static str, &'static str)> {
     let mut out = Vec::new();
-    let mut rest = lib;
-    while let Some(at) = rest.find("\nlocal function ") {
-        let after = &rest[at + "\nlocal function ".len()..];
-        let name = after.split('(').next().unwrap_or("");
-        let end = after.find("\nlocal function ").unwrap_or(after.len());
-        out.push((name, &after[..end]));
-        rest = &after[end..];
+    for path in &script.includes {
+        let Some(&(_, lib)) = scripts::INCLUDES.iter().find(|(p, _)| p == path) else {
+            continue;
+        };
+        let mut rest = lib;
+        while let Some(at) = rest.find("\nlocal function ") {
+            let after = &rest[at + "\nlocal function ".len()..];
+            let name = after.split('(').next().unwrap_or("");
+            let end = after.find("\nlocal function ").unwrap_or(after.len());
+            out.push((name, &after[..end]));
+            rest = &after[end..];
+        }
     }
     out
 }
@@ -167,7 +180,7 @@ fn helpers() -> Vec<(&'static str, &'static str)> {
 /// Every command a script runs: the ones in its own text, and those of the shared helpers it
 /// calls (transitively), lower case.
 pub(crate) fn script_commands(script: &LuaScript) -> BTreeSet<String> {
-    let helpers = helpers();
+    let helpers = helpers(script);
     let mut out = literal_commands(script.source);
     let mut todo: Vec<&str> = vec![script.source];
     let mut seen: BTreeSet<&str> = BTreeSet::new();

@@ -257,7 +257,7 @@ impl Queue {
                 ) = redis::pipe()
                     .zcard(k.delayed())
                     .llen(k.ready())
-                    .zcount(k.active(), "-inf", "(+inf") // not the encoding anchor (lib_jobs.lua)
+                    .zcount(k.active(), "-inf", "(+inf") // not the encoding anchor (docs/data-model.md)
                     .zcard(k.dead())
                     .hgetall(k.stats())
                     .hmget(k.cfg(), &["paused", "ghosts"])
@@ -268,7 +268,7 @@ impl Queue {
                 Ok::<_, Error>(JobStats {
                     delayed,
                     // Plain ready jobs (the ready list but the entries of cancelled jobs
-                    // left in it, see lib_jobs.lua), prioritized ones, and the groups'.
+                    // left in it, see docs/data-model.md), prioritized ones, and the groups'.
                     ready: plain.saturating_sub(ghosts.unwrap_or(0))
                         + get("pready")
                         + get("gready"),
@@ -330,20 +330,16 @@ fn job_info(
     id: &str,
     (env, meta, err, delayed, active, dead, route, result, progress): Raw,
 ) -> Option<JobInfo> {
-    // "priority|sequence|group" (see lib_jobs.lua)
-    let route = route.and_then(|r| {
-        let mut parts = r.splitn(3, '|');
-        let (p, _, g) = (parts.next()?, parts.next()?, parts.next()?);
-        Some((p.to_string(), g.to_string()))
-    });
+    let (priority, group) = route
+        .as_deref()
+        .and_then(crate::scripts::encoding::parse_route)
+        .unwrap_or((None, None));
     let (env, meta) = (env?, meta?);
-    // "state|attempts|max|enqueued|x" (see lib_jobs.lua)
-    let fields: Vec<&str> = meta.split('|').collect();
-    let num = |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok());
+    // "state|attempts|max|enqueued|x" (docs/data-model.md, "Job meta")
+    let fields = crate::scripts::encoding::meta_fields(&meta);
+    let num = |i: usize| fields.and_then(|f| f[i].parse::<u64>().ok());
     let parsed = (|| {
-        if fields.len() != 5 {
-            return None;
-        }
+        let fields = fields?;
         let state = JobState::from_code(fields[0], delayed.is_some(), active.is_some())?;
         Some((state, num(1)?, num(3)?, num(4)?))
     })();
@@ -394,11 +390,8 @@ fn job_info(
         enqueued_at,
         state_since_or_until: when.map(|s| s as u64),
         unreadable,
-        priority: route
-            .as_ref()
-            .and_then(|(p, _)| p.parse().ok())
-            .filter(|p| *p > 0),
-        group: route.map(|(_, g)| g).filter(|g| !g.is_empty()),
+        priority,
+        group,
         result,
         progress,
     })

@@ -11,7 +11,9 @@ use redis::Value;
 use crate::client::Client;
 use crate::error::{Error, Result};
 use crate::keys::{shard_of, validate_name, CappedKeys};
-use crate::scripts::{CAPPED_GROUPS, CAPPED_GROUP_PAGE, POP_CAPPED, PUSH_CAPPED};
+use crate::scripts::{
+    CAPPED_GROUPS, CAPPED_GROUP_PAGE, COUNT_CAPPED_GROUPS, POP_CAPPED, PUSH_CAPPED,
+};
 
 /// Items per script call in [`CappedQueue::push_many`]; all calls go in one pipeline.
 const PUSH_CHUNK_ITEMS: usize = 1000;
@@ -500,8 +502,7 @@ impl CappedQueue {
         self.op("groups", async {
             let mut out = Vec::new();
             for k in self.shards.iter() {
-                let mut cmd = CAPPED_GROUPS.cmd(&k.for_script(&CAPPED_GROUPS, ""));
-                cmd.arg("list");
+                let cmd = CAPPED_GROUPS.cmd(&k.for_script(&CAPPED_GROUPS, ""));
                 let (names, _): (Vec<String>, u64) = self.client.eval(&cmd, &CAPPED_GROUPS).await?;
                 out.extend(names);
             }
@@ -558,10 +559,9 @@ impl CappedQueue {
                     .query_async(&mut conn)
                     .await
                     .map_err(|e| self.client.err(e))?;
-                let mut cmd = CAPPED_GROUPS.cmd(&k.for_script(&CAPPED_GROUPS, ""));
-                cmd.arg("count");
+                let cmd = COUNT_CAPPED_GROUPS.cmd(&k.for_script(&COUNT_CAPPED_GROUPS, ""));
                 let (_, groups): (Vec<String>, u64) =
-                    self.client.eval(&cmd, &CAPPED_GROUPS).await?;
+                    self.client.eval(&cmd, &COUNT_CAPPED_GROUPS).await?;
                 let get = |k: &str| counters.get(k).copied().unwrap_or(0);
                 total.pushed += get("pushed");
                 total.dropped += get("dropped");

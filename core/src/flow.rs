@@ -15,7 +15,7 @@ use crate::error::{Error, Result};
 use crate::job::ms;
 use crate::jobs::Queue;
 use crate::keys::{shard_of, validate_name};
-use crate::scripts::{GROUP_INFO, LIST_GROUPS, SET_FLOW};
+use crate::scripts::{GROUP_INFO, LIST_GROUPS, SET_GROUP_FLOW, SET_QUEUE_FLOW};
 
 /// At most `max` starts in any window of `per`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -122,13 +122,22 @@ impl Queue {
         target: &str,
         per_shard: impl Fn(usize) -> Vec<(&'a str, String)>,
     ) -> Result<()> {
+        // "queue", or "group:<name>".
+        let group = target.strip_prefix("group:");
+        let script = if group.is_some() {
+            &*SET_GROUP_FLOW
+        } else {
+            &*SET_QUEUE_FLOW
+        };
         for shard in 0..self.shards.len() {
-            let mut cmd = self.script_cmd(shard, &SET_FLOW);
-            cmd.arg(target);
+            let mut cmd = self.script_cmd(shard, script);
+            if let Some(g) = group {
+                cmd.arg(g);
+            }
             for (k, v) in per_shard(shard) {
                 cmd.arg(k).arg(v);
             }
-            self.client.eval::<i64>(&cmd, &SET_FLOW).await?;
+            self.client.eval::<i64>(&cmd, script).await?;
         }
         Ok(())
     }

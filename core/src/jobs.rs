@@ -419,10 +419,7 @@ impl Queue {
                 for &i in chunk {
                     let (env, delay, run_at) = &prepared[i];
                     let o = jobs[i];
-                    let route = match (o.priority, &o.group) {
-                        (None, None) => String::new(),
-                        (p, g) => format!("{}|{}", p.unwrap_or(0), g.as_deref().unwrap_or("")),
-                    };
+                    let route = crate::scripts::encoding::route_arg(o.priority, o.group.as_deref());
                     let dedup = match (&o.dedup, &o.debounce) {
                         (Some(d), _) => format!("d|{}|{}", d.ttl.map(ms).unwrap_or(0), d.key),
                         (None, Some(d)) => format!("b|{}|{expect}{}", expect.len(), d.key),

@@ -53,17 +53,16 @@ impl Acked {
     }
 }
 
-/// A leased job's delivery, read from its meta "state|attempts|max|enqueued ms|x" (lib_jobs.lua):
+/// A leased job's delivery, read from its meta "state|attempts|max|enqueued ms|x" (docs/data-model.md):
 /// the attempt under way (attempts + 1), its lease token "enqueued.x", and the enqueue time.
 fn delivery(meta: &str) -> Option<(u32, String, u64)> {
-    let mut parts = meta.split('|');
-    let (_state, attempts, _max) = (parts.next()?, parts.next()?, parts.next()?);
-    let (enqueued, x) = (parts.next()?, parts.next()?);
+    let [_state, attempts, _max, enqueued, x] = crate::scripts::encoding::meta_fields(meta)?;
     let attempt = attempts.parse::<u32>().ok()?.checked_add(1)?;
-    Some((attempt, format!("{enqueued}.{x}"), enqueued.parse().ok()?))
+    let token = crate::scripts::encoding::lease_token(enqueued, x);
+    Some((attempt, token, enqueued.parse().ok()?))
 }
 
-/// An ack's arguments (lib_jobs.lua, `complete_leases`): job id and lease token, or, with a
+/// An ack's arguments (lua/lib/acks.lua, `complete_leases`): job id and lease token, or, with a
 /// result, the token marked with a trailing "+" and the result after it.
 fn ack_args(cmd: &mut redis::Cmd, l: &Lease) {
     match &l.result {

@@ -6,7 +6,7 @@
 //! Cheap by construction: a worker adds each run time to atomic buckets, and sends what it
 //! gathered along with a fetch it makes anyway, at most every [`REPORT_EVERY`] (one more
 //! argument to that call, a few `HINCRBY` in the script); the fetch script files the lateness of
-//! the delayed jobs it promotes (only when it promotes some). See lib_jobs.lua, "Metrics".
+//! the delayed jobs it promotes (only when it promotes some). See docs/data-model.md, "Metrics".
 
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -23,7 +23,7 @@ use crate::job::JobStats;
 use crate::jobs::Queue;
 
 /// Upper bounds of the histograms' buckets, in ms (one more bucket above the last). The fetch
-/// script files lateness with the same bounds (lib_jobs.lua, `METRIC_BOUNDS_MS`).
+/// script files lateness with the same bounds (lua/lib/metrics.lua, `METRIC_BOUNDS_MS`).
 pub const BUCKETS_MS: [f64; 12] = [
     1.0, 2.5, 5.0, 10.0, 25.0, 50.0, 100.0, 250.0, 500.0, 1000.0, 2500.0, 10000.0,
 ];
@@ -534,11 +534,11 @@ mod tests {
 
     #[test]
     fn the_lua_side_files_lateness_with_the_same_bucket_bounds() {
-        let lua = include_str!("lua/lib_jobs.lua");
+        let lua = include_str!("lua/lib/metrics.lua");
         let bounds: Vec<String> = BUCKETS_MS.iter().map(|b| b.to_string()).collect();
         assert!(
             lua.contains(&format!("METRIC_BOUNDS_MS = {{ {} }}", bounds.join(", "))),
-            "lib_jobs.lua's METRIC_BOUNDS_MS must list {bounds:?}"
+            "lib/metrics.lua's METRIC_BOUNDS_MS must list {bounds:?}"
         );
     }
 

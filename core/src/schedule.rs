@@ -19,7 +19,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::job::{ms, validate_label, EnqueueOptions};
 use crate::jobs::{Queue, Reply};
 use crate::keys::shard_of;
-use crate::scripts::{REMOVE_SCHEDULE, SCHEDULES, UPSERT_SCHEDULE};
+use crate::scripts::{DUE_SCHEDULES, LIST_SCHEDULES, REMOVE_SCHEDULE, UPSERT_SCHEDULE};
 
 /// Most schedules one firing pass handles per shard (the next pass takes the rest).
 const MAX_SCHEDULES: usize = 10_000;
@@ -346,14 +346,17 @@ impl Queue {
         mode: &str,
         cursor: &str,
     ) -> Result<(u64, Option<u64>, String, Vec<Due>)> {
-        let mut cmd = self.script_cmd(shard, &SCHEDULES);
-        let most = if mode == "all" {
-            SCHEDULE_PAGE
+        let (script, most) = if mode == "all" {
+            (&*LIST_SCHEDULES, SCHEDULE_PAGE)
         } else {
-            MAX_SCHEDULES
+            (&*DUE_SCHEDULES, MAX_SCHEDULES)
         };
-        cmd.arg(mode).arg(most).arg(cursor);
-        let reply: Vec<Value> = self.client.eval(&cmd, &SCHEDULES).await?;
+        let mut cmd = self.script_cmd(shard, script);
+        cmd.arg(most);
+        if mode == "all" {
+            cmd.arg(cursor);
+        }
+        let reply: Vec<Value> = self.client.eval(&cmd, script).await?;
         let err = |e: redis::RedisError| self.client.err(e);
         let mut it = reply.into_iter();
         let now: u64 =

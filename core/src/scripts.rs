@@ -1,23 +1,57 @@
 //! The Lua scripts: one file under `src/lua/` per operation, each opening with its contract
-//! (`KEYS[i] <key> ...`, `ARGV[i] ...`, `Returns: ...`). Shared helpers live in `lib_*.lua` files
-//! that a script pulls in with a `--#include lib_jobs.lua` line after its header (Redis scripts
-//! cannot call each other); the text sent to Redis is the script with its includes flattened.
+//! (`KEYS[i] <key> ...`, `ARGV[i] ...`, `Returns: ...`). Shared helpers live in `src/lua/lib/`, one
+//! file per topic, that a script pulls in with `--#include lib/<topic>.lua` lines after its header
+//! (Redis scripts cannot call each other); a helper file names the files it needs the same way.
+//! The text sent to Redis is the script with its includes flattened: each file once, after the
+//! files it includes, in the order first named. An unknown file or an include cycle panics when the
+//! script is loaded (the unit tests load every script). The data model the scripts share is
+//! documented in `docs/data-model.md`.
 //!
 //! The header is also the key contract: the key names after `KEYS[1]`, `KEYS[2]`, ... are the
 //! accessor names of [`JobKeys`](crate::keys::JobKeys) / [`CappedKeys`](crate::keys::CappedKeys),
 //! and the Rust side builds each script's key array from that list
-//! ([`JobKeys::for_script`](crate::keys::JobKeys::for_script)), so the two cannot drift.
+//! ([`JobKeys::for_script`](crate::keys::JobKeys::for_script)), so the two cannot drift. A `--#K`
+//! line in a script becomes its `K` table from the same list (`local K = { ready = KEYS[1], ... }`).
 //!
 //! Scripts run by EVALSHA; NOSCRIPT (after a restart or `SCRIPT FLUSH`) is recovered by
 //! `SCRIPT LOAD` and a retry, also inside pipelines (see `client.rs`).
 
 use std::sync::LazyLock;
 
-/// The job scripts' shared helpers.
-pub(crate) const LIB_JOBS: &str = include_str!("lua/lib_jobs.lua");
+pub(crate) mod encoding;
 
-/// Files a script may include.
-const INCLUDES: &[(&str, &str)] = &[("lib_jobs.lua", LIB_JOBS)];
+macro_rules! libs {
+    ($($file:literal),* $(,)?) => {
+        /// Files a script may include (`--#include lib/<file>`), by path under `src/lua/`.
+        pub(crate) const INCLUDES: &[(&str, &str)] =
+            &[$((concat!("lib/", $file), include_str!(concat!("lua/lib/", $file)))),*];
+    };
+}
+
+libs! {
+    "acks.lua",
+    "active.lua",
+    "base.lua",
+    "bury.lua",
+    "cancel.lua",
+    "cfg.lua",
+    "chunked.lua",
+    "dead.lua",
+    "dedup.lua",
+    "events.lua",
+    "flow.lua",
+    "forget.lua",
+    "ghosts.lua",
+    "meta.lua",
+    "metrics.lua",
+    "policy.lua",
+    "retention.lua",
+    "route.lua",
+    "waiters.lua",
+}
+
+/// The line a script's `K` table is generated at.
+const K_LINE: &str = "--#K";
 
 /// One Lua script, compiled into the crate, with its SHA1 computed once.
 pub(crate) struct LuaScript {
@@ -25,27 +59,87 @@ pub(crate) struct LuaScript {
     pub name: &'static str,
     /// The file as written (contract header first).
     pub source: &'static str,
-    /// What Redis runs: `source` with its includes flattened.
+    /// What Redis runs: `source` with its includes flattened and its `K` table generated.
     pub code: String,
     pub sha: String,
     /// Key names from the header, in `KEYS[1]`, `KEYS[2]`, ... order.
     pub keys: Vec<&'static str>,
+    /// The files flattened into `code` (their includes resolved), in order.
+    pub includes: Vec<&'static str>,
+}
+
+/// The paths (`lib/<topic>.lua`) a text's `--#include` lines name, in order.
+#[cfg(test)]
+fn include_lines(text: &str) -> impl Iterator<Item = &str> {
+    text.lines()
+        .filter_map(|l| l.trim().strip_prefix("--#include "))
+        .map(str::trim)
+}
+
+/// Flattens `source`'s includes from `files`: each `--#include` line is replaced by the text of
+/// the file it names (preceded by its own includes, flattened the same way), unless that file came
+/// already, so each file comes once and after the files it needs. `done` collects the files, in
+/// order; an unknown file or a cycle is an error.
+fn flatten(
+    name: &str,
+    source: &str,
+    files: &[(&'static str, &'static str)],
+    stack: &mut Vec<&'static str>,
+    done: &mut Vec<&'static str>,
+    out: &mut String,
+) -> Result<(), String> {
+    for line in source.split_inclusive('\n') {
+        let Some(file) = line.trim().strip_prefix("--#include ") else {
+            out.push_str(line);
+            continue;
+        };
+        let file = file.trim();
+        let &(path, text) = files
+            .iter()
+            .find(|(f, _)| *f == file)
+            .ok_or_else(|| format!("{name}: unknown include {file:?}"))?;
+        if done.contains(&path) {
+            continue;
+        }
+        if stack.contains(&path) {
+            return Err(format!(
+                "{name}: include cycle {} -> {path}",
+                stack.join(" -> ")
+            ));
+        }
+        stack.push(path);
+        flatten(path, text, files, stack, done, out)?;
+        stack.pop();
+        done.push(path);
+        if !out.ends_with('\n') {
+            out.push('\n');
+        }
+    }
+    Ok(())
+}
+
+/// The `K` table of a script whose header lists `keys`: `local K = { <name> = KEYS[<i>], ... }`.
+fn k_table(keys: &[&str]) -> String {
+    let fields: Vec<String> = keys
+        .iter()
+        .enumerate()
+        .map(|(i, k)| format!("{k} = KEYS[{}]", i + 1))
+        .collect();
+    format!("local K = {{ {} }}\n", fields.join(", "))
 }
 
 impl LuaScript {
     fn new(name: &'static str, source: &'static str) -> Self {
-        let mut code = String::with_capacity(source.len());
-        for line in source.split_inclusive('\n') {
-            match line.trim().strip_prefix("--#include ") {
-                Some(file) => {
-                    let (_, text) = INCLUDES
-                        .iter()
-                        .find(|(f, _)| *f == file.trim())
-                        .unwrap_or_else(|| panic!("{name}: unknown include {file:?}"));
-                    code.push_str(text);
-                    code.push('\n');
-                }
-                None => code.push_str(line),
+        let keys = header_keys(name, source);
+        let (mut flat, mut stack, mut includes) = (String::new(), Vec::new(), Vec::new());
+        flatten(name, source, INCLUDES, &mut stack, &mut includes, &mut flat)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let mut code = String::with_capacity(flat.len());
+        for line in flat.split_inclusive('\n') {
+            if line.trim_end() == K_LINE {
+                code.push_str(&k_table(&keys));
+            } else {
+                code.push_str(line);
             }
         }
         LuaScript {
@@ -53,7 +147,8 @@ impl LuaScript {
             source,
             sha: redis::Script::new(&code).get_hash().to_string(),
             code,
-            keys: header_keys(name, source),
+            keys,
+            includes,
         }
     }
 
@@ -145,9 +240,11 @@ scripts! {
     PUSH_CAPPED => "push_capped.lua",
     POP_CAPPED => "pop_capped.lua",
     CAPPED_GROUPS => "capped_groups.lua",
+    COUNT_CAPPED_GROUPS => "count_capped_groups.lua",
     CAPPED_GROUP_PAGE => "capped_group_page.lua",
     ENQUEUE_JOBS => "enqueue_jobs.lua",
-    SCHEDULES => "schedules.lua",
+    DUE_SCHEDULES => "due_schedules.lua",
+    LIST_SCHEDULES => "list_schedules.lua",
     UPSERT_SCHEDULE => "upsert_schedule.lua",
     REMOVE_SCHEDULE => "remove_schedule.lua",
     FETCH_JOBS => "fetch_jobs.lua",
@@ -161,7 +258,8 @@ scripts! {
     GET_JOBS => "get_jobs.lua",
     LIST_JOBS => "list_jobs.lua",
     PAGE_JOBS => "page_jobs.lua",
-    SET_FLOW => "set_flow.lua",
+    SET_QUEUE_FLOW => "set_queue_flow.lua",
+    SET_GROUP_FLOW => "set_group_flow.lua",
     GROUP_INFO => "group_info.lua",
     LIST_GROUPS => "list_groups.lua",
     SET_PROGRESS => "set_progress.lua",
@@ -180,11 +278,12 @@ pub(crate) fn is_noscript(err: &redis::RedisError) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use super::{flatten, include_lines, INCLUDES};
     use crate::keys::{CappedKeys, JobKeys};
 
     /// Lua's `unpack` stops near 8,000 values ("too many results to unpack"), and a script that
     /// fails there keeps the writes it made before. So no script unpacks a list whose length a
-    /// caller or the data decides: such lists go through lib_jobs.lua's `chunked` and
+    /// caller or the data decides: such lists go through lib/chunked.lua's `chunked` and
     /// `chunked_read` (runs of 1000). Any other `unpack(` must take a run of at most 1000
     /// (`unpack(t, i, math.min(i + 999, ...))`) or say on its line why its length is bounded
     /// (`-- bounded: N`).
@@ -192,7 +291,7 @@ mod tests {
     fn no_script_unpacks_a_list_of_unbounded_length() {
         let mut sources: Vec<(&str, &str)> =
             super::all().iter().map(|s| (s.name, s.source)).collect();
-        sources.push(("lib_jobs.lua", super::LIB_JOBS));
+        sources.extend(INCLUDES.iter().copied());
         let mut bad = Vec::new();
         for (name, source) in sources {
             for (n, line) in source.lines().enumerate() {
@@ -221,8 +320,17 @@ mod tests {
                 "{} must open with its contract",
                 s.name
             );
-            for word in ["KEYS[1]", "ARGV[1]", "Returns:"] {
+            // A script that takes no ARGV says so.
+            let argv = if s.source.contains("ARGV: none") {
+                "ARGV: none"
+            } else {
+                "ARGV[1]"
+            };
+            for word in ["KEYS[1]", argv, "Returns:"] {
                 assert!(s.source.contains(word), "{} header lacks {word}", s.name);
+            }
+            if argv == "ARGV: none" {
+                assert!(!s.code.contains("ARGV["), "{} reads ARGV", s.name);
             }
             assert!(!s.keys.is_empty(), "{} lists no keys", s.name);
         }
@@ -230,10 +338,11 @@ mod tests {
 
     #[test]
     fn every_key_a_header_names_is_one_the_rust_side_builds() {
-        const CAPPED: [&str; 4] = [
+        const CAPPED: [&str; 5] = [
             "push_capped.lua",
             "pop_capped.lua",
             "capped_groups.lua",
+            "count_capped_groups.lua",
             "capped_group_page.lua",
         ];
         let jobs = JobKeys::new("tideq", "q").unwrap();
@@ -265,5 +374,208 @@ mod tests {
         assert!(fetch.code.starts_with("--[["));
         assert!(fetch.code.contains("local function parse_meta"));
         assert!(!fetch.code.contains("--#include"));
+        // Each file once, after the files it includes.
+        assert_eq!(fetch.code.matches("local function chunked(").count(), 1);
+        let at = |f: &str| fetch.includes.iter().position(|p| *p == f).unwrap();
+        assert!(at("lib/chunked.lua") < at("lib/flow.lua"));
+        assert!(at("lib/route.lua") < at("lib/flow.lua"));
+        assert!(at("lib/flow.lua") < at("lib/acks.lua"));
+        // A script takes only the helpers it uses (and theirs).
+        let extend = &*super::EXTEND_LEASE;
+        assert_eq!(extend.includes, ["lib/meta.lua"]);
+        assert!(!extend.code.contains("local function chunked("));
+    }
+
+    /// Every file under `src/lua/` is compiled in: each `lib/*.lua` as an include, each other one
+    /// as a script; and every include is used.
+    #[test]
+    fn every_lua_file_is_a_script_or_an_include() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lua");
+        let names = |d: &std::path::Path| -> Vec<String> {
+            let mut v: Vec<String> = std::fs::read_dir(d)
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .filter(|n| n.ends_with(".lua"))
+                .collect();
+            v.sort();
+            v
+        };
+        let mut scripts: Vec<&str> = super::all().iter().map(|s| s.name).collect();
+        scripts.sort();
+        assert_eq!(names(&dir), scripts);
+        let mut libs: Vec<String> = INCLUDES
+            .iter()
+            .map(|(p, _)| p.trim_start_matches("lib/").to_string())
+            .collect();
+        libs.sort();
+        assert_eq!(names(&dir.join("lib")), libs);
+        for (path, _) in INCLUDES {
+            assert!(
+                super::all().iter().any(|s| s.includes.contains(path)),
+                "{path} is included by no script"
+            );
+        }
+    }
+
+    /// The names a helper file defines at its top level (`local function f(`, `local X =`).
+    fn defined(text: &str) -> Vec<&str> {
+        text.lines()
+            .filter_map(|l| {
+                let rest = l
+                    .strip_prefix("local function ")
+                    .or_else(|| l.strip_prefix("local "))?;
+                let name = rest
+                    .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                    .next()?;
+                (!name.is_empty()).then_some(name)
+            })
+            .collect()
+    }
+
+    /// The names `text` declares local anywhere (`local a, b = ...`, `local function f(`).
+    fn declared(text: &str) -> Vec<&str> {
+        text.lines()
+            .filter_map(|l| l.trim_start().strip_prefix("local "))
+            .flat_map(|rest| {
+                let rest = rest.strip_prefix("function ").unwrap_or(rest);
+                let names = rest.split(['=', '(']).next().unwrap_or("");
+                names.split(',').map(str::trim)
+            })
+            .collect()
+    }
+
+    /// The identifiers `text` uses, comments left out (a field `x.name` is not a use of `name`).
+    fn used(text: &str) -> std::collections::BTreeSet<String> {
+        let mut out = std::collections::BTreeSet::new();
+        // Block comments (`--[[ ... ]]`, the contract) first.
+        let mut code_parts = Vec::new();
+        let mut rest = text;
+        while let Some(at) = rest.find("--[[") {
+            code_parts.push(&rest[..at]);
+            rest = rest[at..].split_once("]]").map_or("", |(_, after)| after);
+        }
+        code_parts.push(rest);
+        for line in code_parts.iter().flat_map(|p| p.lines()) {
+            // String literals blanked out, then the line comment left off.
+            let mut blank = String::with_capacity(line.len());
+            let mut quote = None;
+            let mut escaped = false;
+            for c in line.chars() {
+                match quote {
+                    Some(q) => {
+                        if !escaped && c == q {
+                            quote = None;
+                        }
+                        escaped = !escaped && c == '\\';
+                        blank.push(' ');
+                    }
+                    None => {
+                        if c == '\'' || c == '"' {
+                            quote = Some(c);
+                        }
+                        blank.push(c);
+                    }
+                }
+            }
+            let code: &str = blank.split("--").next().unwrap_or("");
+            let mut start = None;
+            for (i, c) in code.char_indices().chain([(code.len(), ' ')]) {
+                let word = c.is_alphanumeric() || c == '_';
+                match (word, start) {
+                    (true, None) => start = Some(i),
+                    (false, Some(s)) => {
+                        if !code[..s].ends_with('.') {
+                            out.insert(code[s..i].to_string());
+                        }
+                        start = None;
+                    }
+                    _ => {}
+                }
+            }
+        }
+        out
+    }
+
+    /// A helper called from a script or a helper file is defined in a file it includes (directly
+    /// or through another), else Redis would fail the script only when that line runs; and every
+    /// include a file names is used by it (a script includes only what it uses).
+    #[test]
+    fn each_file_includes_what_it_uses_and_only_that() {
+        let owner = |name: &str| -> Option<&'static str> {
+            INCLUDES
+                .iter()
+                .find(|(_, text)| defined(text).contains(&name))
+                .map(|(p, _)| *p)
+        };
+        let mut files: Vec<(&str, &str)> = INCLUDES.to_vec();
+        files.extend(super::all().iter().map(|s| (s.name, s.source)));
+        for (name, text) in files {
+            let (mut flat, mut stack, mut done) = (String::new(), Vec::new(), Vec::new());
+            flatten(name, text, INCLUDES, &mut stack, &mut done, &mut flat).unwrap();
+            let own = declared(text);
+            let uses = used(text);
+            for word in &uses {
+                if let Some(lib) = owner(word) {
+                    assert!(
+                        own.contains(&word.as_str()) || done.contains(&lib),
+                        "{name} uses {word} without including {lib}"
+                    );
+                }
+            }
+            for inc in include_lines(text) {
+                let (_, lib) = INCLUDES.iter().find(|(p, _)| *p == inc).unwrap();
+                let any = defined(lib).iter().any(|d| uses.contains(*d));
+                assert!(any, "{name} includes {inc} but uses nothing of it");
+            }
+        }
+    }
+
+    #[test]
+    fn includes_resolve_once_in_order_and_refuse_cycles_and_unknown_files() {
+        let files: &[(&str, &str)] = &[
+            ("lib/a.lua", "--#include lib/b.lua\nA\n"),
+            ("lib/b.lua", "B\n"),
+            (
+                "lib/c.lua",
+                "--#include lib/a.lua\n--#include lib/b.lua\nC\n",
+            ),
+            ("lib/x.lua", "--#include lib/y.lua\n"),
+            ("lib/y.lua", "--#include lib/x.lua\n"),
+        ];
+        let run = |src: &str| {
+            let (mut out, mut stack, mut done) = (String::new(), Vec::new(), Vec::new());
+            flatten("s.lua", src, files, &mut stack, &mut done, &mut out).map(|()| (out, done))
+        };
+        let (out, done) = run("H\n--#include lib/c.lua\n--#include lib/b.lua\nS\n").unwrap();
+        assert_eq!(out, "H\nB\nA\nC\nS\n");
+        assert_eq!(done, ["lib/b.lua", "lib/a.lua", "lib/c.lua"]);
+        let cycle = run("--#include lib/x.lua\n").unwrap_err();
+        assert!(cycle.contains("cycle"), "{cycle}");
+        let missing = run("--#include lib/nope.lua\n").unwrap_err();
+        assert!(missing.contains("unknown include"), "{missing}");
+    }
+
+    #[test]
+    fn the_k_table_is_generated_from_the_header() {
+        for s in super::all() {
+            assert!(
+                !s.source.contains("local K ="),
+                "{}: K comes from the header (--#K)",
+                s.name
+            );
+            if s.source.lines().any(|l| l == super::K_LINE) {
+                let table = super::k_table(&s.keys);
+                assert!(s.code.contains(&table), "{}", s.name);
+            }
+        }
+        assert_eq!(
+            super::k_table(&["jobs", "meta"]),
+            "local K = { jobs = KEYS[1], meta = KEYS[2] }\n"
+        );
+        let fetch = &*super::FETCH_JOBS;
+        assert!(fetch
+            .code
+            .contains("local K = { ready = KEYS[1], delayed = KEYS[2], active = KEYS[3],"));
+        assert!(fetch.code.contains(" ghost = KEYS[35] }\n"));
     }
 }

@@ -1,9 +1,9 @@
 --[[ Cancel a job. A delayed or ready job is removed with its data at once (its id may be enqueued
   again); its waiters are told. An active one is marked cancel-requested (the cancel set): its
   worker stops it and it ends cancelled when its handler returns, or when its lease expires
-  (lib_jobs.lua, "Cancel requests"). Dead or finished jobs are not cancelled.
+  (docs/data-model.md, "Cancel requests"). Dead or finished jobs are not cancelled.
   KEYS[1] ready list   KEYS[2] delayed zset   KEYS[3] jobs hash
-  KEYS[4] meta hash ("state|attempts|max|enqueued|x", see lib_jobs.lua)   KEYS[5] errors hash
+  KEYS[4] meta hash ("state|attempts|max|enqueued|x", see docs/data-model.md)   KEYS[5] errors hash
   KEYS[6] stats hash   KEYS[7] active zset   KEYS[8] idem zset   KEYS[9] route hash
   KEYS[10] prio zset   KEYS[11] g (group key prefix)
   KEYS[12] p (priority list key prefix)
@@ -14,13 +14,12 @@
   ARGV[1] job id
   Returns: "cancelled", "requested" (active: asked to stop), or the state that prevented it:
   "dead", "completed", "missing". ]]
---#include lib_jobs.lua
-local K = { ready = KEYS[1], delayed = KEYS[2], jobs = KEYS[3], meta = KEYS[4], errors = KEYS[5],
-  stats = KEYS[6], active = KEYS[7], idem = KEYS[8], route = KEYS[9], prio = KEYS[10],
-  g = KEYS[11], p = KEYS[12], progress = KEYS[13], waiters = KEYS[14], fin = KEYS[15],
-  cancel = KEYS[16],
-  dd = KEYS[17], dkey = KEYS[18],
-  cfg = KEYS[19], events = KEYS[20], ghost = KEYS[21] }
+--#include lib/meta.lua
+--#include lib/events.lua
+--#include lib/dedup.lua
+--#include lib/waiters.lua
+--#include lib/route.lua
+--#K
 local id = ARGV[1]
 local m = redis.call('HGET', K.meta, id)
 if not m then return 'missing' end
@@ -36,7 +35,7 @@ if redis.call('ZREM', K.delayed, id) == 0 then
   local r = redis.call('HGET', K.route, id)
   local g = r and select(2, parse_route(r))
   -- A job in the ready list or a priority's list leaves its entry there as a ghost rather than
-  -- be searched for (lib_jobs.lua, "Cancelled ready jobs").
+  -- be searched for (docs/data-model.md, "Cancelled ready jobs").
   if not r then
     redis.call('HINCRBY', K.ghost, 'r|' .. id, 1)
     redis.call('HINCRBY', K.cfg, 'ghosts', 1)

@@ -1,7 +1,7 @@
 --[[ Complete leased jobs (a worker's acks when it has nothing to fetch; otherwise they ride on
   fetch_jobs). Only the holder of a job's current delivery may complete it; a stale token changes
   nothing. A group's slot is freed; retained completed jobs are trimmed by the queue policy
-  (lib_jobs.lua).
+  (docs/data-model.md).
   KEYS[1] active zset   KEYS[2] done list (retained completed ids, oldest first)   KEYS[3] jobs hash
   KEYS[4] meta hash   KEYS[5] errors hash   KEYS[6] stats hash   KEYS[7] idem zset
   KEYS[8] route hash  KEYS[9] grot list      KEYS[10] gheld set    KEYS[11] gstate hash
@@ -13,17 +13,14 @@
   KEYS[23] dd (dedup key prefix)   KEYS[24] dkey hash
   KEYS[25] events stream
   ARGV[1] queue policy   ARGV[2], ARGV[3], ...: pairs of job id, lease token (a token ending in "+" is
-  followed by the job's result, see lib_jobs.lua)
+  followed by the job's result, see docs/data-model.md)
   Returns: array with, per ack, 1 completed, 2 already completed (this delivery's ack sent
   again), or -1 lease lost. ]]
---#include lib_jobs.lua
-local K = { active = KEYS[1], done = KEYS[2], jobs = KEYS[3], meta = KEYS[4], errors = KEYS[5],
-  stats = KEYS[6], idem = KEYS[7], route = KEYS[8], grot = KEYS[9], gheld = KEYS[10],
-  gstate = KEYS[11], gcfg = KEYS[12], gwait = KEYS[13], cfg = KEYS[14], gr = KEYS[15],
-  wake = KEYS[16], g = KEYS[17], gset = KEYS[18], results = KEYS[19], progress = KEYS[20],
-  waiters = KEYS[21], fin = KEYS[22],
-  dd = KEYS[23], dkey = KEYS[24],
-  events = KEYS[25] }
+--#include lib/base.lua
+--#include lib/policy.lua
+--#include lib/cfg.lua
+--#include lib/acks.lua
+--#K
 -- Whether jobs have routes or explicit ids remembered, in one call (this script creates neither).
 exist_bits(K, { 'route', 'idem' })
 return complete_leases(K, queue_cfg(K), now_ms(), policy(ARGV[1]), 2, true)

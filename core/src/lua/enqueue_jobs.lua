@@ -1,12 +1,12 @@
 --[[ Enqueue jobs: ready at once (in the ready list, or by priority, or in their group's queue), or
   delayed until a due time. An id that already exists creates nothing (idempotency), nor does an
   explicit id that finished within the idempotency window, nor a job whose dedup key names a job
-  (see "Dedup and debounce" in lib_jobs.lua). Due times are computed with Redis TIME, never the
+  (see "Dedup and debounce" in docs/data-model.md). Due times are computed with Redis TIME, never the
   client's clock.
-  KEYS[1] jobs hash (id -> envelope)   KEYS[2] meta hash (id -> "state|attempts|max|enqueued ms|x", see lib_jobs.lua)
+  KEYS[1] jobs hash (id -> envelope)   KEYS[2] meta hash (id -> "state|attempts|max|enqueued ms|x", see docs/data-model.md)
   KEYS[3] ready list                   KEYS[4] delayed zset (score = due ms)
   KEYS[5] wake list                    KEYS[6] stats hash
-  KEYS[7] idem zset (explicit ids, see lib_jobs.lua)   KEYS[8] route hash   KEYS[9] prio zset
+  KEYS[7] idem zset (explicit ids, see docs/data-model.md)   KEYS[8] route hash   KEYS[9] prio zset
   KEYS[10] grot list    KEYS[11] gheld set   KEYS[12] gstate hash   KEYS[13] gcfg hash
   KEYS[14] gwait zset  KEYS[15] cfg hash   KEYS[16] g (group key prefix)
   KEYS[17] gr (group rate-log prefix)
@@ -18,7 +18,7 @@
   ARGV[3] schedule guard: "" or "version|slot|next|name" (a schedule's slot fires: the jobs are
     written only if the schedule is at that version and slot, which then moves to next, 0: it has
     none; see
-    "Schedules" in lib_jobs.lua)
+    "Schedules" in docs/data-model.md)
   then per job 8 values: id, envelope, max attempts, delay ms (relative to Redis now),
     run-at ms (absolute; 0 = use delay), "1" if the id was given by the caller,
     route ("priority|group", 0 = no priority; "" for a plain job),
@@ -29,13 +29,15 @@
   time were replaced), -1 debounce: the key names another job than expected (read it again),
   -2 debounce: the expected job has started, send a new id; -3 (every job) the schedule guard
   failed (nothing written). ]]
---#include lib_jobs.lua
-local K = { jobs = KEYS[1], meta = KEYS[2], ready = KEYS[3], delayed = KEYS[4], wake = KEYS[5],
-  stats = KEYS[6], idem = KEYS[7], route = KEYS[8], prio = KEYS[9], grot = KEYS[10],
-  gheld = KEYS[11], gstate = KEYS[12], gcfg = KEYS[13], gwait = KEYS[14], cfg = KEYS[15],
-  g = KEYS[16], gr = KEYS[17], gset = KEYS[18], p = KEYS[19], dd = KEYS[20], dkey = KEYS[21],
-  sched = KEYS[22], snext = KEYS[23],
-  events = KEYS[24] }
+--#include lib/chunked.lua
+--#include lib/base.lua
+--#include lib/meta.lua
+--#include lib/cfg.lua
+--#include lib/events.lua
+--#include lib/dedup.lua
+--#include lib/route.lua
+--#include lib/flow.lua
+--#K
 local W, B = 8, 4
 local now = now_ms()
 local nows = tostring(now)
@@ -126,9 +128,9 @@ for i = 1, n do
     local r = ARGV[b + 6]
     if r ~= '' then
       seq = seq + 1
-      local p, g = string.match(r, '^(%d+)|(.*)$')
+      local p, g = parse_route_arg(r)
       route[#route + 1] = id
-      route[#route + 1] = p .. '|' .. seq .. '|' .. g
+      route[#route + 1] = route_of(p, seq, g)
     end
     local runat = tonumber(ARGV[b + 4])
     local due = now + tonumber(ARGV[b + 3])

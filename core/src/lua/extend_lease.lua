@@ -2,7 +2,7 @@
   KEYS[1] active zset (score = lease deadline ms)   KEYS[2] meta hash
   ARGV[1] job id   ARGV[2] lease token   ARGV[3] new lease length in ms (from Redis now)
   Returns: the new deadline in ms, or -1 when the lease was lost (expired and recovered). ]]
---#include lib_jobs.lua
+--#include lib/meta.lua
 local m = redis.call('HGET', KEYS[2], ARGV[1])
 if not m then return -1 end
 local s, _, _, enq, x = parse_meta(m)

@@ -1,5 +1,5 @@
 --[[ Fail one leased attempt: retry after ARGV[4] ms, or dead-letter the job when its attempts
-  reached max; a job whose cancel was requested ends cancelled instead (lib_jobs.lua). Only the holder of the current delivery may; anyone else gets -1 (LEASE_LOST) and
+  reached max; a job whose cancel was requested ends cancelled instead (docs/data-model.md). Only the holder of the current delivery may; anyone else gets -1 (LEASE_LOST) and
   nothing changes. A group's slot is freed.
   KEYS[1] active zset   KEYS[2] ready list   KEYS[3] delayed zset   KEYS[4] dead zset
   KEYS[5] jobs hash     KEYS[6] meta hash    KEYS[7] errors hash    KEYS[8] stats hash
@@ -15,18 +15,19 @@
   KEYS[28] dd (dedup key prefix)   KEYS[29] dkey hash
   KEYS[30] events stream
   ARGV[1] job id   ARGV[2] lease token   ARGV[3] error text (already size-capped)
-  ARGV[4] retry delay ms   ARGV[5] queue policy (lib_jobs.lua)   ARGV[6] "1": dead-letter now
+  ARGV[4] retry delay ms   ARGV[5] queue policy (docs/data-model.md)   ARGV[6] "1": dead-letter now
   (the attempt cannot succeed, e.g. an unknown task), whatever its attempts
   Returns: -1 lease lost, 1 retried, 2 dead-lettered, 3 cancelled. ]]
---#include lib_jobs.lua
-local K = { active = KEYS[1], ready = KEYS[2], delayed = KEYS[3], dead = KEYS[4], jobs = KEYS[5],
-  meta = KEYS[6], errors = KEYS[7], stats = KEYS[8], wake = KEYS[9], idem = KEYS[10],
-  route = KEYS[11], prio = KEYS[12], grot = KEYS[13], gheld = KEYS[14], gstate = KEYS[15],
-  gcfg = KEYS[16], gwait = KEYS[17], cfg = KEYS[18], g = KEYS[19], gr = KEYS[20], gset = KEYS[21], p = KEYS[22],
-  results = KEYS[23], progress = KEYS[24], waiters = KEYS[25], fin = KEYS[26],
-  cancel = KEYS[27],
-  dd = KEYS[28], dkey = KEYS[29],
-  events = KEYS[30] }
+--#include lib/base.lua
+--#include lib/meta.lua
+--#include lib/policy.lua
+--#include lib/cfg.lua
+--#include lib/events.lua
+--#include lib/cancel.lua
+--#include lib/route.lua
+--#include lib/flow.lua
+--#include lib/bury.lua
+--#K
 local id = ARGV[1]
 local m = redis.call('HGET', K.meta, id)
 if not m then return -1 end

@@ -4,10 +4,10 @@
   deadline):
   first plain ready jobs, then prioritized ones (lowest priority number first), then one job per
   group round-robin over the groups that can start one. A paused queue leases nothing; its
-  concurrency cap and start rate bound how many start (lib_jobs.lua, "Flow control"). Attempts
+  concurrency cap and start rate bound how many start (docs/data-model.md, "Flow control"). Attempts
   are counted at delivery: a delivery whose lease expires counts as an attempt, so a job that
   kills its worker every time still ends dead. When ready jobs are left over and no wake-up is
-  pending, one is left for another idle worker. (lib_jobs.lua describes the meta format, lease
+  pending, one is left for another idle worker. (docs/data-model.md describes the meta format, lease
   tokens and the policy.)
   KEYS[1] ready list     KEYS[2] delayed zset    KEYS[3] active zset (score = lease deadline ms; + ANCHOR)
   KEYS[4] dead zset      KEYS[5] jobs hash       KEYS[6] meta hash
@@ -29,27 +29,35 @@
   ARGV[3] most expired leases to recover (0: this call skips the upkeep that goes by time:
   expired leases, stale cancel requests and the completed jobs' age; a worker busy leasing does
   it a few times a second, not on every call)   ARGV[4] most delayed jobs to promote (<= 1000)
-  ARGV[5] queue policy (see lib_jobs.lua)
+  ARGV[5] queue policy (see docs/data-model.md)
   ARGV[6] the worker's report ("" none; "<worker id>|<field>=<n>,...", see "Metrics")
   ARGV[7], ARGV[8], ...: acks, pairs of job id, lease token (a token ending in "+" is followed by
-  the job's result, see lib_jobs.lua)
+  the job's result, see docs/data-model.md)
   Returns: { leased, wake_in_ms, acks, lost, now, 1 if the queue has schedules (else 0) }, leased = flat
-  array of id, envelope, meta per job (lib_jobs.lua: the attempt under way is attempts + 1, the
+  array of id, envelope, meta per job (docs/data-model.md: the attempt under way is attempts + 1, the
   lease token "enqueued.x"); wake_in_ms = ms until a delayed job is due, a lease expires or a rate limit
   allows the next start (0 = look again now, always so when jobs were leased), -1 if nothing is
   pending; acks = per ack pair, 1 completed, 2 already completed, -1 lease lost; lost = popped ids
   whose envelope or meta was missing (removed and counted) plus unreadable records
   dead-lettered; now = the Redis time (ms) of the leases (the jobs' start). ]]
---#include lib_jobs.lua
-local K = { ready = KEYS[1], delayed = KEYS[2], active = KEYS[3], dead = KEYS[4], jobs = KEYS[5],
-  meta = KEYS[6], errors = KEYS[7], stats = KEYS[8], done = KEYS[9], wake = KEYS[10],
-  idem = KEYS[11], route = KEYS[12], prio = KEYS[13], grot = KEYS[14], gheld = KEYS[15],
-  gstate = KEYS[16], gcfg = KEYS[17], gwait = KEYS[18], cfg = KEYS[19], rl = KEYS[20],
-  g = KEYS[21], gr = KEYS[22], gset = KEYS[23], p = KEYS[24], results = KEYS[25],
-  progress = KEYS[26], waiters = KEYS[27], fin = KEYS[28], cancel = KEYS[29],
-  dd = KEYS[30], dkey = KEYS[31],
-  events = KEYS[32],
-  metrics = KEYS[33], workers = KEYS[34], ghost = KEYS[35] }
+--#include lib/chunked.lua
+--#include lib/base.lua
+--#include lib/meta.lua
+--#include lib/policy.lua
+--#include lib/cfg.lua
+--#include lib/metrics.lua
+--#include lib/active.lua
+--#include lib/events.lua
+--#include lib/dedup.lua
+--#include lib/forget.lua
+--#include lib/cancel.lua
+--#include lib/route.lua
+--#include lib/ghosts.lua
+--#include lib/flow.lua
+--#include lib/retention.lua
+--#include lib/bury.lua
+--#include lib/acks.lua
+--#K
 local now = now_ms()
 local P = policy(ARGV[5])
 local C = queue_cfg(K)

@@ -1,14 +1,12 @@
 #!lua flags=no-writes
 --[[ What one group holds and obeys, read without writing: its ready jobs, its running jobs (the
-  kept count), and its own settings (lib_jobs.lua, "Flow control"). A few calls, whatever the
+  kept count), and its own settings (docs/data-model.md, "Flow control"). A few calls, whatever the
   number of groups or running jobs.
   KEYS[1] g (group key prefix)   KEYS[2] gstate hash   KEYS[3] gcfg hash   KEYS[4] cfg hash
   KEYS[5] active zset            KEYS[6] route hash
   ARGV[1] group name
   Returns: { ready, running, own limit, own rate, paused ("1" or false) }. ]]
---#include lib_jobs.lua
-local K = { g = KEYS[1], gstate = KEYS[2], gcfg = KEYS[3], cfg = KEYS[4], active = KEYS[5],
-  route = KEYS[6] }
+--#K
 local g = ARGV[1]
 local running = tonumber(redis.call('HGET', K.gstate, g) or '0')
 local own = redis.call('HMGET', K.gcfg, 'limit:' .. g, 'rate:' .. g, 'paused:' .. g)

@@ -1,7 +1,7 @@
 #!lua flags=no-writes
 --[[ A page of the groups a queue knows, each read as group_info.lua reads one: the groups in the
   rotation, those held out of it, those with running jobs, those waiting for their rate window,
-  and those with settings of their own (lib_jobs.lua, "Flow control"). It walks those five in
+  and those with settings of their own (docs/data-model.md, "Flow control"). It walks those five in
   turn with SSCAN / HSCAN / ZSCAN, so one call looks at about `count` groups however many the
   queue has. A group already met in an earlier one of the five is skipped in a later one (checked
   for a SCAN's worth of groups at once), so each is listed once per walk; as with SCAN, a group that stays put through the walk is listed, and
@@ -12,9 +12,8 @@
   ARGV[2] SCAN cursor in that part   ARGV[3] count (groups wanted, 1-250)
   Returns: { rows, next part (0: the walk is done), next cursor }, each row
   { group, { ready, running, own limit, own rate, paused ("1" or false) } }. ]]
---#include lib_jobs.lua
-local K = { g = KEYS[1], gset = KEYS[2], gheld = KEYS[3], gstate = KEYS[4], gwait = KEYS[5],
-  gcfg = KEYS[6] }
+--#include lib/chunked.lua
+--#K
 local part, cursor, count = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
 
 -- A small hash is stored as a list (up to Redis's hash-max-listpack-entries, 128 or 512 by

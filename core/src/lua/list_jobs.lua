@@ -5,7 +5,7 @@
   and ready in the order fetches take them (fetch_jobs.lua): the plain ready list, then each
   priority's list (lowest number first), then the groups' jobs group by group, each group's in
   the order it runs them: first the groups of the rotation in rotation order, then the groups
-  held out of it (limit, pause, rate; lib_jobs.lua, "Flow control") in the held set's order.
+  held out of it (limit, pause, rate; docs/data-model.md, "Flow control") in the held set's order.
   Groups are read 1000 at a time and only until the page is full: a page's cost grows with its
   offset and length, not with the number of groups.
   KEYS[1] ready list   KEYS[2] delayed zset   KEYS[3] active zset   KEYS[4] dead zset
@@ -15,8 +15,7 @@
   ARGV[2] jobs of the state to skip   ARGV[3] most ids to return (> 0)
   Returns: { skipped, ids }: skipped = how many jobs were skipped (fewer than ARGV[2] when the
   state holds fewer: a sharded queue skips the rest on the next shard). ]]
-local K = { ready = KEYS[1], delayed = KEYS[2], active = KEYS[3], dead = KEYS[4], done = KEYS[5],
-  prio = KEYS[6], p = KEYS[7], grot = KEYS[8], gheld = KEYS[9], g = KEYS[10] }
+--#K
 local state = ARGV[1]
 local skip, want = tonumber(ARGV[2]), tonumber(ARGV[3])
 local skipped, ids = 0, {}
@@ -47,7 +46,7 @@ end
 if state == 'delayed' then
   zset(K.delayed)
 elseif state == 'active' then
-  -- The encoding anchor (lib_jobs.lua) scores +inf, after every lease deadline: counting only
+  -- The encoding anchor (docs/data-model.md) scores +inf, after every lease deadline: counting only
   -- finite scores leaves it out of the ranks read.
   zset(K.active, redis.call('ZCOUNT', K.active, '-inf', '(+inf'))
 elseif state == 'dead' then

@@ -29,10 +29,9 @@
   ARGV[1] state: "delayed", "ready", "active", "dead" or "completed"
   ARGV[2] the place ("" the start)   ARGV[3] most ids to return (> 0)
   Returns: { ids, the place after them, or false when the state holds no more }. ]]
---#include lib_jobs.lua
-local K = { ready = KEYS[1], delayed = KEYS[2], active = KEYS[3], dead = KEYS[4], done = KEYS[5],
-  prio = KEYS[6], p = KEYS[7], route = KEYS[8], g = KEYS[9], meta = KEYS[10], gset = KEYS[11],
-  gheld = KEYS[12] }
+--#include lib/active.lua
+--#include lib/route.lua
+--#K
 local state, place, want = ARGV[1], ARGV[2], tonumber(ARGV[3])
 local ids = {}
 
@@ -207,8 +206,8 @@ repeat
   for i = from, #f / 2 do
     local id, route = f[2 * i - 1], f[2 * i]
     -- A grouped job waiting in its group's zset (not running, not delayed).
-    local group = string.match(route, '^[^|]*|[^|]*|(.+)$')
-    if group and redis.call('ZSCORE', K.g .. group, id) then
+    local _, group = parse_route(route)
+    if group and group ~= '' and redis.call('ZSCORE', K.g .. group, id) then
       ids[#ids + 1] = id
       if #ids >= want then return { ids, 'g|' .. cursor .. '|' .. i .. '|' .. id } end
     end

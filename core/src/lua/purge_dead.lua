@@ -4,7 +4,8 @@
   KEYS[5] idem zset   KEYS[6] progress hash   KEYS[7] route hash   KEYS[8] dkey hash
   ARGV[1] job id, or "" for all   ARGV[2] most jobs this call
   Returns: number of jobs purged (0 when the id is not dead). ]]
---#include lib_jobs.lua
+--#include lib/chunked.lua
+--#include lib/dead.lua
 local ids = dead_ids(KEYS[1], ARGV[1], tonumber(ARGV[2]))
 if #ids == 0 then return 0 end
 chunked('ZREM', KEYS[1], ids)

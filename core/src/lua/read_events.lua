@@ -1,5 +1,5 @@
 #!lua flags=no-writes
---[[ Read a queue's event log after a reader's place (see "Events" in lib_jobs.lua). Writes
+--[[ Read a queue's event log after a reader's place (see "Events" in docs/data-model.md). Writes
   nothing.
   KEYS[1] events stream   KEYS[2] stats hash (its `events` field numbers the entries)
   KEYS[3] results hash

@@ -1,6 +1,6 @@
 --[[ Release one leased job (graceful shutdown): back to the front of its queue (before the jobs
   of its priority), the attempt not counted; a job whose cancel was requested ends cancelled
-  instead (lib_jobs.lua). Only the holder of the current delivery may; anyone
+  instead (docs/data-model.md). Only the holder of the current delivery may; anyone
   else gets -1 (LEASE_LOST) and nothing changes. A group's slot is freed.
   KEYS[1] active zset   KEYS[2] ready list   KEYS[3] meta hash   KEYS[4] wake list
   KEYS[5] stats hash    KEYS[6] route hash   KEYS[7] prio zset   KEYS[8] grot list
@@ -14,14 +14,13 @@
   KEYS[28] events stream
   ARGV[1] job id   ARGV[2] lease token
   Returns: 1 released, 3 cancelled, -1 lease lost. ]]
---#include lib_jobs.lua
-local K = { active = KEYS[1], ready = KEYS[2], meta = KEYS[3], wake = KEYS[4], stats = KEYS[5],
-  route = KEYS[6], prio = KEYS[7], grot = KEYS[8], gheld = KEYS[9], gstate = KEYS[10],
-  gcfg = KEYS[11], gwait = KEYS[12], cfg = KEYS[13], g = KEYS[14], gr = KEYS[15], gset = KEYS[16], p = KEYS[17],
-  cancel = KEYS[18], jobs = KEYS[19], errors = KEYS[20], idem = KEYS[21], results = KEYS[22],
-  progress = KEYS[23], waiters = KEYS[24], fin = KEYS[25],
-  dd = KEYS[26], dkey = KEYS[27],
-  events = KEYS[28] }
+--#include lib/base.lua
+--#include lib/meta.lua
+--#include lib/cfg.lua
+--#include lib/cancel.lua
+--#include lib/route.lua
+--#include lib/flow.lua
+--#K
 local id = ARGV[1]
 local m = redis.call('HGET', K.meta, id)
 if not m then return -1 end

@@ -11,11 +11,14 @@
   KEYS[19] dd (dedup key prefix)   KEYS[20] dkey hash
   ARGV[1] job id, or "" for all   ARGV[2] most jobs this call
   Returns: number of jobs requeued (0 when the id is not dead). ]]
---#include lib_jobs.lua
-local K = { dead = KEYS[1], ready = KEYS[2], meta = KEYS[3], stats = KEYS[4], wake = KEYS[5],
-  idem = KEYS[6], route = KEYS[7], prio = KEYS[8], grot = KEYS[9], gheld = KEYS[10],
-  gstate = KEYS[11], gcfg = KEYS[12], gwait = KEYS[13], cfg = KEYS[14], g = KEYS[15],
-  gr = KEYS[16], gset = KEYS[17], p = KEYS[18], dd = KEYS[19], dkey = KEYS[20] }
+--#include lib/chunked.lua
+--#include lib/base.lua
+--#include lib/meta.lua
+--#include lib/cfg.lua
+--#include lib/dedup.lua
+--#include lib/flow.lua
+--#include lib/dead.lua
+--#K
 local ids = dead_ids(K.dead, ARGV[1], tonumber(ARGV[2]))
 if #ids == 0 then return 0 end
 local metas = hmget(K.meta, ids)
@@ -32,7 +35,7 @@ end
 chunked('ZREM', K.dead, ids)
 chunked('HSET', K.meta, meta)
 local C = queue_cfg(K)
--- Pending again, a job holds its dedup key again (lib_jobs.lua, "Dedup and debounce").
+-- Pending again, a job holds its dedup key again (docs/data-model.md, "Dedup and debounce").
 take_dedup(K, ids)
 make_ready(K, C, ids, false, now_ms())
 if redis.call('EXISTS', K.idem) == 1 then

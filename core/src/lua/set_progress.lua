@@ -1,12 +1,13 @@
 --[[ Store a running job's progress: only the holder of the current delivery may (fenced by the
   lease token, as extend_lease.lua). The value replaces the previous one and goes with the job's
-  data (lib_jobs.lua, "Results and progress").
+  data (docs/data-model.md, "Results and progress").
   KEYS[1] active zset   KEYS[2] meta hash   KEYS[3] progress hash   KEYS[4] cfg hash (its
   KEYS[5] stats hash   KEYS[6] events stream
-  `progress` field says the queue has some, see lib_jobs.lua)
+  `progress` field says the queue has some, see docs/data-model.md)
   ARGV[1] job id   ARGV[2] lease token   ARGV[3] progress (already size-capped)
   Returns: 1 stored, or -1 when the lease was lost (expired and recovered). ]]
---#include lib_jobs.lua
+--#include lib/meta.lua
+--#include lib/events.lua
 local m = redis.call('HGET', KEYS[2], ARGV[1])
 if not m then return -1 end
 local s, _, _, enq, x = parse_meta(m)

@@ -1,4 +1,4 @@
---[[ Create or change a schedule (see "Schedules" in lib_jobs.lua). The same spec again changes
+--[[ Create or change a schedule (see "Schedules" in docs/data-model.md). The same spec again changes
   nothing (its next slot is kept, so processes that all declare their schedules at start disturb
   nothing); a new spec gets the next version and its next slot, so a fire prepared under the old
   spec fails its guard.

@@ -1,14 +1,14 @@
---[[ A waiter's view of one job, and its registration (lib_jobs.lua, "Waiters"): with ARGV[2] "1"
+--[[ A waiter's view of one job, and its registration (docs/data-model.md, "Waiters"): with ARGV[2] "1"
   the caller's hub counts one more wait for the job, but only while the job is unfinished (so a
   job that finishes later tells the hub through its inbox `fin:<hub id>`); "-1" takes one wait of
   the hub off (a wait that gave up); "0" only looks.
   KEYS[1] meta hash   KEYS[2] results hash   KEYS[3] errors hash   KEYS[4] waiters hash
   KEYS[5] fin (prefix of the hubs' inboxes; unused here)   KEYS[6] cfg hash (its `waited` field
-  says the queue has had waiters, see lib_jobs.lua)
+  says the queue has had waiters, see docs/data-model.md)
   ARGV[1] job id   ARGV[2] "1" register, "-1" unregister, "0" look   ARGV[3] the hub's id
   Returns: { state, enqueued ms, result, last error }: state "q" unfinished, "c" completed, "x"
   dead, or nil when there is no such job (the others nil when absent). ]]
---#include lib_jobs.lua
+--#include lib/meta.lua
 local id, op, hub = ARGV[1], ARGV[2], ARGV[3]
 
 -- The job's waits by hub, changed by `delta` for this hub; the field goes with the last wait.

@@ -1,0 +1,108 @@
+-- lib/acks.lua: Completing acks (`complete_leases`).
+--#include lib/base.lua
+--#include lib/chunked.lua
+--#include lib/dedup.lua
+--#include lib/events.lua
+--#include lib/flow.lua
+--#include lib/forget.lua
+--#include lib/meta.lua
+--#include lib/retention.lua
+--#include lib/route.lua
+--#include lib/waiters.lua
+
+-- Completes the acks found in ARGV[first], ARGV[first + 1], ...: pairs of job id and lease token,
+-- or, for a token ending in "+", triples with the handler's result after the token. Only the
+-- holder of a job's current delivery may. Finished jobs are kept (state c, listed in the done list
+-- oldest first, their results in the results hash) up to the newest P.keep and those younger than
+-- P.keepfor ms, else deleted at once. The count is kept by trimming ahead: once over P.keep, the
+-- oldest go down to P.keep less 5% (so trimming costs calls once per twentieth of P.keep acks,
+-- not on every call). The age is looked at only when `aged` (a busy worker asks a few times a second,
+-- and on the call that leases nothing after its acks, see fetch_jobs.lua). Returns an array with, per ack: 1 completed; 2 already completed (by this
+-- delivery: an ack sent again after its reply was lost); -1 lease lost (changes nothing).
+local function complete_leases(K, C, now, P, first, aged)
+  local nows = tostring(now)
+  local ids, toks, res = {}, {}, {}
+  local i, nargv = first, #ARGV
+  while i < nargv do
+    local n, tok = #ids + 1, ARGV[i + 1]
+    ids[n] = ARGV[i]
+    i = i + 2
+    if string.byte(tok, -1) == 43 then -- '+': a result follows
+      tok = string.sub(tok, 1, -2)
+      res[n] = ARGV[i]
+      i = i + 1
+    end
+    toks[n] = tok
+  end
+  local out = {}
+  if #ids == 0 then return out end
+  local metas = hmget(K.meta, ids)
+  local okids, okres, seen, newmeta, results, done = {}, {}, {}, {}, {}, {}
+  local waited = not K.no_waiters and redis.call('EXISTS', K.waiters) == 1
+  for j, id in ipairs(ids) do
+    local m = metas[j]
+    out[j] = -1
+    if m and not seen[id] then
+      local s, a, mx, enq, x = parse_meta(m)
+      if s == 'q' and token_of(enq, x) == toks[j] then
+        out[j] = 1
+        seen[id] = true
+        okids[#okids + 1] = id
+        okres[#okids] = res[j]
+        if waited then done[#done + 1] = { id, enq, res[j] and 'r' .. res[j] or 'c' } end
+        if P.keep > 0 then
+          newmeta[#newmeta + 1] = id
+          newmeta[#newmeta + 1] = meta_of('c', a, mx, enq, nows)
+          if res[j] then
+            results[#results + 1] = id
+            results[#results + 1] = res[j]
+          end
+        end
+      elseif s == 'c' and string.match(toks[j], '^(%d+)%.') == enq then
+        out[j] = 2
+      end
+    end
+  end
+  if #okids == 0 then return out end
+  -- A current token means the job is in the active zset: every script keeps the two in step.
+  chunked('ZREM', K.active, okids)
+  redis.call('HINCRBY', K.stats, 'completed', #okids)
+  -- A slot under the queue's concurrency cap is free again: an idle worker may start a job.
+  if C.max_active then wake(K.wake) end
+  -- Grouped jobs free their groups' slots (only looked up when a group has jobs running).
+  if flow_running(K) then
+    local r = routes(K, okids)
+    if r then
+      local ended, groups = per_group(r, #okids)
+      groups_done(K, C, groups, ended, now)
+    end
+  end
+  idem_finished(K, now, P, okids)
+  release_dedup(K, okids)
+  if events_max(K) then
+    local data = {}
+    for j, id in ipairs(okids) do data[j] = okres[j] or '' end
+    emit(K, 'completed', okids, data, now, P.keep > 0)
+  end
+  if waited then notify_waiters(K, done) end
+  if P.keep == 0 then
+    forget(K, okids)
+    return out
+  end
+  chunked('HSET', K.meta, newmeta)
+  if #results > 0 then
+    chunked('HSET', K.results, results)
+    if K.no_results then
+      redis.call('HSET', K.cfg, 'results', '1')
+      K.no_results = nil
+    end
+  end
+  local len = 0
+  for i = 1, #okids, 1000 do
+    len = redis.call('RPUSH', K.done, unpack(okids, i, math.min(i + 999, #okids)))
+  end
+  local over = len - P.keep
+  if over > 0 then forget(K, redis.call('LPOP', K.done, over + math.floor(P.keep / 20))) end
+  if aged then trim_done_aged(K, now, P) end
+  return out
+end

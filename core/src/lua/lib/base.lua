@@ -1,0 +1,32 @@
+-- lib/base.lua: Primitives: the Redis time, which optional keys exist, waking idle workers.
+
+-- Which of the keys K[names[i]] exist, in one call: EXISTS counts a key once per mention, so
+-- the i-th is named 2^(i-1) times and the count's bits say which exist. Sets K.has (name ->
+-- bool), which `key_exists` then answers from: a script sets it only for keys it never creates.
+local function exist_bits(K, names)
+  local args = {}
+  for i, n in ipairs(names) do
+    for _ = 1, 2 ^ (i - 1) do args[#args + 1] = K[n] end
+  end
+  local c = redis.call('EXISTS', unpack(args)) -- bounded: 2^#names - 1 (a few names)
+  K.has = {}
+  for i, n in ipairs(names) do K.has[n] = math.floor(c / 2 ^ (i - 1)) % 2 == 1 end
+  return K.has
+end
+
+-- Whether key K[name] exists (from K.has when the script looked already, see exist_bits).
+local function key_exists(K, name)
+  if K.has and K.has[name] ~= nil then return K.has[name] end
+  return redis.call('EXISTS', K[name]) == 1
+end
+
+local function now_ms()
+  local t = redis.call('TIME')
+  return t[1] * 1000 + math.floor(t[2] / 1000)
+end
+
+local function wake(key)
+  redis.call('RPUSH', key, '1')
+  redis.call('LTRIM', key, -64, -1)
+  redis.call('PEXPIRE', key, 60000)
+end

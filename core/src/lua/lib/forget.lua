@@ -1,0 +1,16 @@
+-- lib/forget.lua: Deleting jobs' data.
+--#include lib/base.lua
+--#include lib/chunked.lua
+
+-- Deletes jobs' data (envelope, meta, last error, route, result, progress).
+local function forget(K, ids)
+  if #ids == 0 then return end
+  -- A dead job's record of its dedup key (see release_dedup) goes with it.
+  if K.dkey and not K.no_dedup then chunked('HDEL', K.dkey, ids) end
+  chunked('HDEL', K.jobs, ids)
+  chunked('HDEL', K.meta, ids)
+  chunked('HDEL', K.errors, ids)
+  if K.route and key_exists(K, 'route') then chunked('HDEL', K.route, ids) end
+  if not K.no_results then chunked('HDEL', K.results, ids) end
+  if not K.no_progress then chunked('HDEL', K.progress, ids) end
+end

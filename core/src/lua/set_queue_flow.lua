@@ -1,0 +1,24 @@
+--[[ Change a queue's flow-control settings (docs/data-model.md, "Flow control"), then wake idle
+  workers. A changed default may give room to every held group: it starts a sweep of the held
+  groups that fetches carry out, 100 groups each (cfg `recheck`), so this call's work does not grow
+  with the groups. (A group's own settings: set_group_flow.lua.)
+  KEYS[1] cfg hash     KEYS[2] gheld set    KEYS[3] wake list
+  ARGV[1], ARGV[2], ...: pairs of setting, value ("" removes the setting): paused, max_active,
+    rate ("n|ms"), glimit, grate ("n|ms")
+  Returns: 1. ]]
+--#include lib/base.lua
+--#K
+for i = 1, #ARGV - 1, 2 do
+  if ARGV[i + 1] == '' then
+    redis.call('HDEL', K.cfg, ARGV[i])
+  else
+    redis.call('HSET', K.cfg, ARGV[i], ARGV[i + 1])
+  end
+end
+if redis.call('EXISTS', K.gheld) == 1 then
+  -- A default changed: every group held out of the rotation may have room now. Fetches offer
+  -- them their place, from the start of the held set (a sweep going on starts over).
+  redis.call('HSET', K.cfg, 'recheck', '0')
+end
+wake(K.wake)
+return 1

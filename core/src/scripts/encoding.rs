@@ -1,0 +1,73 @@
+//! The structured strings the Rust side writes for the scripts or reads back from them, each
+//! defined here once; on the Lua side each has one include in `src/lua/lib/` (named below).
+//! `docs/data-model.md` describes them, and `core/tests/encodings.rs` checks each against its Lua
+//! twin through the scripts. The queue policy ("keep|keepfor|...", `lib/policy.lua`) is written by
+//! `QueueOptions::policy` (job.rs).
+
+/// A job's meta `"<state>|<attempts>|<max>|<enqueued ms>|<x>"` (`lib/meta.lua`: `parse_meta`,
+/// `meta_of`; docs/data-model.md, "Job meta") -> its five fields; `None` unless it has five.
+pub(crate) fn meta_fields(meta: &str) -> Option<[&str; 5]> {
+    let mut parts = meta.split('|');
+    let fields = [
+        parts.next()?,
+        parts.next()?,
+        parts.next()?,
+        parts.next()?,
+        parts.next()?,
+    ];
+    parts.next().is_none().then_some(fields)
+}
+
+/// The lease token of a delivery, `"<enqueued>.<x>"` from its meta (`lib/meta.lua`: `token_of`).
+pub(crate) fn lease_token(enqueued: &str, x: &str) -> String {
+    format!("{enqueued}.{x}")
+}
+
+/// A job's route as `enqueue_jobs.lua` takes it: `"<priority>|<group>"` (priority 0 = none, group
+/// "" = none), or "" for a job with neither (it waits in the ready list). The script stores it as
+/// `"<priority>|<sequence>|<group>"` (`lib/route.lua`: `parse_route_arg`, `route_of`). The group is
+/// last, so it may hold any character (`|` included).
+pub(crate) fn route_arg(priority: Option<u32>, group: Option<&str>) -> String {
+    match (priority, group) {
+        (None, None) => String::new(),
+        (p, g) => format!("{}|{}", p.unwrap_or(0), g.unwrap_or("")),
+    }
+}
+
+/// A stored route `"<priority>|<sequence>|<group>"` (`lib/route.lua`: `parse_route`) -> its
+/// priority (`None` for 0) and group (`None` for ""); `None` when it does not parse.
+pub(crate) fn parse_route(route: &str) -> Option<(Option<u32>, Option<String>)> {
+    let mut parts = route.splitn(3, '|');
+    let (p, _seq, g) = (parts.next()?, parts.next()?, parts.next()?);
+    let priority = p.parse().ok().filter(|p| *p > 0);
+    let group = Some(g.to_string()).filter(|g| !g.is_empty());
+    Some((priority, group))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_meta_has_five_fields_and_gives_the_lease_token() {
+        assert_eq!(meta_fields("q|0|5|17|2"), Some(["q", "0", "5", "17", "2"]));
+        assert_eq!(meta_fields("q|0|5|17"), None);
+        assert_eq!(meta_fields("q|0|5|17|2|9"), None);
+        assert_eq!(lease_token("17", "2"), "17.2");
+    }
+
+    #[test]
+    fn routes_round_trip_through_the_stored_form() {
+        assert_eq!(route_arg(None, None), "");
+        assert_eq!(route_arg(Some(3), None), "3|");
+        assert_eq!(route_arg(None, Some("a|b")), "0|a|b");
+        // What enqueue_jobs.lua stores for "3|a|b" with sequence 7.
+        assert_eq!(
+            parse_route("3|7|a|b"),
+            Some((Some(3), Some("a|b".to_string())))
+        );
+        assert_eq!(parse_route("0|7|g"), Some((None, Some("g".to_string()))));
+        assert_eq!(parse_route("5|1|"), Some((Some(5), None)));
+        assert_eq!(parse_route("5"), None);
+    }
+}
