@@ -7,7 +7,7 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
 bash scripts/ensure-deps.sh
 echo "== rust"
 cargo test -p tideq --all-targets --features mimalloc,opentelemetry
-cargo test -p tideq-cli
+cargo test -p tideq-cli -p tideq-testing
 cargo test -p tideq --doc --features mimalloc,opentelemetry
 echo "== python"
 bash scripts/test-python.sh

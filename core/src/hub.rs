@@ -178,7 +178,7 @@ async fn listen(client: Client, inbox: Arc<Inbox>) {
     }
 }
 
-/// A notice is `<length of the id>:<id><enqueued>|<kind><data>` (lib_jobs.lua, "Waiters"); the
+/// A notice is `<length of the id>:<id><enqueued>|<kind><data>` (docs/data-model.md, "Waiters"); the
 /// waits of that job get `<enqueued>|<kind><data>`.
 fn deliver(inbox: &Inbox, notice: Vec<u8>) {
     let Some((job, rest)) = split_notice(&notice) else {

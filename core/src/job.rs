@@ -83,7 +83,7 @@ impl Default for QueueOptions {
 }
 
 impl QueueOptions {
-    /// The scripts' view of the retention settings (see `lib_jobs.lua`, "Queue policy").
+    /// The scripts' view of the retention settings (see docs/data-model.md, "Queue policy").
     pub(crate) fn policy(&self) -> String {
         format!(
             "{}|{}|{}|{}|{}|{}",

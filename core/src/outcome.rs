@@ -6,7 +6,7 @@
 //! with its outcome per waiting hub, so it returns as soon as the job ends, on the hub's one
 //! connection however many wait. In case a notice was lost (a failover) a wait looks at its job
 //! again after [`WAIT_POLL`], then at growing intervals up to [`WAIT_POLL_MAX`]. Jobs nobody waits
-//! for pay one `EXISTS` per script call (see lib_jobs.lua, "Waiters").
+//! for pay one `EXISTS` per script call (see docs/data-model.md, "Waiters").
 
 use std::time::Duration;
 
@@ -209,7 +209,7 @@ impl Queue {
         }))
     }
 
-    /// The answer a notice ("<enqueued>|<kind><data>", see lib_jobs.lua) gives, if it is about
+    /// The answer a notice ("<enqueued>|<kind><data>", see docs/data-model.md) gives, if it is about
     /// the job enqueued at `enq`.
     fn notice(&self, id: &str, enq: &str, notice: &[u8]) -> Option<Result<JobOutcome>> {
         let bar = notice.iter().position(|&b| b == b'|')?;

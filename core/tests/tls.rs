@@ -2,79 +2,20 @@
 
 mod common;
 
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::free_port;
+use common::{free_port, RedisServer};
 use tideq::{CappedOptions, CappedQueue, Client, Config, EnqueueOptions, Queue, QueueOptions};
 
-struct TlsServer {
-    port: u16,
-    child: std::process::Child,
-    dir: std::path::PathBuf,
-}
-
-impl Drop for TlsServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-fn start_tls_server() -> TlsServer {
-    let dir = common::make_certs();
-    let port = free_port();
-    let child = Command::new("redis-server")
-        .args([
-            "--port",
-            "0",
-            "--tls-port",
-            &port.to_string(),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-        ])
-        .args([
-            "--tls-cert-file",
-            "cert.pem",
-            "--tls-key-file",
-            "key.pem",
-            "--tls-ca-cert-file",
-            "ca.pem",
-        ])
-        .args(["--tls-auth-clients", "no", "--dir", dir.to_str().unwrap()])
-        .current_dir(&dir)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "TLS redis-server did not start");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let server = TlsServer { port, child, dir };
-    // An ACL user for the test (over TLS too).
-    let status = Command::new("redis-cli")
-        .args(["--tls", "--insecure", "-p", &server.port.to_string()])
-        .args([
-            "ACL",
-            "SETUSER",
-            "app",
-            "on",
-            ">tls-pass",
-            "~tideq:*",
-            "+@all",
-        ])
-        .stdout(Stdio::null())
-        .status()
-        .unwrap();
-    assert!(status.success());
-    server
+/// A redis-server serving TLS only (certificates from a private CA), with an ACL user for the
+/// test.
+fn start_tls_server() -> (RedisServer, std::path::PathBuf) {
+    let certs = common::make_certs();
+    let acl_user = ["--user", "app", "on", ">tls-pass", "~tideq:*", "+@all"];
+    (
+        RedisServer::start_tls(free_port(), &certs, &acl_user),
+        certs,
+    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -82,9 +23,9 @@ async fn both_queue_kinds_work_over_tls_with_an_acl_user() {
     if common::tls_unavailable().is_some() {
         return;
     }
-    let server = start_tls_server();
+    let (server, certs) = start_tls_server();
     // The server's certificate comes from a private CA: trust that CA (verification stays on).
-    let ca = std::fs::read(server.dir.join("ca.pem")).unwrap();
+    let ca = std::fs::read(certs.join("ca.pem")).unwrap();
     let url = format!("rediss://127.0.0.1:{}", server.port);
     let tls = |user: &str, pass: &str| {
         Config::new(&url)

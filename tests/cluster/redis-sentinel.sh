@@ -2,7 +2,7 @@
 # Starts or stops a Sentinel-managed primary for tests: a primary, one replica and three
 # `redis-server --sentinel` processes on free loopback ports, each with its files under DIR. The
 # Sentinels monitor the primary as `tideq-primary` (quorum 2, down-after 1000 ms, failover-timeout
-# 5000 ms). Mirrors SentinelSetup in core/tests/common/mod.rs.
+# 5000 ms). Mirrors SentinelSetup in testing/src/sentinel.rs.
 #   redis-sentinel.sh start DIR -> prints "PRIMARY_PORT REPLICA_PORT redis://127.0.0.1:S1,redis://127.0.0.1:S2,redis://127.0.0.1:S3"
 #                                  once the replica is in sync and every Sentinel sees the replica
 #                                  and the two other Sentinels; on failure prints the logs to

@@ -17,7 +17,7 @@ const drained = { stopWhenDrained: true, pollIntervalMs: 100 };
 
 /**
  * A private CA and a server certificate it signed for 127.0.0.1 and localhost (like
- * `make_certs()` in core/tests/common/mod.rs), plus a second, unrelated CA.
+ * `make_certs()` in testing/src/server.rs), plus a second, unrelated CA.
  */
 function makeCerts(dir) {
   writeFileSync(join(dir, 'ext.cnf'), 'subjectAltName=IP:127.0.0.1,DNS:localhost\n');

@@ -35,7 +35,7 @@ def skip_without_tls() -> None:
 
 def make_certs(folder: pathlib.Path) -> None:
     """A private CA (ca.pem) and a server certificate it signed for 127.0.0.1 and localhost
-    (cert.pem, key.pem), as core/tests/common/mod.rs `make_certs` makes them."""
+    (cert.pem, key.pem), as testing/src/server.rs `make_certs` makes them."""
     if shutil.which("openssl") is None:
         pytest.skip("the openssl command is not installed (it makes the test certificates)")
     (folder / "ext.cnf").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n")

@@ -133,49 +133,13 @@ impl Client {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scripts::{CAPPED_GROUPS, GET_JOBS};
-
-    /// A private redis-server on a free port, killed on drop.
-    struct Server(std::process::Child, u16);
-
-    impl Drop for Server {
-        fn drop(&mut self) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-
-    fn server() -> Server {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let child = std::process::Command::new("redis-server")
-            .args([
-                "--port",
-                &port.to_string(),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-            ])
-            .stdout(std::process::Stdio::null())
-            .spawn()
-            .expect("redis-server must be installed");
-        for _ in 0..500 {
-            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        Server(child, port)
-    }
+    use crate::scripts::{COUNT_CAPPED_GROUPS, GET_JOBS};
+    use tideq_testing::RedisServer;
 
     #[tokio::test]
     async fn after_noscript_in_a_pipeline_only_the_commands_that_failed_are_sent_again() {
-        let s = server();
-        let client = Client::open(&format!("redis://127.0.0.1:{}", s.1)).unwrap();
+        let s = RedisServer::start_private(tideq_testing::free_port(), &[]);
+        let client = Client::open(&s.url).unwrap();
         let mut conn = client.conn().await.unwrap();
         // One script known to Redis, the other not.
         redis::cmd("SCRIPT")
@@ -197,8 +161,7 @@ mod tests {
         let capped = crate::keys::CappedKeys::new("t", "q").unwrap();
         let mut read = GET_JOBS.cmd(&jobs.for_script(&GET_JOBS));
         read.arg("some-id");
-        let mut count = CAPPED_GROUPS.cmd(&capped.for_script(&CAPPED_GROUPS, ""));
-        count.arg("count");
+        let count = COUNT_CAPPED_GROUPS.cmd(&capped.for_script(&COUNT_CAPPED_GROUPS, ""));
         let replies = client.pipeline(&[read.clone(), count, read]).await.unwrap();
         assert_eq!(replies.len(), 3);
         let info: String = redis::cmd("INFO")

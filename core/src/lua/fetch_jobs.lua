@@ -160,7 +160,7 @@ if flow then
     groups_offer(K, C, rewoken, now, false)
   end
 end
--- A settings change's sweep of the held groups (set_flow.lua): the next 100 are offered.
+-- A settings change's sweep of the held groups (set_queue_flow.lua, set_group_flow.lua): the next 100 are offered.
 if C.recheck then
   local r = redis.call('SSCAN', K.gheld, C.recheck, 'COUNT', 100)
   if #r[2] > 0 then groups_offer(K, C, r[2], now, false) end
