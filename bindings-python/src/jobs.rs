@@ -1,7 +1,7 @@
 //! `tideq.Queue` (blocking) and `tideq.AsyncQueue` (asyncio) over one `tideq::Queue` (core
 //! `jobs`): both extend the hidden `_Queue`, which holds the API mode and has every method. This
-//! file holds the handle and the producer (`enqueue`, `enqueue_many`, `wait`); the other roles
-//! add their methods to `_Queue` in their own files (pyo3's `multiple-pymethods`): [`crate::admin`],
+//! file holds the handle and the producer (`enqueue`, `enqueue_many`); the other roles add their
+//! methods to `_Queue` in their own files (pyo3's `multiple-pymethods`): [`crate::outcome`] (`wait`), [`crate::admin`],
 //! [`crate::worker`], [`crate::task`], [`crate::schedule`], [`crate::events`], [`crate::flow`],
 //! [`crate::lease`]. Conversion only: every operation, script and check is the core's.
 
@@ -15,22 +15,6 @@ use crate::error;
 use crate::job::{Backoff, Enqueued};
 use crate::options::{self, JobArgs};
 use crate::runtime::{self, Api};
-
-/// A waited-for job's result, decoded when delivered as `JobInfo.result` is (None: nothing).
-struct Outcome(Option<Vec<u8>>);
-
-impl<'py> IntoPyObject<'py> for Outcome {
-    type Target = PyAny;
-    type Output = Bound<'py, PyAny>;
-    type Error = PyErr;
-
-    fn into_pyobject(self, py: Python<'py>) -> PyResult<Self::Output> {
-        match self.0 {
-            None => Ok(py.None().into_bound(py)),
-            Some(bytes) => convert::json_or_bytes_value(py, &bytes),
-        }
-    }
-}
 
 /// A job queue; `Queue` and `AsyncQueue` differ only in the API mode they open it with.
 #[pyclass(module = "tideq", name = "_Queue", subclass, frozen)]
@@ -220,29 +204,6 @@ impl QueueBase {
         self.api.call(py, async move {
             let done = q.enqueue_many(&jobs).await?;
             Ok(done.into_iter().map(Enqueued).collect::<Vec<_>>())
-        })
-    }
-
-    /// Wait until job ``id`` has finished and return its result.
-    ///
-    /// The result is decoded as ``JobInfo.result`` is (None when the handler returned nothing).
-    /// Also answers for a job that finished before the call, while it is retained
-    /// (``keep_completed``, ``keep_for``). A job that went to the dead letters (or was cancelled)
-    /// raises ``JobFailedError`` with its last error; an unknown id ``JobNotFoundError``; no
-    /// outcome within ``timeout`` seconds (None: no limit) ``TimeoutError`` (a subclass of the
-    /// builtin one). Returns as soon as the job ends: the script finishing the job wakes it.
-    #[pyo3(signature = (id, timeout=None))]
-    fn wait<'py>(
-        &self,
-        py: Python<'py>,
-        id: Text,
-        timeout: Option<Secs>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let id = id.0;
-        let timeout = convert::opt_duration("timeout", timeout)?;
-        let q = self.queue.clone();
-        self.api.call(py, async move {
-            Ok(Outcome(q.wait(&id, timeout).await?.result))
         })
     }
 

@@ -4,7 +4,8 @@
 //! Map. `Queue`'s methods are split by role, one file per role named as in the core and the Node
 //! binding, each with its own `#[pymethods] impl QueueBase` block (pyo3's `multiple-pymethods`):
 //! - [`jobs`]: `Queue`, `AsyncQueue` (the handle over the hidden `_Queue`) and the producer:
-//!   `enqueue`, `enqueue_many`, `wait`.
+//!   `enqueue`, `enqueue_many`.
+//! - [`outcome`]: `wait` (a job's outcome).
 //! - [`admin`]: `get`, `cancel`, `jobs`, `jobs_page` (and its `JobPage`), dead letters, `stats`.
 //! - [`worker`]: `work`, `run`, `work_batches`, `run_batches`; `Worker`, `AsyncWorker` (running
 //!   handles), `WorkerStats`.
@@ -58,6 +59,7 @@ pub mod lease;
 pub mod loop_task;
 pub mod options;
 pub mod otel;
+pub mod outcome;
 pub mod runtime;
 pub mod schedule;
 pub mod signal;
