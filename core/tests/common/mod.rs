@@ -123,3 +123,9 @@ pub mod jobs {
         f()
     }
 }
+
+/// Helpers of the split test families, each shared by the files of one role.
+pub mod capped;
+pub mod flow;
+pub mod results;
+pub mod scale;
