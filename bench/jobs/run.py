@@ -7,7 +7,7 @@ Usage (from the repo root; any Python >= 3.9 runs this file):
     .venv/bin/python bench/jobs/run.py --n 50000 --only rust,bullmq-node --repeat 2
 
 Each library has its own script taking `URL N` and printing one JSON line (see their headers):
-bench/src/bin/jobs.rs, bench/jobs/{tideq_node,bullmq_node}.mjs,
+bench/src/bin/jobs/, bench/jobs/{tideq_node,bullmq_node}.mjs,
 bench/jobs/{tideq_py,bullmq_py,arq_py}.py. The peers are bench-only installs made here on first
 use: `npm install --prefix bench/jobs` (bullmq, ioredis) and two virtualenvs,
 bench/jobs/.venv (bullmq) and bench/jobs/.venv-arq (arq: it pins redis<6, bullmq needs >=6.2).

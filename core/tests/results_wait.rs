@@ -13,7 +13,7 @@ use common::RedisServer;
 use tideq::{EnqueueOptions, ErrorKind, Job, JobState, Queue};
 
 /// Waits until `n` waits of this process are registered for job `id` (the `waiters` field:
-/// "<hub id>=<waits>", see lib_jobs.lua).
+/// "<hub id>=<waits>", see docs/data-model.md).
 async fn until_waiting(server: &RedisServer, q: &Queue, id: &str, n: u64) {
     let key = format!("tideq:{{{}}}:waiters", q.name());
     let count = || {

@@ -1,6 +1,6 @@
 // Batch workers and manual leasing through the Node binding: workBatches (all done, partial
 // failure by job id as an object or a Map, a throw failing the whole batch) and leaseJobs with
-// complete/fail/release/extend. Mirrors core/tests/batches.rs and core/tests/lease.rs.
+// complete/fail/release/extend. Mirrors core/tests/batches.rs and core/tests/lease_*.rs.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 

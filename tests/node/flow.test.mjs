@@ -1,6 +1,6 @@
 // Flow control through the Node binding: priorities, groups (round-robin, concurrency limits),
 // start rates, pause/resume of the queue or a group, group(name) and groups(), and bad input
-// refused before anything is written. Mirrors core/tests/flow.rs; the ordering tests read the
+// refused before anything is written. Mirrors core/tests/flow_*.rs; the ordering tests read the
 // order with leaseJobs (deterministic), the limit tests run real workers.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';

@@ -1,6 +1,6 @@
 // Results, progress and wait through the Node binding, against a real redis-server: what a
 // handler returns (JSON, Buffers raw) and reports is read back by get; wait answers for jobs
-// finished before the call and wakes at once for later ones. Mirrors core/tests/results.rs.
+// finished before the call and wakes at once for later ones. Mirrors core/tests/results_*.rs.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 

@@ -1,6 +1,6 @@
 """Flow control from Python, blocking and asyncio: priorities, groups (round-robin, concurrency
 limits), rate limits, pause/resume, GroupInfo, and bad input refused before anything is written.
-The rules are the core's (core/tests/flow.rs); these check the binding carries them."""
+The rules are the core's (core/tests/flow_*.rs); these check the binding carries them."""
 
 from __future__ import annotations
 

@@ -149,7 +149,7 @@ def test_cancel_removes_delayed_and_ready_jobs(jq):
 
 
 def test_cancel_of_a_completed_job_is_job_not_cancellable_error(jq):
-    # (A running job is asked to stop instead: test_worker.py.)
+    # (A running job is asked to stop instead: test_worker_shutdown.py.)
     jq.enqueue(b"a", id="busy")
     jq.run(lambda job: None, poll_interval=0.1, stop_when_drained=True)
     info = jq.get("busy")
