@@ -118,18 +118,8 @@ fn command_calls(server: &RedisServer) -> HashMap<String, u64> {
         .arg("commandstats")
         .query(&mut server.conn())
         .unwrap();
-    info.lines()
-        .filter_map(|l| {
-            let (name, rest) = l.strip_prefix("cmdstat_")?.split_once(':')?;
-            let calls = rest
-                .split("calls=")
-                .nth(1)?
-                .split(',')
-                .next()?
-                .parse()
-                .ok()?;
-            Some((name.to_string(), calls))
-        })
+    tideq_testing::command_calls(&info)
+        .into_iter()
         // The test's own INFO and CONFIG RESETSTAT (Valkey counts "config|resetstat"), and the
         // CLIENT SETINFO a new connection sends (Valkey and Redis 7.2+ count it).
         .filter(|(name, _)| {

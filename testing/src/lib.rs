@@ -12,6 +12,7 @@ mod cluster;
 mod sentinel;
 mod server;
 
+use std::collections::HashMap;
 use std::net::TcpListener;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -36,4 +37,35 @@ pub fn unique(prefix: &str) -> String {
         std::process::id(),
         N.fetch_add(1, Ordering::Relaxed)
     )
+}
+
+/// Calls per command in an `INFO commandstats` reply (`cmdstat_<name>:calls=<n>,...`), by
+/// command name as Redis gives it (`evalsha`, `config|resetstat`, ...), script-internal calls
+/// included. Callers leave out their own measuring commands (INFO, CONFIG) as they need.
+pub fn command_calls(info: &str) -> HashMap<String, u64> {
+    info.lines()
+        .filter_map(|l| {
+            let (name, fields) = l.strip_prefix("cmdstat_")?.split_once(':')?;
+            let calls = fields
+                .split(',')
+                .find_map(|f| f.strip_prefix("calls="))?
+                .parse()
+                .ok()?;
+            Some((name.to_string(), calls))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn command_calls_reads_each_commands_calls() {
+        let info = "# Commandstats\r\ncmdstat_evalsha:calls=12,usec=40,usec_per_call=3.33\r\n\
+                    cmdstat_config|resetstat:calls=1,usec=5\r\ncmdstat_blpop:calls=0,usec=0\r\n";
+        let calls = super::command_calls(info);
+        assert_eq!(calls.len(), 3);
+        assert_eq!(calls["evalsha"], 12);
+        assert_eq!(calls["config|resetstat"], 1);
+        assert_eq!(calls["blpop"], 0);
+    }
 }

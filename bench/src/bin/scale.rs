@@ -104,18 +104,7 @@ fn script_usec(url: &str) -> u64 {
 /// Calls per command so far (`INFO commandstats`), script-internal ones included.
 fn command_calls(url: &str) -> HashMap<String, u64> {
     let info: String = redis_cmd(url, &["INFO", "commandstats"]);
-    info.lines()
-        .filter_map(|l| {
-            let (name, rest) = l.strip_prefix("cmdstat_")?.split_once(':')?;
-            let calls = rest
-                .strip_prefix("calls=")?
-                .split(',')
-                .next()?
-                .parse()
-                .ok()?;
-            Some((name.to_string(), calls))
-        })
-        .collect()
+    tideq_testing::command_calls(&info)
 }
 
 /// The slowest calls in SLOWLOG: (µs, command and first arguments).

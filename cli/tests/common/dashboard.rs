@@ -181,18 +181,7 @@ pub fn command_calls(url: &str) -> HashMap<String, u64> {
             }
         }
     };
-    text.lines()
-        .filter_map(|l| {
-            let (name, rest) = l.strip_prefix("cmdstat_")?.split_once(':')?;
-            let calls = rest
-                .strip_prefix("calls=")?
-                .split(',')
-                .next()?
-                .parse()
-                .ok()?;
-            Some((name.to_string(), calls))
-        })
-        .collect()
+    tideq_testing::command_calls(&text)
 }
 
 /// Calls of every command but the measurement's own (INFO) and the test's set-up (CONFIG).

@@ -19,26 +19,10 @@ fn info(c: &mut redis::Connection, section: &str) -> String {
 
 /// calls per command from INFO commandstats, without the measuring connection's info/config.
 pub fn commandstats(info: &str) -> BTreeMap<String, u64> {
-    let mut out = BTreeMap::new();
-    for line in info.lines() {
-        let Some((name, fields)) = line
-            .strip_prefix("cmdstat_")
-            .and_then(|r| r.split_once(':'))
-        else {
-            continue;
-        };
-        if matches!(name.split('|').next(), Some("info" | "config")) {
-            continue;
-        }
-        if let Some(calls) = fields
-            .split(',')
-            .find_map(|f| f.strip_prefix("calls="))
-            .and_then(|c| c.parse().ok())
-        {
-            out.insert(name.to_string(), calls);
-        }
-    }
-    out
+    tideq_testing::command_calls(info)
+        .into_iter()
+        .filter(|(name, _)| !matches!(name.split('|').next(), Some("info" | "config")))
+        .collect()
 }
 
 fn redis_cpu(info: &str) -> f64 {
