@@ -46,6 +46,44 @@ export interface TideqError extends Error {
 export type TaskHandler<T = unknown> = { handle(data: T, job: Job): unknown }['handle']
 
 /**
+ * Thrown by a job handler: run the job again after `delayMs`, without using an attempt. The
+ * job's attempts (so the backoff of a later failure) are as if this delivery never happened, no
+ * error is recorded, nothing is reported to `onError`, and a job may snooze any number of times;
+ * `0` makes it ready again at once, at the back of its queue. Counted in `stats().snoozed`, with
+ * a `'snoozed'` event; never as a failure. A negative or non-finite `delayMs` throws (code
+ * `INVALID_ARGUMENT`).
+ */
+export declare class Snooze extends Error {
+  constructor(delayMs: number)
+  /** Ms until the job runs again (rounded up to a whole ms). */
+  readonly delayMs: number
+}
+
+/**
+ * Thrown by a job handler: hold the whole queue, or with `{ group: true }` the job's group, for
+ * `delayMs` (the service it calls said "too many requests"). Nothing of the queue or group
+ * starts until then (the other groups go on), and the job runs again after it, first in line,
+ * without using an attempt. A later back-off extends the hold, an earlier one never shortens it.
+ * A job without a group holds the queue. Counted as `snoozed`; not reported to `onError`.
+ */
+export declare class BackOff extends Error {
+  constructor(delayMs: number, options?: { group?: boolean })
+  /** Ms the queue or group is held (rounded up to a whole ms). */
+  readonly delayMs: number
+  /** True: the job's group is held; false: the whole queue. */
+  readonly group: boolean
+}
+
+/**
+ * Thrown by a job handler: fail the job for good. It is dead-lettered at once with this error
+ * (`'DontRetry: <message>'`), whatever attempts it has left; reported to `onError` like any
+ * failure.
+ */
+export declare class DontRetry extends Error {
+  constructor(message?: string, options?: ErrorOptions)
+}
+
+/**
  * Which binding artifact the generated loader actually loaded: `'native'` for
  * a native addon, otherwise the `platformArchABI` of the WASI flavor. Every
  * flavor napi-rs can build is listed, because `NAPI_RS_NATIVE_LIBRARY_PATH`
@@ -985,6 +1023,18 @@ export interface EnqueueOptions {
    * carried as it is.
    */
   trace?: Record<string, string>
+  /**
+   * Start by this many ms after the job's due time, or never: a job no worker started by
+   * then (a retry included) is not run but dead-lettered with an error that says so, counted
+   * in `stats().expired` and reported as an `'expired'` event; `wait` rejects with
+   * `JOB_FAILED`. At least 1. Not with `expiresAt`.
+   */
+  expiresAfterMs?: number
+  /**
+   * Start by this time (a `Date` or ms since the epoch, Redis clock), or never (as
+   * `expiresAfterMs`). Not with `expiresAfterMs`.
+   */
+  expiresAt?: Date | number
 }
 
 /** A decoded job envelope (version 1 fields, wire names; the optional ones are absent when unset). */
@@ -1022,11 +1072,13 @@ export interface Event {
    * What happened: `'enqueued'`; `'active'`, a delivery started (`data`: the attempt number);
    * `'progress'` (`data`: what the handler reported); `'completed'` (`data`: the result, if
    * any); `'failed'`, an attempt failed (`data`: the error), then `'retried'` (`data`: the
-   * delay in ms, or why) or `'dead'` (`data`: the last error); `'cancelled'`. Or `'lagged'`:
+   * delay in ms, or why) or `'dead'` (`data`: the last error); `'cancelled'`; `'snoozed'`,
+   * the handler threw `Snooze` or `BackOff` (`data`: the delay in ms); `'expired'`, not started
+   * by its deadline (`data`: the error). Or `'lagged'`:
    * not a job's event, this reader fell behind the log's length and `data` says how many
    * entries it missed.
    */
-  kind: 'enqueued' | 'active' | 'progress' | 'completed' | 'failed' | 'retried' | 'dead' | 'cancelled' | 'lagged'
+  kind: 'enqueued' | 'active' | 'progress' | 'completed' | 'failed' | 'retried' | 'dead' | 'cancelled' | 'snoozed' | 'expired' | 'lagged'
   /** The job's id (`''` for `lagged`). */
   jobId: string
   /** The event's data as stored; `null` when it has none. */
@@ -1201,6 +1253,10 @@ export interface JobSpec {
    * once per `enqueueMany` call into each job without one).
    */
   trace?: Record<string, string>
+  /** As in `EnqueueOptions`. */
+  expiresAfterMs?: number
+  /** As in `EnqueueOptions`. */
+  expiresAt?: Date | number
 }
 
 /** Counts per state (now) plus lifetime counters of the queue, kept in Redis. */
@@ -1229,6 +1285,13 @@ export interface JobStats {
   recovered: number
   /** Jobs removed by `cancel`. */
   cancelled: number
+  /** Deliveries whose handler threw `Snooze` or `BackOff` (not counted as attempts). */
+  snoozed: number
+  /**
+   * Jobs not started by their deadline (`expiresAfterMs`, `expiresAt`): dead-lettered
+   * without running.
+   */
+  expired: number
   /** Dead-lettered jobs deleted by the `keepDead` / `keepDeadForMs` bounds. */
   deadTrimmed: number
   /**
@@ -1569,4 +1632,6 @@ export interface WorkerStats {
   fetchErrors: number
   /** Jobs that ended cancelled: their `cancel` was requested while they ran. */
   cancelled: number
+  /** Attempts whose handler threw `Snooze` or `BackOff` (not counted as attempts). */
+  snoozed: number
 }

@@ -1,11 +1,18 @@
 // The package's entry point (hand-written). `native.js` is the loader napi generates (`npm run
 // build` writes it, with `index.d.ts`): it finds and loads the platform's `.node` addon. The
-// exports are the addon's, as they are; `otel.js` then adds OpenTelemetry to `Queue` when
-// `@opentelemetry/api` is installed (and loads nothing more when it is not).
+// exports are the addon's, as they are, and `outcomes.js`' classes; `otel.js` then adds
+// OpenTelemetry to `Queue` when `@opentelemetry/api` is installed (and loads nothing more when it
+// is not).
 'use strict';
 
 // `module.exports = require(...)` is a re-export Node's ESM loader sees, so
 // `import { Queue } from 'tideq'` keeps working.
 module.exports = require('./native.js');
+// What a job handler throws instead of failing (Error subclasses, in JS). Assigned one by one so
+// Node's ESM loader sees each name.
+const outcomes = require('./outcomes.js');
+module.exports.Snooze = outcomes.Snooze;
+module.exports.BackOff = outcomes.BackOff;
+module.exports.DontRetry = outcomes.DontRetry;
 
 require('./otel.js').instrument(module.exports);

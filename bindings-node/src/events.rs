@@ -53,11 +53,13 @@ pub struct Event {
     /// What happened: `'enqueued'`; `'active'`, a delivery started (`data`: the attempt number);
     /// `'progress'` (`data`: what the handler reported); `'completed'` (`data`: the result, if
     /// any); `'failed'`, an attempt failed (`data`: the error), then `'retried'` (`data`: the
-    /// delay in ms, or why) or `'dead'` (`data`: the last error); `'cancelled'`. Or `'lagged'`:
+    /// delay in ms, or why) or `'dead'` (`data`: the last error); `'cancelled'`; `'snoozed'`,
+    /// the handler threw `Snooze` or `BackOff` (`data`: the delay in ms); `'expired'`, not started
+    /// by its deadline (`data`: the error). Or `'lagged'`:
     /// not a job's event, this reader fell behind the log's length and `data` says how many
     /// entries it missed.
     #[napi(
-        ts_type = "'enqueued' | 'active' | 'progress' | 'completed' | 'failed' | 'retried' | 'dead' | 'cancelled' | 'lagged'"
+        ts_type = "'enqueued' | 'active' | 'progress' | 'completed' | 'failed' | 'retried' | 'dead' | 'cancelled' | 'snoozed' | 'expired' | 'lagged'"
     )]
     pub kind: String,
     /// The job's id (`''` for `lagged`).

@@ -72,6 +72,58 @@ pub(crate) type OnError<'env, S> =
 pub(crate) struct JsHandler<T: 'static, Args: JsValuesTupleIntoVec + 'static, S: Subject> {
     handler: Arc<Tsfn<T, Args>>,
     reporter: Arc<Reporter<S>>,
+    /// Reads what a job handler threw (`Snooze`, `BackOff`, `DontRetry`); consumers have none.
+    verdicts: Option<Arc<Tsfn<Classify, ()>>>,
+}
+
+/// What a job handler's throw asks for (outcomes.js: its `tideqVerdict`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Verdict {
+    /// `Snooze` (no scope) or `BackOff` (the queue, or with `true` the job's group).
+    Later(u64, Option<bool>),
+    DontRetry,
+}
+
+impl Verdict {
+    fn parse(s: &str) -> Option<Verdict> {
+        let (kind, ms) = s.split_once(' ').unwrap_or((s, ""));
+        let ms = || ms.parse::<u64>().ok();
+        Some(match kind {
+            "snooze" => Verdict::Later(ms()?, None),
+            "queue" => Verdict::Later(ms()?, Some(false)),
+            "group" => Verdict::Later(ms()?, Some(true)),
+            "dontretry" => Verdict::DontRetry,
+            _ => return None,
+        })
+    }
+
+    /// The core's error for it; `text` is what a `DontRetry` records.
+    pub(crate) fn into_error(self, text: String) -> tideq::HandlerError {
+        use std::time::Duration;
+        match self {
+            Verdict::Later(ms, None) => Box::new(tideq::Snooze::new(Duration::from_millis(ms))),
+            Verdict::Later(ms, Some(false)) => {
+                Box::new(tideq::BackOff::queue(Duration::from_millis(ms)))
+            }
+            Verdict::Later(ms, Some(true)) => {
+                Box::new(tideq::BackOff::group(Duration::from_millis(ms)))
+            }
+            Verdict::DontRetry => Box::new(tideq::DontRetry::new(text)),
+        }
+    }
+}
+
+/// A thrown value on its way to the JS thread to have its verdict read, and where to send it
+/// back (with the error, to be reported if it is one).
+pub(crate) struct Classify {
+    error: napi::Error,
+    reply: oneshot::Sender<(napi::Error, Option<Verdict>)>,
+}
+
+/// A handler's failure: its text (once reported), and what a job handler's throw asked for.
+pub(crate) struct Thrown {
+    pub(crate) text: String,
+    pub(crate) verdict: Option<Verdict>,
 }
 
 impl<T, Args, S> JsHandler<T, Args, S>
@@ -95,7 +147,38 @@ where
                     .build_callback(move |ctx| Ok(args(ctx.value)))?,
             ),
             reporter: Arc::new(Reporter::new(env, on_error)?),
+            verdicts: None,
         })
+    }
+
+    /// Also reads what the handler throws (a job handler's `Snooze`, `BackOff`, `DontRetry`):
+    /// see [`call_job`](Self::call_job).
+    pub(crate) fn reading_verdicts(mut self, env: &Env) -> Res<Self> {
+        // Any function will do: the callback does the work on the JS thread, and `Object()`
+        // is then called with no arguments, to no effect.
+        let object: Function<(), Unknown<'static>> =
+            env.get_global()?.get_named_property("Object")?;
+        self.verdicts = Some(Arc::new(
+            object
+                .build_threadsafe_function::<Classify>()
+                .callee_handled::<false>()
+                .build_callback(|ctx| {
+                    let Classify { error, reply } = ctx.value;
+                    let raw = unsafe { napi::Error::to_napi_value(ctx.env.raw(), error)? };
+                    let value = unsafe { Unknown::from_raw_unchecked(ctx.env.raw(), raw) };
+                    let verdict = read_value::<Object>(&value)
+                        .ok()
+                        .filter(|_| matches!(value.get_type(), Ok(ValueType::Object)))
+                        .and_then(|o| o.get_named_property::<Unknown>("tideqVerdict").ok())
+                        .filter(|v| matches!(v.get_type(), Ok(ValueType::String)))
+                        .and_then(|v| read_value::<String>(&v).ok())
+                        .and_then(|s| Verdict::parse(&s));
+                    let _ =
+                        reply.send((napi::Error::from_unknown_without_coercion(value), verdict));
+                    Ok(())
+                })?,
+        ));
+        Ok(self)
     }
 
     /// The core's future for one call: calls the handler with `value` and waits for it; on
@@ -116,19 +199,61 @@ where
         value: T,
         subject: S,
     ) -> impl Future<Output = std::result::Result<R, String>> + Send + 'static {
+        let call = self.call_job::<R>(value, subject);
+        async move { call.await.map_err(|t| t.text) }
+    }
+
+    /// [`call_for`](Self::call_for), a failure also telling what a thrown `Snooze`, `BackOff` or
+    /// `DontRetry` asks for (when [`reading_verdicts`](Self::reading_verdicts)). A `Snooze` or
+    /// `BackOff` is no failure: it is not reported.
+    pub(crate) fn call_job<R: Reply>(
+        &self,
+        value: T,
+        subject: S,
+    ) -> impl Future<Output = std::result::Result<R, Thrown>> + Send + 'static {
         let handler = Arc::downgrade(&self.handler);
         let reporter = Arc::downgrade(&self.reporter);
+        let verdicts = self.verdicts.as_ref().map(Arc::downgrade);
         async move {
-            let error = match call::<T, Args, R>(&handler, value).await {
+            let mut error = match call::<T, Args, R>(&handler, value).await {
                 Ok(reply) => return Ok(reply),
                 Err(error) => error,
             };
-            Err(match reporter.upgrade() {
+            let mut verdict = None;
+            if let Some(classify) = verdicts.and_then(|v| v.upgrade()) {
+                (error, verdict) = read_verdict(&classify, error).await;
+            }
+            if let Some(v @ Verdict::Later(..)) = verdict {
+                return Err(Thrown {
+                    text: error.reason,
+                    verdict: Some(v),
+                });
+            }
+            let text = match reporter.upgrade() {
                 Some(r) if subject.reported() => r.report(error, subject).await,
                 _ => error.reason,
-            })
+            };
+            Err(Thrown { text, verdict })
         }
     }
+}
+
+/// Reads `error`'s verdict on the JS thread; none when JS cannot be reached (then `error` is
+/// given back as it was, its value lost, so it is reported by its text).
+async fn read_verdict(
+    classify: &Tsfn<Classify, ()>,
+    error: napi::Error,
+) -> (napi::Error, Option<Verdict>) {
+    let fallback = napi::Error::new(error.status, error.reason.clone());
+    let (reply, rx) = oneshot::channel();
+    let status = classify.call(
+        Classify { error, reply },
+        ThreadsafeFunctionCallMode::NonBlocking,
+    );
+    if status != Status::Ok {
+        return (fallback, None);
+    }
+    rx.await.unwrap_or((fallback, None))
 }
 
 /// What a handler's call settles with, read on the JS thread from the handler's return value

@@ -165,6 +165,15 @@ pub struct EnqueueOptions {
     /// carried as it is.
     #[napi(ts_type = "Record<string, string>")]
     pub trace: Option<()>,
+    /// Start by this many ms after the job's due time, or never: a job no worker started by
+    /// then (a retry included) is not run but dead-lettered with an error that says so, counted
+    /// in `stats().expired` and reported as an `'expired'` event; `wait` rejects with
+    /// `JOB_FAILED`. At least 1. Not with `expiresAt`.
+    pub expires_after_ms: Option<f64>,
+    /// Start by this time (a `Date` or ms since the epoch, Redis clock), or never (as
+    /// `expiresAfterMs`). Not with `expiresAfterMs`.
+    #[napi(ts_type = "Date | number")]
+    pub expires_at: Option<f64>,
 }
 
 /// The keys of a `JobSpec`: `name`, `data`, `payload`, then those of `EnqueueOptions` but
@@ -184,6 +193,8 @@ pub(crate) const ENQUEUE_MANY_KEYS: &[&str] = &[
     "format",
     "dedup",
     "trace",
+    "expiresAfterMs",
+    "expiresAt",
 ];
 pub(crate) const ENQUEUE_KEYS: &[&str] = &[
     "id",
@@ -198,6 +209,8 @@ pub(crate) const ENQUEUE_KEYS: &[&str] = &[
     "dedup",
     "debounce",
     "trace",
+    "expiresAfterMs",
+    "expiresAt",
 ];
 
 /// One job of `enqueueMany`: a task (`name`, `data`) or a raw `payload`, plus the options of
@@ -242,6 +255,11 @@ pub struct JobSpec {
     /// once per `enqueueMany` call into each job without one).
     #[napi(ts_type = "Record<string, string>")]
     pub trace: Option<()>,
+    /// As in `EnqueueOptions`.
+    pub expires_after_ms: Option<f64>,
+    /// As in `EnqueueOptions`.
+    #[napi(ts_type = "Date | number")]
+    pub expires_at: Option<f64>,
 }
 
 /// The options every job takes (not `format`, which only a task takes: see [`task_job`]).
@@ -262,6 +280,8 @@ fn enqueue_options(opts: &Options) -> Res<tideq::EnqueueOptions> {
             false => None,
         },
         trace: opts.get("trace", trace_arg)?,
+        expires_after: opts.get("expiresAfterMs", millis)?,
+        expires_at_ms: opts.get("expiresAt", epoch_ms)?,
         ..Default::default()
     })
 }

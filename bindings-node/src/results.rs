@@ -187,6 +187,11 @@ pub struct JobStats {
     pub recovered: i64,
     /// Jobs removed by `cancel`.
     pub cancelled: i64,
+    /// Deliveries whose handler threw `Snooze` or `BackOff` (not counted as attempts).
+    pub snoozed: i64,
+    /// Jobs not started by their deadline (`expiresAfterMs`, `expiresAt`): dead-lettered
+    /// without running.
+    pub expired: i64,
     /// Dead-lettered jobs deleted by the `keepDead` / `keepDeadForMs` bounds.
     pub dead_trimmed: i64,
     /// Jobs found with their data or state record missing (evicted by Redis, or deleted by
@@ -209,6 +214,8 @@ impl From<tideq::JobStats> for JobStats {
             retried: s.retried as i64,
             recovered: s.recovered as i64,
             cancelled: s.cancelled as i64,
+            snoozed: s.snoozed as i64,
+            expired: s.expired as i64,
             dead_trimmed: s.dead_trimmed as i64,
             lost: s.lost as i64,
             paused: s.paused,
@@ -275,6 +282,8 @@ pub struct WorkerStats {
     pub fetch_errors: i64,
     /// Jobs that ended cancelled: their `cancel` was requested while they ran.
     pub cancelled: i64,
+    /// Attempts whose handler threw `Snooze` or `BackOff` (not counted as attempts).
+    pub snoozed: i64,
 }
 
 impl From<tideq::WorkerStats> for WorkerStats {
@@ -286,6 +295,7 @@ impl From<tideq::WorkerStats> for WorkerStats {
             released: s.released as i64,
             fetch_errors: s.fetch_errors as i64,
             cancelled: s.cancelled as i64,
+            snoozed: s.snoozed as i64,
         }
     }
 }

@@ -193,7 +193,8 @@ impl Queue {
                 f,
                 |leased: Leased| FnArgs::from((leased.into_js(),)),
                 opts.get("onError", function)?,
-            )
+            )?
+            .reading_verdicts(env)
         };
         let q = &self.inner;
         let start = || -> Res<tideq::Worker> {

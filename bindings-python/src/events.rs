@@ -26,8 +26,10 @@ pub struct Event(pub tideq::Event);
 #[pymethods]
 impl Event {
     /// What happened: ``"enqueued"``, ``"active"``, ``"progress"``, ``"completed"``,
-    /// ``"failed"``, ``"retried"``, ``"dead"``, ``"cancelled"``, or ``"lagged"`` (not a job's
-    /// event: the reader fell behind the log's length, ``data`` says how much it missed).
+    /// ``"failed"``, ``"retried"``, ``"dead"``, ``"cancelled"``, ``"snoozed"`` (the handler raised
+    /// ``Snooze`` or ``BackOff``), ``"expired"`` (not started by its deadline), or ``"lagged"``
+    /// (not a job's event: the reader fell behind the log's length, ``data`` says how much it
+    /// missed).
     #[getter]
     fn kind(&self) -> &'static str {
         self.0.kind.as_str()
@@ -38,8 +40,9 @@ impl Event {
         &self.0.job_id
     }
     /// The event's raw data, or None: ``"active"`` the attempt number, ``"progress"`` the value
-    /// reported, ``"completed"`` what the handler returned, ``"failed"`` and ``"dead"`` the
-    /// error, ``"retried"`` the delay in ms (or why), ``"lagged"`` how much was missed.
+    /// reported, ``"completed"`` what the handler returned, ``"failed"``, ``"dead"`` and
+    /// ``"expired"`` the error, ``"retried"`` and ``"snoozed"`` the delay in ms (``"retried"``: or why), ``"lagged"``
+    /// how much was missed.
     #[getter]
     fn data<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyBytes>> {
         self.0.data.as_deref().map(|d| PyBytes::new(py, d))

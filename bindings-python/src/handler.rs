@@ -58,6 +58,11 @@ pub trait Work: Send + 'static {
     type Error: Send + 'static;
     /// A failure as the core takes it (all of the work failed with `text`).
     fn error(text: String) -> Self::Error;
+    /// The handler's exception as the core takes it: logged, and its text (a job handler's
+    /// `Snooze`, `BackOff` and `DontRetry` become the core's, see `verdict.rs`).
+    fn raised(py: Python<'_>, note: &Self::Note, err: &PyErr) -> Self::Error {
+        Self::error(Self::failed(py, note, err))
+    }
     /// What a handler's success gives the core: nothing (`()`) but for a job handler (its
     /// result, `None` when it returned None).
     type Output: Default + Send + 'static;
@@ -203,7 +208,7 @@ impl PyHandler {
                     Ok(value) => value.map_or(Ok(W::Output::default()), |v| {
                         W::returned(py, &note, v.bind(py))
                     }),
-                    Err(err) => Err(W::error(failure::<W>(py, &note, &err, cancel.as_ref()))),
+                    Err(err) => Err(failure::<W>(py, &note, &err, cancel.as_ref())),
                 })
             })
             .await;
@@ -232,26 +237,26 @@ impl PyHandler {
             match out.and_then(|out| finish_in_thread(py, out, &self.event_loop, cancel.as_ref())) {
                 Ok(None) => Ok(W::Output::default()),
                 Ok(Some(value)) => W::returned(py, &note, &value),
-                Err(err) => Err(W::error(failure::<W>(py, &note, &err, cancel.as_ref()))),
+                Err(err) => Err(failure::<W>(py, &note, &err, cancel.as_ref())),
             }
         })
         .unwrap_or_else(|| Err(W::error(shutting_down())))
     }
 }
 
-/// The failure text for the core, logged through [`Work::failed`]; but the `CancelledError` of
-/// a task cancelled because `cancel` fired is only named (the core reports the timeout, or
-/// returns the job to the queue at shutdown).
+/// The failure for the core, through [`Work::raised`]; but the `CancelledError` of a task
+/// cancelled because `cancel` fired is only named (the core reports the timeout, or returns the
+/// job to the queue at shutdown).
 fn failure<W: Work>(
     py: Python<'_>,
     note: &W::Note,
     err: &PyErr,
     cancel: Option<&CancellationToken>,
-) -> String {
+) -> W::Error {
     if cancel.is_some_and(|c| c.is_cancelled()) && err.is_instance_of::<CancelledError>(py) {
-        return "CancelledError: the job was cancelled".to_string();
+        return W::error("CancelledError: the job was cancelled".to_string());
     }
-    W::failed(py, note, err)
+    W::raised(py, note, err)
 }
 
 /// Runs in a blocking thread, with the GIL: waits for `out` (a handler's return value) if it is

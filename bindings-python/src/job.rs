@@ -436,6 +436,17 @@ impl JobStats {
     fn cancelled(&self) -> u64 {
         self.0.cancelled
     }
+    /// Deliveries whose handler raised ``Snooze`` or ``BackOff`` (not counted as attempts).
+    #[getter]
+    fn snoozed(&self) -> u64 {
+        self.0.snoozed
+    }
+    /// Jobs not started by their deadline (``expires_after``, ``expires_at``): dead-lettered
+    /// without running.
+    #[getter]
+    fn expired(&self) -> u64 {
+        self.0.expired
+    }
     /// Dead jobs deleted by the ``keep_dead`` / ``keep_dead_for`` bounds.
     #[getter]
     fn dead_trimmed(&self) -> u64 {
@@ -456,8 +467,8 @@ impl JobStats {
         let s = &self.0;
         format!(
             "JobStats(delayed={}, ready={}, active={}, dead={}, enqueued={}, completed={}, \
-             dead_lettered={}, retried={}, recovered={}, cancelled={}, dead_trimmed={}, lost={}, \
-             paused={})",
+             dead_lettered={}, retried={}, recovered={}, cancelled={}, snoozed={}, expired={}, \
+             dead_trimmed={}, lost={}, paused={})",
             s.delayed,
             s.ready,
             s.active,
@@ -468,6 +479,8 @@ impl JobStats {
             s.retried,
             s.recovered,
             s.cancelled,
+            s.snoozed,
+            s.expired,
             s.dead_trimmed,
             s.lost,
             if s.paused { "True" } else { "False" }

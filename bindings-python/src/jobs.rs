@@ -150,7 +150,13 @@ impl QueueBase {
     /// malformed ``traceparent`` or more than 1024 bytes raise ``InvalidArgumentError`` and write
     /// nothing). Not given: with OpenTelemetry installed, the current span's (none outside a
     /// span); the worker's span continues it.
-    #[pyo3(signature = (payload, *, id=None, delay=None, run_at=None, max_attempts=None, backoff=None, timeout=None, priority=None, group=None, dedup=None, debounce=None, trace=None))]
+    ///
+    /// ``expires_after`` (seconds from the job's due time) or ``expires_at`` (a datetime or epoch
+    /// seconds): the job must start by then, or never. One no worker started by then (a retry
+    /// included) is not run but dead-lettered with an error that says so, counted in
+    /// ``stats().expired`` and reported as an ``"expired"`` event; ``wait`` raises
+    /// ``JobFailedError``.
+    #[pyo3(signature = (payload, *, id=None, delay=None, run_at=None, max_attempts=None, backoff=None, timeout=None, priority=None, group=None, dedup=None, debounce=None, trace=None, expires_after=None, expires_at=None))]
     #[allow(clippy::too_many_arguments)]
     fn enqueue<'py>(
         &self,
@@ -167,6 +173,8 @@ impl QueueBase {
         dedup: Option<Bound<'py, PyAny>>,
         debounce: Option<Bound<'py, PyAny>>,
         trace: Option<Bound<'py, PyAny>>,
+        expires_after: Option<Secs>,
+        expires_at: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let payload = convert::bytes_like("payload", payload)?;
         let args = JobArgs {
@@ -181,6 +189,8 @@ impl QueueBase {
             dedup,
             debounce,
             trace,
+            expires_after,
+            expires_at,
         };
         let (q, opts) = (self.queue.clone(), args.convert_traced(py)?);
         self.api.call(

@@ -9,6 +9,8 @@
 //! - [`admin`]: `get`, `cancel`, `jobs`, `jobs_page` (and its `JobPage`), dead letters, `stats`.
 //! - [`worker`]: `work`, `run`, `work_batches`, `run_batches`; `Worker`, `AsyncWorker` (running
 //!   handles), `WorkerStats`.
+//! - [`verdict`]: what a job handler raises instead of failing (`Snooze`, `BackOff`,
+//!   `DontRetry`, defined in `tideq/_outcomes.py`), as the core takes it.
 //! - [`task`]: tasks by name: `task`, `enqueue_task`, `work_tasks`, `run_tasks`.
 //! - [`schedule`]: `upsert_schedule`, `remove_schedule`, `schedules`; `ScheduleInfo`.
 //! - [`events`]: `set_events`, `events`; the readers `EventReader`, `AsyncEventReader`, `Event`.
@@ -64,6 +66,7 @@ pub mod runtime;
 pub mod schedule;
 pub mod signal;
 pub mod task;
+pub mod verdict;
 pub mod worker;
 
 /// mimalloc for small blocks, the system allocator for large ones (see `tideq::alloc`).

@@ -26,6 +26,8 @@ pub(crate) struct JobArgs<'py> {
     pub(crate) dedup: Option<Bound<'py, PyAny>>,
     pub(crate) debounce: Option<Bound<'py, PyAny>>,
     pub(crate) trace: Option<Bound<'py, PyAny>>,
+    pub(crate) expires_after: Option<Secs>,
+    pub(crate) expires_at: Option<Bound<'py, PyAny>>,
 }
 
 impl<'py> JobArgs<'py> {
@@ -62,11 +64,13 @@ impl<'py> JobArgs<'py> {
                 "dedup" => args.dedup = Some(value),
                 "debounce" => args.debounce = Some(value),
                 "trace" => args.trace = Some(value),
+                "expires_after" => args.expires_after = Some(value.extract().map_err(named)?),
+                "expires_at" => args.expires_at = Some(value),
                 _ => {
                     return Err(PyTypeError::new_err(format!(
                         "unknown enqueue option {shown} (expected id, delay, run_at, \
-                         max_attempts, backoff, timeout, priority, group, dedup, debounce or \
-                         trace)"
+                         max_attempts, backoff, timeout, priority, group, dedup, debounce, \
+                         trace, expires_after or expires_at)"
                     )))
                 }
             }
@@ -96,6 +100,11 @@ impl<'py> JobArgs<'py> {
             dedup: self.dedup.map(|d| dedup(&d)).transpose()?,
             debounce: self.debounce.map(|d| debounce(&d)).transpose()?,
             trace: self.trace.map(|t| otel::context(&t)).transpose()?,
+            expires_after: convert::opt_duration("expires_after", self.expires_after)?,
+            expires_at_ms: self
+                .expires_at
+                .map(|t| convert::epoch_ms("expires_at", &t))
+                .transpose()?,
             ..EnqueueOptions::default()
         })
     }

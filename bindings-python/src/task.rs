@@ -47,7 +47,7 @@ impl QueueBase {
     /// Enqueue task ``name`` with ``data`` as its arguments (a dict runs ``f(**data)``, a list
     /// ``f(*data)``, anything else ``f(data)``), encoded as ``format`` (``"json"``, the default,
     /// or ``"msgpack"``). The other options are ``enqueue``'s.
-    #[pyo3(signature = (name, data=None, *, format=None, id=None, delay=None, run_at=None, max_attempts=None, backoff=None, timeout=None, priority=None, group=None, dedup=None, debounce=None, trace=None))]
+    #[pyo3(signature = (name, data=None, *, format=None, id=None, delay=None, run_at=None, max_attempts=None, backoff=None, timeout=None, priority=None, group=None, dedup=None, debounce=None, trace=None, expires_after=None, expires_at=None))]
     #[allow(clippy::too_many_arguments)]
     fn enqueue_task<'py>(
         &self,
@@ -66,6 +66,8 @@ impl QueueBase {
         dedup: Option<Bound<'py, PyAny>>,
         debounce: Option<Bound<'py, PyAny>>,
         trace: Option<Bound<'py, PyAny>>,
+        expires_after: Option<Secs>,
+        expires_at: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let data = match data {
             Some(d) => convert::to_value(&d, args_value)?,
@@ -83,6 +85,8 @@ impl QueueBase {
             dedup,
             debounce,
             trace,
+            expires_after,
+            expires_at,
         };
         let mut opts = args.convert_traced(py)?;
         opts.format = format

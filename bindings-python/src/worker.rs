@@ -65,6 +65,11 @@ impl WorkerStats {
     fn cancelled(&self) -> u64 {
         self.0.cancelled
     }
+    /// Attempts whose handler raised ``Snooze`` or ``BackOff`` (not counted as attempts).
+    #[getter]
+    fn snoozed(&self) -> u64 {
+        self.0.snoozed
+    }
     fn __repr__(&self) -> String {
         format!("WorkerStats({})", counters(&self.0))
     }
@@ -72,8 +77,9 @@ impl WorkerStats {
 
 fn counters(s: &tideq::WorkerStats) -> String {
     format!(
-        "completed={}, failed={}, lease_lost={}, released={}, fetch_errors={}, cancelled={}",
-        s.completed, s.failed, s.lease_lost, s.released, s.fetch_errors, s.cancelled
+        "completed={}, failed={}, lease_lost={}, released={}, fetch_errors={}, cancelled={}, \
+         snoozed={}",
+        s.completed, s.failed, s.lease_lost, s.released, s.fetch_errors, s.cancelled, s.snoozed
     )
 }
 
@@ -100,6 +106,11 @@ impl Work for tideq::Job {
 
     fn error(text: String) -> tideq::HandlerError {
         text.into()
+    }
+
+    fn raised(py: Python<'_>, note: &Self::Note, err: &PyErr) -> tideq::HandlerError {
+        crate::verdict::outcome(py, err, || Self::failed(py, note, err))
+            .unwrap_or_else(|| Self::failed(py, note, err).into())
     }
 
     /// The job's result: bytes (``bytes``, ``bytearray``, ``memoryview``) as they are, anything

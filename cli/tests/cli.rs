@@ -48,8 +48,9 @@ fn stats_json_equals_core_stats() {
         (n("recovered"), n("cancelled"), n("dead_trimmed"), n("lost")),
         (core.recovered, core.cancelled, core.dead_trimmed, core.lost)
     );
+    assert_eq!((n("snoozed"), n("expired")), (core.snoozed, core.expired));
     assert_eq!(v["paused"].as_bool(), Some(core.paused));
-    assert_eq!(v.as_object().unwrap().len(), 13, "every field once: {v}");
+    assert_eq!(v.as_object().unwrap().len(), 15, "every field once: {v}");
     assert_eq!((core.ready, core.delayed, core.dead), (1, 1, 1));
     let text = ok(redis.tideq(&["stats", "stats"]));
     assert!(

@@ -85,6 +85,7 @@ impl Role {
                 &COMPLETE_JOBS,
                 &FAIL_JOB,
                 &RELEASE_JOB,
+                &SNOOZE_JOB,
                 &EXTEND_LEASE,
                 &SET_PROGRESS,
                 &DUE_SCHEDULES,

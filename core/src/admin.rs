@@ -280,6 +280,8 @@ impl Queue {
                     retried: get("retried"),
                     recovered: get("recovered"),
                     cancelled: get("cancelled"),
+                    snoozed: get("snoozed"),
+                    expired: get("expired"),
                     dead_trimmed: get("dead_trimmed"),
                     lost: get("lost"),
                     paused: paused.as_deref() == Some("1"),
@@ -298,6 +300,8 @@ impl Queue {
                 total.retried += s.retried;
                 total.recovered += s.recovered;
                 total.cancelled += s.cancelled;
+                total.snoozed += s.snoozed;
+                total.expired += s.expired;
                 total.dead_trimmed += s.dead_trimmed;
                 total.lost += s.lost;
                 total.paused |= s.paused;

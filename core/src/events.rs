@@ -40,13 +40,19 @@ pub enum EventKind {
     /// The job went to the dead letters (`data`: its last error).
     Dead,
     Cancelled,
+    /// The handler asked to run the job later, the attempt uncounted (`data`: the delay in ms;
+    /// see [`Snooze`](crate::Snooze), [`BackOff`](crate::BackOff)).
+    Snoozed,
+    /// The job was not started by its deadline (`expires_after`, `expires_at_ms`): dead-lettered
+    /// without running (`data`: the error).
+    Expired,
     /// Not a job's event: this reader fell behind the log's length, and `data` says how many log
     /// entries it missed.
     Lagged,
 }
 
 impl EventKind {
-    pub const ALL: [EventKind; 9] = [
+    pub const ALL: [EventKind; 11] = [
         EventKind::Enqueued,
         EventKind::Active,
         EventKind::Progress,
@@ -55,6 +61,8 @@ impl EventKind {
         EventKind::Retried,
         EventKind::Dead,
         EventKind::Cancelled,
+        EventKind::Snoozed,
+        EventKind::Expired,
         EventKind::Lagged,
     ];
 
@@ -69,6 +77,8 @@ impl EventKind {
             EventKind::Retried => "retried",
             EventKind::Dead => "dead",
             EventKind::Cancelled => "cancelled",
+            EventKind::Snoozed => "snoozed",
+            EventKind::Expired => "expired",
             EventKind::Lagged => "lagged",
         }
     }

@@ -131,6 +131,13 @@ pub struct EnqueueOptions {
     /// The trace context to carry to the worker (W3C `traceparent`, optional `tracestate`). With
     /// the `opentelemetry` feature, an enqueue without one carries the caller's current span's.
     pub trace: Option<TraceContext>,
+    /// Start by this long after the job's due time, or never: a job no worker started by then
+    /// (a retry included) is not run but dead-lettered with an error that says so, counted in
+    /// stats as `expired` (not `dead_lettered`) and reported as an `expired` event; its waiters
+    /// get the failure. At least 1 ms. Exclusive with `expires_at_ms`.
+    pub expires_after: Option<Duration>,
+    /// Start by this time (ms since the epoch, Redis clock), or never (as `expires_after`).
+    pub expires_at_ms: Option<u64>,
 }
 
 /// A dedup key (see [`EnqueueOptions::dedup`]).
@@ -299,6 +306,12 @@ pub struct JobStats {
     /// Expired leases recovered (worker died or stalled).
     pub recovered: u64,
     pub cancelled: u64,
+    /// Jobs not started by their deadline (`expires_after`, `expires_at_ms`): dead-lettered
+    /// without running.
+    pub expired: u64,
+    /// Deliveries whose handler asked to run the job later ([`Snooze`](crate::Snooze),
+    /// [`BackOff`](crate::BackOff)), not counted as attempts.
+    pub snoozed: u64,
     /// Dead-lettered jobs deleted by the `keep_dead` / `keep_dead_for` bounds.
     pub dead_trimmed: u64,
     /// Jobs found with their envelope or their state record missing (evicted by Redis, or deleted

@@ -190,6 +190,12 @@ impl Queue {
         if let Some(t) = &o.trace {
             crate::envelope::validate_trace_context(t)?;
         }
+        if o.expires_after.is_some() && o.expires_at_ms.is_some() {
+            return Err(Error::invalid("give expires_after or expires_at, not both"));
+        }
+        if o.expires_after.is_some_and(|t| t.as_millis() == 0) {
+            return Err(Error::invalid("expires_after must be at least 1 ms"));
+        }
         if let Some(d) = &o.dedup {
             validate_label("dedup key", &d.key)?;
             if d.ttl.is_some_and(|t| t.as_millis() == 0) {
@@ -432,7 +438,11 @@ impl Queue {
                         .arg(*run_at)
                         .arg(if o.id.is_some() { "1" } else { "0" })
                         .arg(route)
-                        .arg(dedup);
+                        .arg(dedup)
+                        .arg(crate::scripts::encoding::expiry_arg(
+                            o.expires_after.map(ms),
+                            o.expires_at_ms,
+                        ));
                 }
                 cmd
             })

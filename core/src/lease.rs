@@ -12,8 +12,9 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::job::{ms, Job, Lease};
 use crate::jobs::Queue;
 use crate::scripts::{
-    COMPLETE_JOBS, EXTEND_LEASE, FAIL_JOB, FETCH_JOBS, RELEASE_JOB, SET_PROGRESS,
+    COMPLETE_JOBS, EXTEND_LEASE, FAIL_JOB, FETCH_JOBS, RELEASE_JOB, SET_PROGRESS, SNOOZE_JOB,
 };
+use crate::worker::BackOffScope;
 
 /// Most delayed jobs promoted per fetch (bounded script time).
 pub(crate) const PROMOTE_LIMIT: usize = 1000;
@@ -341,6 +342,49 @@ impl Queue {
             3 => Ok(Failed::Cancelled),
             _ => Ok(Failed::Retried),
         }
+    }
+
+    /// Ends a leased attempt without counting it, to run the job again after `delay` (a
+    /// handler's [`Snooze`](crate::Snooze) or [`BackOff`](crate::BackOff)): no error is recorded,
+    /// and the job's attempts (so its retries' backoff) are as if this delivery never happened.
+    /// A back-off also holds the queue (every shard of it) or the job's group for `delay`.
+    /// Returns false when the job ended cancelled instead (its cancel was requested).
+    pub(crate) async fn snooze_lease(
+        &self,
+        lease: &Lease,
+        delay: Duration,
+        scope: Option<BackOffScope>,
+    ) -> Result<bool> {
+        let delay_ms = ms(delay);
+        let scope_arg = match scope {
+            None => "",
+            Some(BackOffScope::Queue) => "q",
+            Some(BackOffScope::Group) => "g",
+        };
+        let mut cmd = self.script_cmd(lease.shard, &SNOOZE_JOB);
+        cmd.arg(&lease.id)
+            .arg(&lease.token)
+            .arg(delay_ms)
+            .arg(scope_arg);
+        let code = self.client.eval::<i64>(&cmd, &SNOOZE_JOB).await?;
+        if code == -1 {
+            return Err(self.lease_lost(&lease.id));
+        }
+        // The queue's other shards back off too (the job's shard did in its script).
+        if scope == Some(BackOffScope::Queue) {
+            for shard in (0..self.shards.len()).filter(|&s| s != lease.shard) {
+                let mut cmd = self.script_cmd(shard, &SNOOZE_JOB);
+                cmd.arg("").arg("").arg(delay_ms).arg("q");
+                // The job is settled already: a shard that missed the hold is only reported.
+                if let Err(e) = self.client.eval::<i64>(&cmd, &SNOOZE_JOB).await {
+                    log::warn!(
+                        "tideq: shard {shard} of queue {:?} did not back off: {e}",
+                        self.name()
+                    );
+                }
+            }
+        }
+        Ok(code != 3)
     }
 
     /// Returns a leased job to the front of the ready list without counting the attempt

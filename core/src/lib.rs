@@ -113,6 +113,7 @@ pub use schedule::{Every, ScheduleInfo};
 pub use task::Tasks;
 pub use tokio_util::sync::CancellationToken;
 pub use worker::{
-    BatchError, BatchFuture, BatchOptions, HandlerError, IntoJobResult, JobBatchHandler, JobFuture,
-    JobHandler, Worker, WorkerOptions, WorkerStats,
+    BackOff, BackOffScope, BatchError, BatchFuture, BatchOptions, DontRetry, HandlerError,
+    IntoJobResult, JobBatchHandler, JobFuture, JobHandler, Snooze, Worker, WorkerOptions,
+    WorkerStats,
 };

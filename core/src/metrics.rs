@@ -376,6 +376,16 @@ impl prometheus_client::collector::Collector for Exported {
             }),
             ("jobs_cancelled", "Jobs cancelled.", |s| s.cancelled),
             (
+                "jobs_snoozed",
+                "Deliveries whose handler snoozed or backed off (not counted as attempts).",
+                |s| s.snoozed,
+            ),
+            (
+                "jobs_expired",
+                "Jobs not started by their deadline (dead-lettered without running).",
+                |s| s.expired,
+            ),
+            (
                 "jobs_dead_trimmed",
                 "Dead jobs deleted by the retention policy.",
                 |s| s.dead_trimmed,

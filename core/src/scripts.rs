@@ -251,6 +251,7 @@ scripts! {
     COMPLETE_JOBS => "complete_jobs.lua",
     FAIL_JOB => "fail_job.lua",
     RELEASE_JOB => "release_job.lua",
+    SNOOZE_JOB => "snooze_job.lua",
     EXTEND_LEASE => "extend_lease.lua",
     CANCEL_JOB => "cancel_job.lua",
     REQUEUE_DEAD => "requeue_dead.lua",
@@ -363,7 +364,7 @@ mod tests {
         }
         // The job scripts take exactly the keys their header lists.
         let fail = jobs.for_script(&super::FAIL_JOB);
-        assert_eq!(fail.len(), 30);
+        assert_eq!(fail.len(), 31);
         assert_eq!(fail[0], jobs.active());
         assert_eq!(fail[8], jobs.wake());
     }
@@ -576,6 +577,8 @@ mod tests {
         assert!(fetch
             .code
             .contains("local K = { ready = KEYS[1], delayed = KEYS[2], active = KEYS[3],"));
-        assert!(fetch.code.contains(" ghost = KEYS[35] }\n"));
+        assert!(fetch
+            .code
+            .contains(" ghost = KEYS[35], expires = KEYS[36] }\n"));
     }
 }

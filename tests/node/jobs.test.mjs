@@ -216,6 +216,8 @@ test('stats count jobs per state and the lifetime counters', async () => {
     retried: 0,
     recovered: 0,
     cancelled: 1,
+    snoozed: 0,
+    expired: 0,
     deadTrimmed: 0,
     lost: 0,
     paused: false,
@@ -227,7 +229,7 @@ test('stats count jobs per state and the lifetime counters', async () => {
     },
     { ...drained, onError: () => {} },
   );
-  assert.deepEqual(await worker.join(), { completed: 2, failed: 2, leaseLost: 0, released: 0, fetchErrors: 0, cancelled: 0 });
+  assert.deepEqual(await worker.join(), { completed: 2, failed: 2, leaseLost: 0, released: 0, fetchErrors: 0, cancelled: 0, snoozed: 0 });
   const s = await queue.stats();
   assert.deepEqual(s, {
     delayed: 0,
@@ -240,6 +242,8 @@ test('stats count jobs per state and the lifetime counters', async () => {
     retried: 1,
     recovered: 0,
     cancelled: 2,
+    snoozed: 0,
+    expired: 0,
     deadTrimmed: 0,
     lost: 0,
     paused: false,

@@ -100,7 +100,7 @@ test('a worker with sync or async handlers runs every job exactly once, at most 
     const stats = await worker.join();
     assert.equal(seen.length, 300, kind);
     assert.equal(new Set(seen).size, 300, `${kind}: a job ran twice`);
-    assert.deepEqual(stats, { completed: 300, failed: 0, leaseLost: 0, released: 0, fetchErrors: 0, cancelled: 0 });
+    assert.deepEqual(stats, { completed: 300, failed: 0, leaseLost: 0, released: 0, fetchErrors: 0, cancelled: 0, snoozed: 0 });
     assert.equal(worker.running, false);
     if (kind === 'async') assert.ok(maxInFlight > 1 && maxInFlight <= 4, `maxInFlight ${maxInFlight}`);
     assert.equal((await queue.stats()).completed, 300);
@@ -208,7 +208,7 @@ test("a SIGSTOPped worker's late ack is rejected: another worker completes the j
   const res = await done;
   assert.equal(res.code, 0, res.stderr);
   assert.ok(res.stdout.includes('handled'), res.stdout);
-  assert.deepEqual(statsLine(res.stdout), { completed: 0, failed: 0, leaseLost: 1, released: 0, fetchErrors: 0, cancelled: 0 });
+  assert.deepEqual(statsLine(res.stdout), { completed: 0, failed: 0, leaseLost: 1, released: 0, fetchErrors: 0, cancelled: 0, snoozed: 0 });
   const info = await queue.get('slow');
   assert.deepEqual([info.state, info.attempts], ['completed', 2]);
   assert.equal((await queue.stats()).recovered, 1);
@@ -235,7 +235,7 @@ for (const kind of ['async (awaiting)', 'sync (blocking the event loop)']) {
     const stats = await queue.work(handler, { leaseMs: 500, concurrency: 2, ...drained }).join();
     assert.ok(Date.now() - t0 >= 1_500);
     assert.equal(calls, 1, 'the long job was redelivered');
-    assert.deepEqual(stats, { completed: 1, failed: 0, leaseLost: 0, released: 0, fetchErrors: 0, cancelled: 0 });
+    assert.deepEqual(stats, { completed: 1, failed: 0, leaseLost: 0, released: 0, fetchErrors: 0, cancelled: 0, snoozed: 0 });
     const s = await queue.stats();
     assert.equal(s.recovered, 0);
     assert.equal((await queue.get('long')).attempts, 1);
@@ -400,7 +400,7 @@ test('shutdown() keeps waiting for a handler that never settles; abort() stops a
   const res = await done;
   assert.equal(res.code, 0, res.stderr);
   assert.match(res.stdout, /after 1 s: settled false, running true, signal the worker is shutting down/);
-  assert.deepEqual(statsLine(res.stdout), { completed: 1, failed: 0, leaseLost: 0, released: 0, fetchErrors: 0, cancelled: 0 });
+  assert.deepEqual(statsLine(res.stdout), { completed: 1, failed: 0, leaseLost: 0, released: 0, fetchErrors: 0, cancelled: 0, snoozed: 0 });
   assert.match(res.stdout, /signal the worker is shutting down/);
   assert.ok(Date.now() - t0 < 10_000);
   const endless = await queue.get('endless');
@@ -423,7 +423,7 @@ test('abort() abandons a running handler at once: its job.signal is aborted and 
   await waitFor(() => started, 'the handler to start');
   worker.abort();
   const stats = await worker.join();
-  assert.deepEqual(stats, { completed: 0, failed: 0, leaseLost: 0, released: 0, fetchErrors: 0, cancelled: 0 });
+  assert.deepEqual(stats, { completed: 0, failed: 0, leaseLost: 0, released: 0, fetchErrors: 0, cancelled: 0, snoozed: 0 });
   assert.equal(worker.running, false);
   await waitFor(() => reason !== null, 'the signal to be aborted');
   assert.match(reason.message, /stopped at once \(abort\): this job is left to its lease/);
@@ -450,7 +450,7 @@ test('run(): the first SIGINT shuts down gracefully and says so on stderr; a sec
   const res = await done;
   assert.equal(res.code, 0, `exit ${res.code} ${res.signal}; stderr: ${res.stderr}`);
   assert.deepEqual(res.stderr.split('\n').filter((l) => l.startsWith('tideq: SIGINT')).slice(1), ['tideq: SIGINT received again: stopping at once']);
-  assert.deepEqual(statsLine(res.stdout), { completed: 0, failed: 0, leaseLost: 0, released: 0, fetchErrors: 0, cancelled: 0 });
+  assert.deepEqual(statsLine(res.stdout), { completed: 0, failed: 0, leaseLost: 0, released: 0, fetchErrors: 0, cancelled: 0, snoozed: 0 });
   assert.equal((await queue.get('endless')).state, 'active', 'left to its lease');
 });
 
@@ -464,7 +464,7 @@ for (const signal of ['SIGINT', 'SIGTERM']) {
     assert.equal(res.code, 0, `exit ${res.code} ${res.signal}; stderr: ${res.stderr}`);
     const out = res.stdout.trim().split('\n');
     assert.ok(out.indexOf('handled') >= 0 && out.indexOf('handled') < out.length - 1, res.stdout);
-    assert.deepEqual(statsLine(res.stdout), { completed: 1, failed: 0, leaseLost: 0, released: 0, fetchErrors: 0, cancelled: 0 });
+    assert.deepEqual(statsLine(res.stdout), { completed: 1, failed: 0, leaseLost: 0, released: 0, fetchErrors: 0, cancelled: 0, snoozed: 0 });
     // Exactly one line on stderr: the handler finishes within the grace period.
     const err = res.stderr.split('\n').filter(Boolean);
     assert.equal(err.length, 1, res.stderr);
@@ -509,7 +509,7 @@ test('without onError a handler failure is printed with console.error, stack inc
   const { queue, prefix } = freshJobQueue(redis.url, fast);
   const res = await startChild('throws', queue, prefix).done;
   assert.equal(res.code, 0, res.stderr);
-  assert.deepEqual(statsLine(res.stdout), { completed: 0, failed: 1, leaseLost: 0, released: 0, fetchErrors: 0, cancelled: 0 });
+  assert.deepEqual(statsLine(res.stdout), { completed: 0, failed: 1, leaseLost: 0, released: 0, fetchErrors: 0, cancelled: 0, snoozed: 0 });
   assert.match(res.stderr, /tideq: handler failed on job "broken" of queue ".*" \(attempt 1 of 1\)/);
   assert.match(res.stderr, /Error: boom from the handler/);
   assert.match(res.stderr, /at brokenHandler .*job_child\.mjs/);

@@ -14,7 +14,7 @@ use tideq::CancellationToken;
 use crate::abort::{Aborter, JobSignal, Reason};
 use crate::convert::{describe, entries, read_value};
 use crate::error::Failure;
-use crate::handler::{error_text, JsHandler, Reply, Running, RunningCall, Subject};
+use crate::handler::{error_text, JsHandler, Reply, Running, RunningCall, Subject, Thrown};
 use crate::job::Job;
 use crate::results::stored_bytes;
 
@@ -245,11 +245,15 @@ pub(crate) fn job_handler(
             _running: running.enter(),
         };
         let leased = Leased { job, stop };
-        let call = js.call_for::<JobReply>(leased.clone(), leased);
+        let call = js.call_job::<JobReply>(leased.clone(), leased);
         Box::pin(async move {
             match attempt(call, token, started).await {
                 Ok(JobReply(result)) => result.map_err(tideq::HandlerError::from),
-                Err(error) => Err(error.into()),
+                Err(Thrown {
+                    text,
+                    verdict: Some(v),
+                }) => Err(v.into_error(text)),
+                Err(Thrown { text, .. }) => Err(text.into()),
             }
         })
     })

@@ -31,6 +31,10 @@ reader resuming where it stopped.
 OpenTelemetry installed (the ``otel`` extra), enqueues carry the current span's and workers run
 each handler in a consumer span continuing it.
 
+A job handler raises ``Snooze(delay)`` to run its job again later without using an attempt,
+``BackOff(delay, group=...)`` to hold the queue or the job's group (a rate limit it ran into),
+and ``DontRetry`` to dead-letter the job at once.
+
 ``acl_rules`` gives the Redis ACL rules of each role (producer, worker, admin, capped producer
 and consumer) on a queue.
 """
@@ -91,6 +95,7 @@ from tideq._tideq import (
     decode_envelope,
     encode_envelope,
 )
+from tideq._outcomes import BackOff, DontRetry, Snooze
 from tideq._tasks import AsyncTask, Task
 
 # OpenTelemetry, when installed: enqueues carry the current span's trace context and workers run
@@ -118,6 +123,7 @@ __all__ = [
     "AsyncTask",
     "AsyncWorker",
     "AuthError",
+    "BackOff",
     "Backoff",
     "CappedQueue",
     "CappedGroupPage",
@@ -127,6 +133,7 @@ __all__ = [
     "ConnectionError",
     "Consumer",
     "ConsumerStats",
+    "DontRetry",
     "Enqueued",
     "Event",
     "EventReader",
@@ -155,6 +162,7 @@ __all__ = [
     "Rate",
     "RedisError",
     "ScheduleInfo",
+    "Snooze",
     "Task",
     "TideqError",
     "TimeoutError",

@@ -86,7 +86,8 @@ _BatchHandler = Callable[[list[Job]], Union[_BatchResult, Awaitable[_BatchResult
 _Format = Literal["json", "msgpack"]
 _JobState = Literal["delayed", "ready", "active", "dead", "completed"]
 _EventKind = Literal[
-    "enqueued", "active", "progress", "completed", "failed", "retried", "dead", "cancelled", "lagged"
+    "enqueued", "active", "progress", "completed", "failed", "retried", "dead", "cancelled",
+    "snoozed", "expired", "lagged",
 ]
 _When = Union[datetime.datetime, float]
 # ``dedup=``: a key held until its job finishes, or (key, ttl seconds; None: until it finishes).
@@ -102,6 +103,8 @@ class _EnqueueOptions(TypedDict, total=False):
     id: Optional[str]
     delay: Optional[float]
     run_at: Optional[_When]
+    expires_after: Optional[float]
+    expires_at: Optional[_When]
     max_attempts: Optional[int]
     backoff: Optional[Backoff]
     timeout: Optional[float]
@@ -652,6 +655,13 @@ class JobStats:
     @property
     def cancelled(self) -> int: ...
     @property
+    def snoozed(self) -> int:
+        """Deliveries whose handler raised ``Snooze`` or ``BackOff`` (not counted as attempts)."""
+    @property
+    def expired(self) -> int:
+        """Jobs not started by their deadline (``expires_after``, ``expires_at``): dead-lettered
+        without running."""
+    @property
     def dead_trimmed(self) -> int:
         """Dead jobs deleted by the ``keep_dead`` / ``keep_dead_for`` bounds."""
     @property
@@ -712,16 +722,19 @@ class Event:
     @property
     def kind(self) -> _EventKind:
         """What happened: ``"enqueued"``, ``"active"``, ``"progress"``, ``"completed"``,
-        ``"failed"``, ``"retried"``, ``"dead"``, ``"cancelled"``, or ``"lagged"`` (not a job's
-        event: the reader fell behind the log's length, ``data`` says how much it missed)."""
+        ``"failed"``, ``"retried"``, ``"dead"``, ``"cancelled"``, ``"snoozed"`` (the handler raised
+        ``Snooze`` or ``BackOff``), ``"expired"`` (not started by its deadline), or ``"lagged"``
+        (not a job's event: the reader fell behind the log's length, ``data`` says how much it
+        missed)."""
     @property
     def job_id(self) -> str:
         """The job's id (empty for ``"lagged"``)."""
     @property
     def data(self) -> Optional[bytes]:
         """The event's raw data, or None: ``"active"`` the attempt number, ``"progress"`` the value
-        reported, ``"completed"`` what the handler returned, ``"failed"`` and ``"dead"`` the
-        error, ``"retried"`` the delay in ms (or why), ``"lagged"`` how much was missed."""
+        reported, ``"completed"`` what the handler returned, ``"failed"``, ``"dead"`` and
+        ``"expired"`` the error, ``"retried"`` and ``"snoozed"`` the delay in ms (``"retried"``: or why), ``"lagged"``
+        how much was missed."""
     @property
     def data_omitted_bytes(self) -> Optional[int]:
         """When data over 1 KiB was left out of the log (``data`` is then None): its size in bytes.
@@ -850,6 +863,9 @@ class WorkerStats:
     @property
     def cancelled(self) -> int:
         """Jobs that ended cancelled: their ``cancel`` was requested while they ran."""
+    @property
+    def snoozed(self) -> int:
+        """Attempts whose handler raised ``Snooze`` or ``BackOff`` (not counted as attempts)."""
 
 @final
 class Worker:
@@ -965,6 +981,8 @@ class Queue:
         dedup: Optional[_Dedup] = None,
         debounce: Optional[_Debounce] = None,
         trace: Optional[_Trace] = None,
+        expires_after: Optional[float] = None,
+        expires_at: Optional[_When] = None,
     ) -> Enqueued:
         """Enqueue one job.
 
@@ -988,7 +1006,13 @@ class Queue:
         (``{"traceparent": ..., "tracestate": ...}``, ``tracestate`` optional; another key, a
         malformed ``traceparent`` or more than 1024 bytes raise ``InvalidArgumentError`` and write
         nothing). Not given: with OpenTelemetry installed, the current span's (none outside a
-        span); the worker's span continues it."""
+        span); the worker's span continues it.
+
+        ``expires_after`` (seconds from the job's due time) or ``expires_at`` (a datetime or epoch
+        seconds): the job must start by then, or never. One no worker started by then (a retry
+        included) is not run but dead-lettered with an error that says so, counted in
+        ``stats().expired`` and reported as an ``"expired"`` event; ``wait`` raises
+        ``JobFailedError``."""
     def enqueue_many(self, items: Iterable[_JobItem]) -> list[Enqueued]:
         """Enqueue payloads or ``(payload, options)`` pairs in one round trip.
 
@@ -1165,6 +1189,8 @@ class Queue:
         dedup: Optional[_Dedup] = None,
         debounce: Optional[_Debounce] = None,
         trace: Optional[_Trace] = None,
+        expires_after: Optional[float] = None,
+        expires_at: Optional[_When] = None,
     ) -> Enqueued:
         """Enqueue task ``name`` with ``data`` as its arguments (a dict runs ``f(**data)``, a list
         ``f(*data)``, anything else ``f(data)``), encoded as ``format`` (``"json"``, the default,
@@ -1576,6 +1602,8 @@ class AsyncQueue:
         dedup: Optional[_Dedup] = None,
         debounce: Optional[_Debounce] = None,
         trace: Optional[_Trace] = None,
+        expires_after: Optional[float] = None,
+        expires_at: Optional[_When] = None,
     ) -> Coroutine[Any, Any, Enqueued]:
         """Enqueue one job.
 
@@ -1599,7 +1627,13 @@ class AsyncQueue:
         (``{"traceparent": ..., "tracestate": ...}``, ``tracestate`` optional; another key, a
         malformed ``traceparent`` or more than 1024 bytes raise ``InvalidArgumentError`` and write
         nothing). Not given: with OpenTelemetry installed, the current span's (none outside a
-        span); the worker's span continues it."""
+        span); the worker's span continues it.
+
+        ``expires_after`` (seconds from the job's due time) or ``expires_at`` (a datetime or epoch
+        seconds): the job must start by then, or never. One no worker started by then (a retry
+        included) is not run but dead-lettered with an error that says so, counted in
+        ``stats().expired`` and reported as an ``"expired"`` event; ``wait`` raises
+        ``JobFailedError``."""
     def enqueue_many(self, items: Iterable[_JobItem]) -> Coroutine[Any, Any, list[Enqueued]]:
         """Enqueue payloads or ``(payload, options)`` pairs in one round trip.
 
@@ -1776,6 +1810,8 @@ class AsyncQueue:
         dedup: Optional[_Dedup] = None,
         debounce: Optional[_Debounce] = None,
         trace: Optional[_Trace] = None,
+        expires_after: Optional[float] = None,
+        expires_at: Optional[_When] = None,
     ) -> Coroutine[Any, Any, Enqueued]:
         """Enqueue task ``name`` with ``data`` as its arguments (a dict runs ``f(**data)``, a list
         ``f(*data)``, anything else ``f(data)``), encoded as ``format`` (``"json"``, the default,

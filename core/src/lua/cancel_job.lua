@@ -10,7 +10,7 @@
   KEYS[13] progress hash   KEYS[14] waiters hash   KEYS[15] fin (prefix of the waiters' notice lists)
   KEYS[16] cancel set
   KEYS[17] dd (dedup key prefix)   KEYS[18] dkey hash
-  KEYS[19] cfg hash   KEYS[20] events stream   KEYS[21] ghost hash
+  KEYS[19] cfg hash   KEYS[20] events stream   KEYS[21] ghost hash   KEYS[22] expires zset
   ARGV[1] job id
   Returns: "cancelled", "requested" (active: asked to stop), or the state that prevented it:
   "dead", "completed", "missing". ]]
@@ -55,6 +55,7 @@ redis.call('HDEL', K.errors, id)
 redis.call('HDEL', K.route, id)
 redis.call('HDEL', K.progress, id)
 redis.call('ZREM', K.idem, id)
+redis.call('ZREM', K.expires, id)
 release_dedup(K, { id })
 -- Whoever waits for it learns it was cancelled.
 if redis.call('EXISTS', K.waiters) == 1 then notify_waiters(K, { { id, enq or '0', 'n' } }) end

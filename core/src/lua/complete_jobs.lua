@@ -11,7 +11,7 @@
   KEYS[19] results hash   KEYS[20] progress hash   KEYS[21] waiters hash
   KEYS[22] fin (prefix of the waiters' notice lists)
   KEYS[23] dd (dedup key prefix)   KEYS[24] dkey hash
-  KEYS[25] events stream
+  KEYS[25] events stream   KEYS[26] expires zset
   ARGV[1] queue policy   ARGV[2], ARGV[3], ...: pairs of job id, lease token (a token ending in "+" is
   followed by the job's result, see docs/data-model.md)
   Returns: array with, per ack, 1 completed, 2 already completed (this delivery's ack sent

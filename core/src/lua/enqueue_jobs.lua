@@ -13,17 +13,19 @@
   KEYS[18] gset set (the groups in the rotation)
   KEYS[19] p (priority list key prefix)
   KEYS[20] dd (dedup key prefix)   KEYS[21] dkey hash   KEYS[22] sched hash   KEYS[23] snext zset
-  KEYS[24] events stream
+  KEYS[24] events stream   KEYS[25] expires zset
   ARGV[1] number of jobs N   ARGV[2] "1": remember explicit ids (the window is on), "0": not
   ARGV[3] schedule guard: "" or "version|slot|next|name" (a schedule's slot fires: the jobs are
     written only if the schedule is at that version and slot, which then moves to next, 0: it has
     none; see
     "Schedules" in docs/data-model.md)
-  then per job 8 values: id, envelope, max attempts, delay ms (relative to Redis now),
+  then per job 9 values: id, envelope, max attempts, delay ms (relative to Redis now),
     run-at ms (absolute; 0 = use delay), "1" if the id was given by the caller,
     route ("priority|group", 0 = no priority; "" for a plain job),
     dedup ("" none; "d|<ttl ms, 0 = until the job finishes>|<key>";
-      debounce "b|<length of the expected id>|<expected id><key>")
+      debounce "b|<length of the expected id>|<expected id><key>"),
+    deadline to start by ("" none; "a<ms>" that time, "r<ms>" that long after the due time; see
+      "Expiry" in docs/data-model.md)
   Returns: array of N values: 1 = created, 0 = the id already existed (nothing written), a string:
   the id of the job the dedup key names (nothing created; for debounce, that job's payload and due
   time were replaced), -1 debounce: the key names another job than expected (read it again),
@@ -38,7 +40,7 @@
 --#include lib/route.lua
 --#include lib/flow.lua
 --#K
-local W, B = 8, 4
+local W, B = 9, 4
 local now = now_ms()
 local nows = tostring(now)
 local n = tonumber(ARGV[1])
@@ -59,6 +61,13 @@ if ARGV[3] ~= '' then
 end
 local ids = {}
 for i = 1, n do ids[i] = ARGV[B + (i - 1) * W] end
+-- The deadline (ms) of a job due at `due` whose expiry argument is `e`, or nil.
+local function deadline(e, due)
+  if e == '' then return nil end
+  local kind, ms = string.match(e, '^(%a)(%d+)$')
+  if kind == 'r' then return due + tonumber(ms) end
+  return tonumber(ms)
+end
 -- One HMGET for the existence check and one variadic call per key for the writes: per-job calls
 -- from Lua would cost more than the work itself.
 local exists = hmget(K.jobs, ids)
@@ -77,6 +86,7 @@ end
 local seq = nrouted > 0 and seq_block(K, nrouted) or 0
 local out, seen, created = {}, {}, 0
 local jobs, meta, ready, routed, delayed, idem, route = {}, {}, {}, {}, {}, {}, {}
+local expiry = {}
 -- Dedup keys taken by this call: key -> { id, ttl ms }.
 local taken, ntaken = {}, 0
 for i = 1, n do
@@ -103,7 +113,14 @@ for i = 1, n do
       redis.call('HSET', K.jobs, cur, ARGV[b + 1])
       local s, a, _, enq, x = parse_meta(redis.call('HGET', K.meta, cur) or '')
       if s then redis.call('HSET', K.meta, cur, meta_of(s, a, ARGV[b + 2], enq, x)) end
-      redis.call('ZADD', K.delayed, now + tonumber(ARGV[b + 3]), cur)
+      local due = now + tonumber(ARGV[b + 3])
+      redis.call('ZADD', K.delayed, due, cur)
+      local by = deadline(ARGV[b + 8], due)
+      if by then
+        redis.call('ZADD', K.expires, by, cur)
+      else
+        redis.call('ZREM', K.expires, cur)
+      end
       -- Its due time may have moved earlier: idle workers must look again.
       wake(K.wake)
       out[i] = cur
@@ -135,6 +152,11 @@ for i = 1, n do
     local runat = tonumber(ARGV[b + 4])
     local due = now + tonumber(ARGV[b + 3])
     if runat > 0 then due = runat end
+    local by = deadline(ARGV[b + 8], due)
+    if by then
+      expiry[#expiry + 1] = by
+      expiry[#expiry + 1] = id
+    end
     if due > now then
       delayed[#delayed + 1] = due
       delayed[#delayed + 1] = id
@@ -174,6 +196,10 @@ if #jobs > 0 then
   chunked('RPUSH', K.ready, ready)
   chunked('ZADD', K.delayed, delayed)
   chunked('ZADD', K.idem, idem)
+  if #expiry > 0 then
+    chunked('ZADD', K.expires, expiry)
+    redis.call('HSET', K.cfg, 'expires', '1')
+  end
   if #routed > 0 then make_ready(K, queue_cfg(K), routed, false, now) end
   wake(K.wake)
   redis.call('HINCRBY', K.stats, 'enqueued', created)

@@ -3,7 +3,8 @@
   deliveries, promote due delayed jobs, then lease up to ARGV[2] jobs (into the active zset with a
   deadline):
   first plain ready jobs, then prioritized ones (lowest priority number first), then one job per
-  group round-robin over the groups that can start one. A paused queue leases nothing; its
+  group round-robin over the groups that can start one. A paused queue leases nothing, nor does
+  one backing off (snooze_job.lua) until its time; its
   concurrency cap and start rate bound how many start (docs/data-model.md, "Flow control"). Attempts
   are counted at delivery: a delivery whose lease expires counts as an attempt, so a job that
   kills its worker every time still ends dead. When ready jobs are left over and no wake-up is
@@ -24,7 +25,7 @@
   KEYS[29] cancel set
   KEYS[30] dd (dedup key prefix)   KEYS[31] dkey hash
   KEYS[32] events stream   KEYS[33] metrics hash   KEYS[34] workers zset
-  KEYS[35] ghost hash (entries left by cancelled ready jobs)
+  KEYS[35] ghost hash (entries left by cancelled ready jobs)   KEYS[36] expires zset
   ARGV[1] lease ms   ARGV[2] most jobs to lease (0 = maintenance only)
   ARGV[3] most expired leases to recover (0: this call skips the upkeep that goes by time:
   expired leases, stale cancel requests and the completed jobs' age; a worker busy leasing does
@@ -62,9 +63,9 @@ local now = now_ms()
 local P = policy(ARGV[5])
 local C = queue_cfg(K)
 -- Which optional keys exist, in one call (none of them is created by this script): priorities
--- and groups in use, cancel requests pending, explicit ids remembered, delayed jobs. A queue
+-- and groups in use, cancel requests pending, explicit ids remembered, delayed jobs, deadlines. A queue
 -- skips every step about a feature whose key does not exist.
-local has = exist_bits(K, { 'route', 'cancel', 'idem', 'delayed' })
+local has = exist_bits(K, { 'route', 'cancel', 'idem', 'delayed', 'expires' })
 local flow, creq = has.route, has.cancel
 local upkeep = ARGV[3] ~= '0'
 local acks = complete_leases(K, C, now, P, 7, upkeep)
@@ -77,7 +78,8 @@ if ARGV[6] ~= '' then
     redis.call('ZREMRANGEBYSCORE', K.workers, '-inf', now - 300000)
   end
 end
-local dead, gone, bad = {}, {}, 0
+-- Jobs to dead-letter: unreadable or out of attempts (dead), past their deadline to start (past).
+local dead, gone, bad, past = {}, {}, 0, {}
 
 -- Expired leases: retried (back to their queue) or dead-lettered.
 local expired = {}
@@ -177,6 +179,15 @@ local want = tonumber(ARGV[2])
 local rate_n, rate_ms = parse_rate(C.rate)
 local rate_in, capped = 0, false
 if C.paused then want = 0 end
+if C.until_ms then
+  -- Backing off (snooze_job.lua): nothing starts until then; the field goes once it passed.
+  if C.until_ms > now then
+    want, rate_in = 0, C.until_ms - now
+  else
+    redis.call('HDEL', K.cfg, 'until')
+    C.until_ms = nil
+  end
+end
 if want > 0 and C.max_active then
   local running = redis.call('ZCOUNT', K.active, '-inf', '(+inf')
   capped = running >= C.max_active
@@ -337,9 +348,17 @@ if #ids > 0 then
   local envs = hmget(K.jobs, ids)
   local metas = hmget(K.meta, ids)
   local taken, tmetas, starts = {}, {}, {}
+  -- Deadlines to start by (see "Expiry"): a job past its own is not leased but dead-lettered.
+  local by = has.expires and chunked_read('ZMSCORE', K.expires, ids) or {}
   for i, id in ipairs(ids) do
     local env, m = envs[i], metas[i]
-    if env and m and string.find(m, '^[qcx]|%d+|%d+|%d+|%d+$') then
+    local late = by[i] and now - tonumber(by[i])
+    if env and m and late and late > 0 and string.find(m, '^q|%d+|%d+|%d+|%d+$') then
+      if grp[id] then group_done(K, C, grp[id], now) end
+      local _, a, mx, enq, x = parse_meta(m)
+      past[#past + 1] = { id, meta_of('x', a, mx, enq, x),
+        'expired: not started by its deadline (' .. late .. ' ms past it)' }
+    elseif env and m and string.find(m, '^[qcx]|%d+|%d+|%d+|%d+$') then
       local n = #taken + 1
       taken[n], tmetas[n] = id, m
       local k = #leased
@@ -389,11 +408,12 @@ if #gone > 0 then
   redis.call('HINCRBY', K.stats, 'lost', #gone)
 end
 bury(K, now, P, dead)
+bury(K, now, P, past, 'expired')
 local lost = #gone + bad
 
 -- Ready jobs left over: hand a wake-up to another idle worker, unless one is already pending
 -- (looked at first: while every worker is busy, one stays pending and this is one call).
-if (full or #due > 0 or recovered > 0) and not C.paused
+if (full or #due > 0 or recovered > 0) and not C.paused and not C.until_ms
     and redis.call('LLEN', K.wake) == 0
     and (redis.call('LLEN', K.ready) > 0
       or flow and (redis.call('ZCARD', K.prio) > 0 or redis.call('LLEN', K.grot) > 0)) then

@@ -11,7 +11,7 @@
   KEYS[20] errors hash  KEYS[21] idem zset   KEYS[22] results hash   KEYS[23] progress hash
   KEYS[24] waiters hash  KEYS[25] fin (prefix of the waiters' notice lists)
   KEYS[26] dd (dedup key prefix)   KEYS[27] dkey hash
-  KEYS[28] events stream
+  KEYS[28] events stream   KEYS[29] expires zset
   ARGV[1] job id   ARGV[2] lease token
   Returns: 1 released, 3 cancelled, -1 lease lost. ]]
 --#include lib/base.lua

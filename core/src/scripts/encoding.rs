@@ -34,6 +34,16 @@ pub(crate) fn route_arg(priority: Option<u32>, group: Option<&str>) -> String {
     }
 }
 
+/// A job's deadline to start by as `enqueue_jobs.lua` takes it (its `deadline`): "" none,
+/// `"a<ms>"` that time (ms since the epoch), `"r<ms>"` that long after the job's due time.
+pub(crate) fn expiry_arg(after_ms: Option<u64>, at_ms: Option<u64>) -> String {
+    match (after_ms, at_ms) {
+        (Some(ms), _) => format!("r{ms}"),
+        (None, Some(ms)) => format!("a{ms}"),
+        (None, None) => String::new(),
+    }
+}
+
 /// A stored route `"<priority>|<sequence>|<group>"` (`lib/route.lua`: `parse_route`) -> its
 /// priority (`None` for 0) and group (`None` for ""); `None` when it does not parse.
 pub(crate) fn parse_route(route: &str) -> Option<(Option<u32>, Option<String>)> {

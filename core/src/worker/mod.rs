@@ -14,6 +14,7 @@ mod handler;
 mod options;
 mod renew;
 mod run;
+mod verdict;
 
 pub use handle::Worker;
 pub(crate) use handle::{boxed, Handlers};
@@ -21,6 +22,8 @@ pub use handler::{
     BatchError, BatchFuture, HandlerError, IntoJobResult, JobBatchHandler, JobFuture, JobHandler,
 };
 pub use options::{BatchOptions, WorkerOptions, WorkerStats};
+pub(crate) use verdict::Verdict;
+pub use verdict::{BackOff, BackOffScope, DontRetry, Snooze};
 
 use acks::*;
 use fetch::*;

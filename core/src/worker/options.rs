@@ -104,6 +104,9 @@ pub struct WorkerStats {
     pub fetch_errors: u64,
     /// Jobs that ended cancelled: their [`Queue::cancel`](crate::Queue::cancel) was requested while they ran.
     pub cancelled: u64,
+    /// Attempts whose handler asked to run the job later ([`Snooze`](crate::Snooze),
+    /// [`BackOff`](crate::BackOff)), not counted as attempts.
+    pub snoozed: u64,
 }
 
 #[derive(Default)]
@@ -114,6 +117,7 @@ pub(super) struct Counters {
     pub(super) released: AtomicU64,
     pub(super) fetch_errors: AtomicU64,
     pub(super) cancelled: AtomicU64,
+    pub(super) snoozed: AtomicU64,
 }
 
 impl Counters {
@@ -125,6 +129,7 @@ impl Counters {
             released: self.released.load(Ordering::Relaxed),
             fetch_errors: self.fetch_errors.load(Ordering::Relaxed),
             cancelled: self.cancelled.load(Ordering::Relaxed),
+            snoozed: self.snoozed.load(Ordering::Relaxed),
         }
     }
 }

@@ -269,6 +269,7 @@ impl JobCtx {
         }
         // Settling now: the renewer must not extend a lease the ack is about to end.
         let requested = self.settled(&[key])[0];
+        let mut dead_now = false;
         let msg = match result {
             // Its cancel was requested: it ends cancelled, whatever the handler returned.
             _ if requested => CANCELLED.to_string(),
@@ -288,7 +289,20 @@ impl JobCtx {
                 }
                 Err(e) => e.message().to_string(),
             },
-            Err(e) => e.to_string(),
+            Err(e) => match Verdict::of(&*e) {
+                Verdict::Later(delay, scope) => {
+                    // The slot is held until a back-off is in place, so this worker starts
+                    // nothing it holds meanwhile.
+                    Box::pin(self.snooze(held, delay, scope)).await;
+                    drop(permit);
+                    return;
+                }
+                Verdict::DontRetry => {
+                    dead_now = true;
+                    e.to_string()
+                }
+                Verdict::Fail => e.to_string(),
+            },
         };
         drop(permit);
         // Boxed: the failure path's futures (a script call, retries) would otherwise sit in every
@@ -300,8 +314,46 @@ impl JobCtx {
         {
             Box::pin(self.release(held)).await;
         } else {
-            Box::pin(self.fail(held, msg, false)).await;
+            Box::pin(self.fail(held, msg, dead_now)).await;
         }
+    }
+
+    /// Runs a job again after `delay`, its attempt uncounted (the handler's [`Snooze`] or
+    /// [`BackOff`]), retrying Redis errors a few times.
+    pub(super) async fn snooze(&self, held: Lease, delay: Duration, scope: Option<BackOffScope>) {
+        for attempt in 0..5 {
+            match self.queue.snooze_lease(&held, delay, scope).await {
+                Ok(true) => {
+                    self.counters.snoozed.fetch_add(1, Ordering::Relaxed);
+                    return;
+                }
+                Ok(false) => {
+                    self.counters.cancelled.fetch_add(1, Ordering::Relaxed);
+                    return;
+                }
+                Err(e) if e.kind() == ErrorKind::LeaseLost => {
+                    self.counters.lease_lost.fetch_add(1, Ordering::Relaxed);
+                    log::warn!("tideq: {e}");
+                    return;
+                }
+                Err(e) if e.is_fatal() => {
+                    log::error!(
+                        "tideq: could not snooze job {:?} (left to its lease): {e}",
+                        held.id
+                    );
+                    return;
+                }
+                Err(e) => {
+                    log::warn!(
+                        "tideq: could not snooze job {:?} (try {}): {e}",
+                        held.id,
+                        attempt + 1
+                    );
+                    tokio::time::sleep(Duration::from_millis(100 << attempt)).await;
+                }
+            }
+        }
+        // Gave up: the lease will expire and the job will be redelivered (the attempt counted).
     }
 
     /// Returns a job whose handler stopped because the worker is shutting down; its attempt is

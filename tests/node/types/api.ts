@@ -2,10 +2,13 @@
 // compiled, never run. Each `// @ts-expect-error` line must fail to compile (tsc reports an
 // unused one), so the lines below pin what the types refuse as well as what they accept.
 import {
+  BackOff,
   CappedQueue,
   Client,
+  DontRetry,
   MAX_PRIORITY,
   Queue,
+  Snooze,
   type ErrorCode,
   type Event,
   type Job,
@@ -149,4 +152,20 @@ async function capped(): Promise<void> {
   void stopped;
 }
 
-void [producer, admin, worker, errors, capped];
+function outcomes(q: Queue): void {
+  q.work(async (job: Job) => {
+    if (job.attempt === 1) throw new Snooze(1_000);
+    if (job.attempt === 2) throw new BackOff(60_000, { group: true });
+    throw new DontRetry('card declined', { cause: new Error('402') });
+  });
+  const s: Snooze = new Snooze(0);
+  const ms: number = s.delayMs;
+  const group: boolean = new BackOff(5).group;
+  // @ts-expect-error the delay is a number of ms
+  void new Snooze('5s');
+  void [ms, group];
+  void q.enqueue(Buffer.from('x'), { expiresAfterMs: 60_000 });
+  void q.enqueueMany([{ payload: Buffer.from('x'), expiresAt: new Date(Date.now() + 1000) }]);
+}
+
+void [producer, admin, worker, errors, capped, outcomes];

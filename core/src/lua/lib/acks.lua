@@ -79,6 +79,7 @@ local function complete_leases(K, C, now, P, first, aged)
   end
   idem_finished(K, now, P, okids)
   release_dedup(K, okids)
+  if P.keep > 0 then drop_expiry(K, okids) end
   if events_max(K) then
     local data = {}
     for j, id in ipairs(okids) do data[j] = okres[j] or '' end

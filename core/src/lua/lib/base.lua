@@ -20,6 +20,17 @@ local function key_exists(K, name)
   return redis.call('EXISTS', K[name]) == 1
 end
 
+-- Jobs that no longer wait to start forget their deadline (see "Expiry"): a script without the
+-- expires key has none to forget, nor has a queue that never used deadlines (cfg "expires" unset,
+-- see queue_cfg).
+local function drop_expiry(K, ids)
+  if #ids > 0 and K.expires and not K.no_expires and key_exists(K, 'expires') then
+    for i = 1, #ids, 1000 do
+      redis.call('ZREM', K.expires, unpack(ids, i, math.min(i + 999, #ids)))
+    end
+  end
+end
+
 local function now_ms()
   local t = redis.call('TIME')
   return t[1] * 1000 + math.floor(t[2] / 1000)

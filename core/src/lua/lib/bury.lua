@@ -13,8 +13,9 @@ local function e_of(dead)
   return out
 end
 
--- Dead-letters jobs: `dead` is a list of { id, meta, error text }; counted as failed.
-local function bury(K, now, P, dead)
+-- Dead-letters jobs: `dead` is a list of { id, meta, error text }; counted as failed, with a
+-- "dead" event (`kind` "expired": counted and reported as expired instead, see "Expiry").
+local function bury(K, now, P, dead, kind)
   if #dead == 0 then return end
   local z, m, e, ids = {}, {}, {}, {}
   for _, d in ipairs(dead) do
@@ -29,10 +30,11 @@ local function bury(K, now, P, dead)
   chunked('ZADD', K.dead, z)
   chunked('HSET', K.meta, m)
   chunked('HSET', K.errors, e)
-  redis.call('HINCRBY', K.stats, 'failed', #dead)
+  redis.call('HINCRBY', K.stats, kind == 'expired' and 'expired' or 'failed', #dead)
   idem_finished(K, now, P, ids)
   release_dedup(K, ids, true)
-  emit(K, 'dead', ids, e_of(dead), now)
+  drop_expiry(K, ids)
+  emit(K, kind or 'dead', ids, e_of(dead), now)
   if not K.no_waiters and redis.call('EXISTS', K.waiters) == 1 then
     local done = {}
     for i, d in ipairs(dead) do

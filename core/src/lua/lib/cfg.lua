@@ -4,10 +4,12 @@
 -- used (see "Results and progress").
 local function queue_cfg(K)
   local c = redis.call('HMGET', K.cfg, 'paused', 'max_active', 'rate', 'glimit', 'grate',
-    'results', 'progress', 'waited', 'dedup', 'events', 'sched', 'recheck', 'ghosts', 'pghosts')
+    'results', 'progress', 'waited', 'dedup', 'events', 'sched', 'recheck', 'ghosts', 'pghosts', 'until', 'expires')
   K.no_results, K.no_progress, K.no_waiters, K.no_dedup = not c[6], not c[7], not c[8], not c[9]
+  K.no_expires = not c[16]
   if K.events then K.evmax = tonumber(c[10]) or false end
   return { paused = c[1] == '1', max_active = tonumber(c[2]), rate = c[3] or nil,
     glimit = tonumber(c[4]), grate = c[5] or nil, gc = {}, act = {}, rs = {}, sched = c[11] == '1',
-    recheck = c[12] or nil, ghosts = tonumber(c[13]) or 0, pghosts = tonumber(c[14]) or 0 }
+    recheck = c[12] or nil, ghosts = tonumber(c[13]) or 0, pghosts = tonumber(c[14]) or 0,
+    until_ms = tonumber(c[15]) }
 end

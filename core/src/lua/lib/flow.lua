@@ -36,8 +36,10 @@ end
 local function group_cfg(K, C, g)
   local c = C.gc[g]
   if not c then
-    local v = redis.call('HMGET', K.gcfg, 'limit:' .. g, 'rate:' .. g, 'paused:' .. g)
-    c = { limit = tonumber(v[1]) or C.glimit, rate = v[2] or C.grate, paused = v[3] ~= false }
+    local v = redis.call('HMGET', K.gcfg, 'limit:' .. g, 'rate:' .. g, 'paused:' .. g,
+      'until:' .. g)
+    c = { limit = tonumber(v[1]) or C.glimit, rate = v[2] or C.grate, paused = v[3] ~= false,
+      until_ms = tonumber(v[4]) }
     C.gc[g] = c
   end
   return c
@@ -85,6 +87,12 @@ local function group_room(K, C, g, now)
   if not groups_limited(K, C) then return math.huge end
   local c = group_cfg(K, C, g)
   if c.paused then return 0 end
+  if c.until_ms then
+    -- Backing off (snooze_job.lua): it waits like a rate-limited group, then the field goes.
+    if c.until_ms > now then return 0, c.until_ms - now end
+    redis.call('HDEL', K.gcfg, 'until:' .. g)
+    c.until_ms = nil
+  end
   local room = math.huge
   if c.limit then
     room = c.limit - group_active(K, C, g)

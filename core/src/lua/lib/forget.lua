@@ -11,6 +11,7 @@ local function forget(K, ids)
   chunked('HDEL', K.meta, ids)
   chunked('HDEL', K.errors, ids)
   if K.route and key_exists(K, 'route') then chunked('HDEL', K.route, ids) end
+  drop_expiry(K, ids)
   if not K.no_results then chunked('HDEL', K.results, ids) end
   if not K.no_progress then chunked('HDEL', K.progress, ids) end
 end
