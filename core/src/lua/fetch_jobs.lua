@@ -63,9 +63,9 @@ local now = now_ms()
 local P = policy(ARGV[5])
 local C = queue_cfg(K)
 -- Which optional keys exist, in one call (none of them is created by this script): priorities
--- and groups in use, cancel requests pending, explicit ids remembered, delayed jobs, deadlines. A queue
+-- and groups in use, cancel requests pending, explicit ids remembered, delayed jobs. A queue
 -- skips every step about a feature whose key does not exist.
-local has = exist_bits(K, { 'route', 'cancel', 'idem', 'delayed', 'expires' })
+local has = exist_bits(K, { 'route', 'cancel', 'idem', 'delayed' })
 local flow, creq = has.route, has.cancel
 local upkeep = ARGV[3] ~= '0'
 local acks = complete_leases(K, C, now, P, 7, upkeep)
@@ -349,7 +349,7 @@ if #ids > 0 then
   local metas = hmget(K.meta, ids)
   local taken, tmetas, starts = {}, {}, {}
   -- Deadlines to start by (see "Expiry"): a job past its own is not leased but dead-lettered.
-  local by = has.expires and chunked_read('ZMSCORE', K.expires, ids) or {}
+  local by = not K.no_expires and chunked_read('ZMSCORE', K.expires, ids) or {}
   for i, id in ipairs(ids) do
     local env, m = envs[i], metas[i]
     local late = by[i] and now - tonumber(by[i])
