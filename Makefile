@@ -1,5 +1,5 @@
 # The README's commands. Each target installs what it needs (scripts/ensure-deps.sh).
-.PHONY: demo test test-valkey stress-process scale faults dist bench bench-waits bench-cluster fmt lint
+.PHONY: demo test test-valkey stress-process scale faults dist bench bench-waits bench-cluster bench-flows fmt lint
 
 demo: ## the seed's scenario; starts a private redis-server unless TIDEQ_REDIS_URL is set
 	@bash scripts/ensure-deps.sh >/dev/null
@@ -40,6 +40,10 @@ bench-waits: ## 10,000 concurrent waits from one process in Rust, Python and Nod
 bench-cluster: ## one node vs a local 6-node cluster (1 and 3 shards), both queue kinds
 	@bash scripts/ensure-deps.sh >/dev/null
 	cargo run --release -p tideq-bench --bin cluster
+
+bench-flows: ## a flow of 10,000 children fanning in to one parent, tideq beside BullMQ's FlowProducer
+	@bash scripts/ensure-deps.sh >/dev/null
+	.venv/bin/python bench/flows/run.py
 
 fmt:
 	cargo fmt --all

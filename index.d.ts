@@ -342,6 +342,11 @@ export declare class Job {
    * when the job's lease was lost (it was redelivered).
    */
   progress(value: unknown): Promise<void>
+  /**
+   * How this job's children ended (a flow's parent, `enqueueFlow`), in no particular order;
+   * every child has finished by the time a parent runs. Empty for a job without children.
+   */
+  childrenResults(): Promise<ChildResult[]>
   /** The job's fields without the payload, for loggers and `JSON.stringify(job)`. */
   toJSON(): JobView
   /**
@@ -628,6 +633,23 @@ export declare class Queue {
    * does. Resolves with its stats; rejects like `Worker.join()`.
    */
   runBatches(handler: (jobs: Job[]) => void | Record<string, Error | string> | Map<string, Error | string> | Promise<void | Record<string, Error | string> | Map<string, Error | string>>, options?: BatchWorkerOptions): Promise<WorkerStats>
+  /**
+   * Enqueues a flow: `root` and, to any depth, the jobs it waits for (`children`). The root
+   * goes to this queue, each child to its parent's unless its `queue` says otherwise. A
+   * parent runs only once every one of its children finished (completed, or failed in a way
+   * its `onFailure` lets through), and reads how they ended with `job.childrenResults()`;
+   * meanwhile `get` shows it `'waiting'`. The whole flow is written or none of it. Resolves
+   * with the root's id; a root `id` that exists already creates nothing (`created` false).
+   * Rejects with `INVALID_ARGUMENT`, nothing written, for more than 100000 jobs, two jobs
+   * with the same id, a child id that exists already, a `dedup`, a `queue` with another key
+   * prefix, and what `enqueueMany` refuses.
+   */
+  enqueueFlow(root: FlowSpec): Promise<Enqueued>
+  /**
+   * How the children of job `parentId` (of this queue) ended so far, in no particular order
+   * (each once). A parent's handler reads its own with `job.childrenResults()`.
+   */
+  childrenResults(parentId: string): Promise<ChildResult[]>
 }
 
 /**
@@ -813,6 +835,33 @@ export interface CappedStats {
   delivered: number
   /** Groups currently holding data. */
   groups: number
+}
+
+/** How one child of a flow job ended (`childrenResults`, `job.childrenResults()`). */
+export interface ChildResult {
+  /** The child's queue. */
+  queue: string
+  /** The child's id. */
+  id: string
+  /**
+   * `'completed'`; `'failed'` (dead-lettered), `'expired'` (not started by its deadline),
+   * `'cancelled'` or `'lost'` (its data went missing); `'ignored'`: one of these failures,
+   * under `onFailure: 'ignore'` (`error` says which).
+   */
+  outcome: 'completed' | 'failed' | 'expired' | 'cancelled' | 'lost' | 'ignored'
+  /**
+   * `'completed'`: what its handler returned, read as `JobInfo.result` is (its JSON parsed, or
+   * a `Buffer` of bytes that are not JSON); `null` when it returned nothing, and for the
+   * other outcomes.
+   */
+  result: unknown
+  /** That result's raw bytes; `null` when none. */
+  resultBytes: Buffer | null
+  /**
+   * `'failed'` and `'expired'`: its last error; `'ignored'`: the error, or `'cancelled'` or
+   * `'lost'`; `null` for the other outcomes.
+   */
+  error: string | null
 }
 
 /**
@@ -1114,6 +1163,73 @@ export interface EventsOptions {
   fromStart?: boolean
 }
 
+/** A flow job's parent, as `get` reports it (`JobInfo.parent`). */
+export interface FlowRef {
+  /** The parent's queue. */
+  queue: string
+  /** The parent's id. */
+  id: string
+}
+
+/**
+ * One job of a flow (`enqueueFlow(root)`): a task (`name`, `data`) or a raw `payload`, the
+ * options of `enqueue` (but `dedup` and `debounce`: a flow's jobs are each written once), the
+ * queue it goes to, the jobs it waits for, and what its failure does to its parent.
+ */
+export interface FlowSpec {
+  /** As in `JobSpec`: the task's name. Not with `payload`. */
+  name?: string
+  /** As in `JobSpec`: the task's data (with `name`). */
+  data?: unknown
+  /** As in `JobSpec`: raw bytes (not with `name`). */
+  payload?: Buffer | Uint8Array
+  /**
+   * As in `EnqueueOptions`. Every id of a flow must be new: a root whose id exists creates
+   * nothing (`created: false`); another job's refuses the flow (`INVALID_ARGUMENT`).
+   */
+  id?: string
+  /** As in `EnqueueOptions`: a child due later holds its parent back until it ran. */
+  delayMs?: number
+  /** As in `EnqueueOptions`. */
+  runAt?: Date | number
+  /** As in `EnqueueOptions`. */
+  maxAttempts?: number
+  /** As in `EnqueueOptions`. */
+  backoff?: BackoffOptions
+  /** As in `EnqueueOptions`. */
+  timeoutMs?: number
+  /** As in `EnqueueOptions`. */
+  priority?: number
+  /** As in `EnqueueOptions`. */
+  group?: string
+  /** As in `EnqueueOptions` (tasks only). */
+  format?: 'json' | 'msgpack'
+  /** As in `EnqueueOptions`. */
+  trace?: Record<string, string>
+  /** As in `EnqueueOptions`. */
+  expiresAfterMs?: number
+  /** As in `EnqueueOptions`. */
+  expiresAt?: Date | number
+  /**
+   * The queue this job goes to (its key prefix must be the flow's). Default: its parent's;
+   * the root's, the queue `enqueueFlow` is called on.
+   */
+  queue?: Queue
+  /**
+   * The jobs this one waits for: it runs once every one of them finished, and reads how
+   * they ended with `job.childrenResults()`.
+   */
+  children?: FlowSpec[]
+  /**
+   * What this job's failure (dead-lettered, expired, cancelled or lost) does to its parent:
+   * `'fail'` dead-letters the parent at once, its error naming this job (the default);
+   * `'ignore'` lets the parent run once its other children finished, this one reported as
+   * `'ignored'`; `'continue'` lets it run once every child finished, this one reported as
+   * it ended.
+   */
+  onFailure?: 'fail' | 'ignore' | 'continue'
+}
+
 /** What a group holds and obeys now (`group(name)`). */
 export interface GroupInfo {
   /** The group's name. */
@@ -1153,8 +1269,12 @@ export interface GroupPage {
 export interface JobInfo {
   /** The job's id. */
   id: string
-  /** Where the job is now. */
-  state: 'delayed' | 'ready' | 'active' | 'dead' | 'completed'
+  /**
+   * Where the job is now. `'waiting'`: a flow job waiting for its children to finish
+   * (`enqueueFlow`; `childrenPending` says how many have not); `get` alone reports it, no
+   * listing by state has it.
+   */
+  state: 'delayed' | 'ready' | 'active' | 'dead' | 'completed' | 'waiting'
   /** The stored payload: raw bytes, or a task's encoded data. */
   payload: Buffer
   /** Deliveries so far. */
@@ -1196,6 +1316,13 @@ export interface JobInfo {
   progress: unknown
   /** The stored progress's raw bytes; `null` when none. */
   progressBytes: Buffer | null
+  /** A flow's child (`enqueueFlow`): its parent's queue and id; `null` for any other job. */
+  parent: FlowRef | null
+  /**
+   * A flow job waiting for its children (state `'waiting'`): how many have not finished;
+   * `null` otherwise.
+   */
+  childrenPending: number | null
 }
 
 /** A page of one state's jobs (`jobsPage`) and the cursor of the next page. */

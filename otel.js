@@ -2,7 +2,8 @@
 // `index.js` calls `instrument(binding)` once, when the package is loaded. When
 // `@opentelemetry/api` (an optional peer dependency) cannot be loaded, nothing is changed and
 // nothing else is loaded. Otherwise `Queue`'s methods are wrapped:
-// - producer: `enqueue`, `enqueueTask` and `enqueueMany` carry the active span's trace context (W3C
+// - producer: `enqueue`, `enqueueTask`, `enqueueMany` and `enqueueFlow` (each job of the flow)
+//   carry the active span's trace context (W3C
 //   `traceparent`/`tracestate`, injected with the global propagator) in the job's `trace` when
 //   the caller gave none; the core validates and stores it in the job's envelope;
 // - worker: `work` and `run` run each job handler (a single handler, or each task handler) inside
@@ -144,6 +145,7 @@ function instrument(binding) {
     enqueue: proto.enqueue,
     enqueueTask: proto.enqueueTask,
     enqueueMany: proto.enqueueMany,
+    enqueueFlow: proto.enqueueFlow,
     work: proto.work,
     run: proto.run,
   };
@@ -175,6 +177,29 @@ function instrument(binding) {
         });
       }
       return native.enqueueMany.call(this, jobs, ...rest);
+    },
+    enqueueFlow(root, ...rest) {
+      // One injection per call, into each job of the tree without a trace of its own; the tree
+      // is copied (a loop, not recursion: flows may be deep), each job once.
+      const carrier = root !== null && typeof root === 'object' ? currentTrace() : undefined;
+      if (carrier !== undefined) {
+        const seen = new Map();
+        const copy = (job) => {
+          if (job === null || typeof job !== 'object' || Array.isArray(job) || job instanceof Uint8Array) return job;
+          if (seen.has(job)) return seen.get(job);
+          const out = wantsTrace(job) ? withTrace(job, carrier) : { ...job };
+          seen.set(job, out);
+          stack.push(out);
+          return out;
+        };
+        const stack = [];
+        root = copy(root);
+        while (stack.length > 0) {
+          const job = stack.pop();
+          if (Array.isArray(job.children)) job.children = job.children.map(copy);
+        }
+      }
+      return native.enqueueFlow.call(this, root, ...rest);
     },
     work(handler, ...rest) {
       return native.work.call(this, tracing() ? tracedHandlers(this.name, handler) : handler, ...rest);

@@ -1,6 +1,6 @@
 //! `Job`, the class a worker's handler receives (core `job`'s `Job`): its getters (payload and
-//! task data made on first read), `signal`, `progress`, `text`/`json`, and its `toJSON` and
-//! `console.log` forms.
+//! task data made on first read), `signal`, `progress`, `childrenResults` (a flow's parent),
+//! `text`/`json`, and its `toJSON` and `console.log` forms.
 
 use std::sync::Arc;
 
@@ -11,7 +11,7 @@ use napi_derive::napi;
 use crate::abort::JobSignal;
 use crate::convert::to_millis;
 use crate::error::{spawn, throw, type_error, Failure};
-use crate::results::{stored_bytes, Bytes};
+use crate::results::{stored_bytes, Bytes, ChildResult};
 use crate::task::task_data;
 
 /// A leased job, as a handler receives it. Read-only.
@@ -165,6 +165,23 @@ impl Job {
         spawn(
             env,
             bytes.map(|bytes| async move { Ok(job.progress(&bytes).await?) }),
+        )
+    }
+
+    /// How this job's children ended (a flow's parent, `enqueueFlow`), in no particular order;
+    /// every child has finished by the time a parent runs. Empty for a job without children.
+    #[napi(ts_return_type = "Promise<ChildResult[]>")]
+    pub fn children_results<'env>(
+        &self,
+        env: &'env Env,
+    ) -> Result<PromiseRaw<'env, Vec<ChildResult>>> {
+        let job = self.inner.clone();
+        spawn(
+            env,
+            Ok(async move {
+                let children = job.children_results().await?;
+                Ok(children.into_iter().map(ChildResult::from).collect())
+            }),
         )
     }
 

@@ -15,9 +15,9 @@ use crate::client::client_option;
 use crate::convert::{
     array, count1, describe, is_string, is_typed_array, string, to_millis, Options,
 };
-use crate::error::{invalid, spawn, throw, type_error, Res};
+use crate::error::{spawn, throw, type_error, Res};
 use crate::options::{
-    queue_options, raw_job, task_job, ENQUEUE_KEYS, ENQUEUE_MANY_KEYS, QUEUE_KEYS,
+    job_spec, queue_options, raw_job, task_job, ENQUEUE_KEYS, ENQUEUE_MANY_KEYS, QUEUE_KEYS,
 };
 use crate::results::{BackoffInfo, Enqueued};
 
@@ -225,23 +225,7 @@ impl Queue {
                 )));
             }
             let opts = Options::new(format!("jobs[{i}]"), Some(job), ENQUEUE_MANY_KEYS)?;
-            match (opts.raw("name")?, opts.raw("payload")?) {
-                (Some(name), None) => {
-                    task_job(env, &what, &name, opts.raw("data")?.as_ref(), &opts)
-                }
-                (None, Some(payload)) if opts.raw("data")?.is_none() => {
-                    raw_job(&what, &payload, &opts)
-                }
-                (None, Some(_)) => Err(invalid(format!(
-                    "jobs[{i}].data goes with a task name (name); a raw job has only payload"
-                ))),
-                (Some(_), Some(_)) => Err(invalid(format!(
-                    "jobs[{i}] has both name (a task) and payload (raw bytes): give one"
-                ))),
-                (None, None) => Err(type_error(format!(
-                    "jobs[{i}] needs name (a task, with its data) or payload (raw bytes)"
-                ))),
-            }
+            job_spec(env, &format!("jobs[{i}]"), &opts)
         });
         spawn(
             env,

@@ -18,15 +18,19 @@
 //!     an interval (core `schedule`).
 //!   - [`events`]: `setEvents`/`events`/`eventEmitter`, the event log and its readers
 //!     (`EventReader`, `for await`, a Node `EventEmitter`) (core `events`).
+//!   - [`workflow`]: flows, jobs that wait for other jobs: `enqueueFlow`, `childrenResults`
+//!     (core `workflow`).
 //!   - [`task`]: tasks by name: task data to payload and back, `work({ name: handler })`'s
 //!     handlers (core `task`).
 //!   - [`worker`]: `Worker`, `work`/`workBatches`/`run`/`runBatches`; `worker/run.rs` the
 //!     handler calls and their cancellation (core `worker`).
-//!   - [`job`]: `Job`, what a worker's handler receives (core `job`'s `Job`).
+//!   - [`job`]: `Job`, what a worker's handler receives (core `job`'s `Job`; its
+//!     `childrenResults` is core `workflow`'s).
 //!   - [`options`]: the job queue's and the worker's options: TypeScript declarations and
 //!     readers (core `job`'s and `worker`'s option types).
 //!   - [`results`]: what the job queue's methods resolve with (`Enqueued`, `JobInfo`,
-//!     `JobPage`, `JobStats`, `BackoffInfo`, `WorkerStats`) and stored values both ways.
+//!     `JobPage`, `JobStats`, `BackoffInfo`, `WorkerStats`, `ChildResult`, `FlowRef`) and
+//!     stored values both ways.
 //! - [`envelope`]: `decodeEnvelope`/`encodeEnvelope` (core `envelope`).
 //! - [`acl`]: `aclRules`, the Redis ACL rules of each role (core `acl`).
 //! - [`cli`]: `runCli`, the package's `tideq` command (the CLI crate's `run_cli`).
@@ -68,6 +72,7 @@ mod schedule;
 mod signal;
 mod task;
 mod worker;
+mod workflow;
 
 /// mimalloc for small blocks, the system allocator for large ones (see `tideq::alloc`).
 #[global_allocator]

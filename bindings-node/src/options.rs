@@ -176,26 +176,38 @@ pub struct EnqueueOptions {
     pub expires_at: Option<f64>,
 }
 
-/// The keys of a `JobSpec`: `name`, `data`, `payload`, then those of `EnqueueOptions` but
-/// `debounce` (one job at a time).
-pub(crate) const ENQUEUE_MANY_KEYS: &[&str] = &[
-    "name",
-    "data",
-    "payload",
-    "id",
-    "delayMs",
-    "runAt",
-    "maxAttempts",
-    "backoff",
-    "timeoutMs",
-    "priority",
-    "group",
-    "format",
-    "dedup",
-    "trace",
-    "expiresAfterMs",
-    "expiresAt",
-];
+/// The keys of a `JobSpec` (`name`, `data`, `payload`, then those of `EnqueueOptions` but
+/// `debounce`: one job at a time), then `$extra`.
+macro_rules! job_spec_keys {
+    ($($extra:literal),*) => {
+        &[
+            "name",
+            "data",
+            "payload",
+            "id",
+            "delayMs",
+            "runAt",
+            "maxAttempts",
+            "backoff",
+            "timeoutMs",
+            "priority",
+            "group",
+            "format",
+            "dedup",
+            "trace",
+            "expiresAfterMs",
+            "expiresAt",
+            $($extra),*
+        ]
+    };
+}
+
+/// The keys of one job of `enqueueMany` (a `JobSpec`).
+pub(crate) const ENQUEUE_MANY_KEYS: &[&str] = job_spec_keys!();
+/// The keys of one job of `enqueueFlow` (a `FlowSpec`): a `JobSpec`'s, and where it goes, the
+/// jobs it waits for and what its failure does to its parent. (`dedup` is read as in a
+/// `JobSpec`, for the core to refuse it with its reason.)
+pub(crate) const FLOW_KEYS: &[&str] = job_spec_keys!("queue", "children", "onFailure");
 pub(crate) const ENQUEUE_KEYS: &[&str] = &[
     "id",
     "delayMs",
@@ -274,7 +286,7 @@ fn enqueue_options(opts: &Options) -> Res<tideq::EnqueueOptions> {
         priority: opts.get("priority", count1_u32)?,
         group: opts.get("group", string)?,
         dedup: opts.get("dedup", dedup_arg)?,
-        // Not an option of enqueueMany's jobs.
+        // Not an option of enqueueMany's or enqueueFlow's jobs.
         debounce: match opts.knows("debounce") {
             true => opts.get("debounce", debounce_arg)?,
             false => None,
@@ -337,6 +349,30 @@ pub(crate) fn raw_job(
         )));
     }
     Ok((bytes, enqueue_options(opts)?))
+}
+
+/// One job of `enqueueMany` or `enqueueFlow`, read from its object's options `opts` (named
+/// `what`, e.g. `jobs[2]`): a task (`name`, with its `data`) or a raw `payload`, and the job's
+/// options.
+pub(crate) fn job_spec(
+    env: &Env,
+    what: &str,
+    opts: &Options,
+) -> Res<(Vec<u8>, tideq::EnqueueOptions)> {
+    let at = format!("{what}.");
+    match (opts.raw("name")?, opts.raw("payload")?) {
+        (Some(name), None) => task_job(env, &at, &name, opts.raw("data")?.as_ref(), opts),
+        (None, Some(payload)) if opts.raw("data")?.is_none() => raw_job(&at, &payload, opts),
+        (None, Some(_)) => Err(invalid(format!(
+            "{what}.data goes with a task name (name); a raw job has only payload"
+        ))),
+        (Some(_), Some(_)) => Err(invalid(format!(
+            "{what} has both name (a task) and payload (raw bytes): give one"
+        ))),
+        (None, None) => Err(type_error(format!(
+            "{what} needs name (a task, with its data) or payload (raw bytes)"
+        ))),
+    }
 }
 
 /// Options of `jobs(state, options)`.

@@ -1,6 +1,6 @@
 //! The job queue's result and value objects (core `job`'s `Enqueued`, `JobInfo`, `JobPage`,
-//! `JobStats`, `Backoff`, and core `worker`'s `WorkerStats`): what `Queue` and `Worker` methods
-//! resolve with, as plain JS objects; and stored bytes both ways (`Bytes`, `Stored`: a result or
+//! `JobStats`, `Backoff`, core `worker`'s `WorkerStats`, and core `workflow`'s `ChildResult`
+//! and `FlowRef`): what `Queue`, `Job` and `Worker` methods resolve with, as plain JS objects; and stored bytes both ways (`Bytes`, `Stored`: a result or
 //! progress value read back, `stored_bytes`: one on its way to Redis).
 
 use napi::bindgen_prelude::*;
@@ -99,8 +99,10 @@ impl ToNapiValue for Stored {
 pub struct JobInfo {
     /// The job's id.
     pub id: String,
-    /// Where the job is now.
-    #[napi(ts_type = "'delayed' | 'ready' | 'active' | 'dead' | 'completed'")]
+    /// Where the job is now. `'waiting'`: a flow job waiting for its children to finish
+    /// (`enqueueFlow`; `childrenPending` says how many have not); `get` alone reports it, no
+    /// listing by state has it.
+    #[napi(ts_type = "'delayed' | 'ready' | 'active' | 'dead' | 'completed' | 'waiting'")]
     pub state: String,
     /// The stored payload: raw bytes, or a task's encoded data.
     #[napi(ts_type = "Buffer")]
@@ -138,6 +140,11 @@ pub struct JobInfo {
     /// The stored progress's raw bytes; `null` when none.
     #[napi(ts_type = "Buffer")]
     pub progress_bytes: Option<Bytes>,
+    /// A flow's child (`enqueueFlow`): its parent's queue and id; `null` for any other job.
+    pub parent: Option<FlowRef>,
+    /// A flow job waiting for its children (state `'waiting'`): how many have not finished;
+    /// `null` otherwise.
+    pub children_pending: Option<i64>,
 }
 
 impl From<tideq::JobInfo> for JobInfo {
@@ -158,6 +165,72 @@ impl From<tideq::JobInfo> for JobInfo {
             result_bytes: j.result.map(Bytes),
             progress: Stored(j.progress.clone()),
             progress_bytes: j.progress.map(Bytes),
+            parent: j.parent.map(FlowRef::from),
+            children_pending: j.children_pending.map(|n| n as i64),
+        }
+    }
+}
+
+/// A flow job's parent, as `get` reports it (`JobInfo.parent`).
+#[napi(object, object_from_js = false)]
+pub struct FlowRef {
+    /// The parent's queue.
+    pub queue: String,
+    /// The parent's id.
+    pub id: String,
+}
+
+impl From<tideq::FlowRef> for FlowRef {
+    fn from(r: tideq::FlowRef) -> Self {
+        FlowRef {
+            queue: r.queue,
+            id: r.id,
+        }
+    }
+}
+
+/// How one child of a flow job ended (`childrenResults`, `job.childrenResults()`).
+#[napi(object, object_from_js = false, use_nullable = true)]
+pub struct ChildResult {
+    /// The child's queue.
+    pub queue: String,
+    /// The child's id.
+    pub id: String,
+    /// `'completed'`; `'failed'` (dead-lettered), `'expired'` (not started by its deadline),
+    /// `'cancelled'` or `'lost'` (its data went missing); `'ignored'`: one of these failures,
+    /// under `onFailure: 'ignore'` (`error` says which).
+    #[napi(ts_type = "'completed' | 'failed' | 'expired' | 'cancelled' | 'lost' | 'ignored'")]
+    pub outcome: String,
+    /// `'completed'`: what its handler returned, read as `JobInfo.result` is (its JSON parsed, or
+    /// a `Buffer` of bytes that are not JSON); `null` when it returned nothing, and for the
+    /// other outcomes.
+    #[napi(ts_type = "unknown")]
+    pub result: Stored,
+    /// That result's raw bytes; `null` when none.
+    #[napi(ts_type = "Buffer")]
+    pub result_bytes: Option<Bytes>,
+    /// `'failed'` and `'expired'`: its last error; `'ignored'`: the error, or `'cancelled'` or
+    /// `'lost'`; `null` for the other outcomes.
+    pub error: Option<String>,
+}
+
+impl From<tideq::ChildResult> for ChildResult {
+    fn from(c: tideq::ChildResult) -> Self {
+        let outcome = c.outcome.as_str().to_string();
+        let (result, error) = match c.outcome {
+            tideq::ChildOutcome::Completed(r) => (r, None),
+            tideq::ChildOutcome::Failed(e)
+            | tideq::ChildOutcome::Expired(e)
+            | tideq::ChildOutcome::Ignored(e) => (None, Some(e)),
+            tideq::ChildOutcome::Cancelled | tideq::ChildOutcome::Lost => (None, None),
+        };
+        ChildResult {
+            queue: c.queue,
+            id: c.id,
+            outcome,
+            result: Stored(result.clone()),
+            result_bytes: result.map(Bytes),
+            error,
         }
     }
 }

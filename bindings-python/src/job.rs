@@ -122,6 +122,16 @@ impl Job {
         api.call(py, async move { job.progress(&bytes).await })
     }
 
+    /// Reads the children's results through `api` (blocking, or a coroutine).
+    fn children<'py>(&self, py: Python<'py>, api: Api) -> PyResult<Bound<'py, PyAny>> {
+        let job = self.core.clone();
+        api.call(py, async move {
+            job.children_results()
+                .await
+                .map(crate::workflow::child_results)
+        })
+    }
+
     pub fn from_core(py: Python<'_>, mut job: tideq::Job) -> Self {
         let payload = PyBytes::new(py, &std::mem::take(&mut job.payload)).unbind();
         Job { core: job, payload }
@@ -254,6 +264,19 @@ impl Job {
         self.report(py, Api::Async, value)
     }
 
+    /// How this job's children ended, as ``ChildResult``s (a flow's parent, ``enqueue_flow``):
+    /// every child has finished by the time a parent runs. Empty for a job without children.
+    /// Blocks for the Redis round trips (the GIL released); in an ``async def`` handler, ``await
+    /// job.children_results_async()``.
+    fn children_results<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.children(py, Api::Blocking)
+    }
+
+    /// ``children_results()`` as an awaitable, for ``async def`` handlers.
+    fn children_results_async<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.children(py, Api::Async)
+    }
+
     fn __repr__(&self, py: Python<'_>) -> String {
         let task = self.core.task.as_deref().map_or(String::new(), |t| {
             format!(", task={}", convert::str_repr(py, t))
@@ -280,7 +303,8 @@ impl JobInfo {
     fn id(&self) -> &str {
         &self.0.id
     }
-    /// ``"delayed"``, ``"ready"``, ``"active"``, ``"dead"`` or ``"completed"``.
+    /// ``"delayed"``, ``"ready"``, ``"active"``, ``"dead"``, ``"completed"``, or ``"waiting"``: a
+    /// flow's job waiting for its children (``get`` only: no state lists it).
     #[getter]
     fn state(&self) -> &'static str {
         self.0.state.as_str()
@@ -360,6 +384,19 @@ impl JobInfo {
     fn progress_bytes<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyBytes>> {
         self.0.progress.as_deref().map(|p| PyBytes::new(py, p))
     }
+    /// A flow's child: its parent, as ``(queue, id)``; None otherwise.
+    #[getter]
+    fn parent(&self) -> Option<(&str, &str)> {
+        self.0
+            .parent
+            .as_ref()
+            .map(|p| (p.queue.as_str(), p.id.as_str()))
+    }
+    /// A flow's job waiting for its children: how many have not finished yet; None otherwise.
+    #[getter]
+    fn children_pending(&self) -> Option<u64> {
+        self.0.children_pending
+    }
     fn __repr__(&self, py: Python<'_>) -> String {
         let i = &self.0;
         let unreadable = i.unreadable.as_deref().map_or(String::new(), |u| {
@@ -371,9 +408,19 @@ impl JobInfo {
         let group = i.group.as_deref().map_or(String::new(), |g| {
             format!(", group={}", convert::str_repr(py, g))
         });
+        let parent = i.parent.as_ref().map_or(String::new(), |p| {
+            format!(
+                ", parent=({}, {})",
+                convert::str_repr(py, &p.queue),
+                convert::str_repr(py, &p.id)
+            )
+        });
+        let pending = i
+            .children_pending
+            .map_or(String::new(), |n| format!(", children_pending={n}"));
         format!(
             "JobInfo(id={}, state={}, attempts={}, max_attempts={}, last_error={}{priority}{group}\
-             {unreadable})",
+             {parent}{pending}{unreadable})",
             convert::str_repr(py, &i.id),
             convert::str_repr(py, i.state.as_str()),
             i.attempts,

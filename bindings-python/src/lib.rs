@@ -16,6 +16,8 @@
 //! - [`events`]: `set_events`, `events`; the readers `EventReader`, `AsyncEventReader`, `Event`.
 //! - [`flow`]: pause/resume, limits, groups; `Rate`, `Limits`, `GroupInfo`, `GroupPage`.
 //! - [`lease`]: manual leasing: `lease_jobs`, `complete`, `fail`, `release`, `extend`.
+//! - [`workflow`]: flows (a parent job waiting for its children): `enqueue_flow`,
+//!   `children_results`; `FlowJob`, `ChildResult` (`Job.children_results` is in [`job`]).
 //! - [`options`]: per-job options, `dedup`/`debounce`, `enqueue_many` items and worker options,
 //!   read from Python arguments.
 //! - [`job`]: value classes `Backoff`, `Enqueued`, `Job`, `JobInfo`, `JobStats`.
@@ -68,6 +70,7 @@ pub mod signal;
 pub mod task;
 pub mod verdict;
 pub mod worker;
+pub mod workflow;
 
 /// mimalloc for small blocks, the system allocator for large ones (see `tideq::alloc`).
 #[global_allocator]
@@ -135,6 +138,8 @@ fn _tideq(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<worker::Worker>()?;
     m.add_class::<worker::AsyncWorker>()?;
     m.add_class::<worker::WorkerStats>()?;
+    m.add_class::<workflow::FlowJob>()?;
+    m.add_class::<workflow::ChildResult>()?;
     m.add_function(wrap_pyfunction!(acl::acl_rules, m)?)?;
     m.add_function(wrap_pyfunction!(cli::_run_cli, m)?)?;
     m.add_function(wrap_pyfunction!(envelope::decode_envelope, m)?)?;

@@ -19,6 +19,23 @@ fn args_value(obj: &Bound<'_, PyAny>) -> PyResult<tideq::envelope::Value> {
     convert::to_value(obj, args_value)
 }
 
+/// A task's `data=` and `format=` as the core encodes them: `enqueue_task`'s, and a flow's task
+/// jobs' (`FlowJob(task=...)`, [`crate::workflow`]). No data: nil.
+pub(crate) fn task_data(
+    data: Option<Bound<'_, PyAny>>,
+    format: Option<Text>,
+) -> PyResult<(tideq::envelope::Value, Option<tideq::PayloadFormat>)> {
+    let data = match data {
+        Some(d) => convert::to_value(&d, args_value)?,
+        None => tideq::envelope::Value::Nil,
+    };
+    let format = format
+        .map(|f| tideq::PayloadFormat::parse(&f.0))
+        .transpose()
+        .map_err(error::to_py)?;
+    Ok((data, format))
+}
+
 #[pymethods]
 impl QueueBase {
     /// Register ``func`` as a task of this queue, named by ``name`` (default: the function's
@@ -69,10 +86,7 @@ impl QueueBase {
         expires_after: Option<Secs>,
         expires_at: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let data = match data {
-            Some(d) => convert::to_value(&d, args_value)?,
-            None => tideq::envelope::Value::Nil,
-        };
+        let (data, format) = task_data(data, format)?;
         let args = JobArgs {
             id,
             delay,
@@ -89,10 +103,7 @@ impl QueueBase {
             expires_at,
         };
         let mut opts = args.convert_traced(py)?;
-        opts.format = format
-            .map(|f| tideq::PayloadFormat::parse(&f.0))
-            .transpose()
-            .map_err(error::to_py)?;
+        opts.format = format;
         let q = self.queue.clone();
         self.api.call(py, async move {
             q.enqueue_task(&name.0, &data, opts).await.map(Enqueued)

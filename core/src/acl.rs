@@ -73,6 +73,9 @@ impl Role {
         match self {
             Role::Producer => vec![
                 &ENQUEUE_JOBS,
+                &ENQUEUE_FLOW,
+                &RELEASE_FLOW,
+                &DROP_FLOW,
                 &WAIT_JOB,
                 &UPSERT_SCHEDULE,
                 &REMOVE_SCHEDULE,
@@ -86,6 +89,9 @@ impl Role {
                 &FAIL_JOB,
                 &RELEASE_JOB,
                 &SNOOZE_JOB,
+                &FLOW_NOTIFY,
+                &RELEASE_FLOW,
+                &DROP_FLOW,
                 &EXTEND_LEASE,
                 &SET_PROGRESS,
                 &DUE_SCHEDULES,
@@ -99,6 +105,7 @@ impl Role {
                 &CANCEL_JOB,
                 &REQUEUE_DEAD,
                 &PURGE_DEAD,
+                &FLOW_NOTIFY,
                 &SET_QUEUE_FLOW,
                 &SET_GROUP_FLOW,
                 &GROUP_INFO,
@@ -126,16 +133,35 @@ impl Role {
             // WAIT (and EXISTS before it) only with replica acks; BLMPOP for `wait` (its
             // finish notice); GET for a debounce key; TIME for a schedule's next slot; the event
             // log (XREAD to wait for entries, HGET/HSET a named reader's place).
+            // A flow: HEXISTS and ZSCORE to find its root written already.
             Role::Producer => &[
-                "wait", "exists", "blmpop", "get", "time", "xread", "hget", "hset",
+                "wait", "exists", "blmpop", "get", "time", "xread", "hget", "hset", "hexists",
+                "zscore",
             ],
-            // Wake-up listener: BLPOP, and passing a token on; cancel requests (renewer).
-            Role::Worker => &["blpop", "rpush", "pexpire", "smismember"],
+            // Wake-up listener: BLPOP, and passing a token on; cancel requests (renewer). Flows:
+            // relaying the outbox (SET NX of its lock, LRANGE, LTRIM, DEL), settling held jobs
+            // (ZRANGEBYSCORE, HMGET, HGET of the root), a parent reading its children (HSCAN).
+            Role::Worker => &[
+                "blpop",
+                "rpush",
+                "pexpire",
+                "smismember",
+                "set",
+                "lrange",
+                "ltrim",
+                "del",
+                "zrangebyscore",
+                "hmget",
+                "hget",
+                "hscan",
+            ],
             // The event log too: set_events (HSET/HDEL of the setting, DEL of the log), readers
             // (XREAD to wait, HSET of a named reader's place); stats (HMGET of the settings).
+            // A cancelled flow job's outbox relayed (SET, LRANGE, LTRIM, DEL); children's results
+            // (HSCAN).
             Role::Admin => &[
                 "zcard", "llen", "zcount", "hgetall", "hget", "hmget", "blmpop", "time", "hset",
-                "hdel", "del", "xread",
+                "hdel", "del", "xread", "set", "lrange", "ltrim", "hscan",
             ],
             Role::CappedProducer => &[],
             // Wake-up waits, `len`, `stats`; `peek` (TIME and LRANGE in one pipeline).

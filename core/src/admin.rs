@@ -62,17 +62,24 @@ impl Queue {
     pub async fn cancel(&self, id: &str) -> Result<()> {
         self.op("cancel", async {
             validate_job_id(id)?;
-            let mut res = String::new();
+            let mut res: Vec<String> = Vec::new();
+            let mut hit = 0;
             for shard in self.shards_to_search(id) {
                 let mut cmd = self.script_cmd(shard, &CANCEL_JOB);
                 cmd.arg(id);
                 res = self.client.eval(&cmd, &CANCEL_JOB).await?;
-                if res != "missing" {
+                hit = shard;
+                if res.first().map(String::as_str) != Some("missing") {
                     break;
                 }
             }
-            match res.as_str() {
-                "cancelled" | "requested" => Ok(()),
+            match res.first().map(String::as_str).unwrap_or("missing") {
+                // A flow job's children go with it; its parent is told.
+                "cancelled" => {
+                    crate::workflow::cancel_children(&self.client, &self.shards[hit], &res[1..])
+                        .await
+                }
+                "requested" => Ok(()),
                 "missing" => Err(Error::new(
                     ErrorKind::JobNotFound,
                     format!("no job {id:?} in queue {:?}", self.name),
@@ -100,6 +107,7 @@ impl Queue {
     /// with [`jobs_page`](Self::jobs_page).
     pub async fn jobs(&self, state: JobState, offset: usize, limit: usize) -> Result<Vec<JobInfo>> {
         self.op("jobs", async {
+            listable(state)?;
             if limit > MAX_PAGE {
                 return Err(Error::invalid(format!(
                     "limit is {limit}; a page holds at most {MAX_PAGE} jobs"
@@ -127,6 +135,7 @@ impl Queue {
         limit: usize,
     ) -> Result<JobPage> {
         self.op("jobs_page", async {
+            listable(state)?;
             if limit == 0 || limit > MAX_PAGE {
                 return Err(Error::invalid(format!(
                     "a page holds 1 to {MAX_PAGE} jobs, got {limit}"
@@ -318,6 +327,17 @@ impl Queue {
 /// requeue or purge it.
 /// One job as `get_jobs.lua` returns it: envelope, meta, last error, its scores in the delayed,
 /// active and dead sets, its route ("priority|sequence|group"), result and progress.
+/// Jobs are listed by the states of [`JobState::ALL`]; a flow job waiting for its children is
+/// not (`get` reports it).
+fn listable(state: JobState) -> Result<()> {
+    if state == JobState::Waiting {
+        return Err(Error::invalid(
+            "waiting flow jobs are not listed by state; get(id) reports one",
+        ));
+    }
+    Ok(())
+}
+
 type Raw = (
     Option<Vec<u8>>,
     Option<String>,
@@ -328,11 +348,14 @@ type Raw = (
     Option<String>,
     Option<Vec<u8>>,
     Option<Vec<u8>>,
+    Option<u64>,
+    Option<String>,
+    Option<f64>,
 );
 
 fn job_info(
     id: &str,
-    (env, meta, err, delayed, active, dead, route, result, progress): Raw,
+    (env, meta, err, delayed, active, dead, route, result, progress, pending, parent, held): Raw,
 ) -> Option<JobInfo> {
     let (priority, group) = route
         .as_deref()
@@ -344,7 +367,10 @@ fn job_info(
     let num = |i: usize| fields.and_then(|f| f[i].parse::<u64>().ok());
     let parsed = (|| {
         let fields = fields?;
-        let state = JobState::from_code(fields[0], delayed.is_some(), active.is_some())?;
+        let mut state = JobState::from_code(fields[0], delayed.is_some(), active.is_some())?;
+        if state == JobState::Ready && (pending.is_some() || held.is_some()) {
+            state = JobState::Waiting;
+        }
         Some((state, num(1)?, num(3)?, num(4)?))
     })();
     let mut unreadable = None;
@@ -382,7 +408,7 @@ fn job_info(
             attempts += 1; // the attempt that succeeded
             x.map(|x| x as f64)
         }
-        JobState::Ready => None,
+        JobState::Ready | JobState::Waiting => None,
     };
     Some(JobInfo {
         id: id.to_string(),
@@ -398,6 +424,8 @@ fn job_info(
         group,
         result,
         progress,
+        parent: parent.as_deref().and_then(crate::workflow::parent_of),
+        children_pending: pending,
     })
 }
 
@@ -439,6 +467,7 @@ fn parse_job_cursor(c: &str, state: JobState, shards: usize) -> Result<(usize, S
             .is_some_and(|(score, id)| number(score) && !id.is_empty()),
         JobState::Active => !place.is_empty(),
         JobState::Completed => in_list(place),
+        JobState::Waiting => false,
         JobState::Ready => match place.split_once('|') {
             Some(("r", at)) => in_list(at),
             Some(("p", rest)) => rest

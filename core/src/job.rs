@@ -203,6 +203,9 @@ pub enum JobState {
     Active,
     Dead,
     Completed,
+    /// A flow job waiting for its children to finish (or for its flow to be written whole):
+    /// reported by `get` only, not listed by state.
+    Waiting,
 }
 
 impl JobState {
@@ -227,7 +230,7 @@ impl JobState {
             })
     }
 
-    /// `delayed`, `ready`, `active`, `dead` or `completed`.
+    /// `delayed`, `ready`, `active`, `dead`, `completed` or `waiting`.
     pub fn as_str(self) -> &'static str {
         match self {
             JobState::Delayed => "delayed",
@@ -235,6 +238,7 @@ impl JobState {
             JobState::Active => "active",
             JobState::Dead => "dead",
             JobState::Completed => "completed",
+            JobState::Waiting => "waiting",
         }
     }
 
@@ -278,6 +282,10 @@ pub struct JobInfo {
     /// The last progress the handler reported ([`Job::progress`]), kept until the job's data is
     /// deleted.
     pub progress: Option<Vec<u8>>,
+    /// A flow's child: its parent ([`Queue::enqueue_flow`](crate::Queue::enqueue_flow)).
+    pub parent: Option<crate::workflow::FlowRef>,
+    /// A flow job waiting for its children: how many have not finished.
+    pub children_pending: Option<u64>,
 }
 
 /// How a job ended, as [`Queue::wait`](crate::Queue::wait) reports a completed one (a job that

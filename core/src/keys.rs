@@ -182,6 +182,14 @@ job_keys! {
     cfg => "cfg": "Hash of queue settings: paused, max_active, rate, glimit, grate, events (the event log's length), until (while a handler's back-off holds the queue).",
     rl => "rl": "Sorted set of the queue's recent starts (its rate-limit window).",
     expires => "expires": "Sorted set of pending job ids with a deadline to start by, score = the deadline (ms, Redis clock; see docs/data-model.md, \"Expiry\").",
+    fwait => "fwait": "Hash id -> how many of its children a flow job still waits for (see docs/data-model.md, \"Flows\").",
+    fhold => "fhold": "Sorted set of flow jobs held until their flow is sealed, score = when held (ms).",
+    froot => "froot": "Hash held flow job id -> \"<due ms>\\t<root id>\\t<root key base>\".",
+    fparent => "fparent": "Hash flow child id -> its parent notice head (lib/parents.lua).",
+    fout => "fout": "List: notices of finished flow children for their parents, relayed by the workers.",
+    frelay => "frelay": "Lock: the worker relaying this outbox now (expires).",
+    fl => "fl:": "Prefix of each flow parent's list of children (`fl:<id>`, \"<base>\\t<id>\\t<queue>\" each).",
+    fk => "fk:": "Prefix of each flow parent's record of how its children ended (`fk:<id>`: \"<queue>\\t<id>\" -> outcome).",
     ghost => "ghost": "Hash of list entries left by cancelled ready jobs: \"r|<id>\" (the ready list) or \"p<priority>|<id>\" (that priority's list) -> how many.",
     g => "g:": "Prefix of each group's ready zset (`g:<group>`), built in the scripts.",
     gr => "gr:": "Prefix of each group's rate-limit window (`gr:<group>`), built in the scripts.",
@@ -214,6 +222,24 @@ impl JobKeys {
                 base: format!("{prefix}:{{{tag}}}:"),
             })
             .collect())
+    }
+
+    /// The keys whose names start with `base` (`"<prefix>:{<tag>}:"`), as a flow notice names its
+    /// parent's queue; `None` unless it has that form.
+    pub fn from_base(base: &str) -> Option<Self> {
+        let (prefix, rest) = base.split_once(":{")?;
+        let tag = rest.strip_suffix("}:")?;
+        if prefix.is_empty() || tag.is_empty() || tag.contains(['{', '}']) {
+            return None;
+        }
+        Some(JobKeys {
+            base: base.to_string(),
+        })
+    }
+
+    /// `"<prefix>:{<tag>}:"`, what every key of the queue (shard) starts with.
+    pub fn base(&self) -> &str {
+        &self.base
     }
 
     /// The keys a job script takes, in the order its contract header lists them.

@@ -32,6 +32,12 @@ pub(crate) struct Fetched {
     pub lost: u64,
     /// The queue (shard) has schedules (someone must fire their slots).
     pub schedules: bool,
+    /// Its outbox holds flow notices to relay to their parents ([`crate::workflow::relay`]).
+    pub notices: bool,
+    /// It holds flow jobs (their flow not sealed yet, see [`crate::workflow::settle_held`]).
+    pub held: bool,
+    /// The Redis time of the call (ms).
+    pub now: u64,
 }
 
 /// What became of one ack.
@@ -184,7 +190,10 @@ impl Queue {
             wake_in: u64::try_from(wake).ok(),
             acked,
             lost,
-            schedules: sched == 1,
+            schedules: sched & 1 != 0,
+            notices: sched & 2 != 0,
+            held: sched & 4 != 0,
+            now: started_at,
         })
     }
 
@@ -222,6 +231,9 @@ impl Queue {
                 let fetched = self
                     .fetch(shard, max - out.len(), lease, &[], "", true)
                     .await?;
+                if fetched.notices {
+                    crate::workflow::relay(&self.client, &self.shards[shard]).await?;
+                }
                 out.extend(fetched.jobs);
             }
             Ok(out)

@@ -41,6 +41,8 @@
 //!   letters, `stats`).
 //! - `outcome`: waiting for a job's outcome (`wait`), woken by the script that finishes it.
 //! - [`flow`]: flow control: pause/resume, concurrency caps and rate limits, per group too.
+//! - [`workflow`]: flows: a parent job that runs once its children (on any queues) finished,
+//!   and reads their results (`enqueue_flow`, `children_results`).
 //! - `lease`: the worker's lease protocol (fetch, complete, fail, release, extend).
 //! - [`worker`]: the worker runtime for job queues (concurrency, lease renewal, shutdown).
 //! - [`task`]: tasks by name with structured arguments (JSON or MessagePack), and task workers.
@@ -85,6 +87,7 @@ pub mod signal;
 pub mod task;
 mod wait;
 pub mod worker;
+pub mod workflow;
 
 /// The `log` target of handler failures the runtimes report (a binding that reports them
 /// itself, with the host's traceback, filters this target out).
@@ -117,3 +120,4 @@ pub use worker::{
     IntoJobResult, JobBatchHandler, JobFuture, JobHandler, Snooze, Worker, WorkerOptions,
     WorkerStats,
 };
+pub use workflow::{ChildOutcome, ChildResult, FlowJob, FlowRef, OnChildFailure, MAX_FLOW_JOBS};

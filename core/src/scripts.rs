@@ -44,6 +44,7 @@ libs! {
     "ghosts.lua",
     "meta.lua",
     "metrics.lua",
+    "parents.lua",
     "policy.lua",
     "retention.lua",
     "route.lua",
@@ -252,6 +253,10 @@ scripts! {
     FAIL_JOB => "fail_job.lua",
     RELEASE_JOB => "release_job.lua",
     SNOOZE_JOB => "snooze_job.lua",
+    ENQUEUE_FLOW => "enqueue_flow.lua",
+    RELEASE_FLOW => "release_flow.lua",
+    DROP_FLOW => "drop_flow.lua",
+    FLOW_NOTIFY => "flow_notify.lua",
     EXTEND_LEASE => "extend_lease.lua",
     CANCEL_JOB => "cancel_job.lua",
     REQUEUE_DEAD => "requeue_dead.lua",
@@ -364,7 +369,7 @@ mod tests {
         }
         // The job scripts take exactly the keys their header lists.
         let fail = jobs.for_script(&super::FAIL_JOB);
-        assert_eq!(fail.len(), 31);
+        assert_eq!(fail.len(), 36);
         assert_eq!(fail[0], jobs.active());
         assert_eq!(fail[8], jobs.wake());
     }
@@ -579,6 +584,6 @@ mod tests {
             .contains("local K = { ready = KEYS[1], delayed = KEYS[2], active = KEYS[3],"));
         assert!(fetch
             .code
-            .contains(" ghost = KEYS[35], expires = KEYS[36] }\n"));
+            .contains(" fwait = KEYS[41], fhold = KEYS[42] }\n"));
     }
 }

@@ -50,6 +50,8 @@ test('enqueue resolves with the id, get reads the job back, and an existing id c
     resultBytes: null,
     progress: null,
     progressBytes: null,
+    parent: null,
+    childrenPending: null,
   });
   assert.ok(info.enqueuedAt >= before && info.enqueuedAt <= (await redisTime(redis.url)), 'enqueuedAt is Redis time');
   const random = await queue.enqueue(new Uint8Array([0, 255]));

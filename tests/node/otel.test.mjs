@@ -197,6 +197,30 @@ test('enqueueMany injects the active span once per call into every job without a
   );
 });
 
+test('enqueueFlow injects the active span into every job of the flow without a trace, leaving the caller\'s tree as it was', async () => {
+  const { queue } = freshJobQueue(redis.url);
+  const flow = {
+    payload: Buffer.from('root'),
+    id: 'root',
+    children: [
+      { payload: Buffer.from('a'), id: 'a', children: [{ payload: Buffer.from('deep'), id: 'deep' }] },
+      { payload: Buffer.from('own'), id: 'own', trace: { traceparent: TRACEPARENT } },
+    ],
+  };
+  const [, producer] = await inSpan('produce', () => queue.enqueueFlow(flow));
+  assert.equal(flow.trace, undefined, 'the caller\'s objects are not changed');
+  assert.equal(flow.children[0].children[0].trace, undefined);
+  const traces = [];
+  await queue.work((job) => void traces.push([job.id, job.trace?.traceparent]), drained).join();
+  const expected = `00-${producer.traceId}-${producer.spanId}-01`;
+  assert.deepEqual(traces.sort(), [
+    ['a', expected],
+    ['deep', expected],
+    ['own', TRACEPARENT],
+    ['root', expected],
+  ]);
+});
+
 test('malformed trace values reject with INVALID_ARGUMENT and write nothing', async () => {
   const { queue, prefix } = freshJobQueue(redis.url);
   const tp = (s) => ({ traceparent: s });

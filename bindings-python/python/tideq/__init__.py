@@ -27,6 +27,10 @@ enqueues; ``upsert_schedule`` enqueues a job per cron or interval slot, fired by
 which ``events()`` readers (``EventReader``, ``AsyncEventReader``) read as ``Event``s, a named
 reader resuming where it stopped.
 
+``enqueue_flow`` enqueues a flow of ``FlowJob``s: a parent job runs once every one of its
+children (on any queues, to any depth) finished, and reads how they ended
+(``job.children_results()``, ``ChildResult``).
+
 ``enqueue(trace=...)`` carries a W3C trace context to the job's worker (``Job.trace``); with
 OpenTelemetry installed (the ``otel`` extra), enqueues carry the current span's and workers run
 each handler in a consumer span continuing it.
@@ -52,6 +56,7 @@ from tideq._tideq import (
     CappedQueue,
     CappedGroupPage,
     CappedStats,
+    ChildResult,
     Client,
     ClosedError,
     ConnectionError,
@@ -61,6 +66,7 @@ from tideq._tideq import (
     Event,
     EventReader,
     EvictionPolicyError,
+    FlowJob,
     ForkedError,
     GroupInfo,
     GroupPage,
@@ -128,6 +134,7 @@ __all__ = [
     "CappedQueue",
     "CappedGroupPage",
     "CappedStats",
+    "ChildResult",
     "Client",
     "ClosedError",
     "ConnectionError",
@@ -138,6 +145,7 @@ __all__ = [
     "Event",
     "EventReader",
     "EvictionPolicyError",
+    "FlowJob",
     "ForkedError",
     "GroupInfo",
     "GroupPage",

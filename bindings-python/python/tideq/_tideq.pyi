@@ -63,6 +63,8 @@ __all__ = [
     "Worker",
     "AsyncWorker",
     "WorkerStats",
+    "FlowJob",
+    "ChildResult",
     "acl_rules",
     "_run_cli",  # in the runtime's __all__ too (pyo3 adds every function); tideq._cli calls it
     "_set_otel_hooks",  # likewise; tideq._otel calls it
@@ -84,7 +86,9 @@ _JobHandler = Callable[[Job], Any]
 _BatchResult = Optional[Mapping[Any, Union[str, BaseException]]]  # keys: job ids or Jobs
 _BatchHandler = Callable[[list[Job]], Union[_BatchResult, Awaitable[_BatchResult]]]
 _Format = Literal["json", "msgpack"]
-_JobState = Literal["delayed", "ready", "active", "dead", "completed"]
+_JobState = Literal["delayed", "ready", "active", "dead", "completed", "waiting"]
+_OnChildFailure = Literal["fail", "ignore", "continue"]
+_ChildOutcome = Literal["completed", "failed", "expired", "cancelled", "lost", "ignored"]
 _EventKind = Literal[
     "enqueued", "active", "progress", "completed", "failed", "retried", "dead", "cancelled",
     "snoozed", "expired", "lagged",
@@ -563,6 +567,13 @@ class Job:
         job.progress_async(value)``."""
     def progress_async(self, value: Any) -> Coroutine[Any, Any, None]:
         """``progress(value)`` as an awaitable, for ``async def`` handlers."""
+    def children_results(self) -> list[ChildResult]:
+        """How this job's children ended, as ``ChildResult``s (a flow's parent, ``enqueue_flow``):
+        every child has finished by the time a parent runs. Empty for a job without children.
+        Blocks for the Redis round trips (the GIL released); in an ``async def`` handler, ``await
+        job.children_results_async()``."""
+    def children_results_async(self) -> Coroutine[Any, Any, list[ChildResult]]:
+        """``children_results()`` as an awaitable, for ``async def`` handlers."""
 
 @final
 class JobPage:
@@ -583,7 +594,8 @@ class JobInfo:
     def id(self) -> str: ...
     @property
     def state(self) -> _JobState:
-        """``"delayed"``, ``"ready"``, ``"active"``, ``"dead"`` or ``"completed"``."""
+        """``"delayed"``, ``"ready"``, ``"active"``, ``"dead"``, ``"completed"``, or ``"waiting"``: a
+        flow's job waiting for its children (``get`` only: no state lists it)."""
     @property
     def payload(self) -> bytes: ...
     @property
@@ -625,6 +637,12 @@ class JobInfo:
     @property
     def progress_bytes(self) -> Optional[bytes]:
         """The stored progress's raw bytes, or None."""
+    @property
+    def parent(self) -> Optional[tuple[str, str]]:
+        """A flow's child: its parent, as ``(queue, id)``; None otherwise."""
+    @property
+    def children_pending(self) -> Optional[int]:
+        """A flow's job waiting for its children: how many have not finished yet; None otherwise."""
 
 @final
 class JobStats:
@@ -671,6 +689,87 @@ class JobStats:
     @property
     def paused(self) -> bool:
         """True when the queue is paused (``pause()``): workers start nothing."""
+
+@final
+class FlowJob:
+    """One job of a flow, and the jobs it waits for (``children``): give the root to
+    ``Queue.enqueue_flow``.
+
+    A job is a ``payload`` (bytes-like) or a ``task`` run by name with ``data`` as its arguments
+    (encoded as ``format`` says, as ``enqueue_task`` does), never both. It goes to ``queue`` (a
+    ``Queue`` or ``AsyncQueue`` of the same Redis), or else to its parent's (the root: the queue
+    ``enqueue_flow`` is called on). A parent runs once every one of its children finished, and
+    reads how they ended with ``job.children_results()``. ``on_failure`` is what this job's
+    failure (dead-lettered, expired, cancelled or lost) does to its parent: ``"fail"`` (the
+    default) dead-letters the parent at once, its error naming this job; ``"ignore"`` runs the
+    parent anyway, this job's result showing as ``"ignored"``; ``"continue"`` runs the parent
+    once all its children finished, this job's result showing as ``"failed"`` (or ``"expired"``,
+    ...). The other options are ``enqueue``'s, but no ``dedup`` or ``debounce``. A FlowJob is a
+    description (nothing is written until ``enqueue_flow``) and may be reused."""
+
+    def __new__(
+        cls,
+        payload: Optional[_BytesLike] = None,
+        *,
+        task: Optional[str] = None,
+        data: Any = None,
+        format: Optional[_Format] = None,
+        queue: Union[Queue, AsyncQueue, None] = None,
+        children: Optional[Iterable[FlowJob]] = None,
+        on_failure: Optional[_OnChildFailure] = None,
+        id: Optional[str] = None,
+        delay: Optional[float] = None,
+        run_at: Optional[_When] = None,
+        max_attempts: Optional[int] = None,
+        backoff: Optional[Backoff] = None,
+        timeout: Optional[float] = None,
+        priority: Optional[int] = None,
+        group: Optional[str] = None,
+        trace: Optional[_Trace] = None,
+        expires_after: Optional[float] = None,
+        expires_at: Optional[_When] = None,
+    ) -> FlowJob: ...
+    @property
+    def id(self) -> Optional[str]:
+        """The job's id, or None when it gets a random one (``enqueue_flow`` returns the root's)."""
+    @property
+    def queue(self) -> Optional[str]:
+        """The name of the queue given as ``queue=``, or None (its parent's)."""
+    @property
+    def task(self) -> Optional[str]:
+        """The task's name, or None for a payload job."""
+    @property
+    def children(self) -> tuple[FlowJob, ...]:
+        """The jobs this one waits for."""
+    @property
+    def on_failure(self) -> _OnChildFailure:
+        """What this job's failure does to its parent: ``"fail"``, ``"ignore"`` or ``"continue"``."""
+
+@final
+class ChildResult:
+    """One finished child of a parent, as ``children_results`` lists it."""
+
+    @property
+    def queue(self) -> str:
+        """The child's queue."""
+    @property
+    def id(self) -> str:
+        """The child's id."""
+    @property
+    def outcome(self) -> _ChildOutcome:
+        """How it ended: ``"completed"``, ``"failed"`` (dead-lettered), ``"expired"`` (not started
+        by its deadline), ``"cancelled"``, ``"lost"`` (its data went missing) or ``"ignored"``
+        (failed, under ``on_failure="ignore"``)."""
+    @property
+    def result(self) -> Optional[bytes]:
+        """What a completed child's handler returned, as stored (JSON, or bytes returned as they
+        are); None when it returned nothing or did not complete."""
+    @property
+    def error(self) -> Optional[str]:
+        """Why a child failed: its last error (``"failed"``, ``"expired"``), or for ``"ignored"``
+        that error, ``"cancelled"`` or ``"lost"``; None otherwise."""
+    def json(self) -> Any:
+        """The result parsed as JSON (``json.loads``); None without a result."""
 
 @final
 class ScheduleInfo:
@@ -1333,6 +1432,24 @@ class Queue:
         """Return a leased job to the front of the queue without counting the attempt."""
     def extend(self, job: Job, lease: float) -> None:
         """Push a leased job's lease deadline to ``lease`` seconds from now."""
+    def enqueue_flow(self, root: FlowJob) -> Enqueued:
+        """Enqueue a flow: ``root`` and, to any depth, the jobs it waits for (``FlowJob``); returns
+        the root's ``Enqueued``.
+
+        The root goes to this queue unless its ``queue=`` says otherwise, each child to its
+        parent's unless its own does. A parent waits (``get`` shows ``"waiting"`` and
+        ``children_pending``) until every one of its children finished, then runs once, and
+        reads how they ended with ``job.children_results()``; its ``on_failure`` says what a
+        child's failure does to it. Workers of each queue of the flow relay its children's ends to
+        their parents. The whole flow is written or none of it. A root ``id`` that exists already
+        creates nothing (``created`` False). Refused with ``InvalidArgumentError``, nothing
+        written: more than 100000 jobs, two jobs with the same id, a child id that exists already,
+        a queue of another key prefix, and what ``enqueue`` refuses. Cancelling a waiting parent
+        (``cancel``) cancels its pending children, to any depth."""
+    def children_results(self, parent_id: str) -> list[ChildResult]:
+        """How the children of job ``parent_id`` (of this queue) ended so far, as ``ChildResult``s,
+        in no particular order (each once). Every child has finished when a parent runs; kept
+        while the parent is."""
 
 def _run_cli(argv: list[str]) -> int:
     """Run the ``tideq`` command line on ``argv`` (the first item is the program name); returns its
@@ -1954,5 +2071,23 @@ class AsyncQueue:
         """Return a leased job to the front of the queue without counting the attempt."""
     def extend(self, job: Job, lease: float) -> Coroutine[Any, Any, None]:
         """Push a leased job's lease deadline to ``lease`` seconds from now."""
+    def enqueue_flow(self, root: FlowJob) -> Coroutine[Any, Any, Enqueued]:
+        """Enqueue a flow: ``root`` and, to any depth, the jobs it waits for (``FlowJob``); returns
+        the root's ``Enqueued``.
+
+        The root goes to this queue unless its ``queue=`` says otherwise, each child to its
+        parent's unless its own does. A parent waits (``get`` shows ``"waiting"`` and
+        ``children_pending``) until every one of its children finished, then runs once, and
+        reads how they ended with ``job.children_results()``; its ``on_failure`` says what a
+        child's failure does to it. Workers of each queue of the flow relay its children's ends to
+        their parents. The whole flow is written or none of it. A root ``id`` that exists already
+        creates nothing (``created`` False). Refused with ``InvalidArgumentError``, nothing
+        written: more than 100000 jobs, two jobs with the same id, a child id that exists already,
+        a queue of another key prefix, and what ``enqueue`` refuses. Cancelling a waiting parent
+        (``cancel``) cancels its pending children, to any depth."""
+    def children_results(self, parent_id: str) -> Coroutine[Any, Any, list[ChildResult]]:
+        """How the children of job ``parent_id`` (of this queue) ended so far, as ``ChildResult``s,
+        in no particular order (each once). Every child has finished when a parent runs; kept
+        while the parent is."""
 
 # ---- end of generated section ----

@@ -11,26 +11,40 @@
   KEYS[16] cancel set
   KEYS[17] dd (dedup key prefix)   KEYS[18] dkey hash
   KEYS[19] cfg hash   KEYS[20] events stream   KEYS[21] ghost hash   KEYS[22] expires zset
+  KEYS[23] fwait hash   KEYS[24] fhold zset   KEYS[25] froot hash   KEYS[26] fparent hash
+  KEYS[27] fout list   KEYS[28] wake list   KEYS[29] fk (prefix of flow children's results)
+  KEYS[30] fl (prefix of flow children's lists)
   ARGV[1] job id
-  Returns: "cancelled", "requested" (active: asked to stop), or the state that prevented it:
-  "dead", "completed", "missing". ]]
+  Returns: { "cancelled", then its children's refs ("<base>\t<id>\t<queue>") when it was a flow
+  job waiting for them (the caller cancels them in turn) }, { "requested" } (active: asked to
+  stop), or { the state that prevented it: "dead", "completed", "missing" }. A flow job waiting
+  for its children, or held, is cancelled as a pending one; its parent is told. ]]
 --#include lib/meta.lua
 --#include lib/events.lua
 --#include lib/dedup.lua
 --#include lib/waiters.lua
 --#include lib/route.lua
+--#include lib/parents.lua
 --#K
 local id = ARGV[1]
 local m = redis.call('HGET', K.meta, id)
-if not m then return 'missing' end
+if not m then return { 'missing' } end
 local s, _, _, enq = parse_meta(m)
 s = s or string.sub(m, 1, 1)
-if s == 'x' then return 'dead' end
-if s == 'c' then return 'completed' end
-if redis.call('ZREM', K.delayed, id) == 0 then
+if s == 'x' then return { 'dead' } end
+if s == 'c' then return { 'completed' } end
+-- A flow job waiting for its children, or held, is in no list.
+local flowing = redis.call('HEXISTS', K.fwait, id) == 1 or redis.call('ZSCORE', K.fhold, id)
+local kids = {}
+if flowing then
+  redis.call('HDEL', K.fwait, id)
+  redis.call('ZREM', K.fhold, id)
+  redis.call('HDEL', K.froot, id)
+  kids = redis.call('LRANGE', K.fl .. id, 0, -1)
+elseif redis.call('ZREM', K.delayed, id) == 0 then
   if redis.call('ZSCORE', K.active, id) then
     redis.call('SADD', K.cancel, id)
-    return 'requested'
+    return { 'requested' }
   end
   local r = redis.call('HGET', K.route, id)
   local g = r and select(2, parse_route(r))
@@ -61,4 +75,8 @@ release_dedup(K, { id })
 if redis.call('EXISTS', K.waiters) == 1 then notify_waiters(K, { { id, enq or '0', 'n' } }) end
 redis.call('HINCRBY', K.stats, 'cancelled', 1)
 emit(K, 'cancelled', { id })
-return 'cancelled'
+tell_parents(K, { id }, { 'n' })
+forget_flow(K, { id })
+local out = { 'cancelled' }
+for i, ref in ipairs(kids) do out[i + 1] = ref end
+return out

@@ -12,6 +12,8 @@
   KEYS[22] fin (prefix of the waiters' notice lists)
   KEYS[23] dd (dedup key prefix)   KEYS[24] dkey hash
   KEYS[25] events stream   KEYS[26] expires zset
+  KEYS[27] fparent hash   KEYS[28] fout list   KEYS[29] fk (prefix of flow children's results)
+  KEYS[30] fl (prefix of flow children's lists)   KEYS[31] fwait hash
   ARGV[1] queue policy   ARGV[2], ARGV[3], ...: pairs of job id, lease token (a token ending in "+" is
   followed by the job's result, see docs/data-model.md)
   Returns: array with, per ack, 1 completed, 2 already completed (this delivery's ack sent

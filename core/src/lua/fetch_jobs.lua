@@ -26,6 +26,8 @@
   KEYS[30] dd (dedup key prefix)   KEYS[31] dkey hash
   KEYS[32] events stream   KEYS[33] metrics hash   KEYS[34] workers zset
   KEYS[35] ghost hash (entries left by cancelled ready jobs)   KEYS[36] expires zset
+  KEYS[37] fparent hash   KEYS[38] fout list   KEYS[39] fk (prefix of flow children's results)
+  KEYS[40] fl (prefix of flow children's lists)   KEYS[41] fwait hash   KEYS[42] fhold zset
   ARGV[1] lease ms   ARGV[2] most jobs to lease (0 = maintenance only)
   ARGV[3] most expired leases to recover (0: this call skips the upkeep that goes by time:
   expired leases, stale cancel requests and the completed jobs' age; a worker busy leasing does
@@ -34,13 +36,14 @@
   ARGV[6] the worker's report ("" none; "<worker id>|<field>=<n>,...", see "Metrics")
   ARGV[7], ARGV[8], ...: acks, pairs of job id, lease token (a token ending in "+" is followed by
   the job's result, see docs/data-model.md)
-  Returns: { leased, wake_in_ms, acks, lost, now, 1 if the queue has schedules (else 0) }, leased = flat
+  Returns: { leased, wake_in_ms, acks, lost, now, bits }, leased = flat
   array of id, envelope, meta per job (docs/data-model.md: the attempt under way is attempts + 1, the
   lease token "enqueued.x"); wake_in_ms = ms until a delayed job is due, a lease expires or a rate limit
   allows the next start (0 = look again now, always so when jobs were leased), -1 if nothing is
   pending; acks = per ack pair, 1 completed, 2 already completed, -1 lease lost; lost = popped ids
   whose envelope or meta was missing (removed and counted) plus unreadable records
-  dead-lettered; now = the Redis time (ms) of the leases (the jobs' start). ]]
+  dead-lettered; now = the Redis time (ms) of the leases (the jobs' start); bits: 1 the queue
+  (shard) has schedules, 2 its outbox holds flow notices to relay, 4 it holds flow jobs. ]]
 --#include lib/chunked.lua
 --#include lib/base.lua
 --#include lib/meta.lua
@@ -58,6 +61,7 @@
 --#include lib/retention.lua
 --#include lib/bury.lua
 --#include lib/acks.lua
+--#include lib/parents.lua
 --#K
 local now = now_ms()
 local P = policy(ARGV[5])
@@ -403,6 +407,7 @@ end
 if #gone > 0 then
   -- A job lost for missing data frees its dedup key; its waiters see it gone at their next look.
   release_dedup(K, gone)
+  tell_parents_all(K, gone, 'l')
   if not K.no_waiters then chunked('HDEL', K.waiters, gone) end
   forget(K, gone)
   redis.call('HINCRBY', K.stats, 'lost', #gone)
@@ -421,7 +426,13 @@ if (full or #due > 0 or recovered > 0) and not C.paused and not C.until_ms
 end
 
 -- A worker that got jobs comes straight back; only an empty-handed one needs to know when to.
-if #leased > 0 then return { leased, 0, acks, lost, now, C.sched and 1 or 0 } end
+-- Bits: 1 the queue has schedules, 2 its outbox has flow notices to relay, 4 it holds flow jobs.
+local bits = C.sched and 1 or 0
+if not K.no_flows then
+  local f = redis.call('EXISTS', K.fout, K.fout, K.fhold)
+  if f == 1 then bits = bits + 4 elseif f >= 2 then bits = bits + 2 + (f == 3 and 4 or 0) end
+end
+if #leased > 0 then return { leased, 0, acks, lost, now, bits } end
 -- The last acks of a busy spell (sent without upkeep) still trim the completed jobs by age.
 if not upkeep and #acks > 0 then trim_done_aged(K, now, P) end
 local wake_in = -1
@@ -450,4 +461,16 @@ else
   end
   if rate_in > 0 then sooner(rate_in) end
 end
-return { leased, wake_in, acks, lost, now, C.sched and 1 or 0 }
+-- Flow notices waiting for their relay (the worker's task) will make parents ready: look again
+-- soon, and do not take the queue for drained.
+if bits % 4 >= 2 and (wake_in < 0 or wake_in > 10) then wake_in = 10 end
+-- Held flow jobs are pending too: their flow's writer releases them, or a worker settles them
+-- once their grace is over (lib/parents.lua).
+if bits >= 4 then
+  local h = redis.call('ZRANGE', K.fhold, 0, 0, 'WITHSCORES')
+  if h[2] then
+    local due = math.max(tonumber(h[2]) + HOLD_GRACE_MS - now, 100)
+    if wake_in < 0 or wake_in > due then wake_in = due end
+  end
+end
+return { leased, wake_in, acks, lost, now, bits }

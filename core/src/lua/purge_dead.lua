@@ -2,6 +2,8 @@
   ids may be enqueued again.
   KEYS[1] dead zset   KEYS[2] jobs hash   KEYS[3] meta hash   KEYS[4] errors hash
   KEYS[5] idem zset   KEYS[6] progress hash   KEYS[7] route hash   KEYS[8] dkey hash
+  KEYS[9] fk (prefix of flow children's results)   KEYS[10] fl (prefix of flow children's lists)
+  KEYS[11] fparent hash
   ARGV[1] job id, or "" for all   ARGV[2] most jobs this call
   Returns: number of jobs purged (0 when the id is not dead). ]]
 --#include lib/chunked.lua
@@ -19,4 +21,12 @@ chunked('HDEL', KEYS[6], ids)
 chunked('HDEL', KEYS[7], ids)
 -- Nor does it keep the record of its dedup key (kept while dead for a requeue).
 chunked('HDEL', KEYS[8], ids)
+-- A dead flow job's records (its parent was told when it died).
+chunked('HDEL', KEYS[11], ids)
+local keys = {}
+for _, id in ipairs(ids) do
+  keys[#keys + 1] = KEYS[9] .. id
+  keys[#keys + 1] = KEYS[10] .. id
+end
+for i = 1, #keys, 1000 do redis.call('DEL', unpack(keys, i, math.min(i + 999, #keys))) end
 return #ids

@@ -12,6 +12,8 @@
   KEYS[24] waiters hash  KEYS[25] fin (prefix of the waiters' notice lists)
   KEYS[26] dd (dedup key prefix)   KEYS[27] dkey hash
   KEYS[28] events stream   KEYS[29] expires zset
+  KEYS[30] fparent hash   KEYS[31] fout list   KEYS[32] fk (prefix of flow children's results)
+  KEYS[33] fl (prefix of flow children's lists)   KEYS[34] fwait hash
   ARGV[1] job id   ARGV[2] lease token
   Returns: 1 released, 3 cancelled, -1 lease lost. ]]
 --#include lib/base.lua

@@ -18,6 +18,8 @@
   KEYS[25] waiters hash  KEYS[26] fin (prefix of the waiters' notice lists)
   KEYS[27] dd (dedup key prefix)   KEYS[28] dkey hash
   KEYS[29] events stream   KEYS[30] expires zset
+  KEYS[31] fparent hash   KEYS[32] fout list   KEYS[33] fk (prefix of flow children's results)
+  KEYS[34] fl (prefix of flow children's lists)   KEYS[35] fwait hash
   ARGV[1] job id ("": back off only)   ARGV[2] lease token   ARGV[3] delay ms
   ARGV[4] "": snooze, "q": back off the queue, "g": back off the job's group (a job without a
   group: the queue)

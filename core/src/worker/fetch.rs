@@ -180,6 +180,7 @@ pub(super) async fn run(
     let acks = Arc::new(AckQueue::new(counters.clone()));
     let renewer = spawn_renewer(&queue, in_flight.clone(), opts.lease);
     let sched_wake = Arc::new(crate::schedule::SchedulerWake::default());
+    let flows = FlowUpkeep::new(queue.shards.len());
     let scheduler = opts.schedules.then(|| {
         tokio::spawn(crate::schedule::drive_schedules(
             queue.clone(),
@@ -320,6 +321,9 @@ pub(super) async fn run(
                         let got = f.jobs.len();
                         if f.schedules {
                             sched_wake.schedules_seen();
+                        }
+                        if f.notices || f.held {
+                            flows.kick(&queue, shard, f.held, f.now);
                         }
                         for job in f.jobs {
                             let permit = permits.pop().expect("one permit per leased job");

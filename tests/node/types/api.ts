@@ -9,8 +9,11 @@ import {
   MAX_PRIORITY,
   Queue,
   Snooze,
+  type ChildResult,
+  type Enqueued,
   type ErrorCode,
   type Event,
+  type FlowSpec,
   type Job,
   type JobInfo,
   type TaskHandler,
@@ -52,7 +55,7 @@ async function producer(q: Queue): Promise<void> {
 async function admin(q: Queue): Promise<void> {
   const info: JobInfo | null = await q.get('a');
   if (info) {
-    const state: 'delayed' | 'ready' | 'active' | 'dead' | 'completed' = info.state;
+    const state: 'delayed' | 'ready' | 'active' | 'dead' | 'completed' | 'waiting' = info.state;
     const stored: unknown = info.result;
     // @ts-expect-error a stored result is unknown: narrow it first
     info.result.total;
@@ -168,4 +171,54 @@ function outcomes(q: Queue): void {
   void q.enqueueMany([{ payload: Buffer.from('x'), expiresAt: new Date(Date.now() + 1000) }]);
 }
 
-void [producer, admin, worker, errors, capped, outcomes];
+async function flows(q: Queue, parts: Queue): Promise<void> {
+  // A flow: tasks and raw jobs, on other queues, to any depth.
+  const root: FlowSpec = {
+    name: 'report',
+    data: { title: 'sums' },
+    id: 'report-1',
+    children: [
+      { payload: Buffer.from('p'), queue: parts, onFailure: 'continue', children: [{ name: 'leaf', delayMs: 10 }] },
+      { name: 'part', data: 1, format: 'msgpack', onFailure: 'ignore', priority: 1 },
+      { payload: new Uint8Array(1), onFailure: 'fail', expiresAfterMs: 1000 },
+    ],
+  };
+  const made: Enqueued = await q.enqueueFlow(root);
+  // @ts-expect-error onFailure is 'fail', 'ignore' or 'continue'
+  await q.enqueueFlow({ payload: Buffer.from('x'), onFailure: 'retry' });
+  // @ts-expect-error a flow's jobs take no dedup (each is written once)
+  await q.enqueueFlow({ payload: Buffer.from('x'), dedup: 'k' });
+  // @ts-expect-error a child's queue is a Queue, not its name
+  await q.enqueueFlow({ payload: Buffer.from('x'), children: [{ name: 't', queue: 'parts' }] });
+  // @ts-expect-error children are flow jobs, not bare Buffers
+  await q.enqueueFlow({ payload: Buffer.from('x'), children: [Buffer.from('y')] });
+  // @ts-expect-error enqueueMany's jobs have no children
+  await q.enqueueMany([{ payload: Buffer.from('x'), children: [] }]);
+
+  const kids: ChildResult[] = await q.childrenResults(made.id);
+  for (const c of kids) {
+    const outcome: 'completed' | 'failed' | 'expired' | 'cancelled' | 'lost' | 'ignored' = c.outcome;
+    const result: unknown = c.result;
+    const bytes: Buffer | null = c.resultBytes;
+    const error: string | null = c.error;
+    const where: string = `${c.queue}/${c.id}`;
+    // @ts-expect-error a child's result is unknown: narrow it first
+    c.result.length;
+    void bytes;
+    void [outcome, result, error, where];
+  }
+  const info = await q.get(made.id);
+  if (info) {
+    const parent: { queue: string; id: string } | null = info.parent;
+    const pending: number | null = info.childrenPending;
+    // @ts-expect-error a flow job may be 'waiting' too
+    const state: 'delayed' | 'ready' | 'active' | 'dead' | 'completed' = info.state;
+    void [parent, pending, state];
+  }
+  q.work(async (job: Job) => {
+    const done: ChildResult[] = await job.childrenResults();
+    return done.length;
+  });
+}
+
+void [producer, admin, worker, errors, capped, outcomes, flows];

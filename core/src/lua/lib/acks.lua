@@ -9,6 +9,7 @@
 --#include lib/retention.lua
 --#include lib/route.lua
 --#include lib/waiters.lua
+--#include lib/parents.lua
 
 -- Completes the acks found in ARGV[first], ARGV[first + 1], ...: pairs of job id and lease token,
 -- or, for a token ending in "+", triples with the handler's result after the token. Only the
@@ -86,6 +87,11 @@ local function complete_leases(K, C, now, P, first, aged)
     emit(K, 'completed', okids, data, now, P.keep > 0)
   end
   if waited then notify_waiters(K, done) end
+  if not K.no_flows then
+    local outs = {}
+    for j = 1, #okids do outs[j] = 'c' .. (okres[j] or '') end
+    tell_parents(K, okids, outs)
+  end
   if P.keep == 0 then
     forget(K, okids)
     return out

@@ -5,6 +5,7 @@
 --#include lib/meta.lua
 --#include lib/retention.lua
 --#include lib/waiters.lua
+--#include lib/parents.lua
 
 -- The error texts of `dead` (see `bury`).
 local function e_of(dead)
@@ -35,6 +36,11 @@ local function bury(K, now, P, dead, kind)
   release_dedup(K, ids, true)
   drop_expiry(K, ids)
   emit(K, kind or 'dead', ids, e_of(dead), now)
+  if not K.no_flows then
+    local outs, k = {}, kind == 'expired' and 'e' or 'x'
+    for i, d in ipairs(dead) do outs[i] = k .. d[3] end
+    tell_parents(K, ids, outs)
+  end
   if not K.no_waiters and redis.call('EXISTS', K.waiters) == 1 then
     local done = {}
     for i, d in ipairs(dead) do

@@ -4,12 +4,15 @@
 --#include lib/events.lua
 --#include lib/forget.lua
 --#include lib/waiters.lua
+--#include lib/parents.lua
 
 -- Ends jobs taken out of active (their group slots freed) as cancelled: their cancel was
 -- requested. `enqs[i]` is the enqueued stamp of `ids[i]` (for its waiters' notices). Their data,
 -- idempotency entries and requests are deleted; counted as cancelled; their waiters are told.
 local function end_cancelled(K, ids, enqs)
   if #ids == 0 then return end
+  -- Their parents are told first: forgetting them drops their flow records.
+  tell_parents_all(K, ids, 'n')
   forget(K, ids)
   chunked('ZREM', K.idem, ids)
   chunked('SREM', K.cancel, ids)

@@ -1,6 +1,7 @@
 -- lib/forget.lua: Deleting jobs' data.
 --#include lib/base.lua
 --#include lib/chunked.lua
+--#include lib/parents.lua
 
 -- Deletes jobs' data (envelope, meta, last error, route, result, progress).
 local function forget(K, ids)
@@ -12,6 +13,7 @@ local function forget(K, ids)
   chunked('HDEL', K.errors, ids)
   if K.route and key_exists(K, 'route') then chunked('HDEL', K.route, ids) end
   drop_expiry(K, ids)
+  forget_flow(K, ids)
   if not K.no_results then chunked('HDEL', K.results, ids) end
   if not K.no_progress then chunked('HDEL', K.progress, ids) end
 end

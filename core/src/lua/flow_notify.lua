@@ -1,0 +1,71 @@
+--[[ Children tell their parent how they finished (relayed from their queue's outbox, see
+  lib/parents.lua; docs/data-model.md, "Flows"). Each notice is recorded once in the parent's
+  `fk:<parent>` hash (child -> outcome), so a notice relayed twice counts once. A parent still
+  waiting counts its child done; when none is pending it is placed (ready), unless it is held.
+  A failed child (dead-lettered, expired, cancelled, lost) of the "fail" policy dead-letters the
+  parent at once (which tells its own parent in turn); of the "ignore" policy it counts as done,
+  recorded as ignored; of the "continue" policy as done, recorded as failed. A notice for a
+  parent no longer waiting (finished, cancelled) changes nothing.
+  KEYS[1] meta hash   KEYS[2] fwait hash   KEYS[3] fhold zset   KEYS[4] froot hash
+  KEYS[5] fk (prefix of the children's results)   KEYS[6] fparent hash   KEYS[7] fout list
+  KEYS[8] dead zset   KEYS[9] errors hash   KEYS[10] stats hash   KEYS[11] idem zset
+  KEYS[12] dd (dedup key prefix)   KEYS[13] dkey hash   KEYS[14] events stream
+  KEYS[15] waiters hash   KEYS[16] fin (prefix of the waiters' notice lists)
+  KEYS[17] expires zset   KEYS[18] jobs hash   KEYS[19] results hash   KEYS[20] progress hash
+  KEYS[21] ready list   KEYS[22] wake list   KEYS[23] route hash   KEYS[24] prio zset
+  KEYS[25] grot list   KEYS[26] gheld set   KEYS[27] gstate hash   KEYS[28] gcfg hash
+  KEYS[29] gwait zset   KEYS[30] cfg hash   KEYS[31] g (group key prefix)
+  KEYS[32] gr (group rate-log prefix)   KEYS[33] gset set   KEYS[34] p (priority list key prefix)
+  KEYS[35] fl (prefix of the children's lists)
+  ARGV[1] the parents' queue policy (docs/data-model.md), then per notice 4 values: parent id,
+  the child's policy ("f" fail the parent, "i" ignore, "c" continue), the child ("<queue>\t<id>"),
+  how it ended ("c<result>", "x<error>", "e<error>", "n", "l")
+  Returns: { notices recorded, 1 if this queue's outbox has notices to relay (else 0) }. ]]
+--#include lib/base.lua
+--#include lib/meta.lua
+--#include lib/policy.lua
+--#include lib/cfg.lua
+--#include lib/flow.lua
+--#include lib/bury.lua
+--#K
+local now = now_ms()
+local P = policy(ARGV[1])
+local C = queue_cfg(K)
+local recorded, ready, dead = 0, {}, {}
+-- Why a child's end fails its parent.
+local function why(child, out)
+  local q, id = string.match(child, '^([^\t]*)\t(.*)$')
+  local who = 'child job ' .. (id or child) .. ' of queue ' .. (q or '?')
+  local kind, data = string.sub(out, 1, 1), string.sub(out, 2)
+  if kind == 'x' then return who .. ' failed: ' .. data end
+  if kind == 'e' then return who .. ' ' .. data end
+  if kind == 'n' then return who .. ' was cancelled' end
+  return who .. ' was lost (its data went missing)'
+end
+for i = 2, #ARGV - 3, 4 do
+  local pid, pol, child, out = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
+  local failed = string.find(out, '^[xenl]') ~= nil
+  local val = (failed and pol == 'i') and ('i' .. out) or out
+  if redis.call('HSETNX', K.fk .. pid, child, val) == 1 then
+    recorded = recorded + 1
+    if not redis.call('HGET', K.fwait, pid) then
+      -- No longer waiting: a parent gone keeps no records.
+      if redis.call('HEXISTS', K.meta, pid) == 0 then redis.call('DEL', K.fk .. pid) end
+    elseif failed and pol == 'f' then
+      redis.call('HDEL', K.fwait, pid)
+      redis.call('ZREM', K.fhold, pid)
+      redis.call('HDEL', K.froot, pid)
+      local s, a, mx, enq, x = parse_meta(redis.call('HGET', K.meta, pid) or '')
+      if s then dead[#dead + 1] = { pid, meta_of('x', a, mx, enq, x), why(child, out) } end
+    elseif redis.call('HINCRBY', K.fwait, pid, -1) <= 0 then
+      redis.call('HDEL', K.fwait, pid)
+      if not redis.call('ZSCORE', K.fhold, pid) then ready[#ready + 1] = pid end
+    end
+  end
+end
+bury(K, now, P, dead)
+if #ready > 0 then
+  make_ready(K, C, ready, false, now)
+  wake(K.wake)
+end
+return { recorded, redis.call('EXISTS', K.fout) }
