@@ -319,33 +319,45 @@ impl JobCtx {
     }
 
     /// Runs a job again after `delay`, its attempt uncounted (the handler's [`Snooze`] or
-    /// [`BackOff`]), retrying Redis errors a few times.
+    /// [`BackOff`]).
     pub(super) async fn snooze(&self, held: Lease, delay: Duration, scope: Option<BackOffScope>) {
+        let q = &self.queue;
+        match self
+            .settle("snooze", &held, || q.snooze_lease(&held, delay, scope))
+            .await
+        {
+            Some(true) => self.counters.snoozed.fetch_add(1, Ordering::Relaxed),
+            Some(false) => self.counters.cancelled.fetch_add(1, Ordering::Relaxed),
+            None => 0,
+        };
+    }
+
+    /// Runs `call` (a script that settles the attempt `held` holds), retrying Redis errors a few
+    /// times (100 ms, 200 ms, ...); `None` when it did not go through: the lease was lost
+    /// (counted), or the error was fatal or lasted, and then the lease will expire and the job
+    /// will be redelivered (the attempt counted).
+    async fn settle<T, Fut>(&self, what: &str, held: &Lease, call: impl Fn() -> Fut) -> Option<T>
+    where
+        Fut: std::future::Future<Output = crate::error::Result<T>>,
+    {
         for attempt in 0..5 {
-            match self.queue.snooze_lease(&held, delay, scope).await {
-                Ok(true) => {
-                    self.counters.snoozed.fetch_add(1, Ordering::Relaxed);
-                    return;
-                }
-                Ok(false) => {
-                    self.counters.cancelled.fetch_add(1, Ordering::Relaxed);
-                    return;
-                }
+            match call().await {
+                Ok(v) => return Some(v),
                 Err(e) if e.kind() == ErrorKind::LeaseLost => {
                     self.counters.lease_lost.fetch_add(1, Ordering::Relaxed);
                     log::warn!("tideq: {e}");
-                    return;
+                    return None;
                 }
                 Err(e) if e.is_fatal() => {
                     log::error!(
-                        "tideq: could not snooze job {:?} (left to its lease): {e}",
+                        "tideq: could not {what} job {:?} (left to its lease): {e}",
                         held.id
                     );
-                    return;
+                    return None;
                 }
                 Err(e) => {
                     log::warn!(
-                        "tideq: could not snooze job {:?} (try {}): {e}",
+                        "tideq: could not {what} job {:?} (try {}): {e}",
                         held.id,
                         attempt + 1
                     );
@@ -353,7 +365,7 @@ impl JobCtx {
                 }
             }
         }
-        // Gave up: the lease will expire and the job will be redelivered (the attempt counted).
+        None
     }
 
     /// Returns a job whose handler stopped because the worker is shutting down; its attempt is
@@ -373,41 +385,16 @@ impl JobCtx {
         }
     }
 
-    /// Fails a job's attempt (retry after backoff, or dead letter), retrying Redis errors a few
-    /// times.
+    /// Fails a job's attempt (retry after backoff, or dead letter).
     pub(super) async fn fail(&self, held: Lease, msg: String, dead_now: bool) {
-        for attempt in 0..5 {
-            match self.queue.fail_lease(&held, &msg, dead_now).await {
-                Ok(Failed::Cancelled) => {
-                    self.counters.cancelled.fetch_add(1, Ordering::Relaxed);
-                    return;
-                }
-                Ok(_) => {
-                    self.counters.failed.fetch_add(1, Ordering::Relaxed);
-                    return;
-                }
-                Err(e) if e.kind() == ErrorKind::LeaseLost => {
-                    self.counters.lease_lost.fetch_add(1, Ordering::Relaxed);
-                    log::warn!("tideq: {e}");
-                    return;
-                }
-                Err(e) if e.is_fatal() => {
-                    log::error!(
-                        "tideq: could not fail job {:?} (left to its lease): {e}",
-                        held.id
-                    );
-                    return;
-                }
-                Err(e) => {
-                    log::warn!(
-                        "tideq: could not fail job {:?} (try {}): {e}",
-                        held.id,
-                        attempt + 1
-                    );
-                    tokio::time::sleep(Duration::from_millis(100 << attempt)).await;
-                }
-            }
-        }
-        // Gave up: the lease will expire and the job will be redelivered (at-least-once).
+        let q = &self.queue;
+        match self
+            .settle("fail", &held, || q.fail_lease(&held, &msg, dead_now))
+            .await
+        {
+            Some(Failed::Cancelled) => self.counters.cancelled.fetch_add(1, Ordering::Relaxed),
+            Some(_) => self.counters.failed.fetch_add(1, Ordering::Relaxed),
+            None => 0,
+        };
     }
 }
