@@ -191,3 +191,25 @@ impl Queue {
         )
     }
 }
+
+/// Options of `jobs(state, options)`.
+// Declared for the TypeScript definitions only.
+#[allow(dead_code)]
+#[napi(object, object_from_js = false, object_to_js = false)]
+pub struct JobsOptions {
+    /// Jobs of the state to skip (in its order). Default 0.
+    pub offset: Option<u32>,
+    /// Most jobs returned, at most 1000. Default 100.
+    pub limit: Option<u32>,
+}
+
+/// Options of `deadLetters(options)`.
+// Declared for the TypeScript definitions only.
+#[allow(dead_code)]
+#[napi(object, object_from_js = false, object_to_js = false)]
+pub struct DeadLettersOptions {
+    /// Dead jobs to skip (oldest death first). Default 0.
+    pub offset: Option<u32>,
+    /// Most jobs returned. Default 100.
+    pub limit: Option<u32>,
+}

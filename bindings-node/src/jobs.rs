@@ -17,7 +17,8 @@ use crate::convert::{
 };
 use crate::error::{spawn, throw, type_error, Res};
 use crate::options::{
-    job_spec, queue_options, raw_job, task_job, ENQUEUE_KEYS, ENQUEUE_MANY_KEYS, QUEUE_KEYS,
+    job_spec, queue_options, raw_job, task_job, BackoffOptions, ENQUEUE_KEYS, ENQUEUE_MANY_KEYS,
+    QUEUE_KEYS,
 };
 use crate::results::{BackoffInfo, Enqueued};
 
@@ -238,4 +239,53 @@ impl Queue {
             }),
         )
     }
+}
+
+/// One job of `enqueueMany`: a task (`name`, `data`) or a raw `payload`, plus the options of
+/// `enqueue`. A bare `Buffer` or `Uint8Array` in the list is a raw job with no options.
+// Declared for the TypeScript definitions only.
+#[allow(dead_code)]
+#[napi(object, object_from_js = false, object_to_js = false)]
+pub struct JobSpec {
+    /// The task's name (1–256 bytes, no control characters): a worker started with
+    /// `work({ [name]: handler })` runs it. Not with `payload`.
+    pub name: Option<String>,
+    /// The task's data (with `name`), encoded as `format` says (JSON by default).
+    #[napi(ts_type = "unknown")]
+    pub data: Option<()>,
+    /// Raw bytes for a handler that reads `job.payload` (not with `name`).
+    #[napi(ts_type = "Buffer | Uint8Array")]
+    pub payload: Option<()>,
+    /// As in `EnqueueOptions`.
+    pub id: Option<String>,
+    /// As in `EnqueueOptions`.
+    pub delay_ms: Option<f64>,
+    /// As in `EnqueueOptions`.
+    #[napi(ts_type = "Date | number")]
+    pub run_at: Option<f64>,
+    /// As in `EnqueueOptions`.
+    pub max_attempts: Option<u32>,
+    /// As in `EnqueueOptions`.
+    pub backoff: Option<BackoffOptions>,
+    /// As in `EnqueueOptions`.
+    pub timeout_ms: Option<f64>,
+    /// As in `EnqueueOptions`.
+    pub priority: Option<u32>,
+    /// As in `EnqueueOptions`.
+    pub group: Option<String>,
+    /// As in `EnqueueOptions` (tasks only).
+    #[napi(ts_type = "'json' | 'msgpack'")]
+    pub format: Option<String>,
+    /// As in `EnqueueOptions`: jobs of one call with the same key make one job.
+    #[napi(ts_type = "string | DedupOptions")]
+    pub dedup: Option<()>,
+    /// As in `EnqueueOptions` (with `@opentelemetry/api`, the active span's context is injected
+    /// once per `enqueueMany` call into each job without one).
+    #[napi(ts_type = "Record<string, string>")]
+    pub trace: Option<()>,
+    /// As in `EnqueueOptions`.
+    pub expires_after_ms: Option<f64>,
+    /// As in `EnqueueOptions`.
+    #[napi(ts_type = "Date | number")]
+    pub expires_at: Option<f64>,
 }

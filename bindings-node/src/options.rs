@@ -225,55 +225,6 @@ pub(crate) const ENQUEUE_KEYS: &[&str] = &[
     "expiresAt",
 ];
 
-/// One job of `enqueueMany`: a task (`name`, `data`) or a raw `payload`, plus the options of
-/// `enqueue`. A bare `Buffer` or `Uint8Array` in the list is a raw job with no options.
-// Declared for the TypeScript definitions only.
-#[allow(dead_code)]
-#[napi(object, object_from_js = false, object_to_js = false)]
-pub struct JobSpec {
-    /// The task's name (1–256 bytes, no control characters): a worker started with
-    /// `work({ [name]: handler })` runs it. Not with `payload`.
-    pub name: Option<String>,
-    /// The task's data (with `name`), encoded as `format` says (JSON by default).
-    #[napi(ts_type = "unknown")]
-    pub data: Option<()>,
-    /// Raw bytes for a handler that reads `job.payload` (not with `name`).
-    #[napi(ts_type = "Buffer | Uint8Array")]
-    pub payload: Option<()>,
-    /// As in `EnqueueOptions`.
-    pub id: Option<String>,
-    /// As in `EnqueueOptions`.
-    pub delay_ms: Option<f64>,
-    /// As in `EnqueueOptions`.
-    #[napi(ts_type = "Date | number")]
-    pub run_at: Option<f64>,
-    /// As in `EnqueueOptions`.
-    pub max_attempts: Option<u32>,
-    /// As in `EnqueueOptions`.
-    pub backoff: Option<BackoffOptions>,
-    /// As in `EnqueueOptions`.
-    pub timeout_ms: Option<f64>,
-    /// As in `EnqueueOptions`.
-    pub priority: Option<u32>,
-    /// As in `EnqueueOptions`.
-    pub group: Option<String>,
-    /// As in `EnqueueOptions` (tasks only).
-    #[napi(ts_type = "'json' | 'msgpack'")]
-    pub format: Option<String>,
-    /// As in `EnqueueOptions`: jobs of one call with the same key make one job.
-    #[napi(ts_type = "string | DedupOptions")]
-    pub dedup: Option<()>,
-    /// As in `EnqueueOptions` (with `@opentelemetry/api`, the active span's context is injected
-    /// once per `enqueueMany` call into each job without one).
-    #[napi(ts_type = "Record<string, string>")]
-    pub trace: Option<()>,
-    /// As in `EnqueueOptions`.
-    pub expires_after_ms: Option<f64>,
-    /// As in `EnqueueOptions`.
-    #[napi(ts_type = "Date | number")]
-    pub expires_at: Option<f64>,
-}
-
 /// The options every job takes (not `format`, which only a task takes: see [`task_job`]).
 fn enqueue_options(opts: &Options) -> Res<tideq::EnqueueOptions> {
     Ok(tideq::EnqueueOptions {
@@ -373,38 +324,6 @@ pub(crate) fn job_spec(
             "{what} needs name (a task, with its data) or payload (raw bytes)"
         ))),
     }
-}
-
-/// Options of `jobs(state, options)`.
-// Declared for the TypeScript definitions only.
-#[allow(dead_code)]
-#[napi(object, object_from_js = false, object_to_js = false)]
-pub struct JobsOptions {
-    /// Jobs of the state to skip (in its order). Default 0.
-    pub offset: Option<u32>,
-    /// Most jobs returned, at most 1000. Default 100.
-    pub limit: Option<u32>,
-}
-
-/// Options of `deadLetters(options)`.
-// Declared for the TypeScript definitions only.
-#[allow(dead_code)]
-#[napi(object, object_from_js = false, object_to_js = false)]
-pub struct DeadLettersOptions {
-    /// Dead jobs to skip (oldest death first). Default 0.
-    pub offset: Option<u32>,
-    /// Most jobs returned. Default 100.
-    pub limit: Option<u32>,
-}
-
-/// Options of `wait(id, options)`.
-// Declared for the TypeScript definitions only; the method reads the field itself.
-#[allow(dead_code)]
-#[napi(object, object_from_js = false, object_to_js = false)]
-pub struct WaitOptions {
-    /// Longest wait in ms, then the Promise rejects with `TIMEOUT`. `null` or absent: no limit.
-    #[napi(ts_type = "number | null")]
-    pub timeout_ms: Option<f64>,
 }
 
 /// The `dedup` option in its object form (a string is the key alone, held until its job

@@ -41,3 +41,13 @@ impl Queue {
         )
     }
 }
+
+/// Options of `wait(id, options)`.
+// Declared for the TypeScript definitions only; the method reads the field itself.
+#[allow(dead_code)]
+#[napi(object, object_from_js = false, object_to_js = false)]
+pub struct WaitOptions {
+    /// Longest wait in ms, then the Promise rejects with `TIMEOUT`. `null` or absent: no limit.
+    #[napi(ts_type = "number | null")]
+    pub timeout_ms: Option<f64>,
+}
