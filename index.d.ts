@@ -284,6 +284,12 @@ export declare class EventReader {
   [globalThis.Symbol.asyncIterator](): globalThis.__NapiRsAsyncGenerator<EventReader, Event, void, undefined>
 }
 
+/**
+ * A chain or a chord, built by `chain` or `chord`: give it to `enqueueFlow`, or use it as a
+ * child (or a chain's first link) in another flow.
+ */
+export declare class Flow {}
+
 /** A leased job, as a handler receives it. Read-only. */
 export declare class Job {
   get id(): string
@@ -303,6 +309,12 @@ export declare class Job {
   get task(): string | null
   /** How the payload encodes the task's data: `'json'` or `'msgpack'`; `null` for raw bytes. */
   get format(): 'json' | 'msgpack' | null
+  /**
+   * Where the payload came from when it was filled in from the job's children's results:
+   * `'previous'` (a chain's link: the previous link's result) or `'children'` (a chord's
+   * callback: the array of its children's results); `null` for any other job.
+   */
+  get argsFrom(): 'previous' | 'children' | null
   /**
    * The task's data, decoded from the payload by its `format` (JSON or MessagePack) into a
    * JS value (made on first read; later reads return the same value). Throws
@@ -644,7 +656,7 @@ export declare class Queue {
    * with the same id, a child id that exists already, a `dedup`, a `queue` with another key
    * prefix, and what `enqueueMany` refuses.
    */
-  enqueueFlow(root: FlowSpec): Promise<Enqueued>
+  enqueueFlow(root: FlowSpec | Flow): Promise<Enqueued>
   /**
    * How the children of job `parentId` (of this queue) ended so far, in no particular order
    * (each once). A parent's handler reads its own with `job.childrenResults()`.
@@ -837,6 +849,17 @@ export interface CappedStats {
   groups: number
 }
 
+/**
+ * A chain: `links` run one after another, each once the one before it completed, each link
+ * after the first getting the previous link's result as its `data` (a task's) or `payload` (a
+ * raw job's). Its last link is the flow's root: `enqueueFlow(chain([...]))` resolves with its
+ * id, and its result is the chain's. A link without a `queue` goes where the last link goes.
+ * A failed link fails the rest (unless its `onFailure` lets
+ * it through; then the next link gets `null`). Throws `INVALID_ARGUMENT` for no links, or a
+ * link after the first with `data`, a `payload` or `children` (give it only a `name`).
+ */
+export declare function chain(links: Array<FlowSpec | Flow>): Flow
+
 /** How one child of a flow job ended (`childrenResults`, `job.childrenResults()`). */
 export interface ChildResult {
   /** The child's queue. */
@@ -863,6 +886,15 @@ export interface ChildResult {
    */
   error: string | null
 }
+
+/**
+ * A chord: `children` run, then `callback` runs once, after the last of them, with their
+ * results as its `data`: an array in the children's order (each a completed child's result,
+ * `null` for one whose failure its `onFailure` let through). The callback is the flow's root.
+ * Throws `INVALID_ARGUMENT` for a callback with `data`, a `payload` or `children` (give it
+ * only a `name`).
+ */
+export declare function chord(children: Array<FlowSpec | Flow>, callback: FlowSpec): Flow
 
 /**
  * Options of `new Client(options)`. Every field is optional. Give at most one of `url`,
@@ -1219,7 +1251,7 @@ export interface FlowSpec {
    * The jobs this one waits for: it runs once every one of them finished, and reads how
    * they ended with `job.childrenResults()`.
    */
-  children?: FlowSpec[]
+  children?: Array<FlowSpec | Flow>
   /**
    * What this job's failure (dead-lettered, expired, cancelled or lost) does to its parent:
    * `'fail'` dead-letters the parent at once, its error naming this job (the default);

@@ -82,6 +82,14 @@ impl Job {
         self.inner.format.map(tideq::PayloadFormat::as_str)
     }
 
+    /// Where the payload came from when it was filled in from the job's children's results:
+    /// `'previous'` (a chain's link: the previous link's result) or `'children'` (a chord's
+    /// callback: the array of its children's results); `null` for any other job.
+    #[napi(getter, ts_return_type = "'previous' | 'children' | null")]
+    pub fn args_from(&self) -> Option<&'static str> {
+        self.inner.args_from.map(tideq::ArgsFrom::as_str)
+    }
+
     /// The task's data, decoded from the payload by its `format` (JSON or MessagePack) into a
     /// JS value (made on first read; later reads return the same value). Throws
     /// `INVALID_ARGUMENT` for a job with a raw payload (read `payload`, `text()` or `json()`

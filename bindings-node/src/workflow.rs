@@ -3,7 +3,10 @@
 //! `childrenResults`, how a parent's children ended (`job.childrenResults()` is in
 //! [`crate::job`]). Each job of a flow is read as one job of `enqueueMany` is
 //! ([`crate::options::job_spec`]), plus its `queue`, `children` and `onFailure`; the whole flow
-//! is read before anything is written, and the core writes it whole or not at all.
+//! is read before anything is written, and the core writes it whole or not at all. `chain` and
+//! `chord` build a `Flow` with the core's `FlowJob::chain`/`chord`.
+// napi registers the free functions for JS only, so a test build sees them unused.
+#![cfg_attr(test, allow(dead_code))]
 
 use napi::bindgen_prelude::*;
 use napi::ValueType;
@@ -11,7 +14,7 @@ use napi_derive::napi;
 use tideq::{FlowJob, OnChildFailure};
 
 use crate::convert::{array, describe, is_typed_array, read_value, string, Options};
-use crate::error::{invalid, spawn, type_error, Res};
+use crate::error::{invalid, spawn, throw, type_error, Failure, Res};
 use crate::jobs::{job_id, Queue};
 use crate::options::{job_spec, BackoffOptions, FLOW_KEYS};
 use crate::results::{ChildResult, Enqueued};
@@ -66,7 +69,7 @@ pub struct FlowSpec {
     pub queue: Option<()>,
     /// The jobs this one waits for: it runs once every one of them finished, and reads how
     /// they ended with `job.childrenResults()`.
-    #[napi(ts_type = "FlowSpec[]")]
+    #[napi(ts_type = "Array<FlowSpec | Flow>")]
     pub children: Option<()>,
     /// What this job's failure (dead-lettered, expired, cancelled or lost) does to its parent:
     /// `'fail'` dead-letters the parent at once, its error naming this job (the default);
@@ -98,10 +101,14 @@ fn on_failure_arg(what: &str, v: &Unknown) -> Res<OnChildFailure> {
 /// One job of a flow (named `what`, e.g. `root.children[1]`), without its children, and the
 /// JS values of its children.
 fn flow_job<'env>(env: &Env, what: &str, v: &Unknown<'env>) -> Res<(FlowJob, Vec<Unknown<'env>>)> {
+    // A chain or chord built already: whole, children included.
+    if let Ok(built) = read_value::<ClassInstance<Flow>>(v) {
+        return Ok((built.inner.clone(), Vec::new()));
+    }
     if v.get_type()? != ValueType::Object || v.is_array()? || is_typed_array(v) {
         return Err(type_error(format!(
-            "{what} must be an object {{ name, data, ...options }} or {{ payload, ...options }}; \
-             got {}",
+            "{what} must be an object {{ name, data, ...options }} or {{ payload, ...options }}, \
+             or a chain or chord; got {}",
             if is_typed_array(v) {
                 "raw bytes (a raw job of a flow is { payload })".to_string()
             } else {
@@ -111,6 +118,10 @@ fn flow_job<'env>(env: &Env, what: &str, v: &Unknown<'env>) -> Res<(FlowJob, Vec
     }
     let opts = Options::new(what, Some(v), FLOW_KEYS)?;
     let (payload, options) = job_spec(env, what, &opts)?;
+    // A task without data is a step: a chain's link or a chord's callback gets its arguments
+    // from its children's results (elsewhere, its data is null).
+    let stepping = opts.raw("name")?.is_some() && opts.raw("data")?.is_none();
+    let payload = if stepping { Vec::new() } else { payload };
     let mut job = FlowJob::new(payload).options(options);
     if let Some(queue) = opts.get("queue", queue_arg)? {
         job = job.on(&queue);
@@ -208,7 +219,10 @@ impl Queue {
     /// Rejects with `INVALID_ARGUMENT`, nothing written, for more than 100000 jobs, two jobs
     /// with the same id, a child id that exists already, a `dedup`, a `queue` with another key
     /// prefix, and what `enqueueMany` refuses.
-    #[napi(ts_args_type = "root: FlowSpec", ts_return_type = "Promise<Enqueued>")]
+    #[napi(
+        ts_args_type = "root: FlowSpec | Flow",
+        ts_return_type = "Promise<Enqueued>"
+    )]
     pub fn enqueue_flow<'env>(
         &self,
         env: &'env Env,
@@ -242,4 +256,65 @@ impl Queue {
             }),
         )
     }
+}
+
+/// A chain or a chord, built by `chain` or `chord`: give it to `enqueueFlow`, or use it as a
+/// child (or a chain's first link) in another flow.
+#[napi]
+pub struct Flow {
+    inner: FlowJob,
+}
+
+/// `failure` of a flow read as a root, named as `what` in its message.
+fn named(failure: Failure, what: &str) -> Failure {
+    match failure {
+        Failure::Core(e) => Failure::Core(tideq::Error::new(
+            e.kind(),
+            e.message().replacen("root", what, 1),
+        )),
+        Failure::Type(msg) => Failure::Type(msg.replacen("root", what, 1)),
+    }
+}
+
+/// Each of `flows` (flow specs or built flows), read whole.
+fn flows(env: &Env, what: &str, list: &Unknown) -> Res<Vec<FlowJob>> {
+    let items = array(what, list, |_, v| Ok(*v))?;
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, v)| flow(env, v).map_err(|e| named(e, &format!("{what}[{i}]"))))
+        .collect()
+}
+
+/// A chain: `links` run one after another, each once the one before it completed, each link
+/// after the first getting the previous link's result as its `data` (a task's) or `payload` (a
+/// raw job's). Its last link is the flow's root: `enqueueFlow(chain([...]))` resolves with its
+/// id, and its result is the chain's. A link without a `queue` goes where the last link goes.
+/// A failed link fails the rest (unless its `onFailure` lets
+/// it through; then the next link gets `null`). Throws `INVALID_ARGUMENT` for no links, or a
+/// link after the first with `data`, a `payload` or `children` (give it only a `name`).
+#[napi(
+    ts_args_type = "links: Array<FlowSpec | Flow>",
+    ts_return_type = "Flow"
+)]
+pub fn chain(env: &Env, links: Unknown) -> napi::Result<Flow> {
+    let built = flows(env, "links", &links).and_then(|links| Ok(FlowJob::chain(links)?));
+    throw(env, built).map(|inner| Flow { inner })
+}
+
+/// A chord: `children` run, then `callback` runs once, after the last of them, with their
+/// results as its `data`: an array in the children's order (each a completed child's result,
+/// `null` for one whose failure its `onFailure` let through). The callback is the flow's root.
+/// Throws `INVALID_ARGUMENT` for a callback with `data`, a `payload` or `children` (give it
+/// only a `name`).
+#[napi(
+    ts_args_type = "children: Array<FlowSpec | Flow>, callback: FlowSpec",
+    ts_return_type = "Flow"
+)]
+pub fn chord(env: &Env, children: Unknown, callback: Unknown) -> napi::Result<Flow> {
+    let built = flows(env, "children", &children).and_then(|children| {
+        let callback = flow(env, &callback).map_err(|e| named(e, "callback"))?;
+        Ok(FlowJob::chord(children, callback)?)
+    });
+    throw(env, built).map(|inner| Flow { inner })
 }

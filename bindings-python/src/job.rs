@@ -193,6 +193,14 @@ impl Job {
     fn format(&self) -> Option<&'static str> {
         self.core.format.map(|f| f.as_str())
     }
+    /// Where the payload came from when it was filled in from the job's children's results:
+    /// ``"previous"`` (a chain's link: the previous link's result) or ``"children"`` (a chord's
+    /// callback: the list of its children's results); None for any other job. A task function
+    /// of such a job gets the value as its one argument.
+    #[getter]
+    fn args_from(&self) -> Option<&'static str> {
+        self.core.args_from.map(tideq::ArgsFrom::as_str)
+    }
     /// The producer's trace context, as W3C Trace Context headers (``traceparent``, and
     /// ``tracestate`` when set), or None: what ``enqueue(trace=...)`` gave, or the producer's
     /// current span's (OpenTelemetry). A worker's span continues it.

@@ -140,6 +140,8 @@ fn _tideq(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<worker::WorkerStats>()?;
     m.add_class::<workflow::FlowJob>()?;
     m.add_class::<workflow::ChildResult>()?;
+    m.add_function(wrap_pyfunction!(workflow::chain, m)?)?;
+    m.add_function(wrap_pyfunction!(workflow::chord, m)?)?;
     m.add_function(wrap_pyfunction!(acl::acl_rules, m)?)?;
     m.add_function(wrap_pyfunction!(cli::_run_cli, m)?)?;
     m.add_function(wrap_pyfunction!(envelope::decode_envelope, m)?)?;

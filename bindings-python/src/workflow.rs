@@ -26,8 +26,10 @@ use crate::task;
 /// default) dead-letters the parent at once, its error naming this job; ``"ignore"`` runs the
 /// parent anyway, this job's result showing as ``"ignored"``; ``"continue"`` runs the parent
 /// once all its children finished, this job's result showing as ``"failed"`` (or ``"expired"``,
-/// ...). The other options are ``enqueue``'s, but no ``dedup`` or ``debounce``. A FlowJob is a
-/// description (nothing is written until ``enqueue_flow``) and may be reused.
+/// ...). The other options are ``enqueue``'s, but no ``dedup`` or ``debounce``. A task without
+/// ``data`` is a step: as a chain's link or a chord's callback (``chain``, ``chord``) it gets
+/// its children's results as its argument (elsewhere, None). A FlowJob is a description
+/// (nothing is written until ``enqueue_flow``) and may be reused.
 #[pyclass(module = "tideq", frozen)]
 pub struct FlowJob {
     /// The core's job, without its children (they are the Python objects of `children`,
@@ -118,9 +120,16 @@ impl FlowJob {
                 (convert::bytes_like("payload", &payload)?, None)
             }
             (None, Some(name)) => {
+                // A task without data is a step: a chain's link or a chord's callback gets its
+                // arguments from its children's results (elsewhere, its data is None).
+                let given = data.is_some();
                 let (data, format) = task::task_data(data, format)?;
                 let format = format.unwrap_or(PayloadFormat::Json);
-                let bytes = tideq::task::encode_args(&data, format).map_err(error::to_py)?;
+                let bytes = if given {
+                    tideq::task::encode_args(&data, format).map_err(error::to_py)?
+                } else {
+                    Vec::new()
+                };
                 (bytes, Some((name.0, format)))
             }
             _ => {
@@ -252,6 +261,61 @@ impl FlowJob {
             self.children.bind(py).len()
         )
     }
+}
+
+impl FlowJob {
+    /// A FlowJob for a flow the core built (a chain, a chord) whose root is `root`'s
+    /// description: its children are inside the core's job.
+    fn built(py: Python<'_>, root: &FlowJob, job: tideq::FlowJob) -> FlowJob {
+        FlowJob {
+            job,
+            children: PyTuple::empty(py).unbind(),
+            id: root.id.clone(),
+            queue: root.queue.clone(),
+            task: root.task.clone(),
+            payload_len: 0,
+            on_failure: root.on_failure,
+        }
+    }
+}
+
+/// A chain: ``links`` (``FlowJob``s) run one after another, each once the one before it
+/// completed, each link after the first getting the previous link's result as its one argument
+/// (a task's) or its payload (a raw job's). Returns the last link (the flow's root): give it to
+/// ``enqueue_flow``, whose id is the last link's, and whose result is the chain's. A link
+/// without ``queue=`` goes where the last link goes. A failed link fails the rest, unless its ``on_failure`` lets it through (then the next link gets None).
+/// The first link may be any flow (a chord, say); the others are built with only a task name
+/// (``FlowJob(task="parse")``): ``ValueError`` for no links, or a later link with ``data``, a
+/// ``payload`` or ``children``.
+#[pyfunction]
+#[pyo3(signature = (*links))]
+pub fn chain(py: Python<'_>, links: Vec<Bound<'_, FlowJob>>) -> PyResult<FlowJob> {
+    let cores = links
+        .iter()
+        .map(FlowJob::to_core)
+        .collect::<PyResult<Vec<_>>>()?;
+    let job = tideq::FlowJob::chain(cores).map_err(error::to_py)?;
+    let last = links.last().expect("the core refuses an empty chain");
+    Ok(FlowJob::built(py, last.get(), job))
+}
+
+/// A chord: ``children`` (``FlowJob``s) run, then ``callback`` runs once, after the last of
+/// them, with their results as its one argument: a list in the children's order (each a
+/// completed child's result, None for one whose failure its ``on_failure`` let through). Returns
+/// the callback (the flow's root). The callback is built with only a task name
+/// (``FlowJob(task="total")``): ``ValueError`` if it has ``data``, a ``payload`` or ``children``.
+#[pyfunction]
+pub fn chord<'py>(
+    py: Python<'py>,
+    children: Vec<Bound<'py, FlowJob>>,
+    callback: Bound<'py, FlowJob>,
+) -> PyResult<FlowJob> {
+    let cores = children
+        .iter()
+        .map(FlowJob::to_core)
+        .collect::<PyResult<Vec<_>>>()?;
+    let job = tideq::FlowJob::chord(cores, FlowJob::to_core(&callback)?).map_err(error::to_py)?;
+    Ok(FlowJob::built(py, callback.get(), job))
 }
 
 /// How the bindings spell an [`OnChildFailure`] (the core's `parse` reads it back).

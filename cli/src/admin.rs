@@ -1,5 +1,6 @@
 //! Reading and repairing a job queue (the core's `admin` role): `stats` (once or `--watch`),
-//! `jobs` (a page of one state), `job` (one job), `dead` (list, requeue, purge).
+//! `jobs` (a page of one state), `job` (one job, and a flow parent's children), `dead` (list,
+//! requeue, purge).
 
 use std::io::{IsTerminal, Write};
 use std::time::Duration;
@@ -10,6 +11,9 @@ use crate::args::{Conn, Dead, Page};
 use crate::connect::job_queue;
 use crate::exit::{not_found, print, Failure, Outcome};
 use crate::render::{self, Payload};
+
+/// Children `tideq job` shows of a flow parent (the first ones, and how many there are).
+const CHILDREN_SHOWN: usize = 20;
 
 /// `tideq stats QUEUE [--watch [SECS]]`.
 pub(crate) async fn stats(c: &Conn, queue: &str, watch: Option<f64>, json: bool) -> Outcome {
@@ -68,7 +72,7 @@ async fn print_jobs(q: &Queue, state: JobState, page: Page, json: bool) -> Outco
     Ok(())
 }
 
-/// `tideq job QUEUE ID`.
+/// `tideq job QUEUE ID`: the job, and the first of its children when it is a flow's parent.
 pub(crate) async fn job(
     c: &Conn,
     queue: &str,
@@ -77,8 +81,9 @@ pub(crate) async fn job(
     json: bool,
 ) -> Outcome {
     let q = job_queue(c, queue)?;
-    match q.get(id).await? {
-        Some(info) => print(&render::job(&info, payload, json)),
+    let (info, kids) = tokio::try_join!(q.get(id), q.children(id, 0, CHILDREN_SHOWN))?;
+    match info {
+        Some(info) => print(&render::job_and_children(&info, &kids, payload, json)),
         None => return Err(not_found(queue, id)),
     }
     Ok(())

@@ -74,7 +74,8 @@ pub(crate) enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// One job: state, attempts, timestamps, last error, payload, result, progress.
+    /// One job: state, attempts, timestamps, last error, payload, result, progress; in a flow,
+    /// its parent, and its first 20 children with how each ended and how many it has.
     Job {
         queue: String,
         id: String,

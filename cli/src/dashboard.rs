@@ -12,8 +12,9 @@
 //! refresh would cost 1.2 commands per second per queue, over the budget of 1. The default is
 //! therefore [`DEFAULT_REFRESH_SECS`] = 10 s: 0.6 commands per second per job queue, 0.4 per
 //! capped queue. Queues are discovered again every minute (one SCAN step per 1000 keys per
-//! primary) unless `--queue` names them. The other endpoints (a queue's jobs, one job, groups,
-//! schedules, the changes) read or write Redis once per request, when an operator clicks.
+//! primary) unless `--queue` names them. The other endpoints (a queue's jobs, one job with a flow
+//! parent's first page of children, groups, schedules, the changes) read or write Redis per
+//! request only, when an operator clicks.
 //!
 //! Security. With `--token` (or `TIDEQ_DASHBOARD_TOKEN`) every `/api/` request needs
 //! `Authorization: Bearer <token>` (compared in constant time), else 401; the page itself is

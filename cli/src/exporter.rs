@@ -1,9 +1,10 @@
 //! `tideq exporter`: Prometheus metrics of the queues under the prefix, served at `/metrics`.
 //! A refresh loop reads every queue's metrics (`Queue::metrics`, `CappedQueue::stats`) each
 //! `--refresh` seconds and keeps the text; scrapes are answered from it, so however often
-//! Prometheus scrapes, Redis sees the same load: per job queue and refresh, one pipeline for its
-//! stats (6 commands) and one for its histograms and workers (2): 0.8 commands per second per
-//! queue at the default 10 s. Queues are discovered again every minute (SCAN), unless named.
+//! Prometheus scrapes, Redis sees the same load: per job queue (shard) and refresh, one pipeline
+//! for its stats (6 commands) and one for its histograms, workers and flow parents waiting for
+//! their children (3, the last `tideq_jobs{state="waiting"}`): 0.9 commands per second per queue
+//! at the default 10 s. Queues are discovered again every minute (SCAN), unless named.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

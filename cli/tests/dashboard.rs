@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use common::dashboard::*;
 use common::*;
-use serde_json::Value;
-use tideq::{JobState, Queue, QueueOptions};
+use serde_json::{json, Value};
+use tideq::{FlowJob, JobState, Queue, QueueOptions};
 
 #[test]
 fn the_overview_counts_equal_stats_and_a_requeue_moves_the_dead_job_back_to_ready() {
@@ -367,6 +367,72 @@ fn unknown_queues_and_jobs_are_404_and_bad_input_400() {
     let d = Dashboard::start(&["--url", &redis.url], &[], &[]);
     let job = d.get("/api/queues/with%20space/jobs/a%2Fb%20c").json();
     assert_eq!(job["id"], "a/b c");
+}
+
+#[test]
+fn a_job_shows_its_parent_and_a_parents_first_children_linked_to_their_jobs() {
+    let rt = rt();
+    let redis = Redis::start();
+    let (q, parts) = (redis.queue("mail"), redis.queue("parts"));
+    // A parent of 60 children, the first on another queue; none has run.
+    rt.block_on(async {
+        let kids = (0..60).map(|i| {
+            let kid = FlowJob::new(b"x".to_vec()).options(with_id(&format!("k{i:02}")));
+            if i == 0 {
+                kid.on(&parts)
+            } else {
+                kid
+            }
+        });
+        let parent = FlowJob::new(b"p".to_vec()).options(with_id("parent"));
+        q.enqueue_flow(parent.children(kids)).await.unwrap();
+    });
+    let named = ["--queue", "mail", "--queue", "parts", "--refresh", "3600"];
+    let d = Dashboard::start(&["--url", &redis.url], &named, &[]);
+    let p = d.get("/api/queues/mail/jobs/parent").json();
+    assert_eq!(
+        (&p["state"], &p["children_pending"], &p["parent"]),
+        (&json!("waiting"), &json!(60), &Value::Null)
+    );
+    assert_eq!(p["children_total"], 60);
+    let kids = p["children"].as_array().unwrap();
+    assert_eq!(kids.len(), 50, "the first page");
+    assert_eq!(
+        kids[0],
+        json!({"queue": "parts", "id": "k00", "outcome": "pending", "error": null})
+    );
+    assert_eq!(
+        (&kids[1]["queue"], &kids[49]["id"]),
+        (&json!("mail"), &json!("k49"))
+    );
+    let child = d.get("/api/queues/parts/jobs/k00").json();
+    assert_eq!(child["parent"], json!({"queue": "mail", "id": "parent"}));
+    assert_eq!(
+        (&child["children_total"], &child["children"]),
+        (&json!(0), &json!([]))
+    );
+
+    // On demand, and one page: the job read, then its list's length and page, and the page's
+    // outcomes (no refresh runs meanwhile: --refresh 3600).
+    let before = command_calls(&redis.url);
+    assert_eq!(d.get("/api/queues/mail/jobs/parent").status, 200);
+    let after = command_calls(&redis.url);
+    let calls = |c: &str| after.get(c).unwrap_or(&0) - before.get(c).unwrap_or(&0);
+    assert_eq!(
+        ["evalsha", "llen", "lrange", "hmget", "hgetall", "hscan"].map(calls),
+        [1, 1, 1, 1, 0, 0]
+    );
+
+    // The page links the parent and each child to its job (#/j/<queue>/<id>).
+    let app = d.get("/app.js").body;
+    for part in [
+        "parts[0] === 'j'",
+        "href: `#/j/${enc(queue)}/${enc(id)}`",
+        "jobLink(j.parent.queue, j.parent.id)",
+        "jobLink(c.queue, c.id)",
+    ] {
+        assert!(app.contains(part), "{part} not in app.js");
+    }
 }
 
 /// The refresh loop's Redis cost: commands counted by `INFO commandstats` over whole refreshes,

@@ -82,6 +82,11 @@ fn the_exporter_serves_each_queues_counts_equal_to_its_stats() {
             ..Default::default()
         };
         q.enqueue(b"later", later).await.unwrap();
+        // Two flow parents wait for their children (no worker runs them).
+        for _ in 0..2 {
+            let flow = tideq::FlowJob::new(b"parent").child(tideq::FlowJob::new(b"kid"));
+            q.enqueue_flow(flow).await.unwrap();
+        }
         let capped = tideq::CappedQueue::new(
             &Client::open(&redis.url).unwrap(),
             "ticks",
@@ -119,6 +124,7 @@ fn the_exporter_serves_each_queues_counts_equal_to_its_stats() {
     };
     assert_eq!(q_state("ready"), Some(stats.ready as f64), "{text}");
     assert_eq!(q_state("delayed"), Some(stats.delayed as f64), "{text}");
+    assert_eq!(q_state("waiting"), Some(2.0), "{text}");
     assert_eq!(
         series(&text, "tideq_jobs_completed_total{queue=\"exported\"}"),
         Some(stats.completed as f64)

@@ -4,13 +4,18 @@
 //! `interop work URL QUEUE` processes jobs until the queue is drained and prints each payload as
 //! one hex line, in processing order. Tasks: `interop enqueue-task URL QUEUE NAME json|msgpack
 //! JSON...` enqueues one task per JSON argument value; `interop work-tasks URL QUEUE NAME` runs
-//! task NAME until the queue is drained and prints each job's arguments as one JSON line.
+//! task NAME until the queue is drained and prints each job's arguments as one JSON line. Flows:
+//! `interop enqueue-flow URL QUEUE` enqueues the interop flow (a chord of `square` 1..=4 on the
+//! 4-shard queue QUEUE-parts whose `sum` callback starts a chain ending in `describe`, id
+//! "end"); `interop work-flow URL QUEUE` runs those tasks on both queues until "end" finished
+//! and prints its result as one JSON line.
 
 use std::sync::{Arc, Mutex};
 
+use serde_json::{json, Value};
 use tideq::{
-    CappedOptions, CappedQueue, Client, EnqueueOptions, Job, PayloadFormat, Queue, QueueOptions,
-    Tasks, WorkerOptions,
+    CappedOptions, CappedQueue, Client, EnqueueOptions, FlowJob, Job, PayloadFormat, Queue,
+    QueueOptions, Tasks, WorkerOptions,
 };
 
 fn hex(b: &[u8]) -> String {
@@ -33,6 +38,9 @@ async fn main() -> tideq::Result<()> {
         }
         if verb == "enqueue-task" || verb == "work-tasks" {
             return tasks(verb, url, queue, rest).await;
+        }
+        if verb == "enqueue-flow" || verb == "work-flow" {
+            return flows(verb, url, queue).await;
         }
     }
     let [verb, url, queue, group, rest @ ..] = args.as_slice() else {
@@ -118,5 +126,53 @@ async fn tasks(verb: &str, url: &str, queue: &str, rest: &[String]) -> tideq::Re
     for line in seen.lock().unwrap().iter() {
         println!("{line}");
     }
+    Ok(())
+}
+
+async fn flows(verb: &str, url: &str, queue: &str) -> tideq::Result<()> {
+    let client = Client::open(url)?;
+    let q = Queue::new(&client, queue, QueueOptions::default())?;
+    let parts = Queue::sharded(
+        &client,
+        &format!("{queue}-parts"),
+        4,
+        QueueOptions::default(),
+    )?;
+    if verb == "enqueue-flow" {
+        let squares = (1..=4)
+            .map(|n| Ok(FlowJob::task("square", &n)?.on(&parts)))
+            .collect::<tideq::Result<Vec<_>>>()?;
+        let flow = FlowJob::chain([
+            FlowJob::chord(squares, FlowJob::step("sum"))?,
+            FlowJob::step("describe").options(EnqueueOptions {
+                id: Some("end".into()),
+                ..Default::default()
+            }),
+        ])?;
+        q.enqueue_flow(flow).await?;
+        return Ok(());
+    }
+    let tasks = Tasks::new()
+        .task("square", |n: i64, _job: Job| async move {
+            Ok::<Value, String>(json!(n * n))
+        })
+        .task("sum", |all: Vec<i64>, _job: Job| async move {
+            Ok::<Value, String>(json!(all.iter().sum::<i64>()))
+        })
+        .task("describe", |total: i64, _job: Job| async move {
+            Ok::<Value, String>(json!({ "total": total, "runtime": "rust" }))
+        });
+    let workers = [
+        q.work_tasks(WorkerOptions::default(), tasks.clone())?,
+        parts.work_tasks(WorkerOptions::default(), tasks)?,
+    ];
+    let out = q
+        .wait("end", Some(std::time::Duration::from_secs(30)))
+        .await;
+    for w in workers {
+        w.shutdown().await;
+    }
+    let result: Value = serde_json::from_slice(&out?.result.unwrap_or_default()).expect("JSON");
+    println!("{result}");
     Ok(())
 }

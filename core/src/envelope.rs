@@ -13,6 +13,7 @@
 //! | `task` | str (optional) | the task's name, for workers that dispatch by name |
 //! | `format` | str (optional) | how `payload` encodes the task's arguments: `"json"` or `"msgpack"`; absent: raw bytes |
 //! | `trace` | map str → str (optional) | the producer's trace context as W3C Trace Context headers (`traceparent`, and `tracestate` when set), so the worker's span continues the producer's trace |
+//! | `args_from` | str (optional) | a flow job whose payload is filled when it runs: `"previous"` (a chain's link: its one child's result) or `"children"` (a chord's callback: its children's results, a JSON array in their order) |
 //!
 //! Readers ignore unknown fields, so later versions can add fields without breaking old workers
 //! (the optional fields are left out when unset, so older readers never see them).
@@ -193,6 +194,32 @@ pub struct Envelope {
     /// The producer's trace context (see [`TraceContext`]), when it had one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace: Option<TraceContext>,
+    /// A flow job whose payload is its children's results (see [`ArgsFrom`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub args_from: Option<ArgsFrom>,
+}
+
+/// Where a flow job's payload comes from when it runs (a chain's link, a chord's callback): it
+/// is enqueued without one, and the worker fills it in before the handler sees the job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ArgsFrom {
+    /// Its one child's result (a chain's link after the first:
+    /// [`FlowJob::chain`](crate::FlowJob::chain)).
+    Previous,
+    /// Its children's results, a JSON array in their order (a chord's callback:
+    /// [`FlowJob::chord`](crate::FlowJob::chord)).
+    Children,
+}
+
+impl ArgsFrom {
+    /// The wire name: `"previous"` or `"children"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ArgsFrom::Previous => "previous",
+            ArgsFrom::Children => "children",
+        }
+    }
 }
 
 /// A trace context as the W3C Trace Context headers carry it: `traceparent` (required) and
@@ -251,7 +278,7 @@ impl Envelope {
     /// The field names of the current version, in wire order. Bindings convert the envelope
     /// through [`to_value`](Self::to_value) / [`from_value`](Self::from_value), so this list
     /// and the struct are the only place the schema is written down.
-    pub const FIELDS: [&'static str; 10] = [
+    pub const FIELDS: [&'static str; 11] = [
         "v",
         "id",
         "payload",
@@ -262,6 +289,7 @@ impl Envelope {
         "task",
         "format",
         "trace",
+        "args_from",
     ];
 
     /// The envelope as a generic MessagePack value: a map from the wire field names (`payload`
@@ -373,6 +401,7 @@ mod tests {
             task: None,
             format: None,
             trace: None,
+            args_from: None,
         };
         assert_eq!(Envelope::decode(&e.encode()).unwrap(), e);
         assert!(Envelope::decode(b"not msgpack").is_err());
@@ -410,6 +439,7 @@ mod tests {
                 "traceparent".to_string(),
                 "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01".to_string(),
             )])),
+            args_from: Some(ArgsFrom::Children),
         };
         let rmpv::Value::Map(fields) = e.to_value() else {
             panic!("not a map")
@@ -442,6 +472,7 @@ mod tests {
             task: None,
             format: None,
             trace: None,
+            args_from: None,
         };
         type Fields = Vec<(rmpv::Value, rmpv::Value)>;
         let with = |f: &dyn Fn(&mut Fields)| {

@@ -349,6 +349,9 @@ pub struct Job {
     pub format: Option<PayloadFormat>,
     /// The producer's trace context, when it had one (see [`EnqueueOptions::trace`]).
     pub trace: Option<TraceContext>,
+    /// Where its payload came from, when it was filled from its children's results (a chain's
+    /// link, a chord's callback).
+    pub args_from: Option<crate::envelope::ArgsFrom>,
     pub(crate) backoff: Backoff,
     pub(crate) token: String,
     pub(crate) shard: usize,

@@ -233,6 +233,7 @@ impl Queue {
             task: o.task.clone(),
             format: o.format,
             trace: o.trace.clone().or_else(|| ambient.cloned()),
+            args_from: None,
         };
         Ok((env, delay, o.run_at_ms.unwrap_or(0)))
     }

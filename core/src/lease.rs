@@ -177,6 +177,7 @@ impl Queue {
                 task: env.task,
                 format: env.format,
                 trace: env.trace,
+                args_from: env.args_from,
                 backoff: env.backoff,
                 token,
                 shard,

@@ -99,7 +99,7 @@ pub use client::Client;
 pub use config::{Config, EvictionCheck};
 pub use consumer::{BatchHandler, Consumer, ConsumerOptions, ConsumerStats, HandlerFuture};
 pub use discover::{QueueKind, QueueRef};
-pub use envelope::{Backoff, BackoffKind, Envelope, PayloadFormat, TraceContext};
+pub use envelope::{ArgsFrom, Backoff, BackoffKind, Envelope, PayloadFormat, TraceContext};
 pub use error::{Error, ErrorKind, Result};
 pub use events::{Event, EventKind, Events, EventsOptions};
 pub use flow::{
@@ -120,4 +120,7 @@ pub use worker::{
     IntoJobResult, JobBatchHandler, JobFuture, JobHandler, Snooze, Worker, WorkerOptions,
     WorkerStats,
 };
-pub use workflow::{ChildOutcome, ChildResult, FlowJob, FlowRef, OnChildFailure, MAX_FLOW_JOBS};
+pub use workflow::{
+    ChildInfo, ChildOutcome, ChildPage, ChildResult, FlowJob, FlowRef, OnChildFailure,
+    MAX_FLOW_JOBS,
+};

@@ -167,8 +167,15 @@ pub fn decode_msgpack_value(payload: &[u8]) -> Result<crate::envelope::Value> {
 impl Job {
     /// The task's arguments, decoded from the payload by its format (JSON when the job has no
     /// format, as for a job enqueued with a JSON payload by hand). `INVALID_ARGUMENT` when they
-    /// do not decode as a `T`.
+    /// do not decode as a `T`. A task enqueued without arguments (an empty payload, as a
+    /// [`FlowJob::step`](crate::FlowJob::step) outside a chain) has `null` ones.
     pub fn args<T: DeserializeOwned>(&self) -> Result<T> {
+        if self.payload.is_empty() && self.task.is_some() {
+            return serde_json::from_slice(b"null").map_err(|e| {
+                Error::invalid(format!("task arguments (none given) do not decode: {e}"))
+                    .with_source(e)
+            });
+        }
         match self.format {
             Some(PayloadFormat::Msgpack) => rmp_serde::from_slice(&self.payload).map_err(|e| {
                 Error::invalid(format!("task arguments (MessagePack) do not decode: {e}"))

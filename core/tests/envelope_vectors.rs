@@ -51,6 +51,10 @@ fn from_fields(f: &serde_json::Value) -> Envelope {
                 .map(|(k, v)| (k.clone(), v.as_str().unwrap().to_string()))
                 .collect()
         }),
+        args_from: f["args_from"].as_str().map(|s| match s {
+            "previous" => tideq::ArgsFrom::Previous,
+            _ => tideq::ArgsFrom::Children,
+        }),
     }
 }
 

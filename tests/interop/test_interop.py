@@ -166,3 +166,48 @@ def test_results_returned_by_a_python_handler_are_read_by_node_wait_and_get(redi
     assert waiter.returncode == 0
     assert json.loads(out) == {"result": {"from": "python", "echo": "from python", "n": 1.5},
                                "progress": [1, "two"]}
+
+
+NODE_FLOWS = ["node", str(ROOT / "tests/interop/interop_flows.mjs")]
+
+
+def enqueue_flow_with(runtime, url, queue):
+    if runtime == "python":
+        q = tideq.Queue(queue, url=url)
+        parts = tideq.Queue(f"{queue}-parts", url=url, shards=4)
+        squares = [tideq.FlowJob(task="square", data=n, queue=parts) for n in range(1, 5)]
+        q.enqueue_flow(tideq.chain(tideq.chord(squares, tideq.FlowJob(task="sum")),
+                                   tideq.FlowJob(task="describe", id="end")))
+        return
+    cmd = NODE_FLOWS if runtime == "node" else RUST
+    subprocess.run(cmd + ["enqueue-flow", url, queue], check=True, timeout=60)
+
+
+def work_flow_with(runtime, url, queue):
+    if runtime == "python":
+        q = tideq.Queue(queue, url=url)
+        parts = tideq.Queue(f"{queue}-parts", url=url, shards=4)
+        tasks = {
+            "square": lambda n: n * n,
+            "sum": lambda all: sum(all),
+            "describe": lambda total: {"total": total, "runtime": "python"},
+        }
+        workers = [q.work_tasks(tasks), parts.work_tasks(tasks)]
+        try:
+            return q.wait("end", timeout=30)
+        finally:
+            for w in workers:
+                w.shutdown()
+    cmd = NODE_FLOWS if runtime == "node" else RUST
+    res = subprocess.run(cmd + ["work-flow", url, queue], capture_output=True, text=True, check=True, timeout=60)
+    return json.loads(res.stdout)
+
+
+@pytest.mark.parametrize("producer", RUNTIMES)
+@pytest.mark.parametrize("worker", RUNTIMES)
+def test_a_flow_of_tasks_built_in_each_runtime_runs_on_each_others_workers(redis_url, producer, worker):
+    """A chord (on a 4-shard queue) whose callback starts a chain: built by `producer`, its tasks
+    run by name by `worker`, the results handed from task to task in the shared encoding."""
+    queue = f"interop-flow-{uuid.uuid4().hex}"
+    enqueue_flow_with(producer, redis_url, queue)
+    assert work_flow_with(worker, redis_url, queue) == {"total": 1 + 4 + 9 + 16, "runtime": worker}

@@ -29,7 +29,9 @@ reader resuming where it stopped.
 
 ``enqueue_flow`` enqueues a flow of ``FlowJob``s: a parent job runs once every one of its
 children (on any queues, to any depth) finished, and reads how they ended
-(``job.children_results()``, ``ChildResult``).
+(``job.children_results()``, ``ChildResult``). ``chain(a, b, c)`` runs jobs one after another,
+each getting the previous result; ``chord(children, callback)`` runs a callback once after all
+its children, with their results.
 
 ``enqueue(trace=...)`` carries a W3C trace context to the job's worker (``Job.trace``); with
 OpenTelemetry installed (the ``otel`` extra), enqueues carry the current span's and workers run
@@ -98,6 +100,8 @@ from tideq._tideq import (
     WorkerStats,
     __version__,
     acl_rules,
+    chain,
+    chord,
     decode_envelope,
     encode_envelope,
 )
@@ -179,6 +183,8 @@ __all__ = [
     "WorkerStats",
     "__version__",
     "acl_rules",
+    "chain",
+    "chord",
     "decode_envelope",
     "encode_envelope",
 ]

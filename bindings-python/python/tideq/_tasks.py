@@ -129,9 +129,13 @@ def task(queue: Union[Queue, AsyncQueue], func: Optional[Callable[..., Any]], na
     return register(func)
 
 
-def _call(func: Callable[..., Any], args: Any) -> Any:
+def _call(func: Callable[..., Any], args: Any, piped: bool = False) -> Any:
     """The function called with decoded arguments: a dict as keywords, a list as positional
-    arguments, anything else as the one argument."""
+    arguments, anything else as the one argument. A chain's link or a chord's callback
+    (``piped``: its arguments are the previous result, or the list of its children's results)
+    gets them as its one argument, whatever they are."""
+    if piped:
+        return func(args)
     if isinstance(args, dict):
         return func(**args)
     if isinstance(args, list):
@@ -145,12 +149,12 @@ def _handler(func: Callable[..., Any]) -> Callable[[Job], Any]:
     target = func.func if isinstance(func, _Task) else func
     if inspect.iscoroutinefunction(target):
         async def run_async(job: Job) -> Any:
-            return await _call(target, job.args())
+            return await _call(target, job.args(), job.args_from is not None)
 
         return run_async
 
     def run(job: Job) -> Any:
-        return _call(target, job.args())
+        return _call(target, job.args(), job.args_from is not None)
 
     return run
 

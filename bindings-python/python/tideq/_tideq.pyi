@@ -4,7 +4,7 @@ import builtins
 import datetime
 import os
 import types
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from typing import Any, Literal, Optional, TypeVar, TypedDict, Union, final, overload
 
 from typing_extensions import ParamSpec
@@ -536,6 +536,12 @@ class Job:
         """How the payload encodes the task's arguments: ``"json"``, ``"msgpack"``, or None (raw
         bytes)."""
     @property
+    def args_from(self) -> Optional[Literal["previous", "children"]]:
+        """Where the payload came from when it was filled in from the job's children's results:
+        ``"previous"`` (a chain's link: the previous link's result) or ``"children"`` (a chord's
+        callback: the list of its children's results); None for any other job. A task function
+        of such a job gets the value as its one argument."""
+    @property
     def trace(self) -> Optional[dict[str, str]]:
         """The producer's trace context, as W3C Trace Context headers (``traceparent``, and
         ``tracestate`` when set), or None: what ``enqueue(trace=...)`` gave, or the producer's
@@ -704,8 +710,10 @@ class FlowJob:
     default) dead-letters the parent at once, its error naming this job; ``"ignore"`` runs the
     parent anyway, this job's result showing as ``"ignored"``; ``"continue"`` runs the parent
     once all its children finished, this job's result showing as ``"failed"`` (or ``"expired"``,
-    ...). The other options are ``enqueue``'s, but no ``dedup`` or ``debounce``. A FlowJob is a
-    description (nothing is written until ``enqueue_flow``) and may be reused."""
+    ...). The other options are ``enqueue``'s, but no ``dedup`` or ``debounce``. A task without
+    ``data`` is a step: as a chain's link or a chord's callback (``chain``, ``chord``) it gets
+    its children's results as its argument (elsewhere, None). A FlowJob is a description
+    (nothing is written until ``enqueue_flow``) and may be reused."""
 
     def __new__(
         cls,
@@ -1463,6 +1471,23 @@ def _set_otel_hooks(
     None). ``inject()`` returns the current span's W3C headers (or None) for enqueues that give no
     ``trace``; ``wrap(handler, queue_name)`` returns the handler a worker runs instead of
     ``handler``."""
+
+def chain(*links: FlowJob) -> FlowJob:
+    """A chain: ``links`` (``FlowJob``s) run one after another, each once the one before it
+    completed, each link after the first getting the previous link's result as its one argument
+    (a task's) or its payload (a raw job's). Returns the last link (the flow's root): give it to
+    ``enqueue_flow``, whose id is the last link's, and whose result is the chain's. A link
+    without ``queue=`` goes where the last link goes. A failed link fails the rest, unless its ``on_failure`` lets it through (then the next link gets None).
+    The first link may be any flow (a chord, say); the others are built with only a task name
+    (``FlowJob(task="parse")``): ``ValueError`` for no links, or a later link with ``data``, a
+    ``payload`` or ``children``."""
+
+def chord(children: Sequence[FlowJob], callback: FlowJob) -> FlowJob:
+    """A chord: ``children`` (``FlowJob``s) run, then ``callback`` runs once, after the last of
+    them, with their results as its one argument: a list in the children's order (each a
+    completed child's result, None for one whose failure its ``on_failure`` let through). Returns
+    the callback (the flow's root). The callback is built with only a task name
+    (``FlowJob(task="total")``): ``ValueError`` if it has ``data``, a ``payload`` or ``children``."""
 
 def acl_rules(queue: str, role: str, *, prefix: str = ..., shards: int = 1) -> str:
     """The Redis ACL rules that let a user do ``role`` on ``queue`` (split in ``shards``) under

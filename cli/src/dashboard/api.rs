@@ -19,6 +19,8 @@ use crate::render;
 
 /// Groups in one page of a queue's view (`?groups=CURSOR` for the next page).
 const GROUPS_SHOWN: usize = 100;
+/// A flow parent's children shown with it (the first ones; `children_total` says how many).
+const CHILDREN_SHOWN: usize = 50;
 /// Jobs in a page when `limit` is not given, and the most a page may hold (half the core's
 /// [`MAX_PAGE`]: a page's JSON holds every payload).
 const DEFAULT_LIMIT: usize = 50;
@@ -151,14 +153,16 @@ pub async fn jobs(
     }))
 }
 
+/// One job, with its parent when it has one and its first children when it is a flow's parent.
 pub async fn job(
     State(app): State<App>,
     p: Result<Path<(String, String)>, PathRejection>,
 ) -> Answer {
     let (name, id) = path(p)?;
     let (_, q) = app.job_queue(&name)?;
-    match q.get(&id).await? {
-        Some(info) => ok(render::job_json(&info, None)),
+    let (info, kids) = tokio::try_join!(q.get(&id), q.children(&id, 0, CHILDREN_SHOWN))?;
+    match info {
+        Some(info) => ok(render::job_and_children_json(&info, &kids, None)),
         None => Err(error(
             StatusCode::NOT_FOUND,
             format!("no job {id:?} in queue {name:?}"),

@@ -1,7 +1,8 @@
-//! A job queue read by `stats`, `jobs`, `job` and `dead list` (the core's `admin` role).
+//! A job queue read by `stats`, `jobs`, `job` and `dead list` (the core's `admin` role), and a
+//! flow job's place in its flow: its parent, its children and how each ended.
 
 use serde_json::{json, Value};
-use tideq::{JobInfo, JobStats};
+use tideq::{ChildInfo, ChildOutcome, ChildPage, JobInfo, JobStats};
 
 use super::{
     kind, one_line, opt, pairs, pretty, preview, when, with_cursor, Payload, Table, ERROR_WIDTH,
@@ -84,6 +85,8 @@ pub fn job_json(j: &JobInfo, how: Option<Payload>) -> Value {
         "result_format": result_kind,
         "progress": progress,
         "progress_format": progress_kind,
+        "parent": j.parent.as_ref().map(|p| json!({"queue": p.queue, "id": p.id})),
+        "children_pending": j.children_pending,
     })
 }
 
@@ -142,6 +145,12 @@ pub fn job(j: &JobInfo, how: Option<Payload>, json: bool) -> String {
         ("group", opt(j.group.as_ref())),
         ("last_error", opt(j.last_error.as_ref())),
     ];
+    if let Some(p) = &j.parent {
+        items.push(("parent", format!("{} (queue {})", p.id, p.queue)));
+    }
+    if let Some(n) = j.children_pending {
+        items.push(("children_pending", n.to_string()));
+    }
     if let Some(why) = &j.unreadable {
         items.push(("unreadable", why.clone()));
     }
@@ -170,4 +179,65 @@ pub fn job_page(page: &tideq::JobPage, json: bool) -> String {
         return json!({"jobs": job_list_json(&page.jobs), "cursor": page.cursor}).to_string();
     }
     with_cursor(job_list(&page.jobs, false), &page.cursor)
+}
+
+/// A flow child: its queue, id, how it ended (`"pending"` until it has) and the error of one that
+/// failed, expired or was ignored (a completed child's result is on its own job page).
+pub fn child_json(c: &ChildInfo) -> Value {
+    let error = match &c.outcome {
+        Some(ChildOutcome::Failed(e) | ChildOutcome::Expired(e) | ChildOutcome::Ignored(e)) => {
+            Some(e.as_str())
+        }
+        _ => None,
+    };
+    json!({
+        "queue": c.queue,
+        "id": c.id,
+        "outcome": c.outcome.as_ref().map_or("pending", ChildOutcome::as_str),
+        "error": error,
+    })
+}
+
+pub fn children_json(page: &ChildPage) -> Value {
+    Value::Array(page.children.iter().map(child_json).collect())
+}
+
+/// A job's fields, `children` (the page of its children shown) and `children_total` (how many it
+/// has): `tideq job --json` and the dashboard's job.
+pub fn job_and_children_json(j: &JobInfo, kids: &ChildPage, how: Option<Payload>) -> Value {
+    let mut v = job_json(j, how);
+    v["children"] = children_json(kids);
+    v["children_total"] = kids.total.into();
+    v
+}
+
+/// `tideq job`: the job, then the page of its children shown and how many it has.
+pub fn job_and_children(j: &JobInfo, kids: &ChildPage, how: Option<Payload>, json: bool) -> String {
+    if json {
+        return job_and_children_json(j, kids, how).to_string();
+    }
+    let text = job(j, how, false);
+    if kids.total == 0 {
+        return text;
+    }
+    let shown = kids.children.len() as u64;
+    let count = if shown < kids.total {
+        format!("{} (the first {shown} shown)", kids.total)
+    } else {
+        kids.total.to_string()
+    };
+    let mut t = Table::new(&["QUEUE", "ID", "OUTCOME", "ERROR"]);
+    for c in &kids.children {
+        let v = child_json(c);
+        t.row(vec![
+            c.queue.clone(),
+            c.id.clone(),
+            v["outcome"].as_str().unwrap_or("").to_string(),
+            v["error"]
+                .as_str()
+                .map(|e| one_line(e, ERROR_WIDTH))
+                .unwrap_or_else(|| "-".to_string()),
+        ]);
+    }
+    format!("{text}\n\nchildren: {count}\n{}", t.render())
 }

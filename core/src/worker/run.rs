@@ -12,7 +12,7 @@ use tokio::sync::OwnedSemaphorePermit;
 
 use tokio::task::JoinSet;
 
-use crate::error::ErrorKind;
+use crate::error::{Error, ErrorKind};
 use tokio_util::sync::CancellationToken;
 
 use crate::job::{Job, Lease};
@@ -152,11 +152,18 @@ impl JobCtx {
         let mut held = Vec::with_capacity(batch.len());
         let mut keys = Vec::with_capacity(batch.len());
         let mut permits = Vec::with_capacity(batch.len());
-        for (job, permit, key) in batch {
+        for (mut job, permit, key) in batch {
+            if let Err(why) = job.fill_args().await {
+                self.unfilled(job.lease(), key, permit, why).await;
+                continue;
+            }
             held.push(job.lease());
             keys.push(key);
             permits.push(permit);
             jobs.push(job);
+        }
+        if jobs.is_empty() {
+            return;
         }
         // The batch's time limit is the smallest of its jobs'.
         let timeout = jobs.iter().filter_map(|j| j.timeout).min();
@@ -219,6 +226,17 @@ impl JobCtx {
         drop(permits);
     }
 
+    /// Fails a job whose arguments could not be filled from its children's results (a chain's
+    /// link, a chord's callback): at once when a result cannot be passed on, else (Redis
+    /// unreachable) as a failed attempt.
+    async fn unfilled(&self, held: Lease, key: u64, permit: OwnedSemaphorePermit, why: Error) {
+        self.in_flight.lock().unwrap().remove(&key);
+        drop(permit);
+        let dead_now = why.kind() == ErrorKind::InvalidArgument;
+        let msg = format!("its arguments could not be read from its children's results: {why}");
+        Box::pin(self.fail(held, msg, dead_now)).await;
+    }
+
     /// Runs one job: the handler (its lease renewed by the worker's renewer), then ack or fail.
     /// The job's slot (`permit`) is held until the handler's future has completed, even past a
     /// timeout (which only fires the job's cancellation), so concurrency is never exceeded and an
@@ -246,6 +264,11 @@ impl JobCtx {
                 }
             },
         };
+        let mut job = job;
+        if let Err(why) = job.fill_args().await {
+            self.unfilled(held, key, permit, why).await;
+            return;
+        }
         // The handler runs inline (no extra task); a panic is caught and fails the attempt.
         let started = std::time::Instant::now();
         let handled = std::panic::AssertUnwindSafe(crate::otel::run(&handler, job)).catch_unwind();

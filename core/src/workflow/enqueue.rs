@@ -116,15 +116,21 @@ impl Queue {
         let mut seen: HashMap<String, ()> = HashMap::new();
         // The caller's trace context, for the jobs that carry none (looked up once).
         let ambient = crate::otel::ambient(std::iter::once(&root.opts));
-        // (job, its queue, its parent)
-        let mut stack: Vec<(FlowJob, Queue, Option<usize>)> = vec![(root, self.clone(), None)];
-        while let Some((mut job, inherited, parent)) = stack.pop() {
+        // (job, the queue it inherits, its parent, its chain's queue when it is a chain's link
+        // before the last)
+        type Todo = (FlowJob, Queue, Option<usize>, Option<Queue>);
+        let mut stack: Vec<Todo> = vec![(root, self.clone(), None, None)];
+        while let Some((mut job, inherited, parent, chained)) = stack.pop() {
             if nodes.len() >= MAX_FLOW_JOBS {
                 return Err(Error::invalid(format!(
                     "a flow may have at most {MAX_FLOW_JOBS} jobs"
                 )));
             }
-            let queue = job.queue.take().unwrap_or(inherited);
+            // A chain's link without a queue goes where the chain's last link goes.
+            let queue = job
+                .queue
+                .take()
+                .unwrap_or(chained.clone().unwrap_or(inherited));
             if queue.client.config().prefix() != self.client.config().prefix() {
                 return Err(Error::invalid(format!(
                     "queue {:?} of a flow has another key prefix: a flow's queues share one \
@@ -137,8 +143,9 @@ impl Queue {
                     "a flow's jobs take no dedup or debounce (each is written once)",
                 ));
             }
-            let (env, delay, run_at) =
+            let (mut env, delay, run_at) =
                 queue.envelope(&job.payload, &job.opts, None, ambient.as_ref())?;
+            env.args_from = job.args_from;
             if seen.insert(env.id.clone(), ()).is_some() {
                 return Err(Error::invalid(format!(
                     "job id {:?} appears twice in the flow",
@@ -162,8 +169,10 @@ impl Queue {
                 parent,
                 kids: Vec::new(),
             });
+            let chain = (nodes[me].env.args_from == Some(crate::envelope::ArgsFrom::Previous))
+                .then(|| chained.unwrap_or_else(|| queue.clone()));
             for child in children.into_iter().rev() {
-                stack.push((child, queue.clone(), Some(me)));
+                stack.push((child, queue.clone(), Some(me), chain.clone()));
             }
         }
         Ok(nodes)

@@ -22,9 +22,12 @@ use crate::job::{EnqueueOptions, Job};
 use crate::jobs::Queue;
 use crate::keys::JobKeys;
 
+mod children;
 mod enqueue;
+mod pipe;
 mod relay;
 
+pub use children::{ChildInfo, ChildPage};
 pub(crate) use relay::{cancel_children, relay, settle_held};
 
 /// Most jobs one flow may have.
@@ -93,6 +96,8 @@ pub struct FlowJob {
     pub(crate) opts: EnqueueOptions,
     pub(crate) children: Vec<FlowJob>,
     pub(crate) on_failure: OnChildFailure,
+    /// Filled from its children's results when it runs (a chain's link, a chord's callback).
+    pub(crate) args_from: Option<crate::envelope::ArgsFrom>,
 }
 
 impl std::fmt::Debug for FlowJob {
@@ -103,6 +108,7 @@ impl std::fmt::Debug for FlowJob {
             .field("opts", &self.opts)
             .field("children", &self.children)
             .field("on_failure", &self.on_failure)
+            .field("args_from", &self.args_from)
             .finish()
     }
 }
@@ -117,6 +123,7 @@ impl FlowJob {
             opts: EnqueueOptions::default(),
             children: Vec::new(),
             on_failure: OnChildFailure::default(),
+            args_from: None,
         }
     }
 
@@ -153,10 +160,15 @@ impl FlowJob {
     /// (its arguments are encoded already).
     pub fn options(mut self, opts: EnqueueOptions) -> Self {
         let (task, format) = (self.opts.task.take(), self.opts.format.take());
-        let encoded = task.is_some();
+        // A step's arguments are not encoded yet: its format may still change.
+        let encoded = task.is_some() && !self.payload.is_empty();
         self.opts = EnqueueOptions {
             task: task.or(opts.task.clone()),
-            format: if encoded { format } else { opts.format },
+            format: if encoded {
+                format
+            } else {
+                opts.format.or(format)
+            },
             ..opts
         };
         self

@@ -1,8 +1,9 @@
 // tideq dashboard: plain JavaScript, no framework, no build step. It polls /api/overview every
 // 2 s (answered from the server's cache, so polling costs Redis nothing) and reads the other
 // endpoints when the operator navigates or acts. Routes live in the hash: #/ (overview),
-// #/q/<queue>[/<state>] (a job queue), #/c/<queue> (a capped queue). Every value from Redis is
-// put in the page as text (never as HTML).
+// #/q/<queue>[/<state>] (a job queue), #/j/<queue>/<id> (a job queue showing one job: a flow's
+// parent and children link there), #/c/<queue> (a capped queue). Every value from Redis is put
+// in the page as text (never as HTML).
 'use strict';
 
 (() => {
@@ -129,6 +130,11 @@
 
   const enc = encodeURIComponent;
 
+  /** A link to a job's page (its queue's view, showing it). */
+  function jobLink(queue, id) {
+    return h('a', { href: `#/j/${enc(queue)}/${enc(id)}`, dataset: { jobLink: `${queue}/${id}` } }, id);
+  }
+
   /** Table headers whose columns hold numbers are right-aligned, as their cells. */
   const NUMERIC = new Set(['Ready', 'Delayed', 'Active', 'Dead', 'Completed', 'Done/s', 'Groups', 'Pushed', 'Delivered',
     'Dropped', 'Discarded', 'Delivered/s', 'Attempts', 'Priority', 'Items', 'Bytes', 'Concurrency']);
@@ -145,6 +151,9 @@
       if (parts[0] === 'q' && parts[1]) {
         const tab = STATES.includes(parts[2]) ? parts[2] : 'ready';
         return { view: 'jobs', name: decodeURIComponent(parts[1]), tab };
+      }
+      if (parts[0] === 'j' && parts[1] && parts[2]) {
+        return { view: 'jobs', name: decodeURIComponent(parts[1]), tab: 'ready', job: decodeURIComponent(parts[2]) };
       }
       if (parts[0] === 'c' && parts[1]) return { view: 'capped', name: decodeURIComponent(parts[1]) };
     } catch {
@@ -164,12 +173,18 @@
         state.info = null;
         state.detail = null;
       }
+      // A job of the queue shown: its detail, the rest of the view as it is.
+      if (route.job && same && state.jobs) {
+        showJob(route.job, true);
+        return;
+      }
       state.tab = route.tab;
       state.pages = [null];
       state.jobs = null;
       renderJobQueue();
       loadQueue();
       loadJobs();
+      if (route.job) showJob(route.job, true);
     } else if (route.view === 'capped') {
       state.capped = null;
       renderCapped();

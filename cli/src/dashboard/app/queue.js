@@ -158,12 +158,34 @@
         row({ delayed: 'due', active: 'lease until' }[j.state] || 'since', when(j.state_since_or_until)),
         row('priority', j.priority ?? '–'),
         row('group', j.group ?? '–'),
+        j.parent ? row('parent', [jobLink(j.parent.queue, j.parent.id), ` (queue ${j.parent.queue})`], { dataset: { field: 'parent' } }) : null,
+        j.children_pending !== null && j.children_pending !== undefined
+          ? row('children pending', num(j.children_pending), { dataset: { field: 'children_pending' } })
+          : null,
         row('last error', j.last_error ? h('pre', {}, j.last_error) : '–', { dataset: { field: 'last_error' } }),
         j.unreadable ? row('unreadable', j.unreadable) : null,
         row('payload', pre(j.payload, j.payload_format, j.payload_len), { dataset: { field: 'payload' } }),
         row('result', j.result_format ? pre(j.result, j.result_format) : '–', { dataset: { field: 'result' } }),
         row('progress', j.progress_format ? pre(j.progress, j.progress_format) : '–', { dataset: { field: 'progress' } })),
+      renderChildren(j),
     );
+  }
+
+  /** A flow parent's children (the first page the API gave), each linked to its job. */
+  function renderChildren(j) {
+    if (!j.children_total) return null;
+    const shown = j.children.length;
+    const more = shown < j.children_total ? ` (the first ${num(shown)} shown)` : '';
+    return h('div', { id: 'children-wrap' },
+      h('h4', {}, `Children: ${num(j.children_total)}${more}`),
+      h('table', { id: 'children' },
+        thead(['Queue', 'Id', 'Outcome', 'Error']),
+        h('tbody', {}, j.children.map((c) =>
+          h('tr', { dataset: { child: c.id, outcome: c.outcome } },
+            h('td', {}, c.queue),
+            h('td', {}, jobLink(c.queue, c.id)),
+            h('td', {}, c.outcome),
+            h('td', { class: 'err', title: c.error || '' }, c.error ? c.error.slice(0, 120) : ''))))));
   }
 
   function renderInfo() {
