@@ -28,6 +28,7 @@ dist: ## release artefacts in dist/: the Python wheel (abi3) and sdist, the npm 
 faults: ## the fault suite in full (more jobs per scenario) and a 10-minute soak; `make test` runs its quick profile
 	bash scripts/test-python.sh >/dev/null && npm install --no-audit --no-fund >/dev/null
 	.venv/bin/python tests/faults/driver.py --full
+	.venv/bin/python tests/faults/flow_kills.py --children 100000
 
 bench: ## ceiling vs tideq from Rust, Python and Node (run `make test` once first to build the bindings)
 	@bash scripts/ensure-deps.sh >/dev/null

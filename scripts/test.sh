@@ -23,5 +23,7 @@ echo "== interop"
 .venv/bin/python -m pytest tests/interop -q
 echo "== faults (quick profile; make faults runs the full suite and a soak)"
 .venv/bin/python tests/faults/driver.py
+echo "== a 10,000-child flow on 4 shards while its workers are SIGKILLed every second"
+.venv/bin/python tests/faults/flow_kills.py
 echo "== README (every code block, as pasted)"
 .venv/bin/python scripts/readme.py

@@ -257,6 +257,7 @@ scripts! {
     RELEASE_FLOW => "release_flow.lua",
     DROP_FLOW => "drop_flow.lua",
     FLOW_NOTIFY => "flow_notify.lua",
+    RELAY_STEP => "relay_step.lua",
     EXTEND_LEASE => "extend_lease.lua",
     CANCEL_JOB => "cancel_job.lua",
     REQUEUE_DEAD => "requeue_dead.lua",

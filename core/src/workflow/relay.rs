@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 
 use super::*;
-use crate::scripts::{CANCEL_JOB, DROP_FLOW, FLOW_NOTIFY, RELEASE_FLOW};
+use crate::scripts::{CANCEL_JOB, DROP_FLOW, FLOW_NOTIFY, RELAY_STEP, RELEASE_FLOW};
 use crate::Client;
 
 /// Releases held jobs of one queue shard (release_flow.lua).
@@ -29,7 +29,7 @@ pub(crate) async fn relay(client: &Client, keys: &JobKeys) -> Result<usize> {
             .arg(&token)
             .arg("NX")
             .arg("PX")
-            .arg(10_000)
+            .arg(RELAY_LOCK_MS)
             .query_async(&mut conn)
             .await
             .map_err(|e| client.err(e))?;
@@ -88,21 +88,27 @@ pub(crate) async fn relay(client: &Client, keys: &JobKeys) -> Result<usize> {
                 }
             }
             delivered += notes.len();
-            let _: () = redis::cmd("LTRIM")
-                .arg(keys.fout())
-                .arg(notes.len())
-                .arg(-1)
-                .query_async(&mut conn)
-                .await
-                .map_err(|e| client.err(e))?;
+            // Trimmed only while the lock is still ours: a relayer that stalled past it leaves
+            // the page to the one that took over (delivering it again records nothing twice).
+            if !relay_step(client, &keys, &token, notes.len()).await? {
+                break;
+            }
         }
-        let _: () = redis::cmd("DEL")
-            .arg(keys.frelay())
-            .query_async(&mut conn)
-            .await
-            .map_err(|e| client.err(e))?;
+        relay_step(client, &keys, &token, 0).await?;
     }
     Ok(delivered)
+}
+
+/// How long an outbox relayer's lock lasts without a page delivered (ms): a relayer that died
+/// holding it delays its outbox's notices by at most this long.
+const RELAY_LOCK_MS: u64 = 2_000;
+
+/// Trims the `n` notices delivered from the head of the outbox and keeps the lock, or with `n`
+/// 0 releases it, if the lock is still `token`'s; false if it is not.
+async fn relay_step(client: &Client, keys: &JobKeys, token: &str, n: usize) -> Result<bool> {
+    let mut cmd = RELAY_STEP.cmd(&keys.for_script(&RELAY_STEP));
+    cmd.arg(token).arg(n).arg(RELAY_LOCK_MS);
+    Ok(client.eval::<i64>(&cmd, &RELAY_STEP).await? == 1)
 }
 
 /// Settles the jobs of `keys` held longer than [`HOLD_GRACE_MS`] (a flow whose writer stopped
