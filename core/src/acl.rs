@@ -90,6 +90,7 @@ impl Role {
                 &RELEASE_JOB,
                 &SNOOZE_JOB,
                 &FLOW_NOTIFY,
+                &RELAY_STEP,
                 &RELEASE_FLOW,
                 &DROP_FLOW,
                 &EXTEND_LEASE,
@@ -106,6 +107,7 @@ impl Role {
                 &REQUEUE_DEAD,
                 &PURGE_DEAD,
                 &FLOW_NOTIFY,
+                &RELAY_STEP,
                 &SET_QUEUE_FLOW,
                 &SET_GROUP_FLOW,
                 &GROUP_INFO,
@@ -139,8 +141,9 @@ impl Role {
                 "zscore",
             ],
             // Wake-up listener: BLPOP, and passing a token on; cancel requests (renewer). Flows:
-            // relaying the outbox (SET NX of its lock, LRANGE, LTRIM, DEL), settling held jobs
-            // (ZRANGEBYSCORE, HMGET, HGET of the root), a parent reading its children (HSCAN).
+            // relaying the outbox (SET NX of its lock, LRANGE), settling held jobs
+            // (ZRANGEBYSCORE, HMGET, HGET of the root), a parent reading its children (HSCAN), a
+            // chain's link or chord's callback reading its arguments (LRANGE, HGETALL).
             Role::Worker => &[
                 "blpop",
                 "rpush",
@@ -148,20 +151,19 @@ impl Role {
                 "smismember",
                 "set",
                 "lrange",
-                "ltrim",
-                "del",
                 "zrangebyscore",
                 "hmget",
                 "hget",
+                "hgetall",
                 "hscan",
             ],
             // The event log too: set_events (HSET/HDEL of the setting, DEL of the log), readers
             // (XREAD to wait, HSET of a named reader's place); stats (HMGET of the settings).
-            // A cancelled flow job's outbox relayed (SET, LRANGE, LTRIM, DEL); children's results
-            // (HSCAN).
+            // A cancelled flow job's outbox relayed (SET, LRANGE); children's results (HSCAN); a
+            // page of a parent's children (LLEN, LRANGE, HMGET).
             Role::Admin => &[
                 "zcard", "llen", "zcount", "hgetall", "hget", "hmget", "blmpop", "time", "hset",
-                "hdel", "del", "xread", "set", "lrange", "ltrim", "hscan",
+                "hdel", "del", "xread", "set", "lrange", "hscan",
             ],
             Role::CappedProducer => &[],
             // Wake-up waits, `len`, `stats`; `peek` (TIME and LRANGE in one pipeline).

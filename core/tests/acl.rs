@@ -4,13 +4,14 @@
 
 mod common;
 
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::{unique, RedisServer};
 use tideq::acl::{rules, Role};
 use tideq::{
-    Backoff, CappedOptions, CappedQueue, Client, Config, ConsumerOptions, EnqueueOptions, Job,
-    JobState, Queue, QueueOptions, WorkerOptions,
+    Backoff, CappedOptions, CappedQueue, Client, Config, ConsumerOptions, EnqueueOptions, FlowJob,
+    Job, JobState, Queue, QueueOptions, Tasks, WorkerOptions,
 };
 
 /// A client logged in as a fresh user holding exactly `role`'s rules for `queue`.
@@ -283,6 +284,46 @@ async fn each_job_role_works_under_exactly_its_documented_acl() {
     areader.next(Some(Duration::from_millis(50))).await.unwrap();
     assert!(admin.remove_schedule("tick").await.unwrap());
     admin.set_events(None).await.unwrap();
+
+    // Flows: a chord written by the producer; the worker relays its children's notices and
+    // fills the callback's arguments; the admin pages its children.
+    let parts = (1..=3).map(|n| FlowJob::task("part", &n).unwrap());
+    let callback = FlowJob::step("sum").options(id_opts("chord"));
+    producer
+        .enqueue_flow(FlowJob::chord(parts, callback).unwrap())
+        .await
+        .unwrap();
+    let summed = Arc::new(Mutex::new(Vec::new()));
+    let s = summed.clone();
+    let tasks = Tasks::new()
+        .task("part", |n: i64, _job: Job| async move {
+            Ok::<serde_json::Value, String>(serde_json::json!(n * 10))
+        })
+        .task("sum", move |all: Vec<i64>, _job: Job| {
+            let s = s.clone();
+            async move {
+                s.lock().unwrap().push(all);
+                Ok::<(), String>(())
+            }
+        });
+    let w = worker
+        .work_tasks(
+            WorkerOptions {
+                poll_interval: Duration::from_millis(50),
+                stop_when_drained: true,
+                ..Default::default()
+            },
+            tasks,
+        )
+        .unwrap();
+    tokio::time::timeout(Duration::from_secs(20), w.join())
+        .await
+        .unwrap();
+    assert!(w.error().is_none(), "{:?}", w.error());
+    assert_eq!(*summed.lock().unwrap(), vec![vec![10, 20, 30]]);
+    let page = admin.children("chord", 0, 10).await.unwrap();
+    assert_eq!(page.total, 3);
+    assert_eq!(admin.children_results("chord").await.unwrap().len(), 3);
 
     // No more than its role: a producer's user cannot fetch.
     let w = producer
