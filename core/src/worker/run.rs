@@ -153,9 +153,11 @@ impl JobCtx {
         let mut keys = Vec::with_capacity(batch.len());
         let mut permits = Vec::with_capacity(batch.len());
         for (mut job, permit, key) in batch {
-            if let Err(why) = job.fill_args().await {
-                self.unfilled(job.lease(), key, permit, why).await;
-                continue;
+            if job.args_from.is_some() {
+                if let Err(why) = Box::pin(job.fill_args()).await {
+                    Box::pin(self.unfilled(job.lease(), key, permit, why)).await;
+                    continue;
+                }
             }
             held.push(job.lease());
             keys.push(key);
@@ -265,9 +267,13 @@ impl JobCtx {
             },
         };
         let mut job = job;
-        if let Err(why) = job.fill_args().await {
-            self.unfilled(held, key, permit, why).await;
-            return;
+        // Boxed, and only for a chain's link or a chord's callback: the read's future would
+        // otherwise sit in every job's future.
+        if job.args_from.is_some() {
+            if let Err(why) = Box::pin(job.fill_args()).await {
+                Box::pin(self.unfilled(held, key, permit, why)).await;
+                return;
+            }
         }
         // The handler runs inline (no extra task); a panic is caught and fails the attempt.
         let started = std::time::Instant::now();
