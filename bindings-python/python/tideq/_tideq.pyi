@@ -66,6 +66,8 @@ __all__ = [
     "FlowJob",
     "ChildResult",
     "acl_rules",
+    "chain",
+    "chord",
     "_run_cli",  # in the runtime's __all__ too (pyo3 adds every function); tideq._cli calls it
     "_set_otel_hooks",  # likewise; tideq._otel calls it
     "decode_envelope",
