@@ -288,7 +288,10 @@ export declare class EventReader {
  * A chain or a chord, built by `chain` or `chord`: give it to `enqueueFlow`, or use it as a
  * child (or a chain's first link) in another flow.
  */
-export declare class Flow {}
+export declare class Flow {
+  /** What built it: `'chain'` or `'chord'`. */
+  get kind(): 'chain' | 'chord'
+}
 
 /** A leased job, as a handler receives it. Read-only. */
 export declare class Job {

@@ -263,6 +263,16 @@ impl Queue {
 #[napi]
 pub struct Flow {
     inner: FlowJob,
+    kind: &'static str,
+}
+
+#[napi]
+impl Flow {
+    /// What built it: `'chain'` or `'chord'`.
+    #[napi(getter, ts_return_type = "'chain' | 'chord'")]
+    pub fn kind(&self) -> &'static str {
+        self.kind
+    }
 }
 
 /// `failure` of a flow read as a root, named as `what` in its message.
@@ -299,7 +309,10 @@ fn flows(env: &Env, what: &str, list: &Unknown) -> Res<Vec<FlowJob>> {
 )]
 pub fn chain(env: &Env, links: Unknown) -> napi::Result<Flow> {
     let built = flows(env, "links", &links).and_then(|links| Ok(FlowJob::chain(links)?));
-    throw(env, built).map(|inner| Flow { inner })
+    throw(env, built).map(|inner| Flow {
+        inner,
+        kind: "chain",
+    })
 }
 
 /// A chord: `children` run, then `callback` runs once, after the last of them, with their
@@ -316,5 +329,8 @@ pub fn chord(env: &Env, children: Unknown, callback: Unknown) -> napi::Result<Fl
         let callback = flow(env, &callback).map_err(|e| named(e, "callback"))?;
         Ok(FlowJob::chord(children, callback)?)
     });
-    throw(env, built).map(|inner| Flow { inner })
+    throw(env, built).map(|inner| Flow {
+        inner,
+        kind: "chord",
+    })
 }

@@ -9,10 +9,13 @@ import {
   MAX_PRIORITY,
   Queue,
   Snooze,
+  chain,
+  chord,
   type ChildResult,
   type Enqueued,
   type ErrorCode,
   type Event,
+  type Flow,
   type FlowSpec,
   type Job,
   type JobInfo,
@@ -194,6 +197,15 @@ async function flows(q: Queue, parts: Queue): Promise<void> {
   await q.enqueueFlow({ payload: Buffer.from('x'), children: [Buffer.from('y')] });
   // @ts-expect-error enqueueMany's jobs have no children
   await q.enqueueMany([{ payload: Buffer.from('x'), children: [] }]);
+
+  // Chains and chords: built flows, given to enqueueFlow or used as children and first links.
+  const chained: Flow = chain([{ name: 'fetch', data: 'https://example.com' }, { name: 'parse', queue: parts }]);
+  const kind: 'chain' | 'chord' = chord([chained, { name: 'part', data: 2 }], { name: 'total', id: 't' }).kind;
+  void kind;
+  await q.enqueueFlow(chain([chord([{ name: 'a', data: 1 }], { name: 'b' }), { name: 'c' }]));
+  await q.enqueueFlow({ name: 'sum', children: [chained] });
+  // @ts-expect-error a chord's callback is a flow spec, not a built flow
+  chord([{ name: 'a' }], chained);
 
   const kids: ChildResult[] = await q.childrenResults(made.id);
   for (const c of kids) {
