@@ -57,10 +57,9 @@ for i = 1, n do
   end
   local due = now + tonumber(ARGV[b + 3])
   if tonumber(ARGV[b + 4]) > 0 then due = tonumber(ARGV[b + 4]) end
-  local e = ARGV[b + 6]
-  if e ~= '' then
-    local kind, ms = string.match(e, '^(%a)(%d+)$')
-    expiry[#expiry + 1] = kind == 'r' and due + tonumber(ms) or tonumber(ms)
+  local by = expiry_deadline(ARGV[b + 6], due)
+  if by then
+    expiry[#expiry + 1] = by
     expiry[#expiry + 1] = id
   end
   local kids = tonumber(ARGV[b + 8])

@@ -61,13 +61,6 @@ if ARGV[3] ~= '' then
 end
 local ids = {}
 for i = 1, n do ids[i] = ARGV[B + (i - 1) * W] end
--- The deadline (ms) of a job due at `due` whose expiry argument is `e`, or nil.
-local function deadline(e, due)
-  if e == '' then return nil end
-  local kind, ms = string.match(e, '^(%a)(%d+)$')
-  if kind == 'r' then return due + tonumber(ms) end
-  return tonumber(ms)
-end
 -- One HMGET for the existence check and one variadic call per key for the writes: per-job calls
 -- from Lua would cost more than the work itself.
 local exists = hmget(K.jobs, ids)
@@ -115,7 +108,7 @@ for i = 1, n do
       if s then redis.call('HSET', K.meta, cur, meta_of(s, a, ARGV[b + 2], enq, x)) end
       local due = now + tonumber(ARGV[b + 3])
       redis.call('ZADD', K.delayed, due, cur)
-      local by = deadline(ARGV[b + 8], due)
+      local by = expiry_deadline(ARGV[b + 8], due)
       if by then
         redis.call('ZADD', K.expires, by, cur)
       else
@@ -152,7 +145,7 @@ for i = 1, n do
     local runat = tonumber(ARGV[b + 4])
     local due = now + tonumber(ARGV[b + 3])
     if runat > 0 then due = runat end
-    local by = deadline(ARGV[b + 8], due)
+    local by = expiry_deadline(ARGV[b + 8], due)
     if by then
       expiry[#expiry + 1] = by
       expiry[#expiry + 1] = id

@@ -45,3 +45,12 @@ local function per_group(r, n)
   end
   return counts, groups
 end
+
+-- The deadline (ms) of a job due at `due` whose expiry argument (an enqueue's: "a<ms>" at, or
+-- "r<ms>" after its due time) is `e`, or nil.
+local function expiry_deadline(e, due)
+  if e == '' then return nil end
+  local kind, ms = string.match(e, '^(%a)(%d+)$')
+  if kind == 'r' then return due + tonumber(ms) end
+  return tonumber(ms)
+end
