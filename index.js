@@ -1,5 +1,7 @@
-// The package's entry point (hand-written). `native.js` is the loader napi generates (`npm run
-// build` writes it, with `index.d.ts`): it finds and loads the platform's `.node` addon. The
+// The package's CommonJS entry point (hand-written; `index.mjs` re-exports it for `import`).
+// `native.js` is the loader napi generates (`npm run build` writes it, with `index.d.ts`): it
+// finds and loads the platform's `.node` addon (`binding.js` turns its failure into an error that
+// says what to do). The
 // exports are the addon's, as they are, and `outcomes.js`' classes; `otel.js` then adds
 // OpenTelemetry to `Queue` when `@opentelemetry/api` is installed (and loads nothing more when it
 // is not).
@@ -7,7 +9,7 @@
 
 // `module.exports = require(...)` is a re-export Node's ESM loader sees, so
 // `import { Queue } from 'tideq'` keeps working.
-module.exports = require('./native.js');
+module.exports = require('./binding.js');
 // What a job handler throws instead of failing (Error subclasses, in JS). Assigned one by one so
 // Node's ESM loader sees each name.
 const outcomes = require('./outcomes.js');

@@ -41,8 +41,15 @@ TARGET = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
 
 # Shell lines a README may show: those the test scripts run themselves.
 SHELL_OK = [
+    # scripts/release-check.sh installs the published packages so (and `cargo package` checks the
+    # crates that `cargo add tideq` and `cargo install tideq-cli` fetch).
+    re.compile(r"^pip install tideq$"),
+    re.compile(r"^npm install tideq$"),
+    re.compile(r"^cargo add tideq$"),
+    re.compile(r"^cargo install tideq-cli$"),
     re.compile(r"^pip install \.$"),
     re.compile(r"^npm install$"),
+    re.compile(r"^npm run build$"),
     re.compile(r"^npm install /path/to/tideq$"),
     re.compile(r"^cargo install --path \S+$"),
 ]

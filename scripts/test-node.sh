@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Node binding: build it the way a user's `npm install` does (release, via the `prepare` script),
+# Node binding: build the addon (release, as published: scripts/npm-packages.mjs packs it),
 # check that the committed TypeScript definitions match the build and compile a sample of the API
 # under `tsc --strict` (tests/node/types), then run the Node tests
 # against real redis-server processes the harness starts (or TIDEQ_TEST_REDIS_URL).
@@ -18,16 +18,11 @@ if ! command -v chromium >/dev/null; then
 fi
 
 echo "== npm install (the napi CLI), then napi build (the addon, and index.d.ts from the code)"
-TIDEQ_SKIP_ADDON_BUILD=1 npm install --no-audit --no-fund
+npm install --no-audit --no-fund
 npm run --silent build
 
 # TIDEQ_BUILD_ONLY=1: build, run nothing (scripts/test-valkey.sh, scripts/stress-process.sh).
 [ -n "${TIDEQ_BUILD_ONLY:-}" ] && exit 0
-
-echo "== npm pack (the tarball scripts/dist-check.sh installs)"
-mkdir -p target/npm
-rm -f target/npm/tideq-*.tgz
-npm pack --silent --pack-destination target/npm >/dev/null
 
 echo "== committed index.d.ts matches the build"
 if ! git diff --exit-code -- index.d.ts; then

@@ -24,8 +24,8 @@ export PATH="$ROOT/.venv/bin:$PATH"  # the maturin build backend runs the `matur
 
 # Share Rust build artefacts with the rest of the workspace.
 export CARGO_TARGET_DIR="$ROOT/target"
-# The release wheel (abi3, manylinux tag), as `make dist` publishes it; installed here, and into a
-# fresh virtualenv by scripts/dist-check.sh.
+# The release wheel (abi3); installed here, and from a local PyPI into a fresh virtualenv by
+# scripts/release-check.sh --quick (`make release` links it against glibc 2.17 with zig instead).
 rm -rf target/wheels
 "$ROOT/.venv/bin/maturin" build --release --quiet --out target/wheels
 "$PY" -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps target/wheels/tideq-*.whl

