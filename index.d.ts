@@ -1312,6 +1312,8 @@ export interface JobInfo {
   state: 'delayed' | 'ready' | 'active' | 'dead' | 'completed' | 'waiting'
   /** The stored payload: raw bytes, or a task's encoded data. */
   payload: Buffer
+  /** The task's name, for a job enqueued as a task (`enqueueTask`); `null` for a raw payload. */
+  task: string | null
   /** Deliveries so far. */
   attempts: number
   /** Deliveries before the job is dead-lettered. */

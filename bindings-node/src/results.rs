@@ -107,6 +107,8 @@ pub struct JobInfo {
     /// The stored payload: raw bytes, or a task's encoded data.
     #[napi(ts_type = "Buffer")]
     pub payload: Bytes,
+    /// The task's name, for a job enqueued as a task (`enqueueTask`); `null` for a raw payload.
+    pub task: Option<String>,
     /// Deliveries so far.
     pub attempts: u32,
     /// Deliveries before the job is dead-lettered.
@@ -153,6 +155,7 @@ impl From<tideq::JobInfo> for JobInfo {
             id: j.id,
             state: j.state.as_str().to_string(),
             payload: Bytes(j.payload),
+            task: j.task,
             attempts: j.attempts,
             max_attempts: j.max_attempts,
             last_error: j.last_error,

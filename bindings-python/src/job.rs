@@ -321,6 +321,12 @@ impl JobInfo {
     fn payload<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
         PyBytes::new(py, &self.0.payload)
     }
+    /// The task's name, for a job enqueued as a task (``enqueue_task``, ``@task``); None for a
+    /// raw payload.
+    #[getter]
+    fn task(&self) -> Option<&str> {
+        self.0.task.as_deref()
+    }
     /// Deliveries so far.
     #[getter]
     fn attempts(&self) -> u32 {
@@ -410,6 +416,9 @@ impl JobInfo {
         let unreadable = i.unreadable.as_deref().map_or(String::new(), |u| {
             format!(", unreadable={}", convert::str_repr(py, u))
         });
+        let task = i.task.as_deref().map_or(String::new(), |t| {
+            format!(", task={}", convert::str_repr(py, t))
+        });
         let priority = i
             .priority
             .map_or(String::new(), |p| format!(", priority={p}"));
@@ -427,8 +436,8 @@ impl JobInfo {
             .children_pending
             .map_or(String::new(), |n| format!(", children_pending={n}"));
         format!(
-            "JobInfo(id={}, state={}, attempts={}, max_attempts={}, last_error={}{priority}{group}\
-             {parent}{pending}{unreadable})",
+            "JobInfo(id={}, state={}{task}, attempts={}, max_attempts={}, last_error={}{priority}\
+             {group}{parent}{pending}{unreadable})",
             convert::str_repr(py, &i.id),
             convert::str_repr(py, i.state.as_str()),
             i.attempts,

@@ -5,11 +5,11 @@
 use std::io::{IsTerminal, Write};
 use std::time::Duration;
 
-use tideq::{ErrorKind, JobState, Queue};
+use tideq::{ErrorKind, JobState, JobStats, Queue, QueueKind};
 
 use crate::args::{Conn, Dead, Page};
-use crate::connect::job_queue;
-use crate::exit::{not_found, print, Failure, Outcome};
+use crate::connect::{client, job_queue};
+use crate::exit::{not_found, print, stdout_closed, write_out, Failure, Outcome};
 use crate::render::{self, Payload};
 
 /// Children `tideq job` shows of a flow parent (the first ones, and how many there are).
@@ -19,10 +19,49 @@ const CHILDREN_SHOWN: usize = 20;
 pub(crate) async fn stats(c: &Conn, queue: &str, watch: Option<f64>, json: bool) -> Outcome {
     let q = job_queue(c, queue)?;
     match watch {
-        None => print(&render::stats(&q.stats().await?, json)),
+        None => {
+            let stats = q.stats().await?;
+            known(c, &q, &stats).await?;
+            print(&render::stats(&stats, json));
+        }
         Some(secs) => watch_stats(&q, secs, json).await?,
     }
     Ok(())
+}
+
+/// Whether this job queue was ever used: a queue nothing was enqueued to has no stats, and the
+/// command is most likely about another (a typo, a missing `--shards`, `--prefix` or `tideq
+/// capped`): say so and exit 3 rather than print zeros. Asks Redis (a SCAN) only when `stats`
+/// is all zeros.
+async fn known(c: &Conn, q: &Queue, s: &JobStats) -> Outcome {
+    let counted = [
+        s.enqueued,
+        s.ready,
+        s.delayed,
+        s.active,
+        s.dead,
+        s.completed,
+    ];
+    if s.paused || counted.iter().any(|&n| n > 0) {
+        return Ok(());
+    }
+    let found = client(c)?.queues().await?;
+    let named = |kind| found.iter().find(|r| r.kind == kind && r.name == q.name());
+    let name = q.name();
+    match (named(QueueKind::Jobs), named(QueueKind::Capped)) {
+        (Some(r), _) if r.shards == c.shards => Ok(()),
+        (Some(r), _) => Err(Failure::NotFound(format!(
+            "job queue {name:?} has {} shard(s) holding data, not {}: add --shards {}",
+            r.shards, c.shards, r.shards
+        ))),
+        (None, Some(_)) => Err(Failure::NotFound(format!(
+            "{name:?} is a capped queue: see `tideq capped {name} stats`"
+        ))),
+        (None, None) => Err(Failure::NotFound(format!(
+            "no job queue {name:?} here: nothing was ever enqueued to it (`tideq queues` lists \
+             the queues)"
+        ))),
+    }
 }
 
 async fn watch_stats(q: &Queue, secs: f64, json: bool) -> Outcome {
@@ -34,13 +73,18 @@ async fn watch_stats(q: &Queue, secs: f64, json: bool) -> Outcome {
     tokio::pin!(ctrl_c);
     loop {
         let stats = q.stats().await?;
-        // Clear the screen and go home, then reprint.
-        print!("\x1b[2J\x1b[H");
+        // On a terminal, clear the screen and go home, then reprint; into a file or a pipe, no
+        // escape codes: one block after another.
+        if std::io::stdout().is_terminal() {
+            write_out(format_args!("\x1b[2J\x1b[H"));
+        }
         if !json {
-            println!("{}  (every {secs} s; Ctrl-C stops)\n", q.name());
+            print(&format!("{}  (every {secs} s; Ctrl-C stops)\n", q.name()));
         }
         print(&render::stats(&stats, json));
-        let _ = std::io::stdout().flush();
+        if stdout_closed() {
+            return Ok(());
+        }
         tokio::select! {
             _ = &mut ctrl_c => return Ok(()),
             _ = tokio::time::sleep(every) => {}
@@ -52,20 +96,26 @@ async fn watch_stats(q: &Queue, secs: f64, json: bool) -> Outcome {
 pub(crate) async fn jobs(c: &Conn, queue: &str, state: &str, page: Page, json: bool) -> Outcome {
     let state = JobState::parse(state)?;
     let q = job_queue(c, queue)?;
-    print_jobs(&q, state, page, json).await
+    print_jobs(c, &q, state, page, json).await
 }
 
 /// Prints a page of `state`'s jobs (see [`Page`]).
-async fn print_jobs(q: &Queue, state: JobState, page: Page, json: bool) -> Outcome {
+async fn print_jobs(c: &Conn, q: &Queue, state: JobState, page: Page, json: bool) -> Outcome {
     match page.offset {
         Some(offset) => {
             let jobs = q.jobs(state, offset, page.limit).await?;
+            if jobs.is_empty() {
+                known(c, q, &q.stats().await?).await?;
+            }
             print(&render::job_list(&jobs, json));
         }
         None => {
             let p = q
                 .jobs_page(state, page.cursor.as_deref(), page.limit)
                 .await?;
+            if p.jobs.is_empty() {
+                known(c, q, &q.stats().await?).await?;
+            }
             print(&render::job_page(&p, json));
         }
     }
@@ -94,7 +144,7 @@ pub(crate) async fn dead(c: &Conn, queue: &str, action: Dead) -> Outcome {
     let q = job_queue(c, queue)?;
     let q = &q;
     match action {
-        Dead::List { page, json } => print_jobs(q, JobState::Dead, page, json).await?,
+        Dead::List { page, json } => print_jobs(c, q, JobState::Dead, page, json).await?,
         Dead::Requeue { id } => {
             match q.requeue(&id).await {
                 Err(e) if e.kind() == ErrorKind::JobNotFound => {

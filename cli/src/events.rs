@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use crate::args::Conn;
 use crate::connect::job_queue;
-use crate::exit::{Failure, Outcome};
+use crate::exit::{print, stdout_closed, Failure, Outcome};
 use crate::render;
 
 /// `tideq events QUEUE [--name N] [--from-start] [--idle SECS]`.
@@ -30,7 +30,12 @@ pub(crate) async fn events(
     loop {
         tokio::select! {
             next = ev.next(idle) => match next? {
-                Some(e) => println!("{}", render::event(&e, json)),
+                Some(e) => {
+                    print(&render::event(&e, json));
+                    if stdout_closed() {
+                        break;
+                    }
+                }
                 None => break,
             },
             _ = &mut ctrl_c => break,

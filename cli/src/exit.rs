@@ -1,6 +1,9 @@
 //! How a command ends: its output, or why it failed and so the exit code (0 ok, 1 a
 //! Redis/connection/auth error, 2 a usage error or bad input (`INVALID_ARGUMENT`), 3 not found).
 
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use tideq::ErrorKind;
 
 /// Why the command failed, and so its exit code.
@@ -44,9 +47,32 @@ impl std::fmt::Display for Failure {
 
 pub(crate) type Outcome = Result<(), Failure>;
 
-/// A command's output: `text` and a newline on stdout.
+/// Set once stdout is found closed (`tideq jobs Q | head -1`): the command writes nothing more,
+/// ends (loops check [`stdout_closed`]) and exits 0 without a message, as `cat` and `grep` do.
+static STDOUT_CLOSED: AtomicBool = AtomicBool::new(false);
+
+/// A command's output: `text` and a newline on stdout (nothing once stdout is closed).
 pub(crate) fn print(text: &str) {
-    println!("{text}");
+    write_out(format_args!("{text}\n"));
+}
+
+/// Writes to stdout and flushes; a closed pipe is remembered, any other write error ignored
+/// (there is nowhere left to report it).
+pub(crate) fn write_out(args: std::fmt::Arguments<'_>) {
+    if stdout_closed() {
+        return;
+    }
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = out.write_fmt(args).and_then(|()| out.flush()) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            STDOUT_CLOSED.store(true, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Whether a reader closed stdout: loops (`--watch`, `events --follow`) stop.
+pub(crate) fn stdout_closed() -> bool {
+    STDOUT_CLOSED.load(Ordering::Relaxed)
 }
 
 pub(crate) fn not_found(queue: &str, id: &str) -> Failure {

@@ -59,7 +59,12 @@ where
             return 1;
         }
     };
-    match rt.block_on(run(cli)) {
+    let result = rt.block_on(run(cli));
+    // A reader that closed stdout (`| head -1`) ends the command, quietly and successfully.
+    if exit::stdout_closed() {
+        return 0;
+    }
+    match result {
         Ok(()) => 0,
         Err(f) => {
             // Core errors never hold a password; nothing here prints the URL.

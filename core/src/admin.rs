@@ -390,11 +390,11 @@ fn job_info(
             (state, 0, 0, None)
         }
     };
-    let (payload, max_attempts) = match Envelope::decode(&env) {
-        Ok(e) => (e.payload, e.max_attempts),
+    let (payload, max_attempts, task) = match Envelope::decode(&env) {
+        Ok(e) => (e.payload, e.max_attempts, e.task),
         Err(e) => {
             unreadable.get_or_insert_with(|| format!("unreadable envelope: {}", e.message()));
-            (env, 0)
+            (env, 0, None)
         }
     };
     let when = match state {
@@ -414,6 +414,7 @@ fn job_info(
         id: id.to_string(),
         state,
         payload,
+        task,
         attempts,
         max_attempts,
         last_error: err,

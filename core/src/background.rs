@@ -158,11 +158,16 @@ pub(crate) fn jittered(d: std::time::Duration) -> std::time::Duration {
     d.mul_f64(0.5 + fastrand::f64())
 }
 
-/// An outage as a loop sees it: the first failure starts it, the next success ends it, and both
-/// are logged (once each, so an operator knows when Redis came back).
+/// While an outage lasts, how often it is logged again (with how long and how many tries).
+const OUTAGE_REPEAT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// An outage as a loop sees it: the first failure starts it, the next success ends it. It is
+/// logged when it starts, then once a minute while it lasts (how long, how many tries), and once
+/// when it ends, so a worker waiting out a Redis restart writes a few lines, not one per retry.
 pub(crate) struct Outage {
     what: String,
-    since: Option<(std::time::Instant, u32)>,
+    /// Since when, how many failed tries, and when it was last logged.
+    since: Option<(std::time::Instant, u32, std::time::Instant)>,
 }
 
 impl Outage {
@@ -172,17 +177,46 @@ impl Outage {
 
     /// A failed call, to be retried in `retry_in`.
     pub fn failed(&mut self, e: &Error, retry_in: std::time::Duration) {
-        let (_, n) = self.since.get_or_insert((std::time::Instant::now(), 0));
-        *n += 1;
-        log::warn!(
-            "tideq: {} failed (try {n}), retrying in {retry_in:?}: {e}",
-            self.what
-        );
+        if let Some(line) = self.failed_at(e, retry_in, std::time::Instant::now()) {
+            log::warn!("{line}");
+        }
+    }
+
+    /// The line to log for a failure at `now`, if it is the outage's first or a minute has
+    /// passed since the last one logged.
+    fn failed_at(
+        &mut self,
+        e: &Error,
+        retry_in: std::time::Duration,
+        now: std::time::Instant,
+    ) -> Option<String> {
+        match &mut self.since {
+            None => {
+                self.since = Some((now, 1, now));
+                Some(format!(
+                    "tideq: {} failed, retrying in {retry_in:.1?} (logged again once a minute \
+                     until it works): {e}",
+                    self.what
+                ))
+            }
+            Some((since, n, logged)) => {
+                *n += 1;
+                if now.duration_since(*logged) < OUTAGE_REPEAT {
+                    return None;
+                }
+                *logged = now;
+                Some(format!(
+                    "tideq: {} still failing after {:.0?} and {n} tries: {e}",
+                    self.what,
+                    now.duration_since(*since)
+                ))
+            }
+        }
     }
 
     /// A call that worked: ends an outage, if one was going on.
     pub fn recovered(&mut self) {
-        if let Some((since, n)) = self.since.take() {
+        if let Some((since, n, _)) = self.since.take() {
             log::warn!(
                 "tideq: {} works again, after {:.1?} and {n} failed tr{}",
                 self.what,
@@ -190,5 +224,41 @@ impl Outage {
                 if n == 1 { "y" } else { "ies" }
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn an_outage_is_logged_when_it_starts_then_once_a_minute_then_when_it_ends() {
+        let e = Error::new(crate::ErrorKind::Connection, "connection refused");
+        let mut o = Outage::new("the worker of queue \"q\"".into());
+        let t0 = Instant::now();
+        let at = |s: u64| t0 + Duration::from_secs(s);
+        let first = o.failed_at(&e, Duration::from_millis(200), at(0)).unwrap();
+        assert!(first.contains("failed, retrying in 200.0ms") && first.contains("refused"));
+        // Retries within the minute: nothing.
+        for s in 1..60 {
+            assert_eq!(
+                o.failed_at(&e, Duration::from_secs(1), at(s)),
+                None,
+                "{s} s"
+            );
+        }
+        let minute = o.failed_at(&e, Duration::from_secs(1), at(61)).unwrap();
+        assert!(
+            minute.contains("still failing after 61s and 61 tries"),
+            "{minute}"
+        );
+        assert_eq!(o.failed_at(&e, Duration::from_secs(1), at(62)), None);
+        o.recovered();
+        // The next outage starts over.
+        assert!(o
+            .failed_at(&e, Duration::from_secs(1), at(100))
+            .unwrap()
+            .contains("failed, retrying"));
     }
 }

@@ -186,7 +186,11 @@ impl CappedQueue {
         if item.len() > limit {
             return Err(Error::new(
                 crate::ErrorKind::PayloadTooLarge,
-                format!("item is {} bytes; the limit is {limit} bytes", item.len()),
+                format!(
+                    "item is {} bytes; the limit is {limit} bytes (the client's max_payload \
+                     option, maxPayload in Node, raises it)",
+                    item.len()
+                ),
             ));
         }
         Ok(())

@@ -239,8 +239,9 @@ impl Error {
                 None => text,
             },
             ErrorKind::NotRedis => format!(
-                "the server did not answer as Redis does (is something else listening on that \
-                 port?): {text}"
+                "the server did not answer as Redis does: {} (is something else listening on \
+                 that port?)",
+                what_answered(&text)
             ),
             _ => text,
         };
@@ -366,6 +367,33 @@ fn kind_of_text(text: &str) -> Option<ErrorKind> {
     })
 }
 
+/// What a reply that is not Redis's protocol looked like, in one line, from the parser's message
+/// (`Unexpected `72`` lines, one per byte it could not take): an HTTP server, or the bytes.
+fn what_answered(parser: &str) -> String {
+    let bytes: Vec<u8> = parser
+        .split("Unexpected `")
+        .skip(1)
+        .filter_map(|rest| rest.split('`').next()?.parse::<u8>().ok())
+        .collect();
+    if bytes.is_empty() {
+        return "its reply could not be read".to_string();
+    }
+    if bytes.contains(&b'H') && bytes.iter().all(|b| b"HTTP/".contains(b)) {
+        return "it answered as an HTTP server does".to_string();
+    }
+    let shown: Vec<String> = bytes
+        .iter()
+        .map(|&b| match b {
+            0x21..=0x7e => format!("'{}'", b as char),
+            _ => format!("0x{b:02x}"),
+        })
+        .collect();
+    format!(
+        "its reply held {} where Redis's protocol allows none",
+        shown.join(", ")
+    )
+}
+
 fn classify(err: &redis::RedisError, text: &str) -> ErrorKind {
     use redis::ErrorKind as K;
     if err.kind() == K::AuthenticationFailed {
@@ -463,6 +491,18 @@ mod tests {
         format!(
             "ERR {detail} script: 0b67da13c0b8411163967996c0f69097c6ba9682, on @user_script:12."
         )
+    }
+
+    #[test]
+    fn a_reply_that_is_not_redis_is_named_in_one_line() {
+        let http = "Incompatible type - Parse error at 1\nUnexpected `84`\nUnexpected `72`\n";
+        assert_eq!(what_answered(http), "it answered as an HTTP server does");
+        let ssh = "Parse error at 1\nUnexpected `83`\nUnexpected `0`\n";
+        assert_eq!(
+            what_answered(ssh),
+            "its reply held 'S', 0x00 where Redis's protocol allows none"
+        );
+        assert_eq!(what_answered("Parse error"), "its reply could not be read");
     }
 
     #[test]

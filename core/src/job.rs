@@ -262,6 +262,8 @@ pub struct JobInfo {
     pub id: String,
     pub state: JobState,
     pub payload: Vec<u8>,
+    /// The task's name, for a job enqueued as a task (`enqueue_task`); `None` for a raw payload.
+    pub task: Option<String>,
     /// Deliveries so far.
     pub attempts: u32,
     pub max_attempts: u32,

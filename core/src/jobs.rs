@@ -144,7 +144,8 @@ impl Queue {
             return Err(Error::new(
                 ErrorKind::PayloadTooLarge,
                 format!(
-                    "payload is {} bytes; the limit is {limit} bytes",
+                    "payload is {} bytes; the limit is {limit} bytes (the client's \
+                     max_payload option, maxPayload in Node, raises it)",
                     payload.len()
                 ),
             ));

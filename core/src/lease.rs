@@ -278,7 +278,8 @@ impl Queue {
             return Err(Error::new(
                 ErrorKind::PayloadTooLarge,
                 format!(
-                    "the job's {what} is {len} bytes; the queue's max_result_len is {limit} bytes"
+                    "the job's {what} is {len} bytes; the queue's max_result_len is {limit} \
+                     bytes (that queue option, maxResultLen in Node, raises it)"
                 ),
             ));
         }

@@ -169,9 +169,11 @@ async fn something_that_is_not_redis_on_the_port_is_not_redis() {
     let err = q.enqueue(b"x", Default::default()).await.unwrap_err();
     assert_eq!(err.code(), "NOT_REDIS", "{err}");
     assert!(
-        err.message().contains("did not answer as Redis does"),
+        err.message()
+            .contains("did not answer as Redis does: it answered as an HTTP server does"),
         "{err}"
     );
+    assert!(!err.to_string().contains('\n'), "one line: {err}");
 }
 
 #[tokio::test]

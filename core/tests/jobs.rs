@@ -274,12 +274,14 @@ async fn bad_job_input_is_rejected_and_nothing_is_written() {
         q.enqueue(b"x", no_time).await.unwrap_err().code(),
         "INVALID_ARGUMENT"
     );
-    assert_eq!(
-        q.enqueue(vec![0u8; 101], EnqueueOptions::default())
-            .await
-            .unwrap_err()
-            .code(),
-        "PAYLOAD_TOO_LARGE"
+    let too_large = q
+        .enqueue(vec![0u8; 101], EnqueueOptions::default())
+        .await
+        .unwrap_err();
+    assert_eq!(too_large.code(), "PAYLOAD_TOO_LARGE");
+    assert!(
+        too_large.to_string().contains("max_payload option"),
+        "names the option that raises the limit: {too_large}"
     );
     let mixed = vec![(vec![1u8], id("fine")), (vec![0u8; 101], id("huge"))];
     assert_eq!(

@@ -76,6 +76,10 @@ async fn an_unknown_task_goes_to_the_dead_letters_at_once_naming_the_tasks_the_w
         .await
         .unwrap();
     q.enqueue(b"raw bytes", id("plain")).await.unwrap();
+    // A job's record names its task (listings and the CLI show it); a raw payload has none.
+    let queued = q.get("unknown").await.unwrap().unwrap();
+    assert_eq!(queued.task.as_deref(), Some("nobody-runs-this"));
+    assert_eq!(q.get("plain").await.unwrap().unwrap().task, None);
     let tasks = Tasks::new()
         .raw("a", |_job: Job| async { Ok::<(), String>(()) })
         .raw("b", |_job: Job| async { Ok::<(), String>(()) });

@@ -184,7 +184,7 @@ test('the dashboard shows the counts and its Requeue button puts a dead job back
   const { queue, prefix } = freshJobQueue(redis.url);
   await queue.enqueueMany([
     { payload: Buffer.from('{"to":"ada"}'), id: 'dead-1', maxAttempts: 1 },
-    { payload: Buffer.from('{"to":"bob"}'), id: 'dead-2', maxAttempts: 1 },
+    { name: 'send-email', data: { to: 'bob' }, id: 'dead-2', maxAttempts: 1 },
   ]);
   for (const job of await queue.leaseJobs(2, { leaseMs: 60_000 })) {
     assert.equal(await queue.fail(job, 'smtp said no'), true);
@@ -209,6 +209,8 @@ test('the dashboard shows the counts and its Requeue button puts a dead job back
   await until(() => page.eval('document.querySelector(\'[data-tab="dead"]\') !== null'), 'the tabs');
   await page.eval('document.querySelector(\'[data-tab="dead"]\').click()');
   await until(() => page.eval('document.querySelectorAll("button[data-requeue]").length === 2'), 'two Requeue buttons');
+  const taskCell = (id) => page.eval(`document.querySelector('tr[data-job="${id}"] [data-field="task"]').textContent`);
+  assert.deepEqual([await taskCell('dead-1'), await taskCell('dead-2')], ['–', 'send-email'], 'the Task column');
   // A job's detail: its decoded payload and last error.
   await page.eval('document.querySelector(\'button[data-show="dead-1"]\').click()');
   await until(async () => /smtp said no/.test(await page.eval('document.querySelector("#job-detail")?.textContent || ""')), 'the job detail');

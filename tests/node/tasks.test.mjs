@@ -20,6 +20,10 @@ test('a task enqueued by name runs on the handler of that name with its data (JS
   ]);
   const stored = await queue.get(id);
   assert.equal(stored.payload.toString(), '{"to":"ada@example.com","n":1}', 'JSON text, as JSON.stringify writes it');
+  assert.equal(stored.task, 'send-email', 'the record names its task');
+  const { queue: other } = freshJobQueue(redis.url);
+  const raw = await other.enqueue(Buffer.from('raw'));
+  assert.equal((await other.get(raw.id)).task, null, 'a raw payload has no task');
   const emails = [];
   const sizes = [];
   const pings = [];

@@ -43,3 +43,29 @@ def test_the_tideq_script_exits_with_the_command_lines_codes() -> None:
     assert out.returncode == 0 and out.stdout.startswith("tideq ")
     out = subprocess.run([*tideq_command(), "no-such-command"], capture_output=True, text=True, timeout=30)
     assert out.returncode == 2 and "no-such-command" in out.stderr
+
+
+def test_the_tideq_script_ends_quietly_with_status_0_when_its_reader_closes_the_pipe(
+    client: tideq.Client, name: str, redis_url: str
+) -> None:
+    q = tideq.Queue(name, client)
+    for i in range(200):
+        q.enqueue(b"x", id=f"job-{i}")
+    proc = subprocess.Popen(
+        [*tideq_command(), "--url", redis_url, "jobs", name, "ready"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # as `| head -1` does once it has its line
+    stderr = proc.stderr.read().decode()
+    assert proc.wait(timeout=30) == 0, stderr
+    assert stderr == "", "no panic, no traceback"
+
+
+def test_the_tideq_script_says_so_for_a_queue_that_does_not_exist(redis_url: str) -> None:
+    out = subprocess.run(
+        [*tideq_command(), "--url", redis_url, "stats", "no-such-queue-here"],
+        capture_output=True, text=True, timeout=30,
+    )
+    assert out.returncode == 3 and out.stdout == ""
+    assert 'no job queue "no-such-queue-here" here' in out.stderr

@@ -188,6 +188,7 @@ def test_something_that_is_not_redis_is_not_redis_error(not_redis, name):
     with pytest.raises(tideq.NotRedisError) as err:
         tideq.Queue(name, url=not_redis).enqueue(b"x")
     assert err.value.code == "NOT_REDIS"
+    assert "\n" not in str(err.value), "one line, no parser noise"
 
 
 def assert_stopped_on(handle: tideq.Worker | tideq.Consumer, cls: type[tideq.TideqError]) -> None:

@@ -286,6 +286,7 @@ def test_bad_job_input_is_rejected_and_nothing_written(redis_url, name):
     with pytest.raises(tideq.PayloadTooLargeError) as too_large:
         q.enqueue(b"x" * 101)
     assert too_large.value.code == "PAYLOAD_TOO_LARGE" and "101" in str(too_large.value)
+    assert "max_payload option" in str(too_large.value), "names the option that raises the limit"
     for payload in ["text", 42, None, [1, 2]]:
         with pytest.raises(TypeError, match="payload must be bytes"):
             q.enqueue(payload)  # type: ignore[arg-type]

@@ -40,8 +40,11 @@ def test_enqueue_via_decorator_runs_the_function_by_name(jq):
     assert isinstance(job_id, str)
     info = jq.get(job_id)
     assert info is not None and info.state == "ready"
+    assert info.task == "send_welcome" and "task='send_welcome'" in repr(info)
     assert drain_tasks(jq).completed == 1
     assert seen == [("ada@example.com", 2)]
+    raw = jq.get(jq.enqueue(b"raw bytes").id)
+    assert raw is not None and raw.task is None, "a raw payload has no task"
 
 
 def test_positional_and_keyword_arguments_bind_to_parameter_names(jq):

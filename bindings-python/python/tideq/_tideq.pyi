@@ -607,6 +607,10 @@ class JobInfo:
     @property
     def payload(self) -> bytes: ...
     @property
+    def task(self) -> Optional[str]:
+        """The task's name, for a job enqueued as a task (``enqueue_task``, ``@task``); None for a
+        raw payload."""
+    @property
     def attempts(self) -> int:
         """Deliveries so far."""
     @property

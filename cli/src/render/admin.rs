@@ -2,10 +2,11 @@
 //! flow job's place in its flow: its parent, its children and how each ended.
 
 use serde_json::{json, Value};
-use tideq::{ChildInfo, ChildOutcome, ChildPage, JobInfo, JobStats};
+use tideq::{ChildInfo, ChildOutcome, ChildPage, JobInfo, JobState, JobStats};
 
 use super::{
-    kind, one_line, opt, pairs, pretty, preview, when, with_cursor, Payload, Table, ERROR_WIDTH,
+    kind, local_time, one_line, opt, pairs, pretty, preview, when, with_cursor, Payload, Table,
+    ERROR_WIDTH,
 };
 
 pub fn stats_json(s: &JobStats) -> Value {
@@ -69,6 +70,7 @@ pub fn job_json(j: &JobInfo, how: Option<Payload>) -> Value {
     let (progress_kind, progress) = shown(&j.progress);
     json!({
         "id": j.id,
+        "task": j.task,
         "state": j.state.as_str(),
         "attempts": j.attempts,
         "max_attempts": j.max_attempts,
@@ -94,6 +96,17 @@ pub fn job_list_json(jobs: &[JobInfo]) -> Value {
     Value::Array(jobs.iter().map(|j| job_json(j, None)).collect())
 }
 
+/// What a job's `state_since_or_until` is, by state (`None`: ready and waiting jobs have none).
+fn since_or_until(state: JobState) -> Option<(&'static str, &'static str)> {
+    match state {
+        JobState::Delayed => Some(("due_at", "DUE")),
+        JobState::Active => Some(("lease_until", "LEASE UNTIL")),
+        JobState::Dead => Some(("died_at", "DIED")),
+        JobState::Completed => Some(("finished_at", "FINISHED")),
+        JobState::Ready | JobState::Waiting => None,
+    }
+}
+
 pub fn job_list(jobs: &[JobInfo], json: bool) -> String {
     if json {
         return job_list_json(jobs).to_string();
@@ -101,14 +114,34 @@ pub fn job_list(jobs: &[JobInfo], json: bool) -> String {
     if jobs.is_empty() {
         return "(no jobs)".to_string();
     }
-    let mut t = Table::new(&["ID", "STATE", "ATTEMPTS", "PRIORITY", "GROUP", "LAST ERROR"]);
+    // One state per listing: its time column (a delayed job's due time, a dead one's time of
+    // death, ...), or when the job was enqueued.
+    let when_column = since_or_until(jobs[0].state)
+        .filter(|_| jobs.iter().all(|j| j.state == jobs[0].state))
+        .map_or("ENQUEUED", |(_, header)| header);
+    let mut t = Table::new(&[
+        "ID",
+        "TASK",
+        "STATE",
+        "ATTEMPTS",
+        "PRIORITY",
+        "GROUP",
+        when_column,
+        "LAST ERROR",
+    ]);
     for j in jobs {
+        let at = match when_column {
+            "ENQUEUED" => Some(j.enqueued_at),
+            _ => j.state_since_or_until,
+        };
         t.row(vec![
             j.id.clone(),
+            opt(j.task.as_ref()),
             j.state.as_str().to_string(),
             format!("{}/{}", j.attempts, j.max_attempts),
             opt(j.priority),
-            j.group.clone().unwrap_or_else(|| "-".to_string()),
+            opt(j.group.as_ref()),
+            at.map(local_time).unwrap_or_else(|| "-".to_string()),
             j.last_error
                 .as_deref()
                 .map(|e| one_line(e, ERROR_WIDTH))
@@ -127,24 +160,21 @@ pub fn job(j: &JobInfo, how: Option<Payload>, json: bool) -> String {
         Value::String(s) => s.clone(),
         other => pretty(other),
     };
-    let since = match j.state {
-        tideq::JobState::Delayed => "due_at",
-        tideq::JobState::Active => "lease_until",
-        _ => "state_since",
-    };
     let mut items: Vec<(&str, String)> = vec![
         ("id", j.id.clone()),
+        ("task", opt(j.task.as_ref())),
         ("state", j.state.as_str().to_string()),
         ("attempts", format!("{}/{}", j.attempts, j.max_attempts)),
         ("enqueued_at", when(j.enqueued_at)),
-        (
-            since,
-            j.state_since_or_until.map(when).unwrap_or("-".into()),
-        ),
+    ];
+    if let (Some((name, _)), Some(at)) = (since_or_until(j.state), j.state_since_or_until) {
+        items.push((name, when(at)));
+    }
+    items.extend([
         ("priority", opt(j.priority)),
         ("group", opt(j.group.as_ref())),
         ("last_error", opt(j.last_error.as_ref())),
-    ];
+    ]);
     if let Some(p) = &j.parent {
         items.push(("parent", format!("{} (queue {})", p.id, p.queue)));
     }

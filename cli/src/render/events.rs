@@ -2,7 +2,7 @@
 
 use serde_json::{json, Value};
 
-use super::{one_line, preview, ERROR_WIDTH};
+use super::{local_time, one_line, preview, ERROR_WIDTH};
 
 pub fn event(e: &tideq::Event, json: bool) -> String {
     let data = e.data.as_deref().map(|d| preview(d, None).1);
@@ -19,5 +19,10 @@ pub fn event(e: &tideq::Event, json: bool) -> String {
         Some(Value::String(s)) => one_line(&s, ERROR_WIDTH),
         Some(v) => one_line(&v.to_string(), ERROR_WIDTH),
     };
-    format!("{} {:<9} {} {data}", e.at_ms, e.kind.as_str(), e.job_id)
+    format!(
+        "{} {:<9} {} {data}",
+        local_time(e.at_ms),
+        e.kind.as_str(),
+        e.job_id
+    )
 }

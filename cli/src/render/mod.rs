@@ -152,17 +152,48 @@ fn one_line(s: &str, max: usize) -> String {
     format!("{cut}…")
 }
 
-/// A timestamp (ms since the epoch) with how far it is from now.
+/// A time (ms since the epoch) in the local time zone (`TZ`, else the system's), to the second:
+/// `2026-11-27 22:34:05`. `--json` output keeps the ms.
+pub(crate) fn local_time(ms: u64) -> String {
+    use chrono::TimeZone;
+    match chrono::Local.timestamp_millis_opt(ms as i64) {
+        chrono::LocalResult::Single(t) | chrono::LocalResult::Ambiguous(t, _) => {
+            t.format("%Y-%m-%d %H:%M:%S").to_string()
+        }
+        chrono::LocalResult::None => ms.to_string(),
+    }
+}
+
+/// A duration as people write it: `250 ms`, `4.5 s`, `12 min`, `3 h 5 min`, `2 d 4 h`.
+pub(crate) fn duration(ms: u64) -> String {
+    let (s, m, h, d) = (1000, 60_000, 3_600_000, 86_400_000);
+    match ms {
+        _ if ms < s => format!("{ms} ms"),
+        _ if ms < 10 * s => format!("{:.1} s", ms as f64 / 1000.0),
+        _ if ms < m => format!("{} s", ms / s),
+        _ if ms < h => format!("{} min", ms / m),
+        _ if ms < d => match (ms % h) / m {
+            0 => format!("{} h", ms / h),
+            rest => format!("{} h {rest} min", ms / h),
+        },
+        _ => match (ms % d) / h {
+            0 => format!("{} d", ms / d),
+            rest => format!("{} d {rest} h", ms / d),
+        },
+    }
+}
+
+/// A time (ms since the epoch) in local time, with how far it is from now:
+/// `2026-11-27 22:34:05 (in 12 min)`, `2026-11-27 22:04:05 (18 min ago)`.
 fn when(ms: u64) -> String {
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as i128)
+        .map(|d| d.as_millis() as u64)
         .unwrap_or(0);
-    let delta = (ms as i128 - now) as f64 / 1000.0;
-    if delta >= 0.0 {
-        format!("{ms} (in {delta:.1} s)")
+    if ms >= now {
+        format!("{} (in {})", local_time(ms), duration(ms - now))
     } else {
-        format!("{ms} ({:.1} s ago)", -delta)
+        format!("{} ({} ago)", local_time(ms), duration(now - ms))
     }
 }
 
@@ -206,5 +237,16 @@ mod tests {
         assert_eq!(t.render(), "A     BB\nlong  x");
         assert_eq!(one_line("a\nb", 10), "a b");
         assert_eq!(one_line("abcdef", 4), "abc…");
+    }
+
+    #[test]
+    fn durations_read_as_people_write_them() {
+        assert_eq!(duration(250), "250 ms");
+        assert_eq!(duration(4_500), "4.5 s");
+        assert_eq!(duration(42_000), "42 s");
+        assert_eq!(duration(12 * 60_000 + 5_000), "12 min");
+        assert_eq!(duration(3 * 3_600_000), "3 h");
+        assert_eq!(duration(3 * 3_600_000 + 5 * 60_000), "3 h 5 min");
+        assert_eq!(duration(2 * 86_400_000 + 4 * 3_600_000), "2 d 4 h");
     }
 }

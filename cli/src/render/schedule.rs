@@ -2,14 +2,16 @@
 
 use serde_json::{json, Value};
 
-use super::{preview, when, Table};
+use super::{duration, preview, when, Table};
 
-fn every(s: &tideq::ScheduleInfo) -> String {
+/// How often: the cron line, or the interval (`--json`: in ms; text: as people write it).
+fn every(s: &tideq::ScheduleInfo, human: bool) -> String {
     match &s.every {
         tideq::Every::Cron { pattern, timezone } => match timezone {
             Some(tz) => format!("cron {pattern} ({tz})"),
             None => format!("cron {pattern}"),
         },
+        tideq::Every::Interval(d) if human => format!("every {}", duration(d.as_millis() as u64)),
         tideq::Every::Interval(d) => format!("every {} ms", d.as_millis()),
     }
 }
@@ -20,7 +22,7 @@ pub fn schedules_json(list: &[tideq::ScheduleInfo]) -> Value {
         .map(|s| {
             json!({
                 "name": s.name,
-                "every": every(s),
+                "every": every(s, false),
                 "next_run_ms": s.next_run_ms,
                 "task": s.options.task,
                 "priority": s.options.priority,
@@ -43,7 +45,7 @@ pub fn schedules(list: &[tideq::ScheduleInfo], json: bool) -> String {
     for s in list {
         t.row(vec![
             s.name.clone(),
-            every(s),
+            every(s, true),
             s.next_run_ms.map(when).unwrap_or_else(|| "-".to_string()),
             s.options.task.clone().unwrap_or_else(|| "-".to_string()),
         ]);

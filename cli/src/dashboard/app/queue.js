@@ -103,6 +103,7 @@
     const rows = got.jobs.map((j) =>
       h('tr', { dataset: { job: j.id, state: j.state } },
         h('td', {}, h('button', { type: 'button', class: 'link', dataset: { show: j.id }, onclick: () => showJob(j.id, true) }, j.id)),
+        h('td', { dataset: { field: 'task' } }, j.task ?? '–'),
         h('td', { class: 'num' }, `${j.attempts}/${j.max_attempts}`),
         h('td', { class: 'num' }, j.priority ?? '–'),
         h('td', {}, j.group ?? '–'),
@@ -112,12 +113,12 @@
           ? h('td', {}, h('button', { type: 'button', dataset: { requeue: j.id }, onclick: () => requeue(j.id) }, 'Requeue'))
           : null),
     );
-    const since = { delayed: 'Due', active: 'Lease until' }[state.tab] || 'Since';
+    const since = { delayed: 'Due', active: 'Lease until', dead: 'Died', completed: 'Finished' }[state.tab] || 'Since';
     fill(
       $('#jobs-wrap'),
       rows.length
         ? h('table', { id: 'jobs', dataset: { state: state.tab } },
-          thead(['Id', 'Attempts', 'Priority', 'Group', since, 'Last error', dead && !readOnly() ? '' : null].filter((c) => c !== null)),
+          thead(['Id', 'Task', 'Attempts', 'Priority', 'Group', since, 'Last error', dead && !readOnly() ? '' : null].filter((c) => c !== null)),
           h('tbody', {}, rows))
         : h('p', { class: 'muted', id: 'jobs-empty' }, `No ${state.tab} jobs${state.pages.length > 1 ? ' on this page' : ''}.`),
     );
@@ -152,10 +153,11 @@
         h('h3', {}, 'Job ', h('code', {}, j.id)),
         h('button', { type: 'button', id: 'close-detail', onclick: () => { state.detail = null; renderDetail(); } }, 'Close')),
       h('dl', { class: 'detail', dataset: { job: j.id } },
+        row('task', j.task ?? '–', { dataset: { field: 'task' } }),
         row('state', j.state, { dataset: { field: 'state' } }),
         row('attempts', `${j.attempts} of ${j.max_attempts}`, { dataset: { field: 'attempts' } }),
         row('enqueued', when(j.enqueued_at)),
-        row({ delayed: 'due', active: 'lease until' }[j.state] || 'since', when(j.state_since_or_until)),
+        row({ delayed: 'due', active: 'lease until', dead: 'died', completed: 'finished' }[j.state] || 'since', when(j.state_since_or_until)),
         row('priority', j.priority ?? '–'),
         row('group', j.group ?? '–'),
         j.parent ? row('parent', [jobLink(j.parent.queue, j.parent.id), ` (queue ${j.parent.queue})`], { dataset: { field: 'parent' } }) : null,
