@@ -1,9 +1,8 @@
 # The README's commands. Each target installs what it needs (scripts/ensure-deps.sh).
 .PHONY: demo test test-valkey stress-process scale faults release release-check bench bench-waits bench-cluster bench-flows fmt lint
 
-demo: ## the seed's scenario; starts a private redis-server unless TIDEQ_REDIS_URL is set
-	@bash scripts/ensure-deps.sh >/dev/null
-	cargo run --release --example demo
+demo: ## tideq at work from Rust, Python, Node and the CLI on a private redis-server (unless TIDEQ_REDIS_URL is set), then keeps it and the dashboard until Ctrl-C
+	@bash scripts/demo.sh
 
 test: ## every test: Rust, Python, Node, cross-language
 	bash scripts/test.sh

@@ -84,6 +84,19 @@ export declare class DontRetry extends Error {
 }
 
 /**
+ * `await using worker = queue.work(...)`: leaving the scope is `await worker.shutdown()` (running
+ * handlers get the grace period). Needs Node 18.18 or later and TypeScript 5.2 or later.
+ */
+export interface Worker {
+  [Symbol.asyncDispose](): Promise<void>
+}
+
+/** `await using consumer = queue.consume(...)`: leaving the scope is `await consumer.shutdown()`. */
+export interface Consumer {
+  [Symbol.asyncDispose](): Promise<void>
+}
+
+/**
  * Which binding artifact the generated loader actually loaded: `'native'` for
  * a native addon, otherwise the `platformArchABI` of the WASI flavor. Every
  * flavor napi-rs can build is listed, because `NAPI_RS_NATIVE_LIBRARY_PATH`

@@ -17,4 +17,14 @@ module.exports.Snooze = outcomes.Snooze;
 module.exports.BackOff = outcomes.BackOff;
 module.exports.DontRetry = outcomes.DontRetry;
 
+// `await using worker = queue.work(...)` (explicit resource management): leaving the scope is
+// `await worker.shutdown()`, as Python's `async with`.
+if (typeof Symbol.asyncDispose === 'symbol') {
+  for (const Handle of [module.exports.Worker, module.exports.Consumer]) {
+    Handle.prototype[Symbol.asyncDispose] = async function dispose() {
+      await this.shutdown();
+    };
+  }
+}
+
 require('./otel.js').instrument(module.exports);

@@ -85,10 +85,26 @@ CLASS_DOCS = {
 # Rule 4: blocking method -> the asyncio class's own method(s), as written in the stub.
 _JOIN = '''    def join(self) -> Coroutine[Any, Any, {stats}]:
         """Wait until stopped; returns the stats, or raises the error the {what} stopped on."""'''
+_AENTER = '''    def __aenter__(self) -> Coroutine[Any, Any, {cls}]:
+        """Returns the handle itself (it is already running)."""'''
+_AEXIT = '''    def __aexit__(
+        self,
+        exc_type: Optional[type[BaseException]],
+        exc_value: Optional[BaseException],
+        traceback: Optional[types.TracebackType],
+    ) -> Coroutine[Any, Any, None]:
+        """``await shutdown()``: running handlers get the grace period; an exception raised
+        in the block goes on."""'''
 OWN = {
-    "Consumer": {"join": _JOIN.format(stats="ConsumerStats", what="consumer")},
+    "Consumer": {
+        "join": _JOIN.format(stats="ConsumerStats", what="consumer"),
+        "__enter__": _AENTER.format(cls="AsyncConsumer"),
+        "__exit__": _AEXIT,
+    },
     "Worker": {
         "join": _JOIN.format(stats="WorkerStats", what="worker"),
+        "__enter__": _AENTER.format(cls="AsyncWorker"),
+        "__exit__": _AEXIT,
         "metrics": '''    def metrics(self) -> str:
         """This worker's own metrics (this process only) in the Prometheus text format.
 

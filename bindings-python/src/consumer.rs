@@ -163,3 +163,6 @@ impl AsyncConsumer {
         slf.as_super().get().join(slf.py(), None)
     }
 }
+
+crate::signal::context_manager!(blocking Consumer);
+crate::signal::context_manager!(asyncio AsyncConsumer);

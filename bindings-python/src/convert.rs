@@ -178,8 +178,9 @@ pub fn deadline(what: &str, timeout: Option<Secs>) -> PyResult<Option<Instant>> 
         .and_then(|d| Instant::now().checked_add(d)))
 }
 
-/// Seconds as a float argument. An int too large for a float is kept as an infinity (so the
-/// conversion reports it as `InvalidArgumentError`, not `OverflowError`).
+/// Seconds as an argument: a number (float or int) or a `datetime.timedelta` (its
+/// `total_seconds()`). An int too large for a float is kept as an infinity (so the conversion
+/// reports it as `InvalidArgumentError`, not `OverflowError`).
 #[derive(Clone, Copy)]
 pub struct Secs(pub f64);
 
@@ -197,7 +198,16 @@ impl<'a, 'py> FromPyObject<'a, 'py> for Secs {
                     f64::INFINITY
                 }))
             }
-            Err(e) => Err(e),
+            Err(_) => {
+                let timedelta = obj.py().import("datetime")?.getattr("timedelta")?;
+                if obj.is_instance(&timedelta)? {
+                    return Ok(Secs(obj.call_method0("total_seconds")?.extract()?));
+                }
+                Err(PyTypeError::new_err(format!(
+                    "expected seconds (a number or a datetime.timedelta), not {}",
+                    type_name(&obj)
+                )))
+            }
         }
     }
 }

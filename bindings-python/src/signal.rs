@@ -82,6 +82,80 @@ impl RunningBase {
     }
 }
 
+impl RunningBase {
+    /// Leaving a `with` / `async with` block: `shutdown()` (running handlers get the grace
+    /// period), its stats dropped so an exception raised in the block goes on. Blocking: returns
+    /// None once stopped; asyncio: an awaitable of None. The error the loop stopped on by itself,
+    /// if any, is raised.
+    pub fn exit<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.stop()?;
+        let running = self.running.clone();
+        match self.api {
+            Api::Blocking => {
+                self.join(py, None)?;
+                Ok(py.None().into_bound(py))
+            }
+            Api::Async => runtime::awaitable(py, async move {
+                running.wait().await;
+                match running.error() {
+                    Some(e) => Err(e),
+                    None => Ok(()),
+                }
+            }),
+        }
+    }
+}
+
+/// `with` (blocking) and `async with` (asyncio) on a consumer's or worker's handle: entering
+/// gives the handle (already running), leaving shuts it down ([`RunningBase::exit`]).
+macro_rules! context_manager {
+    (blocking $class:ty) => {
+        #[pyo3::pymethods]
+        impl $class {
+            fn __enter__(slf: pyo3::Bound<'_, Self>) -> pyo3::Bound<'_, Self> {
+                slf
+            }
+
+            /// ``shutdown()``: running handlers get the grace period; an exception raised in
+            /// the block goes on.
+            fn __exit__(
+                slf: &pyo3::Bound<'_, Self>,
+                exc_type: &pyo3::Bound<'_, pyo3::PyAny>,
+                exc_value: &pyo3::Bound<'_, pyo3::PyAny>,
+                traceback: &pyo3::Bound<'_, pyo3::PyAny>,
+            ) -> pyo3::PyResult<()> {
+                let _ = (exc_type, exc_value, traceback);
+                slf.as_super().get().exit(slf.py()).map(|_| ())
+            }
+        }
+    };
+    (asyncio $class:ty) => {
+        #[pyo3::pymethods]
+        impl $class {
+            /// Returns the handle itself (it is already running).
+            fn __aenter__<'py>(
+                slf: &pyo3::Bound<'py, Self>,
+            ) -> pyo3::PyResult<pyo3::Bound<'py, pyo3::PyAny>> {
+                let me = slf.clone().unbind();
+                $crate::runtime::awaitable(slf.py(), async move { Ok(me) })
+            }
+
+            /// ``await shutdown()``: running handlers get the grace period; an exception raised
+            /// in the block goes on.
+            fn __aexit__<'py>(
+                slf: &pyo3::Bound<'py, Self>,
+                exc_type: &pyo3::Bound<'py, pyo3::PyAny>,
+                exc_value: &pyo3::Bound<'py, pyo3::PyAny>,
+                traceback: &pyo3::Bound<'py, pyo3::PyAny>,
+            ) -> pyo3::PyResult<pyo3::Bound<'py, pyo3::PyAny>> {
+                let _ = (exc_type, exc_value, traceback);
+                slf.as_super().get().exit(slf.py())
+            }
+        }
+    };
+}
+pub(crate) use context_manager;
+
 /// The error a stopped consumer or worker stopped on, raised.
 fn raise_failure(running: &dyn Running) -> PyResult<()> {
     match running.error() {

@@ -511,3 +511,6 @@ impl QueueBase {
         signal::run(&worker)
     }
 }
+
+crate::signal::context_manager!(blocking Worker);
+crate::signal::context_manager!(asyncio AsyncWorker);

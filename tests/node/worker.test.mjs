@@ -11,7 +11,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { inspect } from 'node:util';
 import { test } from 'node:test';
 
-import { ROOT, freePort, freshJobQueue, runNode, sleep, tideq, unique, useRedis, waitFor } from './harness.mjs';
+import { ROOT, freePort, freshJobQueue, freshQueue, runNode, sleep, tideq, unique, useRedis, waitFor } from './harness.mjs';
 
 const redis = useRedis();
 const CHILD = join(ROOT, 'tests/node/job_child.mjs');
@@ -516,7 +516,7 @@ test('without onError a handler failure is printed with console.error, stack inc
   assert.equal((await queue.get('broken')).lastError, 'Error: boom from the handler');
 });
 
-test("a worker's retries are printed on stderr, one line per call site every few seconds; TIDEQ_LOG=off silences them", async () => {
+test("a worker's outage is printed on stderr once when it starts (then once a minute), not per retry; TIDEQ_LOG=off silences it", async () => {
   const { queue, prefix } = freshJobQueue(redis.url, fast);
   const url = `redis://127.0.0.1:${await freePort()}`;
   const res = await startChild('unreachable', queue, prefix, { url }).done;
@@ -525,7 +525,7 @@ test("a worker's retries are printed on stderr, one line per call site every few
   assert.ok(stats.fetchErrors >= 3, `fetchErrors ${stats.fetchErrors}`);
   const failures = lines(res.stderr, 'tideq: ').filter((l) => /failed/.test(l) && /CONNECTION/.test(l));
   assert.equal(failures.length, 1, `one line for ${stats.fetchErrors} failures, not one each:\n${res.stderr}`);
-  assert.match(failures[0], /^tideq: the worker of queue ".*" failed \(try 1\).*CONNECTION/);
+  assert.match(failures[0], /^tideq: the worker of queue ".*" failed, retrying in .*once a minute until it works.*CONNECTION/);
 
   const quiet = await startChild('unreachable', queue, prefix, { url, env: { TIDEQ_LOG: 'off' } }).done;
   assert.equal(quiet.code, 0, quiet.stderr);
@@ -566,4 +566,19 @@ test('cancel(id) of a running job from another client aborts job.signal within a
   assert.equal(calls, 1);
   assert.equal(reason.message, 'the job was cancelled');
   assert.deepEqual(reported, [], 'a handler stopping as asked is not a failure');
+});
+
+test('await using: leaving the scope shuts a worker and a consumer down (Symbol.asyncDispose)', async () => {
+  const { queue } = freshJobQueue(redis.url);
+  let ran = 0;
+  const worker = queue.work(() => { ran += 1; }, { pollIntervalMs: 50 });
+  await queue.enqueue(Buffer.from('x'));
+  await waitFor(() => ran === 1, 'the job ran');
+  // What `await using worker = ...` does at the end of its scope.
+  await worker[Symbol.asyncDispose]();
+  assert.equal(worker.running, false);
+  const { queue: capped } = freshQueue(redis.url);
+  const consumer = capped.consume(() => {});
+  await consumer[Symbol.asyncDispose]();
+  assert.equal(consumer.running, false);
 });

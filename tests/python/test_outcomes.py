@@ -106,7 +106,7 @@ def test_a_bad_delay_is_refused_when_raised(bad):
 
 
 def test_a_delay_of_the_wrong_type_is_a_type_error():
-    with pytest.raises(TypeError, match="delay must be a number of seconds, not str"):
+    with pytest.raises(TypeError, match=r"delay must be seconds \(a number or a datetime.timedelta\), not str"):
         tideq.Snooze("5")  # type: ignore[arg-type]
     assert repr(tideq.BackOff(2, group=True)) == "BackOff(2.0, group=True)"
     assert repr(tideq.Snooze(1.5)) == "Snooze(1.5)"

@@ -4,14 +4,18 @@ and ``DontRetry`` (the worker hands them to the core as its ``Snooze``, ``BackOf
 
 from __future__ import annotations
 
+import datetime
 import math
+from typing import Union
 
 from tideq._tideq import InvalidArgumentError
 
 
-def _seconds(delay: float) -> float:
+def _seconds(delay: Union[float, datetime.timedelta]) -> float:
+    if isinstance(delay, datetime.timedelta):
+        delay = delay.total_seconds()
     if isinstance(delay, bool) or not isinstance(delay, (int, float)):
-        raise TypeError(f"delay must be a number of seconds, not {type(delay).__name__}")
+        raise TypeError(f"delay must be seconds (a number or a datetime.timedelta), not {type(delay).__name__}")
     secs = float(delay)
     if math.isnan(secs) or math.isinf(secs) or secs < 0:
         raise InvalidArgumentError(f"delay must be a non-negative number of seconds, got {delay}")
@@ -19,7 +23,8 @@ def _seconds(delay: float) -> float:
 
 
 class Snooze(Exception):
-    """Raised by a job handler: run the job again after ``delay`` seconds, without using an attempt.
+    """Raised by a job handler: run the job again after ``delay`` (seconds, or a ``timedelta``),
+    without using an attempt.
 
     The job's attempts (so the backoff of a later failure) are as if this delivery never happened,
     no error is recorded, and a job may snooze any number of times; ``delay`` 0 makes it ready
@@ -29,7 +34,7 @@ class Snooze(Exception):
     delay: float
     """Seconds until the job runs again."""
 
-    def __init__(self, delay: float) -> None:
+    def __init__(self, delay: Union[float, datetime.timedelta]) -> None:
         self.delay = _seconds(delay)
         super().__init__(f"snoozed for {self.delay} s")
 
@@ -50,7 +55,7 @@ class BackOff(Exception):
     group: bool
     """True: the job's group is held; False: the whole queue."""
 
-    def __init__(self, delay: float, *, group: bool = False) -> None:
+    def __init__(self, delay: Union[float, datetime.timedelta], *, group: bool = False) -> None:
         self.delay = _seconds(delay)
         self.group = bool(group)
         what = "group" if self.group else "queue"

@@ -11,6 +11,9 @@ from typing_extensions import ParamSpec
 
 from tideq._tasks import AsyncTask, Task
 
+# Seconds: a number, or a datetime.timedelta (its total_seconds()).
+_Seconds = Union[float, datetime.timedelta]
+
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
 
@@ -107,13 +110,13 @@ class _EnqueueOptions(TypedDict, total=False):
     """Per-job options of ``enqueue_many`` items: ``enqueue``'s keyword arguments."""
 
     id: Optional[str]
-    delay: Optional[float]
+    delay: Optional[_Seconds]
     run_at: Optional[_When]
-    expires_after: Optional[float]
+    expires_after: Optional[_Seconds]
     expires_at: Optional[_When]
     max_attempts: Optional[int]
     backoff: Optional[Backoff]
-    timeout: Optional[float]
+    timeout: Optional[_Seconds]
     priority: Optional[int]
     group: Optional[str]
     dedup: Optional[_Dedup]
@@ -235,7 +238,7 @@ class Client:
         password: Optional[str] = None,
         prefix: Optional[str] = None,
         max_payload: Optional[int] = None,
-        replica_ack: Optional[tuple[int, float]] = None,
+        replica_ack: Optional[tuple[int, _Seconds]] = None,
         tls_ca: Union[bytes, str, os.PathLike[str], None] = None,
         eviction_check: Optional[str] = None,
     ) -> Client: ...
@@ -353,12 +356,21 @@ class Consumer:
         """Stop at once, without waiting for running handlers: their jobs are left to their leases
         (run again once a lease expires; a consumer's batches are gone). What a second Ctrl-C in
         ``run()`` does."""
-    def join(self, timeout: Optional[float] = None) -> ConsumerStats:
+    def join(self, timeout: Optional[_Seconds] = None) -> ConsumerStats:
         """Wait until stopped, or ``timeout`` seconds (a timeout too large to be a point in time
         means no limit); returns the stats either way, unless the consumer stopped on an error
         (raised)."""
     def shutdown(self) -> ConsumerStats:
         """``stop()`` then ``join()``."""
+    def __enter__(self) -> Consumer: ...
+    def __exit__(
+        self,
+        exc_type: Optional[type[BaseException]],
+        exc_value: Optional[BaseException],
+        traceback: Optional[types.TracebackType],
+    ) -> None:
+        """``shutdown()``: running handlers get the grace period; an exception raised in the block
+        goes on."""
     def stats(self) -> ConsumerStats:
         """Counters so far."""
     @property
@@ -391,8 +403,8 @@ class CappedQueue:
         *,
         url: Optional[str] = None,
         capacity: Optional[int] = None,
-        ttl: Optional[float] = ...,
-        max_age: Optional[float] = ...,
+        ttl: Optional[_Seconds] = ...,
+        max_age: Optional[_Seconds] = ...,
         shards: int = 1,
     ) -> CappedQueue: ...
     @property
@@ -436,8 +448,8 @@ class CappedQueue:
         batch_size: Optional[int] = None,
         groups: Optional[list[str]] = None,
         exclude: Optional[list[str]] = None,
-        poll_interval: Optional[float] = None,
-        grace: Optional[float] = None,
+        poll_interval: Optional[_Seconds] = None,
+        grace: Optional[_Seconds] = None,
         stop_when_empty: Optional[bool] = None,
     ) -> Consumer:
         """Start consuming in the background.
@@ -458,8 +470,8 @@ class CappedQueue:
         batch_size: Optional[int] = None,
         groups: Optional[list[str]] = None,
         exclude: Optional[list[str]] = None,
-        poll_interval: Optional[float] = None,
-        grace: Optional[float] = None,
+        poll_interval: Optional[_Seconds] = None,
+        grace: Optional[_Seconds] = None,
         stop_when_empty: Optional[bool] = None,
     ) -> ConsumerStats:
         """``consume()``, then wait until the consumer stops.
@@ -474,11 +486,11 @@ class Backoff:
     exponential from 1 s, doubling, capped at 1 h, with jitter."""
 
     @staticmethod
-    def fixed(delay: float) -> Backoff:
+    def fixed(delay: _Seconds) -> Backoff:
         """The same ``delay`` (seconds) before every retry, no jitter."""
     @staticmethod
     def exponential(
-        base: Optional[float] = None, max: Optional[float] = None, jitter: Optional[bool] = None
+        base: Optional[_Seconds] = None, max: Optional[_Seconds] = None, jitter: Optional[bool] = None
     ) -> Backoff:
         """``base`` seconds before the first retry, doubling up to ``max``; with ``jitter`` each
         delay is drawn from [delay/2, delay]. Not given (or None): as in the default backoff
@@ -732,15 +744,15 @@ class FlowJob:
         children: Optional[Iterable[FlowJob]] = None,
         on_failure: Optional[_OnChildFailure] = None,
         id: Optional[str] = None,
-        delay: Optional[float] = None,
+        delay: Optional[_Seconds] = None,
         run_at: Optional[_When] = None,
         max_attempts: Optional[int] = None,
         backoff: Optional[Backoff] = None,
-        timeout: Optional[float] = None,
+        timeout: Optional[_Seconds] = None,
         priority: Optional[int] = None,
         group: Optional[str] = None,
         trace: Optional[_Trace] = None,
-        expires_after: Optional[float] = None,
+        expires_after: Optional[_Seconds] = None,
         expires_at: Optional[_When] = None,
     ) -> FlowJob: ...
     @property
@@ -870,7 +882,7 @@ class EventReader:
 
     def __iter__(self) -> EventReader: ...
     def __next__(self) -> Event: ...
-    def next(self, timeout: Optional[float] = None) -> Optional[Event]:
+    def next(self, timeout: Optional[_Seconds] = None) -> Optional[Event]:
         """The next event, waiting up to ``timeout`` seconds (None: no limit); None when none came
         in time.
 
@@ -895,7 +907,7 @@ class EventReader:
 class Rate:
     """At most ``max`` job starts in any window of ``per_seconds``."""
 
-    def __new__(cls, max: int, per_seconds: float) -> Rate: ...
+    def __new__(cls, max: int, per_seconds: _Seconds) -> Rate: ...
     @property
     def max(self) -> int:
         """Most starts per window."""
@@ -1000,12 +1012,21 @@ class Worker:
         """Stop at once, without waiting for running handlers: their jobs are left to their leases
         (run again once a lease expires; a consumer's batches are gone). What a second Ctrl-C in
         ``run()`` does."""
-    def join(self, timeout: Optional[float] = None) -> WorkerStats:
+    def join(self, timeout: Optional[_Seconds] = None) -> WorkerStats:
         """Wait until stopped, or ``timeout`` seconds (a timeout too large to be a point in time
         means no limit); returns the stats either way, unless the worker stopped on an error
         (raised)."""
     def shutdown(self) -> WorkerStats:
         """``stop()`` then ``join()``."""
+    def __enter__(self) -> Worker: ...
+    def __exit__(
+        self,
+        exc_type: Optional[type[BaseException]],
+        exc_value: Optional[BaseException],
+        traceback: Optional[types.TracebackType],
+    ) -> None:
+        """``shutdown()``: running handlers get the grace period; an exception raised in the block
+        goes on."""
     def stats(self) -> WorkerStats:
         """Counters so far."""
     def metrics(self) -> str:
@@ -1061,13 +1082,13 @@ class Queue:
         url: Optional[str] = None,
         max_attempts: Optional[int] = None,
         backoff: Optional[Backoff] = None,
-        timeout: Optional[float] = ...,
+        timeout: Optional[_Seconds] = ...,
         keep_completed: Optional[int] = None,
-        keep_for: Optional[float] = ...,
+        keep_for: Optional[_Seconds] = ...,
         max_error_len: Optional[int] = None,
         keep_dead: Optional[int] = ...,
-        keep_dead_for: Optional[float] = ...,
-        idempotency_window: Optional[float] = ...,
+        keep_dead_for: Optional[_Seconds] = ...,
+        idempotency_window: Optional[_Seconds] = ...,
         idempotency_max_ids: Optional[int] = None,
         max_result_len: Optional[int] = None,
         shards: int = 1,
@@ -1084,17 +1105,17 @@ class Queue:
         payload: _BytesLike,
         *,
         id: Optional[str] = None,
-        delay: Optional[float] = None,
+        delay: Optional[_Seconds] = None,
         run_at: Optional[_When] = None,
         max_attempts: Optional[int] = None,
         backoff: Optional[Backoff] = None,
-        timeout: Optional[float] = None,
+        timeout: Optional[_Seconds] = None,
         priority: Optional[int] = None,
         group: Optional[str] = None,
         dedup: Optional[_Dedup] = None,
         debounce: Optional[_Debounce] = None,
         trace: Optional[_Trace] = None,
-        expires_after: Optional[float] = None,
+        expires_after: Optional[_Seconds] = None,
         expires_at: Optional[_When] = None,
     ) -> Enqueued:
         """Enqueue one job.
@@ -1137,7 +1158,7 @@ class Queue:
         """A job's state, attempts, last error and times; None if unknown.
 
         None too once the job is no longer kept."""
-    def wait(self, id: str, timeout: Optional[float] = None) -> Any:
+    def wait(self, id: str, timeout: Optional[_Seconds] = None) -> Any:
         """Wait until job ``id`` has finished and return its result.
 
         The result is decoded as ``JobInfo.result`` is (None when the handler returned nothing).
@@ -1192,9 +1213,9 @@ class Queue:
         *,
         concurrency: Optional[int] = None,
         batch_size: Optional[int] = None,
-        lease: Optional[float] = None,
-        poll_interval: Optional[float] = None,
-        grace: Optional[float] = None,
+        lease: Optional[_Seconds] = None,
+        poll_interval: Optional[_Seconds] = None,
+        grace: Optional[_Seconds] = None,
         stop_when_drained: Optional[bool] = None,
         schedules: Optional[bool] = None,
     ) -> Worker:
@@ -1226,9 +1247,9 @@ class Queue:
         *,
         concurrency: Optional[int] = None,
         batch_size: Optional[int] = None,
-        lease: Optional[float] = None,
-        poll_interval: Optional[float] = None,
-        grace: Optional[float] = None,
+        lease: Optional[_Seconds] = None,
+        poll_interval: Optional[_Seconds] = None,
+        grace: Optional[_Seconds] = None,
         stop_when_drained: Optional[bool] = None,
         schedules: Optional[bool] = None,
     ) -> WorkerStats:
@@ -1244,12 +1265,12 @@ class Queue:
         handler: _BatchHandler,
         *,
         size: int,
-        wait: Optional[float] = None,
+        wait: Optional[_Seconds] = None,
         concurrency: Optional[int] = None,
         batch_size: Optional[int] = None,
-        lease: Optional[float] = None,
-        poll_interval: Optional[float] = None,
-        grace: Optional[float] = None,
+        lease: Optional[_Seconds] = None,
+        poll_interval: Optional[_Seconds] = None,
+        grace: Optional[_Seconds] = None,
         stop_when_drained: Optional[bool] = None,
         schedules: Optional[bool] = None,
     ) -> Worker:
@@ -1265,12 +1286,12 @@ class Queue:
         handler: _BatchHandler,
         *,
         size: int,
-        wait: Optional[float] = None,
+        wait: Optional[_Seconds] = None,
         concurrency: Optional[int] = None,
         batch_size: Optional[int] = None,
-        lease: Optional[float] = None,
-        poll_interval: Optional[float] = None,
-        grace: Optional[float] = None,
+        lease: Optional[_Seconds] = None,
+        poll_interval: Optional[_Seconds] = None,
+        grace: Optional[_Seconds] = None,
         stop_when_drained: Optional[bool] = None,
         schedules: Optional[bool] = None,
     ) -> WorkerStats:
@@ -1292,17 +1313,17 @@ class Queue:
         *,
         format: Optional[_Format] = None,
         id: Optional[str] = None,
-        delay: Optional[float] = None,
+        delay: Optional[_Seconds] = None,
         run_at: Optional[_When] = None,
         max_attempts: Optional[int] = None,
         backoff: Optional[Backoff] = None,
-        timeout: Optional[float] = None,
+        timeout: Optional[_Seconds] = None,
         priority: Optional[int] = None,
         group: Optional[str] = None,
         dedup: Optional[_Dedup] = None,
         debounce: Optional[_Debounce] = None,
         trace: Optional[_Trace] = None,
-        expires_after: Optional[float] = None,
+        expires_after: Optional[_Seconds] = None,
         expires_at: Optional[_When] = None,
     ) -> Enqueued:
         """Enqueue task ``name`` with ``data`` as its arguments (a dict runs ``f(**data)``, a list
@@ -1314,9 +1335,9 @@ class Queue:
         *,
         concurrency: Optional[int] = None,
         batch_size: Optional[int] = None,
-        lease: Optional[float] = None,
-        poll_interval: Optional[float] = None,
-        grace: Optional[float] = None,
+        lease: Optional[_Seconds] = None,
+        poll_interval: Optional[_Seconds] = None,
+        grace: Optional[_Seconds] = None,
         stop_when_drained: Optional[bool] = None,
         schedules: Optional[bool] = None,
     ) -> Worker:
@@ -1331,9 +1352,9 @@ class Queue:
         *,
         concurrency: Optional[int] = None,
         batch_size: Optional[int] = None,
-        lease: Optional[float] = None,
-        poll_interval: Optional[float] = None,
-        grace: Optional[float] = None,
+        lease: Optional[_Seconds] = None,
+        poll_interval: Optional[_Seconds] = None,
+        grace: Optional[_Seconds] = None,
         stop_when_drained: Optional[bool] = None,
         schedules: Optional[bool] = None,
     ) -> WorkerStats:
@@ -1344,7 +1365,7 @@ class Queue:
         payload: _BytesLike = b"",
         *,
         cron: Optional[str] = None,
-        every: Optional[float] = None,
+        every: Optional[_Seconds] = None,
         timezone: Optional[str] = None,
         task: Optional[str] = None,
         format: Optional[_Format] = None,
@@ -1352,7 +1373,7 @@ class Queue:
         group: Optional[str] = None,
         max_attempts: Optional[int] = None,
         backoff: Optional[Backoff] = None,
-        timeout: Optional[float] = None,
+        timeout: Optional[_Seconds] = None,
     ) -> Optional[int]:
         """Create the schedule ``name``, or change it; returns its next slot (epoch ms, Redis clock).
 
@@ -1430,7 +1451,7 @@ class Queue:
         """About ``count`` (1 to 250, default 100) of the groups ``groups`` lists, from ``cursor`` (None: the
         start), in no particular order, and the cursor of the next page (None after the last).
         Each call costs about ``count`` groups' work, however many the queue has."""
-    def lease_jobs(self, max: int, *, lease: float) -> list[Job]:
+    def lease_jobs(self, max: int, *, lease: _Seconds) -> list[Job]:
         """Lease up to ``max`` (at most 1000) ready jobs for ``lease`` seconds, for processing without a worker
         (empty when nothing is ready). Settle each with ``complete``, ``fail`` or ``release``;
         nothing renews these leases but ``extend``: a job whose lease expires is delivered
@@ -1444,7 +1465,7 @@ class Queue:
         ``max_attempts``. Returns True when dead-lettered."""
     def release(self, job: Job) -> None:
         """Return a leased job to the front of the queue without counting the attempt."""
-    def extend(self, job: Job, lease: float) -> None:
+    def extend(self, job: Job, lease: _Seconds) -> None:
         """Push a leased job's lease deadline to ``lease`` seconds from now."""
     def enqueue_flow(self, root: FlowJob) -> Enqueued:
         """Enqueue a flow: ``root`` and, to any depth, the jobs it waits for (``FlowJob``); returns
@@ -1540,6 +1561,16 @@ class AsyncConsumer:
         """Wait until stopped; returns the stats, or raises the error the consumer stopped on."""
     def shutdown(self) -> Coroutine[Any, Any, ConsumerStats]:
         """``stop()`` then ``join()``."""
+    def __aenter__(self) -> Coroutine[Any, Any, AsyncConsumer]:
+        """Returns the handle itself (it is already running)."""
+    def __aexit__(
+        self,
+        exc_type: Optional[type[BaseException]],
+        exc_value: Optional[BaseException],
+        traceback: Optional[types.TracebackType],
+    ) -> Coroutine[Any, Any, None]:
+        """``await shutdown()``: running handlers get the grace period; an exception raised
+        in the block goes on."""
     def stats(self) -> ConsumerStats:
         """Counters so far."""
     @property
@@ -1560,8 +1591,8 @@ class AsyncCappedQueue:
         *,
         url: Optional[str] = None,
         capacity: Optional[int] = None,
-        ttl: Optional[float] = ...,
-        max_age: Optional[float] = ...,
+        ttl: Optional[_Seconds] = ...,
+        max_age: Optional[_Seconds] = ...,
         shards: int = 1,
     ) -> AsyncCappedQueue: ...
     @property
@@ -1605,8 +1636,8 @@ class AsyncCappedQueue:
         batch_size: Optional[int] = None,
         groups: Optional[list[str]] = None,
         exclude: Optional[list[str]] = None,
-        poll_interval: Optional[float] = None,
-        grace: Optional[float] = None,
+        poll_interval: Optional[_Seconds] = None,
+        grace: Optional[_Seconds] = None,
         stop_when_empty: Optional[bool] = None,
     ) -> AsyncConsumer:
         """Start consuming in the background.
@@ -1627,8 +1658,8 @@ class AsyncCappedQueue:
         batch_size: Optional[int] = None,
         groups: Optional[list[str]] = None,
         exclude: Optional[list[str]] = None,
-        poll_interval: Optional[float] = None,
-        grace: Optional[float] = None,
+        poll_interval: Optional[_Seconds] = None,
+        grace: Optional[_Seconds] = None,
         stop_when_empty: Optional[bool] = None,
     ) -> Coroutine[Any, Any, ConsumerStats]:
         """``consume()``, then wait until the consumer stops.
@@ -1648,7 +1679,7 @@ class AsyncEventReader:
 
     def __aiter__(self) -> AsyncEventReader: ...
     def __anext__(self) -> Coroutine[Any, Any, Event]: ...
-    def next(self, timeout: Optional[float] = None) -> Coroutine[Any, Any, Optional[Event]]:
+    def next(self, timeout: Optional[_Seconds] = None) -> Coroutine[Any, Any, Optional[Event]]:
         """The next event, waiting up to ``timeout`` seconds (None: no limit); None when none came
         in time.
 
@@ -1692,6 +1723,16 @@ class AsyncWorker:
         """Wait until stopped; returns the stats, or raises the error the worker stopped on."""
     def shutdown(self) -> Coroutine[Any, Any, WorkerStats]:
         """``stop()`` then ``join()``."""
+    def __aenter__(self) -> Coroutine[Any, Any, AsyncWorker]:
+        """Returns the handle itself (it is already running)."""
+    def __aexit__(
+        self,
+        exc_type: Optional[type[BaseException]],
+        exc_value: Optional[BaseException],
+        traceback: Optional[types.TracebackType],
+    ) -> Coroutine[Any, Any, None]:
+        """``await shutdown()``: running handlers get the grace period; an exception raised
+        in the block goes on."""
     def stats(self) -> WorkerStats:
         """Counters so far."""
     def metrics(self) -> str:
@@ -1717,13 +1758,13 @@ class AsyncQueue:
         url: Optional[str] = None,
         max_attempts: Optional[int] = None,
         backoff: Optional[Backoff] = None,
-        timeout: Optional[float] = ...,
+        timeout: Optional[_Seconds] = ...,
         keep_completed: Optional[int] = None,
-        keep_for: Optional[float] = ...,
+        keep_for: Optional[_Seconds] = ...,
         max_error_len: Optional[int] = None,
         keep_dead: Optional[int] = ...,
-        keep_dead_for: Optional[float] = ...,
-        idempotency_window: Optional[float] = ...,
+        keep_dead_for: Optional[_Seconds] = ...,
+        idempotency_window: Optional[_Seconds] = ...,
         idempotency_max_ids: Optional[int] = None,
         max_result_len: Optional[int] = None,
         shards: int = 1,
@@ -1740,17 +1781,17 @@ class AsyncQueue:
         payload: _BytesLike,
         *,
         id: Optional[str] = None,
-        delay: Optional[float] = None,
+        delay: Optional[_Seconds] = None,
         run_at: Optional[_When] = None,
         max_attempts: Optional[int] = None,
         backoff: Optional[Backoff] = None,
-        timeout: Optional[float] = None,
+        timeout: Optional[_Seconds] = None,
         priority: Optional[int] = None,
         group: Optional[str] = None,
         dedup: Optional[_Dedup] = None,
         debounce: Optional[_Debounce] = None,
         trace: Optional[_Trace] = None,
-        expires_after: Optional[float] = None,
+        expires_after: Optional[_Seconds] = None,
         expires_at: Optional[_When] = None,
     ) -> Coroutine[Any, Any, Enqueued]:
         """Enqueue one job.
@@ -1793,7 +1834,7 @@ class AsyncQueue:
         """A job's state, attempts, last error and times; None if unknown.
 
         None too once the job is no longer kept."""
-    def wait(self, id: str, timeout: Optional[float] = None) -> Coroutine[Any, Any, Any]:
+    def wait(self, id: str, timeout: Optional[_Seconds] = None) -> Coroutine[Any, Any, Any]:
         """Wait until job ``id`` has finished and return its result.
 
         The result is decoded as ``JobInfo.result`` is (None when the handler returned nothing).
@@ -1848,9 +1889,9 @@ class AsyncQueue:
         *,
         concurrency: Optional[int] = None,
         batch_size: Optional[int] = None,
-        lease: Optional[float] = None,
-        poll_interval: Optional[float] = None,
-        grace: Optional[float] = None,
+        lease: Optional[_Seconds] = None,
+        poll_interval: Optional[_Seconds] = None,
+        grace: Optional[_Seconds] = None,
         stop_when_drained: Optional[bool] = None,
         schedules: Optional[bool] = None,
     ) -> AsyncWorker:
@@ -1882,9 +1923,9 @@ class AsyncQueue:
         *,
         concurrency: Optional[int] = None,
         batch_size: Optional[int] = None,
-        lease: Optional[float] = None,
-        poll_interval: Optional[float] = None,
-        grace: Optional[float] = None,
+        lease: Optional[_Seconds] = None,
+        poll_interval: Optional[_Seconds] = None,
+        grace: Optional[_Seconds] = None,
         stop_when_drained: Optional[bool] = None,
         schedules: Optional[bool] = None,
     ) -> Coroutine[Any, Any, WorkerStats]:
@@ -1900,12 +1941,12 @@ class AsyncQueue:
         handler: _BatchHandler,
         *,
         size: int,
-        wait: Optional[float] = None,
+        wait: Optional[_Seconds] = None,
         concurrency: Optional[int] = None,
         batch_size: Optional[int] = None,
-        lease: Optional[float] = None,
-        poll_interval: Optional[float] = None,
-        grace: Optional[float] = None,
+        lease: Optional[_Seconds] = None,
+        poll_interval: Optional[_Seconds] = None,
+        grace: Optional[_Seconds] = None,
         stop_when_drained: Optional[bool] = None,
         schedules: Optional[bool] = None,
     ) -> AsyncWorker:
@@ -1921,12 +1962,12 @@ class AsyncQueue:
         handler: _BatchHandler,
         *,
         size: int,
-        wait: Optional[float] = None,
+        wait: Optional[_Seconds] = None,
         concurrency: Optional[int] = None,
         batch_size: Optional[int] = None,
-        lease: Optional[float] = None,
-        poll_interval: Optional[float] = None,
-        grace: Optional[float] = None,
+        lease: Optional[_Seconds] = None,
+        poll_interval: Optional[_Seconds] = None,
+        grace: Optional[_Seconds] = None,
         stop_when_drained: Optional[bool] = None,
         schedules: Optional[bool] = None,
     ) -> Coroutine[Any, Any, WorkerStats]:
@@ -1948,17 +1989,17 @@ class AsyncQueue:
         *,
         format: Optional[_Format] = None,
         id: Optional[str] = None,
-        delay: Optional[float] = None,
+        delay: Optional[_Seconds] = None,
         run_at: Optional[_When] = None,
         max_attempts: Optional[int] = None,
         backoff: Optional[Backoff] = None,
-        timeout: Optional[float] = None,
+        timeout: Optional[_Seconds] = None,
         priority: Optional[int] = None,
         group: Optional[str] = None,
         dedup: Optional[_Dedup] = None,
         debounce: Optional[_Debounce] = None,
         trace: Optional[_Trace] = None,
-        expires_after: Optional[float] = None,
+        expires_after: Optional[_Seconds] = None,
         expires_at: Optional[_When] = None,
     ) -> Coroutine[Any, Any, Enqueued]:
         """Enqueue task ``name`` with ``data`` as its arguments (a dict runs ``f(**data)``, a list
@@ -1970,9 +2011,9 @@ class AsyncQueue:
         *,
         concurrency: Optional[int] = None,
         batch_size: Optional[int] = None,
-        lease: Optional[float] = None,
-        poll_interval: Optional[float] = None,
-        grace: Optional[float] = None,
+        lease: Optional[_Seconds] = None,
+        poll_interval: Optional[_Seconds] = None,
+        grace: Optional[_Seconds] = None,
         stop_when_drained: Optional[bool] = None,
         schedules: Optional[bool] = None,
     ) -> AsyncWorker:
@@ -1987,9 +2028,9 @@ class AsyncQueue:
         *,
         concurrency: Optional[int] = None,
         batch_size: Optional[int] = None,
-        lease: Optional[float] = None,
-        poll_interval: Optional[float] = None,
-        grace: Optional[float] = None,
+        lease: Optional[_Seconds] = None,
+        poll_interval: Optional[_Seconds] = None,
+        grace: Optional[_Seconds] = None,
         stop_when_drained: Optional[bool] = None,
         schedules: Optional[bool] = None,
     ) -> Coroutine[Any, Any, WorkerStats]:
@@ -2000,7 +2041,7 @@ class AsyncQueue:
         payload: _BytesLike = b"",
         *,
         cron: Optional[str] = None,
-        every: Optional[float] = None,
+        every: Optional[_Seconds] = None,
         timezone: Optional[str] = None,
         task: Optional[str] = None,
         format: Optional[_Format] = None,
@@ -2008,7 +2049,7 @@ class AsyncQueue:
         group: Optional[str] = None,
         max_attempts: Optional[int] = None,
         backoff: Optional[Backoff] = None,
-        timeout: Optional[float] = None,
+        timeout: Optional[_Seconds] = None,
     ) -> Coroutine[Any, Any, Optional[int]]:
         """Create the schedule ``name``, or change it; returns its next slot (epoch ms, Redis clock).
 
@@ -2086,7 +2127,7 @@ class AsyncQueue:
         """About ``count`` (1 to 250, default 100) of the groups ``groups`` lists, from ``cursor`` (None: the
         start), in no particular order, and the cursor of the next page (None after the last).
         Each call costs about ``count`` groups' work, however many the queue has."""
-    def lease_jobs(self, max: int, *, lease: float) -> Coroutine[Any, Any, list[Job]]:
+    def lease_jobs(self, max: int, *, lease: _Seconds) -> Coroutine[Any, Any, list[Job]]:
         """Lease up to ``max`` (at most 1000) ready jobs for ``lease`` seconds, for processing without a worker
         (empty when nothing is ready). Settle each with ``complete``, ``fail`` or ``release``;
         nothing renews these leases but ``extend``: a job whose lease expires is delivered
@@ -2100,7 +2141,7 @@ class AsyncQueue:
         ``max_attempts``. Returns True when dead-lettered."""
     def release(self, job: Job) -> Coroutine[Any, Any, None]:
         """Return a leased job to the front of the queue without counting the attempt."""
-    def extend(self, job: Job, lease: float) -> Coroutine[Any, Any, None]:
+    def extend(self, job: Job, lease: _Seconds) -> Coroutine[Any, Any, None]:
         """Push a leased job's lease deadline to ``lease`` seconds from now."""
     def enqueue_flow(self, root: FlowJob) -> Coroutine[Any, Any, Enqueued]:
         """Enqueue a flow: ``root`` and, to any depth, the jobs it waits for (``FlowJob``); returns

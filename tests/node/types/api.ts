@@ -233,4 +233,12 @@ async function flows(q: Queue, parts: Queue): Promise<void> {
   });
 }
 
-void [producer, admin, worker, errors, capped, outcomes, flows];
+// `await using`: a worker and a consumer are async-disposable (their shutdown).
+async function disposable(q: Queue, c: CappedQueue) {
+  await using w = q.work(() => {});
+  await using consumer = c.consume(() => {});
+  const dispose: () => Promise<void> = w[Symbol.asyncDispose];
+  void [dispose, consumer];
+}
+
+void [producer, admin, worker, errors, capped, outcomes, flows, disposable];
