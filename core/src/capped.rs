@@ -182,18 +182,7 @@ impl CappedQueue {
     }
 
     fn check_item(&self, item: &[u8]) -> Result<()> {
-        let limit = self.client.config().max_payload();
-        if item.len() > limit {
-            return Err(Error::new(
-                crate::ErrorKind::PayloadTooLarge,
-                format!(
-                    "item is {} bytes; the limit is {limit} bytes (the client's max_payload \
-                     option, maxPayload in Node, raises it)",
-                    item.len()
-                ),
-            ));
-        }
-        Ok(())
+        self.client.config().check_payload("item", item.len())
     }
 
     /// Appends `item` to `group`, dropping the oldest items above capacity. Returns how many

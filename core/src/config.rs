@@ -247,6 +247,22 @@ impl Config {
         self.max_payload
     }
 
+    /// `PAYLOAD_TOO_LARGE`, naming the option that raises the limit, when `what` (a job's payload,
+    /// a capped queue's item) is `len` bytes, over [`max_payload`](Self::max_payload).
+    pub(crate) fn check_payload(&self, what: &str, len: usize) -> crate::Result<()> {
+        let limit = self.max_payload;
+        if len <= limit {
+            return Ok(());
+        }
+        Err(crate::Error::new(
+            crate::ErrorKind::PayloadTooLarge,
+            format!(
+                "{what} is {len} bytes; the limit is {limit} bytes (the client's max_payload \
+                 option, maxPayload in Node, raises it)"
+            ),
+        ))
+    }
+
     /// The URL with any password replaced by `***`, safe to log.
     pub fn redacted_url(&self) -> String {
         redact_url(&self.url)

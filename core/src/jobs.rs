@@ -139,17 +139,9 @@ impl Queue {
         id: Option<&str>,
         ambient: Option<&TraceContext>,
     ) -> Result<(Envelope, u64, u64)> {
-        let limit = self.client.config().max_payload();
-        if payload.len() > limit {
-            return Err(Error::new(
-                ErrorKind::PayloadTooLarge,
-                format!(
-                    "payload is {} bytes; the limit is {limit} bytes (the client's \
-                     max_payload option, maxPayload in Node, raises it)",
-                    payload.len()
-                ),
-            ));
-        }
+        self.client
+            .config()
+            .check_payload("payload", payload.len())?;
         let id = match (&o.id, id) {
             (Some(id), _) => {
                 validate_job_id(id)?;
