@@ -167,6 +167,43 @@ fn a_queue_that_does_not_exist_is_a_notice_and_exit_status_3_not_zeros() {
     );
 }
 
+/// `tideq --url <redis> args...` with `vars` set (and no colour settings inherited).
+fn tideq_with(redis: &Redis, vars: &[(&str, &str)], args: &[&str]) -> String {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_tideq"));
+    cmd.arg("--url").arg(&redis.url).args(args);
+    cmd.env_remove("NO_COLOR").env_remove("CLICOLOR_FORCE");
+    for (k, v) in vars {
+        cmd.env(k, v);
+    }
+    ok(cmd.stdin(Stdio::null()).output().unwrap())
+}
+
+#[test]
+fn states_are_coloured_on_a_terminal_only_and_never_with_no_color() {
+    let redis = Redis::start();
+    let q = redis.queue("painted");
+    rt().block_on(dead_job(&q, "gone"));
+    // Into a pipe (as here): plain text, so grep and scripts see no escape codes.
+    let piped = tideq_with(&redis, &[], &["dead", "painted", "list"]);
+    assert!(!piped.contains('\x1b'), "{piped:?}");
+    // As on a terminal (CLICOLOR_FORCE stands in for one): the dead state in red, in the
+    // listing and on the job's page; --json stays plain.
+    let force = [("CLICOLOR_FORCE", "1")];
+    let table = tideq_with(&redis, &force, &["dead", "painted", "list"]);
+    assert!(table.contains("\x1b[31mdead\x1b[0m"), "{table:?}");
+    let page = tideq_with(&redis, &force, &["job", "painted", "gone"]);
+    assert!(page.contains("\x1b[31mdead\x1b[0m"), "{page:?}");
+    let json = tideq_with(&redis, &force, &["job", "painted", "gone", "--json"]);
+    assert!(!json.contains('\x1b'), "{json:?}");
+    // NO_COLOR wins over everything.
+    let no = tideq_with(
+        &redis,
+        &[("CLICOLOR_FORCE", "1"), ("NO_COLOR", "1")],
+        &["dead", "painted", "list"],
+    );
+    assert!(!no.contains('\x1b'), "{no:?}");
+}
+
 #[test]
 fn stats_watch_into_a_pipe_writes_no_terminal_escape_codes() {
     let redis = Redis::start();

@@ -10,6 +10,8 @@ mod flow;
 mod jobs;
 mod schedule;
 
+use std::io::IsTerminal;
+use std::sync::OnceLock;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
@@ -92,7 +94,18 @@ impl Table {
         self.rows.push(cells);
     }
 
+    /// The table, coloured when [`colour`] says so.
     pub fn render(&self) -> String {
+        self.render_in(colour())
+    }
+
+    /// The table; with `colour`, a bold header and each state (a STATE or OUTCOME column) in
+    /// its colour (see [`state_colour`]). Widths count the text, never the escape codes.
+    fn render_in(&self, colour: bool) -> String {
+        let states: Vec<bool> = self.rows[0]
+            .iter()
+            .map(|h| h == "STATE" || h == "OUTCOME")
+            .collect();
         let cols = self.rows[0].len();
         let widths: Vec<usize> = (0..cols)
             .map(|c| {
@@ -106,13 +119,21 @@ impl Table {
         let lines: Vec<String> = self
             .rows
             .iter()
-            .map(|r| {
+            .enumerate()
+            .map(|(row, r)| {
                 let cells: Vec<String> = r
                     .iter()
                     .enumerate()
                     .map(|(i, cell)| {
-                        let pad = widths[i] - cell.chars().count();
-                        format!("{cell}{}", " ".repeat(pad))
+                        let pad = " ".repeat(widths[i] - cell.chars().count());
+                        match (colour, row, state_colour(cell)) {
+                            (false, _, _) => format!("{cell}{pad}"),
+                            (true, 0, _) => format!("{}{pad}", paint("1", cell)),
+                            (true, _, Some(code)) if states[i] => {
+                                format!("{}{pad}", paint(code, cell))
+                            }
+                            _ => format!("{cell}{pad}"),
+                        }
                     })
                     .collect();
                 cells.join("  ").trim_end().to_string()
@@ -123,13 +144,52 @@ impl Table {
 }
 
 /// `name  value` lines, names padded to one width.
+/// A `state` line's value is coloured as in tables.
 pub fn pairs(items: &[(&str, String)]) -> String {
+    let colour = colour();
     let w = items.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
     items
         .iter()
-        .map(|(k, v)| format!("{k:<w$}  {v}"))
+        .map(|(k, v)| match state_colour(v) {
+            Some(code) if colour && *k == "state" => format!("{k:<w$}  {}", paint(code, v)),
+            _ => format!("{k:<w$}  {v}"),
+        })
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// Whether to colour what is printed: only when stdout is a terminal, never with `NO_COLOR`
+/// set (<https://no-color.org>) or `TERM=dumb`; `CLICOLOR_FORCE=1` colours a pipe too (as
+/// `ls`, cargo and others take it). `--json` output is never coloured.
+pub fn colour() -> bool {
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| {
+        let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
+        if var("NO_COLOR").is_some() {
+            return false;
+        }
+        if var("CLICOLOR_FORCE").is_some_and(|v| v != "0") {
+            return true;
+        }
+        std::io::stdout().is_terminal() && var("TERM").is_none_or(|t| t != "dumb")
+    })
+}
+
+/// The ANSI colour of a job state or a child's outcome: dead red, completed green, active
+/// cyan, delayed yellow, cancelled magenta; ready and pending plain.
+fn state_colour(state: &str) -> Option<&'static str> {
+    match state {
+        "dead" | "failed" | "expired" => Some("31"),
+        "completed" => Some("32"),
+        "active" => Some("36"),
+        "delayed" => Some("33"),
+        "cancelled" => Some("35"),
+        _ => None,
+    }
+}
+
+fn paint(code: &str, text: &str) -> String {
+    format!("\x1b[{code}m{text}\x1b[0m")
 }
 
 fn pretty(v: &Value) -> String {
@@ -234,9 +294,27 @@ mod tests {
     fn tables_align_and_errors_are_cut() {
         let mut t = Table::new(&["A", "BB"]);
         t.row(vec!["long".into(), "x".into()]);
-        assert_eq!(t.render(), "A     BB\nlong  x");
+        assert_eq!(t.render_in(false), "A     BB\nlong  x");
         assert_eq!(one_line("a\nb", 10), "a b");
         assert_eq!(one_line("abcdef", 4), "abc…");
+    }
+
+    #[test]
+    fn colour_marks_the_header_and_states_without_moving_the_columns() {
+        let mut t = Table::new(&["ID", "STATE", "GROUP"]);
+        t.row(vec!["a".into(), "dead".into(), "completed".into()]);
+        t.row(vec!["bb".into(), "ready".into(), "-".into()]);
+        let plain = t.render_in(false);
+        let coloured = t.render_in(true);
+        assert!(coloured.contains("\x1b[31mdead\x1b[0m"), "{coloured:?}");
+        assert!(coloured.starts_with("\x1b[1mID\x1b[0m"), "{coloured:?}");
+        // Only STATE/OUTCOME columns are painted; stripping the codes gives the plain table.
+        assert!(!coloured.contains("\x1b[32m"), "{coloured:?}");
+        let stripped = coloured
+            .replace("\x1b[0m", "")
+            .replace("\x1b[1m", "")
+            .replace("\x1b[31m", "");
+        assert_eq!(stripped, plain);
     }
 
     #[test]
