@@ -95,7 +95,25 @@ _AEXIT = '''    def __aexit__(
     ) -> Coroutine[Any, Any, None]:
         """``await shutdown()``: running handlers get the grace period; an exception raised
         in the block goes on."""'''
+_QUEUE_AENTER = '''    def __aenter__(self) -> Coroutine[Any, Any, {cls}]:
+        """Returns the queue itself."""'''
+_QUEUE_AEXIT = '''    def __aexit__(
+        self,
+        exc_type: Optional[type[BaseException]],
+        exc_value: Optional[BaseException],
+        traceback: Optional[types.TracebackType],
+    ) -> Coroutine[Any, Any, None]:
+        """``await`` the shutdown of the {what} started from this queue that still run, as leaving
+        {a} own ``async with`` block does; an exception raised in the block goes on."""'''
 OWN = {
+    "CappedQueue": {
+        "__enter__": _QUEUE_AENTER.format(cls="AsyncCappedQueue"),
+        "__exit__": _QUEUE_AEXIT.format(what="consumers", a="a consumer's"),
+    },
+    "Queue": {
+        "__enter__": _QUEUE_AENTER.format(cls="AsyncQueue"),
+        "__exit__": _QUEUE_AEXIT.format(what="workers", a="a worker's"),
+    },
     "Consumer": {
         "join": _JOIN.format(stats="ConsumerStats", what="consumer"),
         "__enter__": _AENTER.format(cls="AsyncConsumer"),

@@ -14,7 +14,12 @@ use crate::error;
 /// ``groups``, ``stats``). On a Redis Cluster add ``+cluster|slots +cluster|shards``. An
 /// unknown role or a bad name raises ``InvalidArgumentError``.
 #[pyfunction]
-#[pyo3(signature = (queue, role, *, prefix=default_prefix(), shards=1))]
+#[pyo3(
+    signature = (queue, role, *, prefix=default_prefix(), shards=1),
+    // The default as Python shows it (pyo3 writes `...` for a computed one): the core's default
+    // prefix, which tests/python/test_signatures.py checks.
+    text_signature = "(queue, role, *, prefix='tideq', shards=1)"
+)]
 pub fn acl_rules(
     queue: Text,
     role: Text,

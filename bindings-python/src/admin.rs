@@ -10,7 +10,8 @@ use crate::job::{JobInfo, JobStats};
 use crate::jobs::QueueBase;
 
 /// A page of one state's jobs (``Queue.jobs_page``) and the cursor of the next page.
-#[pyclass(module = "tideq", frozen)]
+#[pyclass(module = "tideq", frozen, eq)]
+#[derive(PartialEq)]
 pub struct JobPage(pub tideq::JobPage);
 
 #[pymethods]
@@ -33,6 +34,8 @@ impl JobPage {
         )
     }
 }
+
+crate::value::value_class! { JobPage { jobs, cursor } }
 
 #[pymethods]
 impl QueueBase {

@@ -15,7 +15,8 @@ use crate::runtime::{self, Api};
 use crate::signal;
 
 /// A page of a capped queue's groups (``CappedQueue.groups_page``) and the cursor of the next.
-#[pyclass(module = "tideq", frozen)]
+#[pyclass(module = "tideq", frozen, eq)]
+#[derive(PartialEq)]
 pub struct CappedGroupPage(pub tideq::CappedGroupPage);
 
 #[pymethods]
@@ -38,6 +39,8 @@ impl CappedGroupPage {
         )
     }
 }
+
+crate::value::value_class! { CappedGroupPage { groups, cursor } }
 
 /// Queue-wide counters kept in Redis.
 #[pyclass(module = "tideq", frozen, eq)]
@@ -80,6 +83,8 @@ impl CappedStats {
     }
 }
 
+crate::value::value_class! { CappedStats { pushed, dropped, discarded, delivered, groups } }
+
 /// An item still queued in a group, as ``peek`` shows it.
 #[pyclass(module = "tideq", frozen, eq)]
 #[derive(PartialEq)]
@@ -106,6 +111,8 @@ impl Peeked {
     }
 }
 
+crate::value::value_class! { Peeked { pushed_at_ms, item } }
+
 /// A capped queue; `CappedQueue` and `AsyncCappedQueue` differ only in the API mode they open
 /// it with.
 #[pyclass(module = "tideq", name = "_CappedQueue", subclass, frozen)]
@@ -113,6 +120,8 @@ pub struct CappedQueueBase {
     queue: tideq::CappedQueue,
     client: Py<Client>,
     api: Api,
+    /// The consumers started from this handle, which leaving its `with` block shuts down.
+    started: signal::Started,
 }
 
 runtime::api_classes!(
@@ -128,6 +137,12 @@ runtime::api_classes!(
     /// spreads over its masters; a group's shard is fixed by its name, consumers serve every shard
     /// and ``stats`` adds them up. Every producer and consumer of a queue must use the same count.
     /// Queue names may not contain ``#``.
+    ///
+    /// Used as a context manager (``with CappedQueue(...) as q:``, ``async with`` for
+    /// ``AsyncCappedQueue``), leaving the block shuts down the consumers started from ``q``
+    /// that still run, as leaving a consumer's own ``with`` block does; the queue stays usable.
+    /// The Redis connections are its ``Client``'s (made on first use, shared by the queues on
+    /// it): they stay open.
     pub struct CappedQueue;
     /// A capped grouped queue, asyncio API: same constructor and methods, all awaitable.
     pub struct AsyncCappedQueue;
@@ -155,9 +170,44 @@ runtime::api_classes!(
             let shards = convert::count("shards", shards)?;
             let queue = tideq::CappedQueue::sharded(&client.get().inner, &name.0, shards, opts)
                 .map_err(error::to_py)?;
-            Ok(CappedQueueBase { queue, client, api })
+            Ok(CappedQueueBase {
+                queue,
+                client,
+                api,
+                started: signal::Started::default(),
+            })
         }
     }
+);
+
+impl CappedQueueBase {
+    /// The core's defaults of the constructor's [`Opt`] arguments, as its signature shows them
+    /// ([`runtime::show_defaults`]).
+    pub fn unset_defaults(py: Python<'_>) -> PyResult<Vec<(&'static str, Bound<'_, PyAny>)>> {
+        let o = CappedOptions::default();
+        Ok(vec![
+            ("ttl", convert::secs_value(py, o.ttl)?),
+            ("max_age", convert::secs_value(py, o.max_age)?),
+        ])
+    }
+
+    /// Leaving a `with` / `async with` block: the consumers started from this handle shut down.
+    pub fn exit<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.started.exit(py, self.api)
+    }
+}
+
+signal::context_manager!(
+    blocking CappedQueue,
+    "Shut down the consumers started from this queue that still run (``consume``), as leaving a\n\
+     consumer's own ``with`` block does: running handlers get the grace period. An exception\n\
+     raised in the block goes on; the queue stays usable."
+);
+signal::context_manager!(
+    asyncio AsyncCappedQueue,
+    "Returns the queue itself.",
+    "``await`` the shutdown of the consumers started from this queue that still run, as leaving\n\
+     a consumer's own ``async with`` block does; an exception raised in the block goes on."
 );
 
 #[pymethods]
@@ -319,7 +369,7 @@ impl CappedQueueBase {
             grace: convert::duration,
             stop_when_empty: convert::as_is,
         );
-        consumer::start(py, self.api, &self.queue, opts, handler)
+        consumer::start(py, self.api, &self.queue, &self.started, opts, handler)
     }
 
     /// ``consume()``, then wait until the consumer stops.

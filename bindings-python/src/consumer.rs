@@ -49,6 +49,8 @@ impl ConsumerStats {
     }
 }
 
+crate::value::value_class! { ConsumerStats { batches, items, failed, fetch_errors } }
+
 fn counters(s: &tideq::ConsumerStats) -> String {
     format!(
         "batches={}, items={}, failed={}, fetch_errors={}",
@@ -107,11 +109,13 @@ impl Running for tideq::Consumer {
     }
 }
 
-/// Starts a core consumer on `queue` running `func`, and returns its handle for `api`.
+/// Starts a core consumer on `queue` running `func` (kept in `started`, the queue handle's), and
+/// returns its handle for `api`.
 pub fn start<'py>(
     py: Python<'py>,
     api: Api,
     queue: &tideq::CappedQueue,
+    started: &signal::Started,
     opts: ConsumerOptions,
     func: Py<PyAny>,
 ) -> PyResult<Bound<'py, PyAny>> {
@@ -119,6 +123,7 @@ pub fn start<'py>(
     let (base, _) = signal::start(
         py,
         api,
+        started,
         "AsyncCappedQueue.consume()/run() need a running asyncio event loop (call them from \
          async code); use CappedQueue for threads",
         grace,

@@ -405,8 +405,9 @@ impl<'py> IntoPyObject<'py> for Items {
 }
 
 /// A keyword argument whose `None` already means something (`ttl=None`: never expire), so "not
-/// given" needs a value of its own: `Opt::Unset`, the signature's default (shown as `...`),
-/// which keeps the core's default.
+/// given" needs a value of its own: `Opt::Unset`, the signature's default, which keeps the core's
+/// default. pyo3 writes it `...` in the text signature; [`crate::runtime::show_defaults`] puts the
+/// core's value in the `__signature__` that `inspect.signature` and `help()` show instead.
 pub enum Opt<T> {
     Unset,
     Given(Option<T>),
@@ -423,6 +424,11 @@ impl<'a, 'py, T: FromPyObject<'a, 'py>> FromPyObject<'a, 'py> for Opt<T> {
             .map(|v| Opt::Given(Some(v)))
             .map_err(Into::into)
     }
+}
+
+/// A duration as the float seconds a signature shows (None: no bound).
+pub fn secs_value(py: Python<'_>, d: Option<Duration>) -> PyResult<Bound<'_, PyAny>> {
+    d.map(|d| d.as_secs_f64()).into_bound_py_any(py)
 }
 
 /// A keyword argument that may be left out: an `Option` (None: not given) or an [`Opt`].

@@ -84,6 +84,8 @@ impl Event {
     }
 }
 
+crate::value::value_class! { Event { kind, job_id, data, data_omitted_bytes, at_ms, value } }
+
 /// A reader's core handle, once started.
 enum State {
     /// The core's `Queue::events`, started on the runtime when the reader was made (asyncio

@@ -39,6 +39,8 @@ impl Rate {
     }
 }
 
+crate::value::value_class! { Rate { max, per_seconds } }
+
 fn rate_repr(r: Option<tideq::Rate>) -> String {
     r.map_or("None".into(), |r| Rate(r).__repr__())
 }
@@ -91,6 +93,8 @@ impl Limits {
     }
 }
 
+crate::value::value_class! { Limits { max_active, rate, group_concurrency, group_rate } }
+
 /// What a group holds and obeys now.
 #[pyclass(module = "tideq", frozen, eq)]
 #[derive(PartialEq)]
@@ -142,8 +146,11 @@ impl GroupInfo {
     }
 }
 
+crate::value::value_class! { GroupInfo { group, ready, active, paused, concurrency, rate } }
+
 /// A page of groups (``Queue.groups_page``) and the cursor of the next page.
-#[pyclass(module = "tideq", frozen)]
+#[pyclass(module = "tideq", frozen, eq)]
+#[derive(PartialEq)]
 pub struct GroupPage(pub tideq::GroupPage);
 
 #[pymethods]
@@ -166,6 +173,8 @@ impl GroupPage {
         )
     }
 }
+
+crate::value::value_class! { GroupPage { groups, cursor } }
 
 #[pymethods]
 impl QueueBase {

@@ -76,6 +76,8 @@ impl Backoff {
     }
 }
 
+crate::value::value_class! { Backoff { kind, base, max, jitter } }
+
 /// What ``enqueue`` did.
 #[pyclass(module = "tideq", frozen, eq)]
 #[derive(PartialEq)]
@@ -100,6 +102,8 @@ impl Enqueued {
         )
     }
 }
+
+crate::value::value_class! { Enqueued { id, created } }
 
 /// A leased job, as a worker hands it to the handler.
 #[pyclass(module = "tideq", frozen)]
@@ -449,6 +453,14 @@ impl JobInfo {
     }
 }
 
+crate::value::value_class! {
+    JobInfo {
+        id, state, payload, task, attempts, max_attempts, last_error, enqueued_at,
+        state_since_or_until, priority, group, unreadable, result, result_bytes, progress,
+        progress_bytes, parent, children_pending
+    }
+}
+
 /// Jobs per state, and lifetime counters of the queue (kept in Redis).
 #[pyclass(module = "tideq", frozen, eq)]
 #[derive(PartialEq)]
@@ -549,5 +561,12 @@ impl JobStats {
             s.lost,
             if s.paused { "True" } else { "False" }
         )
+    }
+}
+
+crate::value::value_class! {
+    JobStats {
+        delayed, ready, active, dead, enqueued, completed, dead_lettered, retried, recovered,
+        cancelled, snoozed, expired, dead_trimmed, lost, paused
     }
 }

@@ -7,6 +7,7 @@
 
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
+use pyo3::IntoPyObjectExt;
 use tideq::QueueOptions;
 
 use crate::client::Client;
@@ -15,6 +16,7 @@ use crate::error;
 use crate::job::{Backoff, Enqueued};
 use crate::options::{self, JobArgs};
 use crate::runtime::{self, Api};
+use crate::signal::{self, Started};
 
 /// A job queue; `Queue` and `AsyncQueue` differ only in the API mode they open it with.
 #[pyclass(module = "tideq", name = "_Queue", subclass, frozen)]
@@ -24,6 +26,8 @@ pub struct QueueBase {
     pub(crate) api: Api,
     /// The tasks registered with `@queue.task`: name -> `Task`.
     pub(crate) tasks: Py<PyDict>,
+    /// The workers started from this handle, which leaving its `with` block shuts down.
+    pub(crate) started: Started,
 }
 
 runtime::api_classes!(
@@ -54,6 +58,11 @@ runtime::api_classes!(
     /// ``get``/``cancel`` work), workers serve every shard and ``stats`` adds them up. Every
     /// producer and worker of a queue must use the same count (changing it remaps ids: drain the
     /// queue first). Queue names may not contain ``#``.
+    ///
+    /// Used as a context manager (``with Queue(...) as q:``, ``async with`` for ``AsyncQueue``),
+    /// leaving the block shuts down the workers started from ``q`` that still run, as leaving a
+    /// worker's own ``with`` block does; the queue stays usable. The Redis connections are its
+    /// ``Client``'s (made on first use, shared by the queues on it): they stay open.
     pub struct Queue;
     /// A reliable job queue, asyncio API: same constructor and methods, all awaitable.
     pub struct AsyncQueue;
@@ -104,9 +113,46 @@ runtime::api_classes!(
                 client,
                 api,
                 tasks,
+                started: Started::default(),
             })
         }
     }
+);
+
+impl QueueBase {
+    /// The core's defaults of the constructor's [`Opt`] arguments, as its signature shows them
+    /// ([`runtime::show_defaults`]).
+    pub fn unset_defaults(py: Python<'_>) -> PyResult<Vec<(&'static str, Bound<'_, PyAny>)>> {
+        let o = QueueOptions::default();
+        Ok(vec![
+            ("timeout", convert::secs_value(py, o.timeout)?),
+            ("keep_for", convert::secs_value(py, o.keep_for)?),
+            ("keep_dead", o.keep_dead.into_bound_py_any(py)?),
+            ("keep_dead_for", convert::secs_value(py, o.keep_dead_for)?),
+            (
+                "idempotency_window",
+                convert::secs_value(py, o.idempotency_window)?,
+            ),
+        ])
+    }
+
+    /// Leaving a `with` / `async with` block: the workers started from this handle shut down.
+    pub fn exit<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.started.exit(py, self.api)
+    }
+}
+
+signal::context_manager!(
+    blocking Queue,
+    "Shut down the workers started from this queue that still run (``work``, ``work_batches``,\n\
+     ``work_tasks``), as leaving a worker's own ``with`` block does: running handlers get the\n\
+     grace period. An exception raised in the block goes on; the queue stays usable."
+);
+signal::context_manager!(
+    asyncio AsyncQueue,
+    "Returns the queue itself.",
+    "``await`` the shutdown of the workers started from this queue that still run, as leaving\n\
+     a worker's own ``async with`` block does; an exception raised in the block goes on."
 );
 
 #[pymethods]

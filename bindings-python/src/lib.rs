@@ -21,6 +21,8 @@
 //! - [`options`]: per-job options, `dedup`/`debounce`, `enqueue_many` items and worker options,
 //!   read from Python arguments.
 //! - [`job`]: value classes `Backoff`, `Enqueued`, `Job`, `JobInfo`, `JobStats`.
+//! - [`value`]: what every value class offers besides its properties (`to_dict`, hashing,
+//!   pickling), written once ([`value::value_class!`]).
 //!
 //! The other classes and functions, and host plumbing:
 //! - [`client`]: `Client` (one server, a Redis Cluster or a Sentinel-managed primary).
@@ -68,6 +70,7 @@ pub mod runtime;
 pub mod schedule;
 pub mod signal;
 pub mod task;
+pub mod value;
 pub mod verdict;
 pub mod worker;
 pub mod workflow;
@@ -148,6 +151,17 @@ fn _tideq(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(envelope::encode_envelope, m)?)?;
     m.add_function(wrap_pyfunction!(otel::_set_otel_hooks, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    let py = m.py();
+    runtime::show_defaults(
+        &m.getattr("Queue")?,
+        py.get_type::<jobs::QueueBase>().as_any(),
+        &jobs::QueueBase::unset_defaults(py)?,
+    )?;
+    runtime::show_defaults(
+        &m.getattr("CappedQueue")?,
+        py.get_type::<capped::CappedQueueBase>().as_any(),
+        &capped::CappedQueueBase::unset_defaults(py)?,
+    )?;
     init_logging(m.py())?;
     let at_exit = wrap_pyfunction!(runtime::at_exit, m)?;
     m.py()

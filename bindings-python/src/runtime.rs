@@ -11,7 +11,8 @@
 //!
 //! [`Api`] is what a method written once does in each API: wait for the core call
 //! ([`block_on`]) or return a coroutine for it ([`awaitable`]). [`api_classes!`] declares the
-//! two public classes over one hidden base class.
+//! two public classes over one hidden base class, [`show_defaults`] the core's defaults in their
+//! signature.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -20,6 +21,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use pyo3::prelude::*;
+use pyo3::types::PyDict;
 use pyo3::IntoPyObjectExt;
 use tideq::{Error, ErrorKind};
 use tokio::runtime::Runtime;
@@ -123,6 +125,55 @@ macro_rules! api_classes {
     };
 }
 pub(crate) use api_classes;
+
+/// Shows the core's defaults in the signature of `cls`, an [`api_classes!`] class whose
+/// constructor takes [`Opt`](crate::convert::Opt) arguments: the signature pyo3 wrote, with each
+/// `...` default (an `Opt::Unset`) replaced by the core's default for that argument from
+/// `defaults`, so `inspect.signature(cls)` and `help(cls)` show `keep_for=86400.0` rather than
+/// `keep_for=Ellipsis`. It is set as the `__signature__` of
+/// `base`, the hidden base class the blocking and asyncio classes share (where both find it).
+/// A `...` without a default in `defaults`, or a default for no `...` argument, is a
+/// `RuntimeError` (at import).
+pub fn show_defaults(
+    cls: &Bound<'_, PyAny>,
+    base: &Bound<'_, PyAny>,
+    defaults: &[(&str, Bound<'_, PyAny>)],
+) -> PyResult<()> {
+    let py = cls.py();
+    let signature = py.import("inspect")?.call_method1("signature", (cls,))?;
+    let mut params = Vec::new();
+    let mut replaced = 0;
+    for param in signature
+        .getattr("parameters")?
+        .call_method0("values")?
+        .try_iter()?
+    {
+        let param = param?;
+        if !param.getattr("default")?.is(py.Ellipsis()) {
+            params.push(param);
+            continue;
+        }
+        let name: String = param.getattr("name")?.extract()?;
+        let (_, default) = defaults.iter().find(|(n, _)| *n == name).ok_or_else(|| {
+            pyo3::exceptions::PyRuntimeError::new_err(format!("no core default for {name}"))
+        })?;
+        let kwargs = PyDict::new(py);
+        kwargs.set_item("default", default)?;
+        params.push(param.call_method("replace", (), Some(&kwargs))?);
+        replaced += 1;
+    }
+    if replaced != defaults.len() {
+        return Err(pyo3::exceptions::PyRuntimeError::new_err(
+            "a core default for an argument that is not Opt::Unset",
+        ));
+    }
+    let kwargs = PyDict::new(py);
+    kwargs.set_item("parameters", params)?;
+    base.setattr(
+        "__signature__",
+        signature.call_method("replace", (), Some(&kwargs))?,
+    )
+}
 
 /// Runs `fut` on the runtime with the GIL released, for the blocking API. Wakes every 100 ms to
 /// run Python signal handlers, so Ctrl-C interrupts a call waiting on an unreachable Redis.

@@ -233,3 +233,10 @@ impl ScheduleInfo {
         )
     }
 }
+
+crate::value::value_class! {
+    ScheduleInfo {
+        name, cron, timezone, every, payload, next_run_ms, task, format, priority, group,
+        max_attempts, backoff, timeout
+    }
+}

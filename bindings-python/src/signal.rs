@@ -7,7 +7,7 @@
 
 use std::io::Write;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use pyo3::exceptions::PyKeyboardInterrupt;
@@ -20,12 +20,14 @@ use crate::runtime::{self, Api, Running};
 
 /// Starts a consumer or worker: `start` makes the core loop, turning Python callables into core
 /// handlers with the function it is given (all counted in one count of running calls). The loop
-/// is kept running until stopped (see [`runtime::track`]); returns the base of its handle and the
-/// loop itself (for what only a subclass offers). `what` names what runs, singular and plural
+/// is kept running until stopped (see [`runtime::track`]), and `queue` (the [`Started`] of the
+/// queue handle it was started from) keeps it too; returns the base of its handle and the loop
+/// itself (for what only a subclass offers). `what` names what runs, singular and plural
 /// (`("job", "jobs")`), for `run()`'s line.
 pub fn start<W: Work, R: Running>(
     py: Python<'_>,
     api: Api,
+    queue: &Started,
     no_loop: &str,
     grace: Duration,
     what: (&'static str, &'static str),
@@ -38,6 +40,7 @@ pub fn start<W: Work, R: Running>(
     let _in_runtime = rt.enter();
     let running = Arc::new(start(&wrap)?);
     runtime::track(running.clone(), grace);
+    queue.add(running.clone());
     let base = RunningBase {
         running: running.clone(),
         api,
@@ -106,18 +109,64 @@ impl RunningBase {
     }
 }
 
-/// `with` (blocking) and `async with` (asyncio) on a consumer's or worker's handle: entering
-/// gives the handle (already running), leaving shuts it down ([`RunningBase::exit`]).
+/// The consumers or workers started from one queue handle (`work`, `consume`, ...), so that
+/// leaving the queue's `with` block can shut them down ([`Started::exit`]). Held weakly: while
+/// one runs, [`runtime::track`] keeps it, and a handler holding its queue makes no cycle.
+#[derive(Default)]
+pub struct Started(Mutex<Vec<Weak<dyn Running>>>);
+
+impl Started {
+    fn add(&self, running: Arc<dyn Running>) {
+        let mut list = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        list.retain(|r| r.upgrade().is_some_and(|r| r.is_running()));
+        list.push(Arc::downgrade(&running));
+    }
+
+    /// Leaving a queue's `with` / `async with` block: stops those still running (handlers get
+    /// their grace period, as `shutdown()` gives them) and waits until they have. Blocking:
+    /// returns None then; asyncio: an awaitable of None. The error one stopped on by itself
+    /// stays with its handle (`join()`, `error`).
+    pub fn exit<'py>(&self, py: Python<'py>, api: Api) -> PyResult<Bound<'py, PyAny>> {
+        runtime::get()?;
+        let running: Vec<Arc<dyn Running>> =
+            std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()))
+                .into_iter()
+                .filter_map(|r| r.upgrade())
+                .filter(|r| r.is_running())
+                .collect();
+        for r in &running {
+            r.stop();
+        }
+        let stopped = async move {
+            for r in &running {
+                r.wait().await;
+            }
+            Ok::<(), tideq::Error>(())
+        };
+        match api {
+            Api::Blocking => {
+                runtime::block_on(py, stopped)?;
+                Ok(py.None().into_bound(py))
+            }
+            Api::Async => runtime::awaitable(py, stopped),
+        }
+    }
+}
+
+/// `with` (blocking) and `async with` (asyncio) on a handle whose base has `exit(py)` (the
+/// blocking result, or an awaitable): entering gives the handle, leaving calls `exit`. On a
+/// consumer's or worker's handle (already running), leaving shuts it down
+/// ([`RunningBase::exit`]); on a queue, it shuts down what was started from it
+/// ([`Started::exit`]), with the docs given.
 macro_rules! context_manager {
-    (blocking $class:ty) => {
+    (blocking $class:ty, $exit_doc:literal) => {
         #[pyo3::pymethods]
         impl $class {
             fn __enter__(slf: pyo3::Bound<'_, Self>) -> pyo3::Bound<'_, Self> {
                 slf
             }
 
-            /// ``shutdown()``: running handlers get the grace period; an exception raised in
-            /// the block goes on.
+            #[doc = $exit_doc]
             fn __exit__(
                 slf: &pyo3::Bound<'_, Self>,
                 exc_type: &pyo3::Bound<'_, pyo3::PyAny>,
@@ -129,10 +178,10 @@ macro_rules! context_manager {
             }
         }
     };
-    (asyncio $class:ty) => {
+    (asyncio $class:ty, $enter_doc:literal, $exit_doc:literal) => {
         #[pyo3::pymethods]
         impl $class {
-            /// Returns the handle itself (it is already running).
+            #[doc = $enter_doc]
             fn __aenter__<'py>(
                 slf: &pyo3::Bound<'py, Self>,
             ) -> pyo3::PyResult<pyo3::Bound<'py, pyo3::PyAny>> {
@@ -140,8 +189,7 @@ macro_rules! context_manager {
                 $crate::runtime::awaitable(slf.py(), async move { Ok(me) })
             }
 
-            /// ``await shutdown()``: running handlers get the grace period; an exception raised
-            /// in the block goes on.
+            #[doc = $exit_doc]
             fn __aexit__<'py>(
                 slf: &pyo3::Bound<'py, Self>,
                 exc_type: &pyo3::Bound<'py, pyo3::PyAny>,
@@ -152,6 +200,21 @@ macro_rules! context_manager {
                 slf.as_super().get().exit(slf.py())
             }
         }
+    };
+    (blocking $class:ty) => {
+        $crate::signal::context_manager!(
+            blocking $class,
+            "``shutdown()``: running handlers get the grace period; an exception raised in the \
+             block goes on."
+        );
+    };
+    (asyncio $class:ty) => {
+        $crate::signal::context_manager!(
+            asyncio $class,
+            "Returns the handle itself (it is already running).",
+            "``await shutdown()``: running handlers get the grace period; an exception raised \
+             in the block goes on."
+        );
     };
 }
 pub(crate) use context_manager;

@@ -147,7 +147,7 @@ impl QueueBase {
             .into_iter()
             .map(|(n, f)| (n.0, f))
             .collect();
-        worker::start(py, self.api, &self.queue, opts, Handlers::Tasks(pairs))
+        worker::start(py, self, opts, Handlers::Tasks(pairs))
     }
 
     /// ``work_tasks()`` and wait until it stops, as ``run()`` does.

@@ -75,6 +75,12 @@ impl WorkerStats {
     }
 }
 
+crate::value::value_class! {
+    WorkerStats {
+        completed, failed, lease_lost, released, fetch_errors, cancelled, snoozed
+    }
+}
+
 fn counters(s: &tideq::WorkerStats) -> String {
     format!(
         "completed={}, failed={}, lease_lost={}, released={}, fetch_errors={}, cancelled={}, \
@@ -251,16 +257,16 @@ pub enum Handlers {
 const NO_LOOP: &str = "AsyncQueue.work()/run() need a running asyncio event loop (call them \
                        from async code); use Queue for threads";
 
-/// Starts a core worker on `queue` running `handlers`, and returns its handle for `api`. With
-/// OpenTelemetry, each job handler (not a batch handler) runs inside its consumer span
-/// ([`otel::wrap`]).
+/// Starts a core worker on the queue of `owner` running `handlers` (kept in the queue's
+/// [`signal::Started`]), and returns its handle for the queue's API. With OpenTelemetry, each job
+/// handler (not a batch handler) runs inside its consumer span ([`otel::wrap`]).
 pub fn start<'py>(
     py: Python<'py>,
-    api: Api,
-    queue: &tideq::Queue,
+    owner: &QueueBase,
     opts: WorkerOptions,
     handlers: Handlers,
 ) -> PyResult<Bound<'py, PyAny>> {
+    let (api, queue, started) = (owner.api, &owner.queue, &owner.started);
     let grace = opts.grace;
     let what = ("job", "jobs");
     let handlers = match handlers {
@@ -274,18 +280,20 @@ pub fn start<'py>(
         batches @ Handlers::Batches(..) => batches,
     };
     let (base, worker) = match handlers {
-        Handlers::One(func) => signal::start(py, api, NO_LOOP, grace, what, |wrap| {
+        Handlers::One(func) => signal::start(py, api, started, NO_LOOP, grace, what, |wrap| {
             queue.work_boxed(opts, wrap(func)?).map_err(error::to_py)
         })?,
-        Handlers::Batches(func, batch) => signal::start(py, api, NO_LOOP, grace, what, |wrap| {
-            let handler: Handler<JobBatch> = wrap(func)?;
-            let handler: tideq::JobBatchHandler =
-                Arc::new(move |jobs: Vec<tideq::Job>| handler(JobBatch(jobs)));
-            queue
-                .work_batches_boxed(opts, batch, handler)
-                .map_err(error::to_py)
-        })?,
-        Handlers::Tasks(funcs) => signal::start(py, api, NO_LOOP, grace, what, |wrap| {
+        Handlers::Batches(func, batch) => {
+            signal::start(py, api, started, NO_LOOP, grace, what, |wrap| {
+                let handler: Handler<JobBatch> = wrap(func)?;
+                let handler: tideq::JobBatchHandler =
+                    Arc::new(move |jobs: Vec<tideq::Job>| handler(JobBatch(jobs)));
+                queue
+                    .work_batches_boxed(opts, batch, handler)
+                    .map_err(error::to_py)
+            })?
+        }
+        Handlers::Tasks(funcs) => signal::start(py, api, started, NO_LOOP, grace, what, |wrap| {
             let mut tasks = Tasks::new();
             for (name, func) in funcs {
                 tasks = tasks.boxed(&name, wrap(func)?);
@@ -396,7 +404,7 @@ impl QueueBase {
             stop_when_drained,
             schedules,
         )?;
-        start(py, self.api, &self.queue, opts, Handlers::One(handler))
+        start(py, self, opts, Handlers::One(handler))
     }
 
     /// ``work()``, then wait until the worker stops.
@@ -469,13 +477,7 @@ impl QueueBase {
         let mut batch = tideq::BatchOptions::default();
         let size = Some(size);
         convert::set_given!(batch, size: convert::count, wait: convert::duration);
-        start(
-            py,
-            self.api,
-            &self.queue,
-            opts,
-            Handlers::Batches(handler, batch),
-        )
+        start(py, self, opts, Handlers::Batches(handler, batch))
     }
 
     /// ``work_batches()`` and wait until it stops, as ``run()`` does.

@@ -392,6 +392,8 @@ impl ChildResult {
     }
 }
 
+crate::value::value_class! { ChildResult { queue, id, outcome, result, error } }
+
 /// Children's results as Python gets them.
 pub(crate) fn child_results(results: Vec<tideq::ChildResult>) -> Vec<ChildResult> {
     results.into_iter().map(ChildResult).collect()

@@ -3,6 +3,8 @@
 
 use std::collections::HashMap;
 
+use serde::{Deserialize, Serialize};
+
 use crate::envelope::Envelope;
 use crate::error::{Error, ErrorKind, Result};
 use crate::job::{validate_job_id, JobInfo, JobState, JobStats, MAX_PAGE};
@@ -431,7 +433,7 @@ fn job_info(
 }
 
 /// A page of one state's jobs, and where the next one starts (see [`Queue::jobs_page`]).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct JobPage {
     pub jobs: Vec<JobInfo>,
     /// Give it to the next call; `None` when this was the last page.

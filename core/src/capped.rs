@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use redis::Value;
+use serde::{Deserialize, Serialize};
 
 use crate::client::Client;
 use crate::error::{Error, Result};
@@ -56,15 +57,16 @@ pub struct Batch {
 }
 
 /// An item still queued, as [`CappedQueue::peek`] shows it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Peeked {
     /// When it was pushed: ms since the epoch, Redis clock.
     pub pushed_at_ms: u64,
+    #[serde(with = "serde_bytes")]
     pub item: Vec<u8>,
 }
 
 /// Counters kept in Redis for the whole queue.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CappedStats {
     /// Items accepted by `push`/`push_many`.
     pub pushed: u64,
@@ -570,7 +572,7 @@ impl CappedQueue {
 
 /// A page of a capped queue's groups, and where the next one starts (see
 /// [`CappedQueue::groups_page`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CappedGroupPage {
     pub groups: Vec<String>,
     /// Give it to the next call; `None` when this was the last page.

@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use serde::{Deserialize, Serialize};
 use tokio::sync::Semaphore;
 
 use crate::background::{aborted, jittered, stopped, Background, Failure, Outage, Signals};
@@ -83,7 +84,7 @@ impl ConsumerOptions {
 }
 
 /// What a consumer has done so far (this process only).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ConsumerStats {
     pub batches: u64,
     pub items: u64,

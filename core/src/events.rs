@@ -10,6 +10,7 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use redis::Value;
+use serde::{Deserialize, Serialize};
 
 use crate::client::BlockingConn;
 use crate::error::{Error, Result};
@@ -24,7 +25,7 @@ type Entry = (String, Vec<Vec<u8>>);
 const READ_COUNT: usize = 100;
 
 /// What happened.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum EventKind {
     Enqueued,
     /// A delivery started (`data`: the attempt number).
@@ -89,12 +90,13 @@ impl EventKind {
 }
 
 /// One event.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Event {
     pub kind: EventKind,
     /// The job's id (empty for `Lagged`).
     pub job_id: String,
     /// The event's data (see [`EventKind`]).
+    #[serde(with = "serde_bytes")]
     pub data: Option<Vec<u8>>,
     /// Data over 1 KiB is not copied into the log (so the log's size stays bounded): its size in
     /// bytes, with `data` then `None`. A completed job's result is kept with the job while its

@@ -11,6 +11,8 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
+use serde::{Deserialize, Serialize};
+
 use crate::error::{Error, Result};
 use crate::job::ms;
 use crate::jobs::Queue;
@@ -18,7 +20,7 @@ use crate::keys::{shard_of, validate_name};
 use crate::scripts::{GROUP_INFO, LIST_GROUPS, SET_GROUP_FLOW, SET_QUEUE_FLOW};
 
 /// At most `max` starts in any window of `per`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Rate {
     pub max: u32,
     pub per: Duration,
@@ -48,7 +50,7 @@ impl Rate {
 }
 
 /// Queue-wide limits; `None` is no limit.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Limits {
     /// At most this many jobs of the queue running at once, across all workers.
     pub max_active: Option<u32>,
@@ -68,7 +70,7 @@ pub struct GroupLimits {
 }
 
 /// What a group holds and obeys now (on its shard).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GroupInfo {
     pub group: String,
     /// Jobs ready to start (not delayed).
@@ -370,7 +372,7 @@ pub const MAX_GROUP_PAGE: usize = 250;
 pub const DEFAULT_GROUP_PAGE: usize = 100;
 
 /// A page of groups, and where the next one starts (see [`Queue::groups_page`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GroupPage {
     pub groups: Vec<GroupInfo>,
     /// Give it to the next call; `None` when this was the last page.

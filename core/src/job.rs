@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
 use crate::envelope::{Backoff, PayloadFormat, TraceContext};
@@ -99,7 +100,7 @@ impl QueueOptions {
 }
 
 /// Options of one enqueued job.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct EnqueueOptions {
     /// Idempotency key: enqueuing an id that exists creates nothing, nor does one whose job
     /// finished within the queue's `idempotency_window`. Default: a random id.
@@ -141,7 +142,7 @@ pub struct EnqueueOptions {
 }
 
 /// A dedup key (see [`EnqueueOptions::dedup`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Dedup {
     /// 1–256 bytes, no control characters.
     pub key: String,
@@ -167,7 +168,7 @@ impl Dedup {
 }
 
 /// A debounce key (see [`EnqueueOptions::debounce`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Debounce {
     /// 1–256 bytes, no control characters.
     pub key: String,
@@ -188,7 +189,7 @@ impl Debounce {
 pub const MAX_PRIORITY: u32 = (1 << 21) - 1;
 
 /// What `enqueue` did.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Enqueued {
     pub id: String,
     /// False when a job with this id already existed (nothing was written).
@@ -196,7 +197,7 @@ pub struct Enqueued {
 }
 
 /// Where a job is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum JobState {
     Delayed,
     Ready,
@@ -257,10 +258,11 @@ impl JobState {
 }
 
 /// A job as `get`, `jobs` and `dead_letters` report it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct JobInfo {
     pub id: String,
     pub state: JobState,
+    #[serde(with = "serde_bytes")]
     pub payload: Vec<u8>,
     /// The task's name, for a job enqueued as a task (`enqueue_task`); `None` for a raw payload.
     pub task: Option<String>,
@@ -280,9 +282,11 @@ pub struct JobInfo {
     /// not; `payload` then holds the stored envelope's raw bytes.
     pub unreadable: Option<String>,
     /// What the handler returned, for a completed job whose handler returned something.
+    #[serde(with = "serde_bytes")]
     pub result: Option<Vec<u8>>,
     /// The last progress the handler reported ([`Job::progress`]), kept until the job's data is
     /// deleted.
+    #[serde(with = "serde_bytes")]
     pub progress: Option<Vec<u8>>,
     /// A flow's child: its parent ([`Queue::enqueue_flow`](crate::Queue::enqueue_flow)).
     pub parent: Option<crate::workflow::FlowRef>,
@@ -301,7 +305,7 @@ pub struct JobOutcome {
 }
 
 /// Counts per state plus lifetime counters.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct JobStats {
     pub delayed: u64,
     pub ready: u64,

@@ -27,7 +27,7 @@ const MAX_SCHEDULES: usize = 10_000;
 const SCHEDULE_PAGE: usize = 1_000;
 
 /// When a schedule's slots come.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Every {
     /// A standard cron pattern: 5 fields (minute hour day-of-month month day-of-week) or 6 (with
     /// seconds first), in `timezone` (an IANA name such as `Europe/Paris`; `None`: UTC). Local
@@ -65,10 +65,11 @@ impl Every {
 }
 
 /// A schedule as [`Queue::schedules`] lists it.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ScheduleInfo {
     pub name: String,
     pub every: Every,
+    #[serde(with = "serde_bytes")]
     pub payload: Vec<u8>,
     /// The options each job gets (task, priority, group, max attempts, backoff, timeout).
     pub options: EnqueueOptions,

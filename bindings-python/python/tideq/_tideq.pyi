@@ -296,6 +296,13 @@ class CappedStats:
     @property
     def groups(self) -> int:
         """Groups currently holding data."""
+    def to_dict(self) -> dict[str, Any]:
+        """The fields as a plain ``dict``, one key per property (value objects in them, or in
+        a list in them, as dicts too).
+
+        Value objects compare equal when they are of the same class with equal fields, and
+        then hash alike: every value class is hashable (a stored result or progress counts
+        by its bytes). They pickle and copy by value."""
 
 @final
 class CappedGroupPage:
@@ -307,6 +314,13 @@ class CappedGroupPage:
     @property
     def cursor(self) -> str | None:
         """Give it to the next ``groups_page`` call; None when this was the last page."""
+    def to_dict(self) -> dict[str, Any]:
+        """The fields as a plain ``dict``, one key per property (value objects in them, or in
+        a list in them, as dicts too).
+
+        Value objects compare equal when they are of the same class with equal fields, and
+        then hash alike: every value class is hashable (a stored result or progress counts
+        by its bytes). They pickle and copy by value."""
 
 @final
 class Peeked:
@@ -318,6 +332,13 @@ class Peeked:
     @property
     def item(self) -> bytes:
         """The item's bytes."""
+    def to_dict(self) -> dict[str, Any]:
+        """The fields as a plain ``dict``, one key per property (value objects in them, or in
+        a list in them, as dicts too).
+
+        Value objects compare equal when they are of the same class with equal fields, and
+        then hash alike: every value class is hashable (a stored result or progress counts
+        by its bytes). They pickle and copy by value."""
 
 @final
 class ConsumerStats:
@@ -335,6 +356,13 @@ class ConsumerStats:
     @property
     def fetch_errors(self) -> int:
         """Fetches that failed (e.g. Redis unreachable) and were retried with backoff."""
+    def to_dict(self) -> dict[str, Any]:
+        """The fields as a plain ``dict``, one key per property (value objects in them, or in
+        a list in them, as dicts too).
+
+        Value objects compare equal when they are of the same class with equal fields, and
+        then hash alike: every value class is hashable (a stored result or progress counts
+        by its bytes). They pickle and copy by value."""
 
 @final
 class Consumer:
@@ -394,6 +422,12 @@ class CappedQueue:
     spreads over its masters; a group's shard is fixed by its name, consumers serve every shard
     and ``stats`` adds them up. Every producer and consumer of a queue must use the same count.
     Queue names may not contain ``#``.
+
+    Used as a context manager (``with CappedQueue(...) as q:``, ``async with`` for
+    ``AsyncCappedQueue``), leaving the block shuts down the consumers started from ``q``
+    that still run, as leaving a consumer's own ``with`` block does; the queue stays usable.
+    The Redis connections are its ``Client``'s (made on first use, shared by the queues on
+    it): they stay open.
     """
 
     def __new__(
@@ -403,8 +437,8 @@ class CappedQueue:
         *,
         url: Optional[str] = None,
         capacity: Optional[int] = None,
-        ttl: Optional[_Seconds] = ...,
-        max_age: Optional[_Seconds] = ...,
+        ttl: Optional[_Seconds] = 86400.0,
+        max_age: Optional[_Seconds] = None,
         shards: int = 1,
     ) -> CappedQueue: ...
     @property
@@ -414,6 +448,16 @@ class CappedQueue:
     @property
     def shards(self) -> int:
         """How many shards (hash tags) the queue is split into."""
+    def __enter__(self) -> CappedQueue: ...
+    def __exit__(
+        self,
+        exc_type: Optional[type[BaseException]],
+        exc_value: Optional[BaseException],
+        traceback: Optional[types.TracebackType],
+    ) -> None:
+        """Shut down the consumers started from this queue that still run (``consume``), as leaving a
+        consumer's own ``with`` block does: running handlers get the grace period. An exception
+        raised in the block goes on; the queue stays usable."""
     def push(self, group: str, item: _BytesLike) -> int:
         """Append ``item`` to ``group``; returns how many old items were dropped."""
     def push_many(self, items: Iterable[tuple[str, _BytesLike]]) -> list[int]:
@@ -506,6 +550,13 @@ class Backoff:
         """Longest delay, in seconds."""
     @property
     def jitter(self) -> bool: ...
+    def to_dict(self) -> dict[str, Any]:
+        """The fields as a plain ``dict``, one key per property (value objects in them, or in
+        a list in them, as dicts too).
+
+        Value objects compare equal when they are of the same class with equal fields, and
+        then hash alike: every value class is hashable (a stored result or progress counts
+        by its bytes). They pickle and copy by value."""
 
 @final
 class Enqueued:
@@ -516,6 +567,13 @@ class Enqueued:
     @property
     def created(self) -> bool:
         """False when a job with this id already existed (nothing was written)."""
+    def to_dict(self) -> dict[str, Any]:
+        """The fields as a plain ``dict``, one key per property (value objects in them, or in
+        a list in them, as dicts too).
+
+        Value objects compare equal when they are of the same class with equal fields, and
+        then hash alike: every value class is hashable (a stored result or progress counts
+        by its bytes). They pickle and copy by value."""
 
 @final
 class Job:
@@ -605,6 +663,13 @@ class JobPage:
     @property
     def cursor(self) -> str | None:
         """Give it to the next ``jobs_page`` call; None when this was the last page."""
+    def to_dict(self) -> dict[str, Any]:
+        """The fields as a plain ``dict``, one key per property (value objects in them, or in
+        a list in them, as dicts too).
+
+        Value objects compare equal when they are of the same class with equal fields, and
+        then hash alike: every value class is hashable (a stored result or progress counts
+        by its bytes). They pickle and copy by value."""
 
 @final
 class JobInfo:
@@ -667,6 +732,13 @@ class JobInfo:
     @property
     def children_pending(self) -> Optional[int]:
         """A flow's job waiting for its children: how many have not finished yet; None otherwise."""
+    def to_dict(self) -> dict[str, Any]:
+        """The fields as a plain ``dict``, one key per property (value objects in them, or in
+        a list in them, as dicts too).
+
+        Value objects compare equal when they are of the same class with equal fields, and
+        then hash alike: every value class is hashable (a stored result or progress counts
+        by its bytes). They pickle and copy by value."""
 
 @final
 class JobStats:
@@ -713,6 +785,13 @@ class JobStats:
     @property
     def paused(self) -> bool:
         """True when the queue is paused (``pause()``): workers start nothing."""
+    def to_dict(self) -> dict[str, Any]:
+        """The fields as a plain ``dict``, one key per property (value objects in them, or in
+        a list in them, as dicts too).
+
+        Value objects compare equal when they are of the same class with equal fields, and
+        then hash alike: every value class is hashable (a stored result or progress counts
+        by its bytes). They pickle and copy by value."""
 
 @final
 class FlowJob:
@@ -796,6 +875,13 @@ class ChildResult:
         that error, ``"cancelled"`` or ``"lost"``; None otherwise."""
     def json(self) -> Any:
         """The result parsed as JSON (``json.loads``); None without a result."""
+    def to_dict(self) -> dict[str, Any]:
+        """The fields as a plain ``dict``, one key per property (value objects in them, or in
+        a list in them, as dicts too).
+
+        Value objects compare equal when they are of the same class with equal fields, and
+        then hash alike: every value class is hashable (a stored result or progress counts
+        by its bytes). They pickle and copy by value."""
 
 @final
 class ScheduleInfo:
@@ -839,6 +925,13 @@ class ScheduleInfo:
     @property
     def timeout(self) -> Optional[float]:
         """Each job's timeout in seconds, or None (the queue's)."""
+    def to_dict(self) -> dict[str, Any]:
+        """The fields as a plain ``dict``, one key per property (value objects in them, or in
+        a list in them, as dicts too).
+
+        Value objects compare equal when they are of the same class with equal fields, and
+        then hash alike: every value class is hashable (a stored result or progress counts
+        by its bytes). They pickle and copy by value."""
 
 @final
 class Event:
@@ -872,6 +965,13 @@ class Event:
     def value(self) -> Any:
         """``data`` decoded as ``JobInfo.result`` is: the JSON value it holds, else the bytes
         themselves; None when there is no data."""
+    def to_dict(self) -> dict[str, Any]:
+        """The fields as a plain ``dict``, one key per property (value objects in them, or in
+        a list in them, as dicts too).
+
+        Value objects compare equal when they are of the same class with equal fields, and
+        then hash alike: every value class is hashable (a stored result or progress counts
+        by its bytes). They pickle and copy by value."""
 
 @final
 class EventReader:
@@ -914,6 +1014,13 @@ class Rate:
     @property
     def per_seconds(self) -> float:
         """The window, in seconds."""
+    def to_dict(self) -> dict[str, Any]:
+        """The fields as a plain ``dict``, one key per property (value objects in them, or in
+        a list in them, as dicts too).
+
+        Value objects compare equal when they are of the same class with equal fields, and
+        then hash alike: every value class is hashable (a stored result or progress counts
+        by its bytes). They pickle and copy by value."""
 
 @final
 class Limits:
@@ -931,6 +1038,13 @@ class Limits:
     @property
     def group_rate(self) -> Optional[Rate]:
         """Each group: at most this many starts per window (groups without their own)."""
+    def to_dict(self) -> dict[str, Any]:
+        """The fields as a plain ``dict``, one key per property (value objects in them, or in
+        a list in them, as dicts too).
+
+        Value objects compare equal when they are of the same class with equal fields, and
+        then hash alike: every value class is hashable (a stored result or progress counts
+        by its bytes). They pickle and copy by value."""
 
 @final
 class GroupPage:
@@ -942,6 +1056,13 @@ class GroupPage:
     @property
     def cursor(self) -> str | None:
         """Give it to the next ``groups_page`` call; None when this was the last page."""
+    def to_dict(self) -> dict[str, Any]:
+        """The fields as a plain ``dict``, one key per property (value objects in them, or in
+        a list in them, as dicts too).
+
+        Value objects compare equal when they are of the same class with equal fields, and
+        then hash alike: every value class is hashable (a stored result or progress counts
+        by its bytes). They pickle and copy by value."""
 
 @final
 class GroupInfo:
@@ -965,6 +1086,13 @@ class GroupInfo:
     @property
     def rate(self) -> Optional[Rate]:
         """The start rate in force (its own, else the queue's default), or None."""
+    def to_dict(self) -> dict[str, Any]:
+        """The fields as a plain ``dict``, one key per property (value objects in them, or in
+        a list in them, as dicts too).
+
+        Value objects compare equal when they are of the same class with equal fields, and
+        then hash alike: every value class is hashable (a stored result or progress counts
+        by its bytes). They pickle and copy by value."""
 
 @final
 class WorkerStats:
@@ -991,6 +1119,13 @@ class WorkerStats:
     @property
     def snoozed(self) -> int:
         """Attempts whose handler raised ``Snooze`` or ``BackOff`` (not counted as attempts)."""
+    def to_dict(self) -> dict[str, Any]:
+        """The fields as a plain ``dict``, one key per property (value objects in them, or in
+        a list in them, as dicts too).
+
+        Value objects compare equal when they are of the same class with equal fields, and
+        then hash alike: every value class is hashable (a stored result or progress counts
+        by its bytes). They pickle and copy by value."""
 
 @final
 class Worker:
@@ -1072,6 +1207,11 @@ class Queue:
     ``get``/``cancel`` work), workers serve every shard and ``stats`` adds them up. Every
     producer and worker of a queue must use the same count (changing it remaps ids: drain the
     queue first). Queue names may not contain ``#``.
+
+    Used as a context manager (``with Queue(...) as q:``, ``async with`` for ``AsyncQueue``),
+    leaving the block shuts down the workers started from ``q`` that still run, as leaving a
+    worker's own ``with`` block does; the queue stays usable. The Redis connections are its
+    ``Client``'s (made on first use, shared by the queues on it): they stay open.
     """
 
     def __new__(
@@ -1082,13 +1222,13 @@ class Queue:
         url: Optional[str] = None,
         max_attempts: Optional[int] = None,
         backoff: Optional[Backoff] = None,
-        timeout: Optional[_Seconds] = ...,
+        timeout: Optional[_Seconds] = None,
         keep_completed: Optional[int] = None,
-        keep_for: Optional[_Seconds] = ...,
+        keep_for: Optional[_Seconds] = 86400.0,
         max_error_len: Optional[int] = None,
-        keep_dead: Optional[int] = ...,
-        keep_dead_for: Optional[_Seconds] = ...,
-        idempotency_window: Optional[_Seconds] = ...,
+        keep_dead: Optional[int] = 10000,
+        keep_dead_for: Optional[_Seconds] = 15552000.0,
+        idempotency_window: Optional[_Seconds] = 86400.0,
         idempotency_max_ids: Optional[int] = None,
         max_result_len: Optional[int] = None,
         shards: int = 1,
@@ -1100,6 +1240,16 @@ class Queue:
     @property
     def shards(self) -> int:
         """How many shards (hash tags) the queue is split into."""
+    def __enter__(self) -> Queue: ...
+    def __exit__(
+        self,
+        exc_type: Optional[type[BaseException]],
+        exc_value: Optional[BaseException],
+        traceback: Optional[types.TracebackType],
+    ) -> None:
+        """Shut down the workers started from this queue that still run (``work``, ``work_batches``,
+        ``work_tasks``), as leaving a worker's own ``with`` block does: running handlers get the
+        grace period. An exception raised in the block goes on; the queue stays usable."""
     def enqueue(
         self,
         payload: _BytesLike,
@@ -1516,7 +1666,7 @@ def chord(children: Sequence[FlowJob], callback: FlowJob) -> FlowJob:
     the callback (the flow's root). The callback is built with only a task name
     (``FlowJob(task="total")``): ``ValueError`` if it has ``data``, a ``payload`` or ``children``."""
 
-def acl_rules(queue: str, role: str, *, prefix: str = ..., shards: int = 1) -> str:
+def acl_rules(queue: str, role: str, *, prefix: str = "tideq", shards: int = 1) -> str:
     """The Redis ACL rules that let a user do ``role`` on ``queue`` (split in ``shards``) under
     the key ``prefix`` (default: the client's default, ``"tideq"``), and nothing else: for
     ``ACL SETUSER <user> reset on ><password> <rules>``. Roles: ``"producer"`` (enqueue),
@@ -1591,8 +1741,8 @@ class AsyncCappedQueue:
         *,
         url: Optional[str] = None,
         capacity: Optional[int] = None,
-        ttl: Optional[_Seconds] = ...,
-        max_age: Optional[_Seconds] = ...,
+        ttl: Optional[_Seconds] = 86400.0,
+        max_age: Optional[_Seconds] = None,
         shards: int = 1,
     ) -> AsyncCappedQueue: ...
     @property
@@ -1602,6 +1752,16 @@ class AsyncCappedQueue:
     @property
     def shards(self) -> int:
         """How many shards (hash tags) the queue is split into."""
+    def __aenter__(self) -> Coroutine[Any, Any, AsyncCappedQueue]:
+        """Returns the queue itself."""
+    def __aexit__(
+        self,
+        exc_type: Optional[type[BaseException]],
+        exc_value: Optional[BaseException],
+        traceback: Optional[types.TracebackType],
+    ) -> Coroutine[Any, Any, None]:
+        """``await`` the shutdown of the consumers started from this queue that still run, as leaving
+        a consumer's own ``async with`` block does; an exception raised in the block goes on."""
     def push(self, group: str, item: _BytesLike) -> Coroutine[Any, Any, int]:
         """Append ``item`` to ``group``; returns how many old items were dropped."""
     def push_many(self, items: Iterable[tuple[str, _BytesLike]]) -> Coroutine[Any, Any, list[int]]:
@@ -1758,13 +1918,13 @@ class AsyncQueue:
         url: Optional[str] = None,
         max_attempts: Optional[int] = None,
         backoff: Optional[Backoff] = None,
-        timeout: Optional[_Seconds] = ...,
+        timeout: Optional[_Seconds] = None,
         keep_completed: Optional[int] = None,
-        keep_for: Optional[_Seconds] = ...,
+        keep_for: Optional[_Seconds] = 86400.0,
         max_error_len: Optional[int] = None,
-        keep_dead: Optional[int] = ...,
-        keep_dead_for: Optional[_Seconds] = ...,
-        idempotency_window: Optional[_Seconds] = ...,
+        keep_dead: Optional[int] = 10000,
+        keep_dead_for: Optional[_Seconds] = 15552000.0,
+        idempotency_window: Optional[_Seconds] = 86400.0,
         idempotency_max_ids: Optional[int] = None,
         max_result_len: Optional[int] = None,
         shards: int = 1,
@@ -1776,6 +1936,16 @@ class AsyncQueue:
     @property
     def shards(self) -> int:
         """How many shards (hash tags) the queue is split into."""
+    def __aenter__(self) -> Coroutine[Any, Any, AsyncQueue]:
+        """Returns the queue itself."""
+    def __aexit__(
+        self,
+        exc_type: Optional[type[BaseException]],
+        exc_value: Optional[BaseException],
+        traceback: Optional[types.TracebackType],
+    ) -> Coroutine[Any, Any, None]:
+        """``await`` the shutdown of the workers started from this queue that still run, as leaving
+        a worker's own ``async with`` block does; an exception raised in the block goes on."""
     def enqueue(
         self,
         payload: _BytesLike,

@@ -4,6 +4,8 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use serde::{Deserialize, Serialize};
+
 use crate::error::{Error, Result};
 
 /// How a batch worker gathers jobs for its handler ([`Queue::work_batches`](crate::Queue::work_batches)).
@@ -91,7 +93,7 @@ impl WorkerOptions {
 }
 
 /// What a worker has done so far (this process only).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WorkerStats {
     /// Jobs whose handler succeeded and whose ack was accepted.
     pub completed: u64,

@@ -14,7 +14,7 @@
 //! to the parent's queue, where it is recorded once (a notice relayed twice counts
 //! once) and the parent, its last child done, becomes ready.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::envelope::{Envelope, PayloadFormat};
 use crate::error::{Error, Result};
@@ -194,10 +194,10 @@ impl FlowJob {
 }
 
 /// How a child ended, as its parent sees it ([`Queue::children_results`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum ChildOutcome {
     /// Completed, with what its handler returned (`None`: nothing).
-    Completed(Option<Vec<u8>>),
+    Completed(#[serde(with = "serde_bytes")] Option<Vec<u8>>),
     /// Dead-lettered, with its last error.
     Failed(String),
     /// Not started by its deadline (`expires_after`, `expires_at_ms`).
@@ -247,7 +247,7 @@ impl ChildOutcome {
 }
 
 /// One finished child of a parent.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ChildResult {
     /// The child's queue.
     pub queue: String,
@@ -256,7 +256,7 @@ pub struct ChildResult {
 }
 
 /// A job's place in a flow, as [`Queue::get`] shows it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FlowRef {
     pub queue: String,
     pub id: String,
