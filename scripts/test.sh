@@ -28,5 +28,7 @@ echo "== faults (quick profile; make faults runs the full suite and a soak)"
 .venv/bin/python tests/faults/driver.py
 echo "== a 10,000-child flow on 4 shards while its workers are SIGKILLed every second"
 .venv/bin/python tests/faults/flow_kills.py
-echo "== README (every code block, as pasted)"
+echo "== docs (make docs: the site with its API references, warnings as errors)"
+bash scripts/docs.sh
+echo "== README and docs (every code block, as pasted, twice)"
 .venv/bin/python scripts/readme.py

@@ -233,8 +233,8 @@ impl Error {
                 .to_string(),
             ErrorKind::Permission if !text.contains("@user_script:") => match denied(&text) {
                 Some(command) => format!(
-                    "the Redis user may not run {command} (see the README's 'Least privilege' \
-                     section for the ACL each role needs)"
+                    "the Redis user may not run {command} (see 'Least privilege', \
+                     docs/security.md, for the ACL each role needs)"
                 ),
                 None => text,
             },

@@ -18,8 +18,8 @@ impl Client {
             // Inside a script Redis says only "can't run this command": name it from the line.
             ErrorKind::Permission if err.message().contains("@user_script:") => {
                 let message = format!(
-                    "the Redis user may not run {}, which {} needs (see the README's \
-                     'Least privilege' section for the ACL each role needs)",
+                    "the Redis user may not run {}, which {} needs (see 'Least \
+                     privilege', docs/security.md, for the ACL each role needs)",
                     script.denied_command(err.message()),
                     script.name
                 );
