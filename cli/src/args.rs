@@ -190,6 +190,9 @@ pub(crate) enum Command {
         /// Read the queues every SECS seconds (scrapes are answered from the last read).
         #[arg(long, default_value_t = 10.0, value_name = "SECS")]
         refresh: f64,
+        /// Answer requests naming this host too (repeatable); loopback names always are.
+        #[arg(long = "allow-host", value_name = "NAME")]
+        allow_hosts: Vec<String>,
     },
     /// Serve a web dashboard of the queues at http://LISTEN/ until Ctrl-C: counts, throughput,
     /// jobs by state, dead letters (requeue, purge), pause/resume, schedules, groups.
@@ -210,6 +213,15 @@ pub(crate) enum Command {
         /// http://LISTEN/?token=TOKEN once).
         #[arg(long, env = "TIDEQ_DASHBOARD_TOKEN", hide_env_values = true)]
         token: Option<String>,
+        /// A second token that may only read (its page shows no actions).
+        #[arg(long, env = "TIDEQ_DASHBOARD_READ_TOKEN", hide_env_values = true)]
+        read_token: Option<String>,
+        /// Answer requests naming this host too (repeatable); loopback names always are.
+        #[arg(long = "allow-host", value_name = "NAME")]
+        allow_hosts: Vec<String>,
+        /// Serve on a non-loopback address without a token (refused otherwise).
+        #[arg(long)]
+        insecure: bool,
     },
     /// The Redis ACL rules of a role on a queue, as an ACL SETUSER line.
     Acl {

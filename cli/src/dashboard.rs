@@ -17,12 +17,15 @@
 //! request only, when an operator clicks.
 //!
 //! Security. With `--token` (or `TIDEQ_DASHBOARD_TOKEN`) every `/api/` request needs
-//! `Authorization: Bearer <token>` (compared in constant time), else 401; the page itself is
-//! served without it and takes the token from its URL's `?token=` once. State changes are POST
-//! only, and need the header `X-Tideq-Request: 1` (a cross-site page cannot send a custom header
-//! without a CORS preflight, and no CORS header is ever sent) and, when the request has an
-//! `Origin`, one matching its `Host`; else 403. `--read-only` refuses every POST (403). Bound to
-//! a loopback address, requests must name a loopback host (DNS rebinding). Responses forbid
+//! `Authorization: Bearer <token>` (compared in constant time), else 401; `--read-token` (or
+//! `TIDEQ_DASHBOARD_READ_TOKEN`) is a second token that may only read (its POSTs get 403, and its
+//! page shows no actions). The page itself is served without a token and takes one from its
+//! URL's `?token=` once. State changes are POST only, and need the header `X-Tideq-Request: 1` (a
+//! cross-site page cannot send a custom header without a CORS preflight, and no CORS header is
+//! ever sent) and, when the request has an `Origin`, one matching its `Host`; else 403.
+//! `--read-only` refuses every POST (403). Requests must name a host the dashboard answers
+//! (`hosts.rs`: loopback names, and `--allow-host` names), against DNS rebinding. Listening on a
+//! non-loopback address without a token is refused unless `--insecure` is given. Responses forbid
 //! framing and carry a strict Content-Security-Policy.
 
 mod api;
@@ -45,6 +48,7 @@ use axum::Router;
 use serde_json::{json, Value};
 use tideq::{Client, ErrorKind};
 
+use crate::hosts::HostCheck;
 use cache::Cache;
 
 /// The default `--refresh`, in seconds: the smallest round value at which a job queue's
@@ -77,7 +81,21 @@ pub struct Options {
     pub named: Vec<String>,
     pub refresh: Duration,
     pub read_only: bool,
+    /// The token that may do everything the dashboard does.
     pub token: Option<String>,
+    /// The token that may only read.
+    pub read_token: Option<String>,
+    /// `--allow-host` names.
+    pub allow_hosts: Vec<String>,
+    /// Serve on a non-loopback address without a token.
+    pub insecure: bool,
+}
+
+/// What a request may do, by the token it carries (the guard puts it in the request).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    Admin,
+    Read,
 }
 
 /// What every handler shares.
@@ -87,8 +105,9 @@ struct App {
     cache: Arc<Cache>,
     read_only: bool,
     token: Option<Arc<str>>,
-    /// Bound to a loopback address: only loopback host names are answered.
-    loopback: bool,
+    read_token: Option<Arc<str>>,
+    /// The `Host` names answered.
+    hosts: HostCheck,
 }
 
 /// Runs the dashboard until Ctrl-C.
@@ -97,7 +116,21 @@ pub async fn run(client: Client, opts: Options, listen: &str) -> Result<(), Stri
         .await
         .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
     let addr: SocketAddr = listener.local_addr().map_err(|e| e.to_string())?;
-    if !addr.ip().is_loopback() && opts.token.is_none() {
+    let hosts = HostCheck::new(addr, &opts.allow_hosts)?;
+    let tokenless = opts.token.is_none() && opts.read_token.is_none();
+    if !addr.ip().is_loopback() && tokenless && !opts.insecure {
+        return Err(format!(
+            "refusing to serve the dashboard on {addr}, not a loopback address, without a \
+             token: anyone who can reach it could read the queues' jobs{}. Give --token (or \
+             TIDEQ_DASHBOARD_TOKEN), or --insecure to serve it anyway",
+            if opts.read_only {
+                ""
+            } else {
+                " and requeue, purge or pause them"
+            }
+        ));
+    }
+    if !addr.ip().is_loopback() && tokenless {
         eprintln!(
             "tideq dashboard: WARNING: listening on {addr}, not a loopback address, without \
              --token: anyone who can reach it can read the queues' jobs{}",
@@ -116,9 +149,10 @@ pub async fn run(client: Client, opts: Options, listen: &str) -> Result<(), Stri
         cache: cache.clone(),
         read_only: opts.read_only,
         token: opts.token.map(Arc::from),
-        loopback: addr.ip().is_loopback(),
+        read_token: opts.read_token.map(Arc::from),
+        hosts,
     };
-    let has_token = app.token.is_some();
+    let has_token = app.token.is_some() || app.read_token.is_some();
     let router = router(app);
     eprintln!(
         "tideq dashboard: serving http://{addr}/{} (refresh every {:?}{})",
@@ -228,18 +262,6 @@ fn same_secret(given: &[u8], expected: &[u8]) -> bool {
     diff == 0
 }
 
-/// A loopback host name (`localhost`, `127.x.y.z`, `[::1]`), with or without a port.
-fn loopback_host(host: &str) -> bool {
-    let name = match host.strip_prefix('[') {
-        Some(rest) => rest.split(']').next().unwrap_or(""),
-        None => host.rsplit_once(':').map_or(host, |(h, _)| h),
-    };
-    name.eq_ignore_ascii_case("localhost")
-        || name
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback())
-}
-
 /// The `host[:port]` of an `Origin` header (`scheme://host[:port]`).
 fn origin_authority(origin: &str) -> Option<&str> {
     origin.split_once("://").map(|(_, rest)| rest)
@@ -247,9 +269,12 @@ fn origin_authority(origin: &str) -> Option<&str> {
 
 /// Every request passes here: the host check, then for `/api/` the token and the rules for
 /// state changes; every response gets the security headers.
-async fn guard(State(app): State<App>, req: Request, next: Next) -> Response {
+async fn guard(State(app): State<App>, mut req: Request, next: Next) -> Response {
     let mut resp = match check(&app, req.method(), req.uri().path(), req.headers()) {
-        Ok(()) => next.run(req).await,
+        Ok(role) => {
+            req.extensions_mut().insert(role);
+            next.run(req).await
+        }
         Err(refused) => refused.into_response(),
     };
     let h = resp.headers_mut();
@@ -260,23 +285,31 @@ async fn guard(State(app): State<App>, req: Request, next: Next) -> Response {
     resp
 }
 
-fn check(app: &App, method: &Method, path: &str, headers: &HeaderMap) -> Result<(), ApiError> {
+fn check(app: &App, method: &Method, path: &str, headers: &HeaderMap) -> Result<Role, ApiError> {
     let header = |name: HeaderName| headers.get(name).and_then(|v| v.to_str().ok());
     let host = header(HOST).unwrap_or("");
-    if app.loopback && !loopback_host(host) {
-        return Err(error(
-            StatusCode::FORBIDDEN,
-            "this dashboard listens on a loopback address: open it as localhost or 127.0.0.1",
-        ));
+    if !app.hosts.allows(host) {
+        return Err(error(StatusCode::FORBIDDEN, app.hosts.refusal("dashboard")));
     }
+    let mut role = if app.read_only {
+        Role::Read
+    } else {
+        Role::Admin
+    };
     if !path.starts_with("/api/") {
-        return Ok(());
+        return Ok(role);
     }
-    if let Some(token) = &app.token {
+    if app.token.is_some() || app.read_token.is_some() {
         let given = header(AUTHORIZATION)
             .and_then(|v| v.strip_prefix("Bearer "))
             .unwrap_or("");
-        if !same_secret(given.as_bytes(), token.as_bytes()) {
+        let is = |t: &Option<Arc<str>>| {
+            t.as_ref()
+                .is_some_and(|t| same_secret(given.as_bytes(), t.as_bytes()))
+        };
+        if is(&app.read_token) {
+            role = Role::Read;
+        } else if !is(&app.token) {
             return Err(error(
                 StatusCode::UNAUTHORIZED,
                 "missing or wrong token (Authorization: Bearer <token>)",
@@ -284,12 +317,18 @@ fn check(app: &App, method: &Method, path: &str, headers: &HeaderMap) -> Result<
         }
     }
     if method == Method::GET || method == Method::HEAD {
-        return Ok(());
+        return Ok(role);
     }
     if app.read_only {
         return Err(error(
             StatusCode::FORBIDDEN,
             "this dashboard is read-only (--read-only)",
+        ));
+    }
+    if role == Role::Read {
+        return Err(error(
+            StatusCode::FORBIDDEN,
+            "this token may only read (--read-token); changes need the --token one",
         ));
     }
     if header(REQUEST_HEADER) != Some("1") {
@@ -307,7 +346,7 @@ fn check(app: &App, method: &Method, path: &str, headers: &HeaderMap) -> Result<
             ));
         }
     }
-    Ok(())
+    Ok(role)
 }
 
 #[cfg(test)]
@@ -324,19 +363,7 @@ mod tests {
     }
 
     #[test]
-    fn loopback_hosts_and_origins() {
-        for h in [
-            "localhost",
-            "localhost:9465",
-            "127.0.0.1:80",
-            "127.1.2.3",
-            "[::1]:9465",
-        ] {
-            assert!(loopback_host(h), "{h}");
-        }
-        for h in ["evil.example:9465", "10.0.0.1:9465", "", "[::2]:1"] {
-            assert!(!loopback_host(h), "{h}");
-        }
+    fn origins() {
         assert_eq!(
             origin_authority("http://127.0.0.1:9465"),
             Some("127.0.0.1:9465")

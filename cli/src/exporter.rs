@@ -5,14 +5,25 @@
 //! for its stats (6 commands) and one for its histograms, workers and flow parents waiting for
 //! their children (3, the last `tideq_jobs{state="waiting"}`): 0.9 commands per second per queue
 //! at the default 10 s. Queues are discovered again every minute (SCAN), unless named.
+//!
+//! Formats: a scraper that accepts `application/openmetrics-text` (Prometheus does, first) gets
+//! OpenMetrics; any other gets the Prometheus text format 0.0.4, each labelled as what it is.
+//! Requests must name a host the exporter answers (`hosts.rs`: loopback names, `--allow-host`).
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use axum::http::header::CONTENT_TYPE;
+use axum::http::header::{ACCEPT, CONTENT_TYPE, HOST};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 use tideq::{CappedOptions, CappedQueue, Client, Queue, QueueKind, QueueOptions, QueueRef};
+
+use crate::hosts::HostCheck;
+
+const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+const TEXT_FORMAT: &str = "text/plain; version=0.0.4; charset=utf-8";
 
 /// How often the queue list is discovered again (when queues are not named).
 pub(crate) const DISCOVER_EVERY: Duration = Duration::from_secs(60);
@@ -31,38 +42,43 @@ pub async fn run(
     named: Vec<String>,
     listen: &str,
     refresh: Duration,
+    allow_hosts: Vec<String>,
 ) -> Result<(), String> {
     let listener = tokio::net::TcpListener::bind(listen)
         .await
         .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
+    let addr = listener.local_addr().map_err(|e| e.to_string())?;
+    let hosts = HostCheck::new(addr, &allow_hosts)?;
     let served = Arc::new(Mutex::new(Served::default()));
     // The first refresh before serving, so the first scrape has numbers (or the error).
     let mut queues = queue_list(&client, shards, &named, "exporter").await;
     refresh_once(&client, &queues, &served).await;
     let s = served.clone();
+    let h = hosts.clone();
     let app = Router::new()
         .route(
             "/metrics",
-            get(move || {
-                let s = s.clone();
+            get(move |headers: HeaderMap| {
+                let (s, h) = (s.clone(), h.clone());
                 async move {
-                    let s = s.lock().unwrap();
-                    (
-                        [(CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],
-                        s.text.clone(),
-                    )
+                    if let Some(refused) = refuse(&h, &headers) {
+                        return refused;
+                    }
+                    let text = s.lock().unwrap().text.clone();
+                    metrics_response(&headers, text)
                 }
             }),
         )
         .route(
             "/",
-            get(|| async { "tideq exporter: the metrics are at /metrics\n" }),
+            get(move |headers: HeaderMap| async move {
+                match refuse(&hosts, &headers) {
+                    Some(refused) => refused,
+                    None => "tideq exporter: the metrics are at /metrics\n".into_response(),
+                }
+            }),
         );
-    eprintln!(
-        "tideq exporter: serving http://{}/metrics (refresh every {:?})",
-        listener.local_addr().map_err(|e| e.to_string())?,
-        refresh
-    );
+    eprintln!("tideq exporter: serving http://{addr}/metrics (refresh every {refresh:?})");
     let refresher = {
         let (client, served) = (client.clone(), served.clone());
         async move {
@@ -84,6 +100,40 @@ pub async fn run(
         r = server => r.map_err(|e| format!("the HTTP server stopped: {e}")),
         _ = refresher => Ok(()),
     }
+}
+
+/// A refusal (403) for a request naming a host the exporter does not answer.
+fn refuse(hosts: &HostCheck, headers: &HeaderMap) -> Option<Response> {
+    let host = headers
+        .get(HOST)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    (!hosts.allows(host))
+        .then(|| (StatusCode::FORBIDDEN, hosts.refusal("exporter") + "\n").into_response())
+}
+
+/// The metrics in the format the scraper asked for: OpenMetrics when its `Accept` names it,
+/// else the text format 0.0.4 (`text` is OpenMetrics).
+fn metrics_response(headers: &HeaderMap, text: String) -> Response {
+    let accept = headers
+        .get(ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    if wants_openmetrics(accept) {
+        ([(CONTENT_TYPE, OPENMETRICS)], text).into_response()
+    } else {
+        let text = tideq::openmetrics_to_text_format(&text);
+        ([(CONTENT_TYPE, TEXT_FORMAT)], text).into_response()
+    }
+}
+
+/// Whether an `Accept` header asks for OpenMetrics (and does not refuse it with `q=0`).
+fn wants_openmetrics(accept: &str) -> bool {
+    accept.split(',').any(|part| {
+        let mut it = part.split(';').map(str::trim);
+        it.next() == Some("application/openmetrics-text")
+            && !it.any(|p| p.replace(' ', "") == "q=0" || p.replace(' ', "") == "q=0.0")
+    })
 }
 
 /// The queues to show: the named job queues, or every queue found under the prefix (an error is
@@ -150,4 +200,22 @@ async fn refresh_once(client: &Client, queues: &[QueueRef], served: &Mutex<Serve
     let mut s = served.lock().unwrap();
     s.text = text;
     s.error = error;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::wants_openmetrics;
+
+    #[test]
+    fn openmetrics_only_when_the_scraper_asks_for_it() {
+        // What Prometheus sends (its default scrape protocols).
+        assert!(wants_openmetrics(
+            "application/openmetrics-text;version=1.0.0;q=0.5,application/openmetrics-text;\
+             version=0.0.1;q=0.4,text/plain;version=0.0.4;q=0.3,*/*;q=0.2"
+        ));
+        assert!(!wants_openmetrics("text/plain;version=0.0.4"));
+        assert!(!wants_openmetrics(""));
+        assert!(!wants_openmetrics("*/*"));
+        assert!(!wants_openmetrics("application/openmetrics-text; q=0"));
+    }
 }

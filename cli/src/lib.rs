@@ -25,6 +25,7 @@ mod events;
 mod exit;
 mod exporter;
 mod flow;
+mod hosts;
 mod jobs;
 mod render;
 mod schedule;
@@ -122,14 +123,29 @@ async fn run(cli: Cli) -> Outcome {
             listen,
             queues,
             refresh,
-        } => serve::exporter(c, &listen, queues, refresh).await,
+            allow_hosts,
+        } => serve::exporter(c, &listen, queues, refresh, allow_hosts).await,
         Command::Dashboard {
             listen,
             queues,
             refresh,
             read_only,
             token,
-        } => serve::dashboard(c, &listen, queues, refresh, read_only, token).await,
+            read_token,
+            allow_hosts,
+            insecure,
+        } => {
+            let opts = serve::DashboardArgs {
+                queues,
+                refresh,
+                read_only,
+                token,
+                read_token,
+                allow_hosts,
+                insecure,
+            };
+            serve::dashboard(c, &listen, opts).await
+        }
         Command::Acl {
             queue,
             role,

@@ -17,34 +17,53 @@ pub(crate) async fn bench(c: &Conn, jobs: usize, concurrency: usize, json: bool)
 }
 
 /// `tideq exporter [--listen ADDR] [--queue Q]... [--refresh SECS]`.
-pub(crate) async fn exporter(c: &Conn, listen: &str, queues: Vec<String>, refresh: f64) -> Outcome {
-    let refresh = refresh_secs(refresh)?;
-    let client = client(c)?;
-    exporter::run(client, c.shards, queues, listen, refresh)
-        .await
-        .map_err(Failure::Usage)
-}
-
-/// `tideq dashboard [--listen ADDR] [--queue Q]... [--refresh SECS] [--read-only] [--token T]`.
-pub(crate) async fn dashboard(
+pub(crate) async fn exporter(
     c: &Conn,
     listen: &str,
     queues: Vec<String>,
     refresh: f64,
-    read_only: bool,
-    token: Option<String>,
+    allow_hosts: Vec<String>,
 ) -> Outcome {
-    if token.as_deref() == Some("") {
+    let refresh = refresh_secs(refresh)?;
+    let client = client(c)?;
+    exporter::run(client, c.shards, queues, listen, refresh, allow_hosts)
+        .await
+        .map_err(Failure::Usage)
+}
+
+/// `tideq dashboard`'s arguments (but `--listen`).
+pub(crate) struct DashboardArgs {
+    pub queues: Vec<String>,
+    pub refresh: f64,
+    pub read_only: bool,
+    pub token: Option<String>,
+    pub read_token: Option<String>,
+    pub allow_hosts: Vec<String>,
+    pub insecure: bool,
+}
+
+/// `tideq dashboard [--listen ADDR] [--queue Q]... [--refresh SECS] [--read-only] [--token T]
+/// [--read-token T] [--allow-host NAME]... [--insecure]`.
+pub(crate) async fn dashboard(c: &Conn, listen: &str, a: DashboardArgs) -> Outcome {
+    for (flag, t) in [("--token", &a.token), ("--read-token", &a.read_token)] {
+        if t.as_deref() == Some("") {
+            return Err(Failure::Usage(format!("{flag} must not be empty")));
+        }
+    }
+    if a.token.is_some() && a.token == a.read_token {
         return Err(Failure::Usage(
-            "--token (or TIDEQ_DASHBOARD_TOKEN) must not be empty".to_string(),
+            "--read-token must differ from --token".to_string(),
         ));
     }
     let opts = dashboard::Options {
         shards: c.shards,
-        named: queues,
-        refresh: refresh_secs(refresh)?,
-        read_only,
-        token,
+        named: a.queues,
+        refresh: refresh_secs(a.refresh)?,
+        read_only: a.read_only,
+        token: a.token,
+        read_token: a.read_token,
+        allow_hosts: a.allow_hosts,
+        insecure: a.insecure,
     };
     let client = client(c)?;
     dashboard::run(client, opts, listen)

@@ -202,7 +202,7 @@ job_keys! {
     dkey => "dkey": "Hash id -> dedup key, for pending jobs whose key lives until they finish (and dead ones, for a requeue).",
     events => "events": "Stream: the queue's event log, when events are on (see docs/data-model.md, \"Events\").",
     evsub => "evsub": "Hash reader name -> the last event log entry it read (named event readers).",
-    metrics => "metrics": "Hash of histogram buckets summed over the workers (`run:<i>`, `late:<i>`, sums, counts; see docs/data-model.md, \"Metrics\").",
+    metrics => "metrics": "Hash of histogram buckets summed over the workers (`rt:le<bound>`, `lt:le<bound>`, sums, counts; see docs/data-model.md, \"Metrics\").",
     workers => "workers": "Sorted set of worker ids, score = when each last reported (ms).",
     sched => "sched": "Hash schedule name -> \"<version>|<spec>\" (the spec in MessagePack).",
     snext => "snext": "Sorted set of schedule names, score = the schedule's next slot (ms).",

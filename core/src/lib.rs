@@ -110,7 +110,7 @@ pub use job::{
     QueueOptions, DEFAULT_MAX_RESULT_LEN, MAX_BATCH, MAX_FETCH, MAX_PAGE, MAX_PRIORITY,
 };
 pub use jobs::Queue;
-pub use metrics::{encode_prometheus, Histogram, QueueMetrics};
+pub use metrics::{encode_prometheus, openmetrics_to_text_format, Histogram, QueueMetrics};
 pub use runtime::runtime_builder;
 pub use schedule::{Every, ScheduleInfo};
 pub use task::Tasks;

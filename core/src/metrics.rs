@@ -19,14 +19,34 @@ use crate::jobs::Queue;
 
 mod prometheus;
 
-pub use prometheus::encode_prometheus;
 pub(crate) use prometheus::encode_worker;
+pub use prometheus::{encode_prometheus, openmetrics_to_text_format};
 
 /// Upper bounds of the histograms' buckets, in ms (one more bucket above the last). The fetch
-/// script files lateness with the same bounds (lua/lib/metrics.lua, `METRIC_BOUNDS_MS`).
-pub const BUCKETS_MS: [f64; 12] = [
-    1.0, 2.5, 5.0, 10.0, 25.0, 50.0, 100.0, 250.0, 500.0, 1000.0, 2500.0, 10000.0,
+/// script files lateness with the same bounds (lua/lib/metrics.lua, `METRIC_BOUNDS_MS`). In
+/// Redis a bucket is a field named by its bound (`rt:le2.5`, `rt:leinf` above the last), so a
+/// bound added later never files values under another's name.
+pub const BUCKETS_MS: [f64; 13] = [
+    1.0, 2.5, 5.0, 10.0, 25.0, 50.0, 100.0, 250.0, 500.0, 1000.0, 2500.0, 5000.0, 10000.0,
 ];
+
+/// The name of bucket `i`'s field after `<histogram>:` (`le2.5`; `leinf` above every bound).
+fn bucket_field(i: usize) -> String {
+    match BUCKETS_MS.get(i) {
+        Some(b) => format!("le{b}"),
+        None => "leinf".to_string(),
+    }
+}
+
+/// The bucket a field names (see [`bucket_field`]).
+fn bucket_of_field(part: &str) -> Option<usize> {
+    let bound = part.strip_prefix("le")?;
+    if bound == "inf" {
+        return Some(BUCKETS_MS.len());
+    }
+    let b: f64 = bound.parse().ok()?;
+    BUCKETS_MS.iter().position(|&x| x == b)
+}
 
 /// How often at most a worker sends what it gathered (and says it is alive).
 pub const REPORT_EVERY: Duration = Duration::from_secs(15);
@@ -150,12 +170,12 @@ impl WorkerMetrics {
         let mut n = 0;
         for (i, (now, before)) in counts.iter().zip(r.counts.iter()).enumerate() {
             if now > before {
-                let _ = write!(out, "run:{i}={},", now - before);
+                let _ = write!(out, "rt:{}={},", bucket_field(i), now - before);
                 n += now - before;
             }
         }
         if n > 0 {
-            let _ = write!(out, "run:count={n},run:sum_us={}", sum_us - r.sum_us);
+            let _ = write!(out, "rt:count={n},rt:sum_us={}", sum_us - r.sum_us);
         }
         r.at = Some(Instant::now());
         r.counts = counts;
@@ -212,18 +232,20 @@ impl Queue {
                     let Some((h, part)) = f.split_once(':') else {
                         continue;
                     };
+                    // "rt": run times, "lt": promotion lateness (fields of earlier versions,
+                    // "run:<i>" and "late:<i>", are left alone).
                     let h = match h {
-                        "run" => &mut run,
-                        "late" => &mut late,
+                        "rt" => &mut run,
+                        "lt" => &mut late,
                         _ => continue,
                     };
                     match part {
                         "count" => h.count += v,
                         "sum_us" => h.sum_ms += v as f64 / 1000.0,
                         "sum_ms" => h.sum_ms += v as f64,
-                        i => {
+                        bucket => {
                             if let Some(c) =
-                                i.parse::<usize>().ok().and_then(|i| h.counts.get_mut(i))
+                                bucket_of_field(bucket).and_then(|i| h.counts.get_mut(i))
                             {
                                 *c += v;
                             }
@@ -256,13 +278,26 @@ mod tests {
         let r = m.take_report().unwrap();
         assert!(r.starts_with(&format!("{}|", m.id)), "{r}");
         assert!(
-            r.contains("run:0=1,")
-                && r.contains("run:5=1,")
-                && r.contains("run:count=2,run:sum_us=30700"),
+            r.contains("rt:le1=1,")
+                && r.contains("rt:le50=1,")
+                && r.contains("rt:count=2,rt:sum_us=30700"),
             "{r}"
         );
         // Not due again yet.
         assert_eq!(m.take_report(), None);
+    }
+
+    #[test]
+    fn bucket_fields_name_their_bounds_and_read_back() {
+        assert_eq!(bucket_field(1), "le2.5");
+        assert_eq!(bucket_field(11), "le5000");
+        assert_eq!(bucket_field(BUCKETS_MS.len()), "leinf");
+        for i in 0..=BUCKETS_MS.len() {
+            assert_eq!(bucket_of_field(&bucket_field(i)), Some(i));
+        }
+        // An earlier version's index fields ("run:3") are not buckets.
+        assert_eq!(bucket_of_field("3"), None);
+        assert_eq!(bucket_of_field("le7"), None);
     }
 
     #[test]

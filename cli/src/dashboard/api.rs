@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 
 use axum::extract::rejection::PathRejection;
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{Extension, Path, RawQuery, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 use futures_util::future::try_join_all;
@@ -14,7 +14,7 @@ use tideq::{
     CappedOptions, CappedQueue, JobState, Queue, QueueKind, QueueOptions, QueueRef, MAX_PAGE,
 };
 
-use super::{error, json_response, ApiError, App};
+use super::{error, json_response, ApiError, App, Role};
 use crate::render;
 
 /// Groups in one page of a queue's view (`?groups=CURSOR` for the next page).
@@ -79,8 +79,10 @@ impl App {
     }
 }
 
-pub async fn overview(State(app): State<App>) -> Response {
-    json_response(StatusCode::OK, app.cache.overview(app.read_only))
+/// The overview; `read_only` tells the page to show no actions (`--read-only`, or a request
+/// with the read token).
+pub async fn overview(State(app): State<App>, Extension(role): Extension<Role>) -> Response {
+    json_response(StatusCode::OK, app.cache.overview(role == Role::Read))
 }
 
 /// A job queue: its counts, limits and schedules, and a page of its groups (`?groups=CURSOR` for

@@ -23,13 +23,19 @@ impl Dashboard {
     /// Starts `tideq <conn...> dashboard --listen 127.0.0.1:<free> <args...>` and waits until
     /// its API answers (`env`: extra environment variables).
     pub fn start(conn: &[&str], args: &[&str], env: &[(&str, &str)]) -> Self {
+        Self::start_at("127.0.0.1", conn, args, env)
+    }
+
+    /// As [`start`](Self::start), listening on `ip` (requests still go to 127.0.0.1).
+    pub fn start_at(ip: &str, conn: &[&str], args: &[&str], env: &[(&str, &str)]) -> Self {
         let port = free_port();
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_tideq"));
         cmd.args(conn)
-            .args(["dashboard", "--listen", &format!("127.0.0.1:{port}")])
+            .args(["dashboard", "--listen", &format!("{ip}:{port}")])
             .args(args)
             .env_remove("TIDEQ_REDIS_URL")
             .env_remove("TIDEQ_DASHBOARD_TOKEN")
+            .env_remove("TIDEQ_DASHBOARD_READ_TOKEN")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null());

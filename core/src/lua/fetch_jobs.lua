@@ -153,7 +153,7 @@ for i = 1, #dueraw, 2 do
   due[#due + 1] = dueraw[i]
   late[#late + 1] = now - tonumber(dueraw[i + 1])
 end
-file_histogram(K, 'late', late)
+file_histogram(K, 'lt', late)
 if #due > 0 then
   chunked('ZREM', K.delayed, due)
   make_ready(K, C, due, false, now)

@@ -22,6 +22,42 @@ pub fn encode_prometheus(jobs: &[QueueMetrics], capped: &[(String, CappedStats)]
     out
 }
 
+/// `text` (OpenMetrics, as [`encode_prometheus`] and a worker's `metrics()` write it) in the
+/// Prometheus text format 0.0.4, for a scraper that asks for that (`Accept: text/plain`): no
+/// `# EOF` or `# UNIT` lines, and a counter's `# HELP`/`# TYPE` name its samples' `_total` name.
+pub fn openmetrics_to_text_format(text: &str) -> String {
+    let counters: std::collections::HashSet<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE ")?.strip_suffix(" counter"))
+        .collect();
+    let mut out = String::with_capacity(text.len());
+    for line in text.lines() {
+        if line == "# EOF" || line.starts_with("# UNIT ") {
+            continue;
+        }
+        let meta = ["# HELP ", "# TYPE "]
+            .into_iter()
+            .find_map(|p| Some((p, line.strip_prefix(p)?)));
+        match meta {
+            Some((p, rest)) => {
+                let (name, tail) = rest.split_once(' ').unwrap_or((rest, ""));
+                let tail = if tail == "unknown" { "untyped" } else { tail };
+                let total = if counters.contains(name) {
+                    "_total"
+                } else {
+                    ""
+                };
+                out.push_str(&format!("{p}{name}{total} {tail}\n"));
+            }
+            None => {
+                out.push_str(line);
+                out.push('\n');
+            }
+        }
+    }
+    out
+}
+
 /// A worker's own metrics (this process), as Prometheus text.
 pub(crate) fn encode_worker(queue: &str, stats: &crate::WorkerStats, run: &Histogram) -> String {
     let mut registry = Registry::with_prefix("tideq_worker");
@@ -137,9 +173,11 @@ impl prometheus_client::collector::Collector for Exported {
                 (|s: &JobStats| s.enqueued) as fn(&JobStats) -> u64,
             ),
             ("jobs_completed", "Jobs completed.", |s| s.completed),
-            ("jobs_failed", "Jobs that went to the dead letters.", |s| {
-                s.dead_lettered
-            }),
+            (
+                "jobs_dead_lettered",
+                "Jobs that went to the dead letters (attempts used up, or a handler said not to retry).",
+                |s| s.dead_lettered,
+            ),
             ("jobs_retried", "Failed attempts scheduled again.", |s| {
                 s.retried
             }),
@@ -223,7 +261,7 @@ impl prometheus_client::collector::Collector for Exported {
             ),
             (
                 "capped_discarded",
-                "Items discarded at pop, past the queue's TTL.",
+                "Items discarded when consumed, older than the queue's max_age.",
                 |s| s.discarded,
             ),
             ("capped_delivered", "Items delivered to consumers.", |s| {
@@ -324,6 +362,18 @@ mod tests {
             text.contains("tideq_jobs_completed_total{queue=\"emails\"} 7"),
             "{text}"
         );
+        assert!(text.ends_with("# EOF\n"), "{text}");
+        // The text format 0.0.4: counters typed under their samples' name, no EOF.
+        let old = openmetrics_to_text_format(&text);
+        assert!(
+            old.contains("# TYPE tideq_jobs_completed_total counter\n")
+                && old.contains("# HELP tideq_jobs_completed_total Jobs completed.\n")
+                && old.contains("tideq_jobs_completed_total{queue=\"emails\"} 7\n")
+                && old.contains("# TYPE tideq_jobs gauge\n")
+                && old.contains("# TYPE tideq_job_run_seconds histogram\n"),
+            "{old}"
+        );
+        assert!(!old.contains("# EOF") && !old.contains("# UNIT"), "{old}");
         assert!(text.contains("tideq_workers{queue=\"emails\"} 2"), "{text}");
         assert!(
             text.contains("tideq_jobs{queue=\"emails\",state=\"waiting\"} 4"),
@@ -334,7 +384,7 @@ mod tests {
             "{text}"
         );
         // Cumulative: each higher bucket holds the one value too, and +Inf equals the count.
-        for le in ["0.0025", "10.0", "+Inf"] {
+        for le in ["0.0025", "5.0", "10.0", "+Inf"] {
             let line = format!("tideq_job_run_seconds_bucket{{le=\"{le}\",queue=\"emails\"}} 1\n");
             assert!(text.contains(&line), "{line} in {text}");
         }

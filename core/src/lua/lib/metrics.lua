@@ -1,24 +1,25 @@
 -- lib/metrics.lua: Histograms filed into the `metrics` hash (docs/data-model.md, "Metrics").
 
 -- The histograms' bucket bounds in ms (metrics.rs: BUCKETS_MS).
-local METRIC_BOUNDS_MS = { 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 10000 }
+local METRIC_BOUNDS_MS = { 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000 }
 
 -- Files values (ms) into the `metrics` hash's histogram `name` (see "Metrics").
 local function file_histogram(K, name, values)
   if #values == 0 then return end
+  -- A bucket's field is named by its bound: "<name>:le2.5", "<name>:leinf" above the last.
   local counts, sum = {}, 0
   for _, v in ipairs(values) do
-    local b = #METRIC_BOUNDS_MS
-    for i, bound in ipairs(METRIC_BOUNDS_MS) do
+    local b = 'inf'
+    for _, bound in ipairs(METRIC_BOUNDS_MS) do
       if v <= bound then
-        b = i - 1
+        b = tostring(bound)
         break
       end
     end
     counts[b] = (counts[b] or 0) + 1
     sum = sum + v
   end
-  for b, n in pairs(counts) do redis.call('HINCRBY', K.metrics, name .. ':' .. b, n) end
+  for b, n in pairs(counts) do redis.call('HINCRBY', K.metrics, name .. ':le' .. b, n) end
   redis.call('HINCRBY', K.metrics, name .. ':count', #values)
   redis.call('HINCRBY', K.metrics, name .. ':sum_ms', math.floor(sum))
 end
