@@ -354,7 +354,10 @@ def build_and_run_rust(manifests: list[Block], rust: list[Block], app: Path,
     manifest = manifests[0]
     (app / "Cargo.toml").write_text(
         '[package]\nname = "readme"\nversion = "0.0.0"\nedition = "2021"\npublish = false\n\n'
-        + toml + "\n[workspace]\n")
+        + toml + "\n[workspace]\n\n"
+        # As the workspace's own dev profile (Cargo.toml): line tables only, so the blocks'
+        # binaries take a third of the disk and share the workspace's builds of dependencies.
+        '[profile.dev]\ndebug = "line-tables-only"\n\n[profile.dev.package."*"]\ndebug = false\n')
     shutil.copy(ROOT / "Cargo.lock", app / "Cargo.lock")
     for b in rust:
         (app / "src" / "bin" / f"{b.name}.rs").write_text(b.code)
