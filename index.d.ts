@@ -601,6 +601,12 @@ export declare class Queue {
    */
   wait<T = unknown>(id: string, options?: WaitOptions): Promise<NoInfer<T>>
   /**
+   * The queue's live workers (seen in the last 45 s), in the order they started. A worker is
+   * seen when it fetches jobs and, while it runs jobs, each time it renews their leases, so a
+   * worker busy with long jobs stays listed; one that stops leaves the list.
+   */
+  workers(): Promise<WorkerInfo[]>
+  /**
    * Creates the task schedule `name`, or changes it: from its next slot on, each slot of
    * `options.cron` (in `options.timezone`) or of `options.everyMs` enqueues one job of task
    * `options.task` with `data`, id `<name>@<slot ms>`. Workers of the queue fire the slots
@@ -1743,6 +1749,32 @@ export interface SentinelOptions {
 export interface WaitOptions {
   /** Longest wait in ms, then the Promise rejects with `TIMEOUT`. `null` or absent: no limit. */
   timeoutMs?: number | null
+}
+
+/** A live worker as `workers()` lists it. */
+export interface WorkerInfo {
+  /** The worker's id (random, new for each worker). */
+  id: string
+  /** The queue it works. */
+  queue: string
+  /** The host name of its machine. */
+  host: string
+  /** Its process id. */
+  pid: number
+  /** The runtime of its handlers: `'node'`, `'python'` or `'rust'`. */
+  runtime: string
+  /** The tideq version it runs. */
+  version: string
+  /** Jobs it runs at the same time, at most. */
+  concurrency: number
+  /** Jobs it was running when last seen. */
+  running: number
+  /** The ids of up to 10 of them. */
+  runningIds: Array<string>
+  /** When it started: ms since the epoch, its machine's clock. */
+  startedAtMs: number
+  /** When it was last seen: ms since the epoch, Redis clock. */
+  lastSeenAtMs: number
 }
 
 /** Options of `work(handler, options)` and `run(handler, options)`. Every field is optional. */

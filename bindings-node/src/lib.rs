@@ -16,6 +16,7 @@
 //!   - [`flow`]: flow control: pause/resume, limits, groups (core `flow`).
 //!   - [`schedule`]: `upsertSchedule`/`removeSchedule`/`schedules`, jobs on a cron pattern or
 //!     an interval (core `schedule`).
+//!   - [`registry`]: `workers`, the live workers (`WorkerInfo`) (core `registry`).
 //!   - [`events`]: `setEvents`/`events`/`eventEmitter`, the event log and its readers
 //!     (`EventReader`, `for await`, a Node `EventEmitter`) (core `events`).
 //!   - [`workflow`]: flows, jobs that wait for other jobs: `enqueueFlow`, `childrenResults`
@@ -66,6 +67,7 @@ mod lease;
 mod logger;
 mod options;
 mod outcome;
+mod registry;
 mod results;
 mod runtime;
 mod schedule;

@@ -563,5 +563,6 @@ pub(crate) fn worker_options(opts: &Options) -> Res<tideq::WorkerOptions> {
             .get("stopWhenDrained", boolean)?
             .unwrap_or(d.stop_when_drained),
         schedules: opts.get("schedules", boolean)?.unwrap_or(d.schedules),
+        runtime: "node",
     })
 }

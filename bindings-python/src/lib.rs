@@ -13,6 +13,7 @@
 //!   `DontRetry`, defined in `tideq/_outcomes.py`), as the core takes it.
 //! - [`task`]: tasks by name: `task`, `enqueue_task`, `work_tasks`, `run_tasks`.
 //! - [`schedule`]: `upsert_schedule`, `remove_schedule`, `schedules`; `ScheduleInfo`.
+//! - [`registry`]: `workers` (the live workers); `WorkerInfo`.
 //! - [`events`]: `set_events`, `events`; the readers `EventReader`, `AsyncEventReader`, `Event`.
 //! - [`flow`]: pause/resume, limits, groups; `Rate`, `Limits`, `GroupInfo`, `GroupPage`.
 //! - [`lease`]: manual leasing: `lease_jobs`, `complete`, `fail`, `release`, `extend`.
@@ -66,6 +67,7 @@ pub mod loop_task;
 pub mod options;
 pub mod otel;
 pub mod outcome;
+pub mod registry;
 pub mod runtime;
 pub mod schedule;
 pub mod signal;
@@ -130,6 +132,7 @@ fn _tideq(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<admin::JobPage>()?;
     m.add_class::<job::JobStats>()?;
     m.add_class::<schedule::ScheduleInfo>()?;
+    m.add_class::<registry::WorkerInfo>()?;
     m.add_class::<events::Event>()?;
     m.add_class::<events::EventReader>()?;
     m.add_class::<events::AsyncEventReader>()?;

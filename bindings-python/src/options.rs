@@ -241,5 +241,6 @@ pub(crate) fn worker_options(
         stop_when_drained: convert::as_is,
         schedules: convert::as_is,
     );
+    opts.runtime = "python";
     Ok(opts)
 }

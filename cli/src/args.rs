@@ -143,6 +143,13 @@ pub(crate) enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// The queue's live workers (seen in the last 45 s): host, pid, runtime, concurrency, running
+    /// jobs, when each started and was last seen.
+    Workers {
+        queue: String,
+        #[arg(long)]
+        json: bool,
+    },
     /// Follow the queue's event log (the queue's events must be on), until Ctrl-C.
     Events {
         queue: String,

@@ -6,7 +6,7 @@
 //! - `args.rs`: the commands and flags (clap); `connect.rs`: the connection they describe;
 //!   `exit.rs`: output, failures and exit codes.
 //! - `jobs.rs` (enqueue), `admin.rs` (stats, jobs, job, dead letters), `flow.rs` (pause, resume,
-//!   limits, groups), `schedule.rs`, `events.rs`, `capped.rs`, `discover.rs` (queues), `acl.rs`.
+//!   limits, groups), `schedule.rs`, `workers.rs`, `events.rs`, `capped.rs`, `discover.rs` (queues), `acl.rs`.
 //! - `serve.rs`: bench, exporter and dashboard (`bench.rs`, `exporter.rs`, `dashboard.rs`).
 //! - `render/`: the core's values as aligned text or JSON, by the same roles.
 //!
@@ -30,6 +30,7 @@ mod jobs;
 mod render;
 mod schedule;
 mod serve;
+mod workers;
 
 use clap::Parser;
 
@@ -106,6 +107,7 @@ async fn run(cli: Cli) -> Outcome {
         } => flow::groups(c, &queue, count, cursor, json).await,
         Command::Enqueue { queue, job, json } => jobs::enqueue(c, &queue, job, json).await,
         Command::Schedules { queue, json } => schedule::schedules(c, &queue, json).await,
+        Command::Workers { queue, json } => workers::workers(c, &queue, json).await,
         Command::Events {
             queue,
             name,

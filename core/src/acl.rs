@@ -112,6 +112,7 @@ impl Role {
                 &SET_GROUP_FLOW,
                 &GROUP_INFO,
                 &LIST_GROUPS,
+                &LIST_WORKERS,
                 &WAIT_JOB,
                 &UPSERT_SCHEDULE,
                 &REMOVE_SCHEDULE,

@@ -203,7 +203,8 @@ job_keys! {
     events => "events": "Stream: the queue's event log, when events are on (see docs/data-model.md, \"Events\").",
     evsub => "evsub": "Hash reader name -> the last event log entry it read (named event readers).",
     metrics => "metrics": "Hash of histogram buckets summed over the workers (`rt:le<bound>`, `lt:le<bound>`, sums, counts; see docs/data-model.md, \"Metrics\").",
-    workers => "workers": "Sorted set of worker ids, score = when each last reported (ms).",
+    workers => "workers": "Sorted set of worker ids, score = when each was last seen (ms): its reports with a fetch, its lease renewals.",
+    winfo => "winfo": "Hash worker id -> the worker's entry: who it is and what it runs (see docs/data-model.md, \"Workers\").",
     sched => "sched": "Hash schedule name -> \"<version>|<spec>\" (the spec in MessagePack).",
     snext => "snext": "Sorted set of schedule names, score = the schedule's next slot (ms).",
 }

@@ -96,14 +96,15 @@ impl Queue {
     /// due (ms, Redis clock) if anything is, and per ack whether it was accepted (false = lease
     /// lost). Without `upkeep`, the call skips what goes by time alone (expired leases, stale
     /// cancel requests, completed jobs past their age): a busy worker asks for it every
-    /// [`UPKEEP_EVERY`](crate::worker), not on each of its calls.
+    /// [`UPKEEP_EVERY`](crate::worker), not on each of its calls. `(report, entry)`: a worker's
+    /// report and its registry entry ("-": it stops), or ("", "") (fetch_jobs.lua, ARGV[6..7]).
     pub(crate) async fn fetch(
         &self,
         shard: usize,
         want: usize,
         lease: Duration,
         acks: &[Lease],
-        report: &str,
+        (report, entry): (&str, &str),
         upkeep: bool,
     ) -> Result<Fetched> {
         let mut cmd = self.script_cmd(shard, &FETCH_JOBS);
@@ -112,7 +113,8 @@ impl Queue {
             .arg(if upkeep { RECOVER_LIMIT } else { 0 })
             .arg(PROMOTE_LIMIT)
             .arg(&*self.policy)
-            .arg(report);
+            .arg(report)
+            .arg(entry);
         for l in acks {
             debug_assert_eq!(l.shard, shard, "acks ride on a fetch of their own shard");
             ack_args(&mut cmd, l);
@@ -230,7 +232,7 @@ impl Queue {
                     break;
                 }
                 let fetched = self
-                    .fetch(shard, max - out.len(), lease, &[], "", true)
+                    .fetch(shard, max - out.len(), lease, &[], ("", ""), true)
                     .await?;
                 if fetched.notices {
                     crate::workflow::relay(&self.client, &self.shards[shard]).await?;
@@ -460,11 +462,14 @@ impl Queue {
         .await
     }
 
-    /// Extends many leases, one pipeline per shard; per lease, false = lost.
+    /// Extends many leases, one pipeline per shard; per lease, false = lost. With `seen` (a
+    /// worker's id and its registry entry), the first call of each shard says the worker is
+    /// alive (`extend_lease.lua`; see [`Queue::workers`]).
     pub(crate) async fn extend_leases(
         &self,
         leases: &[Lease],
         lease: Duration,
+        seen: Option<(&str, &str)>,
     ) -> Result<Vec<bool>> {
         let mut out = vec![true; leases.len()];
         for shard in 0..self.shards.len() {
@@ -476,9 +481,13 @@ impl Queue {
             }
             let cmds: Vec<redis::Cmd> = idx
                 .iter()
-                .map(|&i| {
+                .enumerate()
+                .map(|(n, &i)| {
                     let mut cmd = self.script_cmd(shard, &EXTEND_LEASE);
                     cmd.arg(&leases[i].id).arg(&leases[i].token).arg(ms(lease));
+                    if let (0, Some((id, entry))) = (n, seen) {
+                        cmd.arg(id).arg(entry);
+                    }
                     cmd
                 })
                 .collect();

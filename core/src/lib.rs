@@ -44,6 +44,7 @@
 //! - [`workflow`]: flows: a parent job that runs once its children (on any queues) finished,
 //!   and reads their results (`enqueue_flow`, `children_results`).
 //! - `lease`: the worker's lease protocol (fetch, complete, fail, release, extend).
+//! - `registry`: the live workers, who they are and what they run ([`Queue::workers`]).
 //! - [`worker`]: the worker runtime for job queues (concurrency, lease renewal, shutdown).
 //! - [`task`]: tasks by name with structured arguments (JSON or MessagePack), and task workers.
 //! - [`envelope`]: the versioned MessagePack job envelope and backoff policy.
@@ -80,6 +81,7 @@ mod lease;
 pub mod metrics;
 pub mod otel;
 mod outcome;
+mod registry;
 mod runtime;
 pub mod schedule;
 mod scripts;
@@ -111,6 +113,7 @@ pub use job::{
 };
 pub use jobs::Queue;
 pub use metrics::{encode_prometheus, openmetrics_to_text_format, Histogram, QueueMetrics};
+pub use registry::WorkerInfo;
 pub use runtime::runtime_builder;
 pub use schedule::{Every, ScheduleInfo};
 pub use task::Tasks;

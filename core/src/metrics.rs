@@ -48,10 +48,11 @@ fn bucket_of_field(part: &str) -> Option<usize> {
     BUCKETS_MS.iter().position(|&x| x == b)
 }
 
-/// How often at most a worker sends what it gathered (and says it is alive).
+/// How often at most a worker sends what it gathered (and says it is alive: its lease renewals
+/// say so too while it runs jobs, see [`Queue::workers`]).
 pub const REPORT_EVERY: Duration = Duration::from_secs(15);
 
-/// A worker counts as alive this long after its last report.
+/// A worker counts as alive this long after it was last seen (its last report or renewal).
 pub const ALIVE_FOR: Duration = Duration::from_secs(45);
 
 /// A histogram's state: counts per bucket (not cumulative; the last is above every bound), the
@@ -193,8 +194,11 @@ pub struct QueueMetrics {
     pub run_time: Histogram,
     /// How late delayed jobs (and retries) were made ready after their due time.
     pub promotion_lateness: Histogram,
-    /// Workers that reported within [`ALIVE_FOR`].
+    /// Workers seen within [`ALIVE_FOR`]: a fetch's report, or a lease renewal while they run
+    /// jobs ([`Queue::workers`]).
     pub workers: u64,
+    /// Of those, the workers running jobs.
+    pub busy_workers: u64,
     /// Flow jobs waiting for their children (the state [`JobState::Waiting`](crate::JobState)).
     pub waiting: u64,
 }
@@ -210,23 +214,18 @@ impl Queue {
             let mut late = Histogram::default();
             run.counts = vec![0; BUCKETS_MS.len() + 1];
             late.counts = vec![0; BUCKETS_MS.len() + 1];
-            let (mut workers, mut waiting) = (0, 0);
+            let mut waiting = 0;
+            let alive = self.alive_workers().await?;
+            let workers = alive.len() as u64;
+            let busy_workers = alive.iter().filter(|w| w.running > 0).count() as u64;
             let mut conn = self.client.conn().await?;
             for k in self.shards.iter() {
-                let (fields, alive, parents): (Vec<(String, u64)>, u64, u64) = redis::pipe()
+                let (fields, parents): (Vec<(String, u64)>, u64) = redis::pipe()
                     .hgetall(k.metrics())
-                    .cmd("ZCOUNT")
-                    .arg(k.workers())
-                    .arg(format!(
-                        "({}",
-                        crate::job::now_ms().saturating_sub(ALIVE_FOR.as_millis() as u64)
-                    ))
-                    .arg("+inf")
                     .hlen(k.fwait())
                     .query_async(&mut conn)
                     .await
                     .map_err(|e| self.client.err(e))?;
-                workers += alive;
                 waiting += parents;
                 for (f, v) in fields {
                     let Some((h, part)) = f.split_once(':') else {
@@ -259,6 +258,7 @@ impl Queue {
                 run_time: run,
                 promotion_lateness: late,
                 workers,
+                busy_workers,
                 waiting,
             })
         })

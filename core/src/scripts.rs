@@ -49,6 +49,7 @@ libs! {
     "retention.lua",
     "route.lua",
     "waiters.lua",
+    "workers.lua",
 }
 
 /// The line a script's `K` table is generated at.
@@ -272,6 +273,7 @@ scripts! {
     SET_PROGRESS => "set_progress.lua",
     WAIT_JOB => "wait_job.lua",
     READ_EVENTS => "read_events.lua",
+    LIST_WORKERS => "list_workers.lua",
 }
 
 /// Finds which script an `EVALSHA` command runs (first argument after the command name).
@@ -389,7 +391,7 @@ mod tests {
         assert!(at("lib/flow.lua") < at("lib/acks.lua"));
         // A script takes only the helpers it uses (and theirs).
         let extend = &*super::EXTEND_LEASE;
-        assert_eq!(extend.includes, ["lib/meta.lua"]);
+        assert_eq!(extend.includes, ["lib/meta.lua", "lib/workers.lua"]);
         assert!(!extend.code.contains("local function chunked("));
     }
 
@@ -585,6 +587,6 @@ mod tests {
             .contains("local K = { ready = KEYS[1], delayed = KEYS[2], active = KEYS[3],"));
         assert!(fetch
             .code
-            .contains(" fwait = KEYS[41], fhold = KEYS[42] }\n"));
+            .contains(" fwait = KEYS[41], fhold = KEYS[42], winfo = KEYS[43] }\n"));
     }
 }

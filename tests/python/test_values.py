@@ -17,13 +17,14 @@ import pytest
 
 import tideq
 from tideq import _tideq
+from tideq_harness import wait_for
 
 STUB = pathlib.Path(_tideq.__file__).with_name("_tideq.pyi")
 
 VALUE_CLASSES = {
     "Backoff", "CappedGroupPage", "CappedStats", "ChildResult", "ConsumerStats", "Enqueued",
     "Event", "GroupInfo", "GroupPage", "JobInfo", "JobPage", "JobStats", "Limits", "Peeked",
-    "Rate", "ScheduleInfo", "WorkerStats",
+    "Rate", "ScheduleInfo", "WorkerInfo", "WorkerStats",
 }  # fmt: skip
 
 
@@ -70,6 +71,11 @@ def pairs(client: tideq.Client, name: str) -> list[tuple[Any, Any]]:
     w = q.work(lambda job: {"id": job.id, "n": [1, 2]}, stop_when_drained=True, poll_interval=0.05)
     worker_stats = w.join(10)
     assert worker_stats.completed == 2
+    # A live worker, read twice before it reports again (its report comes every 15 s).
+    idle = q.work(lambda job: None, poll_interval=0.05)
+    assert wait_for(lambda: q.workers() != [])
+    live_worker = read_twice(lambda: q.workers()[0])
+    idle.shutdown()
     q.upsert_schedule("hourly", b"tick", every=3600, priority=3, backoff=tideq.Backoff.fixed(2))
     q.set_limits(max_active=5, rate=tideq.Rate(10, 1.0), group_rate=tideq.Rate(2, 0.5))
     q.enqueue(b"waits", id="grouped", group="g1")
@@ -97,6 +103,7 @@ def pairs(client: tideq.Client, name: str) -> list[tuple[Any, Any]]:
         read_twice(lambda: q.jobs_page("completed")),
         read_twice(lambda: q.children_results("parent")[0]),
         read_twice(lambda: q.schedules()[0]),
+        live_worker,
         read_twice(first_event),
         read_twice(q.limits),
         read_twice(lambda: q.group("g1")),

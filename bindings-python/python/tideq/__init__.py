@@ -23,7 +23,8 @@ hands a handler lists of jobs; ``lease_jobs`` leases jobs for manual processing.
 returns is stored with its job (``get(id).result``; ``job.progress(value)`` reports progress) and
 ``wait(id)`` waits for it. ``enqueue(dedup=..., debounce=...)`` drops or merges repeated
 enqueues; ``upsert_schedule`` enqueues a job per cron or interval slot, fired by the workers
-(``schedules()`` lists them as ``ScheduleInfo``). ``set_events`` turns on the queue's event log,
+(``schedules()`` lists them as ``ScheduleInfo``); ``workers()`` lists the live workers
+(``WorkerInfo``). ``set_events`` turns on the queue's event log,
 which ``events()`` readers (``EventReader``, ``AsyncEventReader``) read as ``Event``s, a named
 reader resuming where it stopped.
 
@@ -97,6 +98,7 @@ from tideq._tideq import (
     TimeoutError,
     NotSupportedError,
     Worker,
+    WorkerInfo,
     WorkerStats,
     __version__,
     acl_rules,
@@ -180,6 +182,7 @@ __all__ = [
     "TimeoutError",
     "NotSupportedError",
     "Worker",
+    "WorkerInfo",
     "WorkerStats",
     "__version__",
     "acl_rules",

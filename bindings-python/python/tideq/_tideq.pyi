@@ -55,6 +55,7 @@ __all__ = [
     "JobPage",
     "JobStats",
     "ScheduleInfo",
+    "WorkerInfo",
     "Event",
     "EventReader",
     "AsyncEventReader",
@@ -933,6 +934,53 @@ class ScheduleInfo:
         then hash alike: every value class is hashable (a stored result or progress counts
         by its bytes). They pickle and copy by value."""
 
+
+@final
+class WorkerInfo:
+    """A live worker as ``workers()`` lists it."""
+
+    @property
+    def id(self) -> str:
+        """The worker's id (random, new for each worker)."""
+    @property
+    def queue(self) -> str:
+        """The queue it works."""
+    @property
+    def host(self) -> str:
+        """The host name of its machine."""
+    @property
+    def pid(self) -> int:
+        """Its process id."""
+    @property
+    def runtime(self) -> str:
+        """The runtime of its handlers: ``"python"``, ``"node"`` or ``"rust"``."""
+    @property
+    def version(self) -> str:
+        """The tideq version it runs."""
+    @property
+    def concurrency(self) -> int:
+        """Jobs it runs at the same time, at most."""
+    @property
+    def running(self) -> int:
+        """Jobs it was running when last seen."""
+    @property
+    def running_ids(self) -> list[str]:
+        """The ids of up to 10 of them."""
+    @property
+    def started_at_ms(self) -> int:
+        """When it started, epoch milliseconds by its machine's clock."""
+    @property
+    def last_seen_at_ms(self) -> int:
+        """When it was last seen, epoch milliseconds by the Redis clock."""
+    def to_dict(self) -> dict[str, Any]:
+        """The fields as a plain ``dict``, one key per property (value objects in them, or in
+        a list in them, as dicts too).
+
+        Value objects compare equal when they are of the same class with equal fields, and
+        then hash alike: every value class is hashable (a stored result or progress counts
+        by its bytes). They pickle and copy by value."""
+
+
 @final
 class Event:
     """One event of a queue's event log (see ``Queue.events``)."""
@@ -1542,6 +1590,11 @@ class Queue:
         """Remove the schedule ``name`` (no slot of it fires after this); True if it existed."""
     def schedules(self) -> list[ScheduleInfo]:
         """The queue's schedules with their next slots, by name."""
+    def workers(self) -> list[WorkerInfo]:
+        """The queue's live workers (seen in the last 45 s), in the order they started.
+
+        A worker is seen when it fetches jobs and, while it runs jobs, each time it renews their
+        leases, so a worker busy with long jobs stays listed. One that stops leaves the list."""
     def set_events(self, max_len: Optional[int]) -> None:
         """Turn the queue's event log on, keeping about its newest ``max_len`` entries, or off (None).
 
@@ -2238,6 +2291,11 @@ class AsyncQueue:
         """Remove the schedule ``name`` (no slot of it fires after this); True if it existed."""
     def schedules(self) -> Coroutine[Any, Any, list[ScheduleInfo]]:
         """The queue's schedules with their next slots, by name."""
+    def workers(self) -> Coroutine[Any, Any, list[WorkerInfo]]:
+        """The queue's live workers (seen in the last 45 s), in the order they started.
+
+        A worker is seen when it fetches jobs and, while it runs jobs, each time it renews their
+        leases, so a worker busy with long jobs stays listed. One that stops leaves the list."""
     def set_events(self, max_len: Optional[int]) -> Coroutine[Any, Any, None]:
         """Turn the queue's event log on, keeping about its newest ``max_len`` entries, or off (None).
 

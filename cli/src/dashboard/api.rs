@@ -85,7 +85,7 @@ pub async fn overview(State(app): State<App>, Extension(role): Extension<Role>) 
     json_response(StatusCode::OK, app.cache.overview(role == Role::Read))
 }
 
-/// A job queue: its counts, limits and schedules, and a page of its groups (`?groups=CURSOR` for
+/// A job queue: its counts, limits, schedules and live workers, and a page of its groups (`?groups=CURSOR` for
 /// the page after the one that gave that cursor).
 pub async fn queue(
     State(app): State<App>,
@@ -95,10 +95,11 @@ pub async fn queue(
     let (r, q) = app.job_queue(&path(p)?)?;
     let params = params(query);
     let at = params.get("groups").map(String::as_str);
-    let (stats, limits, schedules, page) = tokio::try_join!(
+    let (stats, limits, schedules, workers, page) = tokio::try_join!(
         q.stats(),
         q.limits(),
         q.schedules(),
+        q.workers(),
         q.groups_page(at, GROUPS_SHOWN)
     )?;
     let shown: Vec<Value> = page.groups.iter().map(render::group_json).collect();
@@ -110,6 +111,7 @@ pub async fn queue(
         "paused": stats.paused,
         "limits": render::limits_json(&limits),
         "schedules": render::schedules_json(&schedules),
+        "workers": render::workers_json(&workers),
         "groups": shown,
         "groups_cursor": page.cursor,
     }))

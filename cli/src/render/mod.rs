@@ -9,6 +9,7 @@ mod events;
 mod flow;
 mod jobs;
 mod schedule;
+mod workers;
 
 use std::io::IsTerminal;
 use std::sync::OnceLock;
@@ -23,6 +24,7 @@ pub use events::*;
 pub use flow::*;
 pub use jobs::*;
 pub use schedule::*;
+pub use workers::*;
 
 /// The password `tideq acl` prints in the ACL SETUSER line, to be replaced.
 pub const PASSWORD_PLACEHOLDER: &str = "CHANGE-ME";

@@ -28,13 +28,16 @@
   KEYS[35] ghost hash (entries left by cancelled ready jobs)   KEYS[36] expires zset
   KEYS[37] fparent hash   KEYS[38] fout list   KEYS[39] fk (prefix of flow children's results)
   KEYS[40] fl (prefix of flow children's lists)   KEYS[41] fwait hash   KEYS[42] fhold zset
+  KEYS[43] winfo hash
   ARGV[1] lease ms   ARGV[2] most jobs to lease (0 = maintenance only)
   ARGV[3] most expired leases to recover (0: this call skips the upkeep that goes by time:
   expired leases, stale cancel requests and the completed jobs' age; a worker busy leasing does
   it a few times a second, not on every call)   ARGV[4] most delayed jobs to promote (<= 1000)
   ARGV[5] queue policy (see docs/data-model.md)
   ARGV[6] the worker's report ("" none; "<worker id>|<field>=<n>,...", see "Metrics")
-  ARGV[7], ARGV[8], ...: acks, pairs of job id, lease token (a token ending in "+" is followed by
+  ARGV[7] the worker's registry entry, with a report only ("" none; "-" the worker stops: its
+  entry goes; else its encoded entry, stored under the report's worker id, see "Workers")
+  ARGV[8], ARGV[9], ...: acks, pairs of job id, lease token (a token ending in "+" is followed by
   the job's result, see docs/data-model.md)
   Returns: { leased, wake_in_ms, acks, lost, now, bits }, leased = flat
   array of id, envelope, meta per job (docs/data-model.md: the attempt under way is attempts + 1, the
@@ -50,6 +53,7 @@
 --#include lib/policy.lua
 --#include lib/cfg.lua
 --#include lib/metrics.lua
+--#include lib/workers.lua
 --#include lib/active.lua
 --#include lib/events.lua
 --#include lib/dedup.lua
@@ -72,15 +76,20 @@ local C = queue_cfg(K)
 local has = exist_bits(K, { 'route', 'cancel', 'idem', 'delayed' })
 local flow, creq = has.route, has.cancel
 local upkeep = ARGV[3] ~= '0'
-local acks = complete_leases(K, C, now, P, 7, upkeep)
+local acks = complete_leases(K, C, now, P, 8, upkeep)
 -- The worker's report: it is alive, and what its handlers took (see "Metrics").
 if ARGV[6] ~= '' then
   local wid, fields = string.match(ARGV[6], '^([^|]*)|(.*)$')
-  redis.call('ZADD', K.workers, now, wid)
+  if ARGV[7] == '-' then
+    redis.call('ZREM', K.workers, wid)
+    redis.call('HDEL', K.winfo, wid)
+  else
+    worker_seen(K, now, wid, ARGV[7])
+  end
   if fields ~= '' then
     for f, n in string.gmatch(fields, '([^,=]+)=(%d+)') do redis.call('HINCRBY', K.metrics, f, n) end
-    redis.call('ZREMRANGEBYSCORE', K.workers, '-inf', now - 300000)
   end
+  forget_workers(K, now)
 end
 -- Jobs to dead-letter: unreadable or out of attempts (dead), past their deadline to start (past).
 local dead, gone, bad, past = {}, {}, 0, {}

@@ -219,9 +219,21 @@ impl prometheus_client::collector::Collector for Exported {
         gauge_or_counter(
             &mut enc,
             "workers",
-            "Workers that reported in the last 45 s.",
+            "Workers seen in the last 45 s (a fetch, or a lease renewal while they run jobs).",
             MetricType::Gauge,
             &workers,
+        )?;
+        let busy: Vec<_> = self
+            .jobs
+            .iter()
+            .map(|m| (q(&m.queue), m.busy_workers))
+            .collect();
+        gauge_or_counter(
+            &mut enc,
+            "workers_busy",
+            "Workers seen in the last 45 s that were running jobs.",
+            MetricType::Gauge,
+            &busy,
         )?;
         let run: Vec<_> = self
             .jobs
@@ -351,6 +363,7 @@ mod tests {
             },
             promotion_lateness: Histogram::default(),
             workers: 2,
+            busy_workers: 1,
             waiting: 4,
         };
         let text = encode_prometheus(&[m], &[]);
@@ -375,6 +388,10 @@ mod tests {
         );
         assert!(!old.contains("# EOF") && !old.contains("# UNIT"), "{old}");
         assert!(text.contains("tideq_workers{queue=\"emails\"} 2"), "{text}");
+        assert!(
+            text.contains("tideq_workers_busy{queue=\"emails\"} 1"),
+            "{text}"
+        );
         assert!(
             text.contains("tideq_jobs{queue=\"emails\",state=\"waiting\"} 4"),
             "{text}"

@@ -81,3 +81,32 @@ mod tests {
         assert_eq!(parse_route("5"), None);
     }
 }
+
+/// A worker's entry in the `winfo` hash (docs/data-model.md, "Workers"): who it is and what it
+/// runs. Written by the worker, stored as is by the scripts (`fetch_jobs.lua`,
+/// `extend_lease.lua`: `lib/workers.lua` `worker_seen`), read back by `Queue::workers`.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
+pub(crate) struct WorkerEntry {
+    pub queue: String,
+    pub host: String,
+    pub pid: u32,
+    pub runtime: String,
+    pub version: String,
+    pub concurrency: u64,
+    /// When the worker started (ms, its own clock).
+    pub started: u64,
+    pub running: u64,
+    /// Up to 10 of the running jobs' ids.
+    pub ids: Vec<String>,
+}
+
+/// A worker's entry as the `winfo` hash keeps it: a JSON object (fields of [`WorkerEntry`]).
+pub(crate) fn worker_entry(e: &WorkerEntry) -> String {
+    serde_json::to_string(e).unwrap_or_default()
+}
+
+/// A `winfo` entry read back ([`worker_entry`]); `None` if it does not parse.
+pub(crate) fn parse_worker_entry(s: &str) -> Option<WorkerEntry> {
+    serde_json::from_str(s).ok()
+}

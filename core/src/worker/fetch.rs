@@ -20,6 +20,7 @@ use tokio_util::sync::CancellationToken;
 use crate::job::Lease;
 use crate::jobs::Queue;
 use crate::lease::Fetched;
+use crate::registry::Registration;
 use crate::wait::Waiter;
 
 use super::*;
@@ -109,7 +110,7 @@ impl Upkeep {
 pub(super) fn start_fetch(
     queue: &Queue,
     acks: &Arc<AckQueue>,
-    metrics: &crate::metrics::WorkerMetrics,
+    report: (String, String),
     shard: usize,
     permits: Vec<OwnedSemaphorePermit>,
     lease: Duration,
@@ -120,9 +121,16 @@ pub(super) fn start_fetch(
     let (mine, others): (Vec<Lease>, Vec<Lease>) =
         acks.take().into_iter().partition(|l| l.shard == shard);
     // What the handlers took, and that this worker is alive, at most every 15 s.
-    let report = metrics.take_report().unwrap_or_default();
+    let (report, entry) = report;
     Box::pin(async move {
-        let fetch = queue.fetch(shard, permits.len(), lease, &mine, &report, upkeep);
+        let fetch = queue.fetch(
+            shard,
+            permits.len(),
+            lease,
+            &mine,
+            (&report, &entry),
+            upkeep,
+        );
         let result = if others.is_empty() {
             fetch.await
         } else {
@@ -178,7 +186,13 @@ pub(super) async fn run(
     };
     let in_flight: InFlight = Default::default();
     let acks = Arc::new(AckQueue::new(counters.clone()));
-    let renewer = spawn_renewer(&queue, in_flight.clone(), opts.lease);
+    let reg = Arc::new(Registration::new(
+        &metrics.id,
+        queue.name(),
+        opts.concurrency,
+        opts.runtime,
+    ));
+    let renewer = spawn_renewer(&queue, in_flight.clone(), opts.lease, reg.clone());
     let sched_wake = Arc::new(crate::schedule::SchedulerWake::default());
     let flows = FlowUpkeep::new(queue.shards.len());
     let scheduler = opts.schedules.then(|| {
@@ -371,7 +385,13 @@ pub(super) async fn run(
                 next_shard = (next_shard + 1) % shards;
                 let upkeep = upkeep.due(shard, busy);
                 fetches.push(start_fetch(
-                    &queue, &acks, &metrics, shard, permits, opts.lease, upkeep,
+                    &queue,
+                    &acks,
+                    next_report(&metrics, &reg, &in_flight),
+                    shard,
+                    permits,
+                    opts.lease,
+                    upkeep,
                 ));
             }
         }
@@ -471,11 +491,39 @@ pub(super) async fn run(
         s.abort();
     }
     // The run times measured since the last report (with a maintenance fetch, which leases
-    // nothing); best effort.
-    if let Some(report) = metrics.take_final() {
-        let _ = queue.fetch(0, 0, opts.lease, &[], &report, true).await;
+    // nothing), and the worker leaves the registry of every shard; best effort.
+    let last = metrics.take_final();
+    let gone = format!("{}|", metrics.id);
+    for shard in 0..queue.shards.len() {
+        let report = match (&last, shard) {
+            (Some(r), 0) => r.as_str(),
+            _ => gone.as_str(),
+        };
+        let _ = queue
+            .fetch(shard, 0, opts.lease, &[], (report, "-"), shard == 0)
+            .await;
     }
     let _ = done.send(true);
+}
+
+/// What the next fetch carries: what the handlers took and that this worker is alive, at most
+/// every 15 s, and with it the worker's registry entry (who it is and what it runs, see
+/// Queue::workers); ("", "") when no report is due.
+pub(super) fn next_report(
+    metrics: &crate::metrics::WorkerMetrics,
+    reg: &Registration,
+    in_flight: &InFlight,
+) -> (String, String) {
+    match metrics.take_report() {
+        Some(report) => (report, running_entry(reg, in_flight)),
+        None => Default::default(),
+    }
+}
+
+/// The worker's registry entry with the jobs it holds now.
+pub(super) fn running_entry(reg: &Registration, in_flight: &InFlight) -> String {
+    let running = in_flight.lock().unwrap();
+    reg.entry(running.values().map(|r| r.lease.id.as_str()))
 }
 
 /// Logs and keeps the error a worker stops on (it cannot be fixed by retrying).

@@ -38,7 +38,8 @@ pub struct WorkerOptions {
     /// Default 0.
     pub batch_size: usize,
     /// Lease length: a job whose worker stops renewing is redelivered this long after the last
-    /// renewal. Renewed every `lease / 3` while the handler runs. Default 30 s.
+    /// renewal. Renewed every `lease / 3` (at least every 15 s) while the handler runs. Default
+    /// 30 s.
     pub lease: Duration,
     /// Longest idle wait before looking again (wake-ups usually come sooner). Default 5 s.
     pub poll_interval: Duration,
@@ -53,6 +54,10 @@ pub struct WorkerOptions {
     /// workers may, each slot still makes one job. A new or changed schedule is seen within
     /// `poll_interval`; without schedules this costs one call per `poll_interval`. Default true.
     pub schedules: bool,
+    /// The runtime the worker's handlers are written for, as [`Queue::workers`](crate::Queue::workers)
+    /// shows it: "rust", or "python" / "node" (set by the bindings). Default "rust".
+    #[doc(hidden)]
+    pub runtime: &'static str,
 }
 
 impl Default for WorkerOptions {
@@ -65,6 +70,7 @@ impl Default for WorkerOptions {
             grace: Duration::from_secs(10),
             stop_when_drained: false,
             schedules: true,
+            runtime: "rust",
         }
     }
 }

@@ -2,6 +2,7 @@
 //! it; it also looks for the running jobs' cancel requests.
 
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::oneshot;
@@ -10,12 +11,13 @@ use crate::client::Client;
 
 use crate::job::Lease;
 use crate::jobs::Queue;
+use crate::registry::Registration;
 
 use super::*;
 
-/// Renews every running job's lease each `lease / 3`, in one pipeline, and looks for cancel
-/// requests of the running jobs every [`CANCEL_CHECK`], from a thread of its own
-/// with its own connection and a small runtime. Nothing the handlers do can starve it: not a
+/// Renews every running job's lease each `lease / 3` (at most 15 s), in one pipeline (which
+/// says the worker is alive too), and looks for cancel requests of the running jobs every
+/// [`CANCEL_CHECK`], from a thread of its own with its own connection and a small runtime. Nothing the handlers do can starve it: not a
 /// Python handler holding the GIL, not a Node handler blocking the event loop, and not a Rust
 /// handler blocking a thread of the worker's tokio runtime (tasks queued behind a blocked thread
 /// wait for it, and a shared connection's driver task can be one of them).
@@ -24,6 +26,7 @@ pub(super) fn spawn_renewer(
     queue: &Queue,
     in_flight: InFlight,
     lease: Duration,
+    reg: Arc<Registration>,
 ) -> oneshot::Sender<()> {
     let (stop_tx, stop_rx) = oneshot::channel::<()>();
     let queue = queue.clone();
@@ -51,7 +54,7 @@ pub(super) fn spawn_renewer(
                 };
                 tokio::select! {
                     _ = stop_rx => {}
-                    _ = renew(&queue, &in_flight, lease) => {}
+                    _ = renew(&queue, &in_flight, lease, &reg) => {}
                 }
             });
         });
@@ -65,8 +68,15 @@ pub(super) fn spawn_renewer(
 /// so a request reaches the handler within a second (no call while no job runs).
 pub(super) const CANCEL_CHECK: Duration = Duration::from_millis(500);
 
-pub(super) async fn renew(queue: &Queue, in_flight: &InFlight, lease: Duration) {
-    let every = lease / 3;
+pub(super) async fn renew(
+    queue: &Queue,
+    in_flight: &InFlight,
+    lease: Duration,
+    reg: &Registration,
+) {
+    // At least every REPORT_EVERY too: each renewal says the worker is alive, and a worker with
+    // a long lease must still be seen within ALIVE_FOR while it runs jobs.
+    let every = (lease / 3).min(crate::metrics::REPORT_EVERY);
     let mut tick = tokio::time::interval(every.min(CANCEL_CHECK));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     tick.tick().await;
@@ -100,7 +110,13 @@ pub(super) async fn renew(queue: &Queue, in_flight: &InFlight, lease: Duration) 
             continue;
         }
         next_renewal = tokio::time::Instant::now() + every;
-        match queue.extend_leases(&held, lease).await {
+        // The renewal also says the worker is alive, and what it runs: a worker busy with long
+        // jobs does not fetch (see Queue::workers).
+        let entry = running_entry(reg, in_flight);
+        match queue
+            .extend_leases(&held, lease, Some((&reg.id, &entry)))
+            .await
+        {
             Ok(results) => {
                 // A job that ended while the call was on its way is no longer active (its ack
                 // went out with a fetch): refused, but nothing was lost. Only a job still running

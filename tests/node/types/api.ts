@@ -21,6 +21,7 @@ import {
   type JobInfo,
   type TaskHandler,
   type TideqError,
+  type WorkerInfo,
   type WorkerStats,
 } from 'tideq';  // the package by name: its exports map's `types` entry
 
@@ -70,6 +71,14 @@ async function admin(q: Queue): Promise<void> {
   await q.jobs('running');
   const page = await q.jobsPage('dead', { cursor: null, limit: 10 });
   const next: string | null = page.cursor;
+  const live: WorkerInfo[] = await q.workers();
+  for (const w of live) {
+    const seen: number = w.lastSeenAtMs;
+    const ids: string[] = w.runningIds;
+    // @ts-expect-error a worker's pid is a number
+    const pid: string = w.pid;
+    void [seen, ids, pid];
+  }
   for await (const event of q.events({ fromStart: true })) {
     const e: Event = event;
     const value: unknown = e.value;

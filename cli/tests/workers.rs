@@ -1,0 +1,177 @@
+//! Live workers as operators see them, against a private `redis-server`: `tideq workers`, the
+//! dashboard's queue view, and the exporter's `tideq_workers` / `tideq_workers_busy`, with a
+//! worker busy with long jobs (it does not fetch; its lease renewals keep it listed).
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::dashboard::*;
+use common::*;
+use tideq::{Job, Queue};
+
+/// A runtime whose threads keep the worker going while the test runs the binary.
+fn threaded() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// Starts a worker holding two jobs until `release` is set, with a 600 ms lease (renewed every
+/// 200 ms), and waits until it is listed running both; then forgets its fetch's report, so that
+/// only its renewals show it.
+fn busy_worker(
+    redis: &Redis,
+    rt: &tokio::runtime::Runtime,
+    q: &Queue,
+    release: &Arc<AtomicBool>,
+) -> tideq::Worker {
+    let release = release.clone();
+    rt.block_on(async {
+        q.enqueue(b"a", with_id("long-a")).await.unwrap();
+        q.enqueue(b"b", with_id("long-b")).await.unwrap();
+    });
+    let _in = rt.enter();
+    let opts = tideq::WorkerOptions {
+        concurrency: 2,
+        lease: Duration::from_millis(600),
+        ..Default::default()
+    };
+    let w = q
+        .work(opts, move |_job: Job| {
+            let release = release.clone();
+            async move {
+                while !release.load(Ordering::SeqCst) {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                Ok::<(), String>(())
+            }
+        })
+        .unwrap();
+    let running = || rt.block_on(q.workers()).unwrap().first().map(|w| w.running);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while running() != Some(2) {
+        assert!(Instant::now() < deadline, "the worker was not listed");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    forget_reports(&redis.url, q.name());
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while running() != Some(2) {
+        assert!(
+            Instant::now() < deadline,
+            "the renewals did not list the worker"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    w
+}
+
+/// Deletes the queue's `workers` and `winfo` keys (an inline command over a plain socket).
+fn forget_reports(url: &str, queue: &str) {
+    let port: u16 = url.rsplit(':').next().unwrap().parse().unwrap();
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.write_all(format!("DEL tideq:{{{queue}}}:workers tideq:{{{queue}}}:winfo\r\n").as_bytes())
+        .unwrap();
+    let mut reply = [0u8; 64];
+    let n = s.read(&mut reply).unwrap();
+    assert!(
+        reply[..n].starts_with(b":"),
+        "{:?}",
+        String::from_utf8_lossy(&reply[..n])
+    );
+}
+
+#[test]
+fn workers_lists_a_worker_busy_with_long_jobs_as_core_does() {
+    let redis = Redis::start();
+    let rt = threaded();
+    let q = redis.queue("busy");
+    let release = Arc::new(AtomicBool::new(false));
+    let w = busy_worker(&redis, &rt, &q, &release);
+    let v = json(redis.tideq(&["workers", "busy", "--json"]));
+    let me = &v[0];
+    assert_eq!(
+        me["pid"].as_u64(),
+        Some(u64::from(std::process::id())),
+        "{v}"
+    );
+    assert_eq!(me["runtime"], "rust");
+    assert_eq!(me["running"].as_u64(), Some(2));
+    assert_eq!(me["running_ids"], serde_json::json!(["long-a", "long-b"]));
+    let id = me["id"].as_str().unwrap().to_string();
+    let text = ok(redis.tideq(&["workers", "busy"]));
+    let head = text.lines().next().unwrap_or("");
+    for col in [
+        "ID",
+        "HOST",
+        "PID",
+        "RUNTIME",
+        "CONCURRENCY",
+        "RUNNING",
+        "STARTED",
+        "LAST SEEN",
+    ] {
+        assert!(head.contains(col), "{text}");
+    }
+    assert!(text.contains(&id) && text.contains("rust"), "{text}");
+    // The dashboard's queue view shows it too.
+    let d = Dashboard::start(&["--url", &redis.url], &[], &[]);
+    let view = d.get("/api/queues/busy").json();
+    assert_eq!(view["workers"][0]["id"], id.as_str(), "{view}");
+    assert_eq!(view["workers"][0]["running"].as_u64(), Some(2), "{view}");
+    release.store(true, Ordering::SeqCst);
+    rt.block_on(w.shutdown());
+    assert!(ok(redis.tideq(&["workers", "busy"])).contains("(no workers"));
+    assert_eq!(
+        json(redis.tideq(&["workers", "busy", "--json"])),
+        serde_json::json!([])
+    );
+}
+
+#[test]
+fn the_exporter_counts_a_worker_busy_with_long_jobs() {
+    let redis = Redis::start();
+    let rt = threaded();
+    let q = redis.queue("held");
+    let release = Arc::new(AtomicBool::new(false));
+    let w = busy_worker(&redis, &rt, &q, &release);
+    let port = free_port();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tideq"))
+        .args(["--url", &redis.url, "exporter", "--listen"])
+        .arg(format!("127.0.0.1:{port}"))
+        .args(["--refresh", "0.2"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let text = loop {
+        if let Some(t) = http_get(port, "/metrics") {
+            break t;
+        }
+        assert!(Instant::now() < deadline, "the exporter did not answer");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(
+        series(&text, "tideq_workers{queue=\"held\"}"),
+        Some(1.0),
+        "{text}"
+    );
+    assert_eq!(
+        series(&text, "tideq_workers_busy{queue=\"held\"}"),
+        Some(1.0),
+        "{text}"
+    );
+    release.store(true, Ordering::SeqCst);
+    rt.block_on(w.shutdown());
+}
