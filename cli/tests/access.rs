@@ -5,9 +5,6 @@
 
 mod common;
 
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
-
 use common::dashboard::*;
 use common::*;
 use tideq::JobState;
@@ -110,47 +107,13 @@ fn allowed_host_names_are_answered_and_a_rebound_name_is_refused() {
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
 }
 
-/// `tideq exporter` on a free loopback port, killed on drop.
-struct Exporter {
-    port: u16,
-    child: Child,
-}
-
-impl Exporter {
-    fn start(redis: &Redis, args: &[&str]) -> Self {
-        let port = free_port();
-        let child = Command::new(env!("CARGO_BIN_EXE_tideq"))
-            .args(["--url", &redis.url, "exporter", "--listen"])
-            .arg(format!("127.0.0.1:{port}"))
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while http(port, "GET", "/", &[]).is_err() {
-            assert!(Instant::now() < deadline, "the exporter did not answer");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        Exporter { port, child }
-    }
-}
-
-impl Drop for Exporter {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 #[test]
 fn the_exporter_answers_openmetrics_when_asked_and_the_text_format_otherwise() {
     let redis = Redis::start();
     let rt = rt();
     let q = redis.queue("scraped");
     rt.block_on(q.enqueue(b"x", with_id("a"))).unwrap();
-    let e = Exporter::start(&redis, &[]);
+    let e = Exporter::start(&["--url", &redis.url], &[]);
     // What Prometheus sends first: OpenMetrics, labelled as such, ending in # EOF.
     let prom = "application/openmetrics-text;version=1.0.0;q=0.5,text/plain;version=0.0.4;q=0.3";
     let om = http(e.port, "GET", "/metrics", &[("Accept", prom)]).unwrap();
@@ -202,13 +165,16 @@ fn the_exporter_answers_openmetrics_when_asked_and_the_text_format_otherwise() {
 #[test]
 fn the_exporter_refuses_a_rebound_host_name_and_answers_allowed_ones() {
     let redis = Redis::start();
-    let e = Exporter::start(&redis, &[]);
+    let e = Exporter::start(&["--url", &redis.url], &[]);
     let evil = http(e.port, "GET", "/metrics", &[("Host", "attacker.example")]).unwrap();
     assert_eq!(evil.status, 403, "{}", evil.body);
     assert!(evil.body.contains("localhost"), "{}", evil.body);
     let local = http(e.port, "GET", "/metrics", &[("Host", "localhost:9464")]).unwrap();
     assert_eq!(local.status, 200);
-    let e = Exporter::start(&redis, &["--allow-host", "metrics.internal"]);
+    let e = Exporter::start(
+        &["--url", &redis.url],
+        &["--allow-host", "metrics.internal"],
+    );
     let named = http(
         e.port,
         "GET",

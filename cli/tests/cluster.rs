@@ -3,8 +3,7 @@
 
 mod common;
 
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::*;
 use tideq::{EnqueueOptions, JobState, Queue, QueueOptions};
@@ -91,26 +90,8 @@ fn on_a_cluster_the_commands_and_the_exporter_see_a_sharded_queue_as_the_library
 
     // The exporter discovers both queues (with their shard counts) and reports the sharded one's
     // counts summed over its shards.
-    let port = free_port();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_tideq"))
-        .args(["--cluster", &cluster.nodes[0], "exporter", "--listen"])
-        .arg(format!("127.0.0.1:{port}"))
-        .args(["--refresh", "0.2"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(15);
-    let text = loop {
-        if let Some(t) = http_get(port, "/metrics").filter(|t| t.contains("orders")) {
-            break t;
-        }
-        assert!(Instant::now() < deadline, "the exporter did not answer");
-        std::thread::sleep(Duration::from_millis(100));
-    };
-    let _ = child.kill();
-    let _ = child.wait();
+    let exporter = Exporter::start(&["--cluster", &cluster.nodes[0]], &[]);
+    let text = exporter.scrape_when(|t| t.contains("orders"));
     let stats = rt.block_on(q.stats()).unwrap();
     let value = |name: &str| series(&text, name);
     assert_eq!(

@@ -4,8 +4,7 @@
 mod common;
 
 use std::net::TcpListener;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::*;
 use tideq::{Client, EnqueueOptions};
@@ -95,26 +94,7 @@ fn the_exporter_serves_each_queues_counts_equal_to_its_stats() {
         .unwrap();
         capped.push("g", b"1").await.unwrap();
     });
-    let port = free_port();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_tideq"))
-        .args(["--url", &redis.url, "exporter", "--listen"])
-        .arg(format!("127.0.0.1:{port}"))
-        .args(["--refresh", "0.2"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let text = loop {
-        if let Some(t) = http_get(port, "/metrics") {
-            break t;
-        }
-        assert!(Instant::now() < deadline, "the exporter did not answer");
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    let _ = child.kill();
-    let _ = child.wait();
+    let text = Exporter::start(&["--url", &redis.url], &[]).scrape_when(|_| true);
     let stats = rt.block_on(q.stats()).unwrap();
     let q_state = |s: &str| {
         series(

@@ -6,7 +6,6 @@ mod common;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -142,26 +141,7 @@ fn the_exporter_counts_a_worker_busy_with_long_jobs() {
     let q = redis.queue("held");
     let release = Arc::new(AtomicBool::new(false));
     let w = busy_worker(&redis, &rt, &q, &release);
-    let port = free_port();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_tideq"))
-        .args(["--url", &redis.url, "exporter", "--listen"])
-        .arg(format!("127.0.0.1:{port}"))
-        .args(["--refresh", "0.2"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let text = loop {
-        if let Some(t) = http_get(port, "/metrics") {
-            break t;
-        }
-        assert!(Instant::now() < deadline, "the exporter did not answer");
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    let _ = child.kill();
-    let _ = child.wait();
+    let text = Exporter::start(&["--url", &redis.url], &[]).scrape_when(|_| true);
     assert_eq!(
         series(&text, "tideq_workers{queue=\"held\"}"),
         Some(1.0),

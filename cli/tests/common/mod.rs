@@ -4,8 +4,8 @@
 
 pub mod dashboard;
 
-use std::process::{Command, Output, Stdio};
-use std::time::Duration;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use tideq::{Client, EnqueueOptions, JobState, Queue, QueueOptions};
@@ -113,6 +113,52 @@ pub fn http_get(port: u16, path: &str) -> Option<String> {
     let mut out = String::new();
     s.read_to_string(&mut out).ok()?;
     Some(out.split_once("\r\n\r\n")?.1.to_string())
+}
+
+/// `tideq <conn...> exporter --listen 127.0.0.1:<free> --refresh 0.2 <args...>`, killed on drop.
+pub struct Exporter {
+    pub port: u16,
+    child: Child,
+}
+
+impl Exporter {
+    /// Starts it and waits until it answers.
+    pub fn start(conn: &[&str], args: &[&str]) -> Self {
+        let port = free_port();
+        let child = Command::new(env!("CARGO_BIN_EXE_tideq"))
+            .args(conn)
+            .args(["exporter", "--listen", &format!("127.0.0.1:{port}")])
+            .args(["--refresh", "0.2"])
+            .args(args)
+            .env_remove("TIDEQ_REDIS_URL")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let e = Exporter { port, child };
+        e.scrape_when(|_| true);
+        e
+    }
+
+    /// The first scrape of /metrics whose text passes `ready` (within 15 s).
+    pub fn scrape_when(&self, ready: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + Duration::from_secs(15);
+        loop {
+            if let Some(t) = http_get(self.port, "/metrics").filter(|t| ready(t)) {
+                return t;
+            }
+            assert!(Instant::now() < deadline, "the exporter did not answer");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Exporter {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
 
 /// The value of one series in Prometheus text.
