@@ -23,6 +23,7 @@ export type ErrorCode =
   | 'CLOSED'
   | 'JOB_NOT_FOUND'
   | 'JOB_NOT_CANCELLABLE'
+  | 'JOB_WRONG_STATE'
   | 'LEASE_LOST'
   | 'NOT_REPLICATED'
   | 'JOB_FAILED'
@@ -415,6 +416,32 @@ export declare class Queue {
    */
   cancel(id: string): Promise<void>
   /**
+   * Runs a delayed job now: a job waiting for its due time, a retry's backoff or a snooze
+   * becomes ready at once, with its priority and group (their limits apply when a worker
+   * fetches it), and idle workers are woken. Rejects with `JOB_WRONG_STATE` for a job in any
+   * other state, and `JOB_NOT_FOUND` when there is no such job.
+   */
+  promote(id: string): Promise<void>
+  /**
+   * Deletes a finished (dead or completed) job and everything kept for it: its data, result
+   * and place in the dead letters or completed jobs go, and its id is forgotten, so `get`
+   * gives `null` and the id may be enqueued again; lifetime counters stay. Rejects with
+   * `JOB_WRONG_STATE` for a pending or running job (cancel it instead), and `JOB_NOT_FOUND`
+   * when there is no such job.
+   */
+  delete(id: string): Promise<void>
+  /**
+   * Up to `limit` (1 to 1000, default 50) jobs of `task` and `group` (absent: any) after
+   * `cursor`, the cursor to go on with (`null`: the search is over) and how many jobs the
+   * call looked at (`scanned`). The search walks `state`'s jobs, or (absent) every state in
+   * turn (delayed, ready, active, dead, completed), as `jobsPage` does, and looks at no more
+   * than 2000 jobs a call however big the queue: a page may hold fewer than `limit` jobs, even
+   * none, before the end; only a `null` cursor ends the search. Give the cursor back with the
+   * same filter. Rejects with `INVALID_ARGUMENT` for an empty `task` or `group`, an unknown
+   * state, a bad `limit` or a cursor not made by this search. Writes nothing.
+   */
+  findJobs(options?: FindJobsOptions): Promise<JobSearch>
+  /**
    * The jobs in one state, `limit` (default 100, at most 1000) from `offset` (default 0):
    * `delayed` by due time, `ready` in the order workers take them (plain, then by priority,
    * then group by group), `active` by lease deadline, `dead` oldest death first, `completed`
@@ -522,6 +549,16 @@ export declare class Queue {
    * queue has; `groups()` reads them all.
    */
   groupsPage(options?: { cursor?: string | null; count?: number }): Promise<GroupPage>
+  /**
+   * What the queue did in each step of the last `windowMs`, oldest first. The workers'
+   * reports leave a snapshot of the queue's totals in Redis once a minute, kept 14 days, so
+   * every reader sees the same history. Steps are aligned on multiples of `stepMs` (UTC, the
+   * Redis clock); the last is the step under way, counted up to now. Minutes without any
+   * worker running are spread evenly over the gap once one reports again. A step that is not
+   * a whole number of minutes, or a window under the step or over 14 days, rejects with
+   * `INVALID_ARGUMENT`.
+   */
+  history(options?: HistoryOptions): Promise<HistoryPoint[]>
   /**
    * A handle on job queue `name`. Validates the name and options (throws
    * `INVALID_ARGUMENT`); does not touch Redis.
@@ -1217,6 +1254,20 @@ export interface EventsOptions {
   fromStart?: boolean
 }
 
+/** Options of `findJobs(options)`: the filter, and where the search goes on. */
+export interface FindJobsOptions {
+  /** Only jobs of this task (not empty). Default: any. */
+  task?: string
+  /** Only jobs of this group (not empty). Default: any. */
+  group?: string
+  /** Only jobs in this state. Default: every state in turn. */
+  state?: 'delayed' | 'ready' | 'active' | 'dead' | 'completed'
+  /** The cursor a previous call returned, with the same filter; absent or `null`: the start. */
+  cursor?: string | null
+  /** Most jobs returned, 1 to 1000. Default 50. */
+  limit?: number
+}
+
 /** A flow job's parent, as `get` reports it (`JobInfo.parent`). */
 export interface FlowRef {
   /** The parent's queue. */
@@ -1319,6 +1370,34 @@ export interface GroupPage {
   cursor: string | null
 }
 
+/** Options of `history(options)`. Every field is optional. */
+export interface HistoryOptions {
+  /** How far back, in ms: at least `stepMs`, at most 14 days. Default 3,600,000 (an hour). */
+  windowMs?: number
+  /** One point per step, in ms: a whole number of minutes. Default 60,000 (a minute). */
+  stepMs?: number
+}
+
+/** One step of a queue's history, as `history()` lists it. */
+export interface HistoryPoint {
+  /** The start of the step: ms since the epoch, Redis clock (UTC). */
+  atMs: number
+  /** Jobs enqueued. */
+  enqueued: number
+  /** Jobs completed. */
+  completed: number
+  /** Failed attempts that were retried. */
+  retried: number
+  /** Jobs dead-lettered. */
+  deadLettered: number
+  /** Attempts that failed: `retried + deadLettered`. */
+  failed: number
+  /** Jobs cancelled. */
+  cancelled: number
+  /** Mean lateness (ms) of the delayed jobs and retries promoted in the step; `null` if none. */
+  latenessMs: number | null
+}
+
 /** A job as `get`, `jobs` and `deadLetters` report it. */
 export interface JobInfo {
   /** The job's id. */
@@ -1387,6 +1466,19 @@ export interface JobPage {
   jobs: Array<JobInfo>
   /** Give it to the next `jobsPage` call; `null` when this was the last page. */
   cursor: string | null
+}
+
+/**
+ * A page of a search (`findJobs`): the matching jobs, the cursor to go on with, and how many
+ * jobs the call looked at.
+ */
+export interface JobSearch {
+  /** The matching jobs this call found (at most `limit`). */
+  jobs: Array<JobInfo>
+  /** Give it to the next `findJobs` call, with the same filter; `null` when the search is over. */
+  cursor: string | null
+  /** How many jobs this call looked at (at most 2000). */
+  scanned: number
 }
 
 /** Options of `jobs(state, options)`. */

@@ -1,7 +1,8 @@
 //! `Queue`'s operator side (core `admin`): a job by id (`get`), one state's jobs by offset
 //! (`jobs`) or by cursor (`jobsPage`, whose walks never list a job twice and never skip one that
-//! stayed in the state, while workers move jobs), `cancel`, the dead letters (list, requeue,
-//! purge) and `stats`.
+//! stayed in the state, while workers move jobs), a search by task or group (`findJobs`),
+//! `cancel`, `promote` (run a delayed job now), `delete` (a finished job), the dead letters
+//! (list, requeue, purge) and `stats`.
 
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
@@ -9,7 +10,7 @@ use napi_derive::napi;
 use crate::convert::{count, string, Options};
 use crate::error::spawn;
 use crate::jobs::{job_id, Queue};
-use crate::results::{JobInfo, JobPage, JobStats};
+use crate::results::{JobInfo, JobPage, JobSearch, JobStats};
 
 #[napi]
 impl Queue {
@@ -43,6 +44,85 @@ impl Queue {
         spawn(
             env,
             job_id(&id).map(|id| async move { Ok(q.cancel(&id).await?) }),
+        )
+    }
+
+    /// Runs a delayed job now: a job waiting for its due time, a retry's backoff or a snooze
+    /// becomes ready at once, with its priority and group (their limits apply when a worker
+    /// fetches it), and idle workers are woken. Rejects with `JOB_WRONG_STATE` for a job in any
+    /// other state, and `JOB_NOT_FOUND` when there is no such job.
+    #[napi(ts_args_type = "id: string", ts_return_type = "Promise<void>")]
+    pub fn promote<'env>(&self, env: &'env Env, id: Unknown) -> Result<PromiseRaw<'env, ()>> {
+        let q = self.inner.clone();
+        spawn(
+            env,
+            job_id(&id).map(|id| async move { Ok(q.promote(&id).await?) }),
+        )
+    }
+
+    /// Deletes a finished (dead or completed) job and everything kept for it: its data, result
+    /// and place in the dead letters or completed jobs go, and its id is forgotten, so `get`
+    /// gives `null` and the id may be enqueued again; lifetime counters stay. Rejects with
+    /// `JOB_WRONG_STATE` for a pending or running job (cancel it instead), and `JOB_NOT_FOUND`
+    /// when there is no such job.
+    #[napi(ts_args_type = "id: string", ts_return_type = "Promise<void>")]
+    pub fn delete<'env>(&self, env: &'env Env, id: Unknown) -> Result<PromiseRaw<'env, ()>> {
+        let q = self.inner.clone();
+        spawn(
+            env,
+            job_id(&id).map(|id| async move { Ok(q.delete(&id).await?) }),
+        )
+    }
+
+    /// Up to `limit` (1 to 1000, default 50) jobs of `task` and `group` (absent: any) after
+    /// `cursor`, the cursor to go on with (`null`: the search is over) and how many jobs the
+    /// call looked at (`scanned`). The search walks `state`'s jobs, or (absent) every state in
+    /// turn (delayed, ready, active, dead, completed), as `jobsPage` does, and looks at no more
+    /// than 2000 jobs a call however big the queue: a page may hold fewer than `limit` jobs, even
+    /// none, before the end; only a `null` cursor ends the search. Give the cursor back with the
+    /// same filter. Rejects with `INVALID_ARGUMENT` for an empty `task` or `group`, an unknown
+    /// state, a bad `limit` or a cursor not made by this search. Writes nothing.
+    #[napi(
+        ts_args_type = "options?: FindJobsOptions",
+        ts_return_type = "Promise<JobSearch>"
+    )]
+    pub fn find_jobs<'env>(
+        &self,
+        env: &'env Env,
+        options: Option<Unknown>,
+    ) -> Result<PromiseRaw<'env, JobSearch>> {
+        let q = self.inner.clone();
+        let args = Options::new(
+            "findJobs options",
+            options.as_ref(),
+            &["task", "group", "state", "cursor", "limit"],
+        )
+        .and_then(|o| {
+            let state = match o.get("state", string)? {
+                Some(s) => Some(tideq::JobState::parse(&s)?),
+                None => None,
+            };
+            let filter = tideq::JobFilter {
+                state,
+                task: o.get("task", string)?,
+                group: o.get("group", string)?,
+            };
+            Ok((
+                filter,
+                o.get("cursor", string)?,
+                o.get("limit", count)?.unwrap_or(50),
+            ))
+        });
+        spawn(
+            env,
+            args.map(|(filter, cursor, limit)| async move {
+                let page = q.find_jobs(&filter, cursor.as_deref(), limit).await?;
+                Ok(JobSearch {
+                    jobs: page.jobs.into_iter().map(JobInfo::from).collect(),
+                    cursor: page.cursor,
+                    scanned: page.scanned as i64,
+                })
+            }),
         )
     }
 
@@ -200,6 +280,25 @@ pub struct JobsOptions {
     /// Jobs of the state to skip (in its order). Default 0.
     pub offset: Option<u32>,
     /// Most jobs returned, at most 1000. Default 100.
+    pub limit: Option<u32>,
+}
+
+/// Options of `findJobs(options)`: the filter, and where the search goes on.
+// Declared for the TypeScript definitions only.
+#[allow(dead_code)]
+#[napi(object, object_from_js = false, object_to_js = false)]
+pub struct FindJobsOptions {
+    /// Only jobs of this task (not empty). Default: any.
+    pub task: Option<String>,
+    /// Only jobs of this group (not empty). Default: any.
+    pub group: Option<String>,
+    /// Only jobs in this state. Default: every state in turn.
+    #[napi(ts_type = "'delayed' | 'ready' | 'active' | 'dead' | 'completed'")]
+    pub state: Option<String>,
+    /// The cursor a previous call returned, with the same filter; absent or `null`: the start.
+    #[napi(ts_type = "string | null")]
+    pub cursor: Option<String>,
+    /// Most jobs returned, 1 to 1000. Default 50.
     pub limit: Option<u32>,
 }
 

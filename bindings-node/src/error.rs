@@ -1,7 +1,7 @@
 //! Errors crossing into JavaScript: every tideq error becomes a JS `Error` whose `code` is the
 //! core's stable code (`INVALID_ARGUMENT`, `PAYLOAD_TOO_LARGE`, `CONNECTION`, `AUTH`,
 //! `PERMISSION`, `OUT_OF_MEMORY`, `NOT_REDIS`, `EVICTION_POLICY`, `REDIS`, `FORKED`, `CLOSED`,
-//! `JOB_NOT_FOUND`, `JOB_NOT_CANCELLABLE`, `LEASE_LOST`, `NOT_REPLICATED`, `JOB_FAILED`, `TIMEOUT`,
+//! `JOB_NOT_FOUND`, `JOB_NOT_CANCELLABLE`, `JOB_WRONG_STATE`, `LEASE_LOST`, `NOT_REPLICATED`, `JOB_FAILED`, `TIMEOUT`,
 //! `NOT_SUPPORTED`). An argument of the
 //! wrong JS type becomes a `TypeError`, also with `code === 'INVALID_ARGUMENT'`.
 //!

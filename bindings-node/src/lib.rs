@@ -61,6 +61,7 @@ mod error;
 mod events;
 mod flow;
 mod handler;
+mod history;
 mod job;
 mod jobs;
 mod lease;

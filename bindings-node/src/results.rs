@@ -1,5 +1,5 @@
 //! The job queue's result and value objects (core `job`'s `Enqueued`, `JobInfo`, `JobPage`,
-//! `JobStats`, `Backoff`, core `worker`'s `WorkerStats`, and core `workflow`'s `ChildResult`
+//! `JobSearch`, `JobStats`, `Backoff`, core `worker`'s `WorkerStats`, and core `workflow`'s `ChildResult`
 //! and `FlowRef`): what `Queue`, `Job` and `Worker` methods resolve with, as plain JS objects; and stored bytes both ways (`Bytes`, `Stored`: a result or
 //! progress value read back, `stored_bytes`: one on its way to Redis).
 
@@ -306,6 +306,18 @@ pub struct JobPage {
     pub jobs: Vec<JobInfo>,
     /// Give it to the next `jobsPage` call; `null` when this was the last page.
     pub cursor: Option<String>,
+}
+
+/// A page of a search (`findJobs`): the matching jobs, the cursor to go on with, and how many
+/// jobs the call looked at.
+#[napi(object, object_from_js = false, use_nullable = true)]
+pub struct JobSearch {
+    /// The matching jobs this call found (at most `limit`).
+    pub jobs: Vec<JobInfo>,
+    /// Give it to the next `findJobs` call, with the same filter; `null` when the search is over.
+    pub cursor: Option<String>,
+    /// How many jobs this call looked at (at most 2000).
+    pub scanned: i64,
 }
 
 /// A backoff policy as the queue reports it (`queue.backoff`).

@@ -1,6 +1,6 @@
-//! The operator's side of `Queue` (core `admin`): `get`, `cancel`, the jobs in a state (`jobs`,
-//! `jobs_page` and its `JobPage`), dead letters (`dead_letters`, `requeue`, `requeue_all`,
-//! `purge`) and `stats`.
+//! The operator's side of `Queue` (core `admin`): `get`, `cancel`, `promote`, `delete`, the jobs
+//! in a state (`jobs`, `jobs_page` and its `JobPage`), the search (`find_jobs` and its
+//! `JobSearch`), dead letters (`dead_letters`, `requeue`, `requeue_all`, `purge`) and `stats`.
 
 use pyo3::prelude::*;
 
@@ -37,6 +37,41 @@ impl JobPage {
 
 crate::value::value_class! { JobPage { jobs, cursor } }
 
+/// A page of a search (``Queue.find_jobs``): the matching jobs, the cursor to go on with, and
+/// how many jobs the call looked at.
+#[pyclass(module = "tideq", frozen, eq)]
+#[derive(PartialEq)]
+pub struct JobSearch(pub tideq::JobSearch);
+
+#[pymethods]
+impl JobSearch {
+    /// The matching jobs this call found (at most ``limit``).
+    #[getter]
+    fn jobs(&self) -> Vec<JobInfo> {
+        self.0.jobs.iter().cloned().map(JobInfo).collect()
+    }
+    /// Give it to the next ``find_jobs`` call, with the same filter; None when the search is over.
+    #[getter]
+    fn cursor(&self) -> Option<&str> {
+        self.0.cursor.as_deref()
+    }
+    /// How many jobs this call looked at (at most 2000).
+    #[getter]
+    fn scanned(&self) -> u64 {
+        self.0.scanned
+    }
+    fn __repr__(&self, py: Python<'_>) -> String {
+        format!(
+            "JobSearch(jobs=[{} jobs], cursor={}, scanned={})",
+            self.0.jobs.len(),
+            convert::cursor_repr(py, &self.0.cursor),
+            self.0.scanned
+        )
+    }
+}
+
+crate::value::value_class! { JobSearch { jobs, cursor, scanned } }
+
 #[pymethods]
 impl QueueBase {
     /// A job's state, attempts, last error and times; None if unknown.
@@ -60,6 +95,65 @@ impl QueueBase {
         let id = id.0;
         let q = self.queue.clone();
         self.api.call(py, async move { q.cancel(&id).await })
+    }
+
+    /// Run a delayed job now.
+    ///
+    /// A job waiting for its due time, a retry's backoff or a snooze becomes ready at once, with
+    /// its priority and group (their limits apply when a worker fetches it), and idle workers
+    /// are woken. ``JobWrongStateError`` for a job in any other state, ``JobNotFoundError`` for
+    /// unknown ids.
+    fn promote<'py>(&self, py: Python<'py>, id: Text) -> PyResult<Bound<'py, PyAny>> {
+        let id = id.0;
+        let q = self.queue.clone();
+        self.api.call(py, async move { q.promote(&id).await })
+    }
+
+    /// Delete a finished (dead or completed) job and everything kept for it.
+    ///
+    /// Its data, result and place in the dead letters or completed jobs go, and its id is
+    /// forgotten, so ``get`` gives None and the id may be enqueued again; lifetime counters stay.
+    /// ``JobWrongStateError`` for a pending or running job (cancel it instead),
+    /// ``JobNotFoundError`` for unknown ids.
+    fn delete<'py>(&self, py: Python<'py>, id: Text) -> PyResult<Bound<'py, PyAny>> {
+        let id = id.0;
+        let q = self.queue.clone();
+        self.api.call(py, async move { q.delete(&id).await })
+    }
+
+    /// Up to ``limit`` (1 to 1000) jobs of ``task`` and ``group`` (None: any), after ``cursor``.
+    ///
+    /// The search walks ``state``'s jobs, or (None) every state in turn (delayed, ready, active,
+    /// dead, completed), as ``jobs_page`` does, and looks at no more than 2000 jobs a call
+    /// however big the queue: a page may hold fewer than ``limit`` jobs, even none, before the
+    /// end; only a None cursor ends the search. Give the cursor back with the same filter. An
+    /// empty ``task`` or ``group``, an unknown state, a bad ``limit`` or a cursor not made by this
+    /// search raise ``InvalidArgumentError``. Writes nothing.
+    #[pyo3(signature = (*, task=None, group=None, state=None, cursor=None, limit=50))]
+    fn find_jobs<'py>(
+        &self,
+        py: Python<'py>,
+        task: Option<Text>,
+        group: Option<Text>,
+        state: Option<Text>,
+        cursor: Option<Text>,
+        #[pyo3(from_py_with = convert::int)] limit: i64,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let state = state
+            .map(|s| tideq::JobState::parse(&s.0))
+            .transpose()
+            .map_err(error::to_py)?;
+        let filter = tideq::JobFilter {
+            state,
+            task: task.map(|t| t.0),
+            group: group.map(|g| g.0),
+        };
+        let limit = convert::count("limit", limit)?;
+        let q = self.queue.clone();
+        self.api.call(py, async move {
+            let cursor = cursor.as_ref().map(|c| c.0.as_str());
+            Ok(JobSearch(q.find_jobs(&filter, cursor, limit).await?))
+        })
     }
 
     /// The jobs in one state, ``limit`` (at most 1000) from ``offset``.

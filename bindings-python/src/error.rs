@@ -35,6 +35,7 @@ fn class_of(kind: ErrorKind) -> Option<(&'static str, Also, &'static str)> {
         ErrorKind::Closed => ("ClosedError", Also::Nothing, "The consumer or worker was already stopped."),
         ErrorKind::JobNotFound => ("JobNotFoundError", Also::LookupError, "No job with that id (or it is no longer retained); for requeue, no dead job with that id."),
         ErrorKind::JobNotCancellable => ("JobNotCancellableError", Also::Nothing, "The job is active, dead or completed; only delayed or ready jobs can be cancelled."),
+        ErrorKind::JobWrongState => ("JobWrongStateError", Also::Nothing, "The job is not in a state the operation applies to (``promote`` needs a delayed job,\n``delete`` a dead or completed one); the message names its state."),
         ErrorKind::LeaseLost => ("LeaseLostError", Also::Nothing, "The job's lease expired and it was redelivered: this worker may no longer settle it."),
         ErrorKind::NotReplicated => ("NotReplicatedError", Also::Nothing, "The enqueue reached the primary but fewer replicas than ``replica_ack`` asks confirmed it\nin time; the job exists, so enqueuing again with the same id is safe."),
         ErrorKind::JobFailed => ("JobFailedError", Also::Nothing, "The job waited for went to the dead letters (the message holds its last error) or was\ncancelled."),

@@ -6,7 +6,8 @@
 //! - [`jobs`]: `Queue`, `AsyncQueue` (the handle over the hidden `_Queue`) and the producer:
 //!   `enqueue`, `enqueue_many`.
 //! - [`outcome`]: `wait` (a job's outcome).
-//! - [`admin`]: `get`, `cancel`, `jobs`, `jobs_page` (and its `JobPage`), dead letters, `stats`.
+//! - [`admin`]: `get`, `cancel`, `promote`, `delete`, `jobs`, `jobs_page` (and its `JobPage`),
+//!   `find_jobs` (and its `JobSearch`), dead letters, `stats`.
 //! - [`worker`]: `work`, `run`, `work_batches`, `run_batches`; `Worker`, `AsyncWorker` (running
 //!   handles), `WorkerStats`.
 //! - [`verdict`]: what a job handler raises instead of failing (`Snooze`, `BackOff`,
@@ -60,6 +61,7 @@ pub mod error;
 pub mod events;
 pub mod flow;
 pub mod handler;
+pub mod history;
 pub mod job;
 pub mod jobs;
 pub mod lease;
@@ -130,9 +132,11 @@ fn _tideq(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<job::Job>()?;
     m.add_class::<job::JobInfo>()?;
     m.add_class::<admin::JobPage>()?;
+    m.add_class::<admin::JobSearch>()?;
     m.add_class::<job::JobStats>()?;
     m.add_class::<schedule::ScheduleInfo>()?;
     m.add_class::<registry::WorkerInfo>()?;
+    m.add_class::<history::HistoryPoint>()?;
     m.add_class::<events::Event>()?;
     m.add_class::<events::EventReader>()?;
     m.add_class::<events::AsyncEventReader>()?;

@@ -1,11 +1,12 @@
 //! Reading and repairing a job queue (the core's `admin` role): `stats` (once or `--watch`),
-//! `jobs` (a page of one state), `job` (one job, and a flow parent's children), `dead` (list,
+//! `jobs` (a page of one state), `job` (one job, and a flow parent's children), `search` (jobs
+//! by task or group), one job's actions (`cancel`, `run-now`, `retry`, `delete`), `dead` (list,
 //! requeue, purge).
 
 use std::io::{IsTerminal, Write};
 use std::time::Duration;
 
-use tideq::{ErrorKind, JobState, JobStats, Queue, QueueKind};
+use tideq::{ErrorKind, JobFilter, JobState, JobStats, Queue, QueueKind};
 
 use crate::args::{Conn, Dead, Page};
 use crate::connect::{client, job_queue};
@@ -139,6 +140,93 @@ pub(crate) async fn job(
     Ok(())
 }
 
+/// `tideq cancel QUEUE ID`.
+pub(crate) async fn cancel(c: &Conn, queue: &str, id: &str) -> Outcome {
+    let q = job_queue(c, queue)?;
+    job_action(queue, id, q.cancel(id).await)?;
+    print(&format!("cancelled {id}"));
+    Ok(())
+}
+
+/// `tideq run-now QUEUE ID`.
+pub(crate) async fn run_now(c: &Conn, queue: &str, id: &str) -> Outcome {
+    let q = job_queue(c, queue)?;
+    job_action(queue, id, q.promote(id).await)?;
+    print(&format!("ready now: {id}"));
+    Ok(())
+}
+
+/// `tideq retry QUEUE ID`: `dead requeue`, told apart from an unknown id when the job is not
+/// dead.
+pub(crate) async fn retry(c: &Conn, queue: &str, id: &str) -> Outcome {
+    let q = job_queue(c, queue)?;
+    match q.requeue(id).await {
+        Err(e) if e.kind() == ErrorKind::JobNotFound => {
+            return Err(match q.get(id).await? {
+                Some(j) => Failure::Tideq(tideq::Error::new(
+                    ErrorKind::JobWrongState,
+                    format!(
+                        "job {id:?} is {}; only a dead job can be retried",
+                        j.state.as_str()
+                    ),
+                )),
+                None => not_found(queue, id),
+            })
+        }
+        other => other?,
+    }
+    print(&format!("requeued {id}"));
+    Ok(())
+}
+
+/// `tideq delete QUEUE ID [--yes]`.
+pub(crate) async fn delete(c: &Conn, queue: &str, id: &str, yes: bool) -> Outcome {
+    let q = job_queue(c, queue)?;
+    confirm(
+        yes,
+        &format!("delete job {id:?} of {:?} and all kept for it?", q.name()),
+    )?;
+    job_action(queue, id, q.delete(id).await)?;
+    print(&format!("deleted {id}"));
+    Ok(())
+}
+
+/// A one-job action's outcome: an unknown id exits 3 with the usual message.
+fn job_action(queue: &str, id: &str, r: tideq::Result<()>) -> Outcome {
+    match r {
+        Err(e) if e.kind() == ErrorKind::JobNotFound => Err(not_found(queue, id)),
+        other => Ok(other?),
+    }
+}
+
+/// The filter of `tideq search` (an unknown state is bad input).
+pub(crate) fn filter(
+    task: Option<String>,
+    group: Option<String>,
+    state: Option<String>,
+) -> Result<JobFilter, Failure> {
+    let state = state.as_deref().map(JobState::parse).transpose()?;
+    Ok(JobFilter { state, task, group })
+}
+
+/// `tideq search QUEUE [--task T] [--group G] [--state S] [--cursor C] [--limit N]`.
+pub(crate) async fn search(
+    c: &Conn,
+    queue: &str,
+    filter: &JobFilter,
+    cursor: Option<String>,
+    limit: usize,
+    json: bool,
+) -> Outcome {
+    let q = job_queue(c, queue)?;
+    let page = q.find_jobs(filter, cursor.as_deref(), limit).await?;
+    if page.jobs.is_empty() && page.cursor.is_none() && cursor.is_none() {
+        known(c, &q, &q.stats().await?).await?;
+    }
+    print(&render::search_page(&page, json));
+    Ok(())
+}
+
 /// `tideq dead QUEUE ACTION`.
 pub(crate) async fn dead(c: &Conn, queue: &str, action: Dead) -> Outcome {
     let q = job_queue(c, queue)?;
@@ -177,15 +265,15 @@ pub(crate) async fn dead(c: &Conn, queue: &str, action: Dead) -> Outcome {
     Ok(())
 }
 
-/// Asks on a terminal; refuses (exit 2) when stdin is not one and `--yes` was not given.
+/// Asks on a terminal (`dead requeue-all`, `dead purge`, `delete`); refuses (exit 2) when stdin
+/// is not one and `--yes` was not given.
 fn confirm(yes: bool, question: &str) -> Outcome {
     if yes {
         return Ok(());
     }
     if !std::io::stdin().is_terminal() {
         return Err(Failure::Usage(
-            "refusing to change dead letters without confirmation: stdin is not a terminal; \
-             pass --yes"
+            "refusing to go on without confirmation: stdin is not a terminal; pass --yes"
                 .to_string(),
         ));
     }

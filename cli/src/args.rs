@@ -85,6 +85,43 @@ pub(crate) enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Cancel a job: a delayed or ready one is removed, a running one is asked to stop.
+    Cancel { queue: String, id: String },
+    /// Run a delayed job now (one waiting for its due time, a retry's backoff or a snooze).
+    RunNow { queue: String, id: String },
+    /// Retry a dead job now: back to ready, its attempts reset (as `dead requeue`).
+    Retry { queue: String, id: String },
+    /// Delete a finished (dead or completed) job and everything kept for it.
+    Delete {
+        queue: String,
+        id: String,
+        /// Do not ask for confirmation.
+        #[arg(long, short)]
+        yes: bool,
+    },
+    /// Find jobs by task or group, in one state or across the states (delayed, ready, active,
+    /// dead, completed), a page at a time: each call looks at no more than 2000 jobs, so a page
+    /// may hold fewer matches (even none) before the end; follow `--cursor` to go on.
+    Search {
+        queue: String,
+        /// Only jobs of this task.
+        #[arg(long)]
+        task: Option<String>,
+        /// Only jobs of this group.
+        #[arg(long)]
+        group: Option<String>,
+        /// Only jobs in this state (default: every state in turn).
+        #[arg(long)]
+        state: Option<String>,
+        /// Go on where an earlier page's cursor says (with the same filter).
+        #[arg(long)]
+        cursor: Option<String>,
+        /// Most jobs shown (1 to 1000).
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
+        #[arg(long)]
+        json: bool,
+    },
     /// Dead letters: list, requeue, purge.
     Dead {
         queue: String,
@@ -150,6 +187,20 @@ pub(crate) enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// What the queue did in each step of a window (enqueued, completed, retried, dead-lettered,
+    /// failed, cancelled, promotion lateness), from the snapshots its workers keep in Redis for
+    /// 14 days; the last row is the step under way.
+    History {
+        queue: String,
+        /// How far back: 90s, 30m, 1h, 14d (at most 14 days).
+        #[arg(long, default_value = "1h", value_parser = crate::history::span)]
+        window: std::time::Duration,
+        /// One row per step, a whole number of minutes: 1m, 15m, 1h, 1d.
+        #[arg(long, default_value = "1m", value_parser = crate::history::span)]
+        step: std::time::Duration,
+        #[arg(long)]
+        json: bool,
+    },
     /// Follow the queue's event log (the queue's events must be on), until Ctrl-C.
     Events {
         queue: String,
@@ -202,7 +253,8 @@ pub(crate) enum Command {
         allow_hosts: Vec<String>,
     },
     /// Serve a web dashboard of the queues at http://LISTEN/ until Ctrl-C: counts, throughput,
-    /// jobs by state, dead letters (requeue, purge), pause/resume, schedules, groups.
+    /// history, jobs by state, search, a page per job with its actions (run now, cancel, retry,
+    /// delete), dead letters (requeue, purge), pause/resume, workers, schedules, groups.
     Dashboard {
         /// Address to listen on.
         #[arg(long, default_value = "127.0.0.1:9465")]

@@ -1,5 +1,6 @@
 //! How a command ends: its output, or why it failed and so the exit code (0 ok, 1 a
-//! Redis/connection/auth error, 2 a usage error or bad input (`INVALID_ARGUMENT`), 3 not found).
+//! Redis/connection/auth error, 2 a usage error or bad input (`INVALID_ARGUMENT`, a job in a state
+//! the command does not apply to), 3 not found).
 
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -28,7 +29,11 @@ impl Failure {
             Failure::Usage(_) => 2,
             Failure::NotFound(_) => 3,
             Failure::Tideq(e) => match e.kind() {
-                ErrorKind::InvalidArgument | ErrorKind::PayloadTooLarge => 2,
+                // A job not in a state the command applies to is bad input too.
+                ErrorKind::InvalidArgument
+                | ErrorKind::PayloadTooLarge
+                | ErrorKind::JobWrongState
+                | ErrorKind::JobNotCancellable => 2,
                 ErrorKind::JobNotFound => 3,
                 _ => 1,
             },

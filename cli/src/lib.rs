@@ -5,8 +5,8 @@
 //!
 //! - `args.rs`: the commands and flags (clap); `connect.rs`: the connection they describe;
 //!   `exit.rs`: output, failures and exit codes.
-//! - `jobs.rs` (enqueue), `admin.rs` (stats, jobs, job, dead letters), `flow.rs` (pause, resume,
-//!   limits, groups), `schedule.rs`, `workers.rs`, `events.rs`, `capped.rs`, `discover.rs` (queues), `acl.rs`.
+//! - `jobs.rs` (enqueue), `admin.rs` (stats, jobs, job, search, cancel, run-now, retry, delete,
+//!   dead letters), `flow.rs` (pause, resume, limits, groups), `schedule.rs`, `workers.rs`, `history.rs`, `events.rs`, `capped.rs`, `discover.rs` (queues), `acl.rs`.
 //! - `serve.rs`: bench, exporter and dashboard (`bench.rs`, `exporter.rs`, `dashboard.rs`).
 //! - `render/`: the core's values as aligned text or JSON, by the same roles.
 //!
@@ -25,6 +25,7 @@ mod events;
 mod exit;
 mod exporter;
 mod flow;
+mod history;
 mod hosts;
 mod jobs;
 mod render;
@@ -94,6 +95,22 @@ async fn run(cli: Cli) -> Outcome {
             payload,
             json,
         } => admin::job(c, &queue, &id, payload, json).await,
+        Command::Cancel { queue, id } => admin::cancel(c, &queue, &id).await,
+        Command::RunNow { queue, id } => admin::run_now(c, &queue, &id).await,
+        Command::Retry { queue, id } => admin::retry(c, &queue, &id).await,
+        Command::Delete { queue, id, yes } => admin::delete(c, &queue, &id, yes).await,
+        Command::Search {
+            queue,
+            task,
+            group,
+            state,
+            cursor,
+            limit,
+            json,
+        } => {
+            let filter = admin::filter(task, group, state)?;
+            admin::search(c, &queue, &filter, cursor, limit, json).await
+        }
         Command::Dead { queue, action } => admin::dead(c, &queue, action).await,
         Command::Pause { queue, group } => flow::pause(c, &queue, group).await,
         Command::Resume { queue, group } => flow::resume(c, &queue, group).await,
@@ -108,6 +125,12 @@ async fn run(cli: Cli) -> Outcome {
         Command::Enqueue { queue, job, json } => jobs::enqueue(c, &queue, job, json).await,
         Command::Schedules { queue, json } => schedule::schedules(c, &queue, json).await,
         Command::Workers { queue, json } => workers::workers(c, &queue, json).await,
+        Command::History {
+            queue,
+            window,
+            step,
+            json,
+        } => history::history(c, &queue, window, step, json).await,
         Command::Events {
             queue,
             name,

@@ -106,6 +106,8 @@ impl Role {
                 &CANCEL_JOB,
                 &REQUEUE_DEAD,
                 &PURGE_DEAD,
+                &PROMOTE_JOB,
+                &DELETE_JOB,
                 &FLOW_NOTIFY,
                 &RELAY_STEP,
                 &SET_QUEUE_FLOW,

@@ -37,6 +37,9 @@ pub enum ErrorKind {
     JobNotFound,
     /// The job is active, dead or completed, so it cannot be cancelled.
     JobNotCancellable,
+    /// The job is not in a state the operation applies to (`promote` needs a delayed job,
+    /// `delete` a dead or completed one); the message names its state.
+    JobWrongState,
     /// The lease expired and the job was redelivered: this worker may no longer ack, fail or
     /// extend it.
     LeaseLost,
@@ -69,6 +72,7 @@ impl ErrorKind {
             ErrorKind::Closed => "CLOSED",
             ErrorKind::JobNotFound => "JOB_NOT_FOUND",
             ErrorKind::JobNotCancellable => "JOB_NOT_CANCELLABLE",
+            ErrorKind::JobWrongState => "JOB_WRONG_STATE",
             ErrorKind::LeaseLost => "LEASE_LOST",
             ErrorKind::NotReplicated => "NOT_REPLICATED",
             ErrorKind::JobFailed => "JOB_FAILED",
@@ -92,6 +96,7 @@ impl ErrorKind {
         ErrorKind::Closed,
         ErrorKind::JobNotFound,
         ErrorKind::JobNotCancellable,
+        ErrorKind::JobWrongState,
         ErrorKind::LeaseLost,
         ErrorKind::NotReplicated,
         ErrorKind::JobFailed,

@@ -205,6 +205,7 @@ job_keys! {
     metrics => "metrics": "Hash of histogram buckets summed over the workers (`rt:le<bound>`, `lt:le<bound>`, sums, counts; see docs/data-model.md, \"Metrics\").",
     workers => "workers": "Sorted set of worker ids, score = when each was last seen (ms): its reports with a fetch, its lease renewals.",
     winfo => "winfo": "Hash worker id -> the worker's entry: who it is and what it runs (see docs/data-model.md, \"Workers\").",
+    hist => "hist:": "Prefix of each UTC day's history hash (`hist:<day since the epoch>`): minute of the day -> the queue's totals at that minute's first worker report (see docs/data-model.md, \"History\").",
     sched => "sched": "Hash schedule name -> \"<version>|<spec>\" (the spec in MessagePack).",
     snext => "snext": "Sorted set of schedule names, score = the schedule's next slot (ms).",
 }

@@ -44,6 +44,7 @@
 //! - [`workflow`]: flows: a parent job that runs once its children (on any queues) finished,
 //!   and reads their results (`enqueue_flow`, `children_results`).
 //! - `lease`: the worker's lease protocol (fetch, complete, fail, release, extend).
+//! - [`history`]: the queue's per-minute history kept in Redis for 14 days ([`Queue::history`]).
 //! - `registry`: the live workers, who they are and what they run ([`Queue::workers`]).
 //! - [`worker`]: the worker runtime for job queues (concurrency, lease renewal, shutdown).
 //! - [`task`]: tasks by name with structured arguments (JSON or MessagePack), and task workers.
@@ -73,6 +74,7 @@ pub mod envelope;
 pub mod error;
 pub mod events;
 pub mod flow;
+pub mod history;
 mod hub;
 pub mod job;
 pub mod jobs;
@@ -95,7 +97,7 @@ pub mod workflow;
 /// itself, with the host's traceback, filters this target out).
 pub const HANDLER_LOG_TARGET: &str = "tideq::handler";
 
-pub use admin::JobPage;
+pub use admin::{JobFilter, JobPage, JobSearch, SEARCH_SCAN};
 pub use capped::{Batch, CappedGroupPage, CappedOptions, CappedQueue, CappedStats, Peeked};
 pub use client::Client;
 pub use config::{Config, EvictionCheck};
@@ -107,6 +109,7 @@ pub use events::{Event, EventKind, Events, EventsOptions};
 pub use flow::{
     GroupInfo, GroupLimits, GroupPage, Limits, Rate, DEFAULT_GROUP_PAGE, MAX_GROUP_PAGE,
 };
+pub use history::HistoryPoint;
 pub use job::{
     Debounce, Dedup, EnqueueOptions, Enqueued, Job, JobInfo, JobOutcome, JobState, JobStats,
     QueueOptions, DEFAULT_MAX_RESULT_LEN, MAX_BATCH, MAX_FETCH, MAX_PAGE, MAX_PRIORITY,

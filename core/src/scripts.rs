@@ -42,6 +42,7 @@ libs! {
     "flow.lua",
     "forget.lua",
     "ghosts.lua",
+    "history.lua",
     "meta.lua",
     "metrics.lua",
     "parents.lua",
@@ -263,6 +264,8 @@ scripts! {
     CANCEL_JOB => "cancel_job.lua",
     REQUEUE_DEAD => "requeue_dead.lua",
     PURGE_DEAD => "purge_dead.lua",
+    PROMOTE_JOB => "promote_job.lua",
+    DELETE_JOB => "delete_job.lua",
     GET_JOBS => "get_jobs.lua",
     LIST_JOBS => "list_jobs.lua",
     PAGE_JOBS => "page_jobs.lua",
@@ -587,6 +590,6 @@ mod tests {
             .contains("local K = { ready = KEYS[1], delayed = KEYS[2], active = KEYS[3],"));
         assert!(fetch
             .code
-            .contains(" fwait = KEYS[41], fhold = KEYS[42], winfo = KEYS[43] }\n"));
+            .contains(" fhold = KEYS[42], winfo = KEYS[43], hist = KEYS[44] }\n"));
     }
 }

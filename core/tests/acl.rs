@@ -143,6 +143,28 @@ async fn each_job_role_works_under_exactly_its_documented_acl() {
         .await
         .unwrap();
     admin.cancel("c").await.unwrap();
+    // Run now, delete and search are the admin's too.
+    producer
+        .enqueue(
+            b"x",
+            EnqueueOptions {
+                id: Some("p".into()),
+                delay: Some(Duration::from_secs(60)),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    admin.promote("p").await.unwrap();
+    admin
+        .find_jobs(&tideq::JobFilter::default(), None, 10)
+        .await
+        .unwrap();
+    assert_eq!(
+        admin.get("a").await.unwrap().unwrap().state,
+        JobState::Completed
+    );
+    admin.delete("a").await.unwrap();
     admin.requeue_all().await.unwrap();
     admin.purge().await.unwrap();
     // Flow control is the admin's too.

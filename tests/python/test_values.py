@@ -23,8 +23,8 @@ STUB = pathlib.Path(_tideq.__file__).with_name("_tideq.pyi")
 
 VALUE_CLASSES = {
     "Backoff", "CappedGroupPage", "CappedStats", "ChildResult", "ConsumerStats", "Enqueued",
-    "Event", "GroupInfo", "GroupPage", "JobInfo", "JobPage", "JobStats", "Limits", "Peeked",
-    "Rate", "ScheduleInfo", "WorkerInfo", "WorkerStats",
+    "Event", "GroupInfo", "GroupPage", "HistoryPoint", "JobInfo", "JobPage", "JobSearch",
+    "JobStats", "Limits", "Peeked", "Rate", "ScheduleInfo", "WorkerInfo", "WorkerStats",
 }  # fmt: skip
 
 
@@ -88,6 +88,8 @@ def pairs(client: tideq.Client, name: str) -> list[tuple[Any, Any]]:
     c = cq.consume(lambda group, items: None, stop_when_empty=True, poll_interval=0.05)
     c.join(10)
 
+    past = q.history()[5].at_ms
+
     def first_event() -> tideq.Event:
         with q.events(from_start=True) as reader:
             event = reader.next(timeout=5)
@@ -101,9 +103,11 @@ def pairs(client: tideq.Client, name: str) -> list[tuple[Any, Any]]:
         read_twice(lambda: q.get("kid")),
         read_twice(q.stats),
         read_twice(lambda: q.jobs_page("completed")),
+        read_twice(lambda: q.find_jobs(state="completed")),
         read_twice(lambda: q.children_results("parent")[0]),
         read_twice(lambda: q.schedules()[0]),
         live_worker,
+        read_twice(lambda: next(p for p in q.history() if p.at_ms == past)),
         read_twice(first_event),
         read_twice(q.limits),
         read_twice(lambda: q.group("g1")),

@@ -32,6 +32,7 @@ __all__ = [
     "ClosedError",
     "JobNotFoundError",
     "JobNotCancellableError",
+    "JobWrongStateError",
     "LeaseLostError",
     "NotReplicatedError",
     "JobFailedError",
@@ -53,9 +54,11 @@ __all__ = [
     "Job",
     "JobInfo",
     "JobPage",
+    "JobSearch",
     "JobStats",
     "ScheduleInfo",
     "WorkerInfo",
+    "HistoryPoint",
     "Event",
     "EventReader",
     "AsyncEventReader",
@@ -176,6 +179,10 @@ class JobNotFoundError(TideqError, LookupError):
 
 class JobNotCancellableError(TideqError):
     """The job is active, dead or completed; only delayed or ready jobs can be cancelled."""
+
+class JobWrongStateError(TideqError):
+    """The job is not in a state the operation applies to (``promote`` needs a delayed job,
+    ``delete`` a dead or completed one); the message names its state."""
 
 class LeaseLostError(TideqError):
     """The job's lease expired and it was redelivered: this worker may no longer settle it."""
@@ -673,6 +680,28 @@ class JobPage:
         by its bytes). They pickle and copy by value."""
 
 @final
+class JobSearch:
+    """A page of a search (``Queue.find_jobs``): the matching jobs, the cursor to go on with, and
+    how many jobs the call looked at."""
+
+    @property
+    def jobs(self) -> list[JobInfo]:
+        """The matching jobs this call found (at most ``limit``)."""
+    @property
+    def cursor(self) -> str | None:
+        """Give it to the next ``find_jobs`` call, with the same filter; None when the search is over."""
+    @property
+    def scanned(self) -> int:
+        """How many jobs this call looked at (at most 2000)."""
+    def to_dict(self) -> dict[str, Any]:
+        """The fields as a plain ``dict``, one key per property (value objects in them, or in
+        a list in them, as dicts too).
+
+        Value objects compare equal when they are of the same class with equal fields, and
+        then hash alike: every value class is hashable (a stored result or progress counts
+        by its bytes). They pickle and copy by value."""
+
+@final
 class JobInfo:
     """A job as ``get``, ``jobs`` and ``dead_letters`` report it."""
 
@@ -972,6 +1001,43 @@ class WorkerInfo:
     @property
     def last_seen_at_ms(self) -> int:
         """When it was last seen, epoch milliseconds by the Redis clock."""
+    def to_dict(self) -> dict[str, Any]:
+        """The fields as a plain ``dict``, one key per property (value objects in them, or in
+        a list in them, as dicts too).
+
+        Value objects compare equal when they are of the same class with equal fields, and
+        then hash alike: every value class is hashable (a stored result or progress counts
+        by its bytes). They pickle and copy by value."""
+
+
+@final
+class HistoryPoint:
+    """One step of a queue's history, as ``history()`` lists it."""
+
+    @property
+    def at_ms(self) -> int:
+        """The start of the step, epoch milliseconds by the Redis clock (UTC)."""
+    @property
+    def enqueued(self) -> int:
+        """Jobs enqueued."""
+    @property
+    def completed(self) -> int:
+        """Jobs completed."""
+    @property
+    def retried(self) -> int:
+        """Failed attempts that were retried."""
+    @property
+    def dead_lettered(self) -> int:
+        """Jobs dead-lettered."""
+    @property
+    def failed(self) -> int:
+        """Attempts that failed: ``retried + dead_lettered``."""
+    @property
+    def cancelled(self) -> int:
+        """Jobs cancelled."""
+    @property
+    def lateness_ms(self) -> Optional[float]:
+        """Mean lateness (ms) of the delayed jobs and retries promoted in the step; None if none."""
     def to_dict(self) -> dict[str, Any]:
         """The fields as a plain ``dict``, one key per property (value objects in them, or in
         a list in them, as dicts too).
@@ -1373,6 +1439,37 @@ class Queue:
         returns, and is never retried (a handler that finished first completes it). Either way
         ``get`` then gives ``None`` and ``stats().cancelled`` counts it.
         ``JobNotCancellableError`` for dead or completed jobs, ``JobNotFoundError`` for unknown ids."""
+    def promote(self, id: str) -> None:
+        """Run a delayed job now.
+
+        A job waiting for its due time, a retry's backoff or a snooze becomes ready at once, with
+        its priority and group (their limits apply when a worker fetches it), and idle workers
+        are woken. ``JobWrongStateError`` for a job in any other state, ``JobNotFoundError`` for
+        unknown ids."""
+    def delete(self, id: str) -> None:
+        """Delete a finished (dead or completed) job and everything kept for it.
+
+        Its data, result and place in the dead letters or completed jobs go, and its id is
+        forgotten, so ``get`` gives None and the id may be enqueued again; lifetime counters stay.
+        ``JobWrongStateError`` for a pending or running job (cancel it instead),
+        ``JobNotFoundError`` for unknown ids."""
+    def find_jobs(
+        self,
+        *,
+        task: str | None = None,
+        group: str | None = None,
+        state: _JobState | None = None,
+        cursor: str | None = None,
+        limit: int = 50,
+    ) -> JobSearch:
+        """Up to ``limit`` (1 to 1000) jobs of ``task`` and ``group`` (None: any), after ``cursor``.
+
+        The search walks ``state``'s jobs, or (None) every state in turn (delayed, ready, active,
+        dead, completed), as ``jobs_page`` does, and looks at no more than 2000 jobs a call
+        however big the queue: a page may hold fewer than ``limit`` jobs, even none, before the
+        end; only a None cursor ends the search. Give the cursor back with the same filter. An
+        empty ``task`` or ``group``, an unknown state, a bad ``limit`` or a cursor not made by this
+        search raise ``InvalidArgumentError``. Writes nothing."""
     def jobs(self, state: _JobState, offset: int = 0, limit: int = 100) -> list[JobInfo]:
         """The jobs in one state, ``limit`` (at most 1000) from ``offset``.
 
@@ -1595,6 +1692,15 @@ class Queue:
 
         A worker is seen when it fetches jobs and, while it runs jobs, each time it renews their
         leases, so a worker busy with long jobs stays listed. One that stops leaves the list."""
+    def history(self, window: _Seconds = 3600.0, step: _Seconds = 60.0) -> list[HistoryPoint]:
+        """What the queue did in each ``step`` of the last ``window``, oldest first.
+
+        Seconds (or ``timedelta``): ``step`` a whole number of minutes, ``window`` at least
+        ``step`` and at most 14 days (else ``InvalidArgumentError``). The workers' reports leave a
+        snapshot of the queue's totals in Redis once a minute, kept 14 days, so every reader sees
+        the same history. Steps are aligned on multiples of ``step`` (UTC, the Redis clock); the
+        last is the step under way, counted up to now. Minutes without any worker running are
+        spread evenly over the gap once one reports again."""
     def set_events(self, max_len: Optional[int]) -> None:
         """Turn the queue's event log on, keeping about its newest ``max_len`` entries, or off (None).
 
@@ -2074,6 +2180,37 @@ class AsyncQueue:
         returns, and is never retried (a handler that finished first completes it). Either way
         ``get`` then gives ``None`` and ``stats().cancelled`` counts it.
         ``JobNotCancellableError`` for dead or completed jobs, ``JobNotFoundError`` for unknown ids."""
+    def promote(self, id: str) -> Coroutine[Any, Any, None]:
+        """Run a delayed job now.
+
+        A job waiting for its due time, a retry's backoff or a snooze becomes ready at once, with
+        its priority and group (their limits apply when a worker fetches it), and idle workers
+        are woken. ``JobWrongStateError`` for a job in any other state, ``JobNotFoundError`` for
+        unknown ids."""
+    def delete(self, id: str) -> Coroutine[Any, Any, None]:
+        """Delete a finished (dead or completed) job and everything kept for it.
+
+        Its data, result and place in the dead letters or completed jobs go, and its id is
+        forgotten, so ``get`` gives None and the id may be enqueued again; lifetime counters stay.
+        ``JobWrongStateError`` for a pending or running job (cancel it instead),
+        ``JobNotFoundError`` for unknown ids."""
+    def find_jobs(
+        self,
+        *,
+        task: str | None = None,
+        group: str | None = None,
+        state: _JobState | None = None,
+        cursor: str | None = None,
+        limit: int = 50,
+    ) -> Coroutine[Any, Any, JobSearch]:
+        """Up to ``limit`` (1 to 1000) jobs of ``task`` and ``group`` (None: any), after ``cursor``.
+
+        The search walks ``state``'s jobs, or (None) every state in turn (delayed, ready, active,
+        dead, completed), as ``jobs_page`` does, and looks at no more than 2000 jobs a call
+        however big the queue: a page may hold fewer than ``limit`` jobs, even none, before the
+        end; only a None cursor ends the search. Give the cursor back with the same filter. An
+        empty ``task`` or ``group``, an unknown state, a bad ``limit`` or a cursor not made by this
+        search raise ``InvalidArgumentError``. Writes nothing."""
     def jobs(self, state: _JobState, offset: int = 0, limit: int = 100) -> Coroutine[Any, Any, list[JobInfo]]:
         """The jobs in one state, ``limit`` (at most 1000) from ``offset``.
 
@@ -2296,6 +2433,15 @@ class AsyncQueue:
 
         A worker is seen when it fetches jobs and, while it runs jobs, each time it renews their
         leases, so a worker busy with long jobs stays listed. One that stops leaves the list."""
+    def history(self, window: _Seconds = 3600.0, step: _Seconds = 60.0) -> Coroutine[Any, Any, list[HistoryPoint]]:
+        """What the queue did in each ``step`` of the last ``window``, oldest first.
+
+        Seconds (or ``timedelta``): ``step`` a whole number of minutes, ``window`` at least
+        ``step`` and at most 14 days (else ``InvalidArgumentError``). The workers' reports leave a
+        snapshot of the queue's totals in Redis once a minute, kept 14 days, so every reader sees
+        the same history. Steps are aligned on multiples of ``step`` (UTC, the Redis clock); the
+        last is the step under way, counted up to now. Minutes without any worker running are
+        spread evenly over the gap once one reports again."""
     def set_events(self, max_len: Optional[int]) -> Coroutine[Any, Any, None]:
         """Turn the queue's event log on, keeping about its newest ``max_len`` entries, or off (None).
 

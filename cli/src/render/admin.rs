@@ -1,5 +1,5 @@
-//! A job queue read by `stats`, `jobs`, `job` and `dead list` (the core's `admin` role), and a
-//! flow job's place in its flow: its parent, its children and how each ended.
+//! A job queue read by `stats`, `jobs`, `job`, `search` and `dead list` (the core's `admin`
+//! role), and a flow job's place in its flow: its parent, its children and how each ended.
 
 use serde_json::{json, Value};
 use tideq::{ChildInfo, ChildOutcome, ChildPage, JobInfo, JobState, JobStats};
@@ -209,6 +209,31 @@ pub fn job_page(page: &tideq::JobPage, json: bool) -> String {
         return json!({"jobs": job_list_json(&page.jobs), "cursor": page.cursor}).to_string();
     }
     with_cursor(job_list(&page.jobs, false), &page.cursor)
+}
+
+/// A page of `tideq search`: the jobs as `tideq jobs` lists them, how many jobs the call looked
+/// at, and the cursor to go on with.
+pub fn search_page(page: &tideq::JobSearch, json: bool) -> String {
+    if json {
+        return json!({
+            "jobs": job_list_json(&page.jobs),
+            "cursor": page.cursor,
+            "scanned": page.scanned,
+        })
+        .to_string();
+    }
+    let text = format!(
+        "{}\n({} found among {} jobs looked at{})",
+        job_list(&page.jobs, false),
+        page.jobs.len(),
+        page.scanned,
+        if page.cursor.is_some() {
+            "; more to search"
+        } else {
+            "; search done"
+        }
+    );
+    with_cursor(text, &page.cursor)
 }
 
 /// A flow child: its queue, id, how it ended (`"pending"` until it has) and the error of one that

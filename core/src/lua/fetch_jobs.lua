@@ -28,13 +28,14 @@
   KEYS[35] ghost hash (entries left by cancelled ready jobs)   KEYS[36] expires zset
   KEYS[37] fparent hash   KEYS[38] fout list   KEYS[39] fk (prefix of flow children's results)
   KEYS[40] fl (prefix of flow children's lists)   KEYS[41] fwait hash   KEYS[42] fhold zset
-  KEYS[43] winfo hash
+  KEYS[43] winfo hash   KEYS[44] hist (prefix of the history's day hashes)
   ARGV[1] lease ms   ARGV[2] most jobs to lease (0 = maintenance only)
   ARGV[3] most expired leases to recover (0: this call skips the upkeep that goes by time:
   expired leases, stale cancel requests and the completed jobs' age; a worker busy leasing does
   it a few times a second, not on every call)   ARGV[4] most delayed jobs to promote (<= 1000)
   ARGV[5] queue policy (see docs/data-model.md)
-  ARGV[6] the worker's report ("" none; "<worker id>|<field>=<n>,...", see "Metrics")
+  ARGV[6] the worker's report ("" none; "<worker id>|<field>=<n>,...", see "Metrics"); with it,
+  the first report of each minute writes the queue's totals into its history (see "History")
   ARGV[7] the worker's registry entry, with a report only ("" none; "-" the worker stops: its
   entry goes; else its encoded entry, stored under the report's worker id, see "Workers")
   ARGV[8], ARGV[9], ...: acks, pairs of job id, lease token (a token ending in "+" is followed by
@@ -54,6 +55,7 @@
 --#include lib/cfg.lua
 --#include lib/metrics.lua
 --#include lib/workers.lua
+--#include lib/history.lua
 --#include lib/active.lua
 --#include lib/events.lua
 --#include lib/dedup.lua
@@ -90,6 +92,7 @@ if ARGV[6] ~= '' then
     for f, n in string.gmatch(fields, '([^,=]+)=(%d+)') do redis.call('HINCRBY', K.metrics, f, n) end
   end
   forget_workers(K, now)
+  snapshot_history(K, now)
 end
 -- Jobs to dead-letter: unreadable or out of attempts (dead), past their deadline to start (past).
 local dead, gone, bad, past = {}, {}, 0, {}

@@ -110,3 +110,88 @@ pub(crate) fn worker_entry(e: &WorkerEntry) -> String {
 pub(crate) fn parse_worker_entry(s: &str) -> Option<WorkerEntry> {
     serde_json::from_str(s).ok()
 }
+
+/// One history snapshot (docs/data-model.md, "History"): the queue shard's totals at the first
+/// worker report of a minute, as `fetch_jobs.lua` writes them (`lib/history.lua`:
+/// `snapshot_history`) into the day's `hist:<day>` hash, and as `Queue::history` reads the live
+/// counters (`stats` and `metrics` hashes) for the minute under way.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct HistorySnapshot {
+    pub enqueued: u64,
+    pub completed: u64,
+    pub retried: u64,
+    /// The `stats` hash's `failed`.
+    pub dead_lettered: u64,
+    pub cancelled: u64,
+    /// The `metrics` hash's `lt:count` and `lt:sum_ms` (promotion lateness).
+    pub lt_count: u64,
+    pub lt_sum_ms: u64,
+}
+
+impl HistorySnapshot {
+    /// The fields in their encoded order.
+    pub fn fields(&self) -> [u64; 7] {
+        [
+            self.enqueued,
+            self.completed,
+            self.retried,
+            self.dead_lettered,
+            self.cancelled,
+            self.lt_count,
+            self.lt_sum_ms,
+        ]
+    }
+
+    pub fn from_fields(f: [u64; 7]) -> Self {
+        HistorySnapshot {
+            enqueued: f[0],
+            completed: f[1],
+            retried: f[2],
+            dead_lettered: f[3],
+            cancelled: f[4],
+            lt_count: f[5],
+            lt_sum_ms: f[6],
+        }
+    }
+}
+
+/// A snapshot as the history hash keeps it:
+/// `"<enqueued>,<completed>,<retried>,<dead_lettered>,<cancelled>,<lt_count>,<lt_sum_ms>"`.
+#[cfg(test)]
+pub(crate) fn history_snapshot(s: &HistorySnapshot) -> String {
+    s.fields().map(|n| n.to_string()).join(",")
+}
+
+/// A history snapshot read back ([`history_snapshot`]); `None` unless it has seven counts. A
+/// negative count (a counter decremented below zero) reads as 0.
+pub(crate) fn parse_history_snapshot(s: &str) -> Option<HistorySnapshot> {
+    let mut f = [0u64; 7];
+    let mut parts = s.split(',');
+    for slot in &mut f {
+        let n: i64 = parts.next()?.trim().parse().ok()?;
+        *slot = n.max(0) as u64;
+    }
+    parts
+        .next()
+        .is_none()
+        .then_some(HistorySnapshot::from_fields(f))
+}
+
+#[cfg(test)]
+mod history_tests {
+    use super::*;
+
+    #[test]
+    fn a_history_snapshot_round_trips() {
+        let s = HistorySnapshot::from_fields([1, 2, 3, 4, 5, 6, 7]);
+        assert_eq!(history_snapshot(&s), "1,2,3,4,5,6,7");
+        assert_eq!(parse_history_snapshot("1,2,3,4,5,6,7"), Some(s));
+        assert_eq!(
+            parse_history_snapshot("-1,0,0,0,0,0,0"),
+            Some(HistorySnapshot::default())
+        );
+        assert_eq!(parse_history_snapshot("1,2,3,4,5,6"), None);
+        assert_eq!(parse_history_snapshot("1,2,3,4,5,6,7,8"), None);
+        assert_eq!(parse_history_snapshot("1,2,x,4,5,6,7"), None);
+    }
+}

@@ -16,6 +16,7 @@ import {
   type ErrorCode,
   type Event,
   type Flow,
+  type HistoryPoint,
   type FlowSpec,
   type Job,
   type JobInfo,
@@ -71,6 +72,15 @@ async function admin(q: Queue): Promise<void> {
   await q.jobs('running');
   const page = await q.jobsPage('dead', { cursor: null, limit: 10 });
   const next: string | null = page.cursor;
+  await q.promote('a');
+  await q.delete('a');
+  const found = await q.findJobs({ task: 'send', state: 'dead', cursor: next, limit: 20 });
+  const more: string | null = found.cursor;
+  const scanned: number = found.scanned;
+  const foundIds: string[] = found.jobs.map((j) => j.id);
+  void [more, scanned, foundIds];
+  // @ts-expect-error the states are a closed set
+  await q.findJobs({ state: 'running' });
   const live: WorkerInfo[] = await q.workers();
   for (const w of live) {
     const seen: number = w.lastSeenAtMs;
@@ -79,6 +89,14 @@ async function admin(q: Queue): Promise<void> {
     const pid: string = w.pid;
     void [seen, ids, pid];
   }
+  const history: HistoryPoint[] = await q.history({ windowMs: 86_400_000, stepMs: 3_600_000 });
+  for (const p of history) {
+    const late: number | null = p.latenessMs;
+    const failed: number = p.failed;
+    void [late, failed];
+  }
+  // @ts-expect-error durations are ms numbers
+  await q.history({ windowMs: '1h' });
   for await (const event of q.events({ fromStart: true })) {
     const e: Event = event;
     const value: unknown = e.value;

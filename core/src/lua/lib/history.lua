@@ -1,0 +1,22 @@
+-- lib/history.lua: the queue's per-minute history (docs/data-model.md, "History").
+
+-- A day's hash lives 15 days after its last write (history.rs reads at most 14 days back).
+local HISTORY_TTL_MS = 15 * 86400000
+
+-- With a worker's report: the first report of each minute (UTC, Redis clock) writes the queue's
+-- totals into that day's hash `hist:<day since the epoch>`, field the minute of the day, value
+-- "<enqueued>,<completed>,<retried>,<dead-lettered>,<cancelled>,<lt:count>,<lt:sum_ms>"
+-- (scripts/encoding.rs: `HistorySnapshot`). Later reports in that minute cost one HEXISTS.
+local function snapshot_history(K, now)
+  local day = math.floor(now / 86400000)
+  local minute = tostring(math.floor((now - day * 86400000) / 60000))
+  local key = K.hist .. string.format('%d', day)
+  if redis.call('HEXISTS', key, minute) == 1 then return end
+  local s = redis.call('HMGET', K.stats, 'enqueued', 'completed', 'retried', 'failed', 'cancelled')
+  local m = redis.call('HMGET', K.metrics, 'lt:count', 'lt:sum_ms')
+  local v = {}
+  for i = 1, 5 do v[i] = s[i] or '0' end
+  v[6], v[7] = m[1] or '0', m[2] or '0'
+  redis.call('HSET', key, minute, table.concat(v, ','))
+  redis.call('PEXPIRE', key, HISTORY_TTL_MS)
+end
