@@ -11,10 +11,13 @@
 //! commandstats` (`cli/tests/dashboard.rs`): 6 commands per job queue per refresh, so a 5 s
 //! refresh would cost 1.2 commands per second per queue, over the budget of 1. The default is
 //! therefore [`DEFAULT_REFRESH_SECS`] = 10 s: 0.6 commands per second per job queue, 0.4 per
-//! capped queue. Queues are discovered again every minute (one SCAN step per 1000 keys per
-//! primary) unless `--queue` names them. The other endpoints (a queue's jobs, one job with a flow
-//! parent's first page of children, groups, schedules, the changes) read or write Redis per
-//! request only, when an operator clicks.
+//! capped queue. Queues are discovered again (one SCAN step per 1000 keys per primary) at every
+//! refresh while a pass is quick, spaced to 20 times a pass's duration on a big keyspace
+//! (`exporter::Discovery`), and at once when a request names a queue not shown yet, unless
+//! `--queue` names them. The other endpoints (a queue's jobs, one job with a flow parent's first
+//! page of children, a search, groups, schedules, workers, the changes) read or write Redis per
+//! request only, when an operator clicks; a queue's history is read at most once per 30 s per
+//! queue and window (`cache::HISTORY_FRESH`), however many pages show it.
 //!
 //! Security. With `--token` (or `TIDEQ_DASHBOARD_TOKEN`) every `/api/` request needs
 //! `Authorization: Bearer <token>` (compared in constant time), else 401; `--read-token` (or
@@ -141,9 +144,9 @@ pub async fn run(client: Client, opts: Options, listen: &str) -> Result<(), Stri
             }
         );
     }
-    let cache = Arc::new(Cache::new(opts.refresh));
+    let cache = Arc::new(Cache::new(opts.refresh, opts.shards, opts.named));
     // The first read before serving, so the first page has numbers (or the error).
-    let queues = cache.first(&client, opts.shards, &opts.named).await;
+    cache.first(&client).await;
     let app = App {
         client: client.clone(),
         cache: cache.clone(),
@@ -162,7 +165,7 @@ pub async fn run(client: Client, opts: Options, listen: &str) -> Result<(), Stri
     );
     let refresher = {
         let cache = cache.clone();
-        async move { cache.run(client, opts.shards, opts.named, queues).await }
+        async move { cache.run(client).await }
     };
     let server = axum::serve(listener, router).with_graceful_shutdown(async {
         let _ = tokio::signal::ctrl_c().await;
@@ -179,6 +182,9 @@ fn router(app: App) -> Router {
         .route("/queues/{q}", get(api::queue))
         .route("/queues/{q}/jobs", get(api::jobs))
         .route("/queues/{q}/jobs/{id}", get(api::job))
+        .route("/queues/{q}/jobs/{id}/{action}", post(api::job_action))
+        .route("/queues/{q}/history", get(api::history))
+        .route("/queues/{q}/search", get(api::search))
         .route("/queues/{q}/dead/{id}/requeue", post(api::requeue))
         .route("/queues/{q}/dead/requeue-all", post(api::requeue_all))
         .route("/queues/{q}/dead/purge", post(api::purge))
@@ -233,12 +239,14 @@ impl IntoResponse for ApiError {
     }
 }
 
-/// A core error: bad input 400, not found 404, Redis trouble 502.
+/// A core error: bad input 400, not found 404, a job in a state the action does not apply to
+/// 409, Redis trouble 502.
 impl From<tideq::Error> for ApiError {
     fn from(e: tideq::Error) -> Self {
         let status = match e.kind() {
             ErrorKind::InvalidArgument | ErrorKind::PayloadTooLarge => StatusCode::BAD_REQUEST,
             ErrorKind::JobNotFound => StatusCode::NOT_FOUND,
+            ErrorKind::JobNotCancellable | ErrorKind::JobWrongState => StatusCode::CONFLICT,
             _ => StatusCode::BAD_GATEWAY,
         };
         error(status, e.to_string())

@@ -4,14 +4,15 @@
 //! Prometheus scrapes, Redis sees the same load: per job queue (shard) and refresh, one pipeline
 //! for its stats (6 commands) and one for its histograms, workers and flow parents waiting for
 //! their children (3, the last `tideq_jobs{state="waiting"}`): 0.9 commands per second per queue
-//! at the default 10 s. Queues are discovered again every minute (SCAN), unless named.
+//! at the default 10 s. Queues are discovered again (SCAN) at every refresh while a pass over the
+//! keyspace is quick, less often on a big one (see [`Discovery`]), unless named.
 //!
 //! Formats: a scraper that accepts `application/openmetrics-text` (Prometheus does, first) gets
 //! OpenMetrics; any other gets the Prometheus text format 0.0.4, each labelled as what it is.
 //! Requests must name a host the exporter answers (`hosts.rs`: loopback names, `--allow-host`).
 
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use axum::http::header::{ACCEPT, CONTENT_TYPE, HOST};
 use axum::http::{HeaderMap, StatusCode};
@@ -25,8 +26,65 @@ use crate::hosts::HostCheck;
 const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 const TEXT_FORMAT: &str = "text/plain; version=0.0.4; charset=utf-8";
 
-/// How often the queue list is discovered again (when queues are not named).
-pub(crate) const DISCOVER_EVERY: Duration = Duration::from_secs(60);
+/// Discovery passes (SCAN over the whole keyspace) take at most this share of the time: a pass
+/// that took 0.2 s waits 4 s before the next; a quick one waits for the next refresh.
+const DISCOVERY_SHARE: u32 = 20;
+
+/// When to look for new queues again: at every refresh while a pass over the keyspace is quick
+/// (a new queue shows within one refresh), spaced to [`DISCOVERY_SHARE`] times the last pass's
+/// duration on a big keyspace (about 0.9 s per million keys: every 18 s there).
+pub(crate) struct Discovery {
+    at: Instant,
+    took: Duration,
+}
+
+impl Discovery {
+    /// Discovers the queue list now (see [`queue_list`]) and starts timing from it.
+    pub(crate) async fn first(
+        client: &Client,
+        shards: usize,
+        named: &[String],
+        who: &str,
+    ) -> (Self, Vec<QueueRef>) {
+        let at = Instant::now();
+        let queues = queue_list(client, shards, named, who).await;
+        (
+            Discovery {
+                at,
+                took: at.elapsed(),
+            },
+            queues,
+        )
+    }
+
+    /// How long after the last pass the next one is due.
+    pub(crate) fn every(&self, refresh: Duration) -> Duration {
+        refresh.max(self.took * DISCOVERY_SHARE)
+    }
+
+    /// Whether a pass is due, `refresh` being the loop's interval.
+    pub(crate) fn due(&self, refresh: Duration) -> bool {
+        self.at.elapsed() >= self.every(refresh)
+    }
+
+    /// When the last pass began.
+    pub(crate) fn began(&self) -> Instant {
+        self.at
+    }
+
+    /// Discovers again.
+    pub(crate) async fn again(
+        &mut self,
+        client: &Client,
+        shards: usize,
+        named: &[String],
+        who: &str,
+    ) -> Vec<QueueRef> {
+        let (next, queues) = Self::first(client, shards, named, who).await;
+        *self = next;
+        queues
+    }
+}
 
 /// What the exporter serves: the last text, and whether the last refresh failed.
 #[derive(Default)]
@@ -51,7 +109,7 @@ pub async fn run(
     let hosts = HostCheck::new(addr, &allow_hosts)?;
     let served = Arc::new(Mutex::new(Served::default()));
     // The first refresh before serving, so the first scrape has numbers (or the error).
-    let mut queues = queue_list(&client, shards, &named, "exporter").await;
+    let (mut discovery, mut queues) = Discovery::first(&client, shards, &named, "exporter").await;
     refresh_once(&client, &queues, &served).await;
     let s = served.clone();
     let h = hosts.clone();
@@ -82,12 +140,10 @@ pub async fn run(
     let refresher = {
         let (client, served) = (client.clone(), served.clone());
         async move {
-            let mut last_discovery = tokio::time::Instant::now();
             loop {
                 tokio::time::sleep(refresh).await;
-                if named.is_empty() && last_discovery.elapsed() >= DISCOVER_EVERY {
-                    queues = queue_list(&client, shards, &named, "exporter").await;
-                    last_discovery = tokio::time::Instant::now();
+                if named.is_empty() && discovery.due(refresh) {
+                    queues = discovery.again(&client, shards, &named, "exporter").await;
                 }
                 refresh_once(&client, &queues, &served).await;
             }

@@ -328,11 +328,18 @@ fn read_only_refuses_every_post() {
         "/api/queues/mail/dead/purge",
         "/api/queues/mail/pause",
         "/api/queues/mail/resume",
+        "/api/queues/mail/jobs/r1/cancel",
+        "/api/queues/mail/jobs/r1/run-now",
+        "/api/queues/mail/jobs/d1/retry",
+        "/api/queues/mail/jobs/d1/delete",
     ] {
         assert!(d.post(path).refused(403).contains("read-only"), "{path}");
     }
-    assert_eq!(rt.block_on(q.stats()).unwrap().dead, 2);
+    let s = rt.block_on(q.stats()).unwrap();
+    assert_eq!((s.dead, s.ready), (2, 3));
     assert_eq!(d.get("/api/queues/mail/jobs?state=dead").status, 200);
+    assert_eq!(d.get("/api/queues/mail/search?task=x").status, 200);
+    assert_eq!(d.get("/api/queues/mail/history").status, 200);
 }
 
 #[test]
@@ -511,4 +518,122 @@ fn on_a_cluster_the_overview_lists_a_queue_and_its_counts() {
         rt.block_on(q.get("d1")).unwrap().unwrap().state,
         JobState::Ready
     );
+}
+
+#[test]
+fn a_job_action_its_state_does_not_allow_is_409_and_changes_nothing() {
+    let rt = rt();
+    let redis = Redis::start();
+    let q = populated(&redis, &rt, "mail");
+    let d = Dashboard::start(&["--url", &redis.url], &[], &[]);
+    // r1 is ready, d1 dead.
+    assert!(d
+        .post("/api/queues/mail/jobs/r1/run-now")
+        .refused(409)
+        .contains("ready"));
+    assert!(d
+        .post("/api/queues/mail/jobs/r1/delete")
+        .refused(409)
+        .contains("cancel"));
+    d.post("/api/queues/mail/jobs/d1/cancel").refused(409);
+    d.post("/api/queues/mail/jobs/r1/retry").refused(404);
+    d.post("/api/queues/mail/jobs/absent/cancel").refused(404);
+    assert!(d
+        .post("/api/queues/mail/jobs/r1/explode")
+        .refused(404)
+        .contains("run-now"));
+    let s = rt.block_on(q.stats()).unwrap();
+    assert_eq!((s.ready, s.dead, s.cancelled), (3, 2, 0));
+    // The ones allowed: each lands in Redis.
+    for (path, id) in [
+        ("/api/queues/mail/jobs/r1/cancel", "r1"),
+        ("/api/queues/mail/jobs/d1/delete", "d1"),
+    ] {
+        let r = d.post(path);
+        assert_eq!(r.status, 200, "{}", r.body);
+        assert_eq!(rt.block_on(q.get(id)).unwrap(), None, "{path}");
+    }
+    let r = d.post("/api/queues/mail/jobs/d2/retry");
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(
+        rt.block_on(q.get("d2")).unwrap().unwrap().state,
+        JobState::Ready
+    );
+}
+
+#[test]
+fn history_and_search_refuse_bad_input() {
+    let rt = rt();
+    let redis = Redis::start();
+    populated(&redis, &rt, "mail");
+    let d = Dashboard::start(&["--url", &redis.url], &[], &[]);
+    assert!(d
+        .get("/api/queues/mail/history?window=5")
+        .refused(400)
+        .contains("3600"));
+    d.get("/api/queues/mail/history?window=soon").refused(400);
+    for window in [3600, 86_400, 1_209_600] {
+        let h = d
+            .get(&format!("/api/queues/mail/history?window={window}"))
+            .json();
+        assert_eq!(h["window_secs"], window);
+        assert!(h["points"].is_array(), "{h}");
+    }
+    assert!(d
+        .get("/api/queues/mail/search?task=x&state=bogus")
+        .refused(400)
+        .contains("bogus"));
+    d.get("/api/queues/mail/search?task=x&limit=501")
+        .refused(400);
+    d.get("/api/queues/mail/search?task=x&cursor=garbage")
+        .refused(400);
+    let found = d.get("/api/queues/mail/search?state=ready").json();
+    assert_eq!(found["jobs"].as_array().unwrap().len(), 3, "{found}");
+    assert_eq!(found["cursor"], Value::Null);
+}
+
+#[test]
+fn a_new_queue_shows_at_the_next_refresh_and_at_once_by_its_address() {
+    let rt = rt();
+    let redis = Redis::start();
+    populated(&redis, &rt, "mail");
+    // The default refresh (10 s): a queue opened by its address cannot wait for it.
+    let d = Dashboard::start(&["--url", &redis.url], &[], &[]);
+    let q = redis.queue("brand-new");
+    rt.block_on(q.enqueue(b"x", with_id("n1"))).unwrap();
+    let r = d.get("/api/queues/brand-new");
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(d.get("/api/queues/brand-new/jobs/n1").json()["id"], "n1");
+    // And on the overview, at the next refresh (woken early by the find).
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while d.overview()["queues"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|e| e["name"] != "brand-new")
+    {
+        assert!(std::time::Instant::now() < deadline, "not on the overview");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    drop(d);
+
+    // Without a request for it: within one refresh after it appears.
+    let d = Dashboard::start(&["--url", &redis.url], &["--refresh", "0.5"], &[]);
+    let q = redis.queue("another");
+    let at = d.next_refresh();
+    rt.block_on(q.enqueue(b"x", Default::default())).unwrap();
+    loop {
+        let o = d.overview();
+        let listed = o["queues"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["name"] == "another");
+        if listed {
+            let n = o["refreshes"].as_u64().unwrap();
+            assert!(n <= at + 2, "listed after {} refreshes", n - at);
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }

@@ -3,7 +3,9 @@
 // the pipe chromium opens with --remote-debugging-pipe (fd 3: commands in, fd 4: replies and
 // events out, each JSON message ended by a NUL byte): no puppeteer, no websocket library. The
 // page must show the queue's counts; a click on a dead job's Requeue button must put the job
-// back to ready in Redis. A screenshot is saved to target/dashboard-test.png.
+// back to ready in Redis; a job's page offers the actions its state allows, each confirmed first;
+// search finds jobs by task and group; the queue page shows its history from Redis and its live
+// workers. Screenshots are saved to target/screenshots/ (the docs' are docs/img/dashboard-*.png).
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -211,10 +213,12 @@ test('the dashboard shows the counts and its Requeue button puts a dead job back
   await until(() => page.eval('document.querySelectorAll("button[data-requeue]").length === 2'), 'two Requeue buttons');
   const taskCell = (id) => page.eval(`document.querySelector('tr[data-job="${id}"] [data-field="task"]').textContent`);
   assert.deepEqual([await taskCell('dead-1'), await taskCell('dead-2')], ['–', 'send-email'], 'the Task column');
-  // A job's detail: its decoded payload and last error.
-  await page.eval('document.querySelector(\'button[data-show="dead-1"]\').click()');
-  await until(async () => /smtp said no/.test(await page.eval('document.querySelector("#job-detail")?.textContent || ""')), 'the job detail');
+  // A job's page, through its id's link: its decoded payload and last error; back to the list.
+  await page.eval('document.querySelector(\'tr[data-job="dead-1"] a[data-job-link]\').click()');
+  await until(async () => /smtp said no/.test(await page.eval('document.querySelector("#job-detail")?.textContent || ""')), 'the job page');
   assert.match(await page.eval('document.querySelector(\'#job-detail [data-field="payload"]\').textContent'), /"to": "ada"/);
+  await page.eval('history.back()');
+  await until(() => page.eval('document.querySelectorAll("button[data-requeue]").length === 2'), 'the dead list again');
 
   // Requeue one: it is ready again in Redis, the other stays dead.
   await page.eval('window.confirm = () => true; document.querySelector(\'button[data-requeue="dead-1"]\').click()');
@@ -223,10 +227,9 @@ test('the dashboard shows the counts and its Requeue button puts a dead job back
   await until(() => page.eval('document.querySelectorAll("button[data-requeue]").length === 1'), 'the dead list to shrink');
   await until(async () => (await page.eval('document.querySelector(\'#queue-counts [data-count="ready"]\')?.textContent')) === '4', 'the page to show 4 ready');
 
-  // The screenshot (git-ignored target/).
-  const shot = await page.send('Page.captureScreenshot', { format: 'png', captureBeyondViewport: true });
-  mkdirSync(join(ROOT, 'target'), { recursive: true });
-  writeFileSync(join(ROOT, 'target', 'dashboard-test.png'), Buffer.from(shot.data, 'base64'));
+  await page.eval('location.hash = "#/"');
+  await until(() => page.eval('document.querySelector("#overview") !== null'), 'the overview');
+  await screenshot(page, 'dashboard-overview');
 });
 
 test('with a token and --read-only the page takes the token from its URL once and shows no buttons', async () => {
@@ -243,4 +246,156 @@ test('with a token and --read-only the page takes the token from its URL once an
   assert.equal(await page.eval('sessionStorage.getItem("tideq-dashboard-token")'), 'tok-123');
   assert.equal(await page.eval('document.body.dataset.readOnly'), 'true');
   assert.equal(await page.eval('document.querySelectorAll("button[data-requeue], #purge, #requeue-all, #pause, #resume").length'), 0);
+});
+
+/** Saves a screenshot of `page` as target/screenshots/NAME.png (docs/img holds the published ones):
+ * the whole page, or with `viewport` what fits in the window. */
+async function screenshot(page, name, { viewport = false } = {}) {
+  const shot = await page.send('Page.captureScreenshot', { format: 'png', captureBeyondViewport: !viewport });
+  mkdirSync(join(ROOT, 'target', 'screenshots'), { recursive: true });
+  writeFileSync(join(ROOT, 'target', 'screenshots', `${name}.png`), Buffer.from(shot.data, 'base64'));
+}
+
+test('a job has a page of its own whose actions ask first: run now, cancel, retry, delete', async () => {
+  const { queue, prefix } = freshJobQueue(redis.url);
+  await queue.enqueue(Buffer.from('{"report":"monthly"}'), { id: 'later', delayMs: 3_600_000 });
+  await queue.enqueue(Buffer.from('plain'), { id: 'waiting' });
+  await queue.enqueueMany([
+    { name: 'send-email', data: { to: 'ada' }, id: 'broken', maxAttempts: 1 },
+    { payload: Buffer.from('x'), id: 'broken-2', maxAttempts: 1 },
+  ]);
+  // Fetch order: the plain ready job first; lease all three, fail the two dead-to-be.
+  for (const job of await queue.leaseJobs(3, { leaseMs: 60_000 })) {
+    if (job.id === 'waiting') await queue.release(job);
+    else assert.equal(await queue.fail(job, 'smtp said no'), true);
+  }
+  assert.deepEqual(
+    [(await queue.get('later')).state, (await queue.get('waiting')).state, (await queue.get('broken')).state],
+    ['delayed', 'ready', 'dead'],
+  );
+  const base = await startDashboard(['--prefix', prefix]);
+  const jobUrl = (id) => `${base}/#/j/${encodeURIComponent(queue.name)}/${encodeURIComponent(id)}`;
+  const page = await openPage(jobUrl('later'));
+  const buttons = () => page.eval('[...document.querySelectorAll("#job-actions button")].map((b) => b.dataset.action).join(",")');
+  const field = (name) => page.eval(`document.querySelector('#job-detail [data-field="${name}"]')?.textContent`);
+
+  // Opened by its address: the delayed job's page offers Run now and Cancel.
+  await until(async () => (await field('state')) === 'delayed', 'the job page');
+  assert.equal(await buttons(), 'run-now,cancel');
+  await screenshot(page, 'dashboard-job');
+  // Declining the confirmation changes nothing.
+  await page.eval('window.confirm = () => false; document.querySelector(\'[data-action="run-now"]\').click()');
+  await sleep(300);
+  assert.equal((await queue.get('later')).state, 'delayed');
+  // Accepting it makes the job ready now, and the page says so.
+  await page.eval('window.confirm = () => true; document.querySelector(\'[data-action="run-now"]\').click()');
+  await until(async () => (await queue.get('later'))?.state === 'ready', 'later to be ready in Redis');
+  await until(async () => (await field('state')) === 'ready', 'the page to show it ready');
+  assert.equal(await buttons(), 'cancel');
+
+  // Cancel a ready job: it is gone, and its page says there is no such job.
+  await page.eval(`location.hash = ${JSON.stringify(`#/j/${encodeURIComponent(queue.name)}/waiting`)}`);
+  await until(async () => (await field('state')) === 'ready' && (await buttons()) === 'cancel', 'the ready job page');
+  await page.eval('window.confirm = () => true; document.querySelector(\'[data-action="cancel"]\').click()');
+  await until(async () => (await queue.get('waiting')) === null, 'waiting to be cancelled in Redis');
+  await until(() => page.eval('document.querySelector("#job-missing") !== null'), 'the page to say the job is gone');
+
+  // A dead job: Retry puts it back to ready; Delete removes another for good.
+  await page.eval(`location.hash = ${JSON.stringify(`#/j/${encodeURIComponent(queue.name)}/broken`)}`);
+  await until(async () => (await field('state')) === 'dead', 'the dead job page');
+  assert.equal(await buttons(), 'retry,delete');
+  assert.match(await field('last_error'), /smtp said no/);
+  assert.match(await field('task'), /send-email/);
+  await page.eval('window.confirm = () => true; document.querySelector(\'[data-action="retry"]\').click()');
+  await until(async () => (await queue.get('broken'))?.state === 'ready', 'broken to be ready again');
+  await page.eval(`location.hash = ${JSON.stringify(`#/j/${encodeURIComponent(queue.name)}/broken-2`)}`);
+  await until(async () => (await field('state')) === 'dead', 'the second dead job page');
+  await page.eval('window.confirm = () => true; document.querySelector(\'[data-action="delete"]\').click()');
+  await until(async () => (await queue.get('broken-2')) === null, 'broken-2 to be deleted');
+  assert.equal((await queue.stats()).dead, 0);
+
+  // Job ids in the queue's lists link to their pages.
+  await page.eval(`location.hash = ${JSON.stringify(`#/q/${encodeURIComponent(queue.name)}/ready`)}`);
+  await until(() => page.eval('document.querySelector(\'tr[data-job="later"] a[data-job-link]\') !== null'), 'the ready list');
+  await page.eval('document.querySelector(\'tr[data-job="later"] a[data-job-link]\').click()');
+  await until(async () => (await page.eval('location.hash')) === `#/j/${encodeURIComponent(queue.name)}/later`, 'the link to the job page');
+});
+
+test('search finds every job of a task or group among 6,000, looking further on request; an id opens its page', async () => {
+  const { queue, prefix } = freshJobQueue(redis.url);
+  const batch = [];
+  for (let i = 0; i < 6000; i++) {
+    const needle = i % 1000 === 7;
+    batch.push({
+      name: needle ? 'resize-image' : 'send-email',
+      data: { i },
+      id: `job-${i}`,
+      group: i % 1500 === 3 ? 'tenant-42' : `tenant-${i % 10}`,
+      delayMs: i % 2 ? 3_600_000 : undefined,
+    });
+  }
+  for (let i = 0; i < batch.length; i += 1000) await queue.enqueueMany(batch.slice(i, i + 1000));
+  const base = await startDashboard(['--prefix', prefix]);
+  const page = await openPage(`${base}/#/q/${encodeURIComponent(queue.name)}`);
+  await until(() => page.eval('document.querySelector("#search") !== null'), 'the search form');
+
+  const search = async (by, text) => {
+    await page.eval(`document.querySelector("#search-by").value = ${JSON.stringify(by)};
+      document.querySelector("#search-text").value = ${JSON.stringify(text)};
+      document.querySelector("#search-go").click()`);
+    // Look further until the walk is over.
+    await until(async () => {
+      const heading = await page.eval('document.querySelector("#search-results h3")?.textContent || ""');
+      if (!heading.includes(`${by} "${text}"`)) return false;
+      const info = await page.eval('document.querySelector("#search-info")?.textContent || ""');
+      if (/all of them/.test(info)) return true;
+      await page.eval('document.querySelector("#search-more")?.click()');
+      return false;
+    }, `the search by ${by} to finish`, 60_000);
+    return page.eval('[...document.querySelectorAll("#found tr[data-job]")].map((r) => r.dataset.job).sort()');
+  };
+  const expected = (pick) => batch.filter(pick).map((j) => j.id).sort();
+  assert.deepEqual(await search('task', 'resize-image'), expected((j) => j.name === 'resize-image'));
+  await screenshot(page, 'dashboard-search', { viewport: true });
+  assert.deepEqual(await search('group', 'tenant-42'), expected((j) => j.group === 'tenant-42'));
+  // Nothing found says so, after looking at every job.
+  assert.deepEqual(await search('task', 'no-such-task'), []);
+  assert.match(await page.eval('document.querySelector("#search-info").textContent'), /0 found among 6,000 jobs/);
+
+  // By id: the job's page.
+  await page.eval('document.querySelector("#search-by").value = "id"; document.querySelector("#search-text").value = "job-1007"; document.querySelector("#search-go").click()');
+  await until(async () => (await page.eval('document.querySelector(\'#job-detail [data-field="task"]\')?.textContent')) === 'resize-image', 'the job page of job-1007');
+});
+
+test('the queue page shows its history from Redis, the same after a dashboard restart, and its live workers', async () => {
+  const { queue, prefix } = freshJobQueue(redis.url);
+  const worker = queue.work(async (job) => {
+    if (job.payload.toString() === 'bad') throw new Error('no good');
+  }, { concurrency: 2, pollIntervalMs: 50 });
+  try {
+    await queue.enqueueMany([
+      ...Array.from({ length: 30 }, (_, i) => ({ payload: Buffer.from(`ok ${i}`) })),
+      ...Array.from({ length: 3 }, () => ({ payload: Buffer.from('bad'), maxAttempts: 1 })),
+    ]);
+    await until(async () => {
+      const s = await queue.stats();
+      return s.completed === 30 && s.dead === 3;
+    }, 'the jobs to run');
+    const totals = async (base) => {
+      const page = await openPage(`${base}/#/q/${encodeURIComponent(queue.name)}`);
+      await until(() => page.eval('document.querySelector(\'tr[data-worker] td:nth-child(4)\')?.textContent === "node"'), 'the worker listed');
+      const read = () => page.eval('Object.fromEntries([...document.querySelectorAll("#history-chart [data-total]")].map((e) => [e.dataset.total, e.textContent]))');
+      await until(async () => /completed 30/.test((await read()).completed || ''), 'the history to count 30 completed', 30_000);
+      return { page, shown: await read() };
+    };
+    const first = await totals(await startDashboard(['--prefix', prefix]));
+    assert.match(first.shown.dead_lettered, /dead lettered 3/);
+    assert.match(first.shown.failed, /failed 3/);
+    await screenshot(first.page, 'dashboard-queue');
+    // Another dashboard (as after a restart) reads the same history from Redis.
+    const second = await totals(await startDashboard(['--prefix', prefix]));
+    assert.deepEqual(second.shown, first.shown);
+  } finally {
+    await worker.shutdown();
+  }
 });

@@ -3,6 +3,7 @@
 //! does not show is 404, bad input 400, every error `{"error": "..."}`.
 
 use std::collections::HashMap;
+use std::time::Duration;
 
 use axum::extract::rejection::PathRejection;
 use axum::extract::{Extension, Path, RawQuery, State};
@@ -11,7 +12,8 @@ use axum::response::Response;
 use futures_util::future::try_join_all;
 use serde_json::{json, Value};
 use tideq::{
-    CappedOptions, CappedQueue, JobState, Queue, QueueKind, QueueOptions, QueueRef, MAX_PAGE,
+    CappedOptions, CappedQueue, JobFilter, JobState, Queue, QueueKind, QueueOptions, QueueRef,
+    MAX_PAGE,
 };
 
 use super::{error, json_response, ApiError, App, Role};
@@ -57,23 +59,34 @@ fn number(params: &HashMap<String, String>, name: &str, default: usize) -> Resul
     }
 }
 
+/// A page's `limit` parameter: [`DEFAULT_LIMIT`] when not given, at most [`MAX_LIMIT`].
+fn page_limit(params: &HashMap<String, String>) -> Result<usize, ApiError> {
+    let limit = number(params, "limit", DEFAULT_LIMIT)?;
+    if limit > MAX_LIMIT {
+        return Err(error(
+            StatusCode::BAD_REQUEST,
+            format!("limit is {limit}; a page holds at most {MAX_LIMIT} jobs"),
+        ));
+    }
+    Ok(limit)
+}
+
 impl App {
-    /// The queue of `kind` named `name` that the dashboard shows, else 404.
-    fn known(&self, kind: QueueKind, name: &str) -> Result<QueueRef, ApiError> {
-        self.cache.find(kind, name).ok_or_else(|| {
+    /// The queue of `kind` named `name` that the dashboard shows (looked for at once when it is
+    /// new), else 404.
+    async fn known(&self, kind: QueueKind, name: &str) -> Result<QueueRef, ApiError> {
+        let found = self.cache.find_or_look(&self.client, kind, name).await;
+        found.ok_or_else(|| {
             let what = match kind {
                 QueueKind::Jobs => "job queue",
                 QueueKind::Capped => "capped queue",
             };
-            error(
-                StatusCode::NOT_FOUND,
-                format!("no {what} {name:?} here (queues are discovered every minute)"),
-            )
+            error(StatusCode::NOT_FOUND, format!("no {what} {name:?} here"))
         })
     }
 
-    fn job_queue(&self, name: &str) -> Result<(QueueRef, Queue), ApiError> {
-        let r = self.known(QueueKind::Jobs, name)?;
+    async fn job_queue(&self, name: &str) -> Result<(QueueRef, Queue), ApiError> {
+        let r = self.known(QueueKind::Jobs, name).await?;
         let q = Queue::sharded(&self.client, &r.name, r.shards, QueueOptions::default())?;
         Ok((r, q))
     }
@@ -92,7 +105,7 @@ pub async fn queue(
     p: Result<Path<String>, PathRejection>,
     RawQuery(query): RawQuery,
 ) -> Answer {
-    let (r, q) = app.job_queue(&path(p)?)?;
+    let (r, q) = app.job_queue(&path(p)?).await?;
     let params = params(query);
     let at = params.get("groups").map(String::as_str);
     let (stats, limits, schedules, workers, page) = tokio::try_join!(
@@ -127,14 +140,8 @@ pub async fn jobs(
     let state = params.get("state").map(String::as_str).unwrap_or("ready");
     let state = JobState::parse(state)?;
     let offset = number(&params, "offset", 0)?;
-    let limit = number(&params, "limit", DEFAULT_LIMIT)?;
-    if limit > MAX_LIMIT {
-        return Err(error(
-            StatusCode::BAD_REQUEST,
-            format!("limit is {limit}; a page holds at most {MAX_LIMIT} jobs"),
-        ));
-    }
-    let (_, q) = app.job_queue(&name)?;
+    let limit = page_limit(&params)?;
+    let (_, q) = app.job_queue(&name).await?;
     // By cursor (a walk that neither repeats nor skips jobs while workers move them), unless an
     // offset is asked for (a snapshot's page).
     if params.contains_key("offset") {
@@ -163,7 +170,7 @@ pub async fn job(
     p: Result<Path<(String, String)>, PathRejection>,
 ) -> Answer {
     let (name, id) = path(p)?;
-    let (_, q) = app.job_queue(&name)?;
+    let (_, q) = app.job_queue(&name).await?;
     let (info, kids) = tokio::try_join!(q.get(&id), q.children(&id, 0, CHILDREN_SHOWN))?;
     match info {
         Some(info) => ok(render::job_and_children_json(&info, &kids, None)),
@@ -174,13 +181,107 @@ pub async fn job(
     }
 }
 
+/// Windows the history chart offers, with the step of each (points of a whole number of
+/// minutes): an hour by the minute, a day by 15 minutes, 14 days by 3 hours.
+const HISTORY_WINDOWS: [(u64, u64); 3] = [(3600, 60), (86_400, 900), (14 * 86_400, 10_800)];
+
+/// The queue's history kept in Redis (`Queue::history`): `?window=SECS` (3600, 86400 or
+/// 1209600; default 3600), in points of the window's step. Answered from the cache when read
+/// in the last [`HISTORY_FRESH`](super::cache::HISTORY_FRESH).
+pub async fn history(
+    State(app): State<App>,
+    p: Result<Path<String>, PathRejection>,
+    RawQuery(query): RawQuery,
+) -> Answer {
+    let name = path(p)?;
+    let params = params(query);
+    let window = number(&params, "window", 3600)? as u64;
+    let Some(&(window, step)) = HISTORY_WINDOWS.iter().find(|w| w.0 == window) else {
+        return Err(error(
+            StatusCode::BAD_REQUEST,
+            format!("window must be 3600, 86400 or 1209600 (seconds), not {window}"),
+        ));
+    };
+    let (_, q) = app.job_queue(&name).await?;
+    // Read at most once per HISTORY_FRESH per queue and window, whatever the pages open.
+    if let Some(v) = app.cache.history(&name, window) {
+        return ok(v);
+    }
+    let points = q
+        .history(Duration::from_secs(window), Duration::from_secs(step))
+        .await?;
+    let v = json!({
+        "window_secs": window,
+        "step_secs": step,
+        "points": render::history_json(&points),
+    });
+    app.cache.keep_history(&name, window, v.clone());
+    ok(v)
+}
+
+/// Jobs by task or group (`Queue::find_jobs`): `?task=&group=&state=&cursor=&limit=`. Each call
+/// looks at a bounded number of jobs; `cursor` (null at the end) goes on where it stopped.
+pub async fn search(
+    State(app): State<App>,
+    p: Result<Path<String>, PathRejection>,
+    RawQuery(query): RawQuery,
+) -> Answer {
+    let name = path(p)?;
+    let params = params(query);
+    let text = |k: &str| params.get(k).filter(|v| !v.is_empty()).cloned();
+    let state = match text("state") {
+        Some(s) => Some(JobState::parse(&s)?),
+        None => None,
+    };
+    let filter = JobFilter {
+        state,
+        task: text("task"),
+        group: text("group"),
+    };
+    let limit = page_limit(&params)?;
+    let (_, q) = app.job_queue(&name).await?;
+    let found = q
+        .find_jobs(&filter, text("cursor").as_deref(), limit)
+        .await?;
+    ok(json!({
+        "jobs": render::job_list_json(&found.jobs),
+        "cursor": found.cursor,
+        "scanned": found.scanned,
+    }))
+}
+
+/// One job's action, by the name in its path: `cancel`, `run-now` (a delayed job made ready),
+/// `retry` (a dead job requeued) or `delete` (a finished job's record).
+pub async fn job_action(
+    State(app): State<App>,
+    p: Result<Path<(String, String, String)>, PathRejection>,
+) -> Answer {
+    let (name, id, action) = path(p)?;
+    change(&app, &name, |q| async move {
+        match action.as_str() {
+            "cancel" => q.cancel(&id).await?,
+            "run-now" => q.promote(&id).await?,
+            "retry" => q.requeue(&id).await?,
+            "delete" => q.delete(&id).await?,
+            other => {
+                return Err(error(
+                    StatusCode::NOT_FOUND,
+                    format!("no job action {other:?} (cancel, run-now, retry, delete)"),
+                ))
+            }
+        }
+        Ok(json!({ "id": id, "done": action }))
+    })
+    .await
+}
+
 /// Runs a change on a job queue, reads its counts again for the overview, answers `done`.
 async fn change<F, Fut>(app: &App, name: &str, f: F) -> Answer
 where
     F: FnOnce(Queue) -> Fut,
     Fut: std::future::Future<Output = Result<Value, ApiError>>,
 {
-    let (r, q) = app.job_queue(name)?;
+    let (r, q) = app.job_queue(name).await?;
     let done = f(q).await?;
     app.cache.reread(&app.client, &r).await;
     ok(done)
@@ -247,7 +348,7 @@ pub async fn capped(
     let name = path(p)?;
     let params = params(query);
     let max = number(&params, "max", tideq::capped::DEFAULT_PEEK)?;
-    let r = app.known(QueueKind::Capped, &name)?;
+    let r = app.known(QueueKind::Capped, &name).await?;
     let q = CappedQueue::sharded(&app.client, &r.name, r.shards, CappedOptions::default())?;
     let at = params.get("groups").map(String::as_str);
     let (stats, page) = tokio::try_join!(q.stats(), q.groups_page(at, GROUPS_SHOWN))?;

@@ -12,7 +12,7 @@ use tideq::{
     QueueRef,
 };
 
-use crate::exporter::{queue_list, DISCOVER_EVERY};
+use crate::exporter::Discovery;
 use crate::render;
 
 /// Points kept per throughput series (20 minutes at the default refresh).
@@ -73,7 +73,25 @@ struct Snapshot {
 pub struct Cache {
     pub refresh: Duration,
     inner: Mutex<Snapshot>,
+    /// Shards of the named queues, and the named queues (none: every queue found).
+    shards: usize,
+    named: Vec<String>,
+    /// The queues shown, as last discovered (or named).
+    queues: Mutex<Vec<QueueRef>>,
+    /// When queues were last discovered (None before the first pass).
+    discovery: tokio::sync::Mutex<Option<Discovery>>,
+    /// Wakes the refresh loop early (a queue was found on a request's behalf).
+    wake: tokio::sync::Notify,
+    /// The history documents read lately, by queue and window: when, and the document.
+    histories: Mutex<HashMap<(String, u64), (Instant, Value)>>,
 }
+
+/// A queue's history (which gains a point a minute) is read from Redis at most this often per
+/// window, however many pages show it.
+pub const HISTORY_FRESH: Duration = Duration::from_secs(30);
+
+/// A request for a queue not (yet) shown discovers the queues again at most this often.
+const LOOK_AGAIN_AFTER: Duration = Duration::from_secs(1);
 
 fn now_ms() -> u64 {
     SystemTime::now()
@@ -105,37 +123,64 @@ async fn read(client: &Client, r: &QueueRef) -> tideq::Result<Counts> {
 }
 
 impl Cache {
-    pub fn new(refresh: Duration) -> Self {
+    pub fn new(refresh: Duration, shards: usize, named: Vec<String>) -> Self {
         Cache {
             refresh,
             inner: Mutex::new(Snapshot::default()),
+            shards,
+            named,
+            queues: Mutex::new(Vec::new()),
+            discovery: tokio::sync::Mutex::new(None),
+            wake: tokio::sync::Notify::new(),
+            histories: Mutex::new(HashMap::new()),
         }
     }
 
-    /// The first discovery and read (before the server answers), giving the queue list.
-    pub async fn first(&self, client: &Client, shards: usize, named: &[String]) -> Vec<QueueRef> {
-        let queues = queue_list(client, shards, named, "dashboard").await;
+    /// The first discovery and read (before the server answers).
+    pub async fn first(&self, client: &Client) {
+        self.discover(client).await;
+        let queues = self.queues.lock().unwrap().clone();
         self.refresh_once(client, &queues).await;
-        queues
     }
 
-    /// The refresh loop, after [`first`](Self::first): reads the queues every `refresh`,
-    /// discovers them again every minute (unless they are `named`).
-    pub async fn run(
-        &self,
-        client: Client,
-        shards: usize,
-        named: Vec<String>,
-        first: Vec<QueueRef>,
-    ) {
-        let mut queues = first;
-        let mut last_discovery = Instant::now();
-        loop {
-            tokio::time::sleep(self.refresh).await;
-            if named.is_empty() && last_discovery.elapsed() >= DISCOVER_EVERY {
-                queues = queue_list(&client, shards, &named, "dashboard").await;
-                last_discovery = Instant::now();
+    /// Discovers the queues (or takes the named ones) and keeps the list.
+    async fn discover(&self, client: &Client) {
+        let mut d = self.discovery.lock().await;
+        self.discover_with(client, &mut d).await;
+    }
+
+    async fn discover_with(&self, client: &Client, d: &mut Option<Discovery>) {
+        let queues = match d.as_mut() {
+            Some(d) => d.again(client, self.shards, &self.named, "dashboard").await,
+            None => {
+                let (first, queues) =
+                    Discovery::first(client, self.shards, &self.named, "dashboard").await;
+                *d = Some(first);
+                queues
             }
+        };
+        *self.queues.lock().unwrap() = queues;
+    }
+
+    /// The refresh loop, after [`first`](Self::first): reads the queues every `refresh`, and
+    /// discovers them again when a pass is due ([`Discovery`]: every refresh on a small
+    /// keyspace), unless they are named.
+    pub async fn run(&self, client: Client) {
+        loop {
+            tokio::select! {
+                _ = tokio::time::sleep(self.refresh) => {}
+                _ = self.wake.notified() => {}
+            }
+            let due = self
+                .discovery
+                .lock()
+                .await
+                .as_ref()
+                .is_none_or(|d| d.due(self.refresh));
+            if self.named.is_empty() && due {
+                self.discover(&client).await;
+            }
+            let queues = self.queues.lock().unwrap().clone();
             self.refresh_once(&client, &queues).await;
         }
     }
@@ -208,13 +253,65 @@ impl Cache {
         s.error = error;
     }
 
+    /// The history document of `queue` over `window` seconds, if read in the last
+    /// [`HISTORY_FRESH`].
+    pub fn history(&self, queue: &str, window: u64) -> Option<Value> {
+        let h = self.histories.lock().unwrap();
+        h.get(&(queue.to_string(), window))
+            .filter(|(at, _)| at.elapsed() < HISTORY_FRESH)
+            .map(|(_, v)| v.clone())
+    }
+
+    /// Keeps a history document just read (and forgets the stale ones).
+    pub fn keep_history(&self, queue: &str, window: u64, v: Value) {
+        let mut h = self.histories.lock().unwrap();
+        h.retain(|_, (at, _)| at.elapsed() < HISTORY_FRESH);
+        h.insert((queue.to_string(), window), (Instant::now(), v));
+    }
+
     /// The queue of `kind` named `name`, if the dashboard shows it.
-    pub fn find(&self, kind: QueueKind, name: &str) -> Option<QueueRef> {
-        let s = self.inner.lock().unwrap();
-        s.entries
+    fn find(&self, kind: QueueKind, name: &str) -> Option<QueueRef> {
+        self.queues
+            .lock()
+            .unwrap()
             .iter()
-            .find(|e| e.queue.kind == kind && e.queue.name == name)
-            .map(|e| e.queue.clone())
+            .find(|q| q.kind == kind && q.name == name)
+            .cloned()
+    }
+
+    /// The queue of `kind` named `name`; one not shown yet is looked for at once (a new queue
+    /// opened by its address), by a pass that begins after the request came: requests share
+    /// passes, at most one per [`LOOK_AGAIN_AFTER`] (a request waits for the next at most that
+    /// long). The refresh loop is woken to read a queue found so.
+    pub async fn find_or_look(
+        &self,
+        client: &Client,
+        kind: QueueKind,
+        name: &str,
+    ) -> Option<QueueRef> {
+        if let Some(r) = self.find(kind, name) {
+            return Some(r);
+        }
+        if !self.named.is_empty() {
+            return None;
+        }
+        let asked = Instant::now();
+        let mut d = self.discovery.lock().await;
+        let began = d.as_ref().map(Discovery::began);
+        // Another request's pass, begun after this one came, has looked already.
+        if began.is_none_or(|b| b <= asked) {
+            if let Some(b) = began {
+                let next = b + LOOK_AGAIN_AFTER;
+                tokio::time::sleep_until(next.into()).await;
+            }
+            self.discover_with(client, &mut d).await;
+        }
+        drop(d);
+        let found = self.find(kind, name);
+        if found.is_some() {
+            self.wake.notify_one();
+        }
+        found
     }
 
     /// Reads one queue again after a change made through the dashboard, so the overview shows

@@ -1,8 +1,8 @@
 // tideq dashboard: plain JavaScript, no framework, no build step. It polls /api/overview every
 // 2 s (answered from the server's cache, so polling costs Redis nothing) and reads the other
 // endpoints when the operator navigates or acts. Routes live in the hash: #/ (overview),
-// #/q/<queue>[/<state>] (a job queue), #/j/<queue>/<id> (a job queue showing one job: a flow's
-// parent and children link there), #/c/<queue> (a capped queue). Every value from Redis is put
+// #/q/<queue>[/<state>] (a job queue), #/j/<queue>/<id> (one job's page, with its actions: job
+// ids everywhere link there), #/c/<queue> (a capped queue). Every value from Redis is put
 // in the page as text (never as HTML).
 'use strict';
 
@@ -30,6 +30,13 @@
     // The walk of the tab's jobs: each shown page's cursor (null: the first page), newest last.
     pages: [null],
     jobs: null,
+    // The history chart's window (seconds), and what it showed last.
+    window: 3600,
+    history: null,
+    historyAt: null,
+    // A search by task or group: what was asked, the jobs found so far, where to go on.
+    search: null,
+    // Job page.
     detail: null,
     // Capped queue view.
     capped: null,
@@ -49,7 +56,7 @@
       else if (k === 'class') el.className = v;
       else el.setAttribute(k, v === true ? '' : String(v));
     }
-    for (const c of children.flat()) {
+    for (const c of children.flat(Infinity)) {
       if (c === null || c === undefined || c === false) continue;
       el.append(c instanceof Node ? c : String(c));
     }
@@ -153,7 +160,7 @@
         return { view: 'jobs', name: decodeURIComponent(parts[1]), tab };
       }
       if (parts[0] === 'j' && parts[1] && parts[2]) {
-        return { view: 'jobs', name: decodeURIComponent(parts[1]), tab: 'ready', job: decodeURIComponent(parts[2]) };
+        return { view: 'job', name: decodeURIComponent(parts[1]), id: decodeURIComponent(parts.slice(2).join('/')) };
       }
       if (parts[0] === 'c' && parts[1]) return { view: 'capped', name: decodeURIComponent(parts[1]) };
     } catch {
@@ -166,25 +173,25 @@
     const route = parseRoute();
     const same = route.view === state.route.view && route.name === state.route.name;
     state.route = route;
-    if (!same) state.groupsAt = null;
+    if (!same) {
+      state.groupsAt = null;
+      state.search = null;
+      state.history = null;
+    }
     say('');
     if (route.view === 'jobs') {
-      if (!same) {
-        state.info = null;
-        state.detail = null;
-      }
-      // A job of the queue shown: its detail, the rest of the view as it is.
-      if (route.job && same && state.jobs) {
-        showJob(route.job, true);
-        return;
-      }
+      if (!same) state.info = null;
       state.tab = route.tab;
       state.pages = [null];
       state.jobs = null;
       renderJobQueue();
       loadQueue();
       loadJobs();
-      if (route.job) showJob(route.job, true);
+      loadHistory();
+    } else if (route.view === 'job') {
+      state.detail = null;
+      renderJobPage();
+      loadJobPage();
     } else if (route.view === 'capped') {
       state.capped = null;
       renderCapped();
@@ -193,4 +200,3 @@
       renderOverview();
     }
   }
-

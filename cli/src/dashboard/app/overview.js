@@ -17,8 +17,11 @@
   /** Updates what comes from the overview in the current view. */
   function live() {
     if (state.route.view === 'overview') renderOverview();
-    else if (state.route.view === 'jobs') renderLive();
-    else renderCappedLive();
+    else if (state.route.view === 'jobs') {
+      renderLive();
+      // The history gains a point a minute: read again after one.
+      if (state.historyAt && Date.now() - state.historyAt > 60_000) loadHistory();
+    } else if (state.route.view === 'capped') renderCappedLive();
   }
 
   function entry(kind, name) {
@@ -66,8 +69,9 @@
     fill(
       $('#view'),
       h('section', { id: 'overview-view' },
-        h('h2', {}, 'Throughput, all queues'),
+        h('h2', {}, 'Throughput now, all queues'),
         chart(o.throughput, o.refresh_secs),
+        h('p', { class: 'muted' }, 'Live, since this dashboard started. A job queue\'s page shows its history, kept in Redis for 14 days.'),
         capped.length ? h('p', { class: 'muted' }, 'Capped queues count in it with their delivered and pushed items.') : null,
         h('h2', {}, 'Job queues'),
         jobs.length
@@ -82,48 +86,62 @@
               h('tbody', {}, cappedRows))]
           : null,
         h('p', { class: 'muted' },
-          `Counts are read every ${o.refresh_secs} s; queues are discovered every minute.`)),
+          `Counts are read every ${o.refresh_secs} s; a new queue shows at the next refresh (on a big keyspace, within 20 times the time a discovery pass takes), or at once when its address is opened.`)),
     );
   }
 
   /** A line chart of [at_ms, completed/s, enqueued/s] points, as inline SVG; `names` of the two
    * series (a capped queue's are delivered and pushed items). */
   function chart(points, refreshSecs, names = ['completed', 'enqueued']) {
-    const W = 640;
-    const H = 160;
-    const pad = { l: 48, r: 8, t: 10, b: 22 };
-    const box = svg('svg', { viewBox: `0 0 ${W} ${H}`, class: 'chart', role: 'img', 'aria-label': 'throughput' });
-    box.dataset.points = String(points.length);
-    const wrap = h('figure', { class: 'chart-wrap' }, box,
-      h('figcaption', {},
+    const last = points[points.length - 1];
+    return plot({
+      label: 'throughput',
+      at: points.map((p) => p[0]),
+      lines: [[points.map((p) => p[2]), 'added'], [points.map((p) => p[1]), 'done']],
+      empty: points.length < 2 ? `collecting: a point every ${refreshSecs} s` : null,
+      stamp: (t) => new Date(t).toLocaleTimeString(),
+      caption: [
         h('span', { class: 'key done' }, `${names[0]}/s`), ' ',
         h('span', { class: 'key added' }, `${names[1]}/s`),
-        points.length ? ` · now ${num(points[points.length - 1][1])} ${names[0]}/s, ${num(points[points.length - 1][2])} ${names[1]}/s` : ''));
-    if (points.length < 2) {
-      const t = svg('text', { x: W / 2, y: H / 2, 'text-anchor': 'middle', class: 'axis' });
-      t.textContent = `collecting: a point every ${refreshSecs} s`;
-      box.append(t);
+        last ? ` · now ${num(last[1])} ${names[0]}/s, ${num(last[2])} ${names[1]}/s` : ''],
+    });
+  }
+
+  /** Lines over time as inline SVG in a figure: `at` the times (ms), `lines` [values, class]
+   * pairs (values by time), `stamp` how a time is written on the axis, `empty` a text shown
+   * instead of the lines. */
+  function plot({ label, at, lines, stamp, empty, caption, id }) {
+    const W = 720;
+    const H = 180;
+    const pad = { l: 48, r: 8, t: 10, b: 22 };
+    const box = svg('svg', { viewBox: `0 0 ${W} ${H}`, class: 'chart', role: 'img', 'aria-label': label });
+    box.dataset.points = String(at.length);
+    const wrap = h('figure', { class: 'chart-wrap', id }, box, h('figcaption', {}, caption));
+    const text = (content, attrs) => {
+      const el = svg('text', { class: 'axis', ...attrs });
+      el.textContent = content;
+      box.append(el);
+    };
+    if (empty) {
+      text(empty, { x: W / 2, y: H / 2, 'text-anchor': 'middle' });
       return wrap;
     }
-    const t0 = points[0][0];
-    const t1 = points[points.length - 1][0];
-    const max = Math.max(1, ...points.map((p) => Math.max(p[1], p[2])));
+    const t0 = at[0];
+    const t1 = at[at.length - 1];
+    const max = Math.max(1, ...lines.flatMap(([values]) => values));
     const x = (t) => pad.l + ((t - t0) / Math.max(1, t1 - t0)) * (W - pad.l - pad.r);
     const y = (v) => H - pad.b - (v / max) * (H - pad.t - pad.b);
     box.append(svg('line', { x1: pad.l, y1: H - pad.b, x2: W - pad.r, y2: H - pad.b, class: 'grid' }));
     box.append(svg('line', { x1: pad.l, y1: pad.t, x2: W - pad.r, y2: pad.t, class: 'grid' }));
-    const label = (text, attrs) => {
-      const el = svg('text', attrs);
-      el.textContent = text;
+    text(max.toLocaleString(undefined, { maximumFractionDigits: 1 }), { x: pad.l - 4, y: pad.t + 4, 'text-anchor': 'end' });
+    text('0', { x: pad.l - 4, y: H - pad.b + 4, 'text-anchor': 'end' });
+    text(stamp(t0), { x: pad.l, y: H - 6 });
+    text(stamp(t1), { x: W - pad.r, y: H - 6, 'text-anchor': 'end' });
+    for (const [values, cls, name] of lines) {
+      const line = values.map((v, i) => `${x(at[i]).toFixed(1)},${y(v).toFixed(1)}`).join(' ');
+      const el = svg('polyline', { points: line, class: `series ${cls}` });
+      if (name) el.dataset.series = name;
       box.append(el);
-    };
-    label(max.toLocaleString(undefined, { maximumFractionDigits: 1 }), { x: pad.l - 4, y: pad.t + 4, 'text-anchor': 'end', class: 'axis' });
-    label('0', { x: pad.l - 4, y: H - pad.b + 4, 'text-anchor': 'end', class: 'axis' });
-    label(new Date(t0).toLocaleTimeString(), { x: pad.l, y: H - 6, class: 'axis' });
-    label(new Date(t1).toLocaleTimeString(), { x: W - pad.r, y: H - 6, 'text-anchor': 'end', class: 'axis' });
-    for (const [i, cls] of [[2, 'added'], [1, 'done']]) {
-      const line = points.map((p) => `${x(p[0]).toFixed(1)},${y(p[i]).toFixed(1)}`).join(' ');
-      box.append(svg('polyline', { points: line, class: `series ${cls}` }));
     }
     return wrap;
   }

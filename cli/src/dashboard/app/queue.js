@@ -12,13 +12,18 @@
           readOnly() ? null : h('button', { id: 'pause', type: 'button', onclick: () => pauseResume('pause') }, 'Pause'),
           readOnly() ? null : h('button', { id: 'resume', type: 'button', onclick: () => pauseResume('resume') }, 'Resume')),
         h('dl', { id: 'queue-counts', class: 'counts' }),
-        h('div', { id: 'queue-chart' }),
+        h('div', { class: 'bar' },
+          h('h3', {}, 'History'),
+          HISTORY_WINDOWS.map(([secs, label]) =>
+            h('button', { type: 'button', class: 'window', dataset: { window: String(secs) }, onclick: () => { state.window = secs; loadHistory(); } }, label))),
+        h('div', { id: 'history' }),
+        searchForm(name),
+        h('section', { id: 'search-results', hidden: true }),
         h('nav', { id: 'tabs', class: 'tabs' },
           STATES.map((s) => h('a', { href: `#/q/${enc(name)}/${s}`, dataset: { tab: s } }, s, ' ', h('span', { class: 'n', dataset: { tabCount: s } })))),
         h('div', { id: 'dead-actions', class: 'bar', hidden: true },
           readOnly() ? null : h('button', { id: 'requeue-all', type: 'button', onclick: requeueAll }, 'Requeue all'),
           readOnly() ? null : h('button', { id: 'purge', type: 'button', class: 'danger', onclick: purge }, 'Purge')),
-        h('section', { id: 'job-detail', hidden: true }),
         h('div', { id: 'jobs-wrap' }),
         h('div', { class: 'bar pager' },
           h('button', { id: 'prev', type: 'button', onclick: () => page(-1) }, '← Prev'),
@@ -29,7 +34,8 @@
     );
     renderLive();
     renderJobs();
-    renderDetail();
+    renderHistory();
+    renderSearch();
     renderInfo();
   }
 
@@ -46,7 +52,6 @@
     if (badge) badge.hidden = !paused;
     if ($('#pause')) $('#pause').hidden = paused;
     if ($('#resume')) $('#resume').hidden = !paused;
-    fill($('#queue-chart'), e ? chart(e.throughput, state.overview.refresh_secs) : null);
     if (!e && state.overview) say(`No job queue "${state.route.name}" here.`, 'error');
   }
 
@@ -102,7 +107,7 @@
     }
     const rows = got.jobs.map((j) =>
       h('tr', { dataset: { job: j.id, state: j.state } },
-        h('td', {}, h('button', { type: 'button', class: 'link', dataset: { show: j.id }, onclick: () => showJob(j.id, true) }, j.id)),
+        h('td', {}, jobLink(state.route.name, j.id)),
         h('td', { dataset: { field: 'task' } }, j.task ?? '–'),
         h('td', { class: 'num' }, `${j.attempts}/${j.max_attempts}`),
         h('td', { class: 'num' }, j.priority ?? '–'),
@@ -127,32 +132,83 @@
     if ($('#next')) $('#next').disabled = !got.cursor;
   }
 
-  async function showJob(id, scroll) {
+  // ---- one job's page ---------------------------------------------------------------------
+
+  function renderJobPage() {
+    const { name, id } = state.route;
+    fill($('#crumb'), h('span', {}, ' / job queue '), h('a', { href: `#/q/${enc(name)}` }, name), h('span', {}, ' / job '), h('strong', {}, id));
+    fill($('#view'), h('section', { id: 'job-page', dataset: { queue: name, job: id } },
+      h('div', { class: 'bar' },
+        h('h2', {}, 'Job ', h('code', {}, id)),
+        h('span', { id: 'job-actions', class: 'bar' }),
+        h('button', { id: 'reload-job', type: 'button', onclick: loadJobPage }, 'Reload')),
+      h('section', { id: 'job-detail' }, h('p', { class: 'muted' }, 'Loading…'))));
+  }
+
+  async function loadJobPage() {
+    const { name, id } = state.route;
     try {
-      state.detail = await api(`queues/${enc(state.route.name)}/jobs/${enc(id)}`);
+      const got = await api(`queues/${enc(name)}/jobs/${enc(id)}`);
+      if (state.route.view !== 'job' || state.route.id !== id) return;
+      state.detail = got;
     } catch (err) {
+      if (state.route.view !== 'job' || state.route.id !== id) return;
       state.detail = null;
+      if (err.status === 404) {
+        fill($('#job-detail'), h('p', { class: 'muted', id: 'job-missing' },
+          `No job "${id}" in "${name}": it finished and was not kept, was deleted or cancelled, or never existed. `,
+          h('a', { href: `#/q/${enc(name)}` }, `Back to ${name}`)));
+        fill($('#job-actions'));
+        return;
+      }
       failed(err);
     }
     renderDetail();
-    if (scroll && state.detail) $('#job-detail').scrollIntoView({ block: 'nearest' });
+  }
+
+  /** The actions a job in `st` allows: [name in the API, button label, confirmation, what was done]. */
+  function jobActions(st) {
+    const a = [];
+    if (st === 'delayed') a.push(['run-now', 'Run now', 'Make it ready now instead of at its due time?', 'is ready now']);
+    if (st === 'dead') a.push(['retry', 'Retry', 'Move it back to ready, its attempts reset?', 'is ready again']);
+    if (['delayed', 'ready', 'active'].includes(st)) {
+      a.push(['cancel', 'Cancel', st === 'active'
+        ? 'Ask its worker to stop it? It ends cancelled and is never retried.'
+        : 'Remove it from the queue? It will not run.', st === 'active' ? 'was asked to stop' : 'was cancelled']);
+    }
+    if (['dead', 'completed'].includes(st)) a.push(['delete', 'Delete', 'Delete it for good?', 'was deleted']);
+    return a;
+  }
+
+  async function jobAction(action, question, told) {
+    const { name, id } = state.route;
+    if (!window.confirm(`Job "${id}" of "${name}": ${question}`)) return;
+    try {
+      await api(`queues/${enc(name)}/jobs/${enc(id)}/${action}`, 'POST');
+      say(`Job ${id} ${told}.`, 'ok');
+    } catch (err) {
+      failed(err);
+    }
+    await loadJobPage();
+    poll();
   }
 
   function renderDetail() {
     const el = $('#job-detail');
     if (!el) return;
     const j = state.detail;
-    el.hidden = !j;
     if (!j) return;
+    fill($('#job-actions'), readOnly()
+      ? null
+      : jobActions(j.state).map(([action, label, question, told]) =>
+        h('button', { type: 'button', class: action === 'delete' || action === 'cancel' ? 'danger' : null, dataset: { action }, onclick: () => jobAction(action, question, told) }, label)));
     const row = (k, v, attrs) => h('div', {}, h('dt', {}, k), h('dd', attrs || {}, v));
     const pre = (value, format, len) =>
       h('pre', {}, `(${format || 'none'}${len !== undefined ? `, ${len} bytes` : ''})\n${shown(value, format)}`);
     fill(
       el,
-      h('div', { class: 'bar' },
-        h('h3', {}, 'Job ', h('code', {}, j.id)),
-        h('button', { type: 'button', id: 'close-detail', onclick: () => { state.detail = null; renderDetail(); } }, 'Close')),
       h('dl', { class: 'detail', dataset: { job: j.id } },
+        row('queue', h('a', { href: `#/q/${enc(state.route.name)}` }, state.route.name)),
         row('task', j.task ?? '–', { dataset: { field: 'task' } }),
         row('state', j.state, { dataset: { field: 'state' } }),
         row('attempts', `${j.attempts} of ${j.max_attempts}`, { dataset: { field: 'attempts' } }),
@@ -171,6 +227,129 @@
         row('progress', j.progress_format ? pre(j.progress, j.progress_format) : '–', { dataset: { field: 'progress' } })),
       renderChildren(j),
     );
+  }
+
+  // ---- history (kept in Redis) -----------------------------------------------------------
+
+  const HISTORY_WINDOWS = [[3600, 'Last hour'], [86400, 'Last day'], [1209600, '14 days']];
+  const HISTORY_SERIES = [['enqueued', 'added'], ['completed', 'done'], ['failed', 'failed'], ['dead_lettered', 'dead']];
+
+  async function loadHistory() {
+    const { name } = state.route;
+    const win = state.window;
+    try {
+      const got = await api(`queues/${enc(name)}/history?window=${win}`);
+      if (state.route.view !== 'jobs' || state.route.name !== name || state.window !== win) return;
+      state.history = got;
+      state.historyAt = Date.now();
+    } catch (err) {
+      failed(err);
+    }
+    renderHistory();
+  }
+
+  function renderHistory() {
+    for (const b of document.querySelectorAll('button.window')) b.classList.toggle('on', Number(b.dataset.window) === state.window);
+    const el = $('#history');
+    if (!el) return;
+    const got = state.history;
+    if (!got) {
+      fill(el, h('p', { class: 'muted' }, 'Loading…'));
+      return;
+    }
+    fill(el, lineChart(got.points, got.step_secs));
+  }
+
+  /** History points as lines, one per counter, with the window's totals in the caption. */
+  function lineChart(points, stepSecs) {
+    const sum = (k) => points.reduce((a, p) => a + (p[k] || 0), 0);
+    const late = points.filter((p) => p.lateness_ms !== null && p.lateness_ms !== undefined);
+    const per = stepSecs >= 3600 ? `${stepSecs / 3600} h` : `${stepSecs / 60} min`;
+    return plot({
+      id: 'history-chart',
+      label: 'history',
+      at: points.map((p) => p.at_ms),
+      lines: HISTORY_SERIES.map(([k, cls]) => [points.map((p) => p[k] || 0), cls, k]),
+      empty: points.length ? null : 'no history yet: it is recorded while a worker runs',
+      stamp: (t) => (stepSecs >= 3600 ? new Date(t).toLocaleString() : new Date(t).toLocaleTimeString()),
+      caption: [
+        HISTORY_SERIES.map(([k, cls]) => [h('span', { class: `key ${cls}`, dataset: { total: k } }, `${k.replace('_', ' ')} ${num(sum(k))}`), ' ']),
+        ` · per ${per}`,
+        late.length ? ` · promoted late by ${num(Math.round(late.reduce((a, p) => a + p.lateness_ms, 0) / late.length))} ms on average` : ''],
+    });
+  }
+
+  // ---- search -----------------------------------------------------------------------------
+
+  function searchForm(name) {
+    const go = (ev) => {
+      ev.preventDefault();
+      const by = $('#search-by').value;
+      const text = $('#search-text').value.trim();
+      if (!text) return;
+      if (by === 'id') {
+        window.location.hash = `#/j/${enc(name)}/${enc(text)}`;
+        return;
+      }
+      state.search = { by, text, state: $('#search-state').value, jobs: [], cursor: null, scanned: 0, done: false };
+      renderSearch();
+      searchMore();
+    };
+    return h('form', { id: 'search', class: 'bar', onsubmit: go, role: 'search' },
+      h('label', { for: 'search-text' }, 'Find jobs by'),
+      h('select', { id: 'search-by', 'aria-label': 'search by' },
+        h('option', { value: 'id' }, 'id'), h('option', { value: 'task' }, 'task'), h('option', { value: 'group' }, 'group')),
+      h('input', { id: 'search-text', type: 'search', placeholder: 'an id, a task name or a group', size: 32 }),
+      h('select', { id: 'search-state', 'aria-label': 'in state' },
+        h('option', { value: '' }, 'any state'), STATES.map((st) => h('option', { value: st }, st))),
+      h('button', { type: 'submit', id: 'search-go' }, 'Find'));
+  }
+
+  async function searchMore() {
+    const s = state.search;
+    // One request at a time: each goes on from the cursor the last one gave.
+    if (!s || s.busy) return;
+    s.busy = true;
+    renderSearch();
+    const q = new URLSearchParams({ [s.by]: s.text, limit: String(PAGE) });
+    if (s.state) q.set('state', s.state);
+    if (s.cursor) q.set('cursor', s.cursor);
+    try {
+      const got = await api(`queues/${enc(state.route.name)}/search?${q}`);
+      if (state.search !== s) return;
+      s.jobs = s.jobs.concat(got.jobs);
+      s.cursor = got.cursor;
+      s.scanned += got.scanned;
+      s.done = !got.cursor;
+    } catch (err) {
+      failed(err);
+    }
+    s.busy = false;
+    renderSearch();
+  }
+
+  function renderSearch() {
+    const el = $('#search-results');
+    if (!el) return;
+    const s = state.search;
+    el.hidden = !s;
+    if (!s) return;
+    fill(el,
+      h('div', { class: 'bar' },
+        h('h3', {}, `Jobs with ${s.by} "${s.text}"${s.state ? `, ${s.state}` : ''}`),
+        h('span', { class: 'muted', id: 'search-info' },
+          `${num(s.jobs.length)} found among ${num(s.scanned)} jobs looked at${s.done ? ' (all of them)' : ''}`),
+        s.done ? null : h('button', { type: 'button', id: 'search-more', onclick: searchMore, disabled: s.busy }, s.busy ? 'Looking…' : 'Look further'),
+        h('button', { type: 'button', id: 'search-close', onclick: () => { state.search = null; renderSearch(); } }, 'Close')),
+      s.jobs.length
+        ? h('table', { id: 'found' },
+          thead(['Id', 'State', 'Task', 'Group', 'Attempts', 'Enqueued', 'Last error']),
+          h('tbody', {}, s.jobs.map((j) => h('tr', { dataset: { job: j.id, state: j.state } },
+            h('td', {}, jobLink(state.route.name, j.id)), h('td', {}, j.state), h('td', {}, j.task ?? '–'),
+            h('td', {}, j.group ?? '–'), h('td', { class: 'num' }, `${j.attempts}/${j.max_attempts}`),
+            h('td', { class: 'when' }, when(j.enqueued_at)),
+            h('td', { class: 'err', title: j.last_error || '' }, j.last_error ? j.last_error.slice(0, 120) : '')))))
+        : null);
   }
 
   /** A flow parent's children (the first page the API gave), each linked to its job. */
@@ -259,7 +438,6 @@
     await poll();
     loadQueue();
     loadJobs();
-    if (state.detail) showJob(state.detail.id);
   }
 
   function pauseResume(what) {
