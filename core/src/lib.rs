@@ -37,8 +37,9 @@
 //! - [`consumer`]: the consumer runtime for capped queues (concurrency, dedicated groups, shutdown).
 //! - [`job`]: the job queue's value types (options, `Job`, `JobInfo`, `JobStats`).
 //! - [`jobs`]: the job queue handle and its producer side (`enqueue`, `enqueue_many`).
-//! - `admin`: inspecting and repairing a job queue (`get`, `jobs` by state, `cancel`, dead
-//!   letters, `stats`).
+//! - `admin`: inspecting and repairing a job queue (`get`, `jobs` by state, `cancel`,
+//!   `promote`, `delete`, dead letters, `stats`).
+//! - `search`: finding jobs by task or group (`find_jobs`), a bounded look per call.
 //! - `outcome`: waiting for a job's outcome (`wait`), woken by the script that finishes it.
 //! - [`flow`]: flow control: pause/resume, concurrency caps and rate limits, per group too.
 //! - [`workflow`]: flows: a parent job that runs once its children (on any queues) finished,
@@ -87,6 +88,7 @@ mod registry;
 mod runtime;
 pub mod schedule;
 mod scripts;
+mod search;
 pub mod signal;
 pub mod task;
 mod wait;
@@ -97,7 +99,7 @@ pub mod workflow;
 /// itself, with the host's traceback, filters this target out).
 pub const HANDLER_LOG_TARGET: &str = "tideq::handler";
 
-pub use admin::{JobFilter, JobPage, JobSearch, SEARCH_SCAN};
+pub use admin::JobPage;
 pub use capped::{Batch, CappedGroupPage, CappedOptions, CappedQueue, CappedStats, Peeked};
 pub use client::Client;
 pub use config::{Config, EvictionCheck};
@@ -119,6 +121,7 @@ pub use metrics::{encode_prometheus, openmetrics_to_text_format, Histogram, Queu
 pub use registry::WorkerInfo;
 pub use runtime::runtime_builder;
 pub use schedule::{Every, ScheduleInfo};
+pub use search::{JobFilter, JobSearch, SEARCH_SCAN};
 pub use task::Tasks;
 pub use tokio_util::sync::CancellationToken;
 pub use worker::{
