@@ -257,10 +257,17 @@ impl Error {
         }
     }
 
-    /// True for errors that retrying cannot fix (credentials, permissions): a worker or consumer
-    /// stops on them instead of retrying forever.
+    /// True for errors that retrying cannot fix (credentials, permissions, a key of the queue
+    /// holding another kind of value than tideq keeps there): a worker or consumer stops on them
+    /// instead of retrying forever.
     pub fn is_fatal(&self) -> bool {
-        matches!(self.kind, ErrorKind::Auth | ErrorKind::Permission)
+        matches!(self.kind, ErrorKind::Auth | ErrorKind::Permission) || self.is_wrong_type()
+    }
+
+    /// A key of the queue holds another kind of value than tideq keeps there (Redis'
+    /// `WRONGTYPE`): something else wrote it.
+    pub(crate) fn is_wrong_type(&self) -> bool {
+        self.kind == ErrorKind::Redis && self.message.contains("WRONGTYPE")
     }
 }
 

@@ -440,6 +440,31 @@ pub fn validate_job_id(id: &str) -> Result<()> {
     validate_label("job id", id)
 }
 
+/// Checks the id of a job to be made: a valid id that is not `.` or `..` (which a URL path, such
+/// as the dashboard's job page, cannot carry).
+pub(crate) fn validate_new_job_id(id: &str) -> Result<()> {
+    validate_job_id(id)?;
+    if id == "." || id == ".." {
+        return Err(Error::invalid(format!(
+            "job id {id:?} is refused: it cannot be part of a URL path (the dashboard's job page)"
+        )));
+    }
+    Ok(())
+}
+
+/// The latest time (and longest delay) a job takes, in ms: 9999-12-31 23:59:59.999 UTC.
+pub(crate) const MAX_TIME_MS: u64 = 253_402_300_799_999;
+
+/// Checks a time (epoch ms) or duration (ms) of a job's options against [`MAX_TIME_MS`].
+pub(crate) fn check_time(what: &str, value: Option<u64>) -> Result<()> {
+    match value {
+        Some(v) if v > MAX_TIME_MS => Err(Error::invalid(format!(
+            "{what} is past the year 9999 ({v} ms); give a time or delay before it"
+        ))),
+        _ => Ok(()),
+    }
+}
+
 /// Checks a job id or task name: 1–256 bytes, no control characters.
 pub(crate) fn validate_label(what: &str, s: &str) -> Result<()> {
     if s.is_empty() || s.len() > 256 {

@@ -13,8 +13,8 @@ use crate::client::Client;
 use crate::envelope::{Envelope, TraceContext, ENVELOPE_VERSION};
 use crate::error::{Error, ErrorKind, Result};
 use crate::job::{
-    ms, new_job_id, now_ms, validate_job_id, validate_label, EnqueueOptions, Enqueued,
-    QueueOptions, MAX_BATCH, MAX_PRIORITY,
+    check_time, ms, new_job_id, now_ms, validate_label, validate_new_job_id, EnqueueOptions,
+    Enqueued, QueueOptions, MAX_BATCH, MAX_PRIORITY,
 };
 use crate::keys::{shard_of, JobKeys};
 use crate::scripts::{LuaScript, ENQUEUE_JOBS};
@@ -144,7 +144,7 @@ impl Queue {
             .check_payload("payload", payload.len())?;
         let id = match (&o.id, id) {
             (Some(id), _) => {
-                validate_job_id(id)?;
+                validate_new_job_id(id)?;
                 id.clone()
             }
             (None, Some(id)) => id.to_string(),
@@ -159,6 +159,10 @@ impl Queue {
         if o.delay.is_some() && o.run_at_ms.is_some() {
             return Err(Error::invalid("give delay or run_at, not both"));
         }
+        check_time("run_at", o.run_at_ms)?;
+        check_time("expires_at", o.expires_at_ms)?;
+        check_time("delay", o.delay.map(ms))?;
+        check_time("expires_after", o.expires_after.map(ms))?;
         let timeout = o.timeout.or(self.opts.timeout);
         if timeout.is_some_and(|t| t.as_millis() == 0) {
             return Err(Error::invalid("timeout must be at least 1 ms"));

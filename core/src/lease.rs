@@ -20,6 +20,9 @@ use crate::worker::BackOffScope;
 pub(crate) const PROMOTE_LIMIT: usize = 1000;
 /// Most expired leases one fetch recovers.
 const RECOVER_LIMIT: usize = 100;
+/// Most fetch calls of one `lease_jobs` per shard while each passes groups without a job to
+/// give (100 to 1,200 groups a call: a rotation of a million such groups).
+const MAX_LOOKS: usize = 10_000;
 
 /// One worker round trip's result (see [`Queue::fetch`]).
 pub(crate) struct Fetched {
@@ -132,15 +135,28 @@ impl Queue {
         if acked.len() != acks.len() || leased.len() % 3 != 0 {
             return Err(bad());
         }
-        // Flat: id, envelope, meta per job (fetch_jobs.lua).
+        // Flat: id, envelope, meta per job (fetch_jobs.lua). Ids are read as bytes: one that is
+        // not UTF-8 (written into Redis by something else than tideq) is dead-lettered below, and
+        // the jobs leased with it run.
         let mut flat = leased.into_iter();
         let mut leased = Vec::with_capacity(flat.len() / 3);
+        let mut unreadable_ids = Vec::new();
         while let (Some(id), Some(env), Some(meta)) = (flat.next(), flat.next(), flat.next()) {
-            let id: String = redis::from_redis_value(id).map_err(|_| bad())?;
+            let id: Vec<u8> = redis::from_redis_value(id).map_err(|_| bad())?;
             let env: Vec<u8> = redis::from_redis_value(env).map_err(|_| bad())?;
             let meta: String = redis::from_redis_value(meta).map_err(|_| bad())?;
             let (attempt, token, enqueued_at) = delivery(&meta).ok_or_else(bad)?;
-            leased.push((id, env, attempt, token, enqueued_at));
+            match String::from_utf8(id) {
+                Ok(id) => leased.push((id, env, attempt, token, enqueued_at)),
+                Err(e) => unreadable_ids.push((e.into_bytes(), token)),
+            }
+        }
+        for (id, token) in unreadable_ids {
+            let shown = String::from_utf8_lossy(&id).into_owned();
+            log::error!("tideq: job {shown:?} has an id that is not UTF-8: dead-lettered");
+            let _ = self
+                .bury_raw(shard, &id, &token, "unreadable job id: not UTF-8")
+                .await;
         }
         let acked = acked.into_iter().map(Acked::from_code).collect();
         let mut jobs = Vec::with_capacity(leased.len());
@@ -211,7 +227,8 @@ impl Queue {
     /// by shard: manual processing, without a worker. Settle each with [`complete`](Self::complete),
     /// [`fail`](Self::fail) or [`release`](Self::release), and renew a long one with
     /// [`extend`](Self::extend): nothing renews these leases by itself, and a job whose lease
-    /// expires is delivered again. Empty when nothing is ready.
+    /// expires is delivered again. Empty when nothing is ready (a ready job behind many paused
+    /// or full groups is still found: the look goes through the groups in short script calls).
     pub async fn lease_jobs(&self, max: usize, lease: Duration) -> Result<Vec<Job>> {
         self.op("lease_jobs", async {
             if max == 0 {
@@ -228,16 +245,26 @@ impl Queue {
             }
             let mut out = Vec::new();
             for shard in 0..self.shards.len() {
-                if out.len() >= max {
-                    break;
+                // A call that leased nothing but says "look again now" passed a bounded part of
+                // the group rotation (groups paused, at a limit or emptied), and took those out
+                // of it: the groups behind may have jobs. So the look goes on, in calls of at
+                // most a few hundred groups each, until the rotation gave a job or ended.
+                for _ in 0..MAX_LOOKS {
+                    if out.len() >= max {
+                        break;
+                    }
+                    let fetched = self
+                        .fetch(shard, max - out.len(), lease, &[], ("", ""), true)
+                        .await?;
+                    if fetched.notices {
+                        crate::workflow::relay(&self.client, &self.shards[shard]).await?;
+                    }
+                    let again = fetched.jobs.is_empty() && fetched.wake_in == Some(0);
+                    out.extend(fetched.jobs);
+                    if !again {
+                        break;
+                    }
                 }
-                let fetched = self
-                    .fetch(shard, max - out.len(), lease, &[], ("", ""), true)
-                    .await?;
-                if fetched.notices {
-                    crate::workflow::relay(&self.client, &self.shards[shard]).await?;
-                }
-                out.extend(fetched.jobs);
             }
             Ok(out)
         })
@@ -358,6 +385,19 @@ impl Queue {
             3 => Ok(Failed::Cancelled),
             _ => Ok(Failed::Retried),
         }
+    }
+
+    /// Dead-letters the delivery of a job whose id is raw bytes (not UTF-8: no [`Lease`] can
+    /// hold it), with `why` as its error.
+    async fn bury_raw(&self, shard: usize, id: &[u8], token: &str, why: &str) -> Result<()> {
+        let mut cmd = self.script_cmd(shard, &FAIL_JOB);
+        cmd.arg(id)
+            .arg(token)
+            .arg(why)
+            .arg(0)
+            .arg(&*self.policy)
+            .arg("1");
+        self.client.eval::<i64>(&cmd, &FAIL_JOB).await.map(|_| ())
     }
 
     /// Ends a leased attempt without counting it, to run the job again after `delay` (a

@@ -9,7 +9,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use chrono::{DateTime, TimeZone, Utc};
-use croner::parser::{CronParser, Seconds};
+use croner::parser::{CronParser, Seconds, Year};
 use croner::Cron;
 use redis::Value;
 use serde::{Deserialize, Serialize};
@@ -104,8 +104,16 @@ impl Slots {
     fn of(every: &Every) -> Result<Self> {
         match every {
             Every::Cron { pattern, timezone } => {
+                let fields = pattern.split_whitespace().count();
+                if !pattern.trim_start().starts_with('@') && !(5..=6).contains(&fields) {
+                    return Err(Error::invalid(format!(
+                        "cron pattern {pattern:?} has {fields} fields; give 5 (minute hour \
+                         day-of-month month day-of-week) or 6 (seconds first)"
+                    )));
+                }
                 let cron = CronParser::builder()
                     .seconds(Seconds::Optional)
+                    .year(Year::Disallowed)
                     .build()
                     .parse(pattern)
                     .map_err(|e| {
@@ -383,24 +391,33 @@ impl Queue {
         for shard in 0..self.shards.len() {
             let (mut now, mut first, _, mut due) = self.read_schedules(shard, "due", "0").await?;
             // Firing moves slots on; read again while some were fired (at most a few passes).
+            // The slot each schedule was fired at: one still due after its firing did not move
+            // on (it could not be fired), where one whose next slot came due meanwhile (a short
+            // interval on a slow machine) is simply due again.
+            let mut fired: std::collections::HashMap<String, u64> = Default::default();
             for _ in 0..3 {
                 if due.is_empty() {
                     break;
                 }
                 for (name, slot, stored) in due {
+                    if fired.get(&name) == Some(&slot) {
+                        continue;
+                    }
                     if let Err(e) = self.fire(shard, &name, slot, &stored, now).await {
                         log::warn!(
                             "tideq: queue {:?}: schedule {name:?} could not fire: {e}",
                             self.name()
                         );
                     }
+                    fired.insert(name, slot);
                 }
                 (now, first, _, due) = self.read_schedules(shard, "due", "0").await?;
-                // Due ones left after firing could not be fired: look again in a second.
-                if !due.is_empty() {
-                    first = Some(now + 1000);
-                    due = Vec::new();
-                }
+            }
+            if !due.is_empty() {
+                // A slot that could not be fired is looked at again in a second; slots that came
+                // due since the last pass, at once.
+                let stuck = due.iter().any(|(n, slot, _)| fired.get(n) == Some(slot));
+                first = Some(if stuck { now + 1000 } else { now });
             }
             if let Some(f) = first {
                 let wait = f.saturating_sub(now);
@@ -556,6 +573,38 @@ mod tests {
         let second = s.next_after(first).unwrap();
         assert!(first > at("2026-03-28T12:00:00Z") && first < at("2026-03-30T12:00:00Z"));
         assert!(second - first >= 23 * 3_600_000, "{first} {second}");
+    }
+
+    // Issue 40, item 19: when a pass over the due schedules took longer than a short interval
+    // (a loaded machine), the next slot was due again at the re-read, taken for one that could
+    // not be fired, and the scheduler slept a second: a 10 ms schedule missed its slots.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_slot_that_came_due_while_firing_is_fired_at_once_not_a_second_later() {
+        let server = tideq_testing::RedisServer::start();
+        let client = crate::Client::open(&server.url).unwrap();
+        let q = Queue::new(&client, "sched-pass", Default::default()).unwrap();
+        // 300 schedules every 10 ms: one pass of firing them takes longer than 10 ms.
+        for i in 0..300 {
+            q.upsert_schedule(
+                &format!("s{i}"),
+                Every::interval(Duration::from_millis(10)),
+                b"x".as_slice(),
+                Default::default(),
+            )
+            .await
+            .unwrap();
+        }
+        tokio::time::sleep(Duration::from_millis(30)).await;
+        let started = std::time::Instant::now();
+        let wait = q.fire_due_schedules().await.unwrap().unwrap();
+        assert!(
+            started.elapsed() > Duration::from_millis(10),
+            "the passes were slower than the interval"
+        );
+        assert!(
+            wait < Duration::from_millis(100),
+            "slots due since the last pass wait {wait:?}"
+        );
     }
 
     #[test]

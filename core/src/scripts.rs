@@ -67,6 +67,9 @@ pub(crate) struct LuaScript {
     pub sha: String,
     /// Key names from the header, in `KEYS[1]`, `KEYS[2]`, ... order.
     pub keys: Vec<&'static str>,
+    /// The Redis type the header gives each key (`ready list`: "list"), where it gives one
+    /// (key prefixes and the like have none).
+    pub key_types: Vec<Option<&'static str>>,
     /// The files flattened into `code` (their includes resolved), in order.
     pub includes: Vec<&'static str>,
 }
@@ -133,7 +136,7 @@ fn k_table(keys: &[&str]) -> String {
 
 impl LuaScript {
     fn new(name: &'static str, source: &'static str) -> Self {
-        let keys = header_keys(name, source);
+        let (keys, key_types): (Vec<_>, Vec<_>) = header_keys(name, source).into_iter().unzip();
         let (mut flat, mut stack, mut includes) = (String::new(), Vec::new(), Vec::new());
         flatten(name, source, INCLUDES, &mut stack, &mut includes, &mut flat)
             .unwrap_or_else(|e| panic!("{e}"));
@@ -151,8 +154,42 @@ impl LuaScript {
             sha: redis::Script::new(&code).get_hash().to_string(),
             code,
             keys,
+            key_types,
             includes,
         }
+    }
+
+    /// The first of `cmd`'s keys (an `EVALSHA` of this script) holding another kind of value
+    /// than the header says this script keeps there, as (key, its type, the expected type):
+    /// what a `WRONGTYPE` error was about. Read with one pipeline of `TYPE` calls.
+    pub(crate) async fn wrong_type_key(
+        &self,
+        conn: &mut impl redis::aio::ConnectionLike,
+        cmd: &redis::Cmd,
+    ) -> Option<(String, String, &'static str)> {
+        let keys: Vec<Vec<u8>> = cmd
+            .args_iter()
+            .skip(3)
+            .take(self.keys.len())
+            .filter_map(|a| match a {
+                redis::Arg::Simple(k) => Some(k.to_vec()),
+                _ => None,
+            })
+            .collect();
+        let mut pipe = redis::pipe();
+        let mut expected = Vec::new();
+        for (key, ty) in keys.iter().zip(&self.key_types) {
+            if let Some(ty) = ty {
+                pipe.cmd("TYPE").arg(key);
+                expected.push((key, *ty));
+            }
+        }
+        let types: Vec<String> = pipe.query_async(conn).await.ok()?;
+        expected
+            .into_iter()
+            .zip(types)
+            .find(|((_, want), got)| got != "none" && got != want)
+            .map(|((key, want), got)| (String::from_utf8_lossy(key).into_owned(), got, want))
     }
 
     /// An `EVALSHA` command for this script with these keys.
@@ -197,9 +234,13 @@ impl LuaScript {
     }
 }
 
+/// The Redis types a contract header may give a key, after its name (`KEYS[1] ready list`).
+const KEY_TYPES: &[&str] = &["hash", "list", "zset", "set", "stream", "string"];
+
 /// The key names of a contract header: the word after each `KEYS[<n>]` (n = 1, 2, ... in order;
-/// forms like `KEYS[5 + 2(i-1)]` describe variadic keys and are not listed).
-fn header_keys(name: &str, source: &'static str) -> Vec<&'static str> {
+/// forms like `KEYS[5 + 2(i-1)]` describe variadic keys and are not listed), each with its type
+/// when the next word is one.
+fn header_keys(name: &str, source: &'static str) -> Vec<(&'static str, Option<&'static str>)> {
     // A first line `#!lua flags=...` (Redis script flags) comes before the contract.
     let body = match source.strip_prefix("#!") {
         Some(rest) => rest.split_once('\n').map_or("", |(_, b)| b),
@@ -218,9 +259,13 @@ fn header_keys(name: &str, source: &'static str) -> Vec<&'static str> {
         let Ok(n) = rest[..close].parse::<usize>() else {
             continue;
         };
-        let word = rest[close + 1..].split_whitespace().next().unwrap_or("");
+        let mut words = rest[close + 1..].split_whitespace();
+        let word = words.next().unwrap_or("");
+        let ty = words
+            .next()
+            .and_then(|t| KEY_TYPES.iter().find(|k| **k == t).copied());
         assert_eq!(n, keys.len() + 1, "{name}: KEYS[{n}] out of order");
-        keys.push(word);
+        keys.push((word, ty));
     }
     keys
 }

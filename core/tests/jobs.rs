@@ -249,6 +249,32 @@ async fn bad_job_input_is_rejected_and_nothing_is_written() {
         assert_eq!(q.get(bad).await.unwrap_err().code(), "INVALID_ARGUMENT");
         assert_eq!(q.cancel(bad).await.unwrap_err().code(), "INVALID_ARGUMENT");
     }
+    // Ids a URL path cannot carry (the dashboard's job page): refused at enqueue.
+    for bad in [".", ".."] {
+        let e = q.enqueue(b"x", id(bad)).await.unwrap_err();
+        assert_eq!(e.code(), "INVALID_ARGUMENT", "id {bad:?}");
+        assert!(e.message().contains("URL"), "{e}");
+    }
+    // Times past the year 9999 (run_at = 1e300 seconds from Python).
+    let far = [
+        EnqueueOptions {
+            run_at_ms: Some(u64::MAX),
+            ..Default::default()
+        },
+        EnqueueOptions {
+            delay: Some(Duration::from_secs(u64::MAX / 2000)),
+            ..Default::default()
+        },
+        EnqueueOptions {
+            expires_at_ms: Some(300_000_000_000_000),
+            ..Default::default()
+        },
+    ];
+    for o in far {
+        let e = q.enqueue(b"x", o).await.unwrap_err();
+        assert_eq!(e.code(), "INVALID_ARGUMENT");
+        assert!(e.message().contains("year 9999"), "{e}");
+    }
     let zero = EnqueueOptions {
         max_attempts: Some(0),
         ..Default::default()

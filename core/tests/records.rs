@@ -183,3 +183,143 @@ async fn settling_a_job_whose_record_was_damaged_meanwhile_is_refused_not_an_err
         .await;
     assert_eq!((stats.completed, stats.lease_lost), (9, 1), "{stats:?}");
 }
+
+/// Moves job `from`'s records (envelope, state record, place in the ready list) to the raw id
+/// `to`, as something else than tideq might write them.
+fn rename_job(server: &RedisServer, q: &Queue, from: &str, to: &[u8]) {
+    let mut c = server.conn();
+    for kind in ["jobs", "meta"] {
+        let v: Vec<u8> = redis::cmd("HGET")
+            .arg(key(q, kind))
+            .arg(from)
+            .query(&mut c)
+            .unwrap();
+        redis::pipe()
+            .cmd("HDEL")
+            .arg(key(q, kind))
+            .arg(from)
+            .cmd("HSET")
+            .arg(key(q, kind))
+            .arg(to)
+            .arg(v)
+            .query::<()>(&mut c)
+            .unwrap();
+    }
+    redis::pipe()
+        .cmd("LREM")
+        .arg(key(q, "ready"))
+        .arg(0)
+        .arg(from)
+        .cmd("LPUSH")
+        .arg(key(q, "ready"))
+        .arg(to)
+        .query::<()>(&mut c)
+        .unwrap();
+}
+
+// Issue 40, item 4: a fetch whose reply held an id that is not UTF-8 was rejected whole, and the
+// good jobs leased with it were dead-lettered "lease expired" without running.
+#[tokio::test]
+async fn a_job_id_that_is_not_utf8_costs_none_of_the_jobs_leased_with_it() {
+    let server = RedisServer::start();
+    let q = queue_with(
+        &server.url,
+        tideq::QueueOptions {
+            max_attempts: 1,
+            ..Default::default()
+        },
+    );
+    q.enqueue(b"bad", id("planted")).await.unwrap();
+    for i in 0..40 {
+        q.enqueue(b"ok", id(&format!("h{i}"))).await.unwrap();
+    }
+    // At the head of the ready list, so it is leased with the first batch.
+    rename_job(&server, &q, "planted", b"bad\xff\xfe");
+    let opts = WorkerOptions {
+        concurrency: 5,
+        lease: Duration::from_millis(500),
+        ..drained()
+    };
+    let stats = q
+        .work(opts, |job: Job| async move {
+            assert_eq!(job.payload, b"ok");
+            Ok::<(), String>(())
+        })
+        .unwrap()
+        .join()
+        .await;
+    assert_eq!(stats.completed, 40, "{stats:?}");
+    assert_eq!(stats.fetch_errors, 0, "{stats:?}");
+    let s = q.stats().await.unwrap();
+    assert_eq!(
+        (s.ready, s.active, s.completed, s.dead),
+        (0, 0, 40, 1),
+        "{s:?}"
+    );
+    let error: Vec<u8> = redis::cmd("HGET")
+        .arg(key(&q, "errors"))
+        .arg(b"bad\xff\xfe".as_slice())
+        .query(&mut server.conn())
+        .unwrap();
+    let error = String::from_utf8_lossy(&error);
+    assert!(error.contains("not UTF-8"), "{error}");
+}
+
+// Issue 40, item 5: a completion whose script failed half-way (the stats hash replaced by a
+// string) took the job out of the active set first, leaving it in no state; the worker then
+// retried the completion forever and could not stop.
+#[tokio::test]
+async fn a_key_of_another_kind_loses_no_job_and_stops_the_worker_naming_the_key() {
+    let server = RedisServer::start();
+    let q = queue(&server.url);
+    q.enqueue(b"x", id("j1")).await.unwrap();
+    let stats_key = key(&q, "stats");
+    let (url, k) = (server.url.clone(), stats_key.clone());
+    let opts = WorkerOptions {
+        lease: Duration::from_millis(500),
+        poll_interval: Duration::from_millis(100),
+        ..Default::default()
+    };
+    let w = q
+        .work(opts, move |_job: Job| {
+            let (url, k) = (url.clone(), k.clone());
+            async move {
+                // While the handler runs, something else writes a string where the stats are.
+                let mut c = redis::Client::open(url).unwrap().get_connection().unwrap();
+                redis::pipe()
+                    .cmd("DEL")
+                    .arg(&k)
+                    .cmd("SET")
+                    .arg(&k)
+                    .arg("not a hash")
+                    .query::<()>(&mut c)
+                    .unwrap();
+                Ok::<(), String>(())
+            }
+        })
+        .unwrap();
+    tokio::time::timeout(Duration::from_secs(20), w.join())
+        .await
+        .expect("the worker stops on an error retrying cannot fix");
+    let err = w.error().expect("it says why it stopped");
+    assert!(
+        err.message().contains(&stats_key) && err.message().contains("string"),
+        "{err}"
+    );
+    // The job was not lost: it is still leased, and runs again once its lease expired.
+    let leased: Option<f64> = redis::cmd("ZSCORE")
+        .arg(key(&q, "active"))
+        .arg("j1")
+        .query(&mut server.conn())
+        .unwrap();
+    assert!(leased.is_some(), "j1 left the active set");
+    redis::cmd("DEL")
+        .arg(&stats_key)
+        .query::<()>(&mut server.conn())
+        .unwrap();
+    assert_eq!(common::drain_noop(&q).await, 1);
+    assert_eq!(
+        q.get("j1").await.unwrap().unwrap().state,
+        JobState::Completed
+    );
+}

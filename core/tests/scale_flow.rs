@@ -218,6 +218,108 @@ async fn a_job_beside_20000_paused_groups_starts_without_waiting_for_the_poll_in
     );
 }
 
+// Issue 40, item 1: after a worker drained 10,000 one-job groups, the rotation still named ~5,000
+// of them (an emptied group leaves when its next turn finds nothing); each fetch dropped 200 and
+// said nothing was pending, so a new tenant's job waited minutes for the poll interval.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_tenants_job_after_10000_drained_one_job_tenants_starts_without_waiting_for_the_poll_interval(
+) {
+    let _serial = one_at_a_time().await;
+    let server = server();
+    let q = queue(&server.url);
+    fill(&q, 10_000, 1).await;
+    let done = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let seen = done.clone();
+    // A worker that polls once a minute: only wake-ups and its fetches' own "look again" can
+    // bring it to the new job.
+    let w = q
+        .work(
+            WorkerOptions {
+                concurrency: 10,
+                poll_interval: Duration::from_secs(60),
+                ..Default::default()
+            },
+            move |_job| {
+                let seen = seen.clone();
+                async move {
+                    seen.fetch_add(1, Ordering::SeqCst);
+                    Ok::<(), String>(())
+                }
+            },
+        )
+        .unwrap();
+    let started = Instant::now();
+    while done.load(Ordering::SeqCst) < 10_000 {
+        assert!(
+            started.elapsed() < Duration::from_secs(50),
+            "the worker did not drain"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    slowlog_from_now(&server, 10_000);
+    q.enqueue(
+        b"new",
+        EnqueueOptions {
+            group: Some("new-tenant".into()),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    let enqueued = Instant::now();
+    while done.load(Ordering::SeqCst) < 10_001 {
+        assert!(
+            enqueued.elapsed() < Duration::from_secs(50),
+            "the new tenant's job waited for the poll interval behind drained groups"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    println!(
+        "the new tenant's job started {:?} after its enqueue",
+        enqueued.elapsed()
+    );
+    w.shutdown().await;
+    assert_eq!(slow_calls(&server, 10_000), Vec::<String>::new());
+}
+
+// Issue 40, item 2: `lease_jobs` returned nothing 243 times in a row while a ready job sat behind
+// 50,000 paused groups: each call looked at 200 groups and a caller could not know to call again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lease_jobs_finds_the_ready_job_behind_50000_paused_groups_in_one_call_of_short_script_calls(
+) {
+    let _serial = one_at_a_time().await;
+    let server = server();
+    let q = queue(&server.url);
+    fill(&q, 50_000, 1).await;
+    let names: Vec<String> = (0..50_000).map(|g| format!("tenant-{g}")).collect();
+    for part in names.chunks(2_000) {
+        let pauses = part.iter().map(|g| q.pause_group(g));
+        for r in futures_util::future::join_all(pauses).await {
+            r.unwrap();
+        }
+    }
+    q.enqueue(
+        b"free",
+        EnqueueOptions {
+            group: Some("free".into()),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    slowlog_from_now(&server, 10_000);
+    let jobs = q.lease_jobs(5, Duration::from_secs(30)).await.unwrap();
+    assert_eq!(jobs.len(), 1, "the free group's job, in the first call");
+    assert_eq!(jobs[0].payload, b"free");
+    assert_eq!(slow_calls(&server, 10_000), Vec::<String>::new());
+    assert_eq!(
+        q.group("tenant-7").await.unwrap().ready,
+        1,
+        "paused groups stay put"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_group_that_used_its_last_start_comes_back_when_its_rate_window_ends_not_when_a_job_ends()
 {

@@ -278,6 +278,9 @@ async fn bad_schedules_are_refused_and_nothing_is_written() {
     let cases: Vec<(&str, Every, EnqueueOptions)> = vec![
         ("a", Every::cron("not a cron"), Default::default()),
         ("a", Every::cron("61 * * * *"), Default::default()),
+        // A year field (7 fields) or too few: not the 5 or 6 fields the docs give.
+        ("a", Every::cron("0 0 0 1 1 * 2030"), Default::default()),
+        ("a", Every::cron("* * * *"), Default::default()),
         // February 30th never comes: refused, not kept silent forever.
         ("a", Every::cron("0 0 30 2 *"), Default::default()),
         (

@@ -7,6 +7,15 @@ use super::*;
 use crate::error::{Error, ErrorKind, Result};
 use crate::scripts::{self, LuaScript};
 
+/// The message of a `WRONGTYPE` error whose key was found: something else than tideq wrote
+/// there, and retrying cannot help (see [`Error::is_fatal`]).
+fn wrong_type(key: &str, got: &str, want: &str) -> String {
+    format!(
+        "WRONGTYPE: the key {key:?} holds a {got} where tideq keeps a {want}: another program \
+         writes under tideq's key prefix (give tideq a prefix of its own, or remove that key)"
+    )
+}
+
 impl Client {
     fn script_err(&self, e: redis::RedisError, script: &LuaScript) -> Error {
         let err = self.err(e);
@@ -25,6 +34,12 @@ impl Client {
                 );
                 err.with_message(message)
             }
+            // The server answered (it was checked on connecting): a reply of another shape than
+            // the script's is not "something else listening on that port".
+            ErrorKind::NotRedis => Error::new(
+                ErrorKind::Redis,
+                format!("unexpected reply from {}: {}", script.name, err.message()),
+            ),
             _ => err,
         }
     }
@@ -63,6 +78,13 @@ impl Client {
                         .query_async::<String>(conn)
                         .await
                         .map_err(|e| self.err(e))?;
+                }
+                Err(e) if e.code() == Some("WRONGTYPE") => {
+                    let err = self.script_err(e, script);
+                    return Err(match script.wrong_type_key(conn, cmd).await {
+                        Some((key, got, want)) => err.with_message(wrong_type(&key, &got, want)),
+                        None => err,
+                    });
                 }
                 other => return other.map_err(|e| self.script_err(e, script)),
             }

@@ -223,6 +223,9 @@ local ids, grp = {}, {}
 local popped, full = false, false
 -- Groups this fetch took out of the rotation for want of room (paused, at a limit, rate).
 local held = 0
+-- Whether the walk of the rotation stopped at its budget with jobs still wanted: the groups it
+-- passed were emptied or held, and those behind them have not been looked at.
+local unwalked = false
 if want > 0 then
   local got = redis.call('LPOP', K.ready, want)
   if got then
@@ -260,12 +263,16 @@ if want > 0 then
       -- of groups without room (paused, at a limit) costs calls, not one long call; the worker
       -- looks again at once (see wake_in below).
       local budget = want + 200
+      unwalked = true
       for _ = 1, 100 do
         local need = math.min(want - #ids, budget)
         if need <= 0 then break end
         budget = budget - need
         local heads = redis.call('LPOP', K.grot, need)
-        if not heads then break end
+        if not heads then
+          unwalked = false
+          break
+        end
         local m = #heads
         -- Fewer groups than jobs wanted (the rotation is now empty): each gives several.
         local per = m < need and math.ceil(need / m) or 1
@@ -453,9 +460,10 @@ local limited = C.paused or capped or rate_in > 0
 -- was nothing to lease. A maintenance call (nothing wanted) looks again if jobs are ready.
 if popped or (not limited and tonumber(ARGV[2]) == 0 and redis.call('LLEN', K.ready) > 0) then
   wake_in = 0
-elseif not limited and (C.recheck or held > 0 and redis.call('LLEN', K.grot) > 0) then
-  -- Groups without room were taken out of the rotation and more are in it, or a sweep of the
-  -- held groups goes on: the groups behind them may start jobs now.
+elseif not limited and (C.recheck or (held > 0 or unwalked) and redis.call('LLEN', K.grot) > 0) then
+  -- Groups without room were taken out of the rotation, or emptied ones dropped from it, and
+  -- more are in it; or a sweep of the held groups goes on: the groups behind them may start jobs
+  -- now. Each such call takes what it passed out of the rotation, so the looks end.
   wake_in = 0
 else
   local function sooner(ms)

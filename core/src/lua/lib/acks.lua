@@ -20,6 +20,14 @@
 -- not on every call). The age is looked at only when `aged` (a busy worker asks a few times a second,
 -- and on the call that leases nothing after its acks, see fetch_jobs.lua). Returns an array with, per ack: 1 completed; 2 already completed (by this
 -- delivery: an ack sent again after its reply was lost); -1 lease lost (changes nothing).
+-- The completed jobs leave the active zset, last: a current token means the job is in it (every
+-- script keeps the two in step), and should a write above fail (a key of the queue holding
+-- another kind of value than tideq keeps there), the job stays active and its lease brings it
+-- back, rather than being left in no state at all.
+local function leave_active(K, okids)
+  chunked('ZREM', K.active, okids)
+end
+
 local function complete_leases(K, C, now, P, first, aged)
   local nows = tostring(now)
   local ids, toks, res = {}, {}, {}
@@ -65,8 +73,6 @@ local function complete_leases(K, C, now, P, first, aged)
     end
   end
   if #okids == 0 then return out end
-  -- A current token means the job is in the active zset: every script keeps the two in step.
-  chunked('ZREM', K.active, okids)
   redis.call('HINCRBY', K.stats, 'completed', #okids)
   -- A slot under the queue's concurrency cap is free again: an idle worker may start a job.
   if C.max_active then wake(K.wake) end
@@ -94,6 +100,7 @@ local function complete_leases(K, C, now, P, first, aged)
   end
   if P.keep == 0 then
     forget(K, okids)
+    leave_active(K, okids)
     return out
   end
   chunked('HSET', K.meta, newmeta)
@@ -111,5 +118,6 @@ local function complete_leases(K, C, now, P, first, aged)
   local over = len - P.keep
   if over > 0 then forget(K, redis.call('LPOP', K.done, over + math.floor(P.keep / 20))) end
   if aged then trim_done_aged(K, now, P) end
+  leave_active(K, okids)
   return out
 end
