@@ -13,6 +13,8 @@ use std::time::Duration;
 
 use redis::aio::{ConnectionLike, ConnectionManager, MultiplexedConnection};
 use redis::cluster_async::ClusterConnection;
+
+use super::cluster::ClusterConn;
 use redis::sentinel::SentinelClient;
 use redis::{AsyncConnectionConfig, Cmd, Pipeline, RedisFuture, Value};
 
@@ -20,7 +22,7 @@ use redis::{AsyncConnectionConfig, Cmd, Pipeline, RedisFuture, Value};
 #[derive(Clone)]
 pub(crate) enum Conn {
     Single(ConnectionManager),
-    Cluster(ClusterConnection),
+    Cluster(ClusterConn),
     Sentinel(SentinelConn),
 }
 
