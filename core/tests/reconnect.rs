@@ -1,6 +1,8 @@
 //! A Redis that restarts: the first call afterwards works (a command whose connection was found
 //! closed before it went out is sent again on a new one), a command lost in flight is not sent
-//! again, and workers lease again one back-off step after Redis is back.
+//! again, and workers lease again one back-off step after Redis is back. The servers listen on a
+//! unix socket of their own: while one is down, no other process can take its address (a free
+//! TCP port can be taken by another test's server, which the clients would then talk to).
 
 mod common;
 
@@ -8,7 +10,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{free_port, unique, RedisServer};
+use common::{unique, RedisServer};
 use tideq::{Client, EnqueueOptions, ErrorKind, Job, Queue, QueueOptions, WorkerOptions};
 
 fn with_id(id: &str) -> EnqueueOptions {
@@ -22,7 +24,7 @@ fn with_id(id: &str) -> EnqueueOptions {
 /// that was connected before failed with "broken pipe"; the next succeeded.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_first_call_after_redis_is_killed_and_restarted_succeeds() {
-    let mut s = RedisServer::start_private(free_port(), &[]);
+    let mut s = RedisServer::start_unix(&[]);
     let client = Client::open(&s.url).unwrap();
     let q = Queue::new(&client, &unique("rs"), QueueOptions::default()).unwrap();
     q.enqueue(b"x", with_id("before")).await.unwrap();
@@ -42,7 +44,7 @@ async fn the_first_call_after_redis_is_killed_and_restarted_succeeds() {
 /// Issue 40 item 3, the SHUTDOWN case: Redis closes its clients' connections as it exits.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_first_call_after_a_shutdown_restart_succeeds() {
-    let mut s = RedisServer::start_private(free_port(), &[]);
+    let mut s = RedisServer::start_unix(&[]);
     let client = Client::open(&s.url).unwrap();
     let q = Queue::new(&client, &unique("sd"), QueueOptions::default()).unwrap();
     q.enqueue(b"x", Default::default()).await.unwrap();
@@ -62,7 +64,7 @@ async fn the_first_call_after_a_shutdown_restart_succeeds() {
 /// fails); the first call once it is back does not inherit that failure.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_first_call_after_an_outage_that_failed_calls_succeeds() {
-    let mut s = RedisServer::start_private(free_port(), &[]);
+    let mut s = RedisServer::start_unix(&[]);
     let client = Client::open(&s.url).unwrap();
     let q = Queue::new(&client, &unique("out"), QueueOptions::default()).unwrap();
     q.enqueue(b"x", Default::default()).await.unwrap();
@@ -84,7 +86,7 @@ async fn the_first_call_after_an_outage_that_failed_calls_succeeds() {
 /// again, it would run once the pause ends.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_command_lost_in_flight_is_not_sent_again() {
-    let s = RedisServer::start_private(free_port(), &[]);
+    let s = RedisServer::start_unix(&[]);
     let client = Client::open(&s.url).unwrap();
     let q = Queue::new(&client, &unique("inflight"), QueueOptions::default()).unwrap();
     q.enqueue(b"x", Default::default()).await.unwrap();
@@ -176,7 +178,7 @@ async fn started_at(started: &Started, id: &str, within: Duration) -> Option<Ins
 /// after Redis is back works, so a worker leases again within one back-off step.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_leases_again_one_back_off_step_after_a_2_s_outage() {
-    let mut s = RedisServer::start_private(free_port(), &[]);
+    let mut s = RedisServer::start_unix(&[]);
     let name = unique("resume");
     let q = Queue::new(
         &Client::open(&s.url).unwrap(),
