@@ -83,18 +83,26 @@ pub mod workflow;
 #[global_allocator]
 static GLOBAL: tideq::alloc::Split = tideq::alloc::Split;
 
-/// Sends the core's `log` warnings (fetch retries, lost leases, abandoned handlers) to Python's
-/// `logging`, under `tideq.*` loggers, except handler failures (target
-/// `tideq::HANDLER_LOG_TARGET`): the binding logs those itself, with the Python traceback.
+/// Sends the core's `log` warnings (fetch retries, lost leases, abandoned handlers, a cluster
+/// failover waited out) to Python's `logging`, under `tideq.*` loggers, except handler failures
+/// (target `tideq::HANDLER_LOG_TARGET`): the binding logs those itself, with the Python
+/// traceback. The lines of the libraries under the core (redis-rs logs a line per node
+/// connection and per retry while a cluster fails over) are left out: the core says what
+/// matters, once per outage.
 struct CoreLog(pyo3_log::Logger);
+
+/// Whether a record is the core's own (and not a handler failure).
+fn forwarded(target: &str) -> bool {
+    (target == "tideq" || target.starts_with("tideq::")) && target != tideq::HANDLER_LOG_TARGET
+}
 
 impl log::Log for CoreLog {
     fn enabled(&self, metadata: &log::Metadata<'_>) -> bool {
-        metadata.target() != tideq::HANDLER_LOG_TARGET && self.0.enabled(metadata)
+        forwarded(metadata.target()) && self.0.enabled(metadata)
     }
 
     fn log(&self, record: &log::Record<'_>) {
-        if record.target() != tideq::HANDLER_LOG_TARGET {
+        if forwarded(record.target()) {
             runtime::with_python(|_| self.0.log(record));
         }
     }

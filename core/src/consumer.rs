@@ -145,7 +145,10 @@ impl CappedQueue {
         let counters = Arc::new(Counters::default());
         let c = counters.clone();
         let queue = self.clone();
-        let bg = Background::spawn("consume", move |sig| run(queue, opts, handler, c, sig))?;
+        // The loop backs off by itself: its calls do not wait out a cluster failover.
+        let bg = Background::spawn("consume", move |sig| {
+            crate::client::without_failover_wait(run(queue, opts, handler, c, sig))
+        })?;
         Ok(Consumer { bg, counters })
     }
 }

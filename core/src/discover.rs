@@ -85,6 +85,7 @@ impl Client {
         match &mut conn {
             Conn::Cluster(c) => {
                 let slots: Value = c
+                    .conn
                     .route_command(
                         redis::cmd("CLUSTER").arg("SLOTS").clone(),
                         RoutingInfo::SingleNode(SingleNodeRoutingInfo::Random),
@@ -119,6 +120,7 @@ impl Client {
                             .arg("COUNT")
                             .arg(1000);
                         let reply = c
+                            .conn
                             .route_command(
                                 cmd,
                                 RoutingInfo::SingleNode(SingleNodeRoutingInfo::ByAddress {

@@ -243,6 +243,10 @@ impl Error {
                 ),
                 None => text,
             },
+            ErrorKind::Connection if err.is_cluster_error() => format!(
+                "the Redis Cluster did not settle in time (a failover or a reshard), so the \
+                 command did not run: {text}"
+            ),
             ErrorKind::NotRedis => format!(
                 "the server did not answer as Redis does: {} (is something else listening on \
                  that port?)",
@@ -299,10 +303,12 @@ pub(crate) const CODES: &[(&str, ErrorKind)] = &[
     ("NOSCRIPT", ErrorKind::Redis),
     ("BUSY", ErrorKind::Redis),
     ("READONLY", ErrorKind::Redis),
-    ("MOVED", ErrorKind::Redis),
-    ("ASK", ErrorKind::Redis),
-    ("TRYAGAIN", ErrorKind::Redis),
-    ("CLUSTERDOWN", ErrorKind::Redis),
+    // A Redis Cluster moving (a failover, a reshard) that did not settle while the call waited:
+    // the command did not run, and a retry later works.
+    ("MOVED", ErrorKind::Connection),
+    ("ASK", ErrorKind::Connection),
+    ("TRYAGAIN", ErrorKind::Connection),
+    ("CLUSTERDOWN", ErrorKind::Connection),
     ("CROSSSLOT", ErrorKind::Redis),
     ("EXECABORT", ErrorKind::Redis),
 ];
@@ -367,7 +373,7 @@ fn kind_of_text(text: &str) -> Option<ErrorKind> {
         .filter(|word| word.len() >= 2)
         .find_map(|word| match word {
             // Words that could be part of a message rather than a code are only codes at the start.
-            "ASK" | "BUSY" | "OOM" | "LOADING" => None,
+            "ASK" | "BUSY" | "OOM" | "LOADING" | "MOVED" | "TRYAGAIN" | "CLUSTERDOWN" => None,
             w => kind_of_code(w),
         });
     let starts = text.split_whitespace().next().and_then(kind_of_code);

@@ -136,7 +136,7 @@ async fn listen(client: Client, inbox: Arc<Inbox>) {
             }
         }
         if conn.is_none() {
-            match client.blocking_conn().await {
+            match client.blocking_conn_for(&inbox.key).await {
                 Ok(c) => conn = Some(c),
                 Err(e) => {
                     log::debug!("tideq: wait inbox {}: {e}", inbox.key);

@@ -147,7 +147,7 @@ fn listen(client: Client, keys: Vec<String>, shared: Arc<Shared>) -> JoinHandle<
                 return;
             }
             if conn.is_none() {
-                match client.blocking_conn().await {
+                match client.blocking_conn_for(&keys[0]).await {
                     Ok(c) => conn = Some(c),
                     Err(e) => {
                         log::warn!(

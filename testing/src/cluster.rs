@@ -28,21 +28,35 @@ pub struct ClusterNode {
 
 impl RedisCluster {
     pub fn start() -> Self {
-        Self::start_with(None)
+        Self::start_with(None, &[])
     }
 
     /// A cluster speaking TLS only, with the certificates in `certs` (see
     /// [`make_certs`](crate::make_certs)).
     pub fn start_tls(certs: &Path) -> Self {
-        Self::start_with(Some(certs))
+        Self::start_with(Some(certs), &[])
     }
 
-    fn start_with(tls: Option<&Path>) -> Self {
+    /// A cluster whose nodes take `extra` redis-server arguments after the script's own (a later
+    /// argument wins: `--cluster-node-timeout 5000`, `--cluster-require-full-coverage no`).
+    pub fn start_args(extra: &[&str]) -> Self {
+        Self::start_with(None, extra)
+    }
+
+    fn start_with(tls: Option<&Path>, extra: &[&str]) -> Self {
         let dir = std::env::temp_dir().join(unique("tideq-cluster"));
         let mut cmd = Command::new("bash");
         cmd.arg(CLUSTER_SCRIPT).arg("start").arg(&dir);
         if let Some(certs) = tls {
             cmd.env("TIDEQ_CLUSTER_TLS", certs);
+        }
+        if !extra.is_empty() {
+            let mut args = std::env::var("TIDEQ_CLUSTER_ARGS").unwrap_or_default();
+            for a in extra {
+                args.push(' ');
+                args.push_str(a);
+            }
+            cmd.env("TIDEQ_CLUSTER_ARGS", args.trim());
         }
         let out = cmd.output().expect("bash");
         // Built before the check, so a half-started cluster is stopped on the way out.

@@ -15,6 +15,8 @@ pub struct RedisServer {
     extra: Vec<String>,
     /// Serves TLS only, with the certificates in this folder (see [`make_certs`]).
     tls: Option<PathBuf>,
+    /// Serves a unix socket in its folder only (no TCP port), see [`RedisServer::start_unix`].
+    unix: bool,
 }
 
 impl RedisServer {
@@ -50,6 +52,7 @@ impl RedisServer {
             dir: PathBuf::new(),
             extra: Vec::new(),
             tls: None,
+            unix: false,
         }
     }
 
@@ -76,6 +79,26 @@ impl RedisServer {
             dir,
             extra: extra.iter().map(|s| s.to_string()).collect(),
             tls: tls.map(Path::to_path_buf),
+            unix: false,
+        };
+        server.spawn();
+        server
+    }
+
+    /// A private server listening on a unix socket in its own folder only (`url` is
+    /// `unix:///…/redis.sock`, `port` 0). For tests that stop and restart it: while it is down,
+    /// no other process can take its address, as one can take a free TCP port.
+    pub fn start_unix(extra: &[&str]) -> Self {
+        let dir = std::env::temp_dir().join(unique("tideq-redis"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut server = RedisServer {
+            port: 0,
+            url: format!("unix://{}", dir.join("redis.sock").display()),
+            child: None,
+            dir,
+            extra: extra.iter().map(|s| s.to_string()).collect(),
+            tls: None,
+            unix: true,
         };
         server.spawn();
         server
@@ -84,8 +107,12 @@ impl RedisServer {
     fn spawn(&mut self) {
         let log = std::fs::File::create(self.dir.join("redis.log")).unwrap();
         let port = self.port.to_string();
+        let socket = self.dir.join("redis.sock");
         let mut cmd = Command::new("redis-server");
         match &self.tls {
+            None if self.unix => cmd
+                .args(["--port", "0", "--unixsocketperm", "700", "--unixsocket"])
+                .arg(&socket),
             None => cmd.args(["--port", &port]),
             Some(certs) => {
                 let file = |name: &str| certs.join(name).to_str().unwrap().to_string();

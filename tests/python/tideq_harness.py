@@ -64,12 +64,12 @@ class RedisServer:
         self.log = os.path.join(self.workdir, "redis.log")
         self.port = free_port()
         self.url = f"redis://127.0.0.1:{self.port}"
-        self.proc = subprocess.Popen(
-            [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--dir", self.workdir,
-             "--save", "", "--appendonly", "no", "--logfile", self.log, *args],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.STDOUT,
-        )
+        self._argv = [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--dir", self.workdir,
+                      "--save", "", "--appendonly", "no", "--logfile", self.log, *args]
+        self._spawn()
+
+    def _spawn(self) -> None:
+        self.proc = subprocess.Popen(self._argv, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
         if not wait_for(lambda: self.proc.poll() is not None or _answers(self.port), timeout=10):
             self.stop()
             pytest.fail(f"redis-server did not start on port {self.port}\n{self.log_text()}")
@@ -77,6 +77,13 @@ class RedisServer:
             log = self.log_text()
             self.stop()
             pytest.fail(f"redis-server exited at start ({self.proc.returncode})\n{log}")
+
+    def restart(self) -> None:
+        """SIGKILLs the server and starts it again on the same port (its data is gone)."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self._spawn()
 
     def log_text(self) -> str:
         try:

@@ -1,11 +1,20 @@
 //! The connections a client holds: the shared one (a node, a cluster, or the primary the
 //! Sentinels name) and the blocking ones.
+//!
+//! A command whose connection turns out to be closed before the command was handed to it (Redis
+//! restarted since the last call, or the reconnection tried meanwhile failed) is sent once more,
+//! on a fresh connection: see [`unsent`]. A command that was handed to the connection and then
+//! lost with it is not: it may have run, so its caller hears `CONNECTION` and decides.
 
+use std::future::Future;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::Duration;
 
 use redis::aio::{ConnectionLike, ConnectionManager, MultiplexedConnection};
 use redis::cluster_async::ClusterConnection;
+
+use super::cluster::ClusterConn;
 use redis::sentinel::SentinelClient;
 use redis::{AsyncConnectionConfig, Cmd, Pipeline, RedisFuture, Value};
 
@@ -13,7 +22,7 @@ use redis::{AsyncConnectionConfig, Cmd, Pipeline, RedisFuture, Value};
 #[derive(Clone)]
 pub(crate) enum Conn {
     Single(ConnectionManager),
-    Cluster(ClusterConnection),
+    Cluster(ClusterConn),
     Sentinel(SentinelConn),
 }
 
@@ -57,10 +66,57 @@ macro_rules! delegate_connection_like {
 
 delegate_connection_like!(BlockingConn);
 
+/// Runs `f` and tells whether it finished on its first poll.
+///
+/// A request on a redis-rs multiplexed connection is handed to the connection's writer task
+/// through a channel and then waits for its reply, which cannot be there on the same poll (the
+/// writer has not written it yet). So a request that *fails* on its first poll failed before it
+/// was handed over: the channel was closed (the connection had died, e.g. Redis restarted, and
+/// the failure is only seen at the next send, there being no disconnect notice in RESP2), or
+/// the connection manager's reconnection had already failed. Such a request never reached Redis.
+/// A request that fails later may have been written, and may have run.
+async fn first_poll<F: Future>(f: F) -> (F::Output, bool) {
+    let mut f = std::pin::pin!(f);
+    let mut polls = 0u32;
+    std::future::poll_fn(|cx| {
+        polls += 1;
+        match f.as_mut().poll(cx) {
+            Poll::Ready(out) => Poll::Ready((out, polls == 1)),
+            Poll::Pending => Poll::Pending,
+        }
+    })
+    .await
+}
+
+/// A connection error met before the request was handed to the connection (see
+/// [`first_poll`]): the request was not sent, and sending it again on a fresh connection cannot
+/// run it twice.
+pub(super) fn unsent(e: &redis::RedisError, at_once: bool) -> bool {
+    at_once && crate::error::is_connection_error(e) && !e.is_timeout()
+}
+
+/// A single-node request, sent once more when it failed unsent ([`unsent`]). The connection
+/// manager reconnects on that failure; the second send waits for the new connection.
+async fn resend_if_unsent<'a, T, F>(mut send: F) -> redis::RedisResult<T>
+where
+    F: FnMut() -> RedisFuture<'a, T>,
+{
+    match first_poll(send()).await {
+        (Err(e), at_once) if unsent(&e, at_once) => {
+            log::debug!("tideq: the connection was closed before the command went out ({e}); sending it on a new one");
+            send().await
+        }
+        (res, _) => res,
+    }
+}
+
 impl ConnectionLike for Conn {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
         match self {
-            Conn::Single(c) => c.req_packed_command(cmd),
+            Conn::Single(c) => Box::pin(resend_if_unsent(move || {
+                let mut c = c.clone();
+                Box::pin(async move { c.send_packed_command(cmd).await })
+            })),
             Conn::Cluster(c) => c.req_packed_command(cmd),
             Conn::Sentinel(c) => c.req_packed_command(cmd),
         }
@@ -73,7 +129,10 @@ impl ConnectionLike for Conn {
         count: usize,
     ) -> RedisFuture<'a, Vec<Value>> {
         match self {
-            Conn::Single(c) => c.req_packed_commands(cmd, offset, count),
+            Conn::Single(c) => Box::pin(resend_if_unsent(move || {
+                let mut c = c.clone();
+                Box::pin(async move { c.send_packed_commands(cmd, offset, count).await })
+            })),
             Conn::Cluster(c) => c.req_packed_commands(cmd, offset, count),
             Conn::Sentinel(c) => c.req_packed_commands(cmd, offset, count),
         }
@@ -90,7 +149,8 @@ impl ConnectionLike for Conn {
 
 /// A connection to whichever node the Sentinels name as primary. It asks them again after a
 /// connection error or a `READONLY` reply (the old primary was demoted), and retries a command
-/// refused with `READONLY` once on the new primary (it was not executed).
+/// refused with `READONLY` once on the new primary (it was not executed), as it does one that
+/// failed unsent ([`unsent`]).
 #[derive(Clone)]
 pub(crate) struct SentinelConn {
     pub(super) inner: Arc<SentinelInner>,
@@ -184,13 +244,18 @@ impl ConnectionLike for SentinelConn {
         Box::pin(async move {
             for _ in 0..2 {
                 let mut conn = self.primary().await?;
-                match conn.req_packed_command(cmd).await {
-                    Err(e) if self.check(&e) => continue,
-                    Ok(Value::ServerError(e)) if e.code() == "READONLY" => {
+                match first_poll(conn.req_packed_command(cmd)).await {
+                    (Err(e), at_once) => {
+                        if self.check(&e) || unsent(&e, at_once) {
+                            continue;
+                        }
+                        return Err(e);
+                    }
+                    (Ok(Value::ServerError(e)), _) if e.code() == "READONLY" => {
                         self.forget();
                         continue;
                     }
-                    other => return other,
+                    (other, _) => return other,
                 }
             }
             let mut conn = self.primary().await?;
@@ -206,7 +271,14 @@ impl ConnectionLike for SentinelConn {
     ) -> RedisFuture<'a, Vec<Value>> {
         Box::pin(async move {
             let mut conn = self.primary().await?;
-            let res = conn.req_packed_commands(cmd, offset, count).await;
+            let res = match first_poll(conn.req_packed_commands(cmd, offset, count)).await {
+                (Err(e), at_once) if unsent(&e, at_once) => {
+                    self.forget();
+                    conn = self.primary().await?;
+                    conn.req_packed_commands(cmd, offset, count).await
+                }
+                (res, _) => res,
+            };
             match &res {
                 Err(e) => {
                     self.check(e);

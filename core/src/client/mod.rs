@@ -3,10 +3,12 @@
 //! MOVED/ASK and failovers), and separate connections for blocking waits (a
 //! blocking command on the shared connection would hold up every other command behind it).
 
+mod cluster;
 mod conn;
 mod eval;
 mod server;
 
+pub(crate) use cluster::without_failover_wait;
 pub(crate) use conn::{BlockingConn, Conn};
 use conn::{SentinelConn, SentinelInner};
 
@@ -74,10 +76,15 @@ impl Client {
                 if let Some(certs) = config.tls_certs() {
                     builder = builder.certs(certs);
                 }
+                // redis-rs retries a command that meets a moving cluster 8 times, waiting 1.28 s
+                // or more between tries by default; tideq waits out a failover itself (see
+                // cluster.rs), so these tries are brief: 50 ms, doubling, up to 1 s.
                 builder
                     .connection_timeout(config.connect_timeout)
                     .response_timeout(response_timeout)
                     .retries(8)
+                    .min_retry_wait(50)
+                    .max_retry_wait(1000)
                     .build()
                     .map_err(|e| Error::from_redis(e, secret.as_deref()))
             };
@@ -229,9 +236,10 @@ impl Client {
                 conn.primary().await?;
                 Ok(Conn::Sentinel(conn.clone()))
             }
-            Backend::Cluster { client, .. } => {
-                client.get_async_connection().await.map(Conn::Cluster)
-            }
+            Backend::Cluster { client, .. } => client
+                .get_async_connection()
+                .await
+                .map(|c| Conn::Cluster(cluster::ClusterConn::new(c, cfg.response_timeout))),
         }
     }
 
@@ -268,12 +276,57 @@ impl Client {
                         Ok(Conn::Sentinel(conn))
                     }
                     Backend::Cluster { blocking, .. } => {
-                        blocking.get_async_connection().await.map(Conn::Cluster)
+                        blocking.get_async_connection().await.map(|c| {
+                            Conn::Cluster(cluster::ClusterConn::new(c, cfg.response_timeout + wait))
+                        })
                     }
                 }
             })
             .await
             .cloned()
+            .map_err(|e| self.err(e))
+    }
+
+    /// A fresh connection without a response timeout for `BLPOP`-style waits on `key` (and keys
+    /// in its slot): on a cluster, a connection to the primary serving that slot only (a waiting
+    /// listener needs no more), elsewhere what [`blocking_conn`](Self::blocking_conn) gives.
+    pub(crate) async fn blocking_conn_for(&self, key: &str) -> Result<BlockingConn> {
+        if !matches!(self.inner.backend, Backend::Cluster { .. }) {
+            return self.blocking_conn().await;
+        }
+        let Conn::Cluster(mut shared) = self.conn().await? else {
+            unreachable!("a cluster client's shared connection is a cluster connection")
+        };
+        let (host, port) = cluster::slot_owner(&mut shared, key)
+            .await
+            .map_err(|e| self.err(e))?;
+        let cfg = &self.inner.config;
+        let seed = cfg.connection_info_for(&cfg.cluster_nodes[0])?;
+        let addr = match seed.addr() {
+            redis::ConnectionAddr::TcpTls {
+                insecure,
+                tls_params,
+                ..
+            } => redis::ConnectionAddr::TcpTls {
+                host,
+                port,
+                insecure: *insecure,
+                tls_params: tls_params.clone(),
+            },
+            _ => redis::ConnectionAddr::Tcp(host, port),
+        };
+        let info = seed.set_addr(addr);
+        let node = match cfg.tls_certs() {
+            Some(certs) => redis::Client::build_with_tls(info, certs),
+            None => redis::Client::open(info),
+        }
+        .map_err(|e| self.err(e))?;
+        let conn_cfg = AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(cfg.connect_timeout))
+            .set_response_timeout(None);
+        node.get_multiplexed_async_connection_with_config(&conn_cfg)
+            .await
+            .map(BlockingConn::Single)
             .map_err(|e| self.err(e))
     }
 

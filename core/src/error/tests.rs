@@ -136,3 +136,20 @@ fn only_fatal_kinds_stop_a_worker() {
     assert!(!from_server("BUSY Redis is busy running a script").is_fatal());
     assert!(!from_server("LOADING Redis is loading the dataset in memory").is_fatal());
 }
+
+#[test]
+fn a_cluster_that_did_not_settle_is_a_connection_error_that_says_the_command_did_not_run() {
+    for line in [
+        "MOVED 8999 127.0.0.1:7106",
+        "ASK 8999 127.0.0.1:7106",
+        "TRYAGAIN Multiple keys request during rehashing of slot",
+        "CLUSTERDOWN The cluster is down",
+    ] {
+        let err = from_server(line);
+        assert_eq!(err.kind(), ErrorKind::Connection, "{line}");
+        assert!(err.message().contains("did not run"), "{err}");
+    }
+    // A script's own words that merely contain a cluster code stay what they were.
+    let err = from_server(&in_script("the job MOVED elsewhere"));
+    assert_eq!(err.kind(), ErrorKind::Redis, "{err}");
+}

@@ -44,6 +44,14 @@ impl AckQueue {
         std::mem::take(&mut *self.items.lock().unwrap())
     }
 
+    /// The waiting acks `keep` takes; the others go on waiting.
+    pub(super) fn take_where(&self, keep: impl Fn(&Lease) -> bool) -> Vec<Lease> {
+        let mut items = self.items.lock().unwrap();
+        let (taken, left) = std::mem::take(&mut *items).into_iter().partition(keep);
+        *items = left;
+        taken
+    }
+
     /// Counts what came back; acks that could not be sent wait for the next call.
     pub(super) fn settle(
         &self,
@@ -97,14 +105,25 @@ impl AckQueue {
         }
     }
 
-    /// Sends every waiting ack (complete_jobs, one call per shard). False if that failed (the
-    /// acks wait for the next try).
+    /// Sends every waiting ack (complete_jobs, one call per shard, the shards at once and each
+    /// on its own: a shard that is down keeps only its own acks waiting). False if some failed
+    /// (those wait for the next try).
     pub(super) async fn flush(&self, queue: &Queue) -> bool {
         let leases = self.take();
         if leases.is_empty() {
             return true;
         }
-        let results = queue.complete_leases(&leases).await;
-        self.settle(leases, results.as_deref())
+        let mut by_shard: std::collections::BTreeMap<usize, Vec<Lease>> = Default::default();
+        for l in leases {
+            by_shard.entry(l.shard).or_default().push(l);
+        }
+        let sent = by_shard.into_values().map(|leases| async move {
+            let results = queue.complete_leases(&leases).await;
+            self.settle(leases, results.as_deref())
+        });
+        futures_util::future::join_all(sent)
+            .await
+            .into_iter()
+            .all(|ok| ok)
     }
 }

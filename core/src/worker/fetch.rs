@@ -1,5 +1,7 @@
 //! The fetch loop: up to two fetches in flight, each leasing a batch and carrying the waiting
-//! acks, the idle wait, and the time-based upkeep a busy worker asks for.
+//! acks, the idle wait, and the time-based upkeep a busy worker asks for. Each shard of a sharded
+//! queue is fetched, backs off and carries its acks on its own (see `shards.rs`): a shard whose
+//! node is down holds up only itself.
 
 use futures_util::stream::FuturesUnordered;
 use futures_util::StreamExt;
@@ -10,8 +12,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::time::Instant;
 
-use crate::background::{aborted, jittered, stopped, Failure, Outage, Signals};
+use crate::background::{aborted, stopped, Failure, Signals};
 use tokio::task::JoinSet;
 
 use crate::error::{Error, Result};
@@ -23,6 +26,7 @@ use crate::lease::Fetched;
 use crate::registry::Registration;
 use crate::wait::Waiter;
 
+use super::shards::{Pass, Shards, Upkeep};
 use super::*;
 
 /// What one fetch hands back to the loop: the slots it reserved (one per leased job) and the result.
@@ -32,81 +36,16 @@ pub(super) struct FetchDone {
     result: Result<Fetched>,
 }
 
-/// What the fetches of one pass over the shards found. The worker waits only once the latest
-/// fetch of *every* shard came back empty: counting empty replies in a row is not enough, since
-/// with two fetches in flight the replies arrive out of step with the shards they were sent to
-/// (a shard that just gave jobs could be followed by three empty replies from the other shards,
-/// and a drained worker would stop with that shard still full).
-pub(super) struct Pass {
-    /// Per shard: `Some(wake_in)` when its latest fetch found nothing to lease.
-    empty: Vec<Option<Option<u64>>>,
-    empties: usize,
-}
-
-impl Pass {
-    pub(super) fn new(shards: usize) -> Self {
-        Pass {
-            empty: vec![None; shards],
-            empties: 0,
-        }
-    }
-
-    /// Records one fetch's reply. Returns `Some(soonest wake_in)` once every shard is empty (the
-    /// pass then starts over).
-    pub(super) fn record(
-        &mut self,
-        shard: usize,
-        leased: usize,
-        wake_in: Option<u64>,
-    ) -> Option<Option<u64>> {
-        let slot = &mut self.empty[shard];
-        if leased > 0 || wake_in == Some(0) {
-            if slot.take().is_some() {
-                self.empties -= 1;
-            }
-            return None;
-        }
-        if slot.replace(wake_in).is_none() {
-            self.empties += 1;
-        }
-        if self.empties < self.empty.len() {
-            return None;
-        }
-        let soonest = self.empty.iter().filter_map(|w| w.flatten()).min();
-        self.empty.iter_mut().for_each(|w| *w = None);
-        self.empties = 0;
-        Some(soonest)
-    }
-}
-
 pub(super) type FetchFuture = Pin<Box<dyn Future<Output = FetchDone> + Send>>;
 
-/// How often a worker busy leasing asks its fetch for the upkeep that goes by time alone
-/// (recovering expired leases, dropping stale cancel requests, deleting completed jobs past
-/// `keep_for`). A fetch after one that leased nothing always does it; so does any other caller.
-/// Skipping it on the calls between saves two to three Redis calls per fetch (a fetch per job at
-/// concurrency 1) and delays none of it by more than this.
-pub(crate) const UPKEEP_EVERY: Duration = Duration::from_millis(250);
+/// Acks of other shards sent beside a fetch (see [`start_fetch`]).
+pub(super) type AckFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
 
-/// When each shard's fetch last did its upkeep (see [`UPKEEP_EVERY`]).
-pub(super) struct Upkeep(Vec<Option<tokio::time::Instant>>);
-
-impl Upkeep {
-    /// Whether a fetch of `shard` now does its upkeep: always unless the worker is `busy` (its
-    /// last fetch leased jobs) and the shard's last upkeep is recent.
-    pub(super) fn due(&mut self, shard: usize, busy: bool) -> bool {
-        let now = tokio::time::Instant::now();
-        let last = &mut self.0[shard];
-        if busy && last.is_some_and(|t| now.duration_since(t) < UPKEEP_EVERY) {
-            return false;
-        }
-        *last = Some(now);
-        true
-    }
-}
-
-/// One fetch: leases up to `permits.len()` jobs of `shard` and completes every waiting ack in the
-/// same round trip (acks of other shards, on a sharded queue, go out beside it).
+/// One fetch: leases up to `permits.len()` jobs of `shard` and completes every waiting ack of
+/// that shard in the same round trip. Acks of the other shards that `ride` allows go out beside
+/// it, on their own (the second future): a shard that turns out to be down then holds up only
+/// its own acks, not this fetch. The acks of shards `ride` refuses wait for their own fetch.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn start_fetch(
     queue: &Queue,
     acks: &Arc<AckQueue>,
@@ -115,30 +54,42 @@ pub(super) fn start_fetch(
     permits: Vec<OwnedSemaphorePermit>,
     lease: Duration,
     upkeep: bool,
-) -> FetchFuture {
+    ride: impl Fn(usize) -> bool,
+) -> (FetchFuture, Option<AckFuture>) {
+    let (mine, others): (Vec<Lease>, Vec<Lease>) = acks
+        .take_where(|l| l.shard == shard || ride(l.shard))
+        .into_iter()
+        .partition(|l| l.shard == shard);
+    let beside = (!others.is_empty()).then(|| {
+        let acks = acks.clone();
+        let queue = queue.clone();
+        Box::pin(async move {
+            let mut by_shard: std::collections::BTreeMap<usize, Vec<Lease>> = Default::default();
+            for l in others {
+                by_shard.entry(l.shard).or_default().push(l);
+            }
+            let sent = by_shard.into_values().map(|leases| async {
+                let completed = queue.complete_leases(&leases).await;
+                acks.settle(leases, completed.as_deref());
+            });
+            futures_util::future::join_all(sent).await;
+        }) as AckFuture
+    });
     let queue = queue.clone();
     let acks = acks.clone();
-    let (mine, others): (Vec<Lease>, Vec<Lease>) =
-        acks.take().into_iter().partition(|l| l.shard == shard);
     // What the handlers took, and that this worker is alive, at most every 15 s.
     let (report, entry) = report;
-    Box::pin(async move {
-        let fetch = queue.fetch(
-            shard,
-            permits.len(),
-            lease,
-            &mine,
-            (&report, &entry),
-            upkeep,
-        );
-        let result = if others.is_empty() {
-            fetch.await
-        } else {
-            let (fetched, completed) =
-                futures_util::future::join(fetch, queue.complete_leases(&others)).await;
-            acks.settle(others, completed.as_deref());
-            fetched
-        };
+    let fetch = Box::pin(async move {
+        let result = queue
+            .fetch(
+                shard,
+                permits.len(),
+                lease,
+                &mine,
+                (&report, &entry),
+                upkeep,
+            )
+            .await;
         match &result {
             Ok(f) => acks.settle(mine, Ok(&f.acked)),
             Err(e) => acks.settle(mine, Err(e)),
@@ -148,10 +99,23 @@ pub(super) fn start_fetch(
             permits,
             result,
         }
-    })
+    });
+    (fetch, beside)
 }
 
 pub(super) async fn run(
+    queue: Queue,
+    opts: WorkerOptions,
+    handler: Handlers,
+    counters: Arc<Counters>,
+    metrics: Arc<crate::metrics::WorkerMetrics>,
+    sig: Signals,
+) {
+    crate::client::without_failover_wait(run_loop(queue, opts, handler, counters, metrics, sig))
+        .await
+}
+
+async fn run_loop(
     queue: Queue,
     opts: WorkerOptions,
     handler: Handlers,
@@ -196,11 +160,13 @@ pub(super) async fn run(
     let sched_wake = Arc::new(crate::schedule::SchedulerWake::default());
     let flows = FlowUpkeep::new(queue.shards.len());
     let scheduler = opts.schedules.then(|| {
-        tokio::spawn(crate::schedule::drive_schedules(
-            queue.clone(),
-            opts.poll_interval,
-            sched_wake.clone(),
-            stop_rx.clone(),
+        tokio::spawn(crate::client::without_failover_wait(
+            crate::schedule::drive_schedules(
+                queue.clone(),
+                opts.poll_interval,
+                sched_wake.clone(),
+                stop_rx.clone(),
+            ),
         ))
     });
     let ctx = Arc::new(JobCtx {
@@ -215,41 +181,113 @@ pub(super) async fn run(
     });
     let mut tasks: JoinSet<()> = JoinSet::new();
     let mut fetches: FuturesUnordered<FetchFuture> = FuturesUnordered::new();
+    // Acks sent beside a fetch (other shards' acks): polled here, awaited before the worker ends.
+    let mut beside: FuturesUnordered<AckFuture> = FuturesUnordered::new();
     let wake_keys = queue.shards.iter().map(|k| k.wake()).collect();
     let mut waiter = Waiter::new(&queue.client, wake_keys);
-    let mut backoff = Duration::from_millis(50);
-    let mut outage = Outage::new(format!("the worker of queue {:?}", queue.name()));
-    // Shards are served round-robin; the worker waits only after a pass found nothing anywhere.
-    let shards = queue.shards.len();
-    let mut next_shard = fastrand::usize(..shards);
-    let mut pass = Pass::new(shards);
-    let mut upkeep = Upkeep(vec![None; shards]);
+    // Shards are served round-robin, each backing off on its own after a failure; the worker
+    // waits only after a pass found nothing anywhere it could look.
+    let n = queue.shards.len();
+    let mut shards = Shards::new(queue.name(), n, max_fetches);
+    let mut pass = Pass::new(n);
+    let mut upkeep = Upkeep(vec![None; n]);
     let mut soonest: Option<u64> = None;
     // A full pass found nothing: wait (once the fetches in flight are back) for a wake-up.
     let mut idle = false;
     // The last fetch leased jobs: only then is a second fetch sent before the first is back (an
     // idle worker's look-around stays one call).
     let mut busy = false;
-    let mut failed = false;
+    // What a fetch's reply does to the loop's state; `false` when the worker must stop.
+    let mut on_reply = |done: FetchDone,
+                        shards: &mut Shards,
+                        tasks: &mut JoinSet<()>,
+                        pending: &mut Pending,
+                        idle: &mut bool,
+                        busy: &mut bool,
+                        soonest: &mut Option<u64>|
+     -> bool {
+        let FetchDone {
+            shard,
+            mut permits,
+            result,
+        } = done;
+        shards.returned(shard);
+        let now = Instant::now();
+        match result {
+            Ok(f) => {
+                shards.worked(shard);
+                if f.lost > 0 {
+                    log::warn!(
+                        "tideq: queue {:?}: {} job record(s) were missing or unreadable \
+                         (evicted by Redis, or changed by hand); the missing ones were \
+                         removed and the unreadable ones dead-lettered (stats: lost, dead)",
+                        queue.name(),
+                        f.lost
+                    );
+                }
+                let got = f.jobs.len();
+                if f.schedules {
+                    sched_wake.schedules_seen();
+                }
+                if f.notices || f.held {
+                    flows.kick(&queue, shard, f.held, f.now);
+                }
+                for job in f.jobs {
+                    let permit = permits.pop().expect("one permit per leased job");
+                    match batching {
+                        Some(b) => pending.add(&ctx, job, permit, b),
+                        None => ctx.spawn(tasks, job, permit),
+                    }
+                }
+                drop(permits);
+                *busy = got > 0;
+                if let Some(wake_in) =
+                    pass.record(shard, got, f.wake_in, |i| shards.unavailable(i, now))
+                {
+                    *soonest = wake_in;
+                    *idle = true;
+                } else if got > 0 || f.wake_in == Some(0) {
+                    *idle = false;
+                }
+                true
+            }
+            Err(e) => {
+                drop(permits);
+                *busy = false;
+                counters.fetch_errors.fetch_add(1, Ordering::Relaxed);
+                if e.is_fatal() {
+                    stopped_on(&queue, &failure, e);
+                    return false;
+                }
+                // This shard backs off; the others go on. Once they are empty, the worker
+                // waits, waking for this shard's retry at the latest.
+                let wait = shards.failed(shard, &e, now);
+                let wait_ms = Some(wait.as_millis() as u64 + 1);
+                if let Some(wake_in) =
+                    pass.record(shard, 0, wait_ms, |i| shards.unavailable(i, now))
+                {
+                    *soonest = wake_in;
+                    *idle = true;
+                }
+                true
+            }
+        }
+    };
     loop {
         while tasks.try_join_next().is_some() {}
         if let Some(b) = batching {
             pending.hand_over(&ctx, &mut tasks, b, false);
         }
-        if failed && fetches.is_empty() {
-            failed = false;
-            tokio::select! {
-                _ = stopped(&mut stop_rx) => break,
-                _ = tokio::time::sleep(jittered(backoff)) => {}
-            }
-            backoff = (backoff * 2).min(Duration::from_secs(5));
-            continue;
-        }
-        if idle && fetches.is_empty() {
+        let now = Instant::now();
+        let counted = shards.counted(now);
+        if idle && counted == 0 {
             idle = false;
             let wake_in = soonest.take();
             if opts.stop_when_drained
                 && wake_in.is_none()
+                && fetches.is_empty()
+                && beside.is_empty()
+                && !shards.any_unsettled(now)
                 && tasks.is_empty()
                 && acks.is_empty()
                 && pending.jobs.is_empty()
@@ -261,113 +299,76 @@ pub(super) async fn run(
                 None => opts.poll_interval,
             };
             if let Some(d) = pending.deadline {
-                wait = wait.min(d.saturating_duration_since(tokio::time::Instant::now()));
+                wait = wait.min(d.saturating_duration_since(now));
+            }
+            if let Some(r) = shards.next_retry(now) {
+                wait = wait.min(r.saturating_duration_since(now));
             }
             if wait.is_zero() {
                 continue;
             }
-            // A job ending wakes the loop too: its ack rides on the next fetch.
-            let res = if opts.stop_when_drained && !tasks.is_empty() {
+            // A job ending wakes the loop too: its ack rides on the next fetch. So does the
+            // reply of a stuck fetch (a shard that came back).
+            let draining = opts.stop_when_drained && !tasks.is_empty();
+            tokio::select! {
+                _ = stopped(&mut stop_rx) => break,
                 // Draining: the last running job finishing may be what empties the queue, so
                 // look again as soon as any job ends.
-                tokio::select! {
-                    _ = stopped(&mut stop_rx) => break,
-                    _ = tasks.join_next() => Ok(()),
-                    _ = acks.notify.notified() => Ok(()),
-                    r = waiter.wait(wait) => r,
+                _ = tasks.join_next(), if draining => {}
+                _ = acks.notify.notified() => {}
+                r = waiter.wait(wait) => {
+                    if let Err(e) = r {
+                        if e.is_fatal() {
+                            stopped_on(&queue, &failure, e);
+                            break;
+                        }
+                    }
                 }
-            } else {
-                tokio::select! {
-                    _ = stopped(&mut stop_rx) => break,
-                    _ = acks.notify.notified() => Ok(()),
-                    r = waiter.wait(wait) => r,
+                Some(done) = fetches.next(), if !fetches.is_empty() => {
+                    if !on_reply(done, &mut shards, &mut tasks, &mut pending, &mut idle,
+                                 &mut busy, &mut soonest) {
+                        break;
+                    }
                 }
-            };
-            if let Err(e) = res {
-                counters.fetch_errors.fetch_add(1, Ordering::Relaxed);
-                if e.is_fatal() {
-                    stopped_on(&queue, &failure, e);
-                    break;
-                }
-                outage.failed(&e, backoff);
-                failed = true;
+                Some(()) = beside.next(), if !beside.is_empty() => {}
             }
             continue;
         }
         let can_fetch =
-            !idle && !failed && (fetches.is_empty() || (busy && fetches.len() < max_fetches));
+            !idle && shards.any_open(now) && (counted == 0 || (busy && counted < max_fetches));
         // With a fetch already out, the next waits until a whole batch of slots is free: sending
         // one per freed slot made many small fetches (25 jobs on average at concurrency 100),
         // each a round trip the jobs behind it waited for. Node's worker went from ~110k to
         // ~180k jobs/s with this alone. Nothing starves: once the fetch in flight is back, the
         // next goes out for whatever is free.
-        let need = if fetches.is_empty() {
+        let need = if counted == 0 {
             1
         } else {
             batch.min(opts.concurrency)
         };
         let batch_due = pending.deadline;
+        // Nothing to send now: look again when a shard's back-off ends or a fetch gets stuck.
+        let wake_at = if can_fetch {
+            None
+        } else {
+            [shards.next_retry(now), shards.next_stuck(now)]
+                .into_iter()
+                .flatten()
+                .min()
+        };
         tokio::select! {
             biased;
             _ = stopped(&mut stop_rx) => break,
             // A partial batch's wait is over: handed over at the top of the loop.
-            _ = tokio::time::sleep_until(batch_due.unwrap_or_else(tokio::time::Instant::now)),
-                if batch_due.is_some() => {}
+            _ = tokio::time::sleep_until(batch_due.unwrap_or(now)), if batch_due.is_some() => {}
+            _ = tokio::time::sleep_until(wake_at.unwrap_or(now)), if wake_at.is_some() => {}
             Some(done) = fetches.next(), if !fetches.is_empty() => {
-                let FetchDone {
-                    shard,
-                    mut permits,
-                    result,
-                } = done;
-                match result {
-                    Ok(f) => {
-                        backoff = Duration::from_millis(50);
-                        outage.recovered();
-                        if f.lost > 0 {
-                            log::warn!(
-                                "tideq: queue {:?}: {} job record(s) were missing or unreadable \
-                                 (evicted by Redis, or changed by hand); the missing ones were \
-                                 removed and the unreadable ones dead-lettered (stats: lost, dead)",
-                                queue.name(),
-                                f.lost
-                            );
-                        }
-                        let got = f.jobs.len();
-                        if f.schedules {
-                            sched_wake.schedules_seen();
-                        }
-                        if f.notices || f.held {
-                            flows.kick(&queue, shard, f.held, f.now);
-                        }
-                        for job in f.jobs {
-                            let permit = permits.pop().expect("one permit per leased job");
-                            match batching {
-                                Some(b) => pending.add(&ctx, job, permit, b),
-                                None => ctx.spawn(&mut tasks, job, permit),
-                            }
-                        }
-                        drop(permits);
-                        busy = got > 0;
-                        if let Some(wake_in) = pass.record(shard, got, f.wake_in) {
-                            soonest = wake_in;
-                            idle = true;
-                        } else if got > 0 || f.wake_in == Some(0) {
-                            idle = false;
-                        }
-                    }
-                    Err(e) => {
-                        drop(permits);
-                        busy = false;
-                        counters.fetch_errors.fetch_add(1, Ordering::Relaxed);
-                        if e.is_fatal() {
-                            stopped_on(&queue, &failure, e);
-                            break;
-                        }
-                        outage.failed(&e, backoff);
-                        failed = true;
-                    }
+                if !on_reply(done, &mut shards, &mut tasks, &mut pending, &mut idle, &mut busy,
+                             &mut soonest) {
+                    break;
                 }
             }
+            Some(()) = beside.next(), if !beside.is_empty() => {}
             p = sem.clone().acquire_many_owned(need as u32), if can_fetch => {
                 // One permit per job: the leased jobs take one each, unused ones drop.
                 let mut reserved = p.expect("semaphore never closes");
@@ -381,10 +382,12 @@ pub(super) async fn run(
                 }
                 // Not raced against stop once started: leased jobs must reach a handler (or be
                 // released).
-                let shard = next_shard;
-                next_shard = (next_shard + 1) % shards;
+                let now = Instant::now();
+                let Some(shard) = shards.send(now) else {
+                    continue;
+                };
                 let upkeep = upkeep.due(shard, busy);
-                fetches.push(start_fetch(
+                let (fetch, acks_beside) = start_fetch(
                     &queue,
                     &acks,
                     next_report(&metrics, &reg, &in_flight),
@@ -392,10 +395,15 @@ pub(super) async fn run(
                     permits,
                     opts.lease,
                     upkeep,
-                ));
+                    |i| shards.healthy(i, now),
+                );
+                fetches.push(fetch);
+                beside.extend(acks_beside);
             }
         }
     }
+    // Acks already on their way arrive (or go back to the queue for the drain below).
+    while beside.next().await.is_some() {}
     // Fetches already sent may lease jobs: those still run (or are released below).
     while let Some(done) = fetches.next().await {
         let FetchDone {
@@ -533,32 +541,4 @@ pub(super) fn stopped_on(queue: &Queue, failure: &Failure, e: Error) {
         queue.name()
     );
     failure.set(e);
-}
-
-#[cfg(test)]
-mod tests {
-    use super::Pass;
-
-    #[test]
-    pub(super) fn a_worker_goes_idle_only_once_every_shard_came_back_empty() {
-        // Three shards, two fetches in flight: shard 1's reply (jobs) overtakes shard 0's, then
-        // shards 0, 2 and 0 again come back empty. Shard 1 was not looked at again: not idle.
-        let mut pass = Pass::new(3);
-        assert_eq!(pass.record(1, 5, Some(0)), None);
-        assert_eq!(pass.record(0, 0, None), None);
-        assert_eq!(pass.record(2, 0, None), None);
-        assert_eq!(pass.record(0, 0, None), None);
-        // Shard 1 empty too: idle, waking for the soonest due job of any shard.
-        assert_eq!(pass.record(1, 0, Some(700)), Some(Some(700)));
-        // A new pass starts from scratch; a shard with jobs clears its own mark only.
-        assert_eq!(pass.record(0, 0, Some(300)), None);
-        assert_eq!(pass.record(1, 0, None), None);
-        assert_eq!(pass.record(1, 2, Some(0)), None);
-        assert_eq!(pass.record(2, 0, None), None);
-        assert_eq!(pass.record(1, 0, None), Some(Some(300)));
-        // "Look again now" counts as not empty.
-        let mut one = Pass::new(1);
-        assert_eq!(one.record(0, 0, Some(0)), None);
-        assert_eq!(one.record(0, 0, None), Some(None));
-    }
 }

@@ -52,9 +52,11 @@ pub(super) fn spawn_renewer(
                         return;
                     }
                 };
+                // Its calls fail rather than wait out a cluster failover: a shard that is down
+                // must not hold up the renewal of the others' leases.
                 tokio::select! {
                     _ = stop_rx => {}
-                    _ = renew(&queue, &in_flight, lease, &reg) => {}
+                    _ = crate::client::without_failover_wait(renew(&queue, &in_flight, lease, &reg)) => {}
                 }
             });
         });
@@ -93,19 +95,24 @@ pub(super) async fn renew(
             next_renewal = tokio::time::Instant::now() + every;
             continue;
         }
-        match queue.cancel_requested(&held).await {
-            Ok(found) => {
-                let running = in_flight.lock().unwrap();
-                for (key, _) in keys.iter().zip(found).filter(|(_, f)| *f) {
-                    if let Some(r) = running.get(key) {
-                        if !r.cancel_requested.swap(true, Ordering::SeqCst) {
-                            r.cancel.cancel();
+        // Each shard on its own and at once: one whose node is down holds up only its jobs.
+        let shards = by_shard(keys, held);
+        let looked = shards.iter().map(|(keys, held)| async move {
+            match queue.cancel_requested(held).await {
+                Ok(found) => {
+                    let running = in_flight.lock().unwrap();
+                    for (key, _) in keys.iter().zip(found).filter(|(_, f)| *f) {
+                        if let Some(r) = running.get(key) {
+                            if !r.cancel_requested.swap(true, Ordering::SeqCst) {
+                                r.cancel.cancel();
+                            }
                         }
                     }
                 }
+                Err(e) => log::warn!("tideq: could not look for cancel requests: {e}"),
             }
-            Err(e) => log::warn!("tideq: could not look for cancel requests: {e}"),
-        }
+        });
+        futures_util::future::join_all(looked).await;
         if tokio::time::Instant::now() < next_renewal {
             continue;
         }
@@ -113,25 +120,43 @@ pub(super) async fn renew(
         // The renewal also says the worker is alive, and what it runs: a worker busy with long
         // jobs does not fetch (see Queue::workers).
         let entry = running_entry(reg, in_flight);
-        match queue
-            .extend_leases(&held, lease, Some((&reg.id, &entry)))
-            .await
-        {
-            Ok(results) => {
-                // A job that ended while the call was on its way is no longer active (its ack
-                // went out with a fetch): refused, but nothing was lost. Only a job still running
-                // has really lost its lease.
-                let running = in_flight.lock().unwrap();
-                for ((l, key), ok) in held.iter().zip(&keys).zip(results) {
-                    if !ok && running.contains_key(key) {
-                        log::warn!(
-                            "tideq: the lease on job {:?} was lost; its result will be rejected",
-                            l.id
-                        );
+        let renewed = shards.iter().map(|(keys, held)| {
+            let entry = &entry;
+            async move {
+                match queue
+                    .extend_leases(held, lease, Some((&reg.id, entry)))
+                    .await
+                {
+                    Ok(results) => {
+                        // A job that ended while the call was on its way is no longer active
+                        // (its ack went out with a fetch): refused, but nothing was lost. Only a
+                        // job still running has really lost its lease.
+                        let running = in_flight.lock().unwrap();
+                        for ((l, key), ok) in held.iter().zip(keys).zip(results) {
+                            if !ok && running.contains_key(key) {
+                                log::warn!(
+                                    "tideq: the lease on job {:?} was lost; its result will be \
+                                     rejected",
+                                    l.id
+                                );
+                            }
+                        }
                     }
+                    Err(e) => log::warn!("tideq: could not extend {} lease(s): {e}", held.len()),
                 }
             }
-            Err(e) => log::warn!("tideq: could not extend {} lease(s): {e}", held.len()),
-        }
+        });
+        futures_util::future::join_all(renewed).await;
     }
+}
+
+/// The running jobs' keys and leases, by shard.
+fn by_shard(keys: Vec<u64>, held: Vec<Lease>) -> Vec<(Vec<u64>, Vec<Lease>)> {
+    let mut out: std::collections::BTreeMap<usize, (Vec<u64>, Vec<Lease>)> = Default::default();
+    for (k, l) in keys.into_iter().zip(held) {
+        let e = out.entry(l.shard).or_default();
+        e.0.push(k);
+        e.1.push(l);
+    }
+    out.into_values().collect()
 }
