@@ -167,7 +167,7 @@ pub async fn run(client: Client, opts: Options, listen: &str) -> Result<(), Stri
         let cache = cache.clone();
         async move { cache.run(client).await }
     };
-    let server = axum::serve(listener, router).with_graceful_shutdown(async {
+    let server = crate::http::serve(listener, router, async {
         let _ = tokio::signal::ctrl_c().await;
     });
     tokio::select! {

@@ -149,7 +149,7 @@ pub async fn run(
             }
         }
     };
-    let server = axum::serve(listener, app).with_graceful_shutdown(async {
+    let server = crate::http::serve(listener, app, async {
         let _ = tokio::signal::ctrl_c().await;
     });
     tokio::select! {
