@@ -265,8 +265,16 @@ async fn run(
     } = sig;
     // The queue's shard count, checked against the one recorded before the first pop; a
     // consumer made with another count stops at once (`shards.rs`).
+    // Its failures count as fetch errors (nothing can be popped meanwhile).
     let what = format!("the consumer of capped queue {:?}", queue.name());
-    match crate::shards::check_at_start(what, &mut stop_rx, || queue.check_shards()).await {
+    let check = || async {
+        let r = queue.check_shards().await;
+        if r.is_err() {
+            counters.fetch_errors.fetch_add(1, Ordering::Relaxed);
+        }
+        r
+    };
+    match crate::shards::check_at_start(what, &mut stop_rx, check).await {
         Ok(true) => {}
         Ok(false) => {
             let _ = done.send(true);

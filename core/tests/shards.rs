@@ -300,3 +300,26 @@ async fn each_role_of_a_sharded_queue_works_under_its_acl_with_the_recorded_coun
 fn role_name(r: Role) -> &'static str {
     r.as_str()
 }
+
+/// A worker that cannot reach Redis to check its shard count retries (each failure a fetch
+/// error, as the fetches it cannot make yet), and stops when asked.
+#[tokio::test]
+async fn a_worker_checking_its_shard_count_while_redis_is_down_retries_and_stops_when_asked() {
+    let url = format!("redis://127.0.0.1:{}", common::free_port());
+    let c = Client::open(&url).unwrap();
+    let w = jobs(&c, "q", 2)
+        .work(WorkerOptions::default(), |_j: tideq::Job| async {
+            Ok::<(), String>(())
+        })
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while w.stats().fetch_errors < 2 {
+        assert!(std::time::Instant::now() < deadline, "{:?}", w.stats());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    w.stop();
+    tokio::time::timeout(Duration::from_secs(10), w.join())
+        .await
+        .expect("stops when asked");
+    assert!(w.error().is_none(), "{:?}", w.error());
+}

@@ -167,8 +167,16 @@ pub(super) async fn run(
     } = sig;
     // The queue's shard count, recorded (or checked against the record) before anything is
     // written; a worker made with another count stops at once (`shards.rs`).
+    // Its failures count as fetch errors (nothing can be fetched meanwhile).
     let what = format!("the worker of queue {:?}", queue.name());
-    match crate::shards::check_at_start(what, &mut stop_rx, || queue.check_shards(true)).await {
+    let check = || async {
+        let r = queue.check_shards(true).await;
+        if r.is_err() {
+            counters.fetch_errors.fetch_add(1, Ordering::Relaxed);
+        }
+        r
+    };
+    match crate::shards::check_at_start(what, &mut stop_rx, check).await {
         Ok(true) => {}
         Ok(false) => {
             let _ = done.send(true);
