@@ -8,12 +8,16 @@
 #      with delays, retries and dead letters), then Python enqueues tasks that a Node worker
 #      runs, then `tideq stats` and `tideq jobs` show the result;
 #   4. starts `tideq dashboard` and prints where to look, until Ctrl-C (`--no-keep`: stop here).
+# `--smoke` (`make demo SMOKE=1`, in `make test`): no build, the debug binaries and the bindings
+# `make test` built; the dashboard is started, asked for its overview once, and stopped.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
 KEEP=1
+SMOKE=""
 [ "${1:-}" = "--no-keep" ] && KEEP=""
+[ "${1:-}" = "--smoke" ] && SMOKE=1
 bash scripts/ensure-deps.sh >/dev/null
 
 PIDS=()
@@ -36,6 +40,12 @@ build() {
   npm install --no-audit --no-fund
   npm run --silent build
 }
+if [ -n "$SMOKE" ]; then
+  PROFILE=debug
+  cargo build -q -p tideq --example demo
+  cargo build -q -p tideq-cli
+else
+PROFILE=release
 build >"$LOG" 2>&1 &
 BUILD=$!
 start=$SECONDS
@@ -54,7 +64,8 @@ if ! wait "$BUILD"; then
 fi
 [ -t 1 ] && printf '\r\033[K'
 echo "built in $((SECONDS - start)) s (log: ${LOG#"$ROOT"/})"
-TIDEQ="$CARGO_TARGET_DIR/release/tideq"
+fi
+TIDEQ="$CARGO_TARGET_DIR/$PROFILE/tideq"
 
 # 2. The Redis: the one TIDEQ_REDIS_URL names, or a private one.
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
@@ -72,7 +83,7 @@ fi
 # 3. Each runtime at work.
 echo
 echo "== Rust: a capped grouped queue, then a job queue (core/examples/demo.rs)"
-"$CARGO_TARGET_DIR/release/examples/demo"
+"$CARGO_TARGET_DIR/$PROFILE/examples/demo"
 
 echo
 echo "== Python enqueues 20 'charge' tasks on the queue demo-orders"
@@ -115,6 +126,15 @@ echo "== tideq dead demo-orders list"
 DASH_PORT="$(free_port)"
 "$TIDEQ" dashboard --listen "127.0.0.1:$DASH_PORT" >/dev/null 2>&1 &
 PIDS+=($!)
+if [ -n "$SMOKE" ]; then
+  for _ in $(seq 200); do
+    curl -fsS -o /dev/null "http://127.0.0.1:$DASH_PORT/api/overview" 2>/dev/null && break
+    sleep 0.1
+  done
+  curl -fsS "http://127.0.0.1:$DASH_PORT/api/overview" | grep -q '"demo-orders"'
+  echo "the dashboard answered at http://127.0.0.1:$DASH_PORT/ (smoke run: stopping)"
+  exit 0
+fi
 cat <<EOF
 
 tideq's demo is done; its Redis stays up until Ctrl-C:

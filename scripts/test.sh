@@ -17,18 +17,18 @@ echo "== one version in every manifest, and the release workflow under actionlin
 python3 scripts/set-version.py --check
 node scripts/lint-workflows.mjs
 echo "== the built wheel and npm packages, published to local registries and installed from them where there is no cargo"
-bash scripts/release-check.sh --quick
+make -s release-check SMOKE=1
 echo "== valkey: the error and ACL tests against Valkey 8 (make test-valkey runs every suite)"
-bash scripts/test-valkey.sh --quick
+make -s test-valkey SMOKE=1
 echo "== scale (quick profile: 10,000 groups, 100,000 jobs; make scale runs 100,000 and 1,000,000)"
-cargo run -q -p tideq-bench --bin scale -- --groups 10000 --jobs 100000 --paused 10000
+make -s scale SMOKE=1
 echo "== interop"
 .venv/bin/python -m pytest tests/interop -q
-echo "== faults (quick profile; make faults runs the full suite and a soak)"
-.venv/bin/python tests/faults/driver.py
-echo "== a 10,000-child flow on 4 shards while its workers are SIGKILLed every second"
-.venv/bin/python tests/faults/flow_kills.py
+echo "== faults (quick profile; make faults runs the full suite and a soak), then a 10,000-child flow on 4 shards while its workers are SIGKILLed every second"
+make -s faults SMOKE=1
 echo "== docs (make docs: the site with its API references, warnings as errors)"
-bash scripts/docs.sh
+make -s docs
+echo "== every other make target the documentation names, in its quick form (scripts/targets.py)"
+python3 scripts/targets.py
 echo "== README and docs (every code block, as pasted, twice)"
 .venv/bin/python scripts/readme.py

@@ -65,8 +65,10 @@ pub struct QueueOptions {
     /// tag, so one queue spreads over a cluster's masters. Queue names may not contain `#`.
     /// A job's shard is fixed by its id, so ids stay idempotent and `get`/`cancel` find it;
     /// workers serve every shard; `stats` adds the shards up.
-    /// Every handle on a queue (producers and consumers) must use the same count; changing it
-    /// means draining the queue first. Default 1. On a single server it works but gains nothing.
+    /// Every handle on a queue must use the same count: the first producer, worker or push
+    /// records it in Redis, and a handle made with another count is refused (`INVALID_ARGUMENT`)
+    /// at its first call. Changing it means draining the queue, then deleting that record
+    /// (`<prefix>:{<queue>}:shards`). Default 1. On a single server it works but gains nothing.
     pub shards: Option<u32>,
 }
 

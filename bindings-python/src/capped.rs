@@ -135,8 +135,9 @@ runtime::api_classes!(
     ///
     /// ``shards`` (1 to 1024) splits the queue into that many hash tags, which a Redis Cluster
     /// spreads over its masters; a group's shard is fixed by its name, consumers serve every shard
-    /// and ``stats`` adds them up. Every producer and consumer of a queue must use the same count.
-    /// Queue names may not contain ``#``.
+    /// and ``stats`` adds them up. Every handle of a queue must use the same count: the first push
+    /// records it in Redis, and a handle made with another count raises ``InvalidArgumentError``
+    /// at its first call. Queue names may not contain ``#``.
     ///
     /// Used as a context manager (``with CappedQueue(...) as q:``, ``async with`` for
     /// ``AsyncCappedQueue``), leaving the block shuts down the consumers started from ``q``

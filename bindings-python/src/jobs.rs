@@ -56,8 +56,10 @@ runtime::api_classes!(
     /// ``shards`` (1 to 1024) splits the queue into that many hash tags, which a Redis Cluster
     /// spreads over its masters; a job's shard is fixed by its id (so ids stay idempotent and
     /// ``get``/``cancel`` work), workers serve every shard and ``stats`` adds them up. Every
-    /// producer and worker of a queue must use the same count (changing it remaps ids: drain the
-    /// queue first). Queue names may not contain ``#``.
+    /// handle of a queue must use the same count: the first producer or worker records it in
+    /// Redis, and a handle made with another count raises ``InvalidArgumentError`` at its first
+    /// call (a worker stops on it). Changing it remaps ids: drain the queue, then delete that record
+    /// (``<prefix>:{<queue>}:shards``). Queue names may not contain ``#``.
     ///
     /// Used as a context manager (``with Queue(...) as q:``, ``async with`` for ``AsyncQueue``),
     /// leaving the block shuts down the workers started from ``q`` that still run, as leaving a

@@ -11,7 +11,7 @@ use crate::render;
 pub(crate) fn acl(c: &Conn, queue: &str, role: &str, rules_only: bool) -> Outcome {
     let prefix = config(c)?.prefix().to_string();
     let role = Role::parse(role)?;
-    let rules = acl::rules(&prefix, queue, c.shards, role)?;
+    let rules = acl::rules(&prefix, queue, c.shards.unwrap_or(1), role)?;
     if rules_only {
         print(&rules);
     } else {

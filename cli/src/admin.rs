@@ -18,7 +18,7 @@ const CHILDREN_SHOWN: usize = 20;
 
 /// `tideq stats QUEUE [--watch [SECS]]`.
 pub(crate) async fn stats(c: &Conn, queue: &str, watch: Option<f64>, json: bool) -> Outcome {
-    let q = job_queue(c, queue)?;
+    let q = job_queue(c, queue).await?;
     match watch {
         None => {
             let stats = q.stats().await?;
@@ -31,9 +31,11 @@ pub(crate) async fn stats(c: &Conn, queue: &str, watch: Option<f64>, json: bool)
 }
 
 /// Whether this job queue was ever used: a queue nothing was enqueued to has no stats, and the
-/// command is most likely about another (a typo, a missing `--shards`, `--prefix` or `tideq
-/// capped`): say so and exit 3 rather than print zeros. Asks Redis (a SCAN) only when `stats`
-/// is all zeros.
+/// command is most likely about another (a typo, a missing `--shards` for a queue that did not
+/// record its count, `--prefix` or `tideq capped`): say so and exit 3 rather than print zeros.
+/// Asks Redis only when `stats` is all zeros: the queue's recorded shard count (a queue that
+/// recorded one is known: it has schedules, say, or a worker and nothing enqueued yet), then a
+/// SCAN.
 async fn known(c: &Conn, q: &Queue, s: &JobStats) -> Outcome {
     let counted = [
         s.enqueued,
@@ -46,14 +48,24 @@ async fn known(c: &Conn, q: &Queue, s: &JobStats) -> Outcome {
     if s.paused || counted.iter().any(|&n| n > 0) {
         return Ok(());
     }
-    let found = client(c)?.queues().await?;
+    let client = client(c)?;
+    if client
+        .recorded_shards(QueueKind::Jobs, q.name())
+        .await?
+        .is_some()
+    {
+        return Ok(());
+    }
+    let found = client.queues().await?;
     let named = |kind| found.iter().find(|r| r.kind == kind && r.name == q.name());
     let name = q.name();
     match (named(QueueKind::Jobs), named(QueueKind::Capped)) {
-        (Some(r), _) if r.shards == c.shards => Ok(()),
+        (Some(r), _) if r.shards == q.shard_count() => Ok(()),
         (Some(r), _) => Err(Failure::NotFound(format!(
-            "job queue {name:?} has {} shard(s) holding data, not {}: add --shards {}",
-            r.shards, c.shards, r.shards
+            "job queue {name:?} has {} shard(s), not {}: add --shards {}",
+            r.shards,
+            q.shard_count(),
+            r.shards
         ))),
         (None, Some(_)) => Err(Failure::NotFound(format!(
             "{name:?} is a capped queue: see `tideq capped {name} stats`"
@@ -96,7 +108,7 @@ async fn watch_stats(q: &Queue, secs: f64, json: bool) -> Outcome {
 /// `tideq jobs QUEUE STATE`.
 pub(crate) async fn jobs(c: &Conn, queue: &str, state: &str, page: Page, json: bool) -> Outcome {
     let state = JobState::parse(state)?;
-    let q = job_queue(c, queue)?;
+    let q = job_queue(c, queue).await?;
     print_jobs(c, &q, state, page, json).await
 }
 
@@ -131,7 +143,7 @@ pub(crate) async fn job(
     payload: Option<Payload>,
     json: bool,
 ) -> Outcome {
-    let q = job_queue(c, queue)?;
+    let q = job_queue(c, queue).await?;
     let (info, kids) = tokio::try_join!(q.get(id), q.children(id, 0, CHILDREN_SHOWN))?;
     match info {
         Some(info) => print(&render::job_and_children(&info, &kids, payload, json)),
@@ -142,7 +154,7 @@ pub(crate) async fn job(
 
 /// `tideq cancel QUEUE ID`.
 pub(crate) async fn cancel(c: &Conn, queue: &str, id: &str) -> Outcome {
-    let q = job_queue(c, queue)?;
+    let q = job_queue(c, queue).await?;
     job_action(queue, id, q.cancel(id).await)?;
     print(&format!("cancelled {id}"));
     Ok(())
@@ -150,7 +162,7 @@ pub(crate) async fn cancel(c: &Conn, queue: &str, id: &str) -> Outcome {
 
 /// `tideq run-now QUEUE ID`.
 pub(crate) async fn run_now(c: &Conn, queue: &str, id: &str) -> Outcome {
-    let q = job_queue(c, queue)?;
+    let q = job_queue(c, queue).await?;
     job_action(queue, id, q.promote(id).await)?;
     print(&format!("ready now: {id}"));
     Ok(())
@@ -159,7 +171,7 @@ pub(crate) async fn run_now(c: &Conn, queue: &str, id: &str) -> Outcome {
 /// `tideq retry QUEUE ID`: `dead requeue`, told apart from an unknown id when the job is not
 /// dead.
 pub(crate) async fn retry(c: &Conn, queue: &str, id: &str) -> Outcome {
-    let q = job_queue(c, queue)?;
+    let q = job_queue(c, queue).await?;
     match q.requeue(id).await {
         Err(e) if e.kind() == ErrorKind::JobNotFound => {
             return Err(match q.get(id).await? {
@@ -181,7 +193,7 @@ pub(crate) async fn retry(c: &Conn, queue: &str, id: &str) -> Outcome {
 
 /// `tideq delete QUEUE ID [--yes]`.
 pub(crate) async fn delete(c: &Conn, queue: &str, id: &str, yes: bool) -> Outcome {
-    let q = job_queue(c, queue)?;
+    let q = job_queue(c, queue).await?;
     confirm(
         yes,
         &format!("delete job {id:?} of {:?} and all kept for it?", q.name()),
@@ -218,7 +230,7 @@ pub(crate) async fn search(
     limit: usize,
     json: bool,
 ) -> Outcome {
-    let q = job_queue(c, queue)?;
+    let q = job_queue(c, queue).await?;
     let page = q.find_jobs(filter, cursor.as_deref(), limit).await?;
     if page.jobs.is_empty() && page.cursor.is_none() && cursor.is_none() {
         known(c, &q, &q.stats().await?).await?;
@@ -229,7 +241,7 @@ pub(crate) async fn search(
 
 /// `tideq dead QUEUE ACTION`.
 pub(crate) async fn dead(c: &Conn, queue: &str, action: Dead) -> Outcome {
-    let q = job_queue(c, queue)?;
+    let q = job_queue(c, queue).await?;
     let q = &q;
     match action {
         Dead::List { page, json } => print_jobs(c, q, JobState::Dead, page, json).await?,

@@ -43,9 +43,10 @@ pub(crate) struct Conn {
     /// Key prefix [default: tideq]
     #[arg(long, global = true)]
     pub(crate) prefix: Option<String>,
-    /// Shards the queue is split in (as the application created it).
-    #[arg(long, global = true, default_value_t = 1, value_name = "N")]
-    pub(crate) shards: usize,
+    /// Shards the queue is split in (as the application created it) [default: the count the
+    /// queue recorded in Redis, else 1]. A count other than the recorded one is refused.
+    #[arg(long, global = true, value_name = "N")]
+    pub(crate) shards: Option<usize>,
 }
 
 #[derive(Subcommand)]

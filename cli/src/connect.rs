@@ -1,7 +1,7 @@
 //! The connection the flags describe (`--url`, `--cluster`, `--sentinel`, `--tls-ca`,
 //! `--prefix`, `--shards`), as the core's `Config`, client and queues.
 
-use tideq::{Client, Config, Queue, QueueOptions};
+use tideq::{Client, Config, Queue, QueueKind, QueueOptions};
 
 use crate::args::Conn;
 use crate::exit::Failure;
@@ -32,12 +32,28 @@ pub(crate) fn client(c: &Conn) -> Result<Client, Failure> {
     Ok(Client::new(config(c)?)?)
 }
 
-pub(crate) fn job_queue(c: &Conn, name: &str) -> Result<Queue, Failure> {
+/// The job queue `name`, split in `--shards` or else in the count the queue recorded (1 when
+/// none is: a new queue, or one last written by a tideq that did not record it).
+pub(crate) async fn job_queue(c: &Conn, name: &str) -> Result<Queue, Failure> {
     let client = client(c)?;
+    let shards = shards(c, &client, QueueKind::Jobs, name).await?;
     Ok(Queue::sharded(
         &client,
         name,
-        c.shards,
+        shards,
         QueueOptions::default(),
     )?)
+}
+
+/// `--shards`, else the count the queue of `kind` named `name` recorded, else 1.
+pub(crate) async fn shards(
+    c: &Conn,
+    client: &Client,
+    kind: QueueKind,
+    name: &str,
+) -> Result<usize, Failure> {
+    Ok(match c.shards {
+        Some(n) => n,
+        None => client.recorded_shards(kind, name).await?.unwrap_or(1),
+    })
 }

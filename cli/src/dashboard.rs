@@ -13,8 +13,9 @@
 //! therefore [`DEFAULT_REFRESH_SECS`] = 10 s: 0.6 commands per second per job queue, 0.4 per
 //! capped queue. Queues are discovered again (one SCAN step per 1000 keys per primary) at every
 //! refresh while a pass is quick, spaced to 20 times a pass's duration on a big keyspace
-//! (`exporter::Discovery`), and at once when a request names a queue not shown yet, unless
-//! `--queue` names them. The other endpoints (a queue's jobs, one job with a flow parent's first
+//! (`exporter::Discovery`), unless `--queue` names them; a request naming a queue not shown yet
+//! reads that queue's own key recording its shard count (one GET, never a SCAN) and shows it at
+//! once when it has one. The other endpoints (a queue's jobs, one job with a flow parent's first
 //! page of children, a search, groups, schedules, workers, the changes) read or write Redis per
 //! request only, when an operator clicks; a queue's history is read at most once per 30 s per
 //! queue and window (`cache::HISTORY_FRESH`), however many pages show it.
@@ -78,8 +79,8 @@ const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-
 
 /// What `tideq dashboard` was asked for.
 pub struct Options {
-    /// Shards of the named queues.
-    pub shards: usize,
+    /// Shards of the named queues (`None`: the count each recorded).
+    pub shards: Option<usize>,
     /// Only these job queues (else every queue under the prefix).
     pub named: Vec<String>,
     pub refresh: Duration,
@@ -167,7 +168,7 @@ pub async fn run(client: Client, opts: Options, listen: &str) -> Result<(), Stri
         let cache = cache.clone();
         async move { cache.run(client).await }
     };
-    let server = axum::serve(listener, router).with_graceful_shutdown(async {
+    let server = crate::http::serve(listener, router, async {
         let _ = tokio::signal::ctrl_c().await;
     });
     tokio::select! {

@@ -23,7 +23,7 @@ pub(crate) async fn events(
             Failure::Usage(format!("--idle must be a number of seconds >= 0, not {s}"))
         })?),
     };
-    let q = job_queue(c, queue)?;
+    let q = job_queue(c, queue).await?;
     let mut ev = q.events(tideq::EventsOptions { name, from_start }).await?;
     let ctrl_c = tokio::signal::ctrl_c();
     tokio::pin!(ctrl_c);

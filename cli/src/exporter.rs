@@ -11,6 +11,7 @@
 //! OpenMetrics; any other gets the Prometheus text format 0.0.4, each labelled as what it is.
 //! Requests must name a host the exporter answers (`hosts.rs`: loopback names, `--allow-host`).
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -42,7 +43,7 @@ impl Discovery {
     /// Discovers the queue list now (see [`queue_list`]) and starts timing from it.
     pub(crate) async fn first(
         client: &Client,
-        shards: usize,
+        shards: Option<usize>,
         named: &[String],
         who: &str,
     ) -> (Self, Vec<QueueRef>) {
@@ -67,22 +68,68 @@ impl Discovery {
         self.at.elapsed() >= self.every(refresh)
     }
 
-    /// When the last pass began.
-    pub(crate) fn began(&self) -> Instant {
-        self.at
-    }
-
     /// Discovers again.
     pub(crate) async fn again(
         &mut self,
         client: &Client,
-        shards: usize,
+        shards: Option<usize>,
         named: &[String],
         who: &str,
     ) -> Vec<QueueRef> {
         let (next, queues) = Self::first(client, shards, named, who).await;
         *self = next;
         queues
+    }
+}
+
+/// The queue handles the refreshes (and the dashboard's requests) use, kept from one to the next:
+/// a handle checks its shard count against the one the queue recorded once (a `GET`), not at
+/// every refresh.
+#[derive(Default)]
+pub(crate) struct Handles {
+    jobs: Mutex<HashMap<(String, usize), Queue>>,
+    capped: Mutex<HashMap<(String, usize), CappedQueue>>,
+}
+
+impl Handles {
+    /// The job queue `name` split in `shards`.
+    pub(crate) fn jobs(&self, client: &Client, name: &str, shards: usize) -> tideq::Result<Queue> {
+        let mut m = self.jobs.lock().unwrap();
+        if let Some(q) = m.get(&(name.to_string(), shards)) {
+            return Ok(q.clone());
+        }
+        let q = Queue::sharded(client, name, shards, QueueOptions::default())?;
+        m.insert((name.to_string(), shards), q.clone());
+        Ok(q)
+    }
+
+    /// The capped queue `name` split in `shards`.
+    pub(crate) fn capped(
+        &self,
+        client: &Client,
+        name: &str,
+        shards: usize,
+    ) -> tideq::Result<CappedQueue> {
+        let mut m = self.capped.lock().unwrap();
+        if let Some(q) = m.get(&(name.to_string(), shards)) {
+            return Ok(q.clone());
+        }
+        let q = CappedQueue::sharded(client, name, shards, CappedOptions::default())?;
+        m.insert((name.to_string(), shards), q.clone());
+        Ok(q)
+    }
+
+    /// Forgets the handles of queues no longer shown.
+    pub(crate) fn keep_only(&self, shown: &[QueueRef]) {
+        let has = |kind, name: &str, shards| {
+            shown
+                .iter()
+                .any(|r| r.kind == kind && r.name == name && r.shards == shards)
+        };
+        let mut jobs = self.jobs.lock().unwrap();
+        jobs.retain(|(n, s), _| has(QueueKind::Jobs, n, *s));
+        let mut capped = self.capped.lock().unwrap();
+        capped.retain(|(n, s), _| has(QueueKind::Capped, n, *s));
     }
 }
 
@@ -96,7 +143,7 @@ struct Served {
 /// Runs the exporter until Ctrl-C.
 pub async fn run(
     client: Client,
-    shards: usize,
+    shards: Option<usize>,
     named: Vec<String>,
     listen: &str,
     refresh: Duration,
@@ -110,7 +157,8 @@ pub async fn run(
     let served = Arc::new(Mutex::new(Served::default()));
     // The first refresh before serving, so the first scrape has numbers (or the error).
     let (mut discovery, mut queues) = Discovery::first(&client, shards, &named, "exporter").await;
-    refresh_once(&client, &queues, &served).await;
+    let handles = Handles::default();
+    refresh_once(&client, &handles, &queues, &served).await;
     let s = served.clone();
     let h = hosts.clone();
     let app = Router::new()
@@ -144,12 +192,13 @@ pub async fn run(
                 tokio::time::sleep(refresh).await;
                 if named.is_empty() && discovery.due(refresh) {
                     queues = discovery.again(&client, shards, &named, "exporter").await;
+                    handles.keep_only(&queues);
                 }
-                refresh_once(&client, &queues, &served).await;
+                refresh_once(&client, &handles, &queues, &served).await;
             }
         }
     };
-    let server = axum::serve(listener, app).with_graceful_shutdown(async {
+    let server = crate::http::serve(listener, app, async {
         let _ = tokio::signal::ctrl_c().await;
     });
     tokio::select! {
@@ -192,23 +241,35 @@ fn wants_openmetrics(accept: &str) -> bool {
     })
 }
 
-/// The queues to show: the named job queues, or every queue found under the prefix (an error is
-/// printed, prefixed by `who`, and gives none). The dashboard's too.
+/// The queues to show: the named job queues (split in `shards`, else in the count each
+/// recorded, else 1), or every queue found under the prefix (an error is printed, prefixed by
+/// `who`, and gives none). The dashboard's too.
 pub(crate) async fn queue_list(
     client: &Client,
-    shards: usize,
+    shards: Option<usize>,
     named: &[String],
     who: &str,
 ) -> Vec<QueueRef> {
     if !named.is_empty() {
-        return named
-            .iter()
-            .map(|n| QueueRef {
+        let mut out = Vec::with_capacity(named.len());
+        for n in named {
+            let shards = match shards {
+                Some(s) => s,
+                None => match client.recorded_shards(QueueKind::Jobs, n).await {
+                    Ok(s) => s.unwrap_or(1),
+                    Err(e) => {
+                        eprintln!("tideq {who}: queue {n:?}: cannot read its shard count: {e}");
+                        1
+                    }
+                },
+            };
+            out.push(QueueRef {
                 kind: QueueKind::Jobs,
                 name: n.clone(),
                 shards,
-            })
-            .collect();
+            });
+        }
+        return out;
     }
     match client.queues().await {
         Ok(q) => q,
@@ -219,24 +280,25 @@ pub(crate) async fn queue_list(
     }
 }
 
-async fn refresh_once(client: &Client, queues: &[QueueRef], served: &Mutex<Served>) {
+async fn refresh_once(
+    client: &Client,
+    handles: &Handles,
+    queues: &[QueueRef],
+    served: &Mutex<Served>,
+) {
     let mut jobs = Vec::new();
     let mut capped = Vec::new();
     let mut error = None;
     for r in queues {
         let got = match r.kind {
-            QueueKind::Jobs => {
-                match Queue::sharded(client, &r.name, r.shards, QueueOptions::default()) {
-                    Ok(q) => q.metrics().await.map(|m| jobs.push(m)),
-                    Err(e) => Err(e),
-                }
-            }
-            QueueKind::Capped => {
-                match CappedQueue::sharded(client, &r.name, r.shards, CappedOptions::default()) {
-                    Ok(q) => q.stats().await.map(|s| capped.push((r.name.clone(), s))),
-                    Err(e) => Err(e),
-                }
-            }
+            QueueKind::Jobs => match handles.jobs(client, &r.name, r.shards) {
+                Ok(q) => q.metrics().await.map(|m| jobs.push(m)),
+                Err(e) => Err(e),
+            },
+            QueueKind::Capped => match handles.capped(client, &r.name, r.shards) {
+                Ok(q) => q.stats().await.map(|s| capped.push((r.name.clone(), s))),
+                Err(e) => Err(e),
+            },
         };
         if let Err(e) = got {
             error = Some(e.to_string());

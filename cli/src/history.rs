@@ -15,7 +15,7 @@ pub(crate) async fn history(
     step: Duration,
     json: bool,
 ) -> Outcome {
-    let q = job_queue(c, queue)?;
+    let q = job_queue(c, queue).await?;
     print(&render::history(&q.history(window, step).await?, json));
     Ok(())
 }

@@ -33,7 +33,7 @@ pub(crate) async fn enqueue(c: &Conn, queue: &str, job: NewJob, json: bool) -> O
         group,
         ..Default::default()
     };
-    let q = job_queue(c, queue)?;
+    let q = job_queue(c, queue).await?;
     let done = match (data, task) {
         (Some(text), task) => {
             let value: serde_json::Value = serde_json::from_str(&text)

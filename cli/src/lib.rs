@@ -7,7 +7,8 @@
 //!   `exit.rs`: output, failures and exit codes.
 //! - `jobs.rs` (enqueue), `admin.rs` (stats, jobs, job, search, cancel, run-now, retry, delete,
 //!   dead letters), `flow.rs` (pause, resume, limits, groups), `schedule.rs`, `workers.rs`, `history.rs`, `events.rs`, `capped.rs`, `discover.rs` (queues), `acl.rs`.
-//! - `serve.rs`: bench, exporter and dashboard (`bench.rs`, `exporter.rs`, `dashboard.rs`).
+//! - `serve.rs`: bench, exporter and dashboard (`bench.rs`, `exporter.rs`, `dashboard.rs`; `http.rs`
+//!   the HTTP server both use: a header-read timeout and a cap on connections).
 //! - `render/`: the core's values as aligned text or JSON, by the same roles.
 //!
 //! Exit codes: 0 ok, 1 a Redis/connection/auth error, 2 a usage error or bad input
@@ -27,6 +28,7 @@ mod exporter;
 mod flow;
 mod history;
 mod hosts;
+mod http;
 mod jobs;
 mod render;
 mod schedule;

@@ -7,7 +7,7 @@ use crate::render;
 
 /// `tideq schedules QUEUE`: every schedule with its next slots.
 pub(crate) async fn schedules(c: &Conn, queue: &str, json: bool) -> Outcome {
-    let q = job_queue(c, queue)?;
+    let q = job_queue(c, queue).await?;
     print(&render::schedules(&q.schedules().await?, json));
     Ok(())
 }

@@ -11,7 +11,7 @@ use crate::{bench, dashboard, exporter};
 /// `tideq bench [--jobs N] [--concurrency C]`.
 pub(crate) async fn bench(c: &Conn, jobs: usize, concurrency: usize, json: bool) -> Outcome {
     let client = client(c)?;
-    let report = bench::run(&client, c.shards, jobs, concurrency).await?;
+    let report = bench::run(&client, c.shards.unwrap_or(1), jobs, concurrency).await?;
     print(&report.render(json));
     Ok(())
 }

@@ -7,7 +7,7 @@ use crate::render;
 
 /// `tideq workers QUEUE`: the workers seen in the last 45 s, in the order they started.
 pub(crate) async fn workers(c: &Conn, queue: &str, json: bool) -> Outcome {
-    let q = job_queue(c, queue)?;
+    let q = job_queue(c, queue).await?;
     print(&render::workers(&q.workers().await?, json));
     Ok(())
 }

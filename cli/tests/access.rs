@@ -186,3 +186,52 @@ fn the_exporter_refuses_a_rebound_host_name_and_answers_allowed_ones() {
     let evil = http(e.port, "GET", "/metrics", &[("Host", "attacker.example")]).unwrap();
     assert_eq!(evil.status, 403);
 }
+
+/// Issue 40, item 12: four read-token clients asking random queue names drove 575 SCAN calls a
+/// second (each request waited ~1 s for a keyspace pass). A name not shown is now looked up by
+/// its own key alone: one GET per request, never a SCAN.
+#[test]
+fn requests_for_unknown_queue_names_cost_one_get_each_and_never_a_scan() {
+    let rt = rt();
+    let redis = Redis::start();
+    populated(&redis, &rt, "mail");
+    // A keyspace worth scanning.
+    let client = tideq::Client::open(&redis.url).unwrap();
+    rt.block_on(async {
+        for i in 0..20 {
+            let q = tideq::Queue::new(&client, &format!("q{i}"), Default::default()).unwrap();
+            q.enqueue(b"x", Default::default()).await.unwrap();
+        }
+    });
+    let d = Dashboard::start(
+        &["--url", &redis.url],
+        &["--read-token", "look", "--refresh", "3600"],
+        &[],
+    );
+    let auth = [("Authorization", "Bearer look")];
+    let before = command_calls(&redis.url);
+    let threads: Vec<_> = (0..4)
+        .map(|t| {
+            let port = d.port;
+            std::thread::spawn(move || {
+                for i in 0..50 {
+                    let path = format!("/api/queues/random-{t}-{i}");
+                    let r = http(port, "GET", &path, &auth).unwrap();
+                    assert_eq!(r.status, 404, "{}", r.body);
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let after = command_calls(&redis.url);
+    let delta = |c: &str| after.get(c).unwrap_or(&0) - before.get(c).unwrap_or(&0);
+    assert_eq!(delta("scan"), 0, "{after:?}");
+    assert_eq!(delta("get"), 200, "{after:?}");
+    // A real queue is still found at once by its address.
+    assert_eq!(
+        http(d.port, "GET", "/api/queues/q7", &auth).unwrap().status,
+        200
+    );
+}

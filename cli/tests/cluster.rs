@@ -63,6 +63,13 @@ fn on_a_cluster_the_commands_and_the_exporter_see_a_sharded_queue_as_the_library
 
     let s = json(cluster.tideq(&["--shards", "3", "stats", "orders", "--json"]));
     assert_eq!(s["ready"], 10, "{s}");
+    // Without --shards: the count the queue recorded (on whichever master holds its name's slot).
+    assert_eq!(
+        json(cluster.tideq(&["stats", "orders", "--json"]))["ready"],
+        10
+    );
+    let out = cluster.tideq(&["--shards", "2", "stats", "orders"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert_eq!(s["dead"], 2, "{s}");
     assert_eq!(s["completed"], 30, "{s}");
 

@@ -154,6 +154,10 @@ fn a_queue_that_does_not_exist_is_a_notice_and_exit_status_3_not_zeros() {
         let capped = CappedQueue::new(&client, "telemetry", CappedOptions::default()).unwrap();
         capped.push("g", b"x").await.unwrap();
     });
+    // Its shard count is recorded: read without --shards, it is found.
+    assert!(ok(redis.tideq(&["stats", "wide"])).contains("enqueued"));
+    // A queue that recorded none (written by a tideq that did not): says which count to add.
+    redis_cli(&redis.url, &["DEL", "tideq:{wide}:shards"]);
     let out = redis.tideq(&["stats", "wide"]);
     assert_eq!(out.status.code(), Some(3));
     assert!(stderr(&out).contains("add --shards 4"), "{}", stderr(&out));

@@ -139,15 +139,19 @@ impl Role {
             // finish notice); GET for a debounce key; TIME for a schedule's next slot; the event
             // log (XREAD to wait for entries, HGET/HSET a named reader's place).
             // A flow: HEXISTS and ZSCORE to find its root written already.
+            // The queue's shard count: SET NX GET records it (or reads it) before the first
+            // enqueue (`shards.rs`).
             Role::Producer => &[
                 "wait", "exists", "blmpop", "get", "time", "xread", "hget", "hset", "hexists",
-                "zscore",
+                "zscore", "set",
             ],
             // Wake-up listener: BLPOP, and passing a token on; cancel requests (renewer). Flows:
             // relaying the outbox (SET NX of its lock, LRANGE), settling held jobs
             // (ZRANGEBYSCORE, HMGET, HGET of the root), a parent reading its children (HSCAN), a
-            // chain's link or chord's callback reading its arguments (LRANGE, HGETALL).
+            // chain's link or chord's callback reading its arguments (LRANGE, HGETALL). The
+            // queue's shard count (SET NX GET as it starts, GET).
             Role::Worker => &[
+                "get",
                 "blpop",
                 "rpush",
                 "pexpire",
@@ -163,14 +167,16 @@ impl Role {
             // The event log too: set_events (HSET/HDEL of the setting, DEL of the log), readers
             // (XREAD to wait, HSET of a named reader's place); stats (HMGET of the settings).
             // A cancelled flow job's outbox relayed (SET, LRANGE); children's results (HSCAN); a
-            // page of a parent's children (LLEN, LRANGE, HMGET).
+            // page of a parent's children (LLEN, LRANGE, HMGET). The queue's shard count (GET).
             Role::Admin => &[
                 "zcard", "llen", "zcount", "hgetall", "hget", "hmget", "blmpop", "time", "hset",
-                "hdel", "del", "xread", "set", "lrange", "hscan",
+                "hdel", "del", "xread", "set", "lrange", "hscan", "get",
             ],
-            Role::CappedProducer => &[],
-            // Wake-up waits, `len`, `stats`; `peek` (TIME and LRANGE in one pipeline).
-            Role::CappedConsumer => &["blpop", "llen", "hgetall", "lrange", "time"],
+            // The queue's shard count, recorded by the first push (SET NX GET).
+            Role::CappedProducer => &["set"],
+            // Wake-up waits, `len`, `stats`; `peek` (TIME and LRANGE in one pipeline); the
+            // queue's shard count (GET).
+            Role::CappedConsumer => &["blpop", "llen", "hgetall", "lrange", "time", "get"],
         }
     }
 }
@@ -230,7 +236,8 @@ pub(crate) fn script_commands(script: &LuaScript) -> BTreeSet<String> {
 
 /// The ACL rules (one line for `ACL SETUSER <user> on ><password> <rules>`) that let a user do
 /// `role` on queue `queue` (split in `shards`) under key prefix `prefix`, and nothing else: the
-/// commands (first `-@all`), and key patterns for exactly the queue's hash tags. `INFO` is
+/// commands (first `-@all`), and key patterns for exactly the queue's hash tags (and, when it
+/// has more than one shard, the key recording its shard count). `INFO` is
 /// included for the eviction-policy check (without it the check is skipped); on a Redis Cluster
 /// add `+cluster|slots +cluster|shards` so the client can read the topology.
 pub fn rules(prefix: &str, queue: &str, shards: usize, role: Role) -> Result<String> {
@@ -250,6 +257,18 @@ pub fn rules(prefix: &str, queue: &str, shards: usize, role: Role) -> Result<Str
     }
     for tag in tags {
         line.push_str(&format!(" ~{prefix}:{{{tag}}}:*"));
+    }
+    // The key recording the queue's shard count, under the hash tag of its name alone: one of
+    // the queue's keys already when it has one shard.
+    if shards > 1 {
+        let kind = match role {
+            Role::CappedProducer | Role::CappedConsumer => crate::discover::QueueKind::Capped,
+            _ => crate::discover::QueueKind::Jobs,
+        };
+        line.push_str(&format!(
+            " ~{}",
+            crate::keys::shards_key(prefix, queue, kind)
+        ));
     }
     Ok(line)
 }
@@ -281,6 +300,10 @@ mod tests {
         );
         let sharded = rules("app", "emails", 3, Role::Producer).unwrap();
         assert_eq!(sharded.matches(" ~app:{emails#").count(), 3, "{sharded}");
+        // The key recording the shard count, and no other key of the name's own tag.
+        assert!(sharded.ends_with(" ~app:{emails}:shards"), "{sharded}");
+        let capped = rules("app", "ticks", 2, Role::CappedConsumer).unwrap();
+        assert!(capped.ends_with(" ~app:{ticks}:c:shards"), "{capped}");
         assert!(rules("tideq", "e*", 1, Role::Worker).is_err());
         for r in Role::ALL {
             assert_eq!(Role::parse(r.as_str()).unwrap(), r);

@@ -266,6 +266,29 @@ async fn run(
         done,
         failure,
     } = sig;
+    // The queue's shard count, checked against the one recorded before the first pop; a
+    // consumer made with another count stops at once (`shards.rs`).
+    // Its failures count as fetch errors (nothing can be popped meanwhile).
+    let what = format!("the consumer of capped queue {:?}", queue.name());
+    let check = || async {
+        let r = queue.check_shards().await;
+        if r.is_err() {
+            counters.fetch_errors.fetch_add(1, Ordering::Relaxed);
+        }
+        r
+    };
+    match crate::shards::check_at_start(what, &mut stop_rx, check).await {
+        Ok(true) => {}
+        Ok(false) => {
+            let _ = done.send(true);
+            return;
+        }
+        Err(e) => {
+            stopped_on(&queue, &failure, e);
+            let _ = done.send(true);
+            return;
+        }
+    }
     let wake_keys = if opts.groups.is_empty() {
         queue.shards.iter().map(|k| k.wake()).collect()
     } else {

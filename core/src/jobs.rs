@@ -18,6 +18,7 @@ use crate::job::{
 };
 use crate::keys::{shard_of, JobKeys};
 use crate::scripts::{LuaScript, ENQUEUE_JOBS};
+use crate::shards::ShardCheck;
 
 /// Most jobs per enqueue script call; all calls of one `enqueue_many` go in one pipeline.
 const ENQUEUE_CHUNK: usize = 500;
@@ -48,17 +49,47 @@ pub struct Queue {
     pub(crate) opts: QueueOptions,
     /// `opts`' retention settings as the scripts take them (see `QueueOptions::policy`).
     pub(crate) policy: Arc<str>,
+    /// The shard count checked against the one recorded in Redis (`shards.rs`).
+    pub(crate) recorded: Arc<ShardCheck>,
 }
+
+/// The operations that create the queue record its shard count when none is yet (`shards.rs`):
+/// `enqueue` and `enqueue_flow` right before their first write, once their input is checked (so
+/// bad input writes nothing), `upsert_schedule` (checked before it starts) at its start. Every
+/// other operation only checks it. The worker records it as it starts.
+const RECORDED_BY_THE_OP: [&str; 2] = ["enqueue", "enqueue_flow"];
 
 impl Queue {
     /// Runs one public operation, naming the queue and the operation in the errors Redis gives
     /// (see [`crate::error::in_operation`]).
+    ///
+    /// Checks (or records) the queue's shard count first, once per handle (`shards.rs`).
     pub(crate) fn op<'a, T: 'a>(
         &'a self,
         op: &'static str,
         f: impl std::future::Future<Output = Result<T>> + Send + 'a,
     ) -> impl std::future::Future<Output = Result<T>> + Send + 'a {
+        let f = async move {
+            if !RECORDED_BY_THE_OP.contains(&op) {
+                self.check_shards(op == "upsert_schedule").await?;
+            }
+            f.await
+        };
         crate::error::in_operation(&self.name, op, f)
+    }
+
+    /// Checks this handle's shard count against the one recorded in Redis, recording it when
+    /// `write` and none is (`shards.rs`); a different count is `INVALID_ARGUMENT`.
+    pub(crate) async fn check_shards(&self, write: bool) -> Result<()> {
+        self.recorded
+            .ensure(
+                &self.client,
+                crate::discover::QueueKind::Jobs,
+                &self.name,
+                self.shards.len(),
+                write,
+            )
+            .await
     }
 
     /// The same queue, reached through another client (the worker's lease renewer has its own).
@@ -87,8 +118,10 @@ impl Queue {
 
     /// A queue split in `shards` hash tags (`{<queue>#<i>.<salt>}`, one slot range each), spread over the masters
     /// of a Redis Cluster. A job's shard is fixed by its id (so idempotency, `get` and `cancel`
-    /// work), workers serve every shard, `stats` adds them up. Every producer and worker of a
-    /// queue must use the same shard count; changing it remaps ids, so drain the queue first.
+    /// work), workers serve every shard, `stats` adds them up. Every handle of a queue must use
+    /// the same shard count: the first producer or worker records it in Redis, and a handle made
+    /// with another count is refused (`INVALID_ARGUMENT`) at its first operation. Changing it
+    /// remaps ids: drain the queue first, then delete the record (docs/cluster.md).
     pub fn sharded(client: &Client, name: &str, shards: usize, opts: QueueOptions) -> Result<Self> {
         let keys = JobKeys::shards(client.config().prefix(), name, shards)?;
         if opts.max_attempts == 0 {
@@ -104,6 +137,7 @@ impl Queue {
             shards: keys.into(),
             policy: opts.policy().into(),
             opts,
+            recorded: Default::default(),
         })
     }
 
@@ -282,6 +316,7 @@ impl Queue {
         let key = &o.debounce.as_ref().expect("debounce").key;
         let ambient = crate::otel::ambient(std::iter::once(o));
         self.envelope(payload, o, None, ambient.as_ref())?;
+        self.check_shards(true).await?;
         let shard = self.shard_for_job("", o);
         for _ in 0..32 {
             let mut conn = self.client.conn().await?;
@@ -385,6 +420,7 @@ impl Queue {
         prepared: &[(Envelope, u64, u64)],
         guard: &str,
     ) -> Result<Vec<Reply>> {
+        self.check_shards(true).await?;
         let mut by_shard: Vec<Vec<usize>> = vec![Vec::new(); self.shards.len()];
         for (i, (env, _, _)) in prepared.iter().enumerate() {
             by_shard[self.shard_for_job(&env.id, jobs[i])].push(i);

@@ -261,6 +261,16 @@ impl JobKeys {
 /// Most shards a queue may have.
 pub const MAX_SHARDS: usize = 1024;
 
+/// Where a queue's shard count is recorded (`shards.rs`): under the hash tag of the queue's name
+/// alone, which a one-shard queue's keys have and a sharded queue's do not, so a reader finds it
+/// without knowing the count. `<prefix>:{<queue>}:shards`, or `:c:shards` for a capped queue.
+pub(crate) fn shards_key(prefix: &str, queue: &str, kind: crate::discover::QueueKind) -> String {
+    match kind {
+        crate::discover::QueueKind::Jobs => format!("{prefix}:{{{queue}}}:shards"),
+        crate::discover::QueueKind::Capped => format!("{prefix}:{{{queue}}}:c:shards"),
+    }
+}
+
 /// The hash tag of each shard of a queue. One shard: the queue name itself. More: `name#i.s`,
 /// with the smallest salt `s` that puts shard `i` in the i-th of `shards` equal slot ranges, so
 /// the shards spread over the masters of an evenly split cluster (and over any slot layout,

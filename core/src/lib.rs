@@ -45,6 +45,8 @@
 //! - [`workflow`]: flows: a parent job that runs once its children (on any queues) finished,
 //!   and reads their results (`enqueue_flow`, `children_results`).
 //! - `lease`: the worker's lease protocol (fetch, complete, fail, release, extend).
+//! - `shards`: a queue's shard count, recorded in Redis by its first writer; every handle is
+//!   checked against it, and operators' tools read it ([`Client::recorded_shards`]).
 //! - [`history`]: the queue's per-minute history kept in Redis for 14 days ([`Queue::history`]).
 //! - `registry`: the live workers, who they are and what they run ([`Queue::workers`]).
 //! - [`worker`]: the worker runtime for job queues (concurrency, lease renewal, shutdown).
@@ -89,6 +91,7 @@ mod runtime;
 pub mod schedule;
 mod scripts;
 mod search;
+mod shards;
 pub mod signal;
 pub mod task;
 mod wait;

@@ -392,3 +392,93 @@ async fn a_bad_window_or_step_is_refused() {
         20_160
     );
 }
+
+/// Issue 40, item 28: a shard's first worker report can come minutes after its first jobs (a
+/// sharded queue's workers report to one shard at a time), and its totals then were taken as the
+/// baseline: the history showed 399 enqueued / 314 completed where stats said 840 / 540, for
+/// good. The enqueue that creates a shard's counters now leaves a zero snapshot.
+#[tokio::test]
+async fn a_sharded_queue_counts_in_its_history_what_came_before_its_workers_first_reports() {
+    let server = RedisServer::start();
+    let client = Client::open(&server.url).unwrap();
+    let q = Queue::sharded(&client, &unique("late"), 4, Default::default()).unwrap();
+    // 540 jobs to run now, 300 for later: all enqueued before any worker reports.
+    let now_jobs: Vec<(&[u8], EnqueueOptions)> = (0..540)
+        .map(|_| (&b"now"[..], EnqueueOptions::default()))
+        .collect();
+    q.enqueue_many(&now_jobs).await.unwrap();
+    let later = EnqueueOptions {
+        delay: Some(HOUR),
+        ..Default::default()
+    };
+    let later_jobs: Vec<(&[u8], EnqueueOptions)> =
+        (0..300).map(|_| (&b"later"[..], later.clone())).collect();
+    q.enqueue_many(&later_jobs).await.unwrap();
+    let w = q
+        .work(
+            WorkerOptions {
+                concurrency: 20,
+                ..Default::default()
+            },
+            |_job: Job| async { Ok::<(), String>(()) },
+        )
+        .unwrap();
+    assert!(
+        wait_for(Duration::from_secs(30), || async {
+            q.stats().await.unwrap().completed == 540
+        })
+        .await
+    );
+    w.shutdown().await;
+    let stats = q.stats().await.unwrap();
+    assert_eq!((stats.enqueued, stats.completed), (840, 540));
+    let h = q.history(HOUR, MINUTE).await.unwrap();
+    assert_eq!(sum(&h, |p| p.enqueued), 840, "{h:?}");
+    assert_eq!(sum(&h, |p| p.completed), 540, "{h:?}");
+}
+
+/// The zero snapshot costs an enqueue nothing but on the call that creates a shard's counters:
+/// one `HSETNX` (and a `PEXPIRE`) per shard, once.
+#[tokio::test]
+async fn only_the_enqueue_that_creates_a_shards_counters_writes_its_zero_snapshot() {
+    let server = RedisServer::start();
+    let client = Client::open(&server.url).unwrap();
+    let q = Queue::sharded(&client, &unique("born"), 4, Default::default()).unwrap();
+    let _: () = redis::cmd("CONFIG")
+        .arg("RESETSTAT")
+        .query(&mut server.conn())
+        .unwrap();
+    for round in 0..10 {
+        let jobs: Vec<(String, EnqueueOptions)> = (0..20)
+            .map(|i| (format!("{round}-{i}"), EnqueueOptions::default()))
+            .collect();
+        q.enqueue_many(&jobs).await.unwrap();
+    }
+    // A flow's shard is born the same way.
+    let f = Queue::new(&client, &unique("bornflow"), Default::default()).unwrap();
+    for _ in 0..3 {
+        let flow = tideq::FlowJob::new(b"p").child(tideq::FlowJob::new(b"c"));
+        f.enqueue_flow(flow).await.unwrap();
+    }
+    let calls = tideq_testing::command_calls(
+        &redis::cmd("INFO")
+            .arg("commandstats")
+            .query::<String>(&mut server.conn())
+            .unwrap(),
+    );
+    assert_eq!(calls.get("hsetnx"), Some(&5), "{calls:?}");
+    let day = redis_ms(&server) / 86_400_000;
+    for key in hist_keys(&q, 4, day) {
+        let all: Vec<(String, String)> = redis::cmd("HGETALL")
+            .arg(&key)
+            .query(&mut server.conn())
+            .unwrap();
+        assert_eq!(all.len(), 1, "{key}: {all:?}");
+        assert_eq!(all[0].1, "0,0,0,0,0,0,0");
+        let ttl: i64 = redis::cmd("PTTL")
+            .arg(&key)
+            .query(&mut server.conn())
+            .unwrap();
+        assert!(ttl > 14 * 86_400_000, "{key}: {ttl}");
+    }
+}

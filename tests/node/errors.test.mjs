@@ -146,6 +146,24 @@ test('a sharded queue on a single server works like an unsharded one', async () 
   assert.equal(items.length, 40);
 });
 
+test('a handle made with another shard count than the queue recorded is refused with INVALID_ARGUMENT, its worker and consumer stop on it, and nothing is written', async () => {
+  const client = new Client({ url: redis.url, prefix: unique('t') });
+  const name = unique('q');
+  await new Queue(name, { client, shards: 4 }).enqueue(Buffer.from('x'));
+  await new CappedQueue(name, { client, shards: 4 }).push('g', Buffer.from('x'));
+  const before = (await keysWithPrefix(redis.url, client.prefix)).sort();
+  const jobs = new Queue(name, { client, shards: 2 });
+  await rejectsWith(() => jobs.enqueue(Buffer.from('y')), 'INVALID_ARGUMENT', Error, /has 4 shard\(s\).*not 2/);
+  await rejectsWith(() => jobs.stats(), 'INVALID_ARGUMENT', Error, /has 4 shard\(s\)/);
+  const worker = jobs.work(() => {});
+  await rejectsWith(() => worker.join(), 'INVALID_ARGUMENT', Error, /has 4 shard\(s\)/);
+  assert.equal(worker.error.code, 'INVALID_ARGUMENT');
+  const capped = new CappedQueue(name, { client });
+  await rejectsWith(() => capped.push('g', Buffer.from('y')), 'INVALID_ARGUMENT', Error, /capped queue/);
+  await rejectsWith(() => capped.consume(() => {}).join(), 'INVALID_ARGUMENT');
+  assert.deepEqual((await keysWithPrefix(redis.url, client.prefix)).sort(), before);
+});
+
 test('an item over maxPayload is refused with PAYLOAD_TOO_LARGE and nothing is written', async () => {
   const { queue, prefix } = freshQueue(redis.url, {}, { maxPayload: 1024 });
   await queue.push('g', Buffer.alloc(1024)); // exactly the limit is fine

@@ -106,3 +106,24 @@ def test_integers_out_of_range_are_invalid_argument(client, name, redis_url):
         tideq.CappedQueue(name, client, capacity="10")  # type: ignore[arg-type]
     with pytest.raises(TypeError):
         q.dead_letters(limit=1.5)  # type: ignore[arg-type]
+
+
+def test_a_handle_with_another_shard_count_than_the_queue_recorded_is_refused(client, name, redis_url):
+    """The queue's first writer records its shard count; a handle made with another one is
+    InvalidArgumentError before it reads or writes anything, and its worker or consumer stops on
+    it (raised by join)."""
+    tideq.Queue(name, client, shards=4).enqueue(b"x")
+    tideq.CappedQueue(name, client, shards=4).push("g", b"x")
+    before = keys(redis_url, f"tideq:{{{name}*")
+    wrong = tideq.Queue(name, client, shards=2)
+    err = raises_invalid(lambda: wrong.enqueue(b"y"))
+    assert "has 4 shard(s)" in str(err) and "not 2" in str(err)
+    raises_invalid(lambda: wrong.stats())
+    worker = wrong.work(lambda job: None)
+    raises_invalid(lambda: worker.join(10))
+    capped = tideq.CappedQueue(name, client)
+    raises_invalid(lambda: capped.push("g", b"y"))
+    raises_invalid(lambda: capped.consume(lambda g, items: None).join(10))
+    raises_invalid(lambda: asyncio.run(tideq.AsyncQueue(name, client, shards=2).stats()))
+    assert keys(redis_url, f"tideq:{{{name}*") == before
+    assert tideq.Queue(name, client, shards=4).stats().enqueued == 1

@@ -1,6 +1,8 @@
 //! Capped-queue benchmark: the raw Redis ceiling (`redis-benchmark` running EVALSHA of the push
 //! script) and tideq's operations from Rust, Python and Node against one redis-server, printed as
-//! items/s and ratios to the ceiling. `make bench` (or `cargo run --release -p tideq-bench --bin capped -- N`).
+//! items/s and ratios to the ceiling. `make bench` (or `cargo run --release -p tideq-bench --bin
+//! capped -- [N] [--smoke]`; `--smoke`: a few thousand items, to check it runs, as `make test`
+//! does in a debug build).
 
 use std::process::Command;
 use std::time::Instant;
@@ -11,45 +13,108 @@ use tideq_testing::RedisServer;
 
 const PUSH_SCRIPT: &str = include_str!("../../../core/src/lua/push_capped.lua");
 
-/// redis-benchmark's requests/s for EVALSHA of the push script, `pipeline` commands per send.
-fn ceiling(port: u16, sha: &str, pipeline: usize, n: usize) -> f64 {
-    let item = "x".repeat(64);
+/// The keys push_capped.lua takes for one group, in its header's order: registry, registry_set,
+/// live, stats, wake, then the group's list and wake list.
+const PUSH_KEYS: [&str; 7] = [
+    "b:{c}:reg",
+    "b:{c}:regset",
+    "b:{c}:live",
+    "b:{c}:stats",
+    "b:{c}:wake",
+    "b:{c}:g",
+    "b:{c}:w",
+];
+
+/// The push script's arguments: capacity 1000, no TTL, one group `g`, one 64-byte item.
+fn push_args() -> Vec<String> {
+    let mut a: Vec<String> = ["1000", "0", "1", "g", "1"].map(String::from).to_vec();
+    a.push("x".repeat(64));
+    a
+}
+
+/// Items the push script has counted (the stats hash's `pushed`).
+fn pushed(raw: &mut redis::Connection) -> u64 {
+    redis::cmd("HGET")
+        .arg(PUSH_KEYS[3])
+        .arg("pushed")
+        .query::<Option<u64>>(raw)
+        .unwrap()
+        .unwrap_or(0)
+}
+
+/// Clients redis-benchmark runs.
+const CLIENTS: usize = 50;
+
+/// redis-benchmark's requests/s for EVALSHA of the push script, `pipeline` commands per send,
+/// about `n` requests (rounded up to whole sends of every client: redis-benchmark sends that
+/// many whatever `-n` says). Every call must have pushed its item (the script's own counter says so): a call
+/// that fails is answered as fast as one that works, so a ceiling measured over errors is no
+/// ceiling. `Err` says why there is none.
+fn ceiling(
+    port: u16,
+    raw: &mut redis::Connection,
+    sha: &str,
+    pipeline: usize,
+    n: usize,
+) -> Result<f64, String> {
+    let mut one = redis::cmd("EVALSHA");
+    one.arg(sha)
+        .arg(PUSH_KEYS.len())
+        .arg(&PUSH_KEYS[..])
+        .arg(push_args());
+    if let Err(e) = one.query::<redis::Value>(raw) {
+        return Err(format!("the push script refuses the benchmark's call: {e}"));
+    }
+    let n = n.div_ceil(CLIENTS * pipeline) * CLIENTS * pipeline;
+    let before = pushed(raw);
     let out = Command::new("redis-benchmark")
-        .args(["-h", "127.0.0.1", "-p", &port.to_string(), "-q", "-c", "50"])
+        .args(["-h", "127.0.0.1", "-p", &port.to_string(), "-q"])
+        .args(["-c", &CLIENTS.to_string()])
         .args(["-n", &n.to_string(), "-P", &pipeline.to_string()])
-        .args([
-            "EVALSHA",
-            sha,
-            "6",
-            "b:{c}:reg",
-            "b:{c}:regset",
-            "b:{c}:stats",
-            "b:{c}:wake",
-            "b:{c}:g",
-            "b:{c}:w",
-        ])
-        .args(["1000", "0", "1", "g", "1", &item])
+        .arg("EVALSHA")
+        .arg(sha)
+        .arg(PUSH_KEYS.len().to_string())
+        .args(PUSH_KEYS)
+        .args(push_args())
         .output()
-        .expect("redis-benchmark (package redis-tools) is needed");
+        .map_err(|e| format!("redis-benchmark (package redis-tools) is needed: {e}"))?;
     let text = String::from_utf8_lossy(&out.stdout);
+    let counted = pushed(raw) - before;
+    if counted != n as u64 {
+        return Err(format!(
+            "{counted} of {n} calls pushed their item: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
     // "EVALSHA ...: 123456.79 requests per second, p50=..." (the last \r-separated segment)
     let last = text
         .split(['\r', '\n'])
         .rfind(|l| l.contains("requests per second"))
         .unwrap_or("");
-    last.split(": ")
-        .nth(1)
+    last.rsplit(": ")
+        .next()
         .and_then(|s| s.split_whitespace().next())
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0.0)
+        .and_then(|s| s.parse::<f64>().ok())
+        .filter(|v| *v > 0.0 && v.is_finite())
+        .ok_or_else(|| format!("no rate in redis-benchmark's output: {text:?}"))
+}
+
+/// `v` as a percentage of `ceiling`, or "-" when there is no ceiling to divide by.
+fn ratio(v: f64, ceiling: &Result<f64, String>) -> String {
+    match ceiling {
+        Ok(c) if *c > 0.0 => format!("{:.0}%", 100.0 * v / c),
+        _ => "-".to_string(),
+    }
 }
 
 #[tokio::main]
 async fn main() -> tideq::Result<()> {
-    let n: usize = std::env::args()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(200_000);
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let smoke = args.iter().any(|a| a == "--smoke");
+    let n: usize = args
+        .iter()
+        .find_map(|s| s.parse().ok())
+        .unwrap_or(if smoke { 2_000 } else { 200_000 });
     let redis = RedisServer::from_env_or_start();
     // Port 0: a server named by TIDEQ_REDIS_URL, its port read from the URL.
     let port = Some(redis.port).filter(|p| *p != 0).unwrap_or_else(|| {
@@ -72,9 +137,17 @@ async fn main() -> tideq::Result<()> {
         .arg(PUSH_SCRIPT)
         .query(&mut raw)
         .unwrap();
-    let c1 = ceiling(port, &sha, 1, n);
-    let c64 = ceiling(port, &sha, 64, n * 5);
-    println!("ceiling (redis-benchmark, EVALSHA push_capped, 50 clients): -P 1 {c1:.0}/s   -P 64 {c64:.0}/s");
+    let c1 = ceiling(port, &mut raw, &sha, 1, n);
+    let c64 = ceiling(port, &mut raw, &sha, 64, n * 5);
+    let shown = |c: &Result<f64, String>| match c {
+        Ok(v) => format!("{v:.0}/s"),
+        Err(e) => format!("not measured ({e})"),
+    };
+    println!(
+        "ceiling (redis-benchmark, EVALSHA push_capped, 50 clients): -P 1 {}   -P 64 {}",
+        shown(&c1),
+        shown(&c64)
+    );
 
     let mut results = vec![rust_bench(&client, n).await?];
     for (runtime, cmd, args) in [
@@ -116,13 +189,22 @@ async fn main() -> tideq::Result<()> {
     for (runtime, ops) in &results {
         for (op, v) in ops {
             println!(
-                "{runtime:<8} {op:<16} {v:>12.0} {:>9.0}% {:>9.0}%",
-                100.0 * v / c1,
-                100.0 * v / c64
+                "{runtime:<8} {op:<16} {v:>12.0} {:>10} {:>10}",
+                ratio(*v, &c1),
+                ratio(*v, &c64)
             );
         }
     }
     println!("\ntargets: push_many >= 200000/s and >= 70% of -P 64 from every runtime; pop_batch(128) >= 1000000/s from Rust");
+    if let Some(e) = [&c1, &c64].into_iter().find_map(|c| c.as_ref().err()) {
+        // No ratio over a ceiling that was not measured: say so and fail.
+        eprintln!("bench: no ceiling, so no ratios: {e}");
+        std::process::exit(1);
+    }
+    if results.len() < 3 {
+        eprintln!("bench: {} of 3 runtimes gave results", results.len());
+        std::process::exit(1);
+    }
     Ok(())
 }
 

@@ -11,10 +11,7 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use futures_util::future::try_join_all;
 use serde_json::{json, Value};
-use tideq::{
-    CappedOptions, CappedQueue, JobFilter, JobState, Queue, QueueKind, QueueOptions, QueueRef,
-    MAX_PAGE,
-};
+use tideq::{JobFilter, JobState, Queue, QueueKind, QueueRef, MAX_PAGE};
 
 use super::{error, json_response, ApiError, App, Role};
 use crate::render;
@@ -87,7 +84,7 @@ impl App {
 
     async fn job_queue(&self, name: &str) -> Result<(QueueRef, Queue), ApiError> {
         let r = self.known(QueueKind::Jobs, name).await?;
-        let q = Queue::sharded(&self.client, &r.name, r.shards, QueueOptions::default())?;
+        let q = self.cache.handles.jobs(&self.client, &r.name, r.shards)?;
         Ok((r, q))
     }
 }
@@ -349,7 +346,7 @@ pub async fn capped(
     let params = params(query);
     let max = number(&params, "max", tideq::capped::DEFAULT_PEEK)?;
     let r = app.known(QueueKind::Capped, &name).await?;
-    let q = CappedQueue::sharded(&app.client, &r.name, r.shards, CappedOptions::default())?;
+    let q = app.cache.handles.capped(&app.client, &r.name, r.shards)?;
     let at = params.get("groups").map(String::as_str);
     let (stats, page) = tokio::try_join!(q.stats(), q.groups_page(at, GROUPS_SHOWN))?;
     let lens = try_join_all(page.groups.iter().map(|g| q.len(g))).await?;

@@ -7,12 +7,9 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::{json, Value};
-use tideq::{
-    CappedOptions, CappedQueue, CappedStats, Client, JobStats, Queue, QueueKind, QueueOptions,
-    QueueRef,
-};
+use tideq::{CappedStats, Client, JobStats, QueueKind, QueueRef};
 
-use crate::exporter::Discovery;
+use crate::exporter::{Discovery, Handles};
 use crate::render;
 
 /// Points kept per throughput series (20 minutes at the default refresh).
@@ -73,8 +70,9 @@ struct Snapshot {
 pub struct Cache {
     pub refresh: Duration,
     inner: Mutex<Snapshot>,
-    /// Shards of the named queues, and the named queues (none: every queue found).
-    shards: usize,
+    /// Shards of the named queues (`None`: the count each recorded), and the named queues
+    /// (none: every queue found).
+    shards: Option<usize>,
     named: Vec<String>,
     /// The queues shown, as last discovered (or named).
     queues: Mutex<Vec<QueueRef>>,
@@ -82,6 +80,8 @@ pub struct Cache {
     discovery: tokio::sync::Mutex<Option<Discovery>>,
     /// Wakes the refresh loop early (a queue was found on a request's behalf).
     wake: tokio::sync::Notify,
+    /// The queue handles, kept from one refresh (and request) to the next.
+    pub handles: Handles,
     /// The history documents read lately, by queue and window: when, and the document.
     histories: Mutex<HashMap<(String, u64), (Instant, Value)>>,
 }
@@ -89,9 +89,6 @@ pub struct Cache {
 /// A queue's history (which gains a point a minute) is read from Redis at most this often per
 /// window, however many pages show it.
 pub const HISTORY_FRESH: Duration = Duration::from_secs(30);
-
-/// A request for a queue not (yet) shown discovers the queues again at most this often.
-const LOOK_AGAIN_AFTER: Duration = Duration::from_secs(1);
 
 fn now_ms() -> u64 {
     SystemTime::now()
@@ -109,21 +106,21 @@ fn push(series: &mut VecDeque<Point>, p: Point) {
 
 /// Reads one queue's counts: `stats()` (which holds `paused` too, so `is_paused()` is not
 /// called: one command less per refresh).
-async fn read(client: &Client, r: &QueueRef) -> tideq::Result<Counts> {
+async fn read(client: &Client, handles: &Handles, r: &QueueRef) -> tideq::Result<Counts> {
     match r.kind {
         QueueKind::Jobs => {
-            let q = Queue::sharded(client, &r.name, r.shards, QueueOptions::default())?;
+            let q = handles.jobs(client, &r.name, r.shards)?;
             Ok(Counts::Jobs(q.stats().await?))
         }
         QueueKind::Capped => {
-            let q = CappedQueue::sharded(client, &r.name, r.shards, CappedOptions::default())?;
+            let q = handles.capped(client, &r.name, r.shards)?;
             Ok(Counts::Capped(q.stats().await?))
         }
     }
 }
 
 impl Cache {
-    pub fn new(refresh: Duration, shards: usize, named: Vec<String>) -> Self {
+    pub fn new(refresh: Duration, shards: Option<usize>, named: Vec<String>) -> Self {
         Cache {
             refresh,
             inner: Mutex::new(Snapshot::default()),
@@ -132,6 +129,7 @@ impl Cache {
             queues: Mutex::new(Vec::new()),
             discovery: tokio::sync::Mutex::new(None),
             wake: tokio::sync::Notify::new(),
+            handles: Handles::default(),
             histories: Mutex::new(HashMap::new()),
         }
     }
@@ -159,6 +157,7 @@ impl Cache {
                 queues
             }
         };
+        self.handles.keep_only(&queues);
         *self.queues.lock().unwrap() = queues;
     }
 
@@ -190,7 +189,7 @@ impl Cache {
     async fn refresh_once(&self, client: &Client, queues: &[QueueRef]) {
         let mut read_now = Vec::with_capacity(queues.len());
         for r in queues {
-            read_now.push((r.clone(), read(client, r).await));
+            read_now.push((r.clone(), read(client, &self.handles, r).await));
         }
         let at = Instant::now();
         let at_ms = now_ms();
@@ -280,9 +279,11 @@ impl Cache {
     }
 
     /// The queue of `kind` named `name`; one not shown yet is looked for at once (a new queue
-    /// opened by its address), by a pass that begins after the request came: requests share
-    /// passes, at most one per [`LOOK_AGAIN_AFTER`] (a request waits for the next at most that
-    /// long). The refresh loop is woken to read a queue found so.
+    /// opened by its address) by its own key only, the one recording its shard count (one `GET`:
+    /// requests for names that are no queue cost Redis no more than that, and never a SCAN).
+    /// A queue found so is shown from then on, and the refresh loop is woken to read it. A queue
+    /// that recorded no count (last written by a tideq that did not) shows at the next
+    /// discovery pass.
     pub async fn find_or_look(
         &self,
         client: &Client,
@@ -295,29 +296,27 @@ impl Cache {
         if !self.named.is_empty() {
             return None;
         }
-        let asked = Instant::now();
-        let mut d = self.discovery.lock().await;
-        let began = d.as_ref().map(Discovery::began);
-        // Another request's pass, begun after this one came, has looked already.
-        if began.is_none_or(|b| b <= asked) {
-            if let Some(b) = began {
-                let next = b + LOOK_AGAIN_AFTER;
-                tokio::time::sleep_until(next.into()).await;
+        let shards = client.recorded_shards(kind, name).await.ok().flatten()?;
+        let r = QueueRef {
+            kind,
+            name: name.to_string(),
+            shards,
+        };
+        {
+            let mut queues = self.queues.lock().unwrap();
+            if !queues.iter().any(|q| q.kind == kind && q.name == name) {
+                queues.push(r.clone());
+                queues.sort();
             }
-            self.discover_with(client, &mut d).await;
         }
-        drop(d);
-        let found = self.find(kind, name);
-        if found.is_some() {
-            self.wake.notify_one();
-        }
-        found
+        self.wake.notify_one();
+        Some(r)
     }
 
     /// Reads one queue again after a change made through the dashboard, so the overview shows
     /// it at once (its throughput baseline is kept: the next point still spans a whole refresh).
     pub async fn reread(&self, client: &Client, r: &QueueRef) {
-        if let Ok(counts) = read(client, r).await {
+        if let Ok(counts) = read(client, &self.handles, r).await {
             let mut s = self.inner.lock().unwrap();
             if let Some(e) = s
                 .entries

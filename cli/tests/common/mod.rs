@@ -42,6 +42,18 @@ impl Redis {
     }
 }
 
+/// `redis-cli -u URL args...`: a raw command, its output.
+pub fn redis_cli(url: &str, args: &[&str]) -> String {
+    let out = Command::new("redis-cli")
+        .arg("-u")
+        .arg(url)
+        .args(args)
+        .output()
+        .expect("redis-cli (package redis-tools)");
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 pub fn rt() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()

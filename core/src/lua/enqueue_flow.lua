@@ -11,6 +11,8 @@
   KEYS[16] gr (group rate-log prefix)   KEYS[17] gset set   KEYS[18] p (priority list key prefix)
   KEYS[19] events stream   KEYS[20] expires zset   KEYS[21] fwait hash   KEYS[22] fhold zset
   KEYS[23] froot hash   KEYS[24] fparent hash   KEYS[25] fl (prefix of the children's lists)
+  KEYS[26] hist (prefix of the history's day hashes: the first enqueue a shard counts leaves its
+  zero snapshot, see "History")
   ARGV[1] number of jobs N, then per job 12 values: id, envelope, max attempts, delay ms, run-at
     ms (0 = use delay), route ("priority|group", "" none), deadline to start by ("", "a<ms>",
     "r<ms>"), "1" held, number of children, parent notice head ("" none: see lib/parents.lua),
@@ -23,6 +25,7 @@
 --#include lib/events.lua
 --#include lib/route.lua
 --#include lib/flow.lua
+--#include lib/history.lua
 --#K
 local W, B = 12, 2
 local now = now_ms()
@@ -104,6 +107,6 @@ chunked('RPUSH', K.ready, ready)
 chunked('ZADD', K.delayed, delayed)
 if #routed > 0 then make_ready(K, queue_cfg(K), routed, false, now) end
 if #ready > 0 or #routed > 0 or #delayed > 0 then wake(K.wake) end
-redis.call('HINCRBY', K.stats, 'enqueued', n)
+history_born(K, now, redis.call('HINCRBY', K.stats, 'enqueued', n), n)
 emit(K, 'enqueued', ids, nil, now)
 return { 1, '' }

@@ -13,7 +13,8 @@
   KEYS[18] gset set (the groups in the rotation)
   KEYS[19] p (priority list key prefix)
   KEYS[20] dd (dedup key prefix)   KEYS[21] dkey hash   KEYS[22] sched hash   KEYS[23] snext zset
-  KEYS[24] events stream   KEYS[25] expires zset
+  KEYS[24] events stream   KEYS[25] expires zset   KEYS[26] hist (prefix of the history's day
+  hashes: the first enqueue a shard counts leaves its zero snapshot, see "History")
   ARGV[1] number of jobs N   ARGV[2] "1": remember explicit ids (the window is on), "0": not
   ARGV[3] schedule guard: "" or "version|slot|next|name" (a schedule's slot fires: the jobs are
     written only if the schedule is at that version and slot, which then moves to next, 0: it has
@@ -39,6 +40,7 @@
 --#include lib/dedup.lua
 --#include lib/route.lua
 --#include lib/flow.lua
+--#include lib/history.lua
 --#K
 local W, B = 9, 4
 local now = now_ms()
@@ -195,7 +197,7 @@ if #jobs > 0 then
   end
   if #routed > 0 then make_ready(K, queue_cfg(K), routed, false, now) end
   wake(K.wake)
-  redis.call('HINCRBY', K.stats, 'enqueued', created)
+  history_born(K, now, redis.call('HINCRBY', K.stats, 'enqueued', created), created)
   if events_max(K) then
     local made = {}
     for i = 1, #jobs, 2 do made[#made + 1] = jobs[i] end

@@ -129,6 +129,29 @@ async fn run_loop(
         done,
         failure,
     } = sig;
+    // The queue's shard count, recorded (or checked against the record) before anything is
+    // written; a worker made with another count stops at once (`shards.rs`).
+    // Its failures count as fetch errors (nothing can be fetched meanwhile).
+    let what = format!("the worker of queue {:?}", queue.name());
+    let check = || async {
+        let r = queue.check_shards(true).await;
+        if r.is_err() {
+            counters.fetch_errors.fetch_add(1, Ordering::Relaxed);
+        }
+        r
+    };
+    match crate::shards::check_at_start(what, &mut stop_rx, check).await {
+        Ok(true) => {}
+        Ok(false) => {
+            let _ = done.send(true);
+            return;
+        }
+        Err(e) => {
+            stopped_on(&queue, &failure, e);
+            let _ = done.send(true);
+            return;
+        }
+    }
     let sem = Arc::new(Semaphore::new(opts.concurrency));
     // Two fetches may be in flight, each for up to half the slots: Redis serves one while this
     // process runs the other's jobs, so neither side waits for the other.

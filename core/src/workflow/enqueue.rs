@@ -26,6 +26,20 @@ impl Queue {
 
     async fn enqueue_flow_inner(&self, root: FlowJob) -> Result<Enqueued> {
         let nodes = self.lay_out(root)?;
+        // The shard count of every queue the flow writes to, once its input is checked: each
+        // checked, then (none refused) recorded where it is not yet, before anything else is
+        // written (`shards.rs`).
+        let mut queues: Vec<&Queue> = Vec::new();
+        for n in &nodes {
+            if !queues.iter().any(|q| q.name == n.queue.name) {
+                queues.push(&n.queue);
+            }
+        }
+        for write in [false, true] {
+            for q in &queues {
+                q.check_shards(write).await?;
+            }
+        }
         let root_id = nodes[0].env.id.clone();
         // An idempotent root: nothing is written when it exists.
         if self.flow_job_exists(&nodes[0]).await? {

@@ -20,3 +20,18 @@ local function snapshot_history(K, now)
   redis.call('HSET', key, minute, table.concat(v, ','))
   redis.call('PEXPIRE', key, HISTORY_TTL_MS)
 end
+
+-- With the enqueue that creates a queue shard's `enqueued` counter (`total`, what HINCRBY
+-- returned, equals `added`): a snapshot of zeros at this minute, unless one is there already. A
+-- shard's first worker report may come minutes later (a sharded queue's workers report to one
+-- shard at a time); from this baseline the history counts what happened before that report,
+-- instead of taking the report's totals as its start.
+local function history_born(K, now, total, added)
+  if total ~= added then return end
+  local day = math.floor(now / 86400000)
+  local minute = tostring(math.floor((now - day * 86400000) / 60000))
+  local key = K.hist .. string.format('%d', day)
+  if redis.call('HSETNX', key, minute, '0,0,0,0,0,0,0') == 1 then
+    redis.call('PEXPIRE', key, HISTORY_TTL_MS)
+  end
+end
