@@ -47,8 +47,8 @@ pub struct FlowJob {
 
 impl FlowJob {
     /// The core's flow under this job. Built without recursion (a chain of jobs may be deep);
-    /// past `MAX_FLOW_JOBS` jobs (a job reused as a child of many) the rest is left out, since
-    /// the core refuses the flow anyway.
+    /// past the root and `MAX_FLOW_JOBS` jobs (a job reused as a child of many) the rest is left
+    /// out, since the core refuses the flow anyway.
     fn to_core(root: &Bound<'_, FlowJob>) -> PyResult<tideq::FlowJob> {
         enum Step<'py> {
             Enter(Bound<'py, FlowJob>),
@@ -63,7 +63,8 @@ impl FlowJob {
                 Step::Enter(job) => {
                     jobs += 1;
                     let kids = job.get().children.bind(py).clone();
-                    let take = if jobs > tideq::MAX_FLOW_JOBS {
+                    // The root and MAX_FLOW_JOBS jobs under it.
+                    let take = if jobs > tideq::MAX_FLOW_JOBS + 1 {
                         0
                     } else {
                         kids.len()

@@ -22,8 +22,12 @@ pub fn slow_calls(server: &RedisServer, micros: u64) -> Vec<String> {
     for e in entries {
         if let redis::Value::Array(fields) = e {
             let took: u64 = redis::from_redis_value(fields[2].clone()).unwrap_or(0);
-            let args: Vec<String> = redis::from_redis_value(fields[3].clone()).unwrap_or_default();
+            let args: Vec<Vec<u8>> = redis::from_redis_value(fields[3].clone()).unwrap_or_default();
             if took > micros {
+                let args: Vec<String> = args
+                    .iter()
+                    .map(|a| String::from_utf8_lossy(a).into_owned())
+                    .collect();
                 out.push(format!("{took} µs: {}", args.join(" ")));
             }
         }
