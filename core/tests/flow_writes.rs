@@ -214,3 +214,35 @@ async fn a_chord_of_the_most_children_is_accepted_and_one_more_job_is_refused_wr
     );
     assert_eq!(parts.stats().await.unwrap().ready, MAX_FLOW_JOBS as u64);
 }
+
+/// Cancelling a root cancels its children's children too, however many: the lists are gone
+/// through a page at a time, and nothing of them is left.
+#[tokio::test]
+async fn cancelling_a_root_cancels_every_pending_job_under_it_and_leaves_no_list_behind() {
+    let server = RedisServer::start();
+    let client = Client::open(&server.url).unwrap();
+    let roots = Queue::new(&client, &unique("roots"), QueueOptions::default()).unwrap();
+    let parts = Queue::sharded(&client, &unique("parts"), 2, QueueOptions::default()).unwrap();
+    let kids = |p: &str, n: usize| -> Vec<FlowJob> {
+        (0..n)
+            .map(|i| node(&format!("{p}{i}")).on(&parts))
+            .collect()
+    };
+    let flow = node("root")
+        .child(node("mid-a").on(&parts).children(kids("a", 1_100)))
+        .child(node("mid-b").on(&parts).children(kids("b", 3)))
+        .children(kids("r", 5));
+    roots.enqueue_flow(flow).await.unwrap();
+    assert_eq!(parts.stats().await.unwrap().ready, 1_108);
+    roots.cancel("root").await.unwrap();
+    let s = parts.stats().await.unwrap();
+    assert_eq!((s.ready, s.cancelled), (0, 1_110));
+    for id in ["root", "mid-a", "a1099", "mid-b", "b0", "r4"] {
+        assert!(parts.get(id).await.unwrap().is_none(), "{id}");
+    }
+    let left: Vec<String> = redis::cmd("KEYS")
+        .arg("*:f[sl]:*")
+        .query(&mut server.conn())
+        .unwrap();
+    assert_eq!(left, Vec::<String>::new());
+}
