@@ -58,18 +58,8 @@ impl Queue {
             .iter()
             .map(|n| (n.kids.len() > INLINE_KIDS).then(crate::job::new_job_id))
             .collect();
-        let cost = |i: usize| {
-            JOB_COST
-                + if staged[i].is_some() {
-                    0
-                } else {
-                    nodes[i].kids.len()
-                }
-        };
-        let root_base = nodes[0].keys().base().to_string();
-        let one_call = staged.iter().all(Option::is_none)
-            && (0..nodes.len()).map(cost).sum::<usize>() <= WRITE_COST
-            && nodes.iter().all(|n| n.keys().base() == root_base);
+        let calls = plan_calls(&nodes, &staged);
+        let one_call = calls.is_empty();
         if one_call {
             let all: Vec<usize> = (0..nodes.len()).collect();
             return match self.write_nodes(&nodes, &all, false, &staged).await? {
@@ -93,28 +83,6 @@ impl Queue {
         }
         // Held first, per queue (shard), in calls of bounded cost; then the root; then the
         // release.
-        let mut by_base: Vec<(String, Vec<usize>)> = Vec::new();
-        for (i, n) in nodes.iter().enumerate().skip(1) {
-            let base = n.keys().base();
-            match by_base.iter_mut().find(|(b, _)| b == base) {
-                Some((_, v)) => v.push(i),
-                None => by_base.push((base.to_string(), vec![i])),
-            }
-        }
-        let mut calls: Vec<Vec<usize>> = Vec::new();
-        for (_, idx) in &by_base {
-            let mut call: Vec<usize> = Vec::new();
-            let mut spent = 0;
-            for &i in idx {
-                if !call.is_empty() && spent + cost(i) > WRITE_COST {
-                    calls.push(std::mem::take(&mut call));
-                    spent = 0;
-                }
-                call.push(i);
-                spent += cost(i);
-            }
-            calls.push(call);
-        }
         let mut written: Vec<&[usize]> = Vec::new();
         for call in &calls {
             match self.write_nodes(&nodes, call, true, &staged).await {
@@ -394,6 +362,51 @@ impl Queue {
     }
 }
 
+/// How a flow's jobs are written: no calls when the whole flow is one call (all on the root's
+/// queue shard, nothing staged, within [`WRITE_COST`]); else the held jobs (all but the root),
+/// per queue shard, in calls of at most [`WRITE_COST`] (a job costs [`JOB_COST`], each entry of
+/// a children's list passed inline 1; a staged list costs nothing here).
+fn plan_calls(nodes: &[Node], staged: &[Option<String>]) -> Vec<Vec<usize>> {
+    let cost = |i: usize| {
+        JOB_COST
+            + if staged[i].is_some() {
+                0
+            } else {
+                nodes[i].kids.len()
+            }
+    };
+    let root_base = nodes[0].keys().base();
+    if staged.iter().all(Option::is_none)
+        && (0..nodes.len()).map(cost).sum::<usize>() <= WRITE_COST
+        && nodes.iter().all(|n| n.keys().base() == root_base)
+    {
+        return Vec::new();
+    }
+    let mut by_base: Vec<(&str, Vec<usize>)> = Vec::new();
+    for (i, n) in nodes.iter().enumerate().skip(1) {
+        let base = n.keys().base();
+        match by_base.iter_mut().find(|(b, _)| *b == base) {
+            Some((_, v)) => v.push(i),
+            None => by_base.push((base, vec![i])),
+        }
+    }
+    let mut calls: Vec<Vec<usize>> = Vec::new();
+    for (_, idx) in by_base {
+        let mut call: Vec<usize> = Vec::new();
+        let mut spent = 0;
+        for i in idx {
+            if !call.is_empty() && spent + cost(i) > WRITE_COST {
+                calls.push(std::mem::take(&mut call));
+                spent = 0;
+            }
+            call.push(i);
+            spent += cost(i);
+        }
+        calls.push(call);
+    }
+    calls
+}
+
 /// A child's entry in its parent's list: `"<base>\t<id>\t<queue>"`.
 fn child_ref(n: &Node) -> String {
     format!("{}\t{}\t{}", n.keys().base(), n.env.id, n.queue.name())
@@ -412,6 +425,59 @@ mod tests {
     use super::*;
     use crate::{Client, QueueOptions};
     use tideq_testing::RedisServer;
+
+    /// Issue 40, item 9: the parent of 99,999 children had its whole list written in one call.
+    #[test]
+    fn every_write_of_a_flow_of_100000_jobs_is_bounded_and_long_lists_are_staged() {
+        let client = Client::open("redis://127.0.0.1:1").unwrap();
+        let q = Queue::new(&client, "roots", QueueOptions::default()).unwrap();
+        let parts = Queue::sharded(&client, "parts", 3, QueueOptions::default()).unwrap();
+        let job = |i: usize| FlowJob::new(format!("{i}").into_bytes()).on(&parts);
+        let mid = FlowJob::new(b"mid".to_vec()).children((0..1_500).map(job));
+        let few = FlowJob::new(b"few".to_vec()).children((0..INLINE_KIDS).map(job));
+        let root = FlowJob::new(b"root".to_vec())
+            .children((0..MAX_FLOW_JOBS - 1_502 - INLINE_KIDS).map(job))
+            .child(mid)
+            .child(few);
+        let nodes = q.lay_out(root).unwrap();
+        assert_eq!(nodes.len(), MAX_FLOW_JOBS + 1);
+        let staged: Vec<Option<String>> = nodes
+            .iter()
+            .map(|n| (n.kids.len() > INLINE_KIDS).then(crate::job::new_job_id))
+            .collect();
+        assert_eq!(
+            staged.iter().flatten().count(),
+            2,
+            "the root's list and mid's"
+        );
+        let calls = plan_calls(&nodes, &staged);
+        let mut seen = vec![0; nodes.len()];
+        for call in &calls {
+            let base = nodes[call[0]].keys().base();
+            let cost: usize = call
+                .iter()
+                .map(|&i| {
+                    JOB_COST
+                        + if staged[i].is_some() {
+                            0
+                        } else {
+                            nodes[i].kids.len()
+                        }
+                })
+                .sum();
+            assert!(cost <= WRITE_COST, "a call of cost {cost}");
+            for &i in call {
+                assert_eq!(nodes[i].keys().base(), base, "one shard per call");
+                seen[i] += 1;
+            }
+        }
+        assert_eq!(seen[0], 0, "the root is written on its own, last");
+        assert!(seen[1..].iter().all(|&n| n == 1), "every other job once");
+        // A small flow on one queue shard is one call.
+        let small = FlowJob::new(b"r".to_vec()).children((0..50).map(|i| FlowJob::new(vec![i])));
+        let nodes = q.lay_out(small).unwrap();
+        assert!(plan_calls(&nodes, &vec![None; nodes.len()]).is_empty());
+    }
 
     #[tokio::test]
     async fn a_parent_whose_staged_list_is_gone_or_short_is_not_written() {
