@@ -5,7 +5,8 @@
   A failed child (dead-lettered, expired, cancelled, lost) of the "fail" policy dead-letters the
   parent at once (which tells its own parent in turn); of the "ignore" policy it counts as done,
   recorded as ignored; of the "continue" policy as done, recorded as failed. A notice for a
-  parent no longer waiting (finished, cancelled) changes nothing.
+  parent no longer waiting (finished) changes nothing, and one for a parent gone (cancelled,
+  trimmed) records nothing. Each parent's count is read once per call and written back once.
   KEYS[1] meta hash   KEYS[2] fwait hash   KEYS[3] fhold zset   KEYS[4] froot hash
   KEYS[5] fk (prefix of the children's results)   KEYS[6] fparent hash   KEYS[7] fout list
   KEYS[8] dead zset   KEYS[9] errors hash   KEYS[10] stats hash   KEYS[11] idem zset
