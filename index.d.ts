@@ -710,10 +710,12 @@ export declare class Queue {
    * parent runs only once every one of its children finished (completed, or failed in a way
    * its `onFailure` lets through), and reads how they ended with `job.childrenResults()`;
    * meanwhile `get` shows it `'waiting'`. The whole flow is written or none of it. Resolves
-   * with the root's id; a root `id` that exists already creates nothing (`created` false).
-   * Rejects with `INVALID_ARGUMENT`, nothing written, for more than 100000 jobs, two jobs
-   * with the same id, a child id that exists already, a `dedup`, a `queue` with another key
-   * prefix, and what `enqueueMany` refuses.
+   * with the root's id; a root `id` that exists already (or finished within the idempotency
+   * window) creates nothing (`created` false). Rejects with `INVALID_ARGUMENT`, nothing
+   * written, for more than 100000 jobs under the root (a chord of 100000 children and its
+   * callback fits), two jobs with the same id, a child id that exists already (or finished
+   * within its queue's idempotency window), a `dedup`, a `queue` with another key prefix,
+   * and what `enqueueMany` refuses.
    */
   enqueueFlow(root: FlowSpec | Flow): Promise<Enqueued>
   /**

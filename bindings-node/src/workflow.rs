@@ -164,9 +164,10 @@ fn flow(env: &Env, root: &Unknown) -> Res<FlowJob> {
     let mut jobs: Vec<Option<FlowJob>> = Vec::new();
     let mut kids: Vec<Vec<usize>> = Vec::new();
     while let Some(t) = todo.pop() {
-        if jobs.len() >= tideq::MAX_FLOW_JOBS {
+        // The root and at most MAX_FLOW_JOBS jobs under it.
+        if jobs.len() > tideq::MAX_FLOW_JOBS {
             return Err(invalid(format!(
-                "a flow may have at most {} jobs",
+                "a flow may have at most {} jobs under its root",
                 tideq::MAX_FLOW_JOBS
             )));
         }
@@ -215,10 +216,12 @@ impl Queue {
     /// parent runs only once every one of its children finished (completed, or failed in a way
     /// its `onFailure` lets through), and reads how they ended with `job.childrenResults()`;
     /// meanwhile `get` shows it `'waiting'`. The whole flow is written or none of it. Resolves
-    /// with the root's id; a root `id` that exists already creates nothing (`created` false).
-    /// Rejects with `INVALID_ARGUMENT`, nothing written, for more than 100000 jobs, two jobs
-    /// with the same id, a child id that exists already, a `dedup`, a `queue` with another key
-    /// prefix, and what `enqueueMany` refuses.
+    /// with the root's id; a root `id` that exists already (or finished within the idempotency
+    /// window) creates nothing (`created` false). Rejects with `INVALID_ARGUMENT`, nothing
+    /// written, for more than 100000 jobs under the root (a chord of 100000 children and its
+    /// callback fits), two jobs with the same id, a child id that exists already (or finished
+    /// within its queue's idempotency window), a `dedup`, a `queue` with another key prefix,
+    /// and what `enqueueMany` refuses.
     #[napi(
         ts_args_type = "root: FlowSpec | Flow",
         ts_return_type = "Promise<Enqueued>"

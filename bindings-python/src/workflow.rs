@@ -47,8 +47,8 @@ pub struct FlowJob {
 
 impl FlowJob {
     /// The core's flow under this job. Built without recursion (a chain of jobs may be deep);
-    /// past `MAX_FLOW_JOBS` jobs (a job reused as a child of many) the rest is left out, since
-    /// the core refuses the flow anyway.
+    /// past the root and `MAX_FLOW_JOBS` jobs (a job reused as a child of many) the rest is left
+    /// out, since the core refuses the flow anyway.
     fn to_core(root: &Bound<'_, FlowJob>) -> PyResult<tideq::FlowJob> {
         enum Step<'py> {
             Enter(Bound<'py, FlowJob>),
@@ -63,7 +63,8 @@ impl FlowJob {
                 Step::Enter(job) => {
                     jobs += 1;
                     let kids = job.get().children.bind(py).clone();
-                    let take = if jobs > tideq::MAX_FLOW_JOBS {
+                    // The root and MAX_FLOW_JOBS jobs under it.
+                    let take = if jobs > tideq::MAX_FLOW_JOBS + 1 {
                         0
                     } else {
                         kids.len()
@@ -410,9 +411,11 @@ impl QueueBase {
     /// reads how they ended with ``job.children_results()``; its ``on_failure`` says what a
     /// child's failure does to it. Workers of each queue of the flow relay its children's ends to
     /// their parents. The whole flow is written or none of it. A root ``id`` that exists already
-    /// creates nothing (``created`` False). Refused with ``InvalidArgumentError``, nothing
-    /// written: more than 100000 jobs, two jobs with the same id, a child id that exists already,
-    /// a queue of another key prefix, and what ``enqueue`` refuses. Cancelling a waiting parent
+    /// (or finished within the idempotency window) creates nothing (``created`` False). Refused
+    /// with ``InvalidArgumentError``, nothing written: more than 100000 jobs under the root (a
+    /// chord of 100000 children and its callback fits), two jobs with the same id, a child id
+    /// that exists already (or finished within its queue's idempotency window), a queue of
+    /// another key prefix, and what ``enqueue`` refuses. Cancelling a waiting parent
     /// (``cancel``) cancels its pending children, to any depth.
     fn enqueue_flow<'py>(
         &self,

@@ -138,18 +138,19 @@ impl Role {
             // WAIT (and EXISTS before it) only with replica acks; BLMPOP for `wait` (its
             // finish notice); GET for a debounce key; TIME for a schedule's next slot; the event
             // log (XREAD to wait for entries, HGET/HSET a named reader's place).
-            // A flow: HEXISTS and ZSCORE to find its root written already.
-            // The queue's shard count: SET NX GET records it (or reads it) before the first
-            // enqueue (`shards.rs`).
+            // A flow: HMGET and ZMSCORE to find its ids taken already, RPUSH and PEXPIRE to
+            // stage a long children's list, UNLINK of one left by a refused flow. The queue's
+            // shard count: SET NX GET records it (or reads it) before the first enqueue
+            // (`shards.rs`).
             Role::Producer => &[
-                "wait", "exists", "blmpop", "get", "time", "xread", "hget", "hset", "hexists",
-                "zscore", "set",
+                "wait", "exists", "blmpop", "get", "time", "xread", "hget", "hset", "hmget",
+                "zmscore", "rpush", "pexpire", "unlink", "set",
             ],
             // Wake-up listener: BLPOP, and passing a token on; cancel requests (renewer). Flows:
             // relaying the outbox (SET NX of its lock, LRANGE), settling held jobs
-            // (ZRANGEBYSCORE, HMGET, HGET of the root), a parent reading its children (HSCAN), a
-            // chain's link or chord's callback reading its arguments (LRANGE, HGETALL). The
-            // queue's shard count (SET NX GET as it starts, GET).
+            // (ZRANGEBYSCORE, HMGET, HGET of the root, ZRANGE of the next), a parent reading its
+            // children (HSCAN), a chain's link or chord's callback reading its arguments
+            // (LRANGE, HMGET). The queue's shard count (SET NX GET as it starts, GET).
             Role::Worker => &[
                 "get",
                 "blpop",
@@ -159,18 +160,19 @@ impl Role {
                 "set",
                 "lrange",
                 "zrangebyscore",
+                "zrange",
                 "hmget",
                 "hget",
-                "hgetall",
                 "hscan",
             ],
             // The event log too: set_events (HSET/HDEL of the setting, DEL of the log), readers
             // (XREAD to wait, HSET of a named reader's place); stats (HMGET of the settings).
-            // A cancelled flow job's outbox relayed (SET, LRANGE); children's results (HSCAN); a
-            // page of a parent's children (LLEN, LRANGE, HMGET). The queue's shard count (GET).
+            // A cancelled flow job's outbox relayed (SET, LRANGE), its children cancelled a page
+            // of their list at a time (LRANGE, LTRIM); children's results (HSCAN); a page of a
+            // parent's children (LLEN, LRANGE, HMGET). The queue's shard count (GET).
             Role::Admin => &[
                 "zcard", "llen", "zcount", "hgetall", "hget", "hmget", "blmpop", "time", "hset",
-                "hdel", "del", "xread", "set", "lrange", "hscan", "get",
+                "hdel", "del", "xread", "set", "lrange", "ltrim", "hscan", "get",
             ],
             // The queue's shard count, recorded by the first push (SET NX GET).
             Role::CappedProducer => &["set"],

@@ -71,22 +71,25 @@ impl Queue {
     pub async fn cancel(&self, id: &str) -> Result<()> {
         self.op("cancel", async {
             validate_job_id(id)?;
-            let mut res: Vec<String> = Vec::new();
+            let mut res: (String, u64) = ("missing".into(), 0);
             let mut hit = 0;
+            let token = crate::job::new_job_id();
             for shard in self.shards_to_search(id) {
                 let mut cmd = self.script_cmd(shard, &CANCEL_JOB);
-                cmd.arg(id);
+                cmd.arg(&token).arg(id);
                 res = self.client.eval(&cmd, &CANCEL_JOB).await?;
                 hit = shard;
-                if res.first().map(String::as_str) != Some("missing") {
+                if res.0 != "missing" {
                     break;
                 }
             }
-            match res.first().map(String::as_str).unwrap_or("missing") {
-                // A flow job's children go with it; its parent is told.
+            match res.0.as_str() {
+                // A flow job's children go with it (their list left in fs:<token>.1); its
+                // parent is told.
                 "cancelled" => {
-                    crate::workflow::cancel_children(&self.client, &self.shards[hit], &res[1..])
-                        .await
+                    let keys = &self.shards[hit];
+                    let list = (res.1 > 0).then(|| format!("{}{token}.1", keys.fs()));
+                    crate::workflow::cancel_children(&self.client, keys, list).await
                 }
                 "requested" => Ok(()),
                 "missing" => Err(Error::new(

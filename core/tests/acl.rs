@@ -346,6 +346,20 @@ async fn each_job_role_works_under_exactly_its_documented_acl() {
     let page = admin.children("chord", 0, 10).await.unwrap();
     assert_eq!(page.total, 3);
     assert_eq!(admin.children_results("chord").await.unwrap().len(), 3);
+    // A flow of many children: the producer looks its ids up and stages the parent's list
+    // before writing it in several calls; the admin cancels them all, a page at a time.
+    let many = (0..1_200).map(|n| FlowJob::task("part", &n).unwrap());
+    producer
+        .enqueue_flow(
+            FlowJob::new(b"big".to_vec())
+                .options(id_opts("big"))
+                .children(many),
+        )
+        .await
+        .unwrap();
+    assert_eq!(admin.children("big", 0, 0).await.unwrap().total, 1_200);
+    admin.cancel("big").await.unwrap();
+    assert_eq!(admin.stats().await.unwrap().ready, 0);
 
     // No more than its role: a producer's user cannot fetch.
     let w = producer

@@ -255,6 +255,21 @@ test('bad flows reject with INVALID_ARGUMENT and write nothing', async () => {
   assert.equal(await other.get('kid'), null);
 });
 
+test('the limit counts the jobs under the root: a chord of 100000 children and its callback is written', async () => {
+  const { queue } = freshJobQueue(redis.url);
+  const kids = Array.from({ length: 100_000 }, (_, i) => ({ name: 'part', data: i }));
+  const made = await queue.enqueueFlow(tideq.chord(kids, { name: 'total', id: 'total' }));
+  assert.deepEqual(made, { id: 'total', created: true });
+  assert.equal((await queue.get('total')).childrenPending, 100_000);
+  await rejectsWith(
+    () => queue.enqueueFlow(tideq.chord([...kids, { name: 'part', data: -1 }], { name: 'total', id: 'over' })),
+    'INVALID_ARGUMENT',
+    Error,
+    /a flow may have at most 100000 jobs under its root/,
+  );
+  assert.equal(await queue.get('over'), null);
+});
+
 test('enqueueMany refuses the keys only a flow has', async () => {
   const { queue, prefix } = freshJobQueue(redis.url);
   for (const key of ['children', 'queue', 'onFailure']) {

@@ -308,6 +308,19 @@ def test_a_job_reused_past_the_flow_limit_is_refused_without_being_laid_out_whol
     assert q.stats().enqueued == 0
 
 
+def test_a_chord_of_100000_children_and_its_callback_fits_the_limit_and_one_more_does_not(client, name):
+    q = tideq.Queue(name, client)
+    kids = [FlowJob(task="part", data=i) for i in range(100_000)]
+    made = q.enqueue_flow(tideq.chord(kids, FlowJob(task="total", id="total")))
+    assert (made.id, made.created) == ("total", True)
+    info = q.get("total")
+    assert info is not None and info.children_pending == 100_000
+    kids.append(FlowJob(task="part", data=-1))
+    with pytest.raises(tideq.InvalidArgumentError, match="at most 100000 jobs under its root"):
+        q.enqueue_flow(tideq.chord(kids, FlowJob(task="total", id="over")))
+    assert q.get("over") is None
+
+
 def test_a_deep_chain_of_jobs_is_enqueued_without_recursion(client, name):
     q = tideq.Queue(name, client)
     chain = FlowJob(b"x", id="j0")

@@ -1789,9 +1789,11 @@ class Queue:
         reads how they ended with ``job.children_results()``; its ``on_failure`` says what a
         child's failure does to it. Workers of each queue of the flow relay its children's ends to
         their parents. The whole flow is written or none of it. A root ``id`` that exists already
-        creates nothing (``created`` False). Refused with ``InvalidArgumentError``, nothing
-        written: more than 100000 jobs, two jobs with the same id, a child id that exists already,
-        a queue of another key prefix, and what ``enqueue`` refuses. Cancelling a waiting parent
+        (or finished within the idempotency window) creates nothing (``created`` False). Refused
+        with ``InvalidArgumentError``, nothing written: more than 100000 jobs under the root (a
+        chord of 100000 children and its callback fits), two jobs with the same id, a child id
+        that exists already (or finished within its queue's idempotency window), a queue of
+        another key prefix, and what ``enqueue`` refuses. Cancelling a waiting parent
         (``cancel``) cancels its pending children, to any depth."""
     def children_results(self, parent_id: str) -> list[ChildResult]:
         """How the children of job ``parent_id`` (of this queue) ended so far, as ``ChildResult``s,
@@ -2530,9 +2532,11 @@ class AsyncQueue:
         reads how they ended with ``job.children_results()``; its ``on_failure`` says what a
         child's failure does to it. Workers of each queue of the flow relay its children's ends to
         their parents. The whole flow is written or none of it. A root ``id`` that exists already
-        creates nothing (``created`` False). Refused with ``InvalidArgumentError``, nothing
-        written: more than 100000 jobs, two jobs with the same id, a child id that exists already,
-        a queue of another key prefix, and what ``enqueue`` refuses. Cancelling a waiting parent
+        (or finished within the idempotency window) creates nothing (``created`` False). Refused
+        with ``InvalidArgumentError``, nothing written: more than 100000 jobs under the root (a
+        chord of 100000 children and its callback fits), two jobs with the same id, a child id
+        that exists already (or finished within its queue's idempotency window), a queue of
+        another key prefix, and what ``enqueue`` refuses. Cancelling a waiting parent
         (``cancel``) cancels its pending children, to any depth."""
     def children_results(self, parent_id: str) -> Coroutine[Any, Any, list[ChildResult]]:
         """How the children of job ``parent_id`` (of this queue) ended so far, as ``ChildResult``s,

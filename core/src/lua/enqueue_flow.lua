@@ -2,8 +2,10 @@
   children (fwait: how many are pending), children that tell their parent when they finish
   (fparent), and jobs held until the flow is sealed (fhold, froot: written before the flow's root,
   released by release_flow.lua once it exists; a flow never sealed is dropped). A job neither held
-  nor waiting is placed as enqueue_jobs.lua places it. If any of the ids exists already, nothing
-  is written. Due times and deadlines are computed with Redis TIME.
+  nor waiting is placed as enqueue_jobs.lua places it. If any of the ids exists already, or is an
+  explicit id that finished within the idempotency window (idem), nothing is written. A parent's
+  children list comes inline, or staged by the writer in `fs:<token>` (renamed to its `fl:<id>`
+  here). Due times and deadlines are computed with Redis TIME.
   KEYS[1] jobs hash   KEYS[2] meta hash   KEYS[3] ready list   KEYS[4] delayed zset
   KEYS[5] wake list   KEYS[6] stats hash  KEYS[7] route hash   KEYS[8] prio zset
   KEYS[9] grot list    KEYS[10] gheld set  KEYS[11] gstate hash  KEYS[12] gcfg hash
@@ -11,13 +13,17 @@
   KEYS[16] gr (group rate-log prefix)   KEYS[17] gset set   KEYS[18] p (priority list key prefix)
   KEYS[19] events stream   KEYS[20] expires zset   KEYS[21] fwait hash   KEYS[22] fhold zset
   KEYS[23] froot hash   KEYS[24] fparent hash   KEYS[25] fl (prefix of the children's lists)
-  KEYS[26] hist (prefix of the history's day hashes: the first enqueue a shard counts leaves its
+  KEYS[26] idem zset   KEYS[27] fs (prefix of staged children's lists)
+  KEYS[28] hist (prefix of the history's day hashes: the first enqueue a shard counts leaves its
   zero snapshot, see "History")
-  ARGV[1] number of jobs N, then per job 12 values: id, envelope, max attempts, delay ms, run-at
+  ARGV[1] number of jobs N, then per job 14 values: id, envelope, max attempts, delay ms, run-at
     ms (0 = use delay), route ("priority|group", "" none), deadline to start by ("", "a<ms>",
     "r<ms>"), "1" held, number of children, parent notice head ("" none: see lib/parents.lua),
-    root ("<root id>\t<root base>", for a held job), its children ("<base>\t<id>\t<queue>" lines)
-  Returns: { 1, "" } written, or { 0, id }: that id exists (nothing written). ]]
+    root ("<root id>\t<root base>", for a held job), its children ("<base>\t<id>\t<queue>"
+    lines; "" when staged), the token of its staged children list ("" none), "1" remember the
+    id in idem (an explicit id, the idempotency window on)
+  Returns: { 1, "" } written, { 0, id }: that id exists or is remembered (nothing written), or
+  { -1, id }: the staged children list of that job is missing or incomplete (nothing written). ]]
 --#include lib/chunked.lua
 --#include lib/base.lua
 --#include lib/meta.lua
@@ -27,7 +33,7 @@
 --#include lib/flow.lua
 --#include lib/history.lua
 --#K
-local W, B = 12, 2
+local W, B = 14, 2
 local now = now_ms()
 local nows = tostring(now)
 local n = tonumber(ARGV[1])
@@ -37,13 +43,26 @@ local exists = chunked_read('HMGET', K.meta, ids)
 for i = 1, n do
   if exists[i] then return { 0, ids[i] } end
 end
+if redis.call('EXISTS', K.idem) == 1 then
+  local remembered = chunked_read('ZMSCORE', K.idem, ids)
+  for i = 1, n do
+    if remembered[i] then return { 0, ids[i] } end
+  end
+end
+for i = 1, n do
+  local b = B + (i - 1) * W
+  local token = ARGV[b + 12]
+  if token ~= '' and redis.call('LLEN', K.fs .. token) ~= tonumber(ARGV[b + 8]) then
+    return { -1, ids[i] }
+  end
+end
 local nrouted = 0
 for i = 1, n do
   if ARGV[B + (i - 1) * W + 5] ~= '' then nrouted = nrouted + 1 end
 end
 local seq = nrouted > 0 and seq_block(K, nrouted) or 0
 local jobs, meta, route, ready, routed, delayed, expiry = {}, {}, {}, {}, {}, {}, {}
-local waiting, parents, held, roots = {}, {}, {}, {}
+local waiting, parents, held, roots, idem = {}, {}, {}, {}, {}
 for i = 1, n do
   local b = B + (i - 1) * W
   local id = ids[i]
@@ -69,9 +88,18 @@ for i = 1, n do
   if kids > 0 then
     waiting[#waiting + 1] = id
     waiting[#waiting + 1] = kids
-    local list = {}
-    for line in string.gmatch(ARGV[b + 11], '[^\n]+') do list[#list + 1] = line end
-    chunked('RPUSH', K.fl .. id, list)
+    if ARGV[b + 12] ~= '' then
+      redis.call('RENAME', K.fs .. ARGV[b + 12], K.fl .. id)
+      redis.call('PERSIST', K.fl .. id)
+    else
+      local list = {}
+      for line in string.gmatch(ARGV[b + 11], '[^\n]+') do list[#list + 1] = line end
+      chunked('RPUSH', K.fl .. id, list)
+    end
+  end
+  if ARGV[b + 13] == '1' then
+    idem[#idem + 1] = '+inf'
+    idem[#idem + 1] = id
   end
   if ARGV[b + 9] ~= '' then
     parents[#parents + 1] = id
@@ -102,6 +130,7 @@ chunked('HSET', K.fwait, waiting)
 chunked('HSET', K.fparent, parents)
 chunked('ZADD', K.fhold, held)
 chunked('HSET', K.froot, roots)
+chunked('ZADD', K.idem, idem)
 redis.call('HSET', K.cfg, 'flows', '1')
 chunked('RPUSH', K.ready, ready)
 chunked('ZADD', K.delayed, delayed)

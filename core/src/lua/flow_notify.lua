@@ -5,7 +5,8 @@
   A failed child (dead-lettered, expired, cancelled, lost) of the "fail" policy dead-letters the
   parent at once (which tells its own parent in turn); of the "ignore" policy it counts as done,
   recorded as ignored; of the "continue" policy as done, recorded as failed. A notice for a
-  parent no longer waiting (finished, cancelled) changes nothing.
+  parent no longer waiting (finished) changes nothing, and one for a parent gone (cancelled,
+  trimmed) records nothing. Each parent's count is read once per call and written back once.
   KEYS[1] meta hash   KEYS[2] fwait hash   KEYS[3] fhold zset   KEYS[4] froot hash
   KEYS[5] fk (prefix of the children's results)   KEYS[6] fparent hash   KEYS[7] fout list
   KEYS[8] dead zset   KEYS[9] errors hash   KEYS[10] stats hash   KEYS[11] idem zset
@@ -42,26 +43,48 @@ local function why(child, out)
   if kind == 'n' then return who .. ' was cancelled' end
   return who .. ' was lost (its data went missing)'
 end
+-- Per parent, what this call knows of it: `wait` its pending count while it waits (written back
+-- once, at the end), false once it does not; `exists` whether its data is there.
+local parents = {}
+local function parent(pid)
+  local p = parents[pid]
+  if not p then
+    local w = redis.call('HGET', K.fwait, pid)
+    p = { wait = w and tonumber(w) or false }
+    p.exists = p.wait and true or redis.call('HEXISTS', K.meta, pid) == 1
+    parents[pid] = p
+  end
+  return p
+end
 for i = 2, #ARGV - 3, 4 do
   local pid, pol, child, out = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
   local failed = string.find(out, '^[xenl]') ~= nil
   local val = (failed and pol == 'i') and ('i' .. out) or out
-  if redis.call('HSETNX', K.fk .. pid, child, val) == 1 then
+  local p = parent(pid)
+  -- A parent gone keeps no records.
+  if p.exists and redis.call('HSETNX', K.fk .. pid, child, val) == 1 then
     recorded = recorded + 1
-    if not redis.call('HGET', K.fwait, pid) then
-      -- No longer waiting: a parent gone keeps no records.
-      if redis.call('HEXISTS', K.meta, pid) == 0 then redis.call('DEL', K.fk .. pid) end
+    if not p.wait then
+      -- No longer waiting: recorded, nothing more.
     elseif failed and pol == 'f' then
+      p.wait, p.dirty = false, false
       redis.call('HDEL', K.fwait, pid)
       redis.call('ZREM', K.fhold, pid)
       redis.call('HDEL', K.froot, pid)
       local s, a, mx, enq, x = parse_meta(redis.call('HGET', K.meta, pid) or '')
       if s then dead[#dead + 1] = { pid, meta_of('x', a, mx, enq, x), why(child, out) } end
-    elseif redis.call('HINCRBY', K.fwait, pid, -1) <= 0 then
-      redis.call('HDEL', K.fwait, pid)
-      if not redis.call('ZSCORE', K.fhold, pid) then ready[#ready + 1] = pid end
+    else
+      p.wait, p.dirty = p.wait - 1, true
+      if p.wait <= 0 then
+        p.wait, p.dirty = false, false
+        redis.call('HDEL', K.fwait, pid)
+        if not redis.call('ZSCORE', K.fhold, pid) then ready[#ready + 1] = pid end
+      end
     end
   end
+end
+for pid, p in pairs(parents) do
+  if p.dirty then redis.call('HSET', K.fwait, pid, p.wait) end
 end
 bury(K, now, P, dead)
 if #ready > 0 then

@@ -1,4 +1,6 @@
-//! A parent's children, finished or not, for the CLI, the dashboard and `get`-style views.
+//! A parent's children: how they ended (`children_results`, what a parent reads when it runs),
+//! and a page of them, finished or not (`children`, for the CLI, the dashboard and `get`-style
+//! views).
 
 use super::*;
 use crate::job::MAX_PAGE;
@@ -92,6 +94,48 @@ impl Queue {
                 children: Vec::new(),
                 total: 0,
             })
+        })
+        .await
+    }
+
+    /// How the children of job `parent_id` (of this queue) ended so far, in no particular order
+    /// (each once). Read in pages, so a parent of many children does not block Redis.
+    pub async fn children_results(&self, parent_id: &str) -> Result<Vec<ChildResult>> {
+        self.op("children_results", async {
+            crate::job::validate_job_id(parent_id)?;
+            let mut out = Vec::new();
+            for keys in self.shards.iter() {
+                let key = format!("{}{parent_id}", keys.fk());
+                let mut conn = self.client.conn().await?;
+                let mut cursor = 0u64;
+                loop {
+                    let (next, page): (u64, Vec<(String, Vec<u8>)>) = redis::cmd("HSCAN")
+                        .arg(&key)
+                        .arg(cursor)
+                        .arg("COUNT")
+                        .arg(500)
+                        .query_async(&mut conn)
+                        .await
+                        .map_err(|e| self.client.err(e))?;
+                    for (field, value) in page {
+                        let Some((queue, id)) = field.split_once('\t') else {
+                            continue;
+                        };
+                        if let Some(outcome) = ChildOutcome::parse(&value) {
+                            out.push(ChildResult {
+                                queue: queue.to_string(),
+                                id: id.to_string(),
+                                outcome,
+                            });
+                        }
+                    }
+                    if next == 0 {
+                        break;
+                    }
+                    cursor = next;
+                }
+            }
+            Ok(out)
         })
         .await
     }

@@ -6,8 +6,9 @@
 //! three steps. Every job but the root is written *held* (it cannot run) on its own queue, then
 //! the root, then the held jobs are released. A flow whose writer died half-way is finished by
 //! the workers: a job held longer than [`HOLD_GRACE_MS`] is released when its root exists and
-//! waits, and dropped otherwise, so a flow runs whole or not at all. A flow all of whose jobs
-//! share one queue (shard) and that has at most 1000 jobs is written in one script call.
+//! waits, and dropped otherwise, so a flow runs whole or not at all. A small flow all of whose
+//! jobs share one queue (shard) is written in one script call; a large one in calls of bounded
+//! size (a parent's list of many children staged beforehand, in runs).
 //!
 //! When a child finishes for good (completed, dead-lettered, expired, cancelled, lost), the
 //! script that ended it leaves a notice in its queue's outbox; a worker of that queue relays it
@@ -30,14 +31,16 @@ mod relay;
 pub use children::{ChildInfo, ChildPage};
 pub(crate) use relay::{cancel_children, relay, settle_held};
 
-/// Most jobs one flow may have.
+/// Most jobs one flow may have under its root, at any depth (so a chord of this many children
+/// and its callback is a flow).
 pub const MAX_FLOW_JOBS: usize = 100_000;
 
 /// How long a flow's job may stay held before the workers settle it (ms): released if the
 /// flow's root exists and waits, dropped if not.
 pub const HOLD_GRACE_MS: u64 = 30_000;
 
-/// Jobs written per script call.
+/// Entries per page or run: notices relayed, held jobs settled, ids looked up, children staged
+/// or cancelled.
 const CHUNK: usize = 1000;
 
 /// What a child's failure (dead-lettered, expired, cancelled or lost) does to its parent.

@@ -124,7 +124,7 @@ fn as_json(what: &str, result: Option<&[u8]>) -> Result<Json> {
 
 impl Job {
     /// Fills the payload of a chain's link or a chord's callback from its children's results
-    /// (read from its shard in one round trip). A result that cannot be passed on is an
+    /// (read from its shard a page at a time: the list, then the page's outcomes). A result that cannot be passed on is an
     /// `INVALID_ARGUMENT` error (the job cannot run); a Redis error is retried as a failure.
     pub(crate) async fn fill_args(&mut self) -> Result<()> {
         let Some(from) = self.args_from else {
@@ -132,31 +132,54 @@ impl Job {
         };
         let keys = &self.owner.shards[self.shard];
         let mut conn = self.owner.client.conn().await?;
-        let (kids, done): (Vec<String>, std::collections::HashMap<String, Vec<u8>>) = redis::pipe()
-            .lrange(format!("{}{}", keys.fl(), self.id), 0, -1)
-            .hgetall(format!("{}{}", keys.fk(), self.id))
-            .query_async(&mut conn)
-            .await
-            .map_err(|e| self.owner.client.err(e))?;
-        // `fl:<id>` lists "<base>\t<id>\t<queue>"; `fk:<id>` keys a child "<queue>\t<id>".
-        let results: Vec<(String, Option<Vec<u8>>)> = kids
-            .iter()
-            .filter_map(|line| {
-                let mut parts = line.splitn(3, '\t');
-                let (_, id, queue) = (parts.next()?, parts.next()?, parts.next()?);
-                let result = match done
-                    .get(&format!("{queue}\t{id}"))
-                    .and_then(|v| ChildOutcome::parse(v))
-                {
-                    Some(ChildOutcome::Completed(r)) => Some(r.unwrap_or_default()),
-                    _ => None,
-                };
-                Some((
-                    format!("the result of job {id:?} of queue {queue:?}"),
-                    result,
-                ))
-            })
-            .collect();
+        let (list, done) = (
+            format!("{}{}", keys.fl(), self.id),
+            format!("{}{}", keys.fk(), self.id),
+        );
+        // `fl:<id>` lists "<base>\t<id>\t<queue>"; `fk:<id>` keys a child "<queue>\t<id>". Read
+        // a page of CHUNK at a time: a chord's callback may have 100,000 children.
+        let mut results: Vec<(String, Option<Vec<u8>>)> = Vec::new();
+        let mut start = 0;
+        loop {
+            let kids: Vec<String> = redis::cmd("LRANGE")
+                .arg(&list)
+                .arg(start)
+                .arg(start + CHUNK - 1)
+                .query_async(&mut conn)
+                .await
+                .map_err(|e| self.owner.client.err(e))?;
+            let page: Vec<(&str, &str)> = kids
+                .iter()
+                .filter_map(|line| {
+                    let mut parts = line.splitn(3, '\t');
+                    let (_, id, queue) = (parts.next()?, parts.next()?, parts.next()?);
+                    Some((id, queue))
+                })
+                .collect();
+            if !page.is_empty() {
+                let fields: Vec<String> = page.iter().map(|(id, q)| format!("{q}\t{id}")).collect();
+                let outcomes: Vec<Option<Vec<u8>>> = redis::cmd("HMGET")
+                    .arg(&done)
+                    .arg(&fields)
+                    .query_async(&mut conn)
+                    .await
+                    .map_err(|e| self.owner.client.err(e))?;
+                for ((id, queue), outcome) in page.iter().zip(outcomes) {
+                    let result = match outcome.as_deref().and_then(ChildOutcome::parse) {
+                        Some(ChildOutcome::Completed(r)) => Some(r.unwrap_or_default()),
+                        _ => None,
+                    };
+                    results.push((
+                        format!("the result of job {id:?} of queue {queue:?}"),
+                        result,
+                    ));
+                }
+            }
+            if kids.len() < CHUNK {
+                break;
+            }
+            start += CHUNK;
+        }
         let value = match from {
             ArgsFrom::Previous => {
                 let (what, result) = results.into_iter().next().unwrap_or_default();

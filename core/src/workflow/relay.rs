@@ -112,59 +112,103 @@ async fn relay_step(client: &Client, keys: &JobKeys, token: &str, n: usize) -> R
 }
 
 /// Settles the jobs of `keys` held longer than [`HOLD_GRACE_MS`] (a flow whose writer stopped
-/// half-way): released when their root exists and waits, dropped otherwise. `now`: Redis time.
-pub(crate) async fn settle_held(client: &Client, keys: &JobKeys, now: u64) -> Result<usize> {
+/// half-way): released when their root exists and waits, dropped otherwise, a page of [`CHUNK`]
+/// per call, page after page until none is over its grace. `now`: Redis time. Returns how many
+/// were settled and when the next held job's grace ends (Redis ms; `None`: none is held).
+pub(crate) async fn settle_held(
+    client: &Client,
+    keys: &JobKeys,
+    now: u64,
+) -> Result<(usize, Option<u64>)> {
     let mut conn = client.conn().await?;
-    let old: Vec<String> = redis::cmd("ZRANGEBYSCORE")
+    let mut settled = 0;
+    loop {
+        let old: Vec<String> = redis::cmd("ZRANGEBYSCORE")
+            .arg(keys.fhold())
+            .arg("-inf")
+            .arg(now.saturating_sub(HOLD_GRACE_MS))
+            .arg("LIMIT")
+            .arg(0)
+            .arg(CHUNK)
+            .query_async(&mut conn)
+            .await
+            .map_err(|e| client.err(e))?;
+        let n = if old.is_empty() {
+            0
+        } else {
+            settle_page(client, &mut conn, keys, &old).await?
+        };
+        settled += n;
+        // A full page may have more behind it; a page that settled nothing (all taken by
+        // another worker meanwhile) ends the round too.
+        if old.len() < CHUNK || n == 0 {
+            break;
+        }
+    }
+    let next: Vec<(String, f64)> = redis::cmd("ZRANGE")
         .arg(keys.fhold())
-        .arg("-inf")
-        .arg(now.saturating_sub(HOLD_GRACE_MS))
-        .arg("LIMIT")
         .arg(0)
-        .arg(CHUNK)
+        .arg(0)
+        .arg("WITHSCORES")
         .query_async(&mut conn)
         .await
         .map_err(|e| client.err(e))?;
-    if old.is_empty() {
-        return Ok(0);
-    }
+    Ok((
+        settled,
+        next.first().map(|(_, at)| *at as u64 + HOLD_GRACE_MS),
+    ))
+}
+
+/// Settles the held jobs `old` of `keys` (over their grace): released when their root exists
+/// and waits (one HGET per root, pipelined per root's queue shard), dropped otherwise.
+async fn settle_page(
+    client: &Client,
+    conn: &mut crate::client::Conn,
+    keys: &JobKeys,
+    old: &[String],
+) -> Result<usize> {
     let roots: Vec<Option<String>> = redis::cmd("HMGET")
         .arg(keys.froot())
-        .arg(&old)
-        .query_async(&mut conn)
+        .arg(old)
+        .query_async(conn)
         .await
         .map_err(|e| client.err(e))?;
-    // Per root ("<id>\t<base>"), whether it exists and waits.
-    let mut alive: HashMap<String, bool> = HashMap::new();
-    let (mut keep, mut drop) = (Vec::new(), Vec::new());
-    for (id, root) in old.iter().zip(roots) {
-        let Some(root) = root else { continue };
-        let mut parts = root.splitn(3, '\t');
-        let (_due, rid, rbase) = (parts.next(), parts.next(), parts.next());
-        let (Some(rid), Some(rbase)) = (rid, rbase) else {
-            drop.push(id.as_str());
+    // Each held job's root ("<id>\t<base>"), and per root's base the roots to look up.
+    let mut of: Vec<Option<(&str, &str)>> = Vec::with_capacity(old.len());
+    let mut by_base: HashMap<&str, Vec<&str>> = HashMap::new();
+    for root in &roots {
+        let r = root.as_deref().and_then(|root| {
+            let mut parts = root.splitn(3, '\t');
+            let (_due, rid, rbase) = (parts.next(), parts.next()?, parts.next()?);
+            Some((rid, rbase))
+        });
+        if let Some((rid, rbase)) = r {
+            let ids = by_base.entry(rbase).or_default();
+            if !ids.contains(&rid) {
+                ids.push(rid);
+            }
+        }
+        of.push(r);
+    }
+    // Whether each root exists and waits.
+    let mut alive: HashMap<(&str, &str), bool> = HashMap::new();
+    for (rbase, rids) in by_base {
+        let Some(rk) = JobKeys::from_base(rbase) else {
             continue;
         };
-        let key = format!("{rid}\t{rbase}");
-        let ok = match alive.get(&key) {
-            Some(&ok) => ok,
-            None => {
-                let ok = match JobKeys::from_base(rbase) {
-                    Some(rk) => {
-                        let meta: Option<String> = redis::cmd("HGET")
-                            .arg(rk.meta())
-                            .arg(rid)
-                            .query_async(&mut conn)
-                            .await
-                            .map_err(|e| client.err(e))?;
-                        meta.is_some_and(|m| m.starts_with("q|"))
-                    }
-                    None => false,
-                };
-                alive.insert(key, ok);
-                ok
-            }
-        };
+        let mut pipe = redis::pipe();
+        for rid in &rids {
+            pipe.cmd("HGET").arg(rk.meta()).arg(*rid);
+        }
+        let metas: Vec<Option<String>> = pipe.query_async(conn).await.map_err(|e| client.err(e))?;
+        for (rid, meta) in rids.into_iter().zip(metas) {
+            alive.insert((rid, rbase), meta.is_some_and(|m| m.starts_with("q|")));
+        }
+    }
+    let (mut keep, mut drop) = (Vec::new(), Vec::new());
+    for (id, r) in old.iter().zip(of) {
+        // A held job without its root's record is dropped (drop_flow.lua removes the entry).
+        let ok = r.is_some_and(|(rid, rbase)| alive.get(&(rid, rbase)) == Some(&true));
         if ok {
             keep.push(id.as_str());
         } else {
@@ -172,12 +216,12 @@ pub(crate) async fn settle_held(client: &Client, keys: &JobKeys, now: u64) -> Re
         }
     }
     let mut n = 0;
-    if !keep.is_empty() {
-        n += release(client, keys, &keep).await? as usize;
+    for run in keep.chunks(super::enqueue::RELEASE_RUN) {
+        n += release(client, keys, run).await? as usize;
     }
-    if !drop.is_empty() {
+    for run in drop.chunks(super::enqueue::RELEASE_RUN) {
         let mut cmd = DROP_FLOW.cmd(&keys.for_script(&DROP_FLOW));
-        cmd.arg(&drop);
+        cmd.arg(run);
         n += client.eval::<i64>(&cmd, &DROP_FLOW).await? as usize;
     }
     Ok(n)
@@ -218,32 +262,77 @@ impl<'a> Notice<'a> {
     }
 }
 
-/// Cancels the children `refs` (`"<base>\t<id>\t<queue>"`) of a cancelled flow job of `keys`'
-/// queue, and theirs in turn: pending ones are removed, running ones asked to stop (as
-/// [`Queue::cancel`]). Then relays the notices this left (the cancelled job's parent is told).
+/// Ids cancelled per cancel_job.lua call while a cancelled parent's children are cancelled.
+const CANCEL_BATCH: usize = 50;
+
+/// Cancels the children of a cancelled flow job of `keys`' queue, listed in `list` (the
+/// `fs:<token>.<i>` cancel_job.lua left; `None`: it had none), and theirs in turn, a page of
+/// [`CHUNK`] at a time, in calls of [`CANCEL_BATCH`]: pending ones are removed, running ones
+/// asked to stop (as [`Queue::cancel`]). Then relays the notices this left (the cancelled job's
+/// parent is told).
 pub(crate) async fn cancel_children(
     client: &Client,
     keys: &JobKeys,
-    refs: &[String],
+    list: Option<String>,
 ) -> Result<()> {
     let mut touched: Vec<JobKeys> = vec![keys.clone()];
-    let mut stack: Vec<String> = refs.to_vec();
-    while let Some(r) = stack.pop() {
-        let mut parts = r.splitn(3, '\t');
-        let (Some(base), Some(id)) = (parts.next(), parts.next()) else {
-            continue;
-        };
-        let Some(k) = JobKeys::from_base(base) else {
-            continue;
-        };
-        let mut cmd = CANCEL_JOB.cmd(&k.for_script(&CANCEL_JOB));
-        cmd.arg(id);
-        let res: Vec<String> = client.eval(&cmd, &CANCEL_JOB).await?;
-        if res.first().map(String::as_str) == Some("cancelled") {
-            stack.extend(res.into_iter().skip(1));
+    let mut lists: Vec<String> = list.into_iter().collect();
+    let mut conn = client.conn().await?;
+    while let Some(list) = lists.pop() {
+        let refs: Vec<String> = redis::cmd("LRANGE")
+            .arg(&list)
+            .arg(0)
+            .arg(CHUNK - 1)
+            .query_async(&mut conn)
+            .await
+            .map_err(|e| client.err(e))?;
+        // By queue shard: "<base>\t<id>\t<queue>".
+        let mut by_base: Vec<(&str, Vec<&str>)> = Vec::new();
+        for r in &refs {
+            let mut parts = r.splitn(3, '\t');
+            let (Some(base), Some(id)) = (parts.next(), parts.next()) else {
+                continue;
+            };
+            match by_base.iter_mut().find(|(b, _)| *b == base) {
+                Some((_, v)) => v.push(id),
+                None => by_base.push((base, vec![id])),
+            }
         }
-        if !touched.iter().any(|t| t.base() == k.base()) {
-            touched.push(k);
+        for (base, ids) in by_base {
+            let Some(k) = JobKeys::from_base(base) else {
+                continue;
+            };
+            for run in ids.chunks(CANCEL_BATCH) {
+                let token = crate::job::new_job_id();
+                let mut cmd = CANCEL_JOB.cmd(&k.for_script(&CANCEL_JOB));
+                cmd.arg(&token).arg(run);
+                let res: Vec<redis::Value> = client.eval(&cmd, &CANCEL_JOB).await?;
+                for (i, pair) in res.chunks(2).enumerate() {
+                    let state: String =
+                        redis::from_redis_value(pair[0].clone()).unwrap_or_default();
+                    let kids: i64 = pair
+                        .get(1)
+                        .and_then(|v| redis::from_redis_value(v.clone()).ok())
+                        .unwrap_or(0);
+                    if state == "cancelled" && kids > 0 {
+                        lists.push(format!("{}{token}.{}", k.fs(), i + 1));
+                    }
+                }
+            }
+            if !touched.iter().any(|t| t.base() == k.base()) {
+                touched.push(k);
+            }
+        }
+        // The page is done (a list emptied this way is deleted).
+        let () = redis::cmd("LTRIM")
+            .arg(&list)
+            .arg(CHUNK)
+            .arg(-1)
+            .query_async(&mut conn)
+            .await
+            .map_err(|e| client.err(e))?;
+        if refs.len() == CHUNK {
+            lists.push(list);
         }
     }
     for k in &touched {

@@ -11,7 +11,8 @@ pub async fn one_at_a_time() -> tokio::sync::MutexGuard<'static, ()> {
     LOCK.lock().await
 }
 
-/// Script calls slower than `micros`, from SLOWLOG (each as its command line, truncated).
+/// Calls slower than `micros`, from SLOWLOG (each as its command line, truncated). The commands a
+/// script runs are logged too (client "?:0"): they are part of their script's call, left out.
 pub fn slow_calls(server: &RedisServer, micros: u64) -> Vec<String> {
     let entries: Vec<redis::Value> = redis::cmd("SLOWLOG")
         .arg("GET")
@@ -22,8 +23,16 @@ pub fn slow_calls(server: &RedisServer, micros: u64) -> Vec<String> {
     for e in entries {
         if let redis::Value::Array(fields) = e {
             let took: u64 = redis::from_redis_value(fields[2].clone()).unwrap_or(0);
-            let args: Vec<String> = redis::from_redis_value(fields[3].clone()).unwrap_or_default();
+            let client: String = redis::from_redis_value(fields[4].clone()).unwrap_or_default();
+            if client == "?:0" {
+                continue;
+            }
+            let args: Vec<Vec<u8>> = redis::from_redis_value(fields[3].clone()).unwrap_or_default();
             if took > micros {
+                let args: Vec<String> = args
+                    .iter()
+                    .map(|a| String::from_utf8_lossy(a).into_owned())
+                    .collect();
                 out.push(format!("{took} µs: {}", args.join(" ")));
             }
         }

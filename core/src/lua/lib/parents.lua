@@ -42,7 +42,8 @@ local function forget_flow(K, ids)
     keys[#keys + 1] = K.fk .. id
     keys[#keys + 1] = K.fl .. id
   end
-  for i = 1, #keys, 1000 do redis.call('DEL', unpack(keys, i, math.min(i + 999, #keys))) end
+  -- UNLINK: a parent of many children frees its records off the main thread.
+  for i = 1, #keys, 1000 do redis.call('UNLINK', unpack(keys, i, math.min(i + 999, #keys))) end
   chunked('HDEL', K.fwait, ids)
   chunked('HDEL', K.fparent, ids)
 end
