@@ -24,7 +24,7 @@ echo "== scale (quick profile: 10,000 groups, 100,000 jobs; make scale runs 100,
 make -s scale SMOKE=1
 echo "== interop"
 .venv/bin/python -m pytest tests/interop -q
-echo "== faults (quick profile; make faults runs the full suite and a soak), then a 10,000-child flow on 4 shards while its workers are SIGKILLed every second"
+echo "== faults (quick profile; make faults runs the full suite and a soak), then a flow at its full size (100,000 children on 4 shards) while its workers are SIGKILLed every second"
 make -s faults SMOKE=1
 echo "== docs (make docs: the site with its API references, warnings as errors)"
 make -s docs
