@@ -1476,7 +1476,8 @@ class Queue:
         ``state``: ``"delayed"`` (by due time), ``"ready"`` (in the order workers take them:
         plain, then by priority, then group by group), ``"active"`` (by lease deadline),
         ``"dead"`` (oldest death first) or ``"completed"`` (newest first); a sharded queue lists
-        shard by shard. An unknown state or a ``limit`` over 1000 raises ``InvalidArgumentError``.
+        shard by shard. An unknown state, a ``limit`` over 1000 or an ``offset`` of ready jobs past
+        10,000 (skipping them looks at every group they are in) raises ``InvalidArgumentError``.
         Offsets shift as workers move jobs, so a walk of pages by offset can list a job twice or
         skip one: walk a state with ``jobs_page``."""
     def jobs_page(self, state: _JobState, cursor: str | None = None, limit: int = 100) -> JobPage:
@@ -2217,7 +2218,8 @@ class AsyncQueue:
         ``state``: ``"delayed"`` (by due time), ``"ready"`` (in the order workers take them:
         plain, then by priority, then group by group), ``"active"`` (by lease deadline),
         ``"dead"`` (oldest death first) or ``"completed"`` (newest first); a sharded queue lists
-        shard by shard. An unknown state or a ``limit`` over 1000 raises ``InvalidArgumentError``.
+        shard by shard. An unknown state, a ``limit`` over 1000 or an ``offset`` of ready jobs past
+        10,000 (skipping them looks at every group they are in) raises ``InvalidArgumentError``.
         Offsets shift as workers move jobs, so a walk of pages by offset can list a job twice or
         skip one: walk a state with ``jobs_page``."""
     def jobs_page(self, state: _JobState, cursor: str | None = None, limit: int = 100) -> Coroutine[Any, Any, JobPage]:
