@@ -20,7 +20,7 @@ const CALL_LOOK: usize = 500;
 /// even none).
 const PAGE_LOOK: usize = 512 * CALL_LOOK;
 /// Active jobs' ids read per call while a page of them is chosen by id.
-const ACTIVE_READ: usize = 2000;
+const ACTIVE_READ: usize = 1000;
 /// The furthest offset of a page of ready jobs by offset: skipping jobs costs a look at every
 /// group (or priority) they are in.
 pub(crate) const MAX_READY_OFFSET: usize = 10_000;
@@ -155,9 +155,10 @@ impl Queue {
     /// and `after`'s successor place when more follow. The active zset is kept by lease deadline,
     /// which every renewal moves, so no place in it stays put: the zset is read whole, by
     /// deadline, [`ACTIVE_READ`] ids a call (each call O(log n + that)), and the smallest ids
-    /// after `after` kept. A renewal only moves a deadline later, so no job running for the
-    /// whole read is missed; one read twice is kept once. The cost of a page grows with the jobs
-    /// running (2,000 per call), never in one call.
+    /// after `after` kept. A renewal moves a deadline later, so no job running for the whole read
+    /// is missed (but one a manual `extend` gave less time than its lease had left, at that
+    /// moment); one read twice is kept once. The cost of a page grows with the jobs
+    /// running (1,000 per call), never in one call.
     async fn active_after(&self, shard: usize, after: &str, want: usize) -> Result<PageIds> {
         // The `want + 1` smallest ids after `after`: one more says whether another page follows.
         let mut best: BTreeSet<String> = BTreeSet::new();

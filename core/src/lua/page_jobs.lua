@@ -9,7 +9,8 @@
     active   by lease deadline, then id: "<deadline>|<id>". Deadlines move with every renewal, so
              this is not the order of a walk: the caller reads the whole zset this way, a page of
              it per call, and keeps the ids it lists next (by id; see `Queue::jobs_page`).
-             A deadline only moves later, so a job is never passed over by this read.
+             A renewal moves a deadline later, so a job is not passed over by this read (but
+             one a manual extend gave less time than its lease had left).
     completed  newest first (the done list from its end): "<index>|<id>"
     ready    the plain ready list from its front, then each priority's list (lowest first), both
              as fetches take them: "r|<index>|<id>", "p|<priority>|<index>|<id>" (index: where
@@ -76,13 +77,14 @@ local function zset_after(key)
       start = lo
     end
   end
-  local got = redis.call('ZRANGE', key, start, start + want - 1, 'WITHSCORES')
-  for i = 1, #got, 2 do
-    if got[i] == ANCHOR then return { ids, false, #ids } end
-    ids[#ids + 1] = got[i]
+  local got = redis.call('ZRANGE', key, start, start + want - 1)
+  -- The anchor scores +inf: only the last id read may be it, and nothing follows it.
+  if got[#got] == ANCHOR then
+    got[#got] = nil
+    return { got, false, #got }
   end
-  if #got < 2 * want then return { ids, false, #ids } end
-  return { ids, got[#got] .. '|' .. got[#got - 1], #ids }
+  if #got < want then return { got, false, #got } end
+  return { got, redis.call('ZSCORE', key, got[#got]) .. '|' .. got[#got], #got }
 end
 
 -- Whether job `id` is waiting in a ready list (not fetched, delayed, finished or gone).
