@@ -1478,7 +1478,10 @@ export interface JobSearch {
   jobs: Array<JobInfo>
   /** Give it to the next `findJobs` call, with the same filter; `null` when the search is over. */
   cursor: string | null
-  /** How many jobs this call looked at (at most 2000). */
+  /**
+   * How many jobs this call looked at (at most 2000), counting the delayed and running grouped
+   * jobs it passed over on the way to the ready ones.
+   */
   scanned: number
 }
 

@@ -55,7 +55,8 @@ impl JobSearch {
     fn cursor(&self) -> Option<&str> {
         self.0.cursor.as_deref()
     }
-    /// How many jobs this call looked at (at most 2000).
+    /// How many jobs this call looked at (at most 2000), counting the delayed and running
+    /// grouped jobs it passed over on the way to the ready ones.
     #[getter]
     fn scanned(&self) -> u64 {
         self.0.scanned

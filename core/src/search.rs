@@ -142,8 +142,8 @@ pub struct JobSearch {
     pub jobs: Vec<JobInfo>,
     /// Give it to the next call (with the same filter); `None` when the search is over.
     pub cursor: Option<String>,
-    /// How many jobs this call looked at (at most [`SEARCH_SCAN`]): those it read, and the
-    /// grouped jobs it passed over on the way to the ready ones.
+    /// How many jobs this call looked at (at most [`SEARCH_SCAN`]), counting the delayed and
+    /// running grouped jobs it passed over on the way to the ready ones.
     pub scanned: u64,
 }
 

@@ -692,7 +692,8 @@ class JobSearch:
         """Give it to the next ``find_jobs`` call, with the same filter; None when the search is over."""
     @property
     def scanned(self) -> int:
-        """How many jobs this call looked at (at most 2000)."""
+        """How many jobs this call looked at (at most 2000), counting the delayed and running
+        grouped jobs it passed over on the way to the ready ones."""
     def to_dict(self) -> dict[str, Any]:
         """The fields as a plain ``dict``, one key per property (value objects in them, or in
         a list in them, as dicts too).
