@@ -446,8 +446,9 @@ export declare class Queue {
    * `delayed` by due time, `ready` in the order workers take them (plain, then by priority,
    * then group by group), `active` by lease deadline, `dead` oldest death first, `completed`
    * newest first; a sharded queue lists shard by shard. Rejects with `INVALID_ARGUMENT` for an
-   * unknown state or a `limit` over 1000. Offsets shift as workers move jobs, so a walk of
-   * pages by offset can list a job twice or skip one: walk a state with `jobsPage`.
+   * unknown state, a `limit` over 1000 or an `offset` of ready jobs past 10,000 (skipping them
+   * looks at every group they are in). Offsets shift as workers move jobs, so a walk of pages
+   * by offset can list a job twice or skip one: walk a state with `jobsPage`.
    */
   jobs(state: 'delayed' | 'ready' | 'active' | 'dead' | 'completed', options?: JobsOptions): Promise<JobInfo[]>
   /** Dead-lettered jobs, oldest death first: `limit` (default 100) from `offset` (default 0). */
@@ -1481,7 +1482,10 @@ export interface JobSearch {
   jobs: Array<JobInfo>
   /** Give it to the next `findJobs` call, with the same filter; `null` when the search is over. */
   cursor: string | null
-  /** How many jobs this call looked at (at most 2000). */
+  /**
+   * How many jobs this call looked at (at most 2000), counting the delayed and running grouped
+   * jobs it passed over on the way to the ready ones.
+   */
   scanned: number
 }
 

@@ -130,8 +130,9 @@ impl Queue {
     /// `delayed` by due time, `ready` in the order workers take them (plain, then by priority,
     /// then group by group), `active` by lease deadline, `dead` oldest death first, `completed`
     /// newest first; a sharded queue lists shard by shard. Rejects with `INVALID_ARGUMENT` for an
-    /// unknown state or a `limit` over 1000. Offsets shift as workers move jobs, so a walk of
-    /// pages by offset can list a job twice or skip one: walk a state with `jobsPage`.
+    /// unknown state, a `limit` over 1000 or an `offset` of ready jobs past 10,000 (skipping them
+    /// looks at every group they are in). Offsets shift as workers move jobs, so a walk of pages
+    /// by offset can list a job twice or skip one: walk a state with `jobsPage`.
     #[napi(
         ts_args_type = "state: 'delayed' | 'ready' | 'active' | 'dead' | 'completed', options?: JobsOptions",
         ts_return_type = "Promise<JobInfo[]>"

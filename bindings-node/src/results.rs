@@ -316,7 +316,8 @@ pub struct JobSearch {
     pub jobs: Vec<JobInfo>,
     /// Give it to the next `findJobs` call, with the same filter; `null` when the search is over.
     pub cursor: Option<String>,
-    /// How many jobs this call looked at (at most 2000).
+    /// How many jobs this call looked at (at most 2000), counting the delayed and running grouped
+    /// jobs it passed over on the way to the ready ones.
     pub scanned: i64,
 }
 

@@ -55,7 +55,8 @@ impl JobSearch {
     fn cursor(&self) -> Option<&str> {
         self.0.cursor.as_deref()
     }
-    /// How many jobs this call looked at (at most 2000).
+    /// How many jobs this call looked at (at most 2000), counting the delayed and running
+    /// grouped jobs it passed over on the way to the ready ones.
     #[getter]
     fn scanned(&self) -> u64 {
         self.0.scanned
@@ -161,7 +162,8 @@ impl QueueBase {
     /// ``state``: ``"delayed"`` (by due time), ``"ready"`` (in the order workers take them:
     /// plain, then by priority, then group by group), ``"active"`` (by lease deadline),
     /// ``"dead"`` (oldest death first) or ``"completed"`` (newest first); a sharded queue lists
-    /// shard by shard. An unknown state or a ``limit`` over 1000 raises ``InvalidArgumentError``.
+    /// shard by shard. An unknown state, a ``limit`` over 1000 or an ``offset`` of ready jobs past
+    /// 10,000 (skipping them looks at every group they are in) raises ``InvalidArgumentError``.
     /// Offsets shift as workers move jobs, so a walk of pages by offset can list a job twice or
     /// skip one: walk a state with ``jobs_page``.
     #[pyo3(signature = (state, offset=0, limit=100))]

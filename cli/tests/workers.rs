@@ -155,3 +155,103 @@ fn the_exporter_counts_a_worker_busy_with_long_jobs() {
     release.store(true, Ordering::SeqCst);
     rt.block_on(w.shutdown());
 }
+
+/// libfaketime, to run a reader with its clock moved from Redis's (`scripts/ensure-deps.sh`
+/// installs it); `None` when it is not there (the test then says so and returns).
+fn libfaketime() -> Option<&'static str> {
+    let found = [
+        "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1",
+        "/usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1",
+        "/usr/lib/faketime/libfaketime.so.1",
+    ]
+    .into_iter()
+    .find(|p| std::path::Path::new(p).exists());
+    if found.is_none() {
+        eprintln!("skipped: libfaketime is not installed (scripts/ensure-deps.sh installs it)");
+    }
+    found
+}
+
+/// `tideq` with its clock moved by `offset` ("+50s", "-120s"): the command, not yet run.
+fn skewed(lib: &str, offset: &str, args: &[&str]) -> std::process::Command {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_tideq"));
+    cmd.args(args)
+        .env_remove("TIDEQ_REDIS_URL")
+        .env("LD_PRELOAD", lib)
+        .env("FAKETIME", offset)
+        .env("FAKETIME_DONT_FAKE_MONOTONIC", "1")
+        .stdin(std::process::Stdio::null());
+    cmd
+}
+
+/// Runs a command on the server over a plain socket (RESP), its reply's first line.
+fn command(url: &str, args: &[&str]) -> String {
+    let port: u16 = url.rsplit(':').next().unwrap().parse().unwrap();
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let mut req = format!("*{}\r\n", args.len());
+    for a in args {
+        req.push_str(&format!("${}\r\n{a}\r\n", a.len()));
+    }
+    s.write_all(req.as_bytes()).unwrap();
+    let mut reply = [0u8; 256];
+    let n = s.read(&mut reply).unwrap();
+    String::from_utf8_lossy(&reply[..n]).to_string()
+}
+
+// Issue 40, item 13: `tideq workers` and `tideq_workers` compared the reader's clock with
+// Redis's: a reader 50 s ahead listed no workers, one 120 s behind listed dead ones.
+#[test]
+fn who_is_alive_is_told_by_the_redis_clock_whatever_the_readers_clock() {
+    let Some(lib) = libfaketime() else { return };
+    let redis = Redis::start();
+    let rt = rt();
+    let q = redis.queue("clocks");
+    rt.block_on(q.enqueue(b"x", Default::default())).unwrap();
+    // Two workers by the Redis clock: one seen 5 s ago, one seen 60 s ago (gone).
+    let time = command(&redis.url, &["TIME"]);
+    let secs: u64 = time.lines().nth(2).unwrap().parse().unwrap();
+    let now = secs * 1000;
+    let workers = "tideq:{clocks}:workers";
+    for (id, seen) in [("alive", now - 5_000), ("gone", now - 60_000)] {
+        let r = command(&redis.url, &["ZADD", workers, &seen.to_string(), id]);
+        assert!(r.starts_with(':'), "{r}");
+    }
+    for offset in ["+50s", "-120s", "+0s"] {
+        let out = skewed(
+            lib,
+            offset,
+            &["--url", &redis.url, "workers", "clocks", "--json"],
+        )
+        .output()
+        .unwrap();
+        let v = json(out);
+        let ids: Vec<&str> = v
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| w["id"].as_str().unwrap())
+            .collect();
+        assert_eq!(ids, ["alive"], "a reader's clock {offset}");
+        // The exporter's count, from a process with the same clock.
+        let port = free_port();
+        let mut exporter = skewed(lib, offset, &["--url", &redis.url, "exporter"])
+            .args(["--listen", &format!("127.0.0.1:{port}"), "--refresh", "0.2"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(15);
+        let workers = loop {
+            let n = http_get(port, "/metrics")
+                .and_then(|t| series(&t, "tideq_workers{queue=\"clocks\"}"));
+            if let Some(n) = n {
+                break n;
+            }
+            assert!(Instant::now() < deadline, "the exporter did not answer");
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        let _ = exporter.kill();
+        let _ = exporter.wait();
+        assert_eq!(workers, 1.0, "the exporter's clock {offset}");
+    }
+}

@@ -1,19 +1,16 @@
-//! The job queue's operator calls: inspect a job (`get`), list the jobs of a state (`jobs`),
-//! `cancel` one (removed, or asked to stop when running), run a delayed one now (`promote`), delete
-//! a finished one, list, requeue and purge dead letters, and `stats`. The search by task or
-//! group (`find_jobs`) is in `search.rs`.
+//! The job queue's operator calls: inspect a job (`get`), `cancel` one (removed, or asked to stop
+//! when running), run a delayed one now (`promote`), delete a finished one, list, requeue and
+//! purge dead letters, and `stats`. Listing a state's jobs (`jobs`, `jobs_page`) is in
+//! `listing.rs`, the search by task or group (`find_jobs`) in `search.rs`.
 
 use std::collections::HashMap;
 
-use serde::{Deserialize, Serialize};
-
 use crate::envelope::Envelope;
 use crate::error::{Error, ErrorKind, Result};
-use crate::job::{validate_job_id, JobInfo, JobState, JobStats, MAX_PAGE};
+use crate::job::{validate_job_id, JobInfo, JobState, JobStats};
 use crate::jobs::Queue;
 use crate::scripts::{
-    LuaScript, CANCEL_JOB, DELETE_JOB, GET_JOBS, LIST_JOBS, PAGE_JOBS, PROMOTE_JOB, PURGE_DEAD,
-    REQUEUE_DEAD,
+    LuaScript, CANCEL_JOB, DELETE_JOB, GET_JOBS, PROMOTE_JOB, PURGE_DEAD, REQUEUE_DEAD,
 };
 
 impl Queue {
@@ -171,103 +168,10 @@ impl Queue {
         }
     }
 
-    /// The jobs in `state`, `limit` (at most [`MAX_PAGE`]; 0 gives none) from `offset`: delayed by
-    /// due time, active by lease deadline, dead oldest death first, completed newest first, ready
-    /// in the order workers take them (plain, then by priority, then group by group: the
-    /// rotation's groups in turn, then the held ones); a sharded queue lists shard by
-    /// shard. A job that moves on while the page is read is reported as it is now.
-    ///
-    /// An offset is a snapshot's: while workers run, jobs move and the offsets with them, so a
-    /// walk of pages by offset can list a job twice or skip one. To walk a state, page by cursor
-    /// with [`jobs_page`](Self::jobs_page).
-    pub async fn jobs(&self, state: JobState, offset: usize, limit: usize) -> Result<Vec<JobInfo>> {
-        self.op("jobs", async {
-            listable(state)?;
-            if limit > MAX_PAGE {
-                return Err(Error::invalid(format!(
-                    "limit is {limit}; a page holds at most {MAX_PAGE} jobs"
-                )));
-            }
-            self.list(state, offset, limit).await
-        })
-        .await
-    }
-
-    /// Up to `limit` (1 to [`MAX_PAGE`]) of the jobs in `state` after `cursor` (`None`: from
-    /// the start), and the cursor of the next page (`None`: that was the last). A walk page by
-    /// page while workers run never lists a job twice and never skips one that stayed in the
-    /// state for the whole walk: the cursor is the last job's place in the state's own order
-    /// (delayed by due time, dead by time of death, completed newest first, active by id, ready
-    /// as workers take them: plain, then by priority, then the grouped jobs in no particular
-    /// order), not a count. A job that left the state and came back (a retry, a requeue) may show
-    /// again. A page may hold fewer than `limit` jobs before the end (grouped ready jobs are
-    /// looked for a bounded number at a time); only a `None` cursor ends the walk. A sharded queue
-    /// is walked shard by shard.
-    pub async fn jobs_page(
-        &self,
-        state: JobState,
-        cursor: Option<&str>,
-        limit: usize,
-    ) -> Result<JobPage> {
-        self.op("jobs_page", async {
-            listable(state)?;
-            if limit == 0 || limit > MAX_PAGE {
-                return Err(Error::invalid(format!(
-                    "a page holds 1 to {MAX_PAGE} jobs, got {limit}"
-                )));
-            }
-            let (mut shard, mut place) = match cursor {
-                None => (0, String::new()),
-                Some(c) => parse_job_cursor(c, state, self.shards.len())?,
-            };
-            let mut jobs = Vec::new();
-            while shard < self.shards.len() && jobs.len() < limit {
-                let asked = limit - jobs.len();
-                let mut cmd = self.script_cmd(shard, &PAGE_JOBS);
-                cmd.arg(state.as_str()).arg(&place).arg(asked);
-                let (ids, next): (Vec<String>, Option<String>) =
-                    self.client.eval(&cmd, &PAGE_JOBS).await?;
-                let short = ids.len() < asked;
-                jobs.extend(self.get_many(shard, &ids).await?.into_iter().flatten());
-                match next {
-                    // A short page with more to come: the grouped jobs' bounded look ended.
-                    Some(p) if short => {
-                        place = p;
-                        break;
-                    }
-                    Some(p) => place = p,
-                    None => (shard, place) = (shard + 1, String::new()),
-                }
-            }
-            let cursor =
-                (shard < self.shards.len()).then(|| format!("{}:{shard}:{place}", state.as_str()));
-            Ok(JobPage { jobs, cursor })
-        })
-        .await
-    }
-
     /// Dead-lettered jobs, `limit` from `offset`: oldest death first within a shard, shard by shard.
     pub async fn dead_letters(&self, offset: usize, limit: usize) -> Result<Vec<JobInfo>> {
         self.op("dead_letters", self.list(JobState::Dead, offset, limit))
             .await
-    }
-
-    /// A page of one state's jobs, shard by shard: `list_jobs.lua` reads a shard's ids (and how
-    /// many of `offset` it skipped), `get_jobs.lua` the jobs.
-    async fn list(&self, state: JobState, offset: usize, limit: usize) -> Result<Vec<JobInfo>> {
-        let mut out = Vec::new();
-        let mut skip = offset;
-        for shard in 0..self.shards.len() {
-            if out.len() >= limit {
-                break;
-            }
-            let mut cmd = self.script_cmd(shard, &LIST_JOBS);
-            cmd.arg(state.as_str()).arg(skip).arg(limit - out.len());
-            let (skipped, ids): (usize, Vec<String>) = self.client.eval(&cmd, &LIST_JOBS).await?;
-            skip -= skipped.min(skip);
-            out.extend(self.get_many(shard, &ids).await?.into_iter().flatten());
-        }
-        Ok(out)
     }
 
     /// Requeues or purges dead jobs: `id`, or all of them (in calls of at most 1000).
@@ -402,17 +306,6 @@ impl Queue {
 /// requeue or purge it.
 /// One job as `get_jobs.lua` returns it: envelope, meta, last error, its scores in the delayed,
 /// active and dead sets, its route ("priority|sequence|group"), result and progress.
-/// Jobs are listed by the states of [`JobState::ALL`]; a flow job waiting for its children is
-/// not (`get` reports it).
-pub(crate) fn listable(state: JobState) -> Result<()> {
-    if state == JobState::Waiting {
-        return Err(Error::invalid(
-            "waiting flow jobs are not listed by state; get(id) reports one",
-        ));
-    }
-    Ok(())
-}
-
 type Raw = (
     Option<Vec<u8>>,
     Option<String>,
@@ -503,61 +396,4 @@ fn job_info(
         parent: parent.as_deref().and_then(crate::workflow::parent_of),
         children_pending: pending,
     })
-}
-
-/// A page of one state's jobs, and where the next one starts (see [`Queue::jobs_page`]).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct JobPage {
-    pub jobs: Vec<JobInfo>,
-    /// Give it to the next call; `None` when this was the last page.
-    pub cursor: Option<String>,
-}
-
-/// A cursor made by [`Queue::jobs_page`]: `state:shard:place`.
-pub(crate) fn parse_job_cursor(c: &str, state: JobState, shards: usize) -> Result<(usize, String)> {
-    let bad = || {
-        Error::invalid(format!(
-            "{c:?} is not a cursor of this queue's {} jobs: give back the cursor a page returned",
-            state.as_str()
-        ))
-    };
-    let mut parts = c.splitn(3, ':');
-    let (Some(s), Some(shard), Some(place)) = (parts.next(), parts.next(), parts.next()) else {
-        return Err(bad());
-    };
-    let shard: usize = shard.parse().map_err(|_| bad())?;
-    if s != state.as_str() || shard >= shards || place.chars().any(char::is_control) {
-        return Err(bad());
-    }
-    // The place's shape (page_jobs.lua): "<score>|<id>", "<id>", or a ready list's segment.
-    let number = |t: &str| !t.is_empty() && t.parse::<f64>().is_ok();
-    let index = |t: &str| !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit());
-    // "<index>|<id>": a list entry's place.
-    let in_list = |t: &str| {
-        t.split_once('|')
-            .is_some_and(|(i, id)| index(i) && !id.is_empty())
-    };
-    let ok = match state {
-        JobState::Delayed | JobState::Dead => place
-            .split_once('|')
-            .is_some_and(|(score, id)| number(score) && !id.is_empty()),
-        JobState::Active => !place.is_empty(),
-        JobState::Completed => in_list(place),
-        JobState::Waiting => false,
-        JobState::Ready => match place.split_once('|') {
-            Some(("r", at)) => in_list(at),
-            Some(("p", rest)) => rest
-                .split_once('|')
-                .is_some_and(|(l, at)| number(l) && in_list(at)),
-            // "<HSCAN cursor>|<place in its batch>|<id>", or "<cursor>||" between batches.
-            Some(("g", rest)) => rest.split_once('|').is_some_and(|(c, at)| {
-                index(c) && (at == "|" || at.split_once('|').is_some_and(|(i, _)| index(i)))
-            }),
-            _ => false,
-        },
-    };
-    if !ok {
-        return Err(bad());
-    }
-    Ok((shard, place.to_string()))
 }

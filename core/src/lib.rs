@@ -83,6 +83,7 @@ pub mod job;
 pub mod jobs;
 pub mod keys;
 mod lease;
+mod listing;
 pub mod metrics;
 pub mod otel;
 mod outcome;
@@ -102,7 +103,6 @@ pub mod workflow;
 /// itself, with the host's traceback, filters this target out).
 pub const HANDLER_LOG_TARGET: &str = "tideq::handler";
 
-pub use admin::JobPage;
 pub use capped::{Batch, CappedGroupPage, CappedOptions, CappedQueue, CappedStats, Peeked};
 pub use client::Client;
 pub use config::{Config, EvictionCheck};
@@ -120,6 +120,7 @@ pub use job::{
     QueueOptions, DEFAULT_MAX_RESULT_LEN, MAX_BATCH, MAX_FETCH, MAX_PAGE, MAX_PRIORITY,
 };
 pub use jobs::Queue;
+pub use listing::JobPage;
 pub use metrics::{encode_prometheus, openmetrics_to_text_format, Histogram, QueueMetrics};
 pub use registry::WorkerInfo;
 pub use runtime::runtime_builder;

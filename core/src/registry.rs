@@ -23,8 +23,8 @@ use crate::scripts::LIST_WORKERS;
 /// The most running jobs' ids a worker's entry names.
 pub const RUNNING_IDS_SHOWN: usize = 10;
 
-/// The most workers read per queue shard.
-const MOST_WORKERS: usize = 1000;
+/// The most workers one call reads (a page: every worker is read, page by page).
+const WORKERS_PAGE: usize = 500;
 
 /// A live worker, as [`Queue::workers`] lists it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -112,54 +112,70 @@ fn host_name() -> String {
 
 impl Queue {
     /// The workers of this queue seen within [`ALIVE_FOR`] (their fetches, or their lease
-    /// renewals while they run jobs), over every shard, in the order they started.
+    /// renewals while they run jobs) by the Redis clock, over every shard, in the order they
+    /// started. Read in pages of 500 workers per call, however many there are.
     pub async fn workers(&self) -> Result<Vec<WorkerInfo>> {
         self.op("workers", self.alive_workers()).await
     }
 
     pub(crate) async fn alive_workers(&self) -> Result<Vec<WorkerInfo>> {
-        let since = crate::job::now_ms().saturating_sub(ALIVE_FOR.as_millis() as u64);
+        let within = ALIVE_FOR.as_millis() as u64;
         let bad = || Error::new(ErrorKind::Redis, "unexpected reply from list_workers");
-        // A worker may be seen on several shards: its latest sighting wins.
+        // A worker may be seen on several shards (and read twice on one, when seen again while
+        // its pages are read): its latest sighting wins.
         let mut by_id: HashMap<String, WorkerInfo> = HashMap::new();
         for shard in 0..self.shards.len() {
-            let mut cmd = self.script_cmd(shard, &LIST_WORKERS);
-            cmd.arg(since).arg(MOST_WORKERS);
-            let reply: Vec<Value> = self.client.eval(&cmd, &LIST_WORKERS).await?;
-            let mut flat = reply.into_iter();
-            while let Some(id) = flat.next() {
-                let (Some(seen), Some(entry)) = (flat.next(), flat.next()) else {
-                    return Err(bad());
-                };
-                let id: String = redis::from_redis_value(id).map_err(|_| bad())?;
-                let seen: u64 = redis::from_redis_value(seen).map_err(|_| bad())?;
-                let entry: String = redis::from_redis_value(entry).map_err(|_| bad())?;
-                if by_id.get(&id).is_some_and(|w| w.last_seen_at >= seen) {
-                    continue;
+            let mut place = String::new();
+            loop {
+                let mut cmd = self.script_cmd(shard, &LIST_WORKERS);
+                cmd.arg(within).arg(&place).arg(WORKERS_PAGE);
+                let reply: Vec<Value> = self.client.eval(&cmd, &LIST_WORKERS).await?;
+                let mut flat = reply.into_iter();
+                let next: Option<String> =
+                    redis::from_redis_value(flat.next().ok_or_else(bad)?).map_err(|_| bad())?;
+                while let Some(id) = flat.next() {
+                    let (Some(seen), Some(entry)) = (flat.next(), flat.next()) else {
+                        return Err(bad());
+                    };
+                    let id: String = redis::from_redis_value(id).map_err(|_| bad())?;
+                    let seen: u64 = redis::from_redis_value(seen).map_err(|_| bad())?;
+                    let entry: String = redis::from_redis_value(entry).map_err(|_| bad())?;
+                    if by_id.get(&id).is_some_and(|w| w.last_seen_at >= seen) {
+                        continue;
+                    }
+                    by_id.insert(id.clone(), self.worker_info(id, seen, &entry));
                 }
-                let e = parse_worker_entry(&entry).unwrap_or_else(|| WorkerEntry {
-                    queue: self.name().to_string(),
-                    ..WorkerEntry::default()
-                });
-                let info = WorkerInfo {
-                    id: id.clone(),
-                    queue: e.queue,
-                    host: e.host,
-                    pid: e.pid,
-                    runtime: e.runtime,
-                    version: e.version,
-                    concurrency: e.concurrency,
-                    running: e.running,
-                    running_ids: e.ids,
-                    started_at: e.started,
-                    last_seen_at: seen,
-                };
-                by_id.insert(id, info);
+                match next {
+                    Some(p) => place = p,
+                    None => break,
+                }
             }
         }
         let mut out: Vec<WorkerInfo> = by_id.into_values().collect();
         out.sort_by(|a, b| (a.started_at, &a.id).cmp(&(b.started_at, &b.id)));
         Ok(out)
+    }
+
+    /// A worker as listed: its id, when it was last seen, and its entry (one that cannot be read
+    /// is listed with this queue's name and nothing else).
+    fn worker_info(&self, id: String, seen: u64, entry: &str) -> WorkerInfo {
+        let e = parse_worker_entry(entry).unwrap_or_else(|| WorkerEntry {
+            queue: self.name().to_string(),
+            ..WorkerEntry::default()
+        });
+        WorkerInfo {
+            id,
+            queue: e.queue,
+            host: e.host,
+            pid: e.pid,
+            runtime: e.runtime,
+            version: e.version,
+            concurrency: e.concurrency,
+            running: e.running,
+            running_ids: e.ids,
+            started_at: e.started,
+            last_seen_at: seen,
+        }
     }
 }
 

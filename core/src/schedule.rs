@@ -5,6 +5,7 @@
 //! atomic step, and every other process's guard fails. After an outage a schedule runs once for
 //! the slots it missed (the latest of them), then goes on from the next slot to come.
 
+use std::collections::HashMap;
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -21,10 +22,12 @@ use crate::jobs::{Queue, Reply};
 use crate::keys::shard_of;
 use crate::scripts::{DUE_SCHEDULES, LIST_SCHEDULES, REMOVE_SCHEDULE, UPSERT_SCHEDULE};
 
-/// Most schedules one firing pass handles per shard (the next pass takes the rest).
-const MAX_SCHEDULES: usize = 10_000;
-/// About how many schedules one call of `schedules()` reads (it reads every page).
-const SCHEDULE_PAGE: usize = 1_000;
+/// Most due schedules one read returns (a firing pass reads again for the next ones).
+const DUE_PAGE: usize = 500;
+/// Most reads of due schedules one firing pass makes per shard (then it goes on at once).
+const DUE_PASSES: usize = 40;
+/// About how many schedules one call reads (`schedules()` reads every page).
+const SCHEDULE_PAGE: usize = 200;
 
 /// When a schedule's slots come.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -358,7 +361,7 @@ impl Queue {
         let (script, most) = if mode == "all" {
             (&*LIST_SCHEDULES, SCHEDULE_PAGE)
         } else {
-            (&*DUE_SCHEDULES, MAX_SCHEDULES)
+            (&*DUE_SCHEDULES, DUE_PAGE)
         };
         let mut cmd = self.script_cmd(shard, script);
         cmd.arg(most);
@@ -390,34 +393,35 @@ impl Queue {
         let mut soonest: Option<u64> = None;
         for shard in 0..self.shards.len() {
             let (mut now, mut first, _, mut due) = self.read_schedules(shard, "due", "0").await?;
-            // Firing moves slots on; read again while some were fired (at most a few passes).
-            // The slot each schedule was fired at: one still due after its firing did not move
-            // on (it could not be fired), where one whose next slot came due meanwhile (a short
-            // interval on a slow machine) is simply due again.
-            let mut fired: std::collections::HashMap<String, u64> = Default::default();
-            for _ in 0..3 {
+            // Firing moves slots on; read again while new ones are due (a page at a time). A slot
+            // tried already and still due could not be fired: look again in a second.
+            let mut tried: HashMap<String, u64> = HashMap::new();
+            for pass in 0..=DUE_PASSES {
+                let stuck = due
+                    .iter()
+                    .any(|(name, slot, _)| tried.get(name) == Some(slot));
+                due.retain(|(name, slot, _)| tried.get(name) != Some(slot));
                 if due.is_empty() {
+                    if stuck {
+                        first = Some(now + 1000);
+                    }
+                    break;
+                }
+                if pass == DUE_PASSES {
+                    // More are due than this pass fires: the next pass goes on at once.
+                    first = Some(now);
                     break;
                 }
                 for (name, slot, stored) in due {
-                    if fired.get(&name) == Some(&slot) {
-                        continue;
-                    }
                     if let Err(e) = self.fire(shard, &name, slot, &stored, now).await {
                         log::warn!(
                             "tideq: queue {:?}: schedule {name:?} could not fire: {e}",
                             self.name()
                         );
                     }
-                    fired.insert(name, slot);
+                    tried.insert(name, slot);
                 }
                 (now, first, _, due) = self.read_schedules(shard, "due", "0").await?;
-            }
-            if !due.is_empty() {
-                // A slot that could not be fired is looked at again in a second; slots that came
-                // due since the last pass, at once.
-                let stuck = due.iter().any(|(n, slot, _)| fired.get(n) == Some(slot));
-                first = Some(if stuck { now + 1000 } else { now });
             }
             if let Some(f) = first {
                 let wait = f.saturating_sub(now);

@@ -3,20 +3,20 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::admin::{listable, parse_job_cursor};
 use crate::error::{Error, Result};
 use crate::job::{JobInfo, JobState, MAX_PAGE};
 use crate::jobs::Queue;
-use crate::scripts::PAGE_JOBS;
+use crate::listing::{listable, parse_job_cursor};
 
 impl Queue {
     /// Up to `limit` (1 to [`MAX_PAGE`]) jobs that match `filter`, after `cursor` (`None`: from
     /// the start), and the cursor to go on with (`None`: the search is over). The search walks
     /// the filter's state, or every state in turn (delayed, ready, active, dead, completed), as
     /// [`jobs_page`](Self::jobs_page) does, and keeps the jobs whose task and group are the
-    /// filter's. Each call looks at no more than [`SEARCH_SCAN`] jobs, however big the queue:
-    /// a page may hold fewer than `limit` jobs (even none) before the end; only a `None` cursor
-    /// ends the search. Writes nothing.
+    /// filter's. Each call looks at no more than [`SEARCH_SCAN`] jobs, however big the queue
+    /// (grouped jobs passed over on the way to the ready ones count: a delayed or running
+    /// grouped job is looked at to be passed over): a page may hold fewer than `limit` jobs
+    /// (even none) before the end; only a `None` cursor ends the search. Writes nothing.
     pub async fn find_jobs(
         &self,
         filter: &JobFilter,
@@ -61,7 +61,8 @@ impl Queue {
             let (mut jobs, mut scanned) = (Vec::new(), 0usize);
             // A page that held more matches than wanted is asked for again, only as far as
             // the last match wanted (its ids and jobs, read already, are reused).
-            let mut again: Option<(usize, Vec<String>, Vec<Option<JobInfo>>)> = None;
+            #[allow(clippy::type_complexity)]
+            let mut again: Option<(usize, Vec<String>, Vec<Option<JobInfo>>, usize)> = None;
             while at < states.len()
                 && jobs.len() < limit
                 && (scanned < SEARCH_SCAN || again.is_some())
@@ -71,18 +72,22 @@ impl Queue {
                     Some((n, ..)) => *n,
                     None => (SEARCH_SCAN - scanned).min(MAX_PAGE),
                 };
-                let mut cmd = self.script_cmd(shard, &PAGE_JOBS);
-                cmd.arg(state.as_str()).arg(&place).arg(asked);
-                let (ids, next): (Vec<String>, Option<String>) =
-                    self.client.eval(&cmd, &PAGE_JOBS).await?;
+                // The first read of a page looks at what the bound leaves; a page asked for
+                // again (to stop at the last match wanted) looks at no more than it did.
+                let look = match &again {
+                    Some((_, _, _, looked)) => *looked,
+                    None => SEARCH_SCAN - scanned,
+                };
+                let page = self.page_ids(shard, state, &place, asked, look).await?;
+                let (ids, next) = (page.ids, page.next);
                 let infos = match again.take() {
-                    Some((_, seen, infos)) if seen.starts_with(&ids) => {
+                    Some((_, seen, infos, _)) if seen.starts_with(&ids) => {
                         infos.into_iter().take(ids.len()).collect()
                     }
                     // Jobs moved since: read the page as it is now, if the bound allows.
-                    Some(_) if scanned + ids.len() > SEARCH_SCAN => break,
+                    Some(_) if scanned + page.looked > SEARCH_SCAN => break,
                     _ => {
-                        scanned += ids.len();
+                        scanned += page.looked;
                         self.get_many(shard, &ids).await?
                     }
                 };
@@ -91,7 +96,7 @@ impl Queue {
                     .collect();
                 let want = limit - jobs.len();
                 if hits.len() > want {
-                    again = Some((hits[want - 1] + 1, ids, infos));
+                    again = Some((hits[want - 1] + 1, ids, infos, page.looked));
                     continue;
                 }
                 jobs.extend(infos.into_iter().flatten().filter(|j| matches(j, state)));
@@ -137,7 +142,8 @@ pub struct JobSearch {
     pub jobs: Vec<JobInfo>,
     /// Give it to the next call (with the same filter); `None` when the search is over.
     pub cursor: Option<String>,
-    /// How many jobs this call looked at (at most [`SEARCH_SCAN`]).
+    /// How many jobs this call looked at (at most [`SEARCH_SCAN`]), counting the delayed and
+    /// running grouped jobs it passed over on the way to the ready ones.
     pub scanned: u64,
 }
 

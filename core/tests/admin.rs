@@ -238,7 +238,13 @@ async fn pages_cover_every_job_once_without_gaps_or_repeats() {
             );
         }
         assert!(q.jobs(state, n, 10).await.unwrap().is_empty());
-        assert!(q.jobs(state, usize::MAX, 10).await.unwrap().is_empty());
+        if state == JobState::Ready {
+            // Skipping ready jobs looks at each group they are in: a far offset is refused.
+            let err = q.jobs(state, usize::MAX, 10).await.unwrap_err();
+            assert_eq!(err.code(), "INVALID_ARGUMENT", "{err}");
+        } else {
+            assert!(q.jobs(state, usize::MAX, 10).await.unwrap().is_empty());
+        }
     }
 }
 

@@ -5,7 +5,7 @@
 // page must show the queue's counts; a click on a dead job's Requeue button must put the job
 // back to ready in Redis; a job's page offers the actions its state allows, each confirmed first;
 // search finds jobs by task and group; the queue page shows its history from Redis and its live
-// workers. Screenshots are saved to target/screenshots/ (the docs' are docs/img/dashboard-*.png).
+// workers, and its schedules 50 at a time. Screenshots are saved to target/screenshots/ (the docs' are docs/img/dashboard-*.png).
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -358,9 +358,10 @@ test('search finds every job of a task or group among 6,000, looking further on 
   assert.deepEqual(await search('task', 'resize-image'), expected((j) => j.name === 'resize-image'));
   await screenshot(page, 'dashboard-search', { viewport: true });
   assert.deepEqual(await search('group', 'tenant-42'), expected((j) => j.group === 'tenant-42'));
-  // Nothing found says so, after looking at every job.
+  // Nothing found says so, after looking at every job: the 3,000 delayed ones, then the 3,000
+  // ready ones with the delayed ones passed over again on the way (they are grouped).
   assert.deepEqual(await search('task', 'no-such-task'), []);
-  assert.match(await page.eval('document.querySelector("#search-info").textContent'), /0 found among 6,000 jobs/);
+  assert.match(await page.eval('document.querySelector("#search-info").textContent'), /0 found among 9,000 jobs looked at \(all of them\)/);
 
   // By id: the job's page.
   await page.eval('document.querySelector("#search-by").value = "id"; document.querySelector("#search-text").value = "job-1007"; document.querySelector("#search-go").click()');
@@ -398,4 +399,27 @@ test('the queue page shows its history from Redis, the same after a dashboard re
   } finally {
     await worker.shutdown();
   }
+});
+
+test('a queue with 120 schedules shows them 50 at a time, by name, with Prev and Next', async () => {
+  const { queue, prefix } = freshJobQueue(redis.url);
+  await queue.enqueue(Buffer.from('x'));
+  for (let i = 0; i < 120; i++) {
+    await queue.upsertSchedule(`s${String(i).padStart(3, '0')}`, Buffer.from('tick'), { everyMs: 3_600_000 });
+  }
+  const base = await startDashboard(['--prefix', prefix]);
+  const page = await openPage(`${base}/#/q/${encodeURIComponent(queue.name)}`);
+  const shown = () => page.eval('[...document.querySelectorAll("#schedules tr[data-schedule]")].map((r) => r.dataset.schedule)');
+  const range = () => page.eval('document.querySelector("#schedules-pager span")?.textContent || ""');
+  await until(async () => (await shown()).length === 50, 'the first 50 schedules');
+  assert.deepEqual(await shown(), Array.from({ length: 50 }, (_, i) => `s${String(i).padStart(3, '0')}`));
+  assert.match(await range(), /^1–50 of 120/);
+  await page.eval('document.querySelector("#schedules-next").click()');
+  await until(async () => (await shown())[0] === 's050', 'the next 50');
+  await page.eval('document.querySelector("#schedules-next").click()');
+  await until(async () => (await shown()).length === 20, 'the last 20');
+  assert.match(await range(), /^101–120 of 120/);
+  assert.equal(await page.eval('document.querySelector("#schedules-next")'), null, 'no Next on the last page');
+  await page.eval('document.querySelector("#schedules-prev").click()');
+  await until(async () => (await shown())[0] === 's050', 'back to the middle page');
 });

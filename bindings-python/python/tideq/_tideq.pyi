@@ -693,7 +693,8 @@ class JobSearch:
         """Give it to the next ``find_jobs`` call, with the same filter; None when the search is over."""
     @property
     def scanned(self) -> int:
-        """How many jobs this call looked at (at most 2000)."""
+        """How many jobs this call looked at (at most 2000), counting the delayed and running
+        grouped jobs it passed over on the way to the ready ones."""
     def to_dict(self) -> dict[str, Any]:
         """The fields as a plain ``dict``, one key per property (value objects in them, or in
         a list in them, as dicts too).
@@ -1479,7 +1480,8 @@ class Queue:
         ``state``: ``"delayed"`` (by due time), ``"ready"`` (in the order workers take them:
         plain, then by priority, then group by group), ``"active"`` (by lease deadline),
         ``"dead"`` (oldest death first) or ``"completed"`` (newest first); a sharded queue lists
-        shard by shard. An unknown state or a ``limit`` over 1000 raises ``InvalidArgumentError``.
+        shard by shard. An unknown state, a ``limit`` over 1000 or an ``offset`` of ready jobs past
+        10,000 (skipping them looks at every group they are in) raises ``InvalidArgumentError``.
         Offsets shift as workers move jobs, so a walk of pages by offset can list a job twice or
         skip one: walk a state with ``jobs_page``."""
     def jobs_page(self, state: _JobState, cursor: str | None = None, limit: int = 100) -> JobPage:
@@ -2222,7 +2224,8 @@ class AsyncQueue:
         ``state``: ``"delayed"`` (by due time), ``"ready"`` (in the order workers take them:
         plain, then by priority, then group by group), ``"active"`` (by lease deadline),
         ``"dead"`` (oldest death first) or ``"completed"`` (newest first); a sharded queue lists
-        shard by shard. An unknown state or a ``limit`` over 1000 raises ``InvalidArgumentError``.
+        shard by shard. An unknown state, a ``limit`` over 1000 or an ``offset`` of ready jobs past
+        10,000 (skipping them looks at every group they are in) raises ``InvalidArgumentError``.
         Offsets shift as workers move jobs, so a walk of pages by offset can list a job twice or
         skip one: walk a state with ``jobs_page``."""
     def jobs_page(self, state: _JobState, cursor: str | None = None, limit: int = 100) -> Coroutine[Any, Any, JobPage]:

@@ -18,6 +18,9 @@ use crate::render;
 
 /// Groups in one page of a queue's view (`?groups=CURSOR` for the next page).
 const GROUPS_SHOWN: usize = 100;
+/// Schedules, and live workers, in one page of a queue's view (`?schedules=OFFSET`,
+/// `?workers=OFFSET` for the others): a queue may have thousands of either.
+const LISTED: usize = 50;
 /// A flow parent's children shown with it (the first ones; `children_total` says how many).
 const CHILDREN_SHOWN: usize = 50;
 /// Jobs in a page when `limit` is not given, and the most a page may hold (half the core's
@@ -95,8 +98,10 @@ pub async fn overview(State(app): State<App>, Extension(role): Extension<Role>) 
     json_response(StatusCode::OK, app.cache.overview(role == Role::Read))
 }
 
-/// A job queue: its counts, limits, schedules and live workers, and a page of its groups (`?groups=CURSOR` for
-/// the page after the one that gave that cursor).
+/// A job queue: its counts, limits, a page of its schedules (by name) and of its live workers (in
+/// the order they started), each with how many there are (`?schedules=OFFSET`,
+/// `?workers=OFFSET` for the page from there), and a page of its groups (`?groups=CURSOR` for the
+/// page after the one that gave that cursor).
 pub async fn queue(
     State(app): State<App>,
     p: Result<Path<String>, PathRejection>,
@@ -105,6 +110,8 @@ pub async fn queue(
     let (r, q) = app.job_queue(&path(p)?).await?;
     let params = params(query);
     let at = params.get("groups").map(String::as_str);
+    let schedules_at = number(&params, "schedules", 0)?;
+    let workers_at = number(&params, "workers", 0)?;
     let (stats, limits, schedules, workers, page) = tokio::try_join!(
         q.stats(),
         q.limits(),
@@ -120,11 +127,21 @@ pub async fn queue(
         "stats": render::stats_json(&stats),
         "paused": stats.paused,
         "limits": render::limits_json(&limits),
-        "schedules": render::schedules_json(&schedules),
-        "workers": render::workers_json(&workers),
+        "schedules": render::schedules_json(listed(&schedules, schedules_at)),
+        "schedules_total": schedules.len(),
+        "schedules_offset": schedules_at,
+        "workers": render::workers_json(listed(&workers, workers_at)),
+        "workers_total": workers.len(),
+        "workers_offset": workers_at,
         "groups": shown,
         "groups_cursor": page.cursor,
     }))
+}
+
+/// The page of [`LISTED`] items of `all` from `offset` (none past the end).
+fn listed<T>(all: &[T], offset: usize) -> &[T] {
+    let from = offset.min(all.len());
+    &all[from..(from + LISTED).min(all.len())]
 }
 
 pub async fn jobs(

@@ -208,6 +208,14 @@ pub fn job_page(page: &tideq::JobPage, json: bool) -> String {
     if json {
         return json!({"jobs": job_list_json(&page.jobs), "cursor": page.cursor}).to_string();
     }
+    if page.jobs.is_empty() && page.cursor.is_some() {
+        // A page that found none yet, with more to look at (grouped ready jobs are looked for
+        // among the delayed and running ones, a bounded number a call): not "no jobs".
+        return with_cursor(
+            "(none found yet; more to look at)".to_string(),
+            &page.cursor,
+        );
+    }
     with_cursor(job_list(&page.jobs, false), &page.cursor)
 }
 

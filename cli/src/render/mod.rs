@@ -331,4 +331,26 @@ mod tests {
         assert_eq!(duration(3 * 3_600_000 + 5 * 60_000), "3 h 5 min");
         assert_eq!(duration(2 * 86_400_000 + 4 * 3_600_000), "2 d 4 h");
     }
+
+    #[test]
+    fn a_page_that_found_none_yet_with_more_to_look_at_says_so_not_no_jobs() {
+        let looking = tideq::JobPage {
+            jobs: Vec::new(),
+            cursor: Some("ready:0:g|123|7|j9".into()),
+        };
+        let text = job_page(&looking, false);
+        assert!(
+            text.starts_with("(none found yet; more to look at)"),
+            "{text}"
+        );
+        assert!(
+            text.ends_with("next page: --cursor ready:0:g|123|7|j9"),
+            "{text}"
+        );
+        let done = tideq::JobPage {
+            jobs: Vec::new(),
+            cursor: None,
+        };
+        assert_eq!(job_page(&done, false), "(no jobs)");
+    }
 }

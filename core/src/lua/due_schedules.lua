@@ -1,6 +1,7 @@
 #!lua flags=no-writes
 --[[ Read a queue's due schedules, for the processes that fire them (docs/data-model.md,
-  "Schedules"). Writes nothing. (All of them, by page: list_schedules.lua.)
+  "Schedules"). Writes nothing. (All of them, by page: list_schedules.lua.) At most ARGV[1] a
+  call, the earliest due first: the caller fires them and reads again for the next ones.
   KEYS[1] sched hash (name -> "<version>|<spec>")   KEYS[2] snext zset (name -> next slot ms)
   ARGV[1] most schedules returned
   Returns: { Redis now ms, the earliest next slot (-1: none), "0", then per due schedule its name,

@@ -6,15 +6,22 @@
   priority's list (lowest number first), then the groups' jobs group by group, each group's in
   the order it runs them: first the groups of the rotation in rotation order, then the groups
   held out of it (limit, pause, rate; docs/data-model.md, "Flow control") in the held set's order.
-  Groups are read 1000 at a time and only until the page is full: a page's cost grows with its
-  offset and length, not with the number of groups.
+  Groups are read only until the page is full, and one call counts at most ARGV[5] groups and
+  priorities (one LLEN or ZCARD each): past that it returns where to go on, and the caller calls
+  again from there (each call O(ARGV[5] + page), whatever the offset or the number of groups).
   KEYS[1] ready list   KEYS[2] delayed zset   KEYS[3] active zset   KEYS[4] dead zset
   KEYS[5] done list    KEYS[6] prio zset      KEYS[7] p (priority list key prefix)
   KEYS[8] grot list    KEYS[9] gheld set      KEYS[10] g (group key prefix)
+  KEYS[11] gset set
   ARGV[1] state: "delayed", "ready", "active", "dead" or "completed"
   ARGV[2] jobs of the state to skip   ARGV[3] most ids to return (> 0)
-  Returns: { skipped, ids }: skipped = how many jobs were skipped (fewer than ARGV[2] when the
-  state holds fewer: a sharded queue skips the rest on the next shard). ]]
+  ARGV[4] ready only: where the last call stopped ("" the start; else "p|<last priority
+  counted>", "g|<next index in grot>" or "h|<SSCAN cursor of gheld>")
+  ARGV[5] ready only: most groups and priorities to count in this call
+  Returns: { skipped, ids, where to go on or false }: skipped = how many jobs were skipped (fewer
+  than ARGV[2] when the state holds fewer: a sharded queue skips the rest on the next shard);
+  where to go on is set only when this call counted its share of groups before the page was full
+  and the state's end was reached. ]]
 --#K
 local state = ARGV[1]
 local skip, want = tonumber(ARGV[2]), tonumber(ARGV[3])
@@ -60,38 +67,59 @@ elseif state == 'completed' then
     return rev
   end)
 elseif state == 'ready' then
-  list(K.ready)
-  if want > 0 then
-    for _, lvl in ipairs(redis.call('ZRANGE', K.prio, 0, -1)) do
-      list(K.p .. lvl)
-      if want <= 0 then break end
-    end
+  local seg, pos = string.match(ARGV[4] or '', '^(%a)|(.*)$')
+  local most = tonumber(ARGV[5]) or 1000
+  local counted = 0
+  if not seg then
+    list(K.ready)
+    seg, pos = 'p', ''
   end
-  local seen = {}
-  local function groups(names)
-    for _, g in ipairs(names) do
-      if want <= 0 then return end
-      if not seen[g] then
-        seen[g] = true
+  if seg == 'p' then
+    -- The priorities after the last one counted, lowest first.
+    local from = pos == '' and '-inf' or '(' .. pos
+    local levels = redis.call('ZRANGE', K.prio, from, '+inf', 'BYSCORE', 'LIMIT', 0, most)
+    for _, lvl in ipairs(levels) do
+      if want <= 0 then return { skipped, ids, false } end
+      list(K.p .. lvl)
+      counted = counted + 1
+      pos = lvl
+    end
+    if #levels == most then return { skipped, ids, 'p|' .. pos } end
+    seg, pos = 'g', '0'
+  end
+  -- The rotation's groups in turn; a call counts at most `most` of them.
+  if seg == 'g' then
+    local at = tonumber(pos) or 0
+    while want > 0 do
+      local n = math.min(1000, most - counted)
+      if n <= 0 then return { skipped, ids, 'g|' .. at } end
+      local part = redis.call('LRANGE', K.grot, at, at + n - 1)
+      for _, g in ipairs(part) do
+        if want <= 0 then break end
         zset(K.g .. g)
+        counted = counted + 1
+        at = at + 1
+      end
+      if #part < n then break end
+    end
+    seg, pos = 'h', '0'
+  end
+  -- Then the held groups (a group in both is the rotation's, counted already).
+  local cursor = pos
+  while want > 0 do
+    if counted >= most then return { skipped, ids, 'h|' .. cursor } end
+    local r = redis.call('SSCAN', K.gheld, cursor, 'COUNT', 100)
+    for _, g in ipairs(r[2]) do
+      if want <= 0 then break end
+      if redis.call('SISMEMBER', K.gset, g) == 0 then
+        zset(K.g .. g)
+        counted = counted + 1
       end
     end
-  end
-  local at = 0
-  while want > 0 do
-    local part = redis.call('LRANGE', K.grot, at, at + 999)
-    groups(part)
-    if #part < 1000 then break end
-    at = at + 1000
-  end
-  local cursor = '0'
-  while want > 0 do
-    local r = redis.call('SSCAN', K.gheld, cursor, 'COUNT', 1000)
-    groups(r[2])
     cursor = r[1]
     if cursor == '0' then break end
   end
 else
   return redis.error_reply('tideq: unknown job state ' .. tostring(state))
 end
-return { skipped, ids }
+return { skipped, ids, false }

@@ -6,33 +6,43 @@
   The orders and places:
     delayed  by due time, then id: the place is "<due>|<id>" of the last job listed
     dead     by time of death, then id: "<died>|<id>"
-    active   by id (lease deadlines move with every renewal): "<id>"
+    active   by lease deadline, then id: "<deadline>|<id>". Deadlines move with every renewal, so
+             this is not the order of a walk: the caller reads the whole zset this way, a page of
+             it per call, and keeps the ids it lists next (by id; see `Queue::jobs_page`).
+             A renewal moves a deadline later, so a job is not passed over by this read (but
+             one a manual extend gave less time than its lease had left).
     completed  newest first (the done list from its end): "<index>|<id>"
     ready    the plain ready list from its front, then each priority's list (lowest first), both
              as fetches take them: "r|<index>|<id>", "p|<priority>|<index>|<id>" (index: where
              the job was in its list when listed); then the grouped ready jobs in
-             no particular order: an HSCAN of `route` (the jobs with a group or a priority),
-             keeping those waiting in their group's zset: "g|<HSCAN cursor of the batch>|<place
-             in the batch>|<id>".
+             no particular order: an HSCAN of `route` (the jobs with a group or a priority,
+             delayed and running ones too), keeping those waiting in their group's zset:
+             "g|<HSCAN cursor of the batch>|<place in the batch>|<id of the last entry looked
+             at>".
   A list place whose job is no longer ready (fetched, cancelled) goes on from the list's front:
   the list is taken from the front, so every job before it was taken too. Grouped ready jobs
   follow HSCAN's guarantee: a job there for the whole walk is listed; Redis may list one twice
   only if the hash shrinks during the walk (after most of its jobs finished).
-  Cost per call: delayed and dead O(log n + page); active O(jobs running); completed and the
-  ready lists O(page + how far the list moved since the last page: jobs taken or trimmed); grouped
-  ready jobs at most about 500 `route` fields looked at (a page may then hold fewer than asked: the
-  walk ends when no place is returned, not on a short page).
+  Cost per call: delayed, dead and active O(log n + page); completed and the ready lists O(page +
+  how far the list moved since the last page: jobs taken or trimmed); grouped ready jobs at most
+  ARGV[4] `route` entries looked at, however many of them are delayed or running (a page may then
+  hold fewer than asked, even none: the walk ends when no place is returned, not on a short page).
   KEYS[1] ready list   KEYS[2] delayed zset   KEYS[3] active zset   KEYS[4] dead zset
   KEYS[5] done list    KEYS[6] prio zset      KEYS[7] p (priority list key prefix)
   KEYS[8] route hash   KEYS[9] g (group key prefix)   KEYS[10] meta hash
   KEYS[11] gset set    KEYS[12] gheld set
   ARGV[1] state: "delayed", "ready", "active", "dead" or "completed"
   ARGV[2] the place ("" the start)   ARGV[3] most ids to return (> 0)
-  Returns: { ids, the place after them, or false when the state holds no more }. ]]
+  ARGV[4] most jobs to look at for grouped ready ones: the ids listed (the lists' too) and the
+    `route` entries passed over (a page may end short of ARGV[3] for it)
+  Returns: { ids, the place after them or false when the state holds no more, how many jobs were
+  looked at (the ids and the `route` entries passed over) }. ]]
 --#include lib/active.lua
+--#include lib/chunked.lua
 --#include lib/route.lua
 --#K
 local state, place, want = ARGV[1], ARGV[2], tonumber(ARGV[3])
+local budget = tonumber(ARGV[4]) or want
 local ids = {}
 
 -- Whether `a` sorts before `b` byte by byte, as a zset orders members of one score. (Lua's `<`
@@ -46,7 +56,8 @@ local function bytes_before(a, b)
   return #a < #b
 end
 
--- The zset `key` in (score, member) order after the place "<score>|<member>".
+-- The zset `key` in (score, member) order after the place "<score>|<member>" (the active zset's
+-- ANCHOR, scored +inf after every job, ends it).
 local function zset_after(key)
   local start = 0
   if place ~= '' then
@@ -66,10 +77,14 @@ local function zset_after(key)
       start = lo
     end
   end
-  local got = redis.call('ZRANGE', key, start, start + want - 1, 'WITHSCORES')
-  for i = 1, #got, 2 do ids[#ids + 1] = got[i] end
-  if #got < 2 * want then return { ids, false } end
-  return { ids, got[#got] .. '|' .. got[#got - 1] }
+  local got = redis.call('ZRANGE', key, start, start + want - 1)
+  -- The anchor scores +inf: only the last id read may be it, and nothing follows it.
+  if got[#got] == ANCHOR then
+    got[#got] = nil
+    return { got, false, #got }
+  end
+  if #got < want then return { got, false, #got } end
+  return { got, redis.call('ZSCORE', key, got[#got]) .. '|' .. got[#got], #got }
 end
 
 -- Whether job `id` is waiting in a ready list (not fetched, delayed, finished or gone).
@@ -120,17 +135,7 @@ if state == 'delayed' then
 elseif state == 'dead' then
   return zset_after(K.dead)
 elseif state == 'active' then
-  local after, more = place, {}
-  local n = redis.call('ZCARD', K.active)
-  for at = 0, n - 1, 1000 do
-    for _, id in ipairs(redis.call('ZRANGE', K.active, at, at + 999)) do
-      if id ~= ANCHOR and bytes_before(after, id) then more[#more + 1] = id end
-    end
-  end
-  table.sort(more, bytes_before)
-  for i = 1, math.min(want, #more) do ids[i] = more[i] end
-  if #more <= want then return { ids, false } end
-  return { ids, ids[#ids] }
+  return zset_after(K.active)
 elseif state == 'completed' then
   -- Newest first: from the done list's end towards its front.
   local from = redis.call('LLEN', K.done) - 1
@@ -139,15 +144,15 @@ elseif state == 'completed' then
     if not hint then return redis.error_reply('tideq: bad cursor') end
     local at = find(K.done, id, tonumber(hint), false)
     -- Gone: trimmed from the front, with every job older than it.
-    if not at then return { ids, false } end
+    if not at then return { ids, false, 0 } end
     from = at - 1
   end
-  if from < 0 then return { ids, false } end
+  if from < 0 then return { ids, false, 0 } end
   local lo = math.max(0, from - want + 1)
   local got = redis.call('LRANGE', K.done, lo, from)
   for i = #got, 1, -1 do ids[#ids + 1] = got[i] end
-  if lo == 0 then return { ids, false } end
-  return { ids, lo .. '|' .. ids[#ids] }
+  if lo == 0 then return { ids, false, #ids } end
+  return { ids, lo .. '|' .. ids[#ids], #ids }
 elseif state ~= 'ready' then
   return redis.error_reply('tideq: unknown job state ' .. tostring(state))
 end
@@ -158,7 +163,7 @@ if place == '' then seg, rest = 'r', '' end
 if not seg then return redis.error_reply('tideq: bad cursor') end
 if seg == 'r' then
   local at = list_after(K.ready, rest)
-  if #ids >= want then return { ids, 'r|' .. at } end
+  if #ids >= want then return { ids, 'r|' .. at, #ids } end
   seg, rest = 'p', ''
 end
 if seg == 'p' then
@@ -166,14 +171,14 @@ if seg == 'p' then
   local levels
   if lvl then
     local at = list_after(K.p .. lvl, after)
-    if #ids >= want then return { ids, 'p|' .. lvl .. '|' .. at } end
+    if #ids >= want then return { ids, 'p|' .. lvl .. '|' .. at, #ids } end
     levels = redis.call('ZRANGE', K.prio, '(' .. lvl, '+inf', 'BYSCORE')
   else
     levels = redis.call('ZRANGE', K.prio, 0, -1)
   end
   for _, l in ipairs(levels) do
     local at = list_after(K.p .. l, '')
-    if #ids >= want then return { ids, 'p|' .. l .. '|' .. at } end
+    if #ids >= want then return { ids, 'p|' .. l .. '|' .. at, #ids } end
   end
   seg, rest = 'g', '0|'
 end
@@ -182,15 +187,26 @@ local cursor, at, after = string.match(rest, '^(%d+)|(%d*)|?(.*)$')
 if not cursor then return redis.error_reply('tideq: bad cursor') end
 -- A group with ready jobs is in the rotation or held: with neither, no grouped job is ready.
 if redis.call('SCARD', K.gset) == 0 and redis.call('SCARD', K.gheld) == 0 then
-  return { ids, false }
+  return { ids, false, #ids }
 end
-local looked = 0
-repeat
+-- Jobs looked at: those listed so far, and each `route` entry passed over.
+local looked = #ids
+-- Per group: whether it is in the rotation or held, the only groups with ready jobs (asked once
+-- per group in this call, two calls a batch: the entries of delayed or running jobs of other
+-- groups cost no call each).
+local listed = {}
+while true do
+  -- The page is full, or the look's budget spent: go on from here.
+  if #ids >= want or looked >= budget then
+    if after ~= '' then return { ids, 'g|' .. cursor .. '|' .. at .. '|' .. after, looked } end
+    return { ids, 'g|' .. cursor .. '||', looked }
+  end
   local r = redis.call('HSCAN', K.route, cursor, 'COUNT', 100)
   local f = r[2]
+  local n = #f / 2
   -- Where in this batch the last page stopped: HSCAN gives an unchanged batch in the same order.
-  -- The entry at `at` (1-based) was the last listed; if it moved, find it; if it left, the one
-  -- after it now stands at `at`.
+  -- The entry at `at` (1-based) was the last looked at; if it moved, find it; if it left, the
+  -- one after it now stands at `at`.
   local from = 1
   if after ~= '' then
     local i = tonumber(at) or 1
@@ -203,17 +219,35 @@ repeat
       end
     end
   end
-  for i = from, #f / 2 do
-    local id, route = f[2 * i - 1], f[2 * i]
-    -- A grouped job waiting in its group's zset (not running, not delayed).
-    local _, group = parse_route(route)
-    if group and group ~= '' and redis.call('ZSCORE', K.g .. group, id) then
-      ids[#ids + 1] = id
-      if #ids >= want then return { ids, 'g|' .. cursor .. '|' .. i .. '|' .. id } end
+  local group_at, ask = {}, {}
+  for i = from, n do
+    local _, g = parse_route(f[2 * i])
+    if g and g ~= '' then
+      group_at[i] = g
+      if listed[g] == nil then
+        listed[g] = false
+        ask[#ask + 1] = g
+      end
     end
   end
-  looked = looked + #f / 2
+  local in_rotation = chunked_read('SMISMEMBER', K.gset, ask)
+  local in_held = chunked_read('SMISMEMBER', K.gheld, ask)
+  for j, g in ipairs(ask) do listed[g] = in_rotation[j] == 1 or in_held[j] == 1 end
+  for i = from, n do
+    if #ids >= want or looked >= budget then
+      -- Go on after the entry before this one (looked at last).
+      if i > 1 then
+        return { ids, 'g|' .. cursor .. '|' .. (i - 1) .. '|' .. f[2 * i - 3], looked }
+      end
+      return { ids, 'g|' .. cursor .. '||', looked }
+    end
+    -- A grouped job waiting in its group's zset (not running, not delayed).
+    local g = group_at[i]
+    if g and listed[g] and redis.call('ZSCORE', K.g .. g, f[2 * i - 1]) then
+      ids[#ids + 1] = f[2 * i - 1]
+    end
+    looked = looked + 1
+  end
   cursor, after = r[1], ''
-until cursor == '0' or looked >= 500
-if cursor == '0' then return { ids, false } end
-return { ids, 'g|' .. cursor .. '||' }
+  if cursor == '0' then return { ids, false, looked } end
+end

@@ -10,6 +10,11 @@
   const TOKEN_KEY = 'tideq-dashboard-token';
   const POLL_MS = 2000;
   const PAGE = 50;
+  // Schedules and workers in one page of a queue's view (the API's LISTED).
+  const LISTED = 50;
+  // Requests a tab makes for a page that comes back empty with more to look at, before it shows
+  // it as it is (each request looks at a bounded number of jobs).
+  const MAX_LOOKS = 5;
   const STATES = ['ready', 'delayed', 'active', 'dead', 'completed'];
   const SVG = 'http://www.w3.org/2000/svg';
 
@@ -42,6 +47,9 @@
     capped: null,
     // Where the shown page of groups starts (a cursor from the page before; null: the first).
     groupsAt: null,
+    // Where the shown pages of schedules and of workers start (an offset).
+    schedulesAt: 0,
+    workersAt: 0,
   };
 
   // ---- helpers ----------------------------------------------------------------------------
@@ -175,6 +183,8 @@
     state.route = route;
     if (!same) {
       state.groupsAt = null;
+      state.schedulesAt = 0;
+      state.workersAt = 0;
       state.search = null;
       state.history = null;
     }

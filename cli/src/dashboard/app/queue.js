@@ -58,8 +58,11 @@
   async function loadQueue() {
     const name = state.route.name;
     try {
-      const at = state.groupsAt;
-      const info = await api(`queues/${enc(name)}${at ? `?groups=${enc(at)}` : ''}`);
+      const q = new URLSearchParams();
+      if (state.groupsAt) q.set('groups', state.groupsAt);
+      if (state.schedulesAt) q.set('schedules', String(state.schedulesAt));
+      if (state.workersAt) q.set('workers', String(state.workersAt));
+      const info = await api(`queues/${enc(name)}${q.toString() ? `?${q}` : ''}`);
       if (state.route.name !== name) return;
       state.info = info;
       renderInfo();
@@ -71,12 +74,21 @@
   async function loadJobs() {
     const { name } = state.route;
     const { tab, pages } = state;
-    const at = pages[pages.length - 1];
+    let at = pages[pages.length - 1];
     try {
-      const cursor = at === null ? '' : `&cursor=${enc(at)}`;
-      const got = await api(`queues/${enc(name)}/jobs?state=${tab}&limit=${PAGE}${cursor}`);
-      if (state.route.name !== name || state.tab !== tab || state.pages !== pages) return;
-      state.jobs = got;
+      // A page may come back empty with a cursor: none found yet (grouped ready jobs are looked
+      // for among the delayed and running ones, a bounded number a request). Look on a few
+      // times, saying so, before showing the page as it is.
+      for (let looks = 1; ; looks++) {
+        const cursor = at === null ? '' : `&cursor=${enc(at)}`;
+        const got = await api(`queues/${enc(name)}/jobs?state=${tab}&limit=${PAGE}${cursor}`);
+        if (state.route.name !== name || state.tab !== tab || state.pages !== pages) return;
+        got.looks = looks;
+        state.jobs = got;
+        if (got.jobs.length || !got.cursor || looks >= MAX_LOOKS) break;
+        renderJobs(true);
+        at = got.cursor;
+      }
       renderJobs();
     } catch (err) {
       failed(err);
@@ -96,7 +108,7 @@
     loadJobs();
   }
 
-  function renderJobs() {
+  function renderJobs(looking) {
     const dead = state.tab === 'dead';
     const da = $('#dead-actions');
     if (da) da.hidden = !dead || readOnly();
@@ -125,7 +137,12 @@
         ? h('table', { id: 'jobs', dataset: { state: state.tab } },
           thead(['Id', 'Task', 'Attempts', 'Priority', 'Group', since, 'Last error', dead && !readOnly() ? '' : null].filter((c) => c !== null)),
           h('tbody', {}, rows))
-        : h('p', { class: 'muted', id: 'jobs-empty' }, `No ${state.tab} jobs${state.pages.length > 1 ? ' on this page' : ''}.`),
+        : got.cursor
+          // None found yet, and more to look at: say so, never "No jobs".
+          ? h('p', { class: 'muted', id: 'jobs-looking' }, looking
+            ? `Looking for ${state.tab} jobs…`
+            : `No ${state.tab} jobs found yet; more to look at (Next →).`)
+          : h('p', { class: 'muted', id: 'jobs-empty' }, `No ${state.tab} jobs${state.pages.length > 1 ? ' on this page' : ''}.`),
     );
     fill($('#page-info'), got.jobs.length || state.pages.length > 1 ? `page ${state.pages.length}` : '');
     if ($('#prev')) $('#prev').disabled = state.pages.length < 2;
@@ -388,13 +405,15 @@
       h('dl', { id: 'limits', class: 'counts' },
         [['max active', l.max_active ?? '–'], ['rate', rate(l.rate)], ['group concurrency', l.group_concurrency ?? '–'], ['group rate', rate(l.group_rate)]]
           .map(([k, v]) => h('div', {}, h('dt', {}, k), h('dd', {}, String(v))))),
-      h('h3', {}, 'Schedules'),
+      h('h3', {}, 'Schedules', count(info.schedules_total)),
+      listPager('schedules', info.schedules_offset, info.schedules.length, info.schedules_total),
       table('schedules', ['Name', 'When', 'Next run', 'Task', 'Group'],
         info.schedules.map((s) => h('tr', { dataset: { schedule: s.name } },
           h('td', {}, s.name), h('td', {}, s.every), h('td', { class: 'when' }, when(s.next_run_ms)),
           h('td', {}, s.task ?? '–'), h('td', {}, s.group ?? '–'))),
         'No schedules.'),
-      h('h3', {}, 'Workers'),
+      h('h3', {}, 'Workers', count(info.workers_total)),
+      listPager('workers', info.workers_offset, info.workers.length, info.workers_total),
       table('workers', ['ID', 'Host', 'PID', 'Runtime', 'Concurrency', 'Running', 'Started', 'Last seen'],
         (info.workers || []).map((w) => h('tr', { dataset: { worker: w.id } },
           h('td', {}, h('code', {}, w.id)), h('td', {}, w.host), h('td', { class: 'num' }, String(w.pid)),
@@ -411,6 +430,26 @@
           h('td', { class: 'num' }, g.concurrency ?? '–'), h('td', {}, rate(g.rate)))),
         'No groups.'),
     );
+  }
+
+  /** ` (n)` after a heading, when there are some. */
+  function count(n) {
+    return n ? h('span', { class: 'n' }, ` (${num(n)})`) : null;
+  }
+
+  /** The shown range of a list the queue view pages by offset (schedules, workers), with buttons
+   * to the pages before and after. */
+  function listPager(what, offset, shown, total) {
+    if (!total || total <= shown) return null;
+    const key = `${what}At`;
+    const go = (at) => () => {
+      state[key] = at;
+      loadQueue();
+    };
+    return h('p', { class: 'pager', id: `${what}-pager` },
+      h('span', { class: 'muted' }, `${num(offset + 1)}–${num(offset + shown)} of ${num(total)} `),
+      offset > 0 ? h('button', { type: 'button', id: `${what}-prev`, onclick: go(Math.max(0, offset - LISTED)) }, '← Prev') : null,
+      offset + shown < total ? h('button', { type: 'button', id: `${what}-next`, onclick: go(offset + shown) }, 'Next →') : null);
   }
 
   /** Buttons to the next page of groups (when there is one) and back to the first. */
