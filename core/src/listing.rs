@@ -33,7 +33,9 @@ const LIST_CALLS: usize = 32;
 /// One read of page_jobs.lua: the ids, the place after them (`None`: the state holds no more on
 /// that shard), and how many jobs it looked at.
 pub(crate) struct PageIds {
-    pub ids: Vec<String>,
+    /// As Redis holds them: an id that is not UTF-8 (written by something else than tideq) is
+    /// still listed (its `JobInfo::id` shown with replacement characters), not an error.
+    pub ids: Vec<Vec<u8>>,
     pub next: Option<String>,
     pub looked: usize,
 }
@@ -146,8 +148,9 @@ impl Queue {
         let look = look.min(CALL_LOOK);
         let mut cmd = self.script_cmd(shard, &PAGE_JOBS);
         cmd.arg(state.as_str()).arg(place).arg(want).arg(look);
-        let (ids, next, looked): (Vec<String>, Option<String>, usize) =
+        let (ids, next, looked): (Vec<Vec<u8>>, Option<Vec<u8>>, usize) =
             self.client.eval(&cmd, &PAGE_JOBS).await?;
+        let next = next.map(|p| String::from_utf8_lossy(&p).into_owned());
         Ok(PageIds { ids, next, looked })
     }
 
@@ -161,7 +164,7 @@ impl Queue {
     /// running (1,000 per call), never in one call.
     async fn active_after(&self, shard: usize, after: &str, want: usize) -> Result<PageIds> {
         // The `want + 1` smallest ids after `after`: one more says whether another page follows.
-        let mut best: BTreeSet<String> = BTreeSet::new();
+        let mut best: BTreeSet<Vec<u8>> = BTreeSet::new();
         let mut place = String::new();
         loop {
             let mut cmd = self.script_cmd(shard, &PAGE_JOBS);
@@ -169,11 +172,13 @@ impl Queue {
                 .arg(&place)
                 .arg(ACTIVE_READ)
                 .arg(ACTIVE_READ);
-            let (ids, next, _): (Vec<String>, Option<String>, usize) =
+            let (ids, next, _): (Vec<Vec<u8>>, Option<Vec<u8>>, usize) =
                 self.client.eval(&cmd, &PAGE_JOBS).await?;
             for id in ids {
                 let full = best.len() > want;
-                if id.as_str() > after && !(full && best.last().is_some_and(|l| &id >= l)) {
+                if id.as_slice() > after.as_bytes()
+                    && !(full && best.last().is_some_and(|l| &id >= l))
+                {
                     best.insert(id);
                     if best.len() > want + 1 {
                         best.pop_last();
@@ -181,13 +186,15 @@ impl Queue {
                 }
             }
             match next {
-                Some(p) => place = p,
+                Some(p) => place = String::from_utf8_lossy(&p).into_owned(),
                 None => break,
             }
         }
         let more = best.len() > want;
-        let ids: Vec<String> = best.into_iter().take(want).collect();
-        let next = if more { ids.last().cloned() } else { None };
+        let ids: Vec<Vec<u8>> = best.into_iter().take(want).collect();
+        let next = more
+            .then(|| ids.last().map(|l| String::from_utf8_lossy(l).into_owned()))
+            .flatten();
         let looked = ids.len();
         Ok(PageIds { ids, next, looked })
     }
@@ -222,7 +229,7 @@ impl Queue {
                     .arg(limit - out.len())
                     .arg(&resume)
                     .arg(LIST_LOOK);
-                let (skipped, ids, next): (usize, Vec<String>, Option<String>) =
+                let (skipped, ids, next): (usize, Vec<Vec<u8>>, Option<String>) =
                     self.client.eval(&cmd, &LIST_JOBS).await?;
                 skip -= skipped.min(skip);
                 out.extend(self.get_many(shard, &ids).await?.into_iter().flatten());

@@ -62,7 +62,7 @@ impl Queue {
             // A page that held more matches than wanted is asked for again, only as far as
             // the last match wanted (its ids and jobs, read already, are reused).
             #[allow(clippy::type_complexity)]
-            let mut again: Option<(usize, Vec<String>, Vec<Option<JobInfo>>, usize)> = None;
+            let mut again: Option<(usize, Vec<Vec<u8>>, Vec<Option<JobInfo>>, usize)> = None;
             while at < states.len()
                 && jobs.len() < limit
                 && (scanned < SEARCH_SCAN || again.is_some())

@@ -263,6 +263,17 @@ async fn a_job_id_that_is_not_utf8_costs_none_of_the_jobs_leased_with_it() {
         .unwrap();
     let error = String::from_utf8_lossy(&error);
     assert!(error.contains("not UTF-8"), "{error}");
+    // Operators can still list it (its id shown with replacement characters), and purge it.
+    let shown = String::from_utf8_lossy(b"bad\xff\xfe").into_owned();
+    let dead = q.jobs(JobState::Dead, 0, 10).await.unwrap();
+    assert_eq!(dead.len(), 1, "{dead:?}");
+    assert_eq!(dead[0].id, shown);
+    assert!(dead[0].last_error.as_deref().unwrap().contains("not UTF-8"));
+    let page = q.jobs_page(JobState::Dead, None, 10).await.unwrap();
+    assert_eq!(page.jobs.len(), 1);
+    assert_eq!(q.dead_letters(0, 10).await.unwrap().len(), 1);
+    assert_eq!(q.purge().await.unwrap(), 1);
+    assert_eq!(q.stats().await.unwrap().dead, 0);
 }
 
 // Issue 40, item 5: a completion whose script failed half-way (the stats hash replaced by a
