@@ -344,7 +344,7 @@ impl CappedQueue {
         options: Option<Unknown>,
     ) -> Result<PromiseRaw<'env, CappedGroupPage>> {
         let q = self.inner.clone();
-        let args = crate::flow::page_args("groupsPage options", options.as_ref());
+        let args = crate::control::page_args("groupsPage options", options.as_ref());
         spawn(
             env,
             args.map(|(cursor, count)| async move {

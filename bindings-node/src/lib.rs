@@ -13,7 +13,7 @@
 //!   - [`outcome`]: `wait`, a job's outcome (core `outcome`).
 //!   - [`lease`]: `leaseJobs`/`complete`/`fail`/`release`/`extend`, manual leasing (core
 //!     `lease`).
-//!   - [`flow`]: flow control: pause/resume, limits, groups (core `flow`).
+//!   - [`control`]: queue control: pause/resume, limits, groups (core `control`).
 //!   - [`schedule`]: `upsertSchedule`/`removeSchedule`/`schedules`, jobs on a cron pattern or
 //!     an interval (core `schedule`).
 //!   - [`registry`]: `workers`, the live workers (`WorkerInfo`) (core `registry`).
@@ -55,11 +55,11 @@ mod capped;
 mod cli;
 mod client;
 mod consumer;
+mod control;
 mod convert;
 mod envelope;
 mod error;
 mod events;
-mod flow;
 mod handler;
 mod history;
 mod job;

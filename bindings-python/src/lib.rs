@@ -16,7 +16,7 @@
 //! - [`schedule`]: `upsert_schedule`, `remove_schedule`, `schedules`; `ScheduleInfo`.
 //! - [`registry`]: `workers` (the live workers); `WorkerInfo`.
 //! - [`events`]: `set_events`, `events`; the readers `EventReader`, `AsyncEventReader`, `Event`.
-//! - [`flow`]: pause/resume, limits, groups; `Rate`, `Limits`, `GroupInfo`, `GroupPage`.
+//! - [`control`]: pause/resume, limits, groups; `Rate`, `Limits`, `GroupInfo`, `GroupPage`.
 //! - [`lease`]: manual leasing: `lease_jobs`, `complete`, `fail`, `release`, `extend`.
 //! - [`workflow`]: flows (a parent job waiting for its children): `enqueue_flow`,
 //!   `children_results`; `FlowJob`, `ChildResult` (`Job.children_results` is in [`job`]).
@@ -55,11 +55,11 @@ pub mod capped;
 pub mod cli;
 pub mod client;
 pub mod consumer;
+pub mod control;
 pub mod convert;
 pub mod envelope;
 pub mod error;
 pub mod events;
-pub mod flow;
 pub mod handler;
 pub mod history;
 pub mod job;
@@ -148,10 +148,10 @@ fn _tideq(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<events::Event>()?;
     m.add_class::<events::EventReader>()?;
     m.add_class::<events::AsyncEventReader>()?;
-    m.add_class::<flow::Rate>()?;
-    m.add_class::<flow::Limits>()?;
-    m.add_class::<flow::GroupInfo>()?;
-    m.add_class::<flow::GroupPage>()?;
+    m.add_class::<control::Rate>()?;
+    m.add_class::<control::Limits>()?;
+    m.add_class::<control::GroupInfo>()?;
+    m.add_class::<control::GroupPage>()?;
     m.add("MAX_PRIORITY", tideq::MAX_PRIORITY)?;
     m.add_class::<worker::Worker>()?;
     m.add_class::<worker::AsyncWorker>()?;

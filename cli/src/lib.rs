@@ -6,7 +6,7 @@
 //! - `args.rs`: the commands and flags (clap); `connect.rs`: the connection they describe;
 //!   `exit.rs`: output, failures and exit codes.
 //! - `jobs.rs` (enqueue), `admin.rs` (stats, jobs, job, search, cancel, run-now, retry, delete,
-//!   dead letters), `flow.rs` (pause, resume, limits, groups), `schedule.rs`, `workers.rs`, `history.rs`, `events.rs`, `capped.rs`, `discover.rs` (queues), `acl.rs`.
+//!   dead letters), `control.rs` (pause, resume, limits, groups), `schedule.rs`, `workers.rs`, `history.rs`, `events.rs`, `capped.rs`, `discover.rs` (queues), `acl.rs`.
 //! - `serve.rs`: bench, exporter and dashboard (`bench.rs`, `exporter.rs`, `dashboard.rs`; `http.rs`
 //!   the HTTP server both use: a header-read timeout and a cap on connections).
 //! - `render/`: the core's values as aligned text or JSON, by the same roles.
@@ -20,12 +20,12 @@ mod args;
 mod bench;
 mod capped;
 mod connect;
+mod control;
 mod dashboard;
 mod discover;
 mod events;
 mod exit;
 mod exporter;
-mod flow;
 mod history;
 mod hosts;
 mod http;
@@ -114,16 +114,16 @@ async fn run(cli: Cli) -> Outcome {
             admin::search(c, &queue, &filter, cursor, limit, json).await
         }
         Command::Dead { queue, action } => admin::dead(c, &queue, action).await,
-        Command::Pause { queue, group } => flow::pause(c, &queue, group).await,
-        Command::Resume { queue, group } => flow::resume(c, &queue, group).await,
-        Command::Limits { queue, json } => flow::limits(c, &queue, json).await,
-        Command::Group { queue, name, json } => flow::group(c, &queue, &name, json).await,
+        Command::Pause { queue, group } => control::pause(c, &queue, group).await,
+        Command::Resume { queue, group } => control::resume(c, &queue, group).await,
+        Command::Limits { queue, json } => control::limits(c, &queue, json).await,
+        Command::Group { queue, name, json } => control::group(c, &queue, &name, json).await,
         Command::Groups {
             queue,
             count,
             cursor,
             json,
-        } => flow::groups(c, &queue, count, cursor, json).await,
+        } => control::groups(c, &queue, count, cursor, json).await,
         Command::Enqueue { queue, job, json } => jobs::enqueue(c, &queue, job, json).await,
         Command::Schedules { queue, json } => schedule::schedules(c, &queue, json).await,
         Command::Workers { queue, json } => workers::workers(c, &queue, json).await,

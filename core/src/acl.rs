@@ -26,7 +26,7 @@ pub enum Role {
     /// waits for wake-ups, fires the schedules' due slots.
     Worker,
     /// Inspects, repairs and steers a job queue: `get`, `jobs`, `wait`, `cancel`, dead letters, `stats`,
-    /// and flow control (pause and resume, limits, `group`).
+    /// and queue control (pause and resume, limits, `group`).
     Admin,
     /// Pushes to a capped queue.
     CappedProducer,
@@ -110,8 +110,8 @@ impl Role {
                 &DELETE_JOB,
                 &FLOW_NOTIFY,
                 &RELAY_STEP,
-                &SET_QUEUE_FLOW,
-                &SET_GROUP_FLOW,
+                &SET_QUEUE_CONTROL,
+                &SET_GROUP_CONTROL,
                 &GROUP_INFO,
                 &LIST_GROUPS,
                 &LIST_WORKERS,

@@ -170,7 +170,7 @@ job_keys! {
     stats => "stats": "Counters: enqueued, completed, failed, retried, recovered, cancelled, snoozed, expired, requeued, dead_trimmed, lost.",
     wake => "wake": "Wake-up tokens for idle workers.",
     idem => "idem": "Sorted set of ids given to enqueue: +inf while the job exists, then when it finished (idempotency window).",
-    route => "route": "Hash id -> \"priority|sequence|group\" for jobs with a priority or a group (0 = no priority, \"\" = no group; flow control, see docs/data-model.md).",
+    route => "route": "Hash id -> \"priority|sequence|group\" for jobs with a priority or a group (0 = no priority, \"\" = no group; queue control, see docs/data-model.md).",
     prio => "prio": "Sorted set of the priorities that have ready jobs without a group (score = priority).",
     p => "p:": "Prefix of each priority's list of ready jobs (`p:<priority>`), built in the scripts.",
     grot => "grot": "List: the group rotation (groups that can start a job now).",

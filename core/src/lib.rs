@@ -41,7 +41,7 @@
 //!   `promote`, `delete`, dead letters, `stats`).
 //! - `search`: finding jobs by task or group (`find_jobs`), a bounded look per call.
 //! - `outcome`: waiting for a job's outcome (`wait`), woken by the script that finishes it.
-//! - [`flow`]: flow control: pause/resume, concurrency caps and rate limits, per group too.
+//! - [`control`]: queue control: pause/resume, concurrency caps and rate limits, per group too.
 //! - [`workflow`]: flows: a parent job that runs once its children (on any queues) finished,
 //!   and reads their results (`enqueue_flow`, `children_results`).
 //! - `lease`: the worker's lease protocol (fetch, complete, fail, release, extend).
@@ -72,11 +72,11 @@ pub mod capped;
 pub mod client;
 pub mod config;
 pub mod consumer;
+pub mod control;
 pub mod discover;
 pub mod envelope;
 pub mod error;
 pub mod events;
-pub mod flow;
 pub mod history;
 mod hub;
 pub mod job;
@@ -107,13 +107,13 @@ pub use capped::{Batch, CappedGroupPage, CappedOptions, CappedQueue, CappedStats
 pub use client::Client;
 pub use config::{Config, EvictionCheck};
 pub use consumer::{BatchHandler, Consumer, ConsumerOptions, ConsumerStats, HandlerFuture};
+pub use control::{
+    GroupInfo, GroupLimits, GroupPage, Limits, Rate, DEFAULT_GROUP_PAGE, MAX_GROUP_PAGE,
+};
 pub use discover::{QueueKind, QueueRef};
 pub use envelope::{ArgsFrom, Backoff, BackoffKind, Envelope, PayloadFormat, TraceContext};
 pub use error::{Error, ErrorKind, Result};
 pub use events::{Event, EventKind, Events, EventsOptions};
-pub use flow::{
-    GroupInfo, GroupLimits, GroupPage, Limits, Rate, DEFAULT_GROUP_PAGE, MAX_GROUP_PAGE,
-};
 pub use history::HistoryPoint;
 pub use job::{
     Debounce, Dedup, EnqueueOptions, Enqueued, Job, JobInfo, JobOutcome, JobState, JobStats,

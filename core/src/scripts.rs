@@ -36,10 +36,10 @@ libs! {
     "cancel.lua",
     "cfg.lua",
     "chunked.lua",
+    "control.lua",
     "dead.lua",
     "dedup.lua",
     "events.lua",
-    "flow.lua",
     "forget.lua",
     "ghosts.lua",
     "history.lua",
@@ -314,8 +314,8 @@ scripts! {
     GET_JOBS => "get_jobs.lua",
     LIST_JOBS => "list_jobs.lua",
     PAGE_JOBS => "page_jobs.lua",
-    SET_QUEUE_FLOW => "set_queue_flow.lua",
-    SET_GROUP_FLOW => "set_group_flow.lua",
+    SET_QUEUE_CONTROL => "set_queue_control.lua",
+    SET_GROUP_CONTROL => "set_group_control.lua",
     GROUP_INFO => "group_info.lua",
     LIST_GROUPS => "list_groups.lua",
     SET_PROGRESS => "set_progress.lua",
@@ -434,9 +434,9 @@ mod tests {
         // Each file once, after the files it includes.
         assert_eq!(fetch.code.matches("local function chunked(").count(), 1);
         let at = |f: &str| fetch.includes.iter().position(|p| *p == f).unwrap();
-        assert!(at("lib/chunked.lua") < at("lib/flow.lua"));
-        assert!(at("lib/route.lua") < at("lib/flow.lua"));
-        assert!(at("lib/flow.lua") < at("lib/acks.lua"));
+        assert!(at("lib/chunked.lua") < at("lib/control.lua"));
+        assert!(at("lib/route.lua") < at("lib/control.lua"));
+        assert!(at("lib/control.lua") < at("lib/acks.lua"));
         // A script takes only the helpers it uses (and theirs).
         let extend = &*super::EXTEND_LEASE;
         assert_eq!(extend.includes, ["lib/meta.lua", "lib/workers.lua"]);

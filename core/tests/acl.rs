@@ -167,12 +167,12 @@ async fn each_job_role_works_under_exactly_its_documented_acl() {
     admin.delete("a").await.unwrap();
     admin.requeue_all().await.unwrap();
     admin.purge().await.unwrap();
-    // Flow control is the admin's too.
+    // Queue control is the admin's too.
     admin.pause().await.unwrap();
     assert!(admin.is_paused().await.unwrap());
     admin.resume().await.unwrap();
     admin
-        .set_limits(tideq::flow::Limits {
+        .set_limits(tideq::control::Limits {
             max_active: Some(5),
             ..Default::default()
         })

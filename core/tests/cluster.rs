@@ -411,7 +411,7 @@ async fn both_queue_kinds_work_on_a_tls_only_cluster() {
     let _ = std::fs::remove_dir_all(&certs);
 }
 
-/// Flow control on a cluster, with a queue sharded over the three masters: every flow script
+/// Queue control on a cluster, with a queue sharded over the three masters: every flow script
 /// (keys built per group and per priority in Lua) stays in its shard's slot, each group on one
 /// shard keeps its order and its concurrency limit, priorities order, and pause holds everywhere.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

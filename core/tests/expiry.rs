@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::flow::group;
+use common::control::group;
 use common::jobs::*;
 use common::RedisServer;
 use tideq::{

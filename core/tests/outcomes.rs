@@ -8,7 +8,7 @@ mod common;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::flow::group;
+use common::control::group;
 use common::jobs::*;
 use common::{unique, RedisServer};
 use tideq::{

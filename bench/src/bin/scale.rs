@@ -1,4 +1,4 @@
-//! The scale profile (`make scale`; its quick version runs in `make test`): flow control at the
+//! The scale profile (`make scale`; its quick version runs in `make test`): queue control at the
 //! sizes users run it, on a private redis-server.
 //!
 //! 1. A 4-shard queue of GROUPS groups (10% paused, 10% rate-limited to 5 starts a second, every

@@ -4,9 +4,9 @@
 
 mod admin;
 mod capped;
+mod control;
 mod discover;
 mod events;
-mod flow;
 mod history;
 mod jobs;
 mod schedule;
@@ -20,9 +20,9 @@ use serde_json::Value;
 
 pub use admin::*;
 pub use capped::*;
+pub use control::*;
 pub use discover::*;
 pub use events::*;
-pub use flow::*;
 pub use history::*;
 pub use jobs::*;
 pub use schedule::*;

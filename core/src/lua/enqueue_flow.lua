@@ -30,7 +30,7 @@
 --#include lib/cfg.lua
 --#include lib/events.lua
 --#include lib/route.lua
---#include lib/flow.lua
+--#include lib/control.lua
 --#include lib/history.lua
 --#K
 local W, B = 14, 2

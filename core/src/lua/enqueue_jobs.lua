@@ -39,7 +39,7 @@
 --#include lib/events.lua
 --#include lib/dedup.lua
 --#include lib/route.lua
---#include lib/flow.lua
+--#include lib/control.lua
 --#include lib/history.lua
 --#K
 local W, B = 9, 4

@@ -27,7 +27,7 @@
 --#include lib/events.lua
 --#include lib/cancel.lua
 --#include lib/route.lua
---#include lib/flow.lua
+--#include lib/control.lua
 --#include lib/bury.lua
 --#K
 local id = ARGV[1]

@@ -5,7 +5,7 @@
   first plain ready jobs, then prioritized ones (lowest priority number first), then one job per
   group round-robin over the groups that can start one. A paused queue leases nothing, nor does
   one backing off (snooze_job.lua) until its time; its
-  concurrency cap and start rate bound how many start (docs/data-model.md, "Flow control"). Attempts
+  concurrency cap and start rate bound how many start (docs/data-model.md, "Queue control"). Attempts
   are counted at delivery: a delivery whose lease expires counts as an attempt, so a job that
   kills its worker every time still ends dead. When ready jobs are left over and no wake-up is
   pending, one is left for another idle worker. (docs/data-model.md describes the meta format, lease
@@ -63,7 +63,7 @@
 --#include lib/cancel.lua
 --#include lib/route.lua
 --#include lib/ghosts.lua
---#include lib/flow.lua
+--#include lib/control.lua
 --#include lib/retention.lua
 --#include lib/bury.lua
 --#include lib/acks.lua
@@ -76,7 +76,7 @@ local C = queue_cfg(K)
 -- and groups in use, cancel requests pending, explicit ids remembered, delayed jobs. A queue
 -- skips every step about a feature whose key does not exist.
 local has = exist_bits(K, { 'route', 'cancel', 'idem', 'delayed' })
-local flow, creq = has.route, has.cancel
+local routed, creq = has.route, has.cancel
 local upkeep = ARGV[3] ~= '0'
 local acks = complete_leases(K, C, now, P, 8, upkeep)
 -- The worker's report: it is alive, and what its handlers took (see "Metrics").
@@ -170,7 +170,7 @@ if #due > 0 then
   chunked('ZREM', K.delayed, due)
   make_ready(K, C, due, false, now)
 end
-if flow then
+if routed then
   -- At most 100 a call: the rest are due too, so the worker looks again at once.
   local rewoken = redis.call('ZRANGEBYSCORE', K.gwait, '-inf', now, 'LIMIT', 0, 100)
   if #rewoken > 0 then
@@ -178,7 +178,7 @@ if flow then
     groups_offer(K, C, rewoken, now, false)
   end
 end
--- A settings change's sweep of the held groups (set_queue_flow.lua, set_group_flow.lua): the next 100 are offered.
+-- A settings change's sweep of the held groups (set_queue_control.lua, set_group_control.lua): the next 100 are offered.
 if C.recheck then
   local r = redis.call('SSCAN', K.gheld, C.recheck, 'COUNT', 100)
   if #r[2] > 0 then groups_offer(K, C, r[2], now, false) end
@@ -233,7 +233,7 @@ if want > 0 then
     if C.ghosts > 0 then got = live_ready(K, got, want) end
     for _, id in ipairs(got) do ids[#ids + 1] = id end
   end
-  if #ids < want and flow then
+  if #ids < want and routed then
     -- Prioritized: the lowest priority number's list first.
     local took = 0
     for _ = 1, 100 do
@@ -440,7 +440,7 @@ local lost = #gone + bad
 if (full or #due > 0 or recovered > 0) and not C.paused and not C.until_ms
     and redis.call('LLEN', K.wake) == 0
     and (redis.call('LLEN', K.ready) > 0
-      or flow and (redis.call('ZCARD', K.prio) > 0 or redis.call('LLEN', K.grot) > 0)) then
+      or routed and (redis.call('ZCARD', K.prio) > 0 or redis.call('LLEN', K.grot) > 0)) then
   wake(K.wake)
 end
 
@@ -475,7 +475,7 @@ else
   end
   local na = redis.call('ZRANGEBYSCORE', K.active, '-inf', '(+inf', 'LIMIT', 0, 1, 'WITHSCORES')
   if na[2] then sooner(tonumber(na[2]) - now) end
-  if flow then
+  if routed then
     local gw = redis.call('ZRANGE', K.gwait, 0, 0, 'WITHSCORES')
     if gw[2] then sooner(tonumber(gw[2]) - now) end
   end

@@ -26,7 +26,7 @@
 --#include lib/meta.lua
 --#include lib/policy.lua
 --#include lib/cfg.lua
---#include lib/flow.lua
+--#include lib/control.lua
 --#include lib/bury.lua
 --#K
 local now = now_ms()

@@ -1,6 +1,6 @@
 #!lua flags=no-writes
 --[[ What one group holds and obeys, read without writing: its ready jobs, its running jobs (the
-  kept count), and its own settings (docs/data-model.md, "Flow control"). A few calls, whatever the
+  kept count), and its own settings (docs/data-model.md, "Queue control"). A few calls, whatever the
   number of groups or running jobs.
   KEYS[1] g (group key prefix)   KEYS[2] gstate hash   KEYS[3] gcfg hash   KEYS[4] cfg hash
   KEYS[5] active zset            KEYS[6] route hash

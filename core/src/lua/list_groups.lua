@@ -1,7 +1,7 @@
 #!lua flags=no-writes
 --[[ A page of the groups a queue knows, each read as group_info.lua reads one: the groups in the
   rotation, those held out of it, those with running jobs, those waiting for their rate window,
-  and those with settings of their own (docs/data-model.md, "Flow control"). It walks those five in
+  and those with settings of their own (docs/data-model.md, "Queue control"). It walks those five in
   turn with SSCAN / HSCAN / ZSCAN, so one call looks at about `count` groups however many the
   queue has. A group already met in an earlier one of the five is skipped in a later one (checked
   for a SCAN's worth of groups at once), so each is listed once per walk; as with SCAN, a group that stays put through the walk is listed, and

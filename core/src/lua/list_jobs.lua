@@ -5,7 +5,7 @@
   and ready in the order fetches take them (fetch_jobs.lua): the plain ready list, then each
   priority's list (lowest number first), then the groups' jobs group by group, each group's in
   the order it runs them: first the groups of the rotation in rotation order, then the groups
-  held out of it (limit, pause, rate; docs/data-model.md, "Flow control") in the held set's order.
+  held out of it (limit, pause, rate; docs/data-model.md, "Queue control") in the held set's order.
   Groups are read only until the page is full, and one call counts at most ARGV[5] groups and
   priorities (one LLEN or ZCARD each): past that it returns where to go on, and the caller calls
   again from there (each call O(ARGV[5] + page), whatever the offset or the number of groups).

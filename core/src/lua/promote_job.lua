@@ -15,7 +15,7 @@
 --#include lib/base.lua
 --#include lib/meta.lua
 --#include lib/cfg.lua
---#include lib/flow.lua
+--#include lib/control.lua
 --#K
 local id = ARGV[1]
 local m = redis.call('HGET', K.meta, id)

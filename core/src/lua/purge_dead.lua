@@ -17,7 +17,7 @@ chunked('HDEL', KEYS[4], ids)
 chunked('ZREM', KEYS[5], ids)
 chunked('HDEL', KEYS[6], ids)
 -- A dead job keeps its route (priority, group) for a requeue; purged, it goes, so a queue whose
--- grouped jobs are all gone stops paying for flow control.
+-- grouped jobs are all gone stops paying for queue control.
 chunked('HDEL', KEYS[7], ids)
 -- Nor does it keep the record of its dedup key (kept while dead for a requeue).
 chunked('HDEL', KEYS[8], ids)

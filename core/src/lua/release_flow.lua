@@ -12,7 +12,7 @@
 --#include lib/chunked.lua
 --#include lib/base.lua
 --#include lib/cfg.lua
---#include lib/flow.lua
+--#include lib/control.lua
 --#K
 local now = now_ms()
 local ids = {}

@@ -21,7 +21,7 @@
 --#include lib/cfg.lua
 --#include lib/cancel.lua
 --#include lib/route.lua
---#include lib/flow.lua
+--#include lib/control.lua
 --#K
 local id = ARGV[1]
 local m = redis.call('HGET', K.meta, id)

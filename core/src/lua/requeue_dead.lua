@@ -16,7 +16,7 @@
 --#include lib/meta.lua
 --#include lib/cfg.lua
 --#include lib/dedup.lua
---#include lib/flow.lua
+--#include lib/control.lua
 --#include lib/dead.lua
 --#K
 local ids = dead_ids(K.dead, ARGV[1], tonumber(ARGV[2]))

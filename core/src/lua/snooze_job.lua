@@ -30,7 +30,7 @@
 --#include lib/events.lua
 --#include lib/cancel.lua
 --#include lib/route.lua
---#include lib/flow.lua
+--#include lib/control.lua
 --#K
 local id, delay, scope = ARGV[1], tonumber(ARGV[3]), ARGV[4]
 local now = now_ms()

@@ -126,6 +126,6 @@ pub mod jobs {
 
 /// Helpers of the split test families, each shared by the files of one role.
 pub mod capped;
-pub mod flow;
+pub mod control;
 pub mod results;
 pub mod scale;

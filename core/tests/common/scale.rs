@@ -1,4 +1,4 @@
-//! Helpers of the scale tests (scale_flow, scale_listing): one test at a time, SLOWLOG, a reniced
+//! Helpers of the scale tests (scale_control, scale_listing): one test at a time, SLOWLOG, a reniced
 //! redis-server, many groups filled.
 
 use super::RedisServer;

@@ -121,7 +121,7 @@ async fn bench_main() -> tideq::Result<()> {
     // Diagnosis only (not used by run.py): JOBS_BENCH_QUICK=1 runs bulk enqueue, c100 and
     // both lateness runs (spread over 1 s, then burst) and prints them on one line.
     // JOBS_BENCH_QUICK_C=10 uses that concurrency instead of 100.
-    // JOBS_BENCH_FLOW=1: plain c100 beside the flow-control runs, one line each (diagnosis).
+    // JOBS_BENCH_FLOW=1: plain c100 beside the queue-control runs, one line each (diagnosis).
     if std::env::var("JOBS_BENCH_LIFECYCLE").is_ok() {
         let (mut off, mut on) = (Vec::new(), Vec::new());
         for _ in 0..3 {

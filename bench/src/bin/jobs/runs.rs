@@ -85,7 +85,7 @@ pub async fn work(
     drain(&q, url, n, concurrency).await
 }
 
-/// How the flow-control runs enqueue their N jobs.
+/// How the queue-control runs enqueue their N jobs.
 #[derive(Clone, Copy)]
 pub enum Flow {
     /// Random priorities 1..=10.

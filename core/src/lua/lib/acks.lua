@@ -3,7 +3,7 @@
 --#include lib/chunked.lua
 --#include lib/dedup.lua
 --#include lib/events.lua
---#include lib/flow.lua
+--#include lib/control.lua
 --#include lib/forget.lua
 --#include lib/meta.lua
 --#include lib/retention.lua
@@ -77,7 +77,7 @@ local function complete_leases(K, C, now, P, first, aged)
   -- A slot under the queue's concurrency cap is free again: an idle worker may start a job.
   if C.max_active then wake(K.wake) end
   -- Grouped jobs free their groups' slots (only looked up when a group has jobs running).
-  if flow_running(K) then
+  if groups_running(K) then
     local r = routes(K, okids)
     if r then
       local ended, groups = per_group(r, #okids)

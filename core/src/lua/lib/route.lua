@@ -1,4 +1,4 @@
--- lib/route.lua: A job's route "priority|sequence|group" (docs/data-model.md, "Flow control"); the enqueue
+-- lib/route.lua: A job's route "priority|sequence|group" (docs/data-model.md, "Queue control"); the enqueue
 -- argument "priority|group" is written by `scripts::encoding::route` (Rust).
 --#include lib/base.lua
 --#include lib/chunked.lua

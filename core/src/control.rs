@@ -1,4 +1,4 @@
-//! Flow control for a job queue: what decides which job runs next besides order. Priorities and
+//! Queue control for a job queue: what decides which job runs next besides order. Priorities and
 //! groups are given per job at enqueue (`EnqueueOptions::priority`, `::group`); this module holds
 //! the queue-wide settings every worker obeys, kept in Redis so they apply across processes and
 //! can change while workers run: pause/resume (the queue or one group), a cap on running jobs, a
@@ -17,7 +17,7 @@ use crate::error::{Error, Result};
 use crate::job::ms;
 use crate::jobs::Queue;
 use crate::keys::{shard_of, validate_name};
-use crate::scripts::{GROUP_INFO, LIST_GROUPS, SET_GROUP_FLOW, SET_QUEUE_FLOW};
+use crate::scripts::{GROUP_INFO, LIST_GROUPS, SET_GROUP_CONTROL, SET_QUEUE_CONTROL};
 
 /// At most `max` starts in any window of `per`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -105,21 +105,23 @@ fn positive(what: &str, v: Option<u32>) -> Result<Option<u32>> {
 }
 
 impl Queue {
-    async fn set_flow(
+    async fn set_control(
         &self,
         op: &'static str,
         target: &str,
         settings: &[(&str, String)],
     ) -> Result<()> {
-        self.op(op, self.set_flow_on_shards(target, settings)).await
+        self.op(op, self.set_control_on_shards(target, settings))
+            .await
     }
 
-    async fn set_flow_on_shards(&self, target: &str, settings: &[(&str, String)]) -> Result<()> {
-        self.set_flow_per_shard(target, |_| settings.to_vec()).await
+    async fn set_control_on_shards(&self, target: &str, settings: &[(&str, String)]) -> Result<()> {
+        self.set_control_per_shard(target, |_| settings.to_vec())
+            .await
     }
 
-    /// [`set_flow`](Self::set_flow) with each shard's own settings (`per_shard(shard)`).
-    async fn set_flow_per_shard<'a>(
+    /// [`set_control`](Self::set_control) with each shard's own settings (`per_shard(shard)`).
+    async fn set_control_per_shard<'a>(
         &self,
         target: &str,
         per_shard: impl Fn(usize) -> Vec<(&'a str, String)>,
@@ -127,9 +129,9 @@ impl Queue {
         // "queue", or "group:<name>".
         let group = target.strip_prefix("group:");
         let script = if group.is_some() {
-            &*SET_GROUP_FLOW
+            &*SET_GROUP_CONTROL
         } else {
-            &*SET_QUEUE_FLOW
+            &*SET_QUEUE_CONTROL
         };
         for shard in 0..self.shards.len() {
             let mut cmd = self.script_cmd(shard, script);
@@ -146,20 +148,20 @@ impl Queue {
 
     /// Workers stop starting jobs of this queue (running ones finish; enqueues go on).
     pub async fn pause(&self) -> Result<()> {
-        self.set_flow("pause", "queue", &[("paused", "1".into())])
+        self.set_control("pause", "queue", &[("paused", "1".into())])
             .await
     }
 
     /// Workers start jobs again; idle ones are woken at once.
     pub async fn resume(&self) -> Result<()> {
-        self.set_flow("resume", "queue", &[("paused", String::new())])
+        self.set_control("resume", "queue", &[("paused", String::new())])
             .await
     }
 
     /// Stops starting jobs of `group` (other groups go on).
     pub async fn pause_group(&self, group: &str) -> Result<()> {
         validate_name("group", group)?;
-        self.set_flow(
+        self.set_control(
             "pause_group",
             &format!("group:{group}"),
             &[("paused", "1".into())],
@@ -170,7 +172,7 @@ impl Queue {
     /// Starts jobs of `group` again.
     pub async fn resume_group(&self, group: &str) -> Result<()> {
         validate_name("group", group)?;
-        self.set_flow(
+        self.set_control(
             "resume_group",
             &format!("group:{group}"),
             &[("paused", String::new())],
@@ -204,7 +206,7 @@ impl Queue {
                 )));
             }
         }
-        let op = self.set_flow_per_shard("queue", |shard| {
+        let op = self.set_control_per_shard("queue", |shard| {
             let max_share = max_active.map(|n| share(n, shard, shards));
             let rate_share = limits.rate.map(|r| {
                 Rate::new(share(r.max, shard, shards), r.per)
@@ -231,7 +233,7 @@ impl Queue {
         validate_name("group", group)?;
         let rate = limits.rate.map(Rate::encode).transpose()?;
         let limit = positive("concurrency", limits.concurrency)?;
-        self.set_flow(
+        self.set_control(
             "set_group_limits",
             &format!("group:{group}"),
             &[("limit", opt(limit)), ("rate", rate.unwrap_or_default())],

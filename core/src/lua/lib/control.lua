@@ -1,4 +1,4 @@
--- lib/flow.lua: Flow control: priorities, groups, limits, rates, the rotation (docs/data-model.md, "Flow control").
+-- lib/control.lua: Queue control: priorities, groups, limits, rates, the rotation (docs/data-model.md, "Queue control").
 --#include lib/base.lua
 --#include lib/chunked.lua
 --#include lib/route.lua
@@ -47,7 +47,7 @@ end
 
 -- Whether any grouped job is running (its group's count is kept in gstate; none when no job
 -- has a route).
-local function flow_running(K)
+local function groups_running(K)
   if K.has and K.has.route == false then return false end
   return redis.call('EXISTS', K.gstate) == 1
 end

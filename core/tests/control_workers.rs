@@ -1,4 +1,4 @@
-//! Flow control observed from inside the handlers, across concurrent workers and worker processes:
+//! Queue control observed from inside the handlers, across concurrent workers and worker processes:
 //! a group's concurrency and the queue's running cap and start rate are never exceeded, and a
 //! worker killed mid-job gives its group's slots back within the lease.
 
@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::flow::*;
+use common::control::*;
 use common::jobs::*;
 use common::{unique, RedisServer};
 use tideq::{
@@ -181,7 +181,7 @@ fn queue_named(url: &str, name: &str) -> Queue {
 /// `TIDEQ_FLOW_CHILD` set); a no-op in a normal test run. The handler records what it sees in
 /// Redis: per group, jobs running now and the most seen at once; start times of every job.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn flow_worker_process() {
+async fn control_worker_process() {
     let Ok(spec) = std::env::var("TIDEQ_FLOW_CHILD") else {
         return;
     };
@@ -257,7 +257,7 @@ fn spawn_worker(url: &str, queue: &str, key: &str, lease_ms: u64, hang: bool) ->
         Command::new(exe)
             .args([
                 "--exact",
-                "flow_worker_process",
+                "control_worker_process",
                 "--nocapture",
                 "--test-threads=1",
             ])

@@ -1,7 +1,7 @@
---[[ Change a queue's flow-control settings (docs/data-model.md, "Flow control"), then wake idle
+--[[ Change a queue's queue-control settings (docs/data-model.md, "Queue control"), then wake idle
   workers. A changed default may give room to every held group: it starts a sweep of the held
   groups that fetches carry out, 100 groups each (cfg `recheck`), so this call's work does not grow
-  with the groups. (A group's own settings: set_group_flow.lua.)
+  with the groups. (A group's own settings: set_group_control.lua.)
   KEYS[1] cfg hash     KEYS[2] gheld set    KEYS[3] wake list
   ARGV[1], ARGV[2], ...: pairs of setting, value ("" removes the setting): paused, max_active,
     rate ("n|ms"), glimit, grate ("n|ms")

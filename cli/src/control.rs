@@ -1,4 +1,4 @@
-//! Flow control of a job queue (the core's `flow` role): `pause`/`resume` (the queue or one
+//! Queue control of a job queue (the core's `control` role): `pause`/`resume` (the queue or one
 //! group), `limits`, `group`, `groups`.
 
 use crate::args::Conn;

@@ -1,4 +1,4 @@
-//! Flow control at the sizes users run it: many groups, large concurrency, big fetches, limits over
+//! Queue control at the sizes users run it: many groups, large concurrency, big fetches, limits over
 //! shards. Each test is named after the failure it rules out (jobs stranded by one large fetch,
 //! settings that half-apply and wipe the running counts), and reads SLOWLOG where a call's cost is
 //! the promise.
@@ -102,7 +102,7 @@ async fn fetches_over_9000_groups_each_lease_their_jobs_and_strand_none() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn flow_settings_with_9000_groups_running_apply_whole_and_keep_the_running_counts() {
+async fn control_settings_with_9000_groups_running_apply_whole_and_keep_the_running_counts() {
     let _serial = one_at_a_time().await;
     let server = server();
     let q = queue(&server.url);

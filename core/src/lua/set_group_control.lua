@@ -1,6 +1,6 @@
---[[ Change one group's flow-control settings (docs/data-model.md, "Flow control"), then offer the
+--[[ Change one group's queue-control settings (docs/data-model.md, "Queue control"), then offer the
   group its place in the rotation (the change may let it start a job) and wake idle workers. (The
-  queue's settings and the groups' defaults: set_queue_flow.lua.)
+  queue's settings and the groups' defaults: set_queue_control.lua.)
   KEYS[1] cfg hash     KEYS[2] gcfg hash    KEYS[3] gstate hash   KEYS[4] grot list
   KEYS[5] gheld set    KEYS[6] gwait zset   KEYS[7] wake list     KEYS[8] stats hash
   KEYS[9] g (group key prefix)              KEYS[10] gr (group rate-log prefix)
@@ -12,7 +12,7 @@
   Returns: 1. ]]
 --#include lib/base.lua
 --#include lib/cfg.lua
---#include lib/flow.lua
+--#include lib/control.lua
 --#K
 local group = ARGV[1]
 for i = 2, #ARGV - 1, 2 do

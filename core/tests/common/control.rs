@@ -1,4 +1,4 @@
-//! Helpers of the flow-control tests (flow_order, flow_limits, flow_pause, flow_workers).
+//! Helpers of the queue-control tests (control_order, control_limits, control_pause, control_workers).
 
 use std::time::Duration;
 

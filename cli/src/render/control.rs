@@ -1,4 +1,4 @@
-//! Limits and groups (`limits`, `group`, `groups`, the core's `flow` role).
+//! Limits and groups (`limits`, `group`, `groups`, the core's `control` role).
 
 use serde_json::{json, Value};
 use tideq::{GroupInfo, GroupPage, Limits, Rate};

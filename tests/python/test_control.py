@@ -1,6 +1,6 @@
-"""Flow control from Python, blocking and asyncio: priorities, groups (round-robin, concurrency
+"""Queue control from Python, blocking and asyncio: priorities, groups (round-robin, concurrency
 limits), rate limits, pause/resume, GroupInfo, and bad input refused before anything is written.
-The rules are the core's (core/tests/flow_*.rs); these check the binding carries them."""
+The rules are the core's (core/tests/control_*.rs); these check the binding carries them."""
 
 from __future__ import annotations
 
@@ -225,7 +225,7 @@ def test_one_id_over_groups_of_a_sharded_queue_is_refused_not_made_into_a_job_pe
         lambda q: q.enqueue_many([b"ok", (b"x", {"priority": -1})]),
     ],
 )
-def test_bad_flow_input_raises_invalid_argument_and_writes_nothing(jq, call):
+def test_bad_control_input_raises_invalid_argument_and_writes_nothing(jq, call):
     jq.set_limits(max_active=7)
     with pytest.raises(tideq.InvalidArgumentError):
         call(jq)
@@ -243,7 +243,7 @@ def test_rate_arguments_are_checked(jq):
         jq.set_limits(rate=5)  # type: ignore[arg-type]
 
 
-def test_async_flow_control(client, name):
+def test_async_queue_control(client, name):
     async def main() -> None:
         q = tideq.AsyncQueue(name, client)
         await q.pause()

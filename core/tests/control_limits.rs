@@ -1,4 +1,4 @@
-//! Flow control, the limits: per-group concurrency (a group at its limit blocks no other, a
+//! Queue control, the limits: per-group concurrency (a group at its limit blocks no other, a
 //! stalled job gives its slot back, a limit set while jobs run counts them), limits read back and
 //! a group's own or the queue's default, and start rates (queue-wide and per group).
 
@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::flow::*;
+use common::control::*;
 use common::jobs::*;
 use common::RedisServer;
 use tideq::{EnqueueOptions, ErrorKind, GroupLimits, Job, Limits, Rate, WorkerOptions};

@@ -1,4 +1,4 @@
-//! Flow control, the order jobs run in: priorities (lower first, FIFO within one), groups served
+//! Queue control, the order jobs run in: priorities (lower first, FIFO within one), groups served
 //! round-robin in their own order (a retried job keeps its place), what is refused before anything
 //! is written, and what `get`, `stats` and `groups` show of priorities and groups.
 
@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::flow::*;
+use common::control::*;
 use common::jobs::*;
 use common::{unique, RedisServer};
 use tideq::{

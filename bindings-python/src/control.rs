@@ -1,4 +1,4 @@
-//! Flow control on `Queue` (core `flow`): pause/resume (the queue or one group), the queue's
+//! Queue control on `Queue` (core `control`): pause/resume (the queue or one group), the queue's
 //! limits and a group's own, what a group holds (`group`, `groups`, `groups_page`), and the value
 //! classes `Rate`, `Limits`, `GroupInfo`, `GroupPage`. Every check is the core's.
 

@@ -1,4 +1,4 @@
-//! Flow control, pause and resume: a paused queue starts nothing while enqueues go on and its
+//! Queue control, pause and resume: a paused queue starts nothing while enqueues go on and its
 //! resume wakes idle workers at once; a paused group waits while the others run.
 
 mod common;
@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::flow::*;
+use common::control::*;
 use common::jobs::*;
 use common::RedisServer;
 use tideq::{EnqueueOptions, Job, WorkerOptions};

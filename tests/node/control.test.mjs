@@ -1,6 +1,6 @@
-// Flow control through the Node binding: priorities, groups (round-robin, concurrency limits),
+// Queue control through the Node binding: priorities, groups (round-robin, concurrency limits),
 // start rates, pause/resume of the queue or a group, group(name) and groups(), and bad input
-// refused before anything is written. Mirrors core/tests/flow_*.rs; the ordering tests read the
+// refused before anything is written. Mirrors core/tests/control_*.rs; the ordering tests read the
 // order with leaseJobs (deterministic), the limit tests run real workers.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -234,7 +234,7 @@ test('group(name) reports ready and running jobs, paused, and the limits in forc
   assert.deepEqual(await queue.group('empty'), { group: 'empty', ready: 0, active: 0, paused: false, concurrency: 3, rate: { max: 5, perMs: 1000 } });
 });
 
-test('bad flow input rejects with INVALID_ARGUMENT and writes nothing', async () => {
+test('bad queue control input rejects with INVALID_ARGUMENT and writes nothing', async () => {
   const { queue, prefix } = freshJobQueue(redis.url);
   for (const limits of [
     { rate: { max: 0, perMs: 1000 } },

@@ -1,4 +1,4 @@
-//! Flow control on `Queue` (core `flow`): pause/resume (the queue or one group), the queue's
+//! Queue control on `Queue` (core `control`): pause/resume (the queue or one group), the queue's
 //! limits (running jobs, start rate, the groups' default concurrency and rate), one group's own
 //! limits, and what a group holds. The settings live in Redis, so every worker of the queue, in
 //! any process or runtime, obeys them, and they can change while workers run. Rates count job
