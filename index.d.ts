@@ -477,31 +477,6 @@ export declare class Queue {
    */
   jobsPage(state: 'delayed' | 'ready' | 'active' | 'dead' | 'completed', options?: { cursor?: string | null; limit?: number }): Promise<JobPage>
   /**
-   * Turns the queue's event log on, keeping about its newest `maxLen` entries (an entry holds
-   * one kind of event for a batch of jobs), or off with `null` (the log is deleted). Every
-   * producer and worker of the queue follows the setting at once. Events are off by default.
-   * Rejects with `INVALID_ARGUMENT` for 0.
-   */
-  setEvents(maxLen: number | null): Promise<void>
-  /**
-   * A reader of the queue's event log (see `setEvents`): from the call on, from the oldest
-   * event kept (`fromStart`), or, named, from where the last reader of that name stopped.
-   * Returned at once, so `for await (const e of queue.events())` works; its place is fixed
-   * by a request sent at the call (`ready()` resolves then). Throws on options of the wrong
-   * type; a bad name rejects its `ready()` and `next()`.
-   */
-  events(options?: EventsOptions): EventReader
-  /**
-   * The queue's events on a Node `EventEmitter`: `'ready'` once its place is fixed (as
-   * `EventReader.ready()`), then each event under its kind (`'completed'`, `'failed'`, ...,
-   * `'lagged'`) and as `'event'`, with the `Event` object; a failure (Redis unreachable, a
-   * bad name) is emitted as `'error'` and stops it; `'close'` comes last. Starts at the call,
-   * like `events(options)`; listeners added in the same tick miss nothing. `close()` stops it
-   * and resolves after `'close'`. While it runs it keeps the process alive. A listener that
-   * throws is an uncaught exception, as with any emitter.
-   */
-  eventEmitter(options?: EventsOptions): import('node:events').EventEmitter & { close(): Promise<void> }
-  /**
    * Pauses the queue: workers (in every process) start none of its jobs until `resume()`.
    * Running jobs finish; enqueues go on.
    */
@@ -550,6 +525,31 @@ export declare class Queue {
    * queue has; `groups()` reads them all.
    */
   groupsPage(options?: { cursor?: string | null; count?: number }): Promise<GroupPage>
+  /**
+   * Turns the queue's event log on, keeping about its newest `maxLen` entries (an entry holds
+   * one kind of event for a batch of jobs), or off with `null` (the log is deleted). Every
+   * producer and worker of the queue follows the setting at once. Events are off by default.
+   * Rejects with `INVALID_ARGUMENT` for 0.
+   */
+  setEvents(maxLen: number | null): Promise<void>
+  /**
+   * A reader of the queue's event log (see `setEvents`): from the call on, from the oldest
+   * event kept (`fromStart`), or, named, from where the last reader of that name stopped.
+   * Returned at once, so `for await (const e of queue.events())` works; its place is fixed
+   * by a request sent at the call (`ready()` resolves then). Throws on options of the wrong
+   * type; a bad name rejects its `ready()` and `next()`.
+   */
+  events(options?: EventsOptions): EventReader
+  /**
+   * The queue's events on a Node `EventEmitter`: `'ready'` once its place is fixed (as
+   * `EventReader.ready()`), then each event under its kind (`'completed'`, `'failed'`, ...,
+   * `'lagged'`) and as `'event'`, with the `Event` object; a failure (Redis unreachable, a
+   * bad name) is emitted as `'error'` and stops it; `'close'` comes last. Starts at the call,
+   * like `events(options)`; listeners added in the same tick miss nothing. `close()` stops it
+   * and resolves after `'close'`. While it runs it keeps the process alive. A listener that
+   * throws is an uncaught exception, as with any emitter.
+   */
+  eventEmitter(options?: EventsOptions): import('node:events').EventEmitter & { close(): Promise<void> }
   /**
    * What the queue did in each step of the last `windowMs`, oldest first. The workers'
    * reports leave a snapshot of the queue's totals in Redis once a minute, kept 14 days, so
