@@ -160,14 +160,9 @@ async fn control_settings_with_9000_groups_running_apply_whole_and_keep_the_runn
         .is_empty());
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_job_beside_20000_paused_groups_starts_without_waiting_for_the_poll_interval() {
-    let _serial = one_at_a_time().await;
-    let server = server();
-    let q = queue(&server.url);
-    fill(&q, 20_000, 1).await;
-    // Paused after they joined the rotation: each sits in it until a fetch meets it.
-    let names: Vec<String> = (0..20_000).map(|g| format!("tenant-{g}")).collect();
+/// Pauses the `n` groups `fill` made (tenant-0, ...), then enqueues a job in a group "free".
+async fn pause_all_and_add_a_free_group(q: &tideq::Queue, n: usize) {
+    let names: Vec<String> = (0..n).map(|g| format!("tenant-{g}")).collect();
     for part in names.chunks(2_000) {
         let pauses = part.iter().map(|g| q.pause_group(g));
         for r in futures_util::future::join_all(pauses).await {
@@ -183,6 +178,16 @@ async fn a_job_beside_20000_paused_groups_starts_without_waiting_for_the_poll_in
     )
     .await
     .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_beside_20000_paused_groups_starts_without_waiting_for_the_poll_interval() {
+    let _serial = one_at_a_time().await;
+    let server = server();
+    let q = queue(&server.url);
+    fill(&q, 20_000, 1).await;
+    // Paused after they joined the rotation: each sits in it until a fetch meets it.
+    pause_all_and_add_a_free_group(&q, 20_000).await;
     let ran = Arc::new(AtomicBool::new(false));
     let seen = ran.clone();
     let started = Instant::now();
@@ -292,22 +297,7 @@ async fn lease_jobs_finds_the_ready_job_behind_50000_paused_groups_in_one_call_o
     let server = server();
     let q = queue(&server.url);
     fill(&q, 50_000, 1).await;
-    let names: Vec<String> = (0..50_000).map(|g| format!("tenant-{g}")).collect();
-    for part in names.chunks(2_000) {
-        let pauses = part.iter().map(|g| q.pause_group(g));
-        for r in futures_util::future::join_all(pauses).await {
-            r.unwrap();
-        }
-    }
-    q.enqueue(
-        b"free",
-        EnqueueOptions {
-            group: Some("free".into()),
-            ..Default::default()
-        },
-    )
-    .await
-    .unwrap();
+    pause_all_and_add_a_free_group(&q, 50_000).await;
     slowlog_from_now(&server, 10_000);
     let jobs = q.lease_jobs(5, Duration::from_secs(30)).await.unwrap();
     assert_eq!(jobs.len(), 1, "the free group's job, in the first call");
