@@ -115,6 +115,7 @@ impl Role {
                 &GROUP_INFO,
                 &LIST_GROUPS,
                 &LIST_WORKERS,
+                &QUEUE_LATENCY,
                 &WAIT_JOB,
                 &UPSERT_SCHEDULE,
                 &REMOVE_SCHEDULE,

@@ -10,7 +10,8 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::job::{validate_job_id, JobInfo, JobState, JobStats};
 use crate::jobs::Queue;
 use crate::scripts::{
-    LuaScript, CANCEL_JOB, DELETE_JOB, GET_JOBS, PROMOTE_JOB, PURGE_DEAD, REQUEUE_DEAD,
+    LuaScript, CANCEL_JOB, DELETE_JOB, GET_JOBS, PROMOTE_JOB, PURGE_DEAD, QUEUE_LATENCY,
+    REQUEUE_DEAD,
 };
 
 impl Queue {
@@ -237,10 +238,18 @@ impl Queue {
             .await
     }
 
-    /// Counts per state and lifetime counters, added up over the shards.
+    /// Counts per state and lifetime counters, added up over the shards, and the queue's
+    /// [`latency`](JobStats::latency) (the longest over the shards).
     pub async fn stats(&self) -> Result<JobStats> {
         self.op("stats", async {
-            let per_shard = self.shards.iter().map(|k| async move {
+            let per_shard = self.shards.iter().enumerate().map(|(i, k)| async move {
+                let latency = async {
+                    let (ms, _now): (u64, u64) = self
+                        .client
+                        .eval(&self.script_cmd(i, &QUEUE_LATENCY), &QUEUE_LATENCY)
+                        .await?;
+                    Ok::<_, Error>(ms)
+                };
                 let mut conn = self.client.conn().await?;
                 #[allow(clippy::type_complexity)]
                 let (delayed, plain, active, dead, c, (paused, ghosts)): (
@@ -260,6 +269,7 @@ impl Queue {
                     .query_async(&mut conn)
                     .await
                     .map_err(|e| self.client.err(e))?;
+                let latency_ms = latency.await?;
                 let get = |name: &str| c.get(name).copied().unwrap_or(0).max(0) as u64;
                 Ok::<_, Error>(JobStats {
                     delayed,
@@ -281,6 +291,7 @@ impl Queue {
                     dead_trimmed: get("dead_trimmed"),
                     lost: get("lost"),
                     paused: paused.as_deref() == Some("1"),
+                    latency: std::time::Duration::from_millis(latency_ms),
                 })
             });
             let mut total = JobStats::default();
@@ -301,6 +312,7 @@ impl Queue {
                 total.dead_trimmed += s.dead_trimmed;
                 total.lost += s.lost;
                 total.paused |= s.paused;
+                total.latency = total.latency.max(s.latency);
             }
             Ok(total)
         })

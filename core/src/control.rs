@@ -82,6 +82,10 @@ pub struct GroupInfo {
     pub concurrency: Option<u32>,
     /// The start rate in force (its own, else the queue's default).
     pub rate: Option<Rate>,
+    /// How long the longest-ready of its next 10 jobs (in its order of turn) has been ready
+    /// (zero when none is): the group's own latency.
+    #[serde(default)]
+    pub latency: Duration,
 }
 
 /// Shard `shard`'s share of a limit `n` split over `shards` (the first `n % shards` get one
@@ -398,11 +402,18 @@ fn parse_group_cursor(c: &str, shards: usize) -> Result<(usize, u8, String)> {
     Ok((shard, part, scan.to_string()))
 }
 
-/// `group_info.lua`'s reply: ready, running, own limit, own rate, paused.
-type RawGroup = (u64, u64, Option<String>, Option<String>, Option<String>);
+/// `group_info.lua`'s reply: ready, running, own limit, own rate, paused, latency (ms).
+type RawGroup = (
+    u64,
+    u64,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    u64,
+);
 
 fn group_info(group: &str, raw: RawGroup, defaults: &Limits) -> GroupInfo {
-    let (ready, active, limit, rate, paused) = raw;
+    let (ready, active, limit, rate, paused, latency) = raw;
     GroupInfo {
         group: group.to_string(),
         ready,
@@ -416,5 +427,6 @@ fn group_info(group: &str, raw: RawGroup, defaults: &Limits) -> GroupInfo {
             .as_deref()
             .and_then(Rate::decode)
             .or(defaults.group_rate),
+        latency: Duration::from_millis(latency),
     }
 }

@@ -333,6 +333,13 @@ pub struct JobStats {
     pub lost: u64,
     /// The queue is paused ([`Queue::pause`](crate::Queue::pause)): workers start nothing.
     pub paused: bool,
+    /// How long the job next in line that waited longest has been ready to start (zero when no
+    /// job is ready): since its enqueue, or since it became ready later (a delayed job's or a
+    /// retry's due time, a release, a requeue). Due delayed jobs count before a worker promotes
+    /// them, so it grows with no worker running. Read from the first jobs in line of each list and
+    /// of the first 100 groups in the rotation; the longest over the shards.
+    #[serde(default)]
+    pub latency: Duration,
 }
 
 /// A leased job, as the worker runtime hands it to a handler.

@@ -43,6 +43,7 @@ libs! {
     "forget.lua",
     "ghosts.lua",
     "history.lua",
+    "latency.lua",
     "meta.lua",
     "metrics.lua",
     "parents.lua",
@@ -322,6 +323,7 @@ scripts! {
     WAIT_JOB => "wait_job.lua",
     READ_EVENTS => "read_events.lua",
     LIST_WORKERS => "list_workers.lua",
+    QUEUE_LATENCY => "queue_latency.lua",
 }
 
 /// Finds which script an `EVALSHA` command runs (first argument after the command name).
@@ -420,7 +422,7 @@ mod tests {
         }
         // The job scripts take exactly the keys their header lists.
         let fail = jobs.for_script(&super::FAIL_JOB);
-        assert_eq!(fail.len(), 36);
+        assert_eq!(fail.len(), 37);
         assert_eq!(fail[0], jobs.active());
         assert_eq!(fail[8], jobs.wake());
     }
@@ -635,6 +637,6 @@ mod tests {
             .contains("local K = { ready = KEYS[1], delayed = KEYS[2], active = KEYS[3],"));
         assert!(fetch
             .code
-            .contains(" fhold = KEYS[42], winfo = KEYS[43], hist = KEYS[44] }\n"));
+            .contains(" winfo = KEYS[43], hist = KEYS[44], rat = KEYS[45] }\n"));
     }
 }

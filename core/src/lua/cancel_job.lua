@@ -18,6 +18,7 @@
   KEYS[27] fout list   KEYS[28] wake list   KEYS[29] fk (prefix of flow children's results)
   KEYS[30] fl (prefix of flow children's lists)   KEYS[31] fs (prefix of children's lists in
   transit)
+  KEYS[32] rat hash (when jobs made ready after their enqueue became ready)
   ARGV[1] a token of this call's own, then the job ids (at most 1000)
   Returns: per id two values: what happened ("cancelled", "requested": active, asked to stop, or
   the state that prevented it: "dead", "completed", "missing"), and for a cancelled flow job
@@ -97,6 +98,7 @@ chunked('HDEL', K.meta, done)
 chunked('HDEL', K.errors, done)
 chunked('HDEL', K.route, done)
 chunked('HDEL', K.progress, done)
+chunked('HDEL', K.rat, done)
 chunked('ZREM', K.idem, done)
 chunked('ZREM', K.expires, done)
 release_dedup(K, done)

@@ -16,6 +16,7 @@
   KEYS[30] events stream   KEYS[31] expires zset
   KEYS[32] fparent hash   KEYS[33] fout list   KEYS[34] fk (prefix of flow children's results)
   KEYS[35] fl (prefix of flow children's lists)   KEYS[36] fwait hash
+  KEYS[37] rat hash (when jobs made ready after their enqueue became ready)
   ARGV[1] job id   ARGV[2] lease token   ARGV[3] error text (already size-capped)
   ARGV[4] retry delay ms   ARGV[5] queue policy (docs/data-model.md)   ARGV[6] "1": dead-letter now
   (the attempt cannot succeed, e.g. an unknown task), whatever its attempts

@@ -29,6 +29,7 @@
   KEYS[37] fparent hash   KEYS[38] fout list   KEYS[39] fk (prefix of flow children's results)
   KEYS[40] fl (prefix of flow children's lists)   KEYS[41] fwait hash   KEYS[42] fhold zset
   KEYS[43] winfo hash   KEYS[44] hist (prefix of the history's day hashes)
+  KEYS[45] rat hash (when jobs made ready after their enqueue became ready)
   ARGV[1] lease ms   ARGV[2] most jobs to lease (0 = maintenance only)
   ARGV[3] most expired leases to recover (0: this call skips the upkeep that goes by time:
   expired leases, stale cancel requests and the completed jobs' age; a worker busy leasing does
@@ -73,9 +74,10 @@ local now = now_ms()
 local P = policy(ARGV[5])
 local C = queue_cfg(K)
 -- Which optional keys exist, in one call (none of them is created by this script): priorities
--- and groups in use, cancel requests pending, explicit ids remembered, delayed jobs. A queue
+-- and groups in use, cancel requests pending, explicit ids remembered, delayed jobs, jobs made
+-- ready after their enqueue (see "Latency"). A queue
 -- skips every step about a feature whose key does not exist.
-local has = exist_bits(K, { 'route', 'cancel', 'idem', 'delayed' })
+local has = exist_bits(K, { 'route', 'cancel', 'idem', 'delayed', 'rat' })
 local routed, creq = has.route, has.cancel
 local upkeep = ARGV[3] ~= '0'
 local acks = complete_leases(K, C, now, P, 8, upkeep)
@@ -155,7 +157,7 @@ end
 if recovered > 0 then redis.call('HINCRBY', K.stats, 'recovered', recovered) end
 
 -- Due delayed jobs, and groups whose rate window moved on.
-local due, late = {}, {}
+local due, late, since = {}, {}, {}
 local dueraw = {}
 if has.delayed then
   dueraw = redis.call('ZRANGEBYSCORE', K.delayed, '-inf', now, 'WITHSCORES', 'LIMIT', 0,
@@ -164,11 +166,13 @@ end
 for i = 1, #dueraw, 2 do
   due[#due + 1] = dueraw[i]
   late[#late + 1] = now - tonumber(dueraw[i + 1])
+  -- Ready since its due time, however late this promotion (see "Latency").
+  since[#since + 1] = dueraw[i + 1]
 end
 file_histogram(K, 'lt', late)
 if #due > 0 then
   chunked('ZREM', K.delayed, due)
-  make_ready(K, C, due, false, now)
+  make_ready(K, C, due, false, now, since)
 end
 if routed then
   -- At most 100 a call: the rest are due too, so the worker looks again at once.
@@ -363,6 +367,10 @@ if want > 0 then
   end
   full = #ids >= want
 end
+
+-- The jobs popped no longer wait: their ready-since entries go (see "Latency"). Only while the
+-- key exists (known without a call), so a queue whose jobs are all ready at enqueue pays nothing.
+if #ids > 0 and key_exists(K, 'rat') then chunked('HDEL', K.rat, ids) end
 
 -- Flat: id, envelope, meta for each job (the client reads the attempt, lease token and enqueue
 -- time from the meta: parsing them here cost more than the rest of a lease).

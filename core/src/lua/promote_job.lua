@@ -9,6 +9,7 @@
   KEYS[13] cfg hash    KEYS[14] g (group key prefix)   KEYS[15] gr (group rate-log prefix)
   KEYS[16] gset set (the groups in the rotation)   KEYS[17] p (priority list key prefix)
   KEYS[18] active zset   KEYS[19] fwait hash   KEYS[20] fhold zset
+  KEYS[21] rat hash (when jobs made ready after their enqueue became ready)
   ARGV[1] job id
   Returns: "promoted", or the state that prevented it: "ready", "active", "dead", "completed",
   "waiting" (a flow job waiting for its children, or held), "missing". ]]

@@ -7,6 +7,7 @@
   KEYS[9] prio zset   KEYS[10] grot list   KEYS[11] gheld set   KEYS[12] gstate hash
   KEYS[13] gcfg hash   KEYS[14] gwait zset   KEYS[15] cfg hash   KEYS[16] g (group key prefix)
   KEYS[17] gr (group rate-log prefix)   KEYS[18] gset set   KEYS[19] p (priority list key prefix)
+  KEYS[20] rat hash (when jobs made ready after their enqueue became ready)
   ARGV[1], ARGV[2], ...: the held job ids
   Returns: how many were released. ]]
 --#include lib/chunked.lua

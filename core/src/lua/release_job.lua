@@ -14,6 +14,7 @@
   KEYS[28] events stream   KEYS[29] expires zset
   KEYS[30] fparent hash   KEYS[31] fout list   KEYS[32] fk (prefix of flow children's results)
   KEYS[33] fl (prefix of flow children's lists)   KEYS[34] fwait hash
+  KEYS[35] rat hash (when jobs made ready after their enqueue became ready)
   ARGV[1] job id   ARGV[2] lease token
   Returns: 1 released, 3 cancelled, -1 lease lost. ]]
 --#include lib/base.lua

@@ -9,6 +9,7 @@
   KEYS[17] gset set (the groups in the rotation)
   KEYS[18] p (priority list key prefix)
   KEYS[19] dd (dedup key prefix)   KEYS[20] dkey hash
+  KEYS[21] rat hash (when jobs made ready after their enqueue became ready)
   ARGV[1] job id, or "" for all   ARGV[2] most jobs this call
   Returns: number of jobs requeued (0 when the id is not dead). ]]
 --#include lib/chunked.lua

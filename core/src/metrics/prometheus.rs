@@ -215,6 +215,18 @@ impl prometheus_client::collector::Collector for Exported {
             MetricType::Gauge,
             &paused,
         )?;
+        if !self.jobs.is_empty() {
+            let mut m = enc.encode_descriptor(
+                "queue_latency_seconds",
+                "How long the job next in line that waited longest has been ready to start (0: no job ready).",
+                None,
+                MetricType::Gauge,
+            )?;
+            for j in &self.jobs {
+                m.encode_family(&q(&j.queue))?
+                    .encode_gauge(&j.stats.latency.as_secs_f64())?;
+            }
+        }
         let workers: Vec<_> = self.jobs.iter().map(|m| (q(&m.queue), m.workers)).collect();
         gauge_or_counter(
             &mut enc,
@@ -354,6 +366,7 @@ mod tests {
             stats: JobStats {
                 ready: 3,
                 completed: 7,
+                latency: std::time::Duration::from_millis(2500),
                 ..Default::default()
             },
             run_time: Histogram {
@@ -373,6 +386,10 @@ mod tests {
         );
         assert!(
             text.contains("tideq_jobs_completed_total{queue=\"emails\"} 7"),
+            "{text}"
+        );
+        assert!(
+            text.contains("tideq_queue_latency_seconds{queue=\"emails\"} 2.5\n"),
             "{text}"
         );
         assert!(text.ends_with("# EOF\n"), "{text}");

@@ -1,6 +1,7 @@
 -- lib/control.lua: Queue control: priorities, groups, limits, rates, the rotation (docs/data-model.md, "Queue control").
 --#include lib/base.lua
 --#include lib/chunked.lua
+--#include lib/latency.lua
 --#include lib/route.lua
 
 -- n fresh sequence numbers: returns the one before the first.
@@ -183,9 +184,11 @@ end
 -- Makes jobs ready, each in its queue: the ready list, its priority's list, or its group's zset.
 -- A job of a group keeps the place its enqueue gave it (its sequence number), so a retried,
 -- recovered or released job runs before the group's jobs enqueued after it. Other jobs queue at
--- the back of their list, or at the front when `front` (a release at shutdown).
-local function make_ready(K, C, ids, front, now)
+-- the back of their list, or at the front when `front` (a release at shutdown). A script with the
+-- rat key records when they became ready: since[i] (a delayed job's due time), else `now`.
+local function make_ready(K, C, ids, front, now, since)
   if #ids == 0 then return end
+  mark_ready_since(K, ids, since, now)
   local r = routes(K, ids)
   if not r then
     if front then
