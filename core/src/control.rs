@@ -83,9 +83,11 @@ pub struct GroupInfo {
     /// The start rate in force (its own, else the queue's default).
     pub rate: Option<Rate>,
     /// How long the longest-ready of its next 10 jobs (in its order of turn) has been ready
-    /// (zero when none is): the group's own latency.
+    /// (zero when none is): the group's own latency. Read by [`Queue::group`] only; `None` in
+    /// the lists of groups ([`Queue::groups`], [`Queue::groups_page`]), which would otherwise
+    /// look up every listed group's jobs.
     #[serde(default)]
-    pub latency: Duration,
+    pub latency: Option<Duration>,
 }
 
 /// Shard `shard`'s share of a limit `n` split over `shards` (the first `n % shards` get one
@@ -289,11 +291,12 @@ impl Queue {
         self.op("group", async {
             validate_name("group", group)?;
             let shard = shard_of(group, self.shards.len());
-            let raw: RawGroup = self
+            let (ready, active, limit, rate, paused, latency): RawGroupLatency = self
                 .client
                 .eval(&self.group_cmd(shard, group), &GROUP_INFO)
                 .await?;
-            Ok(group_info(group, raw, &self.limits().await?))
+            let raw = (ready, active, limit, rate, paused);
+            Ok(group_info(group, raw, Some(latency), &self.limits().await?))
         })
         .await
     }
@@ -353,7 +356,7 @@ impl Queue {
             let (rows, next, at): (Vec<(String, RawGroup)>, u8, String) =
                 self.client.eval(&cmd, &LIST_GROUPS).await?;
             for (name, raw) in rows {
-                groups.push(group_info(&name, raw, &defaults));
+                groups.push(group_info(&name, raw, None, &defaults));
             }
             if next == 0 {
                 (shard, part, scan) = (shard + 1, 1, "0".to_string());
@@ -402,8 +405,10 @@ fn parse_group_cursor(c: &str, shards: usize) -> Result<(usize, u8, String)> {
     Ok((shard, part, scan.to_string()))
 }
 
-/// `group_info.lua`'s reply: ready, running, own limit, own rate, paused, latency (ms).
-type RawGroup = (
+/// A group as `list_groups.lua` reads it: ready, running, own limit, own rate, paused.
+type RawGroup = (u64, u64, Option<String>, Option<String>, Option<String>);
+/// `group_info.lua`'s reply: the same, then the latency (ms).
+type RawGroupLatency = (
     u64,
     u64,
     Option<String>,
@@ -412,8 +417,8 @@ type RawGroup = (
     u64,
 );
 
-fn group_info(group: &str, raw: RawGroup, defaults: &Limits) -> GroupInfo {
-    let (ready, active, limit, rate, paused, latency) = raw;
+fn group_info(group: &str, raw: RawGroup, latency: Option<u64>, defaults: &Limits) -> GroupInfo {
+    let (ready, active, limit, rate, paused) = raw;
     GroupInfo {
         group: group.to_string(),
         ready,
@@ -427,6 +432,6 @@ fn group_info(group: &str, raw: RawGroup, defaults: &Limits) -> GroupInfo {
             .as_deref()
             .and_then(Rate::decode)
             .or(defaults.group_rate),
-        latency: Duration::from_millis(latency),
+        latency: latency.map(Duration::from_millis),
     }
 }

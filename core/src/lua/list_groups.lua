@@ -7,13 +7,12 @@
   for a SCAN's worth of groups at once), so each is listed once per walk; as with SCAN, a group that stays put through the walk is listed, and
   one that moves meanwhile (say from the rotation to held) may be listed twice or not at all.
   KEYS[1] g (group key prefix)   KEYS[2] gset   KEYS[3] gheld   KEYS[4] gstate hash
-  KEYS[5] gwait zset   KEYS[6] gcfg hash   KEYS[7] meta hash   KEYS[8] rat hash
+  KEYS[5] gwait zset   KEYS[6] gcfg hash
   ARGV[1] part of the walk (1 rotation, 2 held, 3 running, 4 waiting, 5 settings)
   ARGV[2] SCAN cursor in that part   ARGV[3] count (groups wanted, 1-250)
   Returns: { rows, next part (0: the walk is done), next cursor }, each row
-  { group, { ready, running, own limit, own rate, paused ("1" or false), latency ms } }. ]]
+  { group, { ready, running, own limit, own rate, paused ("1" or false) } }. ]]
 --#include lib/chunked.lua
---#include lib/latency.lua
 --#K
 local part, cursor, count = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
 
@@ -128,10 +127,8 @@ for _ = 1, 8 do
   end
 end
 local o, run, rows = own(names), running(names), {}
-local t = redis.call('TIME')
-local lat = group_latencies(K, names, t[1] * 1000 + math.floor(t[2] / 1000))
 for i, g in ipairs(names) do
-  rows[i] = { g, { redis.call('ZCARD', K.g .. g), run[i], o[i][1], o[i][2], o[i][3], lat[i] } }
+  rows[i] = { g, { redis.call('ZCARD', K.g .. g), run[i], o[i][1], o[i][2], o[i][3] } }
 end
 if part > 5 then return { rows, 0, '0' } end
 return { rows, part, cursor }
