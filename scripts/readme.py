@@ -20,6 +20,8 @@ language:
   the rules `tideq.acl_rules(queue, role)` prints, so the ACL lines cannot drift.
 - ```sh: commands, not code: each line must be a command the test suite itself runs or a target
   of the Makefile (`make test` cannot run itself), so a renamed target fails here.
+- ```yaml: Kubernetes manifests and other configuration, not applied: each block must parse
+  (every document, with PyYAML); tests check what they say (tests/python/test_autoscaling.py).
 - ```text: shown, not run (output, formats, diagrams).
 
 What a user does is what is checked: every block runs against one private redis-server on a free
@@ -68,7 +70,7 @@ SHELL_OK = [
 ]
 
 
-LANGS = ("python", "js", "rust", "toml", "sh", "redis", "text")
+LANGS = ("python", "js", "rust", "toml", "sh", "redis", "yaml", "text")
 RUNS = 2
 
 
@@ -250,6 +252,16 @@ def run_redis(block: Block, redis: Redis, python: Path) -> str | None:
     return None
 
 
+def check_yaml(block: Block, python: Path) -> str | None:
+    """A ```yaml block: every document parses (PyYAML, in the venv the Python blocks run in)."""
+    out = subprocess.run([str(python), "-c", "import sys, yaml; list(yaml.safe_load_all(sys.stdin))"],
+                         input=block.code, capture_output=True, text=True)
+    if out.returncode != 0:
+        return f"{block}: not YAML:\n{out.stderr}"
+    print(f"ok  {block}  (parsed)")
+    return None
+
+
 def main() -> int:
     files = [Path(a).resolve() for a in sys.argv[1:]] or pages()
     all_blocks = [b for f in files for b in blocks(f)]
@@ -287,6 +299,8 @@ def main() -> int:
                 failures.append(check_shell(b) or "")
             elif b.lang == "redis":
                 failures.append(run_redis(b, redis, python) or "")
+            elif b.lang == "yaml":
+                failures.append(check_yaml(b, python) or "")
             elif b.lang == "python":
                 f = work / f"{b.name}.py"
                 f.write_text(b.code)

@@ -18,9 +18,10 @@ PY="$ROOT/.venv/bin/python"
 export PATH="$ROOT/.venv/bin:$PATH"  # the maturin build backend runs the `maturin` command
 
 # opentelemetry-api and -sdk: tests/python/test_otel.py (the package's `otel` extra, and an SDK
-# with an in-memory exporter to read the spans back).
+# with an in-memory exporter to read the spans back). pyyaml: the docs' Kubernetes manifests
+# (tests/python/test_autoscaling.py, scripts/readme.py).
 "$PY" -m pip install --quiet --disable-pip-version-check "maturin>=1.16,<2" pytest mypy \
-    "opentelemetry-api>=1.20" "opentelemetry-sdk>=1.20"
+    "opentelemetry-api>=1.20" "opentelemetry-sdk>=1.20" pyyaml types-PyYAML
 
 # Share Rust build artefacts with the rest of the workspace.
 export CARGO_TARGET_DIR="$ROOT/target"

@@ -45,7 +45,7 @@ fn rate_repr(r: Option<tideq::Rate>) -> String {
     r.map_or("None".into(), |r| Rate(r).__repr__())
 }
 
-fn opt_repr(n: Option<u32>) -> String {
+fn opt_repr<T: ToString>(n: Option<T>) -> String {
     n.map_or("None".into(), |n| n.to_string())
 }
 
@@ -132,21 +132,29 @@ impl GroupInfo {
     fn rate(&self) -> Option<Rate> {
         self.0.rate.map(Rate)
     }
+    /// Seconds the longest-ready of its next 10 jobs has been ready (0.0 when none is). Read by
+    /// ``group(name)`` only: None in ``groups()`` and ``groups_page()``.
+    #[getter]
+    fn latency(&self) -> Option<f64> {
+        self.0.latency.map(|d| d.as_secs_f64())
+    }
     fn __repr__(&self, py: Python<'_>) -> String {
         let g = &self.0;
         format!(
-            "GroupInfo(group={}, ready={}, active={}, paused={}, concurrency={}, rate={})",
+            "GroupInfo(group={}, ready={}, active={}, paused={}, concurrency={}, rate={}, \
+             latency={})",
             convert::str_repr(py, &g.group),
             g.ready,
             g.active,
             if g.paused { "True" } else { "False" },
             opt_repr(g.concurrency),
-            rate_repr(g.rate)
+            rate_repr(g.rate),
+            opt_repr(g.latency.map(|d| d.as_secs_f64()))
         )
     }
 }
 
-crate::value::value_class! { GroupInfo { group, ready, active, paused, concurrency, rate } }
+crate::value::value_class! { GroupInfo { group, ready, active, paused, concurrency, rate, latency } }
 
 /// A page of groups (``Queue.groups_page``) and the cursor of the next page.
 #[pyclass(module = "tideq", frozen, eq)]

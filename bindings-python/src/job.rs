@@ -539,12 +539,21 @@ impl JobStats {
     fn paused(&self) -> bool {
         self.0.paused
     }
+    /// Seconds the job next in line that waited longest has been ready to start (0.0 when no
+    /// job is ready): since its enqueue, or since it became ready later (a delayed job's or a
+    /// retry's due time, a release, a requeue). Due delayed jobs count before a worker picks them
+    /// up, so it grows with no worker running: the number to scale workers on. Read from the
+    /// first jobs in line and the first 100 groups in turn; the longest over the shards.
+    #[getter]
+    fn latency(&self) -> f64 {
+        self.0.latency.as_secs_f64()
+    }
     fn __repr__(&self) -> String {
         let s = &self.0;
         format!(
             "JobStats(delayed={}, ready={}, active={}, dead={}, enqueued={}, completed={}, \
              dead_lettered={}, retried={}, recovered={}, cancelled={}, snoozed={}, expired={}, \
-             dead_trimmed={}, lost={}, paused={})",
+             dead_trimmed={}, lost={}, paused={}, latency={})",
             s.delayed,
             s.ready,
             s.active,
@@ -559,7 +568,8 @@ impl JobStats {
             s.expired,
             s.dead_trimmed,
             s.lost,
-            if s.paused { "True" } else { "False" }
+            if s.paused { "True" } else { "False" },
+            s.latency.as_secs_f64()
         )
     }
 }
@@ -567,6 +577,6 @@ impl JobStats {
 crate::value::value_class! {
     JobStats {
         delayed, ready, active, dead, enqueued, completed, dead_lettered, retried, recovered,
-        cancelled, snoozed, expired, dead_trimmed, lost, paused
+        cancelled, snoozed, expired, dead_trimmed, lost, paused, latency
     }
 }

@@ -817,6 +817,13 @@ class JobStats:
     @property
     def paused(self) -> bool:
         """True when the queue is paused (``pause()``): workers start nothing."""
+    @property
+    def latency(self) -> float:
+        """Seconds the job next in line that waited longest has been ready to start (0.0 when no
+        job is ready): since its enqueue, or since it became ready later (a delayed job's or a
+        retry's due time, a release, a requeue). Due delayed jobs count before a worker picks them
+        up, so it grows with no worker running: the number to scale workers on. Read from the
+        first jobs in line and the first 100 groups in turn; the longest over the shards."""
     def to_dict(self) -> dict[str, Any]:
         """The fields as a plain ``dict``, one key per property (value objects in them, or in
         a list in them, as dicts too).
@@ -1202,6 +1209,10 @@ class GroupInfo:
     @property
     def rate(self) -> Optional[Rate]:
         """The start rate in force (its own, else the queue's default), or None."""
+    @property
+    def latency(self) -> Optional[float]:
+        """Seconds the longest-ready of its next 10 jobs has been ready (0.0 when none is). Read by
+        ``group(name)`` only: None in ``groups()`` and ``groups_page()``."""
     def to_dict(self) -> dict[str, Any]:
         """The fields as a plain ``dict``, one key per property (value objects in them, or in
         a list in them, as dicts too).
