@@ -1354,6 +1354,11 @@ export interface GroupInfo {
   concurrency: number | null
   /** The start rate in force: the group's own, else the queue's default; `null`: none. */
   rate: Rate | null
+  /**
+   * Milliseconds the longest-ready of its next 10 jobs has been ready (0 when none is). Read
+   * by `group(name)` only: `null` in `groups()` and `groupsPage()`.
+   */
+  latencyMs: number | null
 }
 
 /**
@@ -1584,6 +1589,14 @@ export interface JobStats {
   lost: number
   /** The queue is paused (`pause()`): workers start none of its jobs. */
   paused: boolean
+  /**
+   * Milliseconds the job next in line that waited longest has been ready to start (0 when no
+   * job is ready): since its enqueue, or since it became ready later (a delayed job's or a
+   * retry's due time, a release, a requeue). Due delayed jobs count before a worker picks them
+   * up, so it grows with no worker running: the number to scale workers on. Read from the
+   * first jobs in line and the first 100 groups in turn; the longest over the shards.
+   */
+  latencyMs: number
 }
 
 /**

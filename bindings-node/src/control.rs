@@ -97,6 +97,9 @@ pub struct GroupInfo {
     pub concurrency: Option<u32>,
     /// The start rate in force: the group's own, else the queue's default; `null`: none.
     pub rate: Option<Rate>,
+    /// Milliseconds the longest-ready of its next 10 jobs has been ready (0 when none is). Read
+    /// by `group(name)` only: `null` in `groups()` and `groupsPage()`.
+    pub latency_ms: Option<f64>,
 }
 
 impl From<tideq::GroupInfo> for GroupInfo {
@@ -108,6 +111,7 @@ impl From<tideq::GroupInfo> for GroupInfo {
             paused: g.paused,
             concurrency: g.concurrency,
             rate: g.rate.map(Rate::from),
+            latency_ms: g.latency.map(|d| d.as_millis() as f64),
         }
     }
 }

@@ -275,6 +275,12 @@ pub struct JobStats {
     pub lost: i64,
     /// The queue is paused (`pause()`): workers start none of its jobs.
     pub paused: bool,
+    /// Milliseconds the job next in line that waited longest has been ready to start (0 when no
+    /// job is ready): since its enqueue, or since it became ready later (a delayed job's or a
+    /// retry's due time, a release, a requeue). Due delayed jobs count before a worker picks them
+    /// up, so it grows with no worker running: the number to scale workers on. Read from the
+    /// first jobs in line and the first 100 groups in turn; the longest over the shards.
+    pub latency_ms: f64,
 }
 
 impl From<tideq::JobStats> for JobStats {
@@ -295,6 +301,7 @@ impl From<tideq::JobStats> for JobStats {
             dead_trimmed: s.dead_trimmed as i64,
             lost: s.lost as i64,
             paused: s.paused,
+            latency_ms: s.latency.as_millis() as f64,
         }
     }
 }

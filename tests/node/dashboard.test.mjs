@@ -226,6 +226,8 @@ test('the dashboard shows the counts and its Requeue button puts a dead job back
   assert.equal((await queue.get('dead-2')).state, 'dead');
   await until(() => page.eval('document.querySelectorAll("button[data-requeue]").length === 1'), 'the dead list to shrink');
   await until(async () => (await page.eval('document.querySelector(\'#queue-counts [data-count="ready"]\')?.textContent')) === '4', 'the page to show 4 ready');
+  // The queue's latency (ready jobs wait): seconds to the ms.
+  assert.match(await page.eval('document.querySelector(\'#queue-counts [data-count="latency"]\').textContent'), /^\d+\.\d{3} s$/);
 
   await page.eval('location.hash = "#/"');
   await until(() => page.eval('document.querySelector("#overview") !== null'), 'the overview');

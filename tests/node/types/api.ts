@@ -74,6 +74,9 @@ async function admin(q: Queue): Promise<void> {
   const next: string | null = page.cursor;
   await q.promote('a');
   await q.delete('a');
+  // The latency, in ms: the queue's and a group's.
+  const latency: number = (await q.stats()).latencyMs + (await q.group('g')).latencyMs;
+  void latency;
   const found = await q.findJobs({ task: 'send', state: 'dead', cursor: next, limit: 20 });
   const more: string | null = found.cursor;
   const scanned: number = found.scanned;
