@@ -252,6 +252,7 @@ test('stats count jobs per state and the lifetime counters', async () => {
     deadTrimmed: 0,
     lost: 0,
     paused: false,
+    latencyMs: 0,
   });
 });
 

@@ -74,9 +74,11 @@ async function admin(q: Queue): Promise<void> {
   const next: string | null = page.cursor;
   await q.promote('a');
   await q.delete('a');
-  // The latency, in ms: the queue's and a group's.
-  const latency: number = (await q.stats()).latencyMs + (await q.group('g')).latencyMs;
-  void latency;
+  // The latency, in ms: the queue's, and a group's (null in a list of groups).
+  const latency: number = (await q.stats()).latencyMs + ((await q.group('g')).latencyMs ?? 0);
+  // @ts-expect-error a group's latency may be null
+  const groupLatency: number = (await q.groupsPage()).groups[0].latencyMs;
+  void [latency, groupLatency];
   const found = await q.findJobs({ task: 'send', state: 'dead', cursor: next, limit: 20 });
   const more: string | null = found.cursor;
   const scanned: number = found.scanned;
