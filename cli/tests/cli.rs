@@ -50,13 +50,18 @@ fn stats_json_equals_core_stats() {
     );
     assert_eq!((n("snoozed"), n("expired")), (core.snoozed, core.expired));
     assert_eq!(v["paused"].as_bool(), Some(core.paused));
-    assert_eq!(v.as_object().unwrap().len(), 15, "every field once: {v}");
+    assert_eq!(v.as_object().unwrap().len(), 16, "every field once: {v}");
     assert_eq!((core.ready, core.delayed, core.dead), (1, 1, 1));
+    // The latency, in seconds: the one ready job's wait, which grew since core read it.
+    let latency = v["latency"].as_f64().unwrap_or_else(|| panic!("{v}"));
+    assert!(latency >= core.latency.as_millis() as f64 / 1000.0, "{v}");
     let text = ok(redis.tideq(&["stats", "stats"]));
     assert!(
         text.contains("dead_lettered") && text.contains("paused"),
         "{text}"
     );
+    let line = text.lines().find(|l| l.starts_with("latency")).unwrap();
+    assert!(line.trim_end().ends_with('s'), "{text}");
 }
 
 #[test]

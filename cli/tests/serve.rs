@@ -129,6 +129,19 @@ fn the_exporter_serves_each_queues_counts_equal_to_its_stats() {
         Some(1.0),
         "{text}"
     );
+    // The queue's latency, in seconds: the one ready job has waited since its enqueue, so the
+    // gauge is above 0 and at most what stats tells after the scrape.
+    let latency = series(&text, "tideq_queue_latency_seconds{queue=\"exported\"}")
+        .unwrap_or_else(|| panic!("no latency gauge: {text}"));
+    assert!(latency > 0.0, "{text}");
+    assert!(
+        latency <= stats.latency.as_secs_f64(),
+        "{latency} > {stats:?}"
+    );
+    assert!(
+        text.contains("# TYPE tideq_queue_latency_seconds gauge\n"),
+        "{text}"
+    );
 }
 
 #[test]

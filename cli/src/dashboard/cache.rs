@@ -105,12 +105,13 @@ fn push(series: &mut VecDeque<Point>, p: Point) {
 }
 
 /// Reads one queue's counts: `stats()` (which holds `paused` too, so `is_paused()` is not
-/// called: one command less per refresh).
+/// called: one command less per refresh), without the latency, which a queue's page reads (the
+/// queue's API) when it is open: no script call per queue and refresh.
 async fn read(client: &Client, handles: &Handles, r: &QueueRef) -> tideq::Result<Counts> {
     match r.kind {
         QueueKind::Jobs => {
             let q = handles.jobs(client, &r.name, r.shards)?;
-            Ok(Counts::Jobs(q.stats().await?))
+            Ok(Counts::Jobs(q.stats_counts().await?))
         }
         QueueKind::Capped => {
             let q = handles.capped(client, &r.name, r.shards)?;
@@ -337,7 +338,12 @@ impl Cache {
             .iter()
             .map(|e| {
                 let (stats, paused) = match &e.counts {
-                    Some(Counts::Jobs(st)) => (render::stats_json(st), json!(st.paused)),
+                    Some(Counts::Jobs(st)) => {
+                        // Not read by the refresh (see `read`): the queue's API has it.
+                        let mut v = render::stats_json(st);
+                        v.as_object_mut().map(|o| o.remove("latency"));
+                        (v, json!(st.paused))
+                    }
                     Some(Counts::Capped(st)) => (render::capped_stats_json(st), Value::Null),
                     None => (Value::Null, Value::Null),
                 };

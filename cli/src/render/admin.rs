@@ -26,7 +26,18 @@ pub fn stats_json(s: &JobStats) -> Value {
         "dead_trimmed": s.dead_trimmed,
         "lost": s.lost,
         "paused": s.paused,
+        "latency": secs(s.latency),
     })
+}
+
+/// A duration as seconds to the ms (JSON), the unit the exporter's gauge uses.
+pub fn secs(d: std::time::Duration) -> f64 {
+    d.as_millis() as f64 / 1000.0
+}
+
+/// A latency as text: seconds to the ms, with its unit.
+pub fn latency_text(d: std::time::Duration) -> String {
+    format!("{:.3}s", secs(d))
 }
 
 pub fn stats(s: &JobStats, json: bool) -> String {
@@ -53,6 +64,7 @@ pub fn stats(s: &JobStats, json: bool) -> String {
     ]
     .into_iter()
     .map(|k| (k, v[k].to_string()))
+    .chain([("latency", latency_text(s.latency))])
     .collect();
     pairs(&items)
 }

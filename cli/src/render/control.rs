@@ -48,6 +48,7 @@ pub fn group_json(g: &GroupInfo) -> Value {
         "paused": g.paused,
         "concurrency": g.concurrency,
         "rate": rate_json(&g.rate),
+        "latency": g.latency.map(super::admin::secs),
     })
 }
 
@@ -62,6 +63,7 @@ pub fn group(g: &GroupInfo, json: bool) -> String {
         ("paused", g.paused.to_string()),
         ("concurrency", opt(g.concurrency)),
         ("rate", rate_text(&g.rate)),
+        ("latency", opt(g.latency.map(super::admin::latency_text))),
     ])
 }
 

@@ -94,6 +94,11 @@
     return v === null || v === undefined ? '–' : Number(v).toLocaleString();
   }
 
+  /** A latency in seconds (the API's), to the ms. */
+  function secs(v) {
+    return v === null || v === undefined ? '–' : `${Number(v).toFixed(3)} s`;
+  }
+
   function rate(r) {
     return r ? `${r.max} per ${r.per_ms} ms` : '–';
   }

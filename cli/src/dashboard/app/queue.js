@@ -44,7 +44,10 @@
     const e = entry('jobs', state.route.name);
     const s = (e && e.stats) || {};
     const counts = ['ready', 'delayed', 'active', 'dead', 'completed', 'enqueued', 'retried', 'dead_lettered'];
-    fill($('#queue-counts'), counts.map((k) => h('div', {}, h('dt', {}, k.replace('_', ' ')), h('dd', { dataset: { count: k } }, num(s[k])))));
+    fill($('#queue-counts'), counts.map((k) => h('div', {}, h('dt', {}, k.replace('_', ' ')), h('dd', { dataset: { count: k } }, num(s[k])))),
+      // How long the job next in line that waited longest has been ready: what autoscalers use.
+      h('div', { title: 'How long the job next in line that waited longest has been ready to start' },
+        h('dt', {}, 'latency'), h('dd', { dataset: { count: 'latency' } }, secs(state.info && state.info.name === state.route.name ? state.info.stats.latency : null))));
     for (const st of STATES) fill($(`[data-tab-count="${st}"]`), num(s[st]));
     for (const a of document.querySelectorAll('#tabs a')) a.classList.toggle('on', a.dataset.tab === state.tab);
     const paused = Boolean(e && e.paused);
@@ -394,6 +397,8 @@
       fill(el);
       return;
     }
+    // The latency comes with the queue's info (the refresh loop does not read it).
+    fill($('#queue-counts [data-count="latency"]'), secs(info.stats.latency));
     const l = info.limits;
     const table = (id, head, rows, empty) =>
       rows.length
