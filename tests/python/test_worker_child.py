@@ -185,3 +185,101 @@ def test_async_handlers_want_an_event_loop(client: tideq.Client, name: str) -> N
     aq = tideq.AsyncQueue(name, client)
     aq.task(handler)
     assert _worker.resolve(aq, "t")[0].is_async()  # type: ignore[index]
+
+
+# -- serving (by hand, with --max-jobs so the process ends by itself) --------------------------
+
+SERVED = """
+import asyncio, os, tideq
+url = os.environ["TIDEQ_REDIS_URL"]
+name = os.environ["TQ_QUEUE"]
+out = os.environ["TQ_OUT"]
+
+def note(text):
+    with open(out, "a") as f:
+        f.write(text + "\\n")
+
+queue = tideq.Queue(name + "-sync", url=url)
+
+@queue.task
+def add(a, b):
+    note(f"sync {a + b}")
+
+aqueue = tideq.AsyncQueue(name + "-async", url=url)
+
+@aqueue.task
+async def mul(a, b):
+    await asyncio.sleep(0)
+    note(f"async {a * b} {asyncio.get_running_loop() is not None}")
+
+def on_job(job):
+    note(f"handler {job.payload.decode()}")
+
+handlers = {name + "-plain": on_job, name + "-named": {"sub": lambda a, b: note(f"named {a - b}")}}
+
+async def make():
+    await asyncio.sleep(0)
+    return {name + "-plain": on_job}
+"""
+
+
+@pytest.fixture
+def served(tmp_path: Path, redis_url: str, name: str) -> dict[str, str]:
+    module(tmp_path, "served", SERVED)
+    return {"TIDEQ_REDIS_URL": redis_url, "TQ_QUEUE": name, "TQ_OUT": str(tmp_path / "out")}
+
+
+def lines(tmp_path: Path) -> list[str]:
+    return sorted((tmp_path / "out").read_text().splitlines())
+
+
+def test_a_queue_target_serves_its_tasks_until_max_jobs(tmp_path: Path, served: dict[str, str],
+                                                        redis_url: str, name: str) -> None:
+    q = tideq.Queue(name + "-sync", url=redis_url)
+    for i in range(5):
+        q.enqueue_task("add", {"a": i, "b": 1})
+    out = child(tmp_path, "served:queue", "--max-jobs", "3", "--concurrency", "1", env=served)
+    assert out.returncode == 0, out.stderr
+    assert lines(tmp_path) == ["sync 1", "sync 2", "sync 3"]
+    assert q.stats().ready == 2
+
+
+def test_an_async_queue_target_runs_its_tasks_on_an_event_loop(
+        tmp_path: Path, served: dict[str, str], redis_url: str, name: str) -> None:
+    q = tideq.Queue(name + "-async", url=redis_url)
+    for i in range(3):
+        q.enqueue_task("mul", {"a": i, "b": 2})
+    out = child(tmp_path, "served:aqueue", "--max-jobs", "3", env=served)
+    assert out.returncode == 0, out.stderr
+    assert lines(tmp_path) == ["async 0 True", "async 2 True", "async 4 True"]
+
+
+def test_a_mapping_opens_its_queues_by_name_on_the_url_and_serves_the_selected_ones(
+        tmp_path: Path, served: dict[str, str], redis_url: str, name: str) -> None:
+    plain = tideq.Queue(name + "-plain", url=redis_url)
+    named = tideq.Queue(name + "-named", url=redis_url)
+    plain.enqueue(b"p1")
+    named.enqueue_task("sub", {"a": 5, "b": 2})
+    env = {**served, "TIDEQ_REDIS_URL": "redis://127.0.0.1:1"}  # --url wins
+    out = child(tmp_path, "served:handlers", "--url", redis_url, "--max-jobs", "2",
+                "--queues", f"{name}-plain=1,{name}-named=1", env=env)
+    assert out.returncode == 0, out.stderr
+    assert lines(tmp_path) == ["handler p1", "named 3"]
+
+
+def test_an_async_factory_is_awaited_and_its_result_served(
+        tmp_path: Path, served: dict[str, str], redis_url: str, name: str) -> None:
+    tideq.Queue(name + "-plain", url=redis_url).enqueue(b"from-factory")
+    out = child(tmp_path, "served:make", "--max-jobs", "1", "--log-format", "json",
+                "--log-level", "warn", env=served)
+    assert out.returncode == 0, out.stderr
+    assert lines(tmp_path) == ["handler from-factory"]
+
+
+def test_a_module_target_serves_every_queue_with_tasks(
+        tmp_path: Path, served: dict[str, str], redis_url: str, name: str) -> None:
+    tideq.Queue(name + "-sync", url=redis_url).enqueue_task("add", {"a": 1, "b": 1})
+    tideq.Queue(name + "-async", url=redis_url).enqueue_task("mul", {"a": 3, "b": 3})
+    out = child(tmp_path, "served", "--max-jobs", "2", env=served)
+    assert out.returncode == 0, out.stderr
+    assert lines(tmp_path) == ["async 9 True", "sync 2"]
