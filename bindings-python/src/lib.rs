@@ -33,7 +33,8 @@
 //! - [`capped`]: `CappedQueue`, `AsyncCappedQueue`, `CappedStats`, `CappedGroupPage`, `Peeked`.
 //! - [`consumer`]: `Consumer`, `AsyncConsumer` (running handles), `ConsumerStats`.
 //! - [`acl`]: `acl_rules`, the Redis ACL rules of a role on a queue.
-//! - [`cli`]: `_run_cli`, the `tideq` command (the CLI crate's `run_cli`).
+//! - [`cli`]: `_run_cli`, the `tideq` command (the CLI crate's `run_cli_with_host`: `tideq
+//!   worker` starts `python -m tideq._worker` children).
 //! - [`envelope`]: the job envelope as a dict (`decode_envelope`, `encode_envelope`).
 //! - [`otel`]: trace context (`trace=`, `Job.trace`) and the OpenTelemetry hooks of
 //!   `tideq._otel` (`_set_otel_hooks`).

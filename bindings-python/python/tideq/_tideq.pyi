@@ -1821,9 +1821,9 @@ class Queue:
         in no particular order (each once). Every child has finished when a parent runs; kept
         while the parent is."""
 
-def _run_cli(argv: list[str]) -> int:
+def _run_cli(argv: list[str], host_child: Optional[list[str]] = None) -> int:
     """Run the ``tideq`` command line on ``argv`` (the first item is the program name); returns its
-    exit code."""
+    exit code. ``host_child``: the argv prefix that starts one ``tideq worker`` child."""
 
 def serve(
     *workers: Union[Worker, AsyncWorker],

@@ -165,10 +165,10 @@ def import_target(spec: str) -> tuple[Any, str]:
                 module_name[len(e.name):len(e.name) + 1] in ("", "."):
             raise TargetError(f'no module named "{e.name}" (importing {module_name} from '
                               f"{os.getcwd()})") from None
-        traceback.print_exc()
+        _print_user_traceback(e)
         raise TargetError(f"{module_name} failed to import: {_error_text(e)}") from None
     except BaseException as e:  # SyntaxError, an exception raised at import time, SystemExit
-        traceback.print_exc()
+        _print_user_traceback(e)
         raise TargetError(f"{module_name} failed to import: {_error_text(e)}") from None
     if not colon:
         return module, module_name
@@ -179,6 +179,18 @@ def import_target(spec: str) -> tuple[Any, str]:
         except AttributeError:
             raise TargetError(f'{module_name} has no attribute "{attr}"') from None
     return value, spec
+
+
+def _print_user_traceback(e: BaseException) -> None:
+    """The traceback of ``e`` on stderr from the first frame of the user's code (the import
+    machinery's and this module's frames left out)."""
+    tb = e.__traceback__
+    while tb is not None:
+        name = tb.tb_frame.f_code.co_filename
+        if name != __file__ and not name.startswith("<frozen") and "importlib" not in name:
+            break
+        tb = tb.tb_next
+    traceback.print_exception(type(e), e, tb, file=sys.stderr)
 
 
 def _error_text(e: BaseException) -> str:
@@ -251,7 +263,7 @@ def resolve(value: Any, where: str, depth: int = 0) -> Union[list[Served], Any]:
         try:
             result = value()
         except Exception as e:
-            traceback.print_exc()
+            _print_user_traceback(e)
             raise TargetError(f"{where}() raised {_error_text(e)}") from None
         if inspect.isawaitable(result):
             return result
