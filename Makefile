@@ -3,7 +3,7 @@
 # `make test` runs each target the documentation names that way (scripts/targets.py), so none rots
 # unseen.
 RELEASE = $(if $(SMOKE),,--release)
-.PHONY: demo test docs test-valkey stress-process scale faults release release-check bench bench-waits bench-cluster bench-flows fmt lint
+.PHONY: demo test docs test-valkey stress-process scale faults release release-check bench bench-waits bench-cluster bench-flows bench-workers workers-long fmt lint
 
 demo: ## tideq at work from Rust, Python, Node and the CLI on a private redis-server (unless TIDEQ_REDIS_URL is set), then keeps it and the dashboard until Ctrl-C
 	@bash scripts/demo.sh $(if $(SMOKE),--smoke)
@@ -54,6 +54,16 @@ bench-cluster: ## one node vs a local 6-node cluster (1 and 3 shards), both queu
 bench-flows: ## a flow of 10,000 children fanning in to one parent, tideq beside BullMQ's FlowProducer
 	@bash scripts/ensure-deps.sh >/dev/null
 	.venv/bin/python bench/flows/run.py
+
+bench-workers: ## CPU-bound Python jobs (5 ms of hashing each) under `tideq worker --processes 1` vs `--processes 2`: jobs/s and their ratio
+	@bash scripts/ensure-deps.sh >/dev/null
+	TIDEQ_BUILD_ONLY=1 bash scripts/test-python.sh >/dev/null
+	.venv/bin/python bench/workers/cpu.py $(if $(SMOKE),--jobs 200)
+
+workers-long: ## `tideq worker` (Python) with a child SIGKILLed every second for 30 s over 20,000 jobs: every job completes, none runs twice at once, the children back to the count asked
+	@bash scripts/ensure-deps.sh >/dev/null
+	TIDEQ_BUILD_ONLY=1 bash scripts/test-python.sh >/dev/null
+	.venv/bin/python tests/python/workers_long.py $(if $(SMOKE),--smoke)
 
 fmt:
 	cargo fmt --all

@@ -58,7 +58,7 @@ RENAMED = {**PAIRS, "Task": "AsyncTask"}
 # Rule 2: plain calls in both APIs (properties and __new__ always are).
 NOT_AWAITED = {
     "Consumer": {"stop", "abort", "stats"},
-    "Worker": {"stop", "abort", "stats", "metrics"},
+    "Worker": {"stop", "abort", "stats", "metrics", "is_ready"},
     "CappedQueue": {"consume"},
     "EventReader": set(),
     "Queue": {"work", "work_batches", "work_tasks", "task", "events"},
@@ -127,6 +127,10 @@ OWN = {
         """This worker's own metrics (this process only) in the Prometheus text format.
 
         As ``Worker.metrics``: a plain call, not a coroutine (it reads in-process counters)."""''',
+        "is_ready": '''    def is_ready(self) -> bool:
+        """True while the worker is connected and leasing (see ``Worker.is_ready``).
+
+        A plain call, not a coroutine (it reads in-process state)."""''',
     },
     "EventReader": {
         "__iter__": "    def __aiter__(self) -> AsyncEventReader: ...",

@@ -30,6 +30,8 @@ SMOKE = {
     "bench-waits": 600,
     "demo": 600,
     "stress-process": 900,
+    "bench-workers": 600,
+    "workers-long": 600,
 }
 
 # What a quick run's output must show besides its exit status 0.
@@ -37,6 +39,8 @@ OUTPUT = {
     # A real ceiling, and ratios over it (it printed "-P 1 0/s" and "inf%" for a month).
     "bench": r"-P 1 \d+/s +-P 64 \d+/s",
     "demo": r"the dashboard answered",
+    "bench-workers": r"ratio 2/1: \d",
+    "workers-long": r"ok: \d+ jobs completed",
 }
 NO_OUTPUT = r"\binf%|NaN"
 

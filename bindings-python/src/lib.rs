@@ -10,6 +10,8 @@
 //!   `find_jobs` (and its `JobSearch`), dead letters, `stats`.
 //! - [`worker`]: `work`, `run`, `work_batches`, `run_batches`; `Worker`, `AsyncWorker` (running
 //!   handles), `WorkerStats`.
+//! - [`serve`]: `serve`, `serve_async`: a worker process's `main` over started workers (core
+//!   `serve`: signals, health endpoint, job limit, the `tideq worker` supervisor's status).
 //! - [`verdict`]: what a job handler raises instead of failing (`Snooze`, `BackOff`,
 //!   `DontRetry`, defined in `tideq/_outcomes.py`), as the core takes it.
 //! - [`task`]: tasks by name: `task`, `enqueue_task`, `work_tasks`, `run_tasks`.
@@ -31,7 +33,8 @@
 //! - [`capped`]: `CappedQueue`, `AsyncCappedQueue`, `CappedStats`, `CappedGroupPage`, `Peeked`.
 //! - [`consumer`]: `Consumer`, `AsyncConsumer` (running handles), `ConsumerStats`.
 //! - [`acl`]: `acl_rules`, the Redis ACL rules of a role on a queue.
-//! - [`cli`]: `_run_cli`, the `tideq` command (the CLI crate's `run_cli`).
+//! - [`cli`]: `_run_cli`, the `tideq` command (the CLI crate's `run_cli_with_host`: `tideq
+//!   worker` starts `python -m tideq._worker` children).
 //! - [`envelope`]: the job envelope as a dict (`decode_envelope`, `encode_envelope`).
 //! - [`otel`]: trace context (`trace=`, `Job.trace`) and the OpenTelemetry hooks of
 //!   `tideq._otel` (`_set_otel_hooks`).
@@ -72,6 +75,7 @@ pub mod outcome;
 pub mod registry;
 pub mod runtime;
 pub mod schedule;
+pub mod serve;
 pub mod signal;
 pub mod task;
 pub mod value;
@@ -162,6 +166,8 @@ fn _tideq(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(workflow::chord, m)?)?;
     m.add_function(wrap_pyfunction!(acl::acl_rules, m)?)?;
     m.add_function(wrap_pyfunction!(cli::_run_cli, m)?)?;
+    m.add_function(wrap_pyfunction!(serve::serve, m)?)?;
+    m.add_function(wrap_pyfunction!(serve::serve_async, m)?)?;
     m.add_function(wrap_pyfunction!(envelope::decode_envelope, m)?)?;
     m.add_function(wrap_pyfunction!(envelope::encode_envelope, m)?)?;
     m.add_function(wrap_pyfunction!(otel::_set_otel_hooks, m)?)?;

@@ -219,6 +219,11 @@ fn untraced_jobs(items: &Bound<'_, PyAny>) -> PyResult<Vec<(Vec<u8>, EnqueueOpti
     Ok(out)
 }
 
+/// A job limit (`max_jobs`): a count, 0 left to the core to refuse.
+fn limit(what: &str, n: Int) -> PyResult<Option<u64>> {
+    convert::count(what, n).map(|n| Some(n as u64))
+}
+
 /// Worker options from keyword arguments; those not given keep the core's defaults.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn worker_options(
@@ -229,6 +234,7 @@ pub(crate) fn worker_options(
     grace: Option<Secs>,
     stop_when_drained: Option<bool>,
     schedules: Option<bool>,
+    max_jobs: Option<Int>,
 ) -> PyResult<tideq::WorkerOptions> {
     let mut opts = tideq::WorkerOptions::default();
     convert::set_given!(
@@ -240,6 +246,7 @@ pub(crate) fn worker_options(
         grace: convert::duration,
         stop_when_drained: convert::as_is,
         schedules: convert::as_is,
+        max_jobs: limit,
     );
     opts.runtime = "python";
     Ok(opts)

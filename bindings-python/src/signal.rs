@@ -462,7 +462,7 @@ fn run_async<'py>(
     running: Arc<dyn Running>,
     on_signal: Py<OnSignal>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let signals = LoopSignals::install(py, on_signal)?;
+    let signals = LoopSignals::install(py, on_signal.into_any())?;
     let guard = RunGuard {
         running: running.clone(),
         signals,
@@ -486,7 +486,7 @@ impl Drop for RunGuard {
         self.running.stop();
         if let Some(signals) = self.signals.take() {
             runtime::with_python(|py| {
-                let loop_ = signals.get().event_loop.clone_ref(py);
+                let loop_ = signals.get().event_loop(py);
                 // Signal handlers can only change on the loop's (main) thread.
                 let _ = loop_.call_method1(py, "call_soon_threadsafe", (signals,));
             });
@@ -494,15 +494,21 @@ impl Drop for RunGuard {
     }
 }
 
-/// Event-loop signal handlers installed by an asyncio `run`; calling it removes them.
+/// Event-loop signal handlers installed by an asyncio `run` (or `serve_async`); calling it
+/// removes them.
 #[pyclass(frozen)]
-struct LoopSignals {
+pub(crate) struct LoopSignals {
     event_loop: Py<PyAny>,
     installed: Vec<(Py<PyAny>, Py<PyAny>)>,
 }
 
 impl LoopSignals {
-    fn install(py: Python<'_>, on_signal: Py<OnSignal>) -> PyResult<Option<Py<LoopSignals>>> {
+    /// Makes `on_signal` (called with the signal's number) the event loop's handler of SIGINT
+    /// and SIGTERM where theirs are Python's defaults (main thread only).
+    pub(crate) fn install(
+        py: Python<'_>,
+        on_signal: Py<PyAny>,
+    ) -> PyResult<Option<Py<LoopSignals>>> {
         if !on_main_thread(py)? {
             return Ok(None);
         }
@@ -550,6 +556,13 @@ fn is_default_handler(py: Python<'_>, name: &str, handler: &Bound<'_, PyAny>) ->
     let owner = method.getattr("__self__").ok();
     let module = owner.and_then(|o| o.get_type().getattr("__module__").ok());
     Ok(module.is_some_and(|m| m.eq("asyncio.runners").unwrap_or(false)))
+}
+
+impl LoopSignals {
+    /// The loop they are installed on.
+    pub(crate) fn event_loop(&self, py: Python<'_>) -> Py<PyAny> {
+        self.event_loop.clone_ref(py)
+    }
 }
 
 #[pymethods]

@@ -115,7 +115,7 @@ impl QueueBase {
     /// the job's decoded arguments. A job with no task name, or one not in ``tasks``, is
     /// dead-lettered at once with an error naming the tasks this worker runs. The options are
     /// ``work``'s.
-    #[pyo3(signature = (tasks=None, *, concurrency=None, batch_size=None, lease=None, poll_interval=None, grace=None, stop_when_drained=None, schedules=None))]
+    #[pyo3(signature = (tasks=None, *, concurrency=None, batch_size=None, lease=None, poll_interval=None, grace=None, stop_when_drained=None, schedules=None, max_jobs=None))]
     #[allow(clippy::too_many_arguments)]
     fn work_tasks<'py>(
         &self,
@@ -128,6 +128,7 @@ impl QueueBase {
         grace: Option<Secs>,
         stop_when_drained: Option<bool>,
         schedules: Option<bool>,
+        max_jobs: Option<Int>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let opts = worker_options(
             concurrency,
@@ -137,6 +138,7 @@ impl QueueBase {
             grace,
             stop_when_drained,
             schedules,
+            max_jobs,
         )?;
         let tasks = tasks.unwrap_or_else(|| self.tasks.bind(py).clone().into_any());
         let pairs: Vec<(String, Py<PyAny>)> = py
@@ -151,7 +153,7 @@ impl QueueBase {
     }
 
     /// ``work_tasks()`` and wait until it stops, as ``run()`` does.
-    #[pyo3(signature = (tasks=None, *, concurrency=None, batch_size=None, lease=None, poll_interval=None, grace=None, stop_when_drained=None, schedules=None))]
+    #[pyo3(signature = (tasks=None, *, concurrency=None, batch_size=None, lease=None, poll_interval=None, grace=None, stop_when_drained=None, schedules=None, max_jobs=None))]
     #[allow(clippy::too_many_arguments)]
     fn run_tasks<'py>(
         &self,
@@ -164,6 +166,7 @@ impl QueueBase {
         grace: Option<Secs>,
         stop_when_drained: Option<bool>,
         schedules: Option<bool>,
+        max_jobs: Option<Int>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let worker = self.work_tasks(
             py,
@@ -175,6 +178,7 @@ impl QueueBase {
             grace,
             stop_when_drained,
             schedules,
+            max_jobs,
         )?;
         signal::run(&worker)
     }

@@ -75,6 +75,12 @@ impl WorkerStats {
     }
 }
 
+impl From<tideq::WorkerStats> for WorkerStats {
+    fn from(stats: tideq::WorkerStats) -> Self {
+        WorkerStats(stats)
+    }
+}
+
 crate::value::value_class! {
     WorkerStats {
         completed, failed, lease_lost, released, fetch_errors, cancelled, snoozed
@@ -307,6 +313,14 @@ pub fn start<'py>(
     })
 }
 
+/// The core worker of a `Worker` or `AsyncWorker` handle (for `serve`), or None.
+pub(crate) fn core_worker(obj: &Bound<'_, PyAny>) -> Option<Arc<tideq::Worker>> {
+    if let Ok(w) = obj.cast::<Worker>() {
+        return Some(w.get().0.clone());
+    }
+    obj.cast::<AsyncWorker>().ok().map(|w| w.get().0.clone())
+}
+
 /// A running worker (blocking API). Dropping it does not stop it: call ``shutdown()``.
 ///
 /// A worker stops by itself when Redis refuses its credentials or permissions (which retrying
@@ -325,6 +339,16 @@ impl Worker {
     /// ``tideq exporter``'s. Still readable once the worker has stopped.
     fn metrics(&self) -> String {
         self.0.metrics()
+    }
+
+    /// True while the worker is connected and leasing.
+    ///
+    /// True once its latest fetch on every shard of the queue succeeded; False before its first
+    /// fetch, from a failed fetch (Redis unreachable, say) until the next one that works, and
+    /// once it stops leasing (stopping, or its ``max_jobs`` reached). What a readiness probe
+    /// asks (``serve(health=...)`` answers ``/readyz`` with it).
+    fn is_ready(&self) -> bool {
+        self.0.is_ready()
     }
 
     /// Wait until stopped, or ``timeout`` seconds (a timeout too large to be a point in time
@@ -349,6 +373,13 @@ impl AsyncWorker {
     /// As ``Worker.metrics``: a plain call, not a coroutine (it reads in-process counters).
     fn metrics(&self) -> String {
         self.0.metrics()
+    }
+
+    /// True while the worker is connected and leasing (see ``Worker.is_ready``).
+    ///
+    /// A plain call, not a coroutine (it reads in-process state).
+    fn is_ready(&self) -> bool {
+        self.0.is_ready()
     }
 
     /// Wait until stopped; returns the stats, or raises the error the worker stopped on.
@@ -378,10 +409,14 @@ impl QueueBase {
     /// A worker stops by itself on ``AuthError`` or ``PermissionDeniedError`` (see ``Worker``).
     /// With ``schedules`` the worker also fires the queue's due schedule slots
     /// (``upsert_schedule``): any number of workers may, each slot still makes one job.
+    /// With ``max_jobs`` the worker leases at most that many jobs in its life (never one more),
+    /// then stops leasing, finishes those it runs and stops by itself (``running`` turns False,
+    /// ``error`` stays None): how a worker process is recycled (``serve``, ``tideq worker
+    /// --max-jobs-per-process``); 0 raises ``InvalidArgumentError``.
     /// Options not given take the core's defaults: ``concurrency`` 10, ``batch_size`` 0,
     /// ``lease`` 30 s, ``poll_interval`` 5 s, ``grace`` 10 s, ``stop_when_drained`` False,
-    /// ``schedules`` True.
-    #[pyo3(signature = (handler, *, concurrency=None, batch_size=None, lease=None, poll_interval=None, grace=None, stop_when_drained=None, schedules=None))]
+    /// ``schedules`` True, ``max_jobs`` None (no limit).
+    #[pyo3(signature = (handler, *, concurrency=None, batch_size=None, lease=None, poll_interval=None, grace=None, stop_when_drained=None, schedules=None, max_jobs=None))]
     #[allow(clippy::too_many_arguments)]
     fn work<'py>(
         &self,
@@ -394,6 +429,7 @@ impl QueueBase {
         grace: Option<Secs>,
         stop_when_drained: Option<bool>,
         schedules: Option<bool>,
+        max_jobs: Option<Int>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let opts = worker_options(
             concurrency,
@@ -403,6 +439,7 @@ impl QueueBase {
             grace,
             stop_when_drained,
             schedules,
+            max_jobs,
         )?;
         start(py, self, opts, Handlers::One(handler))
     }
@@ -414,7 +451,7 @@ impl QueueBase {
     /// worker stopped on, if any. The first SIGINT/SIGTERM stops gracefully and prints one line
     /// on stderr saying so; a second one stops at once (``abort()``). ``AsyncQueue.run`` is
     /// awaited instead, and cancelling it stops the worker gracefully too.
-    #[pyo3(signature = (handler, *, concurrency=None, batch_size=None, lease=None, poll_interval=None, grace=None, stop_when_drained=None, schedules=None))]
+    #[pyo3(signature = (handler, *, concurrency=None, batch_size=None, lease=None, poll_interval=None, grace=None, stop_when_drained=None, schedules=None, max_jobs=None))]
     #[allow(clippy::too_many_arguments)]
     fn run<'py>(
         &self,
@@ -427,6 +464,7 @@ impl QueueBase {
         grace: Option<Secs>,
         stop_when_drained: Option<bool>,
         schedules: Option<bool>,
+        max_jobs: Option<Int>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let worker = self.work(
             py,
@@ -438,6 +476,7 @@ impl QueueBase {
             grace,
             stop_when_drained,
             schedules,
+            max_jobs,
         )?;
         signal::run(&worker)
     }
@@ -449,7 +488,7 @@ impl QueueBase {
     /// attempts) and completes the rest; raising fails them all. Each job keeps its own lease,
     /// renewed while it waits and runs. ``concurrency`` counts jobs (``concurrency // size``
     /// batches at once); the other options are ``work``'s.
-    #[pyo3(signature = (handler, *, size, wait=None, concurrency=None, batch_size=None, lease=None, poll_interval=None, grace=None, stop_when_drained=None, schedules=None))]
+    #[pyo3(signature = (handler, *, size, wait=None, concurrency=None, batch_size=None, lease=None, poll_interval=None, grace=None, stop_when_drained=None, schedules=None, max_jobs=None))]
     #[allow(clippy::too_many_arguments)]
     fn work_batches<'py>(
         &self,
@@ -464,6 +503,7 @@ impl QueueBase {
         grace: Option<Secs>,
         stop_when_drained: Option<bool>,
         schedules: Option<bool>,
+        max_jobs: Option<Int>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let opts = worker_options(
             concurrency,
@@ -473,6 +513,7 @@ impl QueueBase {
             grace,
             stop_when_drained,
             schedules,
+            max_jobs,
         )?;
         let mut batch = tideq::BatchOptions::default();
         let size = Some(size);
@@ -481,7 +522,7 @@ impl QueueBase {
     }
 
     /// ``work_batches()`` and wait until it stops, as ``run()`` does.
-    #[pyo3(signature = (handler, *, size, wait=None, concurrency=None, batch_size=None, lease=None, poll_interval=None, grace=None, stop_when_drained=None, schedules=None))]
+    #[pyo3(signature = (handler, *, size, wait=None, concurrency=None, batch_size=None, lease=None, poll_interval=None, grace=None, stop_when_drained=None, schedules=None, max_jobs=None))]
     #[allow(clippy::too_many_arguments)]
     fn run_batches<'py>(
         &self,
@@ -496,6 +537,7 @@ impl QueueBase {
         grace: Option<Secs>,
         stop_when_drained: Option<bool>,
         schedules: Option<bool>,
+        max_jobs: Option<Int>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let worker = self.work_batches(
             py,
@@ -509,6 +551,7 @@ impl QueueBase {
             grace,
             stop_when_drained,
             schedules,
+            max_jobs,
         )?;
         signal::run(&worker)
     }

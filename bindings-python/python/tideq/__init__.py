@@ -42,6 +42,11 @@ A job handler raises ``Snooze(delay)`` to run its job again later without using 
 ``BackOff(delay, group=...)`` to hold the queue or the job's group (a rate limit it ran into),
 and ``DontRetry`` to dead-letter the job at once.
 
+``serve(*workers)`` (``await serve_async(*workers)`` in asyncio) is a worker process's main: it
+runs started workers until SIGINT/SIGTERM, with an optional health endpoint (``/livez``,
+``/readyz``) and a job limit for recycling; ``tideq worker module:queue --processes N`` (the
+command installed with the package) runs supervised worker processes of it.
+
 ``acl_rules`` gives the Redis ACL rules of each role (producer, worker, admin, capped producer
 and consumer) on a queue.
 """
@@ -109,6 +114,8 @@ from tideq._tideq import (
     chord,
     decode_envelope,
     encode_envelope,
+    serve,
+    serve_async,
 )
 from tideq._outcomes import BackOff, DontRetry, Snooze
 from tideq._tasks import AsyncTask, Task
@@ -196,4 +203,6 @@ __all__ = [
     "chord",
     "decode_envelope",
     "encode_envelope",
+    "serve",
+    "serve_async",
 ]

@@ -75,6 +75,8 @@ __all__ = [
     "acl_rules",
     "chain",
     "chord",
+    "serve",
+    "serve_async",
     "_run_cli",  # in the runtime's __all__ too (pyo3 adds every function); tideq._cli calls it
     "_set_otel_hooks",  # likewise; tideq._otel calls it
     "decode_envelope",
@@ -1298,6 +1300,13 @@ class Worker:
         (the ``tideq_worker_job_run_seconds`` histogram), labelled with the queue: serve it from
         your own ``/metrics`` endpoint. The queue-wide view, over every worker, is
         ``tideq exporter``'s. Still readable once the worker has stopped."""
+    def is_ready(self) -> bool:
+        """True while the worker is connected and leasing.
+
+        True once its latest fetch on every shard of the queue succeeded; False before its first
+        fetch, from a failed fetch (Redis unreachable, say) until the next one that works, and
+        once it stops leasing (stopping, or its ``max_jobs`` reached). What a readiness probe
+        asks (``serve(health=...)`` answers ``/readyz`` with it)."""
     @property
     def running(self) -> bool:
         """True until the loop ended and running handlers finished (or were abandoned)."""
@@ -1529,6 +1538,7 @@ class Queue:
         grace: Optional[_Seconds] = None,
         stop_when_drained: Optional[bool] = None,
         schedules: Optional[bool] = None,
+        max_jobs: Optional[int] = None,
     ) -> Worker:
         """Start a worker in the background.
 
@@ -1549,9 +1559,13 @@ class Queue:
         A worker stops by itself on ``AuthError`` or ``PermissionDeniedError`` (see ``Worker``).
         With ``schedules`` the worker also fires the queue's due schedule slots
         (``upsert_schedule``): any number of workers may, each slot still makes one job.
+        With ``max_jobs`` the worker leases at most that many jobs in its life (never one more),
+        then stops leasing, finishes those it runs and stops by itself (``running`` turns False,
+        ``error`` stays None): how a worker process is recycled (``serve``, ``tideq worker
+        --max-jobs-per-process``); 0 raises ``InvalidArgumentError``.
         Options not given take the core's defaults: ``concurrency`` 10, ``batch_size`` 0,
         ``lease`` 30 s, ``poll_interval`` 5 s, ``grace`` 10 s, ``stop_when_drained`` False,
-        ``schedules`` True."""
+        ``schedules`` True, ``max_jobs`` None (no limit)."""
     def run(
         self,
         handler: _JobHandler,
@@ -1563,6 +1577,7 @@ class Queue:
         grace: Optional[_Seconds] = None,
         stop_when_drained: Optional[bool] = None,
         schedules: Optional[bool] = None,
+        max_jobs: Optional[int] = None,
     ) -> WorkerStats:
         """``work()``, then wait until the worker stops.
 
@@ -1584,6 +1599,7 @@ class Queue:
         grace: Optional[_Seconds] = None,
         stop_when_drained: Optional[bool] = None,
         schedules: Optional[bool] = None,
+        max_jobs: Optional[int] = None,
     ) -> Worker:
         """Start a worker whose handler gets a list of up to ``size`` jobs at once (``wait``:
         longest seconds a leased job waits for its batch to fill; 0 or None hands over what one
@@ -1605,6 +1621,7 @@ class Queue:
         grace: Optional[_Seconds] = None,
         stop_when_drained: Optional[bool] = None,
         schedules: Optional[bool] = None,
+        max_jobs: Optional[int] = None,
     ) -> WorkerStats:
         """``work_batches()`` and wait until it stops, as ``run()`` does."""
     @overload
@@ -1651,6 +1668,7 @@ class Queue:
         grace: Optional[_Seconds] = None,
         stop_when_drained: Optional[bool] = None,
         schedules: Optional[bool] = None,
+        max_jobs: Optional[int] = None,
     ) -> Worker:
         """Start a worker running each job's task by name: ``tasks`` maps names to functions
         (default: the tasks registered with ``@queue.task``), plain or ``async def``, called with
@@ -1668,6 +1686,7 @@ class Queue:
         grace: Optional[_Seconds] = None,
         stop_when_drained: Optional[bool] = None,
         schedules: Optional[bool] = None,
+        max_jobs: Optional[int] = None,
     ) -> WorkerStats:
         """``work_tasks()`` and wait until it stops, as ``run()`` does."""
     def upsert_schedule(
@@ -1813,9 +1832,38 @@ class Queue:
         in no particular order (each once). Every child has finished when a parent runs; kept
         while the parent is."""
 
-def _run_cli(argv: list[str]) -> int:
+def _run_cli(argv: list[str], host_child: Optional[list[str]] = None) -> int:
     """Run the ``tideq`` command line on ``argv`` (the first item is the program name); returns its
-    exit code."""
+    exit code. ``host_child``: the argv prefix that starts one ``tideq worker`` child."""
+
+def serve(
+    *workers: Union[Worker, AsyncWorker],
+    health: Optional[str] = None,
+    max_jobs: Optional[int] = None,
+) -> list[WorkerStats]:
+    """Run ``workers`` until the process is asked to stop; returns their stats, in order.
+
+    The ``main`` of a worker process, over workers already started (one per queue, each with its
+    own options: ``work``, ``work_tasks``, ``work_batches``). SIGINT (Ctrl-C) or SIGTERM stops
+    every worker gracefully (running jobs get their ``grace``); a second one stops them at once
+    (their jobs go back to the queue by their leases). It also returns once every worker stopped
+    by itself (its ``max_jobs`` reached, ``stop_when_drained``, or an error, raised here), or
+    once the workers leased ``max_jobs`` jobs together (then all stop gracefully).
+    ``health="127.0.0.1:8080"`` serves ``GET /livez`` (200 while serving) and ``GET /readyz``
+    (200 while every worker is connected and leasing, else 503) for liveness and readiness
+    probes. Under ``tideq worker`` it also reports to the supervisor. Blocks with the GIL
+    released; ``serve_async`` is its asyncio form."""
+
+def serve_async(
+    *workers: Union[Worker, AsyncWorker],
+    health: Optional[str] = None,
+    max_jobs: Optional[int] = None,
+) -> Coroutine[Any, Any, list[WorkerStats]]:
+    """``serve`` for asyncio: an awaitable of the workers' stats.
+
+    As ``serve``, on the running event loop: SIGINT and SIGTERM (when their handlers are
+    Python's defaults, or ``asyncio.run``'s) stop the workers gracefully, a second one at once;
+    cancelling the awaitable stops them gracefully too."""
 
 def _set_otel_hooks(
     inject: Optional[Callable[[], Optional[dict[str, str]]]],
@@ -2076,6 +2124,10 @@ class AsyncWorker:
         """This worker's own metrics (this process only) in the Prometheus text format.
 
         As ``Worker.metrics``: a plain call, not a coroutine (it reads in-process counters)."""
+    def is_ready(self) -> bool:
+        """True while the worker is connected and leasing (see ``Worker.is_ready``).
+
+        A plain call, not a coroutine (it reads in-process state)."""
     @property
     def running(self) -> bool:
         """True until the loop ended and running handlers finished (or were abandoned)."""
@@ -2273,6 +2325,7 @@ class AsyncQueue:
         grace: Optional[_Seconds] = None,
         stop_when_drained: Optional[bool] = None,
         schedules: Optional[bool] = None,
+        max_jobs: Optional[int] = None,
     ) -> AsyncWorker:
         """Start a worker in the background.
 
@@ -2293,9 +2346,13 @@ class AsyncQueue:
         A worker stops by itself on ``AuthError`` or ``PermissionDeniedError`` (see ``Worker``).
         With ``schedules`` the worker also fires the queue's due schedule slots
         (``upsert_schedule``): any number of workers may, each slot still makes one job.
+        With ``max_jobs`` the worker leases at most that many jobs in its life (never one more),
+        then stops leasing, finishes those it runs and stops by itself (``running`` turns False,
+        ``error`` stays None): how a worker process is recycled (``serve``, ``tideq worker
+        --max-jobs-per-process``); 0 raises ``InvalidArgumentError``.
         Options not given take the core's defaults: ``concurrency`` 10, ``batch_size`` 0,
         ``lease`` 30 s, ``poll_interval`` 5 s, ``grace`` 10 s, ``stop_when_drained`` False,
-        ``schedules`` True."""
+        ``schedules`` True, ``max_jobs`` None (no limit)."""
     def run(
         self,
         handler: _JobHandler,
@@ -2307,6 +2364,7 @@ class AsyncQueue:
         grace: Optional[_Seconds] = None,
         stop_when_drained: Optional[bool] = None,
         schedules: Optional[bool] = None,
+        max_jobs: Optional[int] = None,
     ) -> Coroutine[Any, Any, WorkerStats]:
         """``work()``, then wait until the worker stops.
 
@@ -2328,6 +2386,7 @@ class AsyncQueue:
         grace: Optional[_Seconds] = None,
         stop_when_drained: Optional[bool] = None,
         schedules: Optional[bool] = None,
+        max_jobs: Optional[int] = None,
     ) -> AsyncWorker:
         """Start a worker whose handler gets a list of up to ``size`` jobs at once (``wait``:
         longest seconds a leased job waits for its batch to fill; 0 or None hands over what one
@@ -2349,6 +2408,7 @@ class AsyncQueue:
         grace: Optional[_Seconds] = None,
         stop_when_drained: Optional[bool] = None,
         schedules: Optional[bool] = None,
+        max_jobs: Optional[int] = None,
     ) -> Coroutine[Any, Any, WorkerStats]:
         """``work_batches()`` and wait until it stops, as ``run()`` does."""
     @overload
@@ -2395,6 +2455,7 @@ class AsyncQueue:
         grace: Optional[_Seconds] = None,
         stop_when_drained: Optional[bool] = None,
         schedules: Optional[bool] = None,
+        max_jobs: Optional[int] = None,
     ) -> AsyncWorker:
         """Start a worker running each job's task by name: ``tasks`` maps names to functions
         (default: the tasks registered with ``@queue.task``), plain or ``async def``, called with
@@ -2412,6 +2473,7 @@ class AsyncQueue:
         grace: Optional[_Seconds] = None,
         stop_when_drained: Optional[bool] = None,
         schedules: Optional[bool] = None,
+        max_jobs: Optional[int] = None,
     ) -> Coroutine[Any, Any, WorkerStats]:
         """``work_tasks()`` and wait until it stops, as ``run()`` does."""
     def upsert_schedule(
