@@ -16,7 +16,26 @@ pub fn examples() -> PathBuf {
     static BUILT: std::sync::Once = std::sync::Once::new();
     BUILT.call_once(|| {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let ok = Command::new(cargo)
+        let mut build = Command::new(cargo);
+        // Without the variables cargo sets for a test run (a build script that watches one,
+        // ring's CARGO_MANIFEST_DIR, would rebuild everything, twice per test run).
+        for (k, _) in std::env::vars_os() {
+            let k = k.to_string_lossy().to_string();
+            let set_by_cargo = [
+                "CARGO_PKG_",
+                "CARGO_BIN_",
+                "CARGO_MANIFEST_",
+                "CARGO_CRATE_",
+            ]
+            .iter()
+            .any(|p| k.starts_with(p))
+                || k == "CARGO_PRIMARY_PACKAGE"
+                || k == "CARGO_TARGET_TMPDIR";
+            if set_by_cargo {
+                build.env_remove(&k);
+            }
+        }
+        let ok = build
             .args([
                 "build",
                 "-q",
