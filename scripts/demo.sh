@@ -6,7 +6,8 @@
 #   2. starts a private redis-server on a free port, unless TIDEQ_REDIS_URL is set;
 #   3. runs the Rust demo (a capped grouped queue of game events, then a job queue of orders
 #      with delays, retries and dead letters), then Python enqueues tasks that a Node worker
-#      runs, then `tideq stats` and `tideq jobs` show the result;
+#      runs, then `tideq worker` runs Python tasks in two supervised, recycled processes, then
+#      `tideq stats` and `tideq jobs` show the result;
 #   4. starts `tideq dashboard` and prints where to look, until Ctrl-C (`--no-keep`: stop here).
 # `--smoke` (`make demo SMOKE=1`, in `make test`): no build, the debug binaries and the bindings
 # `make test` built; the dashboard is started, asked for its overview once, and stopped.
@@ -112,6 +113,34 @@ const stats = await q.run({
 }, { concurrency: 4, stopWhenDrained: true });
 console.log(`completed ${stats.completed}, failed attempts ${stats.failed}`);
 JS
+
+echo
+echo "== tideq worker: 2 supervised Python worker processes, each recycled after 15 jobs"
+WORK_DIR="$(mktemp -d)"
+cat >"$WORK_DIR/demo_tasks.py" <<'PY'
+import tideq
+
+queue = tideq.Queue("demo-resize")
+
+
+@queue.task
+def resize(image: int) -> str:
+    return f"image-{image}.png resized"
+PY
+PYTHONPATH="$WORK_DIR" .venv/bin/python -c '
+from demo_tasks import resize
+for i in range(40):
+    resize.enqueue(i)
+'
+(cd "$WORK_DIR" && exec "$ROOT/.venv/bin/tideq" worker demo_tasks:queue --processes 2 \
+  --concurrency 4 --max-jobs-per-process 15 --shutdown-grace 5) &
+WORKER=$!
+PIDS+=("$WORKER")
+until "$TIDEQ" stats demo-resize --json | grep -q '"completed": *40'; do sleep 0.2; done
+kill -TERM "$WORKER"
+wait "$WORKER"
+rm -rf "$WORK_DIR"
+echo "tideq worker: 40 of 40 completed; SIGTERM stopped it (exit 0)"
 
 echo
 echo "== the command line: tideq stats demo-orders"

@@ -153,7 +153,7 @@ where
         tokio::select! {
             _ = tick.tick() => {}
             _ = signals.next() => {
-                stopping += 1;
+                stopping = stopping.saturating_add(1);
                 if stopping == 1 {
                     log::info!("tideq: stopping: running jobs get their grace (stop again to abort)");
                     ws.iter().for_each(|w| w.stop());
