@@ -57,6 +57,9 @@
 //! - `wait`: idle consumers and workers block on producers' wake-up lists instead of polling.
 //! - `background`: the stop/join/until-signal handle shared by consumers and workers.
 //! - [`signal`]: waiting for SIGINT/SIGTERM.
+//! - [`serve`]: the `main` of a worker process: runs its workers until SIGINT/SIGTERM, with
+//!   a health endpoint (feature `health`, on by default), recycling by a job limit, and the status
+//!   lines a supervisor (`tideq worker`) reads.
 //! - [`runtime_builder`]: the tokio runtime the bindings use (one worker thread by default).
 //! - `alloc` (feature `mimalloc`): the bindings' global allocator (binding plumbing, hidden from
 //!   the docs and not part of the stable API, like `Queue::work_boxed` and
@@ -92,6 +95,7 @@ mod runtime;
 pub mod schedule;
 mod scripts;
 mod search;
+mod serve;
 mod shards;
 pub mod signal;
 pub mod task;
@@ -126,6 +130,7 @@ pub use registry::WorkerInfo;
 pub use runtime::runtime_builder;
 pub use schedule::{Every, ScheduleInfo};
 pub use search::{JobFilter, JobSearch, SEARCH_SCAN};
+pub use serve::{serve, ServeOptions, SUPERVISOR_FD_ENV};
 pub use task::Tasks;
 pub use tokio_util::sync::CancellationToken;
 pub use worker::{

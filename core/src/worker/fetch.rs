@@ -7,7 +7,7 @@ use futures_util::stream::FuturesUnordered;
 use futures_util::StreamExt;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -32,6 +32,8 @@ use super::*;
 /// What one fetch hands back to the loop: the slots it reserved (one per leased job) and the result.
 pub(super) struct FetchDone {
     shard: usize,
+    /// How many jobs it asked for.
+    asked: u64,
     permits: Vec<OwnedSemaphorePermit>,
     result: Result<Fetched>,
 }
@@ -79,6 +81,7 @@ pub(super) fn start_fetch(
     let acks = acks.clone();
     // What the handlers took, and that this worker is alive, at most every 15 s.
     let (report, entry) = report;
+    let asked = permits.len() as u64;
     let fetch = Box::pin(async move {
         let result = queue
             .fetch(
@@ -96,6 +99,7 @@ pub(super) fn start_fetch(
         };
         FetchDone {
             shard,
+            asked,
             permits,
             result,
         }
@@ -215,6 +219,15 @@ async fn run_loop(
     let mut pass = Pass::new(n);
     let mut upkeep = Upkeep(vec![None; n]);
     let mut soonest: Option<u64> = None;
+    // Jobs asked for by the fetches in flight: with `max_jobs`, a fetch asks for at most what is
+    // left once those are counted, so the worker never leases one more.
+    let asked = AtomicU64::new(0);
+    // Which shards' latest fetch succeeded (readiness: all of them).
+    let mut shard_ok = vec![false; n];
+    let exhausted = || {
+        opts.max_jobs
+            .is_some_and(|m| counters.taken.load(Ordering::Relaxed) >= m)
+    };
     // A full pass found nothing: wait (once the fetches in flight are back) for a wake-up.
     let mut idle = false;
     // The last fetch leased jobs: only then is a second fetch sent before the first is back (an
@@ -231,14 +244,24 @@ async fn run_loop(
      -> bool {
         let FetchDone {
             shard,
+            asked: n_asked,
             mut permits,
             result,
         } = done;
+        asked.fetch_sub(n_asked, Ordering::Relaxed);
         shards.returned(shard);
         let now = Instant::now();
         match result {
             Ok(f) => {
                 shards.worked(shard);
+                counters
+                    .taken
+                    .fetch_add(f.jobs.len() as u64, Ordering::Relaxed);
+                shard_ok[shard] = true;
+                counters.ready.store(
+                    shard_ok.iter().all(|ok| *ok) && !exhausted(),
+                    Ordering::Relaxed,
+                );
                 if f.lost > 0 {
                     log::warn!(
                         "tideq: queue {:?}: {} job record(s) were missing or unreadable \
@@ -278,6 +301,8 @@ async fn run_loop(
                 drop(permits);
                 *busy = false;
                 counters.fetch_errors.fetch_add(1, Ordering::Relaxed);
+                shard_ok[shard] = false;
+                counters.ready.store(false, Ordering::Relaxed);
                 if e.is_fatal() {
                     stopped_on(&queue, &failure, e);
                     return false;
@@ -296,11 +321,26 @@ async fn run_loop(
             }
         }
     };
+    // Stopped leasing by itself (its `max_jobs` reached): the jobs it holds finish without the
+    // grace, unless a stop comes meanwhile.
+    let mut by_itself = false;
     loop {
         while tasks.try_join_next().is_some() {}
         if let Some(b) = batching {
             pending.hand_over(&ctx, &mut tasks, b, false);
         }
+        // What `max_jobs` still allows, beyond the jobs taken and those asked for.
+        let left = match opts.max_jobs {
+            Some(m) => {
+                if exhausted() && fetches.is_empty() {
+                    by_itself = true;
+                    break;
+                }
+                m.saturating_sub(counters.taken.load(Ordering::Relaxed))
+                    .saturating_sub(asked.load(Ordering::Relaxed))
+            }
+            None => u64::MAX,
+        };
         let now = Instant::now();
         let counted = shards.counted(now);
         if idle && counted == 0 {
@@ -357,17 +397,20 @@ async fn run_loop(
             }
             continue;
         }
-        let can_fetch =
-            !idle && shards.any_open(now) && (counted == 0 || (busy && counted < max_fetches));
+        let can_fetch = left > 0
+            && !idle
+            && shards.any_open(now)
+            && (counted == 0 || (busy && counted < max_fetches));
         // With a fetch already out, the next waits until a whole batch of slots is free: sending
         // one per freed slot made many small fetches (25 jobs on average at concurrency 100),
         // each a round trip the jobs behind it waited for. Node's worker went from ~110k to
         // ~180k jobs/s with this alone. Nothing starves: once the fetch in flight is back, the
         // next goes out for whatever is free.
+        let left = usize::try_from(left).unwrap_or(usize::MAX);
         let need = if counted == 0 {
             1
         } else {
-            batch.min(opts.concurrency)
+            batch.min(opts.concurrency).min(left)
         };
         let batch_due = pending.deadline;
         // Nothing to send now: look again when a shard's back-off ends or a fetch gets stuck.
@@ -397,7 +440,7 @@ async fn run_loop(
                 let mut reserved = p.expect("semaphore never closes");
                 let mut permits: Vec<_> = (1..need).filter_map(|_| reserved.split(1)).collect();
                 permits.push(reserved);
-                while permits.len() < batch {
+                while permits.len() < batch.min(left) {
                     match sem.clone().try_acquire_owned() {
                         Ok(p) => permits.push(p),
                         Err(_) => break,
@@ -409,6 +452,7 @@ async fn run_loop(
                 let Some(shard) = shards.send(now) else {
                     continue;
                 };
+                asked.fetch_add(permits.len() as u64, Ordering::Relaxed);
                 let upkeep = upkeep.due(shard, busy);
                 let (fetch, acks_beside) = start_fetch(
                     &queue,
@@ -425,6 +469,7 @@ async fn run_loop(
             }
         }
     }
+    counters.ready.store(false, Ordering::Relaxed);
     // Acks already on their way arrive (or go back to the queue for the drain below).
     while beside.next().await.is_some() {}
     // Fetches already sent may lease jobs: those still run (or are released below).
@@ -435,6 +480,9 @@ async fn run_loop(
             ..
         } = done;
         if let Ok(f) = result {
+            counters
+                .taken
+                .fetch_add(f.jobs.len() as u64, Ordering::Relaxed);
             for job in f.jobs {
                 let permit = permits.pop().expect("one permit per leased job");
                 match batching {
@@ -449,25 +497,37 @@ async fn run_loop(
         pending.hand_over(&ctx, &mut tasks, b, true);
     }
     // Stopped fetching: running jobs get the grace period; their acks still go out.
-    let drain = async {
-        loop {
-            while tasks.try_join_next().is_some() {}
-            if !acks.flush(&queue).await {
-                tokio::time::sleep(Duration::from_millis(100)).await;
-                continue;
+    let drained = {
+        let drain = async {
+            loop {
+                while tasks.try_join_next().is_some() {}
+                if !acks.flush(&queue).await {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+                if tasks.is_empty() && acks.is_empty() {
+                    break;
+                }
+                tokio::select! {
+                    _ = tasks.join_next() => {}
+                    _ = acks.notify.notified() => {}
+                }
             }
-            if tasks.is_empty() && acks.is_empty() {
-                break;
+        };
+        tokio::pin!(drain);
+        let finish = async {
+            if by_itself {
+                tokio::select! {
+                    _ = &mut drain => return true,
+                    _ = stopped(&mut stop_rx) => {}
+                }
             }
-            tokio::select! {
-                _ = tasks.join_next() => {}
-                _ = acks.notify.notified() => {}
-            }
+            tokio::time::timeout(opts.grace, &mut drain).await.is_ok()
+        };
+        tokio::select! {
+            r = finish => Some(r),
+            _ = aborted(&mut abort) => None,
         }
-    };
-    let drained = tokio::select! {
-        r = tokio::time::timeout(opts.grace, drain) => Some(r.is_ok()),
-        _ = aborted(&mut abort) => None,
     };
     if drained == Some(false) {
         // Past the grace period: ask the handlers still running to stop. A job is handed back

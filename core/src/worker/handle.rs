@@ -21,6 +21,7 @@ pub struct Worker {
     counters: Arc<Counters>,
     metrics: Arc<crate::metrics::WorkerMetrics>,
     queue_name: Arc<str>,
+    max_jobs: Option<u64>,
 }
 
 impl std::fmt::Debug for Worker {
@@ -63,6 +64,34 @@ impl Worker {
 
     pub fn is_running(&self) -> bool {
         self.bg.is_running()
+    }
+
+    /// Whether the worker is connected and leasing: true once its latest fetch on every shard of
+    /// the queue succeeded; false before its first fetch, from a failed fetch (Redis down, say)
+    /// until the next one that works, and once it stops leasing (stopping, or its
+    /// [`max_jobs`](WorkerOptions::max_jobs) reached). What a readiness probe asks.
+    pub fn is_ready(&self) -> bool {
+        self.counters
+            .ready
+            .load(std::sync::atomic::Ordering::Relaxed)
+            && self.is_running()
+    }
+
+    /// Jobs this worker has leased so far (this process only; those running included).
+    pub fn jobs_taken(&self) -> u64 {
+        self.counters
+            .taken
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// The queue this worker serves.
+    pub fn queue_name(&self) -> &str {
+        &self.queue_name
+    }
+
+    /// Its [`max_jobs`](WorkerOptions::max_jobs) is reached: it leases no more.
+    pub(crate) fn exhausted(&self) -> bool {
+        self.max_jobs.is_some_and(|m| self.jobs_taken() >= m)
     }
 
     /// Waits until the worker has stopped and returns its stats.
@@ -186,6 +215,7 @@ impl Queue {
         let counters = Arc::new(Counters::default());
         let metrics = Arc::new(crate::metrics::WorkerMetrics::new());
         let (c, m) = (counters.clone(), metrics.clone());
+        let max_jobs = opts.max_jobs;
         let queue = self.clone();
         let bg = Background::spawn("work", move |sig| run(queue, opts, handler, c, m, sig))?;
         Ok(Worker {
@@ -193,6 +223,7 @@ impl Queue {
             counters,
             metrics,
             queue_name: self.name.clone(),
+            max_jobs,
         })
     }
 }

@@ -1,7 +1,7 @@
 //! How a worker fetches and runs jobs (its options, a batch worker's options), and what it has
 //! done so far (its stats).
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -54,6 +54,11 @@ pub struct WorkerOptions {
     /// workers may, each slot still makes one job. A new or changed schedule is seen within
     /// `poll_interval`; without schedules this costs one call per `poll_interval`. Default true.
     pub schedules: bool,
+    /// Most jobs this worker leases in its life (`None`: no limit). Once it has leased that
+    /// many it stops leasing, lets the jobs it holds finish (a stop meanwhile gives them the
+    /// grace, as usual) and stops by itself: a way to recycle a worker process (see
+    /// [`serve`](crate::serve)). Exact: it never leases one more. Default `None`.
+    pub max_jobs: Option<u64>,
     /// The runtime the worker's handlers are written for, as [`Queue::workers`](crate::Queue::workers)
     /// shows it: "rust", or "python" / "node" (set by the bindings). Default "rust".
     #[doc(hidden)]
@@ -70,6 +75,7 @@ impl Default for WorkerOptions {
             grace: Duration::from_secs(10),
             stop_when_drained: false,
             schedules: true,
+            max_jobs: None,
             runtime: "rust",
         }
     }
@@ -79,6 +85,9 @@ impl WorkerOptions {
     pub(super) fn validate(&self) -> Result<()> {
         if self.concurrency == 0 {
             return Err(Error::invalid("concurrency must be at least 1"));
+        }
+        if self.max_jobs == Some(0) {
+            return Err(Error::invalid("max_jobs must be at least 1"));
         }
         if self.lease < Duration::from_millis(30) {
             return Err(Error::invalid("lease must be at least 30 ms"));
@@ -126,6 +135,10 @@ pub(super) struct Counters {
     pub(super) fetch_errors: AtomicU64,
     pub(super) cancelled: AtomicU64,
     pub(super) snoozed: AtomicU64,
+    /// Jobs leased so far (`Worker::jobs_taken`).
+    pub(super) taken: AtomicU64,
+    /// The latest fetch on every shard succeeded (`Worker::is_ready`).
+    pub(super) ready: AtomicBool,
 }
 
 impl Counters {
