@@ -166,3 +166,24 @@ test('SIGTERM: the child stops leasing, finishes its running jobs and exits 0', 
   assert.equal(stats.completed + stats.ready, 20);
   assert.equal(stats.active, 0);
 });
+
+test('a second SIGTERM aborts: the child exits without waiting, its running jobs left to their leases', async (t) => {
+  const dir = tmpDir(t);
+  const ledger = `${dir}/ledger`;
+  const a = unique('a');
+  writeModule(dir, 'tasks.mjs', taskModule({ ledger, queues: { [a]: { ms: 120_000 } } }));
+  await enqueueJobs(redis.url, a, 4);
+  const run = startCli(['./tasks.mjs', '--url', redis.url, '--concurrency', '2', '--shutdown-grace', '300'], { cwd: dir, script: WORKER, sub: [], timeoutMs: 60_000 });
+  while (readLedger(ledger).length < 2) await sleep(20);
+  run.proc.kill('SIGTERM');
+  await sleep(200);
+  run.proc.kill('SIGTERM');
+  const res = await run.done;
+  assert.equal(res.code, 0, res.stderr);
+  assert.match(res.stderr, /stopped at once; 2 running job\(s\) left to their leases/);
+  const records = readLedger(ledger);
+  assert.deepEqual(records.map((r) => r.kind), ['S', 'S']);
+  const stats = await new tideq.Queue(a, { url: redis.url }).stats();
+  assert.equal(stats.active, 2, 'the two jobs wait for their leases');
+  assert.equal(stats.ready, 2);
+});
