@@ -283,6 +283,10 @@ pub(crate) enum Command {
         #[arg(long)]
         insecure: bool,
     },
+    /// Run the workers of a Python or Node target in supervised processes (restarted when they
+    /// exit, recycled by jobs or memory), until SIGTERM or Ctrl-C. Comes with the Python and
+    /// Node packages; Rust programs call `tideq::serve`.
+    Worker(WorkerArgs),
     /// The Redis ACL rules of a role on a queue, as an ACL SETUSER line.
     Acl {
         queue: String,
@@ -393,4 +397,40 @@ pub(crate) enum Capped {
         #[arg(long)]
         json: bool,
     },
+}
+
+/// `tideq worker`'s arguments (the URL is the global `--url`, else TIDEQ_REDIS_URL).
+#[derive(Args)]
+pub(crate) struct WorkerArgs {
+    /// What to run: Python `module` or `module:attribute` (a Queue with tasks, a dict of
+    /// handlers, or a function returning one); Node a module path exporting the same.
+    pub(crate) target: String,
+    /// Worker processes, or `auto` for one per core. SIGTTIN / SIGTTOU add / remove one.
+    #[arg(long, value_name = "N|auto", default_value = "1", value_parser = crate::supervise::parse_processes)]
+    pub(crate) processes: usize,
+    /// Jobs run at the same time per process and queue [default: the library's, 10].
+    #[arg(long, value_name = "C", value_parser = clap::value_parser!(u64).range(1..))]
+    pub(crate) concurrency: Option<u64>,
+    /// The target's queues to serve, each with its own concurrency, e.g. emails=10,reports=2
+    /// [default: every queue of the target].
+    #[arg(long, value_name = "SPEC", value_parser = crate::supervise::parse_queues)]
+    pub(crate) queues: Option<String>,
+    /// Recycle a process after it has taken this many jobs (a fresh one starts first).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub(crate) max_jobs_per_process: Option<u64>,
+    /// Recycle a process whose resident memory passes this size (e.g. 200MB, 1GiB, 500000K).
+    #[arg(long, value_name = "SIZE", value_parser = crate::supervise::parse_size)]
+    pub(crate) max_memory_per_process: Option<u64>,
+    /// On SIGTERM or a recycling, how long running jobs may take [default: 10].
+    #[arg(long, value_name = "SECONDS", value_parser = crate::supervise::parse_grace)]
+    pub(crate) shutdown_grace: Option<f64>,
+    /// Serve /livez and /readyz on this address (e.g. 127.0.0.1:8080) for probes.
+    #[arg(long, value_name = "ADDR")]
+    pub(crate) health: Option<std::net::SocketAddr>,
+    /// The log lines' format: text or json (JSON lines) [default: text].
+    #[arg(long, value_name = "FORMAT", value_parser = ["text", "json"])]
+    pub(crate) log_format: Option<String>,
+    /// The least level logged: error, warn, info or debug [default: info].
+    #[arg(long, value_name = "LEVEL", value_parser = ["error", "warn", "info", "debug"])]
+    pub(crate) log_level: Option<String>,
 }

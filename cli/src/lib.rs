@@ -9,6 +9,8 @@
 //!   dead letters), `control.rs` (pause, resume, limits, groups), `schedule.rs`, `workers.rs`, `history.rs`, `events.rs`, `capped.rs`, `discover.rs` (queues), `acl.rs`.
 //! - `serve.rs`: bench, exporter and dashboard (`bench.rs`, `exporter.rs`, `dashboard.rs`; `http.rs`
 //!   the HTTP server both use: a header-read timeout and a cap on connections).
+//! - `supervise/`: `tideq worker`, the supervisor of the Python and Node packages' worker
+//!   children ([`run_cli_with_host`], [`Host`]).
 //! - `render/`: the core's values as aligned text or JSON, by the same roles.
 //!
 //! Exit codes: 0 ok, 1 a Redis/connection/auth error, 2 a usage error or bad input
@@ -33,7 +35,10 @@ mod jobs;
 mod render;
 mod schedule;
 mod serve;
+mod supervise;
 mod workers;
+
+pub use supervise::Host;
 
 use clap::Parser;
 
@@ -43,6 +48,25 @@ use exit::Outcome;
 /// Runs the command line on `args` (the first one is the program name) and returns the exit
 /// code (see the crate docs). Usage errors and `--help` print as clap prints them.
 pub fn run_cli<I, T>(args: I) -> u8
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    run_cli_inner(args, None)
+}
+
+/// [`run_cli`] for a package that can start worker children: `tideq worker` runs `host.child`
+/// (see [`Host`]) under a supervisor. The standalone binary has no host; its `tideq worker`
+/// names the packages and exits 2.
+pub fn run_cli_with_host<I, T>(args: I, host: Host) -> u8
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    run_cli_inner(args, Some(host))
+}
+
+fn run_cli_inner<I, T>(args: I, host: Option<Host>) -> u8
 where
     I: IntoIterator<Item = T>,
     T: Into<std::ffi::OsString> + Clone,
@@ -63,6 +87,16 @@ where
             eprintln!("tideq: cannot start the runtime: {e}");
             return 1;
         }
+    };
+    let cli = match cli.command {
+        Command::Worker(w) => {
+            let Some(host) = host else {
+                eprintln!("{}", supervise::NO_HOST);
+                return 2;
+            };
+            return rt.block_on(supervise::run(&host, &cli.conn, w));
+        }
+        command => Cli { command, ..cli },
     };
     let result = rt.block_on(run(cli));
     // A reader that closed stdout (`| head -1`) ends the command, quietly and successfully.
@@ -178,5 +212,6 @@ async fn run(cli: Cli) -> Outcome {
             role,
             rules_only,
         } => acl::acl(c, &queue, &role, rules_only),
+        Command::Worker(_) => unreachable!("run_cli_inner runs `worker`"),
     }
 }

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod dashboard;
+pub mod supervise;
 
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
