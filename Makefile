@@ -3,7 +3,7 @@
 # `make test` runs each target the documentation names that way (scripts/targets.py), so none rots
 # unseen.
 RELEASE = $(if $(SMOKE),,--release)
-.PHONY: demo test docs test-valkey stress-process scale faults release release-check bench bench-waits bench-cluster bench-flows fmt lint
+.PHONY: demo test docs test-valkey stress-process workers-long scale faults release release-check bench bench-waits bench-cluster bench-flows fmt lint
 
 demo: ## tideq at work from Rust, Python, Node and the CLI on a private redis-server (unless TIDEQ_REDIS_URL is set), then keeps it and the dashboard until Ctrl-C
 	@bash scripts/demo.sh $(if $(SMOKE),--smoke)
@@ -21,6 +21,10 @@ test-valkey: ## the Rust, Python, Node and cross-language suites against Valkey 
 stress-process: ## every Node test that runs a worker in a child process, 30 times in a row (each run must pass)
 	bash scripts/ensure-deps.sh >/dev/null
 	bash scripts/stress-process.sh $(if $(SMOKE),1,30)
+
+workers-long: ## the long `tideq worker` scenarios: a child SIGKILLed every second for 30 s while 20,000 jobs run (Node)
+	TIDEQ_BUILD_ONLY=1 bash scripts/test-node.sh >/dev/null
+	TIDEQ_LONG_TESTS=$(if $(SMOKE),,1) node --test tests/node/worker_cli_long.test.mjs
 
 scale: ## the scale profile: 100,000 groups (10% paused, 10% rate-limited, group limits on), 1,000,000 jobs, 4 shards, workers in Rust, Python and Node; checks nothing stranded, no limit exceeded, no script call over 10 ms (make test runs it with 10,000 groups)
 	bash scripts/ensure-deps.sh >/dev/null

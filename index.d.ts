@@ -1029,6 +1029,15 @@ export interface ClientOptions {
   evictionCheck?: 'warn' | 'refuse' | 'off'
 }
 
+/** How `tideq worker` starts one worker child of this package. */
+export interface CliHost {
+  /**
+   * The argv prefix that starts one child: `[process.execPath, '<package>/worker.js']`; the
+   * target and the per-child flags follow.
+   */
+  child: Array<string>
+}
+
 /** Options of `consume(handler, options)` and `run(handler, options)`. Every field is optional. */
 export interface ConsumeOptions {
   /** Batches handled at the same time. Default 1. */
@@ -1768,9 +1777,9 @@ export interface ReplicaAckOptions {
 /**
  * Runs the `tideq` operator command line on `argv` (the first item is the program name) and
  * returns its exit code; it blocks until the command ends. The package's `tideq` command
- * (`npx tideq ...`) calls it.
+ * (`npx tideq ...`) calls it, with `host` so that `tideq worker` can start worker processes.
  */
-export declare function runCli(argv: Array<string>): number
+export declare function runCli(argv: Array<string>, host?: CliHost | undefined | null): number
 
 /**
  * A schedule as `schedules()` lists it: its name, when it fires (`cron` and `timezone`, or

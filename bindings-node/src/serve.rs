@@ -33,30 +33,6 @@ pub struct ServeOptions {
 
 const SERVE_KEYS: &[&str] = &["health", "maxJobs"];
 
-/// Node's own SIGINT and SIGTERM handlers are released to the default before the core listens to
-/// these signals. Node installs them at startup, one-shot (`SA_RESETHAND`): they reset the
-/// terminal and raise the signal again, to die of it. The core's signal listener calls the
-/// handler it found, so that raise would come back to the listener, which would call it again:
-/// an endless storm of signals (seen: the first SIGTERM read as thousands). A handler without
-/// `SA_RESETHAND` (the core's own from an earlier `serve`, or libuv's for `process.on`) is left.
-#[cfg(unix)]
-fn release_node_signal_handlers() {
-    for sig in [libc::SIGINT, libc::SIGTERM] {
-        // SAFETY: sigaction reads the current disposition into a zeroed struct we own; signal
-        // sets the default one. No handler of ours runs meanwhile.
-        unsafe {
-            let mut old: libc::sigaction = std::mem::zeroed();
-            if libc::sigaction(sig, std::ptr::null(), &mut old) == 0
-                && old.sa_flags & libc::SA_RESETHAND != 0
-                && old.sa_sigaction != libc::SIG_DFL
-                && old.sa_sigaction != libc::SIG_IGN
-            {
-                libc::signal(sig, libc::SIG_DFL);
-            }
-        }
-    }
-}
-
 /// `options.health`: an address `host:port`.
 fn address(what: &str, v: &Unknown) -> Res<SocketAddr> {
     let text = string(what, v)?;
@@ -118,9 +94,8 @@ pub fn serve<'env>(
     options: Option<Unknown>,
 ) -> Result<PromiseRaw<'env, Vec<WorkerStats>>> {
     let args = serve_args(&workers, options.as_ref());
-    #[cfg(unix)]
     if args.is_ok() {
-        release_node_signal_handlers();
+        crate::signal::release_node_handlers();
     }
     spawn(
         env,
