@@ -15,6 +15,7 @@ export async function chaos(t, redis, { jobs, seconds }) {
   writeModule(dir, 'tasks.mjs', taskModule({ ledger, queues: { [name]: { kind: 'entry', ms: 20, leaseMs: 3000 } } }));
   const q = await enqueueJobs(redis.url, name, jobs);
   const run = startCli(['./tasks.mjs', '--processes', '2', '--concurrency', '4', '--shutdown-grace', '10'], {
+    t,
     cwd: dir,
     env: { TIDEQ_REDIS_URL: redis.url },
     timeoutMs: (seconds + 240) * 1000,
@@ -35,7 +36,9 @@ export async function chaos(t, redis, { jobs, seconds }) {
     process.kill(victim, 'SIGKILL');
     kills++;
   }
-  assert.ok(kills >= Math.floor(seconds / 3), `only ${kills} kills in ${seconds} s; stderr: ${run.err()}`);
+  // The supervisor's restart backoff grows while children keep dying (up to 10 s): fewer kills
+  // than seconds.
+  assert.ok(kills >= Math.max(3, Math.floor(seconds / 5)), `only ${kills} kills in ${seconds} s; stderr: ${run.err()}`);
   await until(async () => (await q.stats()).completed === jobs, async () => `${jobs} completed (${JSON.stringify(await q.stats())}); stderr: ${run.err().slice(-2000)}`, 180_000, 200);
   await until(() => childrenOf(run.proc.pid).length === 2, () => `two children again; stderr: ${run.err().slice(-2000)}`, 30_000);
   run.proc.kill('SIGTERM');

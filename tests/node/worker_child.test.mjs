@@ -155,7 +155,7 @@ test('SIGTERM: the child stops leasing, finishes its running jobs and exits 0', 
   const a = unique('a');
   writeModule(dir, 'tasks.mjs', taskModule({ ledger, queues: { [a]: { ms: 400 } } }));
   await enqueueJobs(redis.url, a, 20);
-  const run = startCli(['./tasks.mjs', '--url', redis.url, '--concurrency', '3', '--shutdown-grace', '20'], { cwd: dir, script: WORKER, sub: [] });
+  const run = startCli(['./tasks.mjs', '--url', redis.url, '--concurrency', '3', '--shutdown-grace', '20'], { t, cwd: dir, script: WORKER, sub: [] });
   while (readLedger(ledger).length === 0) await sleep(20);
   run.proc.kill('SIGTERM');
   const res = await run.done;
@@ -173,7 +173,7 @@ test('a second SIGTERM aborts: the child exits without waiting, its running jobs
   const a = unique('a');
   writeModule(dir, 'tasks.mjs', taskModule({ ledger, queues: { [a]: { ms: 120_000 } } }));
   await enqueueJobs(redis.url, a, 4);
-  const run = startCli(['./tasks.mjs', '--url', redis.url, '--concurrency', '2', '--shutdown-grace', '300'], { cwd: dir, script: WORKER, sub: [], timeoutMs: 60_000 });
+  const run = startCli(['./tasks.mjs', '--url', redis.url, '--concurrency', '2', '--shutdown-grace', '300'], { t, cwd: dir, script: WORKER, sub: [], timeoutMs: 60_000 });
   while (readLedger(ledger).length < 2) await sleep(20);
   run.proc.kill('SIGTERM');
   await sleep(200);

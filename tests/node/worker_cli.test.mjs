@@ -51,7 +51,7 @@ for (const cjs of [false, true]) {
     const name = unique('jq');
     const s = setup(t, { [name]: { kind: cjs ? 'tasks' : 'handler', ms: 5 } }, { cjs });
     const q = await enqueueJobs(redis.url, name, 400, cjs ? 'work' : undefined);
-    const run = startCli([s.target, '--processes', '2', '--concurrency', '4', '--url', redis.url], { cwd: s.dir, env: s.env });
+    const run = startCli([s.target, '--processes', '2', '--concurrency', '4', '--url', redis.url], { t, cwd: s.dir, env: s.env });
     await until(() => childrenOf(run.proc.pid).length === 2, () => `two children; stderr: ${run.err()}`);
     await until(async () => (await completed(q)) === 400, () => `400 jobs completed; stderr: ${run.err()}`, 60_000);
     await stop(run);
@@ -65,7 +65,7 @@ test('SIGTERM mid-run: every child finishes its running jobs and the command exi
   const name = unique('jq');
   const s = setup(t, { [name]: { kind: 'handler', ms: 600 } });
   const q = await enqueueJobs(redis.url, name, 40);
-  const run = startCli([s.target, '--processes', '2', '--concurrency', '2', '--shutdown-grace', '30', '--url', redis.url], { cwd: s.dir, env: s.env });
+  const run = startCli([s.target, '--processes', '2', '--concurrency', '2', '--shutdown-grace', '30', '--url', redis.url], { t, cwd: s.dir, env: s.env });
   await until(() => new Set(readLedger(s.ledger).map((r) => r.pid)).size === 2, () => `both children running jobs; stderr: ${run.err()}`);
   await stop(run);
   const runs = checkLedger(readLedger(s.ledger), { killed: false });
@@ -85,7 +85,7 @@ test('--max-jobs-per-process: each child runs at most that many jobs, then a fre
   const name = unique('jq');
   const s = setup(t, { [name]: { kind: 'handler', ms: 5 } });
   const q = await enqueueJobs(redis.url, name, 300);
-  const run = startCli([s.target, '--processes', '2', '--concurrency', '4', '--max-jobs-per-process', '40', '--url', redis.url], { cwd: s.dir, env: s.env });
+  const run = startCli([s.target, '--processes', '2', '--concurrency', '4', '--max-jobs-per-process', '40', '--url', redis.url], { t, cwd: s.dir, env: s.env });
   await until(async () => (await completed(q)) === 300, () => `300 jobs completed; stderr: ${run.err()}`, 90_000);
   await until(() => childrenOf(run.proc.pid).length === 2, 'two children');
   await stop(run);
@@ -100,7 +100,7 @@ test('--max-memory-per-process: a child leaking 5 MB a job is recycled, its RSS 
   const name = unique('jq');
   const s = setup(t, { [name]: { kind: 'handler', ms: 40, leakMb: 5 } });
   const q = await enqueueJobs(redis.url, name, 200);
-  const run = startCli([s.target, '--processes', '1', '--concurrency', '1', '--max-memory-per-process', '200MB', '--url', redis.url], { cwd: s.dir, env: s.env });
+  const run = startCli([s.target, '--processes', '1', '--concurrency', '1', '--max-memory-per-process', '200MB', '--url', redis.url], { t, cwd: s.dir, env: s.env });
   let maxRss = 0;
   await until(
     async () => {
@@ -129,6 +129,7 @@ for (const [what, text, pattern] of [
     const counter = `${dir}/started`;
     writeModule(dir, 'count.cjs', `require('node:fs').appendFileSync(${JSON.stringify(counter)}, process.argv[1] + '\\n');\n`);
     const run = startCli(['./broken.mjs', '--url', redis.url], {
+      t,
       cwd: dir,
       env: { NODE_OPTIONS: `--require ${dir}/count.cjs` },
       timeoutMs: 60_000,
@@ -146,7 +147,7 @@ test('SIGHUP replaces every child, one at a time, and no job is lost', async (t)
   const name = unique('jq');
   const s = setup(t, { [name]: { kind: 'handler', ms: 20 } });
   const q = await enqueueJobs(redis.url, name, 1_500);
-  const run = startCli([s.target, '--processes', '2', '--concurrency', '4', '--url', redis.url], { cwd: s.dir, env: s.env });
+  const run = startCli([s.target, '--processes', '2', '--concurrency', '4', '--url', redis.url], { t, cwd: s.dir, env: s.env });
   await until(() => new Set(readLedger(s.ledger).map((r) => r.pid)).size === 2, () => `both children running jobs; stderr: ${run.err()}`);
   const before = childrenOf(run.proc.pid);
   assert.equal(before.length, 2);
@@ -175,7 +176,7 @@ test('--queues a=2,b=1: one process serves two queues, each with its own concurr
   const qa = await enqueueJobs(redis.url, a, 30);
   const qb = await enqueueJobs(redis.url, b, 15, 'work');
   const qc = await enqueueJobs(redis.url, c, 5);
-  const run = startCli([s.target, '--queues', `${a}=2,${b}=1`, '--url', redis.url], { cwd: s.dir, env: s.env });
+  const run = startCli([s.target, '--queues', `${a}=2,${b}=1`, '--url', redis.url], { t, cwd: s.dir, env: s.env });
   await until(async () => (await completed(qa)) === 30 && (await completed(qb)) === 15, () => `both queues drained; stderr: ${run.err()}`, 60_000);
   await stop(run);
   const runs = checkLedger(readLedger(s.ledger), { killed: false });
@@ -190,7 +191,7 @@ test("the children's stdout is the command's: a handler's console.log lines arri
   const name = unique('jq');
   writeModule(dir, 'tasks.cjs', `module.exports = { ${JSON.stringify(name)}: (job) => { console.log('handled ' + job.id); } };\n`);
   const q = await enqueueJobs(redis.url, name, 5);
-  const run = startCli(['./tasks.cjs', '--processes', '2', '--url', redis.url], { cwd: dir });
+  const run = startCli(['./tasks.cjs', '--processes', '2', '--url', redis.url], { t, cwd: dir });
   await until(() => (run.out().match(/^handled /gm) ?? []).length === 5, () => `5 lines on stdout; stdout: ${run.out()}; stderr: ${run.err()}`);
   assert.equal((await q.stats()).completed, 5);
   await stop(run);
@@ -199,7 +200,7 @@ test("the children's stdout is the command's: a handler's console.log lines arri
 test('SIGTTIN starts one child more, SIGTTOU stops one', async (t) => {
   const name = unique('jq');
   const s = setup(t, { [name]: { kind: 'handler', ms: 5 } });
-  const run = startCli([s.target, '--processes', '2', '--url', redis.url], { cwd: s.dir, env: s.env });
+  const run = startCli([s.target, '--processes', '2', '--url', redis.url], { t, cwd: s.dir, env: s.env });
   await until(() => childrenOf(run.proc.pid).length === 2, () => `two children; stderr: ${run.err()}`);
   run.proc.kill('SIGTTIN');
   await until(() => childrenOf(run.proc.pid).length === 3, () => `three children; stderr: ${run.err()}`);

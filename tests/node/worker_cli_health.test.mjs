@@ -46,7 +46,7 @@ test('/readyz is 503 while Redis is stopped and 200 once it is back; /livez stay
   writeModule(dir, 'tasks.mjs', taskModule({ ledger: `${dir}/ledger`, queues: { [name]: { kind: 'handler' } } }));
   const hport = await freePort();
   const base = `http://127.0.0.1:${hport}`;
-  const run = startCli(['./tasks.mjs', '--processes', '2', '--url', server.url, '--health', `127.0.0.1:${hport}`], { cwd: dir, timeoutMs: 180_000 });
+  const run = startCli(['./tasks.mjs', '--processes', '2', '--url', server.url, '--health', `127.0.0.1:${hport}`], { t, cwd: dir, timeoutMs: 180_000 });
   await until(async () => (await status(`${base}/readyz`)) === 200, () => `/readyz 200; stderr: ${run.err()}`, 30_000, 100);
   assert.equal(await status(`${base}/livez`), 200);
   assert.equal(childrenOf(run.proc.pid).length, 2);

@@ -9,5 +9,5 @@ const redis = useRedis();
 
 test('SIGKILL of a child every second for 30 s while 20,000 jobs run: every job completes, none twice at once, two children again', { skip: !process.env.TIDEQ_LONG_TESTS && 'set TIDEQ_LONG_TESTS=1 (make workers-long)' }, async (t) => {
   const { kills, children } = await chaos(t, redis, { jobs: 20_000, seconds: 30 });
-  console.log(`# ${kills} kills, ${children} children ran jobs`);
+  t.diagnostic(`${kills} kills, ${children} children ran jobs`);
 });

@@ -181,9 +181,9 @@ export function rssOf(pid) {
 /**
  * Starts `node bin/tideq.js worker ...args` in `cwd`. Returns { proc, done, out(), err() }: `done`
  * resolves with { code, signal, stdout, stderr } (the process is SIGKILLed, and `done` rejects,
- * after `timeoutMs`).
+ * after `timeoutMs`, or when test `t` ends with it still running).
  */
-export function startCli(args, { cwd, env = {}, timeoutMs = 120_000, script = BIN, sub = ['worker'] } = {}) {
+export function startCli(args, { cwd, env = {}, timeoutMs = 120_000, script = BIN, sub = ['worker'], t } = {}) {
   const proc = spawn(process.execPath, [script, ...sub, ...args], {
     cwd,
     env: { ...process.env, ...env },
@@ -204,6 +204,13 @@ export function startCli(args, { cwd, env = {}, timeoutMs = 120_000, script = BI
       clearTimeout(timer);
       resolve({ code, signal, stdout, stderr });
     });
+  });
+  // A test that failed half-way leaves no process behind (they would keep the file's run alive).
+  t?.after(() => {
+    if (proc.exitCode !== null || proc.signalCode !== null) return;
+    for (const c of childrenOf(proc.pid)) process.kill(c, 'SIGKILL');
+    proc.kill('SIGKILL');
+    done.catch(() => {});
   });
   return { proc, done, out: () => stdout, err: () => stderr };
 }
