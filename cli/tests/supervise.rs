@@ -211,3 +211,67 @@ fn text_logs_are_one_line_per_child_event() {
     assert!(err.contains(") started (start)"), "{err}");
     assert!(err.contains(") exited (exit code 0)"), "{err}");
 }
+
+/// `tideq::serve`'s own signal handling, in a process of its own (no supervisor): the first
+/// SIGTERM drains, a second aborts.
+#[test]
+fn serve_in_a_process_drains_on_sigterm_and_a_second_sigterm_aborts() {
+    let server = RedisServer::start();
+    let q = queue(&server.url, "work");
+    let dir = temp_dir("serve-signals");
+    let child = |target: &str| {
+        std::process::Command::new(examples().join("worker_child"))
+            .args([target, "--url", &server.url, "--concurrency", "3"])
+            .args(["--shutdown-grace", "60"])
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    let wait = |c: &mut std::process::Child, secs: u64| {
+        let t = Instant::now();
+        loop {
+            if let Some(s) = c.try_wait().unwrap() {
+                return s.code();
+            }
+            if t.elapsed() > Duration::from_secs(secs) {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    let term = |c: &std::process::Child| unsafe {
+        libc::kill(c.id() as i32, libc::SIGTERM);
+    };
+    // One SIGTERM: the three running jobs finish, then the process exits 0.
+    fill(&q, 10);
+    let ledger_path = dir.join("drain");
+    let mut c = child(&format!("sleep=700,ledger={}", ledger_path.display()));
+    until("3 jobs running", 30, || ledger(&ledger_path).len() == 3);
+    term(&c);
+    assert_eq!(wait(&mut c, 30), Some(0));
+    check_ledger(
+        &ledger_path,
+        ledger(&ledger_path).into_iter().map(|(_, id, _)| id),
+        &Default::default(),
+    );
+    let st = stats(&q);
+    assert_eq!((st.completed, st.active, st.ready), (3, 0, 7));
+    // Two: the process exits at once, its jobs left to their leases.
+    let ledger_path = dir.join("abort");
+    let mut c = child(&format!(
+        "sleep=60000,lease=1000,ledger={}",
+        ledger_path.display()
+    ));
+    until("3 jobs running", 30, || ledger(&ledger_path).len() == 3);
+    term(&c);
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(
+        wait(&mut c, 0),
+        None,
+        "the first SIGTERM waits for the jobs"
+    );
+    term(&c);
+    assert_eq!(wait(&mut c, 30), Some(0));
+    assert_eq!(ledger(&ledger_path).len(), 3, "none ended");
+    assert_eq!(drain(&q), 7);
+}

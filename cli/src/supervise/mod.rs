@@ -95,6 +95,7 @@ pub(crate) fn parse_grace(s: &str) -> Result<f64, String> {
 
 /// The supervisor's plan, from the command line.
 pub(crate) struct Plan {
+    pub runtime: &'static str,
     pub argv: Vec<OsString>,
     pub processes: usize,
     pub max_memory: Option<u64>,
@@ -140,6 +141,7 @@ pub(crate) async fn run(host: &Host, conn: &Conn, a: WorkerArgs) -> u8 {
     flag("--log-format", a.log_format.clone());
     flag("--log-level", a.log_level.clone());
     let plan = Plan {
+        runtime: host.runtime,
         argv,
         processes: a.processes,
         max_memory: a.max_memory_per_process,

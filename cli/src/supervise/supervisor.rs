@@ -445,8 +445,9 @@ pub(crate) async fn supervise(plan: Plan) -> u8 {
     s.plan.log.info(
         "supervisor_started",
         &format!(
-            "starting {} child process(es): {}",
+            "starting {} {} child process(es): {}",
             s.desired,
+            s.plan.runtime,
             s.plan
                 .argv
                 .iter()
@@ -454,7 +455,10 @@ pub(crate) async fn supervise(plan: Plan) -> u8 {
                 .collect::<Vec<_>>()
                 .join(" ")
         ),
-        &[("processes", json!(s.desired))],
+        &[
+            ("processes", json!(s.desired)),
+            ("runtime", json!(s.plan.runtime)),
+        ],
     );
     let mut tick = tokio::time::interval(TICK);
     loop {
