@@ -60,10 +60,12 @@ bench-workers: ## CPU-bound Python jobs (5 ms of hashing each) under `tideq work
 	TIDEQ_BUILD_ONLY=1 bash scripts/test-python.sh >/dev/null
 	.venv/bin/python bench/workers/cpu.py $(if $(SMOKE),--jobs 200)
 
-workers-long: ## `tideq worker` (Python) with a child SIGKILLed every second for 30 s over 20,000 jobs: every job completes, none runs twice at once, the children back to the count asked
+workers-long: ## `tideq worker` in Python and Node with a child SIGKILLed every second for 30 s over 20,000 jobs: every job completes, none runs twice at once, the children back to the count asked (the quick form: Python's short run, Node's skipped)
 	@bash scripts/ensure-deps.sh >/dev/null
 	TIDEQ_BUILD_ONLY=1 bash scripts/test-python.sh >/dev/null
 	.venv/bin/python tests/python/workers_long.py $(if $(SMOKE),--smoke)
+	TIDEQ_BUILD_ONLY=1 bash scripts/test-node.sh >/dev/null
+	TIDEQ_LONG_TESTS=$(if $(SMOKE),,1) node --test tests/node/worker_cli_long.test.mjs
 
 fmt:
 	cargo fmt --all

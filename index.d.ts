@@ -768,6 +768,13 @@ export declare class Worker {
    * readable once the worker has stopped.
    */
   metrics(): string
+  /**
+   * Whether the worker is connected and leasing: true once its latest fetch on every shard of
+   * the queue succeeded; false before its first fetch, from a failed fetch (Redis down, say)
+   * until the next one that works, and once it stops leasing (stopping, or its `maxJobs`
+   * reached). What a readiness probe asks (`serve`'s `/readyz`).
+   */
+  isReady(): boolean
   /** True until the fetch loop has ended and running jobs have finished or been returned. */
   get running(): boolean
   /**
@@ -859,6 +866,8 @@ export interface BatchWorkerOptions {
   stopWhenDrained?: boolean
   /** As in `WorkerOptions`. */
   schedules?: boolean
+  /** As in `WorkerOptions`: counts jobs, not batches. */
+  maxJobs?: number
   /**
    * Called with the error a batch handler threw or rejected with, and the batch's jobs.
    * Default: `console.error`. Should not throw.
@@ -1018,6 +1027,15 @@ export interface ClientOptions {
    * with `EVICTION_POLICY`; `'off'`: do not check.
    */
   evictionCheck?: 'warn' | 'refuse' | 'off'
+}
+
+/** How `tideq worker` starts one worker child of this package. */
+export interface CliHost {
+  /**
+   * The argv prefix that starts one child: `[process.execPath, '<package>/worker.js']`; the
+   * target and the per-child flags follow.
+   */
+  child: Array<string>
 }
 
 /** Options of `consume(handler, options)` and `run(handler, options)`. Every field is optional. */
@@ -1772,9 +1790,9 @@ export interface ReplicaAckOptions {
 /**
  * Runs the `tideq` operator command line on `argv` (the first item is the program name) and
  * returns its exit code; it blocks until the command ends. The package's `tideq` command
- * (`npx tideq ...`) calls it.
+ * (`npx tideq ...`) calls it, with `host` so that `tideq worker` can start worker processes.
  */
-export declare function runCli(argv: Array<string>): number
+export declare function runCli(argv: Array<string>, host?: CliHost | undefined | null): number
 
 /**
  * A schedule as `schedules()` lists it: its name, when it fires (`cron` and `timezone`, or
@@ -1860,6 +1878,41 @@ export interface SentinelOptions {
   masterName: string
 }
 
+/**
+ * Runs started workers (e.g. one per queue, each `queue.work(...)` with its own concurrency)
+ * as the process's main loop, and resolves with their stats, in order, once they have all
+ * stopped:
+ * - on SIGINT or SIGTERM every worker stops leasing and its running jobs get its `graceMs`; a
+ *   second signal aborts them (their jobs go back to the queue by their leases, never lost).
+ *   `serve` handles these signals itself: do not add `process.on('SIGTERM')` listeners too;
+ * - once every worker stopped by itself (its `maxJobs` reached, `stopWhenDrained`), or the
+ *   workers together leased `options.maxJobs`;
+ * - with `options.health`, `/livez` and `/readyz` are served meanwhile.
+ *
+ * Under `npx tideq worker` (the environment variable `TIDEQ_SUPERVISOR_FD` set) it also reports
+ * to the supervisor. Rejects with `INVALID_ARGUMENT` for no workers, a bad option or a health
+ * address that cannot be bound (before anything runs), and, once every worker stopped, with the
+ * error one of them stopped on (see `Worker.error`).
+ */
+export declare function serve(workers: Worker[], options?: ServeOptions): Promise<WorkerStats[]>
+
+/** Options of `serve(workers, options)`. Every field is optional. */
+export interface ServeOptions {
+  /**
+   * Serve `GET /livez` (200 while serving) and `GET /readyz` (200 while every worker
+   * `isReady()`, else 503) on this address, `'host:port'` (e.g. `'127.0.0.1:8080'`), for
+   * liveness and readiness probes. Default: none.
+   */
+  health?: string
+  /**
+   * Most jobs the process leases over all its workers: once they have leased that many
+   * together, every worker stops gracefully and `serve` resolves (a supervisor then starts a
+   * fresh process). Each worker may lease up to its own batch more before it sees it; for an
+   * exact limit give each worker `maxJobs` as well. Default: no limit.
+   */
+  maxJobs?: number
+}
+
 /** Options of `wait(id, options)`. */
 export interface WaitOptions {
   /** Longest wait in ms, then the Promise rejects with `TIMEOUT`. `null` or absent: no limit. */
@@ -1928,6 +1981,13 @@ export interface WorkerOptions {
    * seen within `pollIntervalMs`. Default true.
    */
   schedules?: boolean
+  /**
+   * Most jobs this worker leases in its life: once it has leased that many it leases no
+   * more (never one more), lets its running jobs finish and stops by itself (`join()`
+   * resolves). A way to recycle a worker process (see `serve`). At least 1. Default: no
+   * limit.
+   */
+  maxJobs?: number
   /**
    * Called with a handler's error (thrown or rejected) and the job. Default: the error and
    * its stack are printed with `console.error`. Should not throw: an error thrown here

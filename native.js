@@ -850,3 +850,4 @@ module.exports.decodeEnvelope = nativeBinding.decodeEnvelope
 module.exports.encodeEnvelope = nativeBinding.encodeEnvelope
 module.exports.MAX_PRIORITY = nativeBinding.MAX_PRIORITY
 module.exports.runCli = nativeBinding.runCli
+module.exports.serve = nativeBinding.serve

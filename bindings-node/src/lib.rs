@@ -25,6 +25,7 @@
 //!     handlers (core `task`).
 //!   - [`worker`]: `Worker`, `work`/`workBatches`/`run`/`runBatches`; `worker/run.rs` the
 //!     handler calls and their cancellation (core `worker`).
+//!   - [`serve`]: `serve(workers, options)`, a worker process's main loop (core `serve`).
 //!   - [`job`]: `Job`, what a worker's handler receives (core `job`'s `Job`; its
 //!     `childrenResults` is core `workflow`'s).
 //!   - [`options`]: the job queue's and the worker's options: TypeScript declarations and
@@ -72,6 +73,7 @@ mod registry;
 mod results;
 mod runtime;
 mod schedule;
+mod serve;
 mod signal;
 mod task;
 mod worker;

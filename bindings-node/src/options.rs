@@ -485,6 +485,11 @@ pub struct WorkerOptions {
     /// any process or runtime, and each slot still makes one job. A new or changed schedule is
     /// seen within `pollIntervalMs`. Default true.
     pub schedules: Option<bool>,
+    /// Most jobs this worker leases in its life: once it has leased that many it leases no
+    /// more (never one more), lets its running jobs finish and stops by itself (`join()`
+    /// resolves). A way to recycle a worker process (see `serve`). At least 1. Default: no
+    /// limit.
+    pub max_jobs: Option<f64>,
     /// Called with a handler's error (thrown or rejected) and the job. Default: the error and
     /// its stack are printed with `console.error`. Should not throw: an error thrown here
     /// becomes an uncaught exception.
@@ -500,6 +505,7 @@ pub(crate) const WORK_KEYS: &[&str] = &[
     "graceMs",
     "stopWhenDrained",
     "schedules",
+    "maxJobs",
     "onError",
 ];
 
@@ -528,6 +534,8 @@ pub struct BatchWorkerOptions {
     pub stop_when_drained: Option<bool>,
     /// As in `WorkerOptions`.
     pub schedules: Option<bool>,
+    /// As in `WorkerOptions`: counts jobs, not batches.
+    pub max_jobs: Option<f64>,
     /// Called with the error a batch handler threw or rejected with, and the batch's jobs.
     /// Default: `console.error`. Should not throw.
     #[napi(ts_type = "(err: unknown, jobs: Job[]) => void")]
@@ -543,6 +551,7 @@ pub(crate) const BATCH_KEYS: &[&str] = &[
     "graceMs",
     "stopWhenDrained",
     "schedules",
+    "maxJobs",
     "onError",
 ];
 
@@ -565,6 +574,7 @@ pub(crate) fn worker_options(opts: &Options) -> Res<tideq::WorkerOptions> {
             .get("stopWhenDrained", boolean)?
             .unwrap_or(d.stop_when_drained),
         schedules: opts.get("schedules", boolean)?.unwrap_or(d.schedules),
+        max_jobs: opts.get("maxJobs", count1)?.map(|n| n as u64),
         runtime: "node",
     })
 }

@@ -2,7 +2,8 @@
 //! with `process.on` (so Node does not exit on the signal) and removed again once the runtime
 //! has stopped. The first signal stops gracefully and says so on stderr; a second one stops at
 //! once. The core's `signal` waits for the signals itself; a Node process leaves them to its
-//! event loop.
+//! event loop. `serve` and the `tideq` command (`runCli`) let the core listen instead, once
+//! Node's own handlers are out of the way ([`release_node_handlers`]).
 
 use std::cell::Cell;
 use std::future::Future;
@@ -111,5 +112,29 @@ impl SignalHooks {
         }
         // A reference left unreleased makes napi print "ObjectRef is not unref" at exit.
         self.process.unref(env)
+    }
+}
+
+/// Node's own SIGINT and SIGTERM handlers are released to the default before the core listens to
+/// these signals. Node installs them at startup, one-shot (`SA_RESETHAND`): they reset the
+/// terminal and raise the signal again, to die of it. The core's signal listener calls the
+/// handler it found, so that raise would come back to the listener, which would call it again:
+/// an endless storm of signals (seen: the first SIGTERM read as thousands). A handler without
+/// `SA_RESETHAND` (the core's own from an earlier `serve`, or libuv's for `process.on`) is left.
+pub(crate) fn release_node_handlers() {
+    #[cfg(unix)]
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: sigaction reads the current disposition into a zeroed struct we own; signal
+        // sets the default one. No handler of ours runs meanwhile.
+        unsafe {
+            let mut old: libc::sigaction = std::mem::zeroed();
+            if libc::sigaction(sig, std::ptr::null(), &mut old) == 0
+                && old.sa_flags & libc::SA_RESETHAND != 0
+                && old.sa_sigaction != libc::SIG_DFL
+                && old.sa_sigaction != libc::SIG_IGN
+            {
+                libc::signal(sig, libc::SIG_DFL);
+            }
+        }
     }
 }

@@ -11,6 +11,7 @@
 //! ([`crate::abort`]) and keeps waiting for the handler's Promise. Only `abort()` abandons it.
 //!
 //! Files: this one holds `Worker` and `Queue.work`/`workBatches`/`run`/`runBatches`;
+//! [`crate::serve`] runs several workers as a process's main loop;
 //! [`run`] the handler calls (one job or a batch, and their cancellation); the options are read
 //! in [`crate::options`], `WorkerStats` is in [`crate::results`].
 
@@ -44,7 +45,7 @@ use run::{batch_handler, job_handler, Leased, LeasedBatch};
 /// `TIDEQ_LOG` sets how much: `off`, `error`, `warn` (the default), `info` or `debug`.
 #[napi]
 pub struct Worker {
-    inner: Arc<tideq::Worker>,
+    pub(crate) inner: Arc<tideq::Worker>,
 }
 
 /// The worker's stats once it has stopped, or the error it stopped on by itself.
@@ -116,6 +117,15 @@ impl Worker {
     #[napi]
     pub fn metrics(&self) -> String {
         self.inner.metrics()
+    }
+
+    /// Whether the worker is connected and leasing: true once its latest fetch on every shard of
+    /// the queue succeeded; false before its first fetch, from a failed fetch (Redis down, say)
+    /// until the next one that works, and once it stops leasing (stopping, or its `maxJobs`
+    /// reached). What a readiness probe asks (`serve`'s `/readyz`).
+    #[napi]
+    pub fn is_ready(&self) -> bool {
+        self.inner.is_ready()
     }
 
     /// True until the fetch loop has ended and running jobs have finished or been returned.

@@ -10,6 +10,7 @@ import {
   Queue,
   Snooze,
   chain,
+  serve,
   chord,
   type ChildResult,
   type Enqueued,
@@ -265,6 +266,19 @@ async function flows(q: Queue, parts: Queue): Promise<void> {
   });
 }
 
+// A worker process's main loop: serve, maxJobs, isReady.
+async function serving(a: Queue, b: Queue) {
+  const workers = [a.work(() => {}, { concurrency: 20, maxJobs: 1000 }), b.workBatches(() => {}, { size: 5, maxJobs: 100 })];
+  const ready: boolean = workers[0].isReady();
+  const stats: WorkerStats[] = await serve(workers, { health: '127.0.0.1:8080', maxJobs: 2000 });
+  await serve(workers);
+  // @ts-expect-error serve takes Workers
+  await serve([a]);
+  // @ts-expect-error health is an address string
+  await serve(workers, { health: 8080 });
+  void [ready, stats];
+}
+
 // `await using`: a worker and a consumer are async-disposable (their shutdown).
 async function disposable(q: Queue, c: CappedQueue) {
   await using w = q.work(() => {});
@@ -273,4 +287,4 @@ async function disposable(q: Queue, c: CappedQueue) {
   void [dispose, consumer];
 }
 
-void [producer, admin, worker, errors, capped, outcomes, flows, disposable];
+void [producer, admin, worker, errors, capped, outcomes, flows, serving, disposable];
