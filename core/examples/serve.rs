@@ -15,8 +15,8 @@ fn main() -> tideq::Result<()> {
     let rt = tideq::runtime_builder().build().expect("a tokio runtime");
     rt.block_on(async {
         let client = Client::open(&url)?;
-        let emails = Queue::new(&client, "emails", Default::default())?;
-        let reports = Queue::new(&client, "reports", Default::default())?;
+        let emails = Queue::new(&client, "workers-rs-emails", Default::default())?;
+        let reports = Queue::new(&client, "workers-rs-reports", Default::default())?;
         let workers = vec![
             emails.work(
                 WorkerOptions {
