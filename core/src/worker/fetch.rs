@@ -7,7 +7,7 @@ use futures_util::stream::FuturesUnordered;
 use futures_util::StreamExt;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -219,15 +219,8 @@ async fn run_loop(
     let mut pass = Pass::new(n);
     let mut upkeep = Upkeep(vec![None; n]);
     let mut soonest: Option<u64> = None;
-    // Jobs asked for by the fetches in flight: with `max_jobs`, a fetch asks for at most what is
-    // left once those are counted, so the worker never leases one more.
-    let asked = AtomicU64::new(0);
-    // Which shards' latest fetch succeeded (readiness: all of them).
-    let mut shard_ok = vec![false; n];
-    let exhausted = || {
-        opts.max_jobs
-            .is_some_and(|m| counters.taken.load(Ordering::Relaxed) >= m)
-    };
+    // `max_jobs` and readiness.
+    let budget = Budget::new(opts.max_jobs, counters.clone(), n);
     // A full pass found nothing: wait (once the fetches in flight are back) for a wake-up.
     let mut idle = false;
     // The last fetch leased jobs: only then is a second fetch sent before the first is back (an
@@ -248,20 +241,14 @@ async fn run_loop(
             mut permits,
             result,
         } = done;
-        asked.fetch_sub(n_asked, Ordering::Relaxed);
+        budget.returned(n_asked);
         shards.returned(shard);
         let now = Instant::now();
         match result {
             Ok(f) => {
                 shards.worked(shard);
-                counters
-                    .taken
-                    .fetch_add(f.jobs.len() as u64, Ordering::Relaxed);
-                shard_ok[shard] = true;
-                counters.ready.store(
-                    shard_ok.iter().all(|ok| *ok) && !exhausted(),
-                    Ordering::Relaxed,
-                );
+                budget.took(f.jobs.len());
+                budget.fetched(shard, true);
                 if f.lost > 0 {
                     log::warn!(
                         "tideq: queue {:?}: {} job record(s) were missing or unreadable \
@@ -301,8 +288,7 @@ async fn run_loop(
                 drop(permits);
                 *busy = false;
                 counters.fetch_errors.fetch_add(1, Ordering::Relaxed);
-                shard_ok[shard] = false;
-                counters.ready.store(false, Ordering::Relaxed);
+                budget.fetched(shard, false);
                 if e.is_fatal() {
                     stopped_on(&queue, &failure, e);
                     return false;
@@ -330,17 +316,11 @@ async fn run_loop(
             pending.hand_over(&ctx, &mut tasks, b, false);
         }
         // What `max_jobs` still allows, beyond the jobs taken and those asked for.
-        let left = match opts.max_jobs {
-            Some(m) => {
-                if exhausted() && fetches.is_empty() {
-                    by_itself = true;
-                    break;
-                }
-                m.saturating_sub(counters.taken.load(Ordering::Relaxed))
-                    .saturating_sub(asked.load(Ordering::Relaxed))
-            }
-            None => u64::MAX,
-        };
+        if budget.exhausted() && fetches.is_empty() {
+            by_itself = true;
+            break;
+        }
+        let left = budget.left();
         let now = Instant::now();
         let counted = shards.counted(now);
         if idle && counted == 0 {
@@ -452,7 +432,7 @@ async fn run_loop(
                 let Some(shard) = shards.send(now) else {
                     continue;
                 };
-                asked.fetch_add(permits.len() as u64, Ordering::Relaxed);
+                budget.ask(permits.len() as u64);
                 let upkeep = upkeep.due(shard, busy);
                 let (fetch, acks_beside) = start_fetch(
                     &queue,
@@ -469,7 +449,7 @@ async fn run_loop(
             }
         }
     }
-    counters.ready.store(false, Ordering::Relaxed);
+    budget.stopped();
     // Acks already on their way arrive (or go back to the queue for the drain below).
     while beside.next().await.is_some() {}
     // Fetches already sent may lease jobs: those still run (or are released below).
@@ -480,9 +460,7 @@ async fn run_loop(
             ..
         } = done;
         if let Ok(f) = result {
-            counters
-                .taken
-                .fetch_add(f.jobs.len() as u64, Ordering::Relaxed);
+            budget.took(f.jobs.len());
             for job in f.jobs {
                 let permit = permits.pop().expect("one permit per leased job");
                 match batching {
@@ -595,26 +573,6 @@ async fn run_loop(
             .await;
     }
     let _ = done.send(true);
-}
-
-/// What the next fetch carries: what the handlers took and that this worker is alive, at most
-/// every 15 s, and with it the worker's registry entry (who it is and what it runs, see
-/// Queue::workers); ("", "") when no report is due.
-pub(super) fn next_report(
-    metrics: &crate::metrics::WorkerMetrics,
-    reg: &Registration,
-    in_flight: &InFlight,
-) -> (String, String) {
-    match metrics.take_report() {
-        Some(report) => (report, running_entry(reg, in_flight)),
-        None => Default::default(),
-    }
-}
-
-/// The worker's registry entry with the jobs it holds now.
-pub(super) fn running_entry(reg: &Registration, in_flight: &InFlight) -> String {
-    let running = in_flight.lock().unwrap();
-    reg.entry(running.values().map(|r| r.lease.id.as_str()))
 }
 
 /// Logs and keeps the error a worker stops on (it cannot be fixed by retrying).

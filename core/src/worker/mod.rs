@@ -9,6 +9,7 @@
 //! (Redis clock) or `poll_interval`.
 
 mod acks;
+mod budget;
 mod fetch;
 mod handle;
 mod handler;
@@ -29,6 +30,7 @@ pub(crate) use verdict::Verdict;
 pub use verdict::{BackOff, BackOffScope, DontRetry, Snooze};
 
 use acks::*;
+use budget::*;
 use fetch::*;
 use options::*;
 use relay::*;

@@ -1,5 +1,6 @@
 //! The lease renewer: its own thread, connection and small runtime, so no handler can starve
-//! it; it also looks for the running jobs' cancel requests.
+//! it; it also looks for the running jobs' cancel requests. And the worker's report and registry
+//! entry, which fetches and renewals carry.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -159,4 +160,24 @@ fn by_shard(keys: Vec<u64>, held: Vec<Lease>) -> Vec<(Vec<u64>, Vec<Lease>)> {
         e.1.push(l);
     }
     out.into_values().collect()
+}
+
+/// What the next fetch carries: what the handlers took and that this worker is alive, at most
+/// every 15 s, and with it the worker's registry entry (who it is and what it runs, see
+/// Queue::workers); ("", "") when no report is due.
+pub(super) fn next_report(
+    metrics: &crate::metrics::WorkerMetrics,
+    reg: &Registration,
+    in_flight: &InFlight,
+) -> (String, String) {
+    match metrics.take_report() {
+        Some(report) => (report, running_entry(reg, in_flight)),
+        None => Default::default(),
+    }
+}
+
+/// The worker's registry entry with the jobs it holds now.
+pub(super) fn running_entry(reg: &Registration, in_flight: &InFlight) -> String {
+    let running = in_flight.lock().unwrap();
+    reg.entry(running.values().map(|r| r.lease.id.as_str()))
 }
