@@ -7,7 +7,9 @@ reference under docs/reference/)
 
 Each fenced block (also one indented inside a content tab, `=== "Python"`) is handled by its
 language:
-- ```python: run with .venv/bin/python, then all of them type-checked with mypy against the stubs.
+- ```python: run with .venv/bin/python, then all of them type-checked with mypy against the stubs;
+  a block importing `django` runs with .venv-django/bin/python instead (Django 6 needs Python
+  3.12+: scripts/test-django.sh makes that virtualenv) and is left out of the mypy run.
 - ```js: run with node as an ES module from a directory where `tideq` resolves to this checkout
   (as after `npm install /path/to/tideq`).
 - ```toml: a Cargo manifest fragment: the [dependencies] of the one crate the Rust blocks are
@@ -69,6 +71,9 @@ SHELL_OK = [
     re.compile(r"^cargo install --path \S+$"),
 ]
 
+
+# A Python block of the Django integration (run in the Django virtualenv).
+DJANGO = re.compile(r"^\s*(import django|from django)\b", re.M)
 
 LANGS = ("python", "js", "rust", "toml", "sh", "redis", "yaml", "text")
 RUNS = 2
@@ -272,6 +277,7 @@ def main() -> int:
         return 1
     print(f"{len(all_blocks)} blocks in {len(files)} file(s), each run {RUNS} times")
     python = ROOT / ".venv" / "bin" / "python"
+    django_python = ROOT / ".venv-django" / "bin" / "python"
     work = Path(tempfile.mkdtemp(prefix="tideq-readme-"))
     redis = Redis(work)
     failures: list[str] = []
@@ -304,6 +310,13 @@ def main() -> int:
             elif b.lang == "python":
                 f = work / f"{b.name}.py"
                 f.write_text(b.code)
+                if DJANGO.search(b.code):
+                    if not django_python.exists():
+                        failures.append(f"{b}: imports django, and {django_python} is missing: "
+                                        "run `TIDEQ_BUILD_ONLY=1 bash scripts/test-django.sh`")
+                        continue
+                    failures.append(run(b, [str(django_python), str(f)], env, work) or "")
+                    continue
                 pyfiles.append(f)
                 failures.append(run(b, [str(python), str(f)], env, work) or "")
             elif b.lang == "js":

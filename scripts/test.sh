@@ -11,6 +11,8 @@ cargo test -p tideq-cli -p tideq-testing
 cargo test -p tideq --doc --features mimalloc,opentelemetry
 echo "== python"
 bash scripts/test-python.sh
+echo "== django (the django.tasks backend on the example project, Python 3.12+)"
+bash scripts/test-django.sh
 echo "== node"
 bash scripts/test-node.sh
 echo "== one version in every manifest, and the release workflow under actionlint"

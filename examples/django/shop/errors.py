@@ -1,0 +1,2 @@
+class PaymentDeclined(Exception):
+    """What charge() raises for a card it refuses."""
