@@ -10,7 +10,7 @@ use tideq::{ErrorKind, JobFilter, JobState, JobStats, Queue, QueueKind};
 
 use crate::args::{Conn, Dead, Page};
 use crate::connect::{client, job_queue};
-use crate::exit::{not_found, print, stdout_closed, write_out, Failure, Outcome};
+use crate::exit::{not_found, print, print_page, stdout_closed, write_out, Failure, Outcome};
 use crate::render::{self, Payload};
 
 /// Children `tideq job` shows of a flow parent (the first ones, and how many there are).
@@ -129,7 +129,7 @@ async fn print_jobs(c: &Conn, q: &Queue, state: JobState, page: Page, json: bool
             if p.jobs.is_empty() {
                 known(c, q, &q.stats().await?).await?;
             }
-            print(&render::job_page(&p, json));
+            print_page(&render::job_page(&p, json), &p.cursor, json);
         }
     }
     Ok(())
@@ -235,7 +235,7 @@ pub(crate) async fn search(
     if page.jobs.is_empty() && page.cursor.is_none() && cursor.is_none() {
         known(c, &q, &q.stats().await?).await?;
     }
-    print(&render::search_page(&page, json));
+    print_page(&render::search_page(&page, json), &page.cursor, json);
     Ok(())
 }
 

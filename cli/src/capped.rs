@@ -5,7 +5,7 @@ use tideq::{CappedOptions, CappedQueue, CappedStats, Client, QueueKind};
 
 use crate::args::{Capped, Conn};
 use crate::connect::{client, shards};
-use crate::exit::{print, Failure, Outcome};
+use crate::exit::{print, print_page, Failure, Outcome};
 use crate::render;
 
 /// `tideq capped QUEUE ACTION`: on the queue split in `--shards`, else in the count it recorded.
@@ -33,7 +33,7 @@ pub(crate) async fn capped(c: &Conn, queue: &str, action: Capped) -> Outcome {
                         count.unwrap_or(tideq::DEFAULT_GROUP_PAGE),
                     )
                     .await?;
-                print(&render::names_page(&page, json));
+                print_page(&render::names_page(&page, json), &page.cursor, json);
             }
         }
         Capped::Len { group } => print(&q.len(&group).await?.to_string()),

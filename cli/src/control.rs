@@ -3,7 +3,7 @@
 
 use crate::args::Conn;
 use crate::connect::job_queue;
-use crate::exit::{print, Outcome};
+use crate::exit::{print, print_page, Outcome};
 use crate::render;
 
 /// `tideq pause QUEUE [--group G]`.
@@ -67,7 +67,7 @@ pub(crate) async fn groups(
                 count.unwrap_or(tideq::DEFAULT_GROUP_PAGE),
             )
             .await?;
-        print(&render::groups_page(&page, json));
+        print_page(&render::groups_page(&page, json), &page.cursor, json);
     }
     Ok(())
 }

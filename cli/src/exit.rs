@@ -61,6 +61,17 @@ pub(crate) fn print(text: &str) {
     write_out(format_args!("{text}\n"));
 }
 
+/// A page of a listing on stdout, then (text output only) where the next page starts on stderr:
+/// piped output holds only the page, and the hint pastes into a shell as printed.
+pub(crate) fn print_page(text: &str, cursor: &Option<String>, json: bool) {
+    print(text);
+    if !json {
+        if let Some(hint) = crate::render::next_page(cursor) {
+            eprintln!("{hint}");
+        }
+    }
+}
+
 /// Writes to stdout and flushes; a closed pipe is remembered, any other write error ignored
 /// (there is nowhere left to report it).
 pub(crate) fn write_out(args: std::fmt::Arguments<'_>) {

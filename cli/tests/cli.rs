@@ -93,6 +93,43 @@ fn jobs_by_state_lists_what_was_enqueued() {
     assert_eq!(none["jobs"], Value::Array(vec![]));
 }
 
+/// A dead page's cursor holds `|`: printed on stdout unquoted, a pasted `--cursor` line piped
+/// the shell at the `|`, and piped output carried the hint. It goes to stderr, shell-quoted.
+#[test]
+fn a_dead_page_cursor_stays_off_stdout_and_pastes_into_a_shell_as_printed() {
+    let redis = Redis::start();
+    let q = redis.queue("pasted");
+    rt().block_on(async {
+        for i in 0..3 {
+            dead_job(&q, &format!("d{i}")).await;
+        }
+    });
+    let out = redis.tideq(&["jobs", "pasted", "dead", "--limit", "2"]);
+    let err = stderr(&out);
+    let hint = err
+        .lines()
+        .find_map(|l| l.strip_prefix("next page: "))
+        .unwrap_or_else(|| panic!("no hint on stderr: {err}"))
+        .to_string();
+    assert!(hint.contains('|') && hint.contains("'"), "{hint}");
+    let first = ok(out);
+    assert!(!first.contains("next page"), "{first}");
+    // The hint as printed, pasted after the same command in a shell.
+    let line = format!(
+        "{} --url {} jobs pasted dead --limit 2 {hint}",
+        env!("CARGO_BIN_EXE_tideq"),
+        redis.url
+    );
+    let pasted = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(&line)
+        .env_remove("TIDEQ_REDIS_URL")
+        .output()
+        .unwrap();
+    let second = ok(pasted);
+    assert!(second.contains("d2") && !second.contains("d0"), "{second}");
+}
+
 #[test]
 fn jobs_walks_a_state_page_by_page_with_the_cursor_each_page_prints() {
     let redis = Redis::start();
@@ -102,12 +139,9 @@ fn jobs_walks_a_state_page_by_page_with_the_cursor_each_page_prints() {
             q.enqueue(b"x", with_id(&format!("j{i}"))).await.unwrap();
         }
     });
-    let first = ok(redis.tideq(&["jobs", "walk", "ready", "--limit", "2"]));
-    let next = first
-        .lines()
-        .find_map(|l| l.strip_prefix("next page: --cursor "))
-        .unwrap_or_else(|| panic!("{first}"))
-        .to_string();
+    let out = redis.tideq(&["jobs", "walk", "ready", "--limit", "2"]);
+    let next = next_cursor(&out).unwrap_or_else(|| panic!("{}", stderr(&out)));
+    let first = ok(out);
     assert!(
         first.contains("j0") && first.contains("j1") && !first.contains("j2"),
         "{first}"
@@ -275,13 +309,10 @@ fn groups_lists_the_queues_groups_as_core_does() {
     );
     assert!(lines[2].contains("true"), "{text}");
     // One page at a time: the next page's cursor is printed after the table.
-    let text = ok(redis.tideq(&["groups", "grouped", "--count", "1"]));
-    let cursor = text
-        .lines()
-        .last()
-        .and_then(|l| l.strip_prefix("next page: --cursor "))
-        .unwrap_or_else(|| panic!("no cursor after one group of two: {text}"))
-        .to_string();
+    let out = redis.tideq(&["groups", "grouped", "--count", "1"]);
+    let cursor = next_cursor(&out)
+        .unwrap_or_else(|| panic!("no cursor after one group of two: {}", stderr(&out)));
+    let text = ok(out);
     let mut seen = vec![text
         .lines()
         .nth(1)

@@ -5,7 +5,7 @@ use serde_json::{json, Value};
 use tideq::{ChildInfo, ChildOutcome, ChildPage, JobInfo, JobState, JobStats};
 
 use super::{
-    kind, local_time, one_line, opt, pairs, pretty, preview, when, with_cursor, Payload, Table,
+    kind, local_time, one_line, opt, pairs, pretty, preview, when, Payload, Table,
     ERROR_WIDTH,
 };
 
@@ -223,12 +223,9 @@ pub fn job_page(page: &tideq::JobPage, json: bool) -> String {
     if page.jobs.is_empty() && page.cursor.is_some() {
         // A page that found none yet, with more to look at (grouped ready jobs are looked for
         // among the delayed and running ones, a bounded number a call): not "no jobs".
-        return with_cursor(
-            "(none found yet; more to look at)".to_string(),
-            &page.cursor,
-        );
+        return "(none found yet; more to look at)".to_string();
     }
-    with_cursor(job_list(&page.jobs, false), &page.cursor)
+    job_list(&page.jobs, false)
 }
 
 /// A page of `tideq search`: the jobs as `tideq jobs` lists them, how many jobs the call looked
@@ -253,7 +250,7 @@ pub fn search_page(page: &tideq::JobSearch, json: bool) -> String {
             "; search done"
         }
     );
-    with_cursor(text, &page.cursor)
+    text
 }
 
 /// A flow child: its queue, id, how it ended (`"pending"` until it has) and the error of one that

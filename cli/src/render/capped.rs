@@ -3,7 +3,7 @@
 use serde_json::{json, Value};
 use tideq::{CappedGroupPage, CappedStats, Peeked};
 
-use super::{kind, one_line, pairs, preview, when, with_cursor, Payload, Table, ITEM_WIDTH};
+use super::{kind, one_line, pairs, preview, when, Payload, Table, ITEM_WIDTH};
 
 pub fn capped_stats_json(s: &CappedStats) -> Value {
     json!({
@@ -74,7 +74,7 @@ pub fn names_page(page: &CappedGroupPage, json: bool) -> String {
     if json {
         return json!({"groups": page.groups, "cursor": page.cursor}).to_string();
     }
-    with_cursor(names(&page.groups, false), &page.cursor)
+    names(&page.groups, false)
 }
 
 pub fn names(names: &[String], json: bool) -> String {

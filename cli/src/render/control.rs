@@ -3,7 +3,7 @@
 use serde_json::{json, Value};
 use tideq::{GroupInfo, GroupPage, Limits, Rate};
 
-use super::{opt, pairs, with_cursor, Table};
+use super::{opt, pairs, Table};
 
 fn rate_json(r: &Option<Rate>) -> Value {
     match r {
@@ -98,5 +98,5 @@ pub fn groups_page(page: &GroupPage, json: bool) -> String {
         })
         .to_string();
     }
-    with_cursor(groups(&page.groups, false), &page.cursor)
+    groups(&page.groups, false)
 }

@@ -261,17 +261,31 @@ fn when(ms: u64) -> String {
     }
 }
 
-fn with_cursor(text: String, cursor: &Option<String>) -> String {
-    match cursor {
-        Some(c) => format!("{text}\nnext page: --cursor {c}"),
-        None => text,
-    }
+/// The line telling where the next page starts, `next page: --cursor 'C'`, shell-quoted so it
+/// can be pasted as printed (a cursor may hold `|`). Commands write it on stderr, after the page,
+/// so that piped output holds only the page.
+pub fn next_page(cursor: &Option<String>) -> Option<String> {
+    cursor
+        .as_ref()
+        .map(|c| format!("next page: --cursor {}", shell_quote(c)))
+}
+
+/// `text` in single quotes for a POSIX shell (a `'` inside as `'\''`).
+pub fn shell_quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "'\\''"))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_cursor_is_shell_quoted_so_it_pastes_as_printed() {
+        assert_eq!(shell_quote("dead:0:17|8c"), "'dead:0:17|8c'");
+        assert_eq!(shell_quote("a'b"), "'a'\\''b'");
+        assert_eq!(next_page(&None), None);
+    }
 
     #[test]
     fn preview_picks_json_then_text_then_hex() {
@@ -343,9 +357,9 @@ mod tests {
             text.starts_with("(none found yet; more to look at)"),
             "{text}"
         );
-        assert!(
-            text.ends_with("next page: --cursor ready:0:g|123|7|j9"),
-            "{text}"
+        assert_eq!(
+            next_page(&looking.cursor).as_deref(),
+            Some("next page: --cursor 'ready:0:g|123|7|j9'")
         );
         let done = tideq::JobPage {
             jobs: Vec::new(),

@@ -75,6 +75,16 @@ pub fn stdout(out: &Output) -> String {
     String::from_utf8(out.stdout.clone()).unwrap()
 }
 
+/// The cursor of the next page a listing wrote on stderr (`next page: --cursor 'C'`), unquoted.
+pub fn next_cursor(out: &Output) -> Option<String> {
+    let err = stderr(out);
+    let quoted = err
+        .lines()
+        .find_map(|l| l.strip_prefix("next page: --cursor "))?;
+    let inner = quoted.strip_prefix('\'')?.strip_suffix('\'')?;
+    Some(inner.replace("'\\''", "'"))
+}
+
 pub fn stderr(out: &Output) -> String {
     String::from_utf8(out.stderr.clone()).unwrap()
 }
