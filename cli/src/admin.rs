@@ -70,10 +70,14 @@ async fn known(c: &Conn, q: &Queue, s: &JobStats) -> Outcome {
         (None, Some(_)) => Err(Failure::NotFound(format!(
             "{name:?} is a capped queue: see `tideq capped {name} stats`"
         ))),
-        (None, None) => Err(Failure::NotFound(format!(
-            "no job queue {name:?} here: nothing was ever enqueued to it (`tideq queues` lists \
-             the queues)"
-        ))),
+        (None, None) => {
+            let names: Vec<&str> = found.iter().map(|r| r.name.as_str()).collect();
+            Err(Failure::NotFound(format!(
+                "no job queue {name:?} here: nothing was ever enqueued to it{} (`tideq queues` \
+                 lists the queues)",
+                crate::connect::did_you_mean(name, &names)
+            )))
+        }
     }
 }
 

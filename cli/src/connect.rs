@@ -57,3 +57,89 @@ pub(crate) async fn shards(
         None => client.recorded_shards(kind, name).await?.unwrap_or(1),
     })
 }
+
+/// The job queue `name` for a command that reads or changes an existing queue (`pause`,
+/// `limits`, `history`, `schedules`, `workers`, `events`, ...): a name no queue has (a typo) is
+/// `NotFound` (exit 3), naming the queues it may have meant, and nothing is written. A queue
+/// exists once its shard count is recorded (its first enqueue or schedule) or it has keys under
+/// the prefix.
+pub(crate) async fn existing_job_queue(c: &Conn, name: &str) -> Result<Queue, Failure> {
+    let client = client(c)?;
+    let shards = match client.recorded_shards(QueueKind::Jobs, name).await? {
+        Some(n) => n,
+        None => {
+            let found = client.queues().await?;
+            let of = |kind| found.iter().find(|r| r.kind == kind && r.name == name);
+            match (of(QueueKind::Jobs), of(QueueKind::Capped)) {
+                (Some(r), _) => r.shards,
+                (None, Some(_)) => {
+                    return Err(Failure::NotFound(format!(
+                        "{name:?} is a capped queue: see `tideq capped {name} stats`"
+                    )))
+                }
+                (None, None) => {
+                    let names: Vec<&str> = found.iter().map(|r| r.name.as_str()).collect();
+                    return Err(Failure::NotFound(format!(
+                        "no job queue {name:?} here: nothing was ever enqueued to it{} \
+                         (`tideq queues` lists the queues)",
+                        did_you_mean(name, &names)
+                    )));
+                }
+            }
+        }
+    };
+    Ok(Queue::sharded(
+        &client,
+        name,
+        c.shards.unwrap_or(shards),
+        QueueOptions::default(),
+    )?)
+}
+
+/// `; did you mean "emails"?` when one of `names` is within two edits of `name`.
+pub(crate) fn did_you_mean(name: &str, names: &[&str]) -> String {
+    let mut close: Vec<(usize, &str)> = names
+        .iter()
+        .map(|n| (edits(name, n), *n))
+        .filter(|(d, _)| *d <= 2)
+        .collect();
+    close.sort();
+    match close.first() {
+        Some((_, n)) => format!("; did you mean {n:?}?"),
+        None => String::new(),
+    }
+}
+
+/// The Levenshtein distance between `a` and `b`, by characters.
+fn edits(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let next = (row[j + 1] + 1)
+                .min(row[j] + 1)
+                .min(prev + usize::from(ca != *cb));
+            prev = row[j + 1];
+            row[j + 1] = next;
+        }
+    }
+    row[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_typo_within_two_edits_is_suggested() {
+        assert_eq!(edits("emials", "emails"), 2);
+        assert_eq!(edits("", "ab"), 2);
+        assert_eq!(
+            did_you_mean("emials", &["reports", "emails"]),
+            "; did you mean \"emails\"?"
+        );
+        assert_eq!(did_you_mean("zzz", &["emails"]), "");
+    }
+}

@@ -2,13 +2,13 @@
 //! group), `limits`, `group`, `groups`.
 
 use crate::args::Conn;
-use crate::connect::job_queue;
+use crate::connect::existing_job_queue;
 use crate::exit::{print, print_page, Outcome};
 use crate::render;
 
 /// `tideq pause QUEUE [--group G]`.
 pub(crate) async fn pause(c: &Conn, queue: &str, group: Option<String>) -> Outcome {
-    let q = job_queue(c, queue).await?;
+    let q = existing_job_queue(c, queue).await?;
     match &group {
         Some(g) => q.pause_group(g).await?,
         None => q.pause().await?,
@@ -19,7 +19,7 @@ pub(crate) async fn pause(c: &Conn, queue: &str, group: Option<String>) -> Outco
 
 /// `tideq resume QUEUE [--group G]`.
 pub(crate) async fn resume(c: &Conn, queue: &str, group: Option<String>) -> Outcome {
-    let q = job_queue(c, queue).await?;
+    let q = existing_job_queue(c, queue).await?;
     match &group {
         Some(g) => q.resume_group(g).await?,
         None => q.resume().await?,
@@ -37,14 +37,14 @@ fn target(queue: &str, group: &Option<String>) -> String {
 
 /// `tideq limits QUEUE`.
 pub(crate) async fn limits(c: &Conn, queue: &str, json: bool) -> Outcome {
-    let q = job_queue(c, queue).await?;
+    let q = existing_job_queue(c, queue).await?;
     print(&render::limits(&q.limits().await?, json));
     Ok(())
 }
 
 /// `tideq group QUEUE NAME`.
 pub(crate) async fn group(c: &Conn, queue: &str, name: &str, json: bool) -> Outcome {
-    let q = job_queue(c, queue).await?;
+    let q = existing_job_queue(c, queue).await?;
     print(&render::group(&q.group(name).await?, json));
     Ok(())
 }
@@ -57,7 +57,7 @@ pub(crate) async fn groups(
     cursor: Option<String>,
     json: bool,
 ) -> Outcome {
-    let q = job_queue(c, queue).await?;
+    let q = existing_job_queue(c, queue).await?;
     if count.is_none() && cursor.is_none() {
         print(&render::groups(&q.groups().await?, json));
     } else {

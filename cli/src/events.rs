@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use crate::args::Conn;
-use crate::connect::job_queue;
+use crate::connect::existing_job_queue;
 use crate::exit::{print, stdout_closed, Failure, Outcome};
 use crate::render;
 
@@ -23,7 +23,13 @@ pub(crate) async fn events(
             Failure::Usage(format!("--idle must be a number of seconds >= 0, not {s}"))
         })?),
     };
-    let q = job_queue(c, queue).await?;
+    let q = existing_job_queue(c, queue).await?;
+    if q.events_log_len().await?.is_none() {
+        return Err(Failure::Usage(format!(
+            "the event log of {queue:?} is off, so no event would ever come: the application \
+             turns it on (`set_events`, `setEvents` in Node)"
+        )));
+    }
     let mut ev = q.events(tideq::EventsOptions { name, from_start }).await?;
     let ctrl_c = tokio::signal::ctrl_c();
     tokio::pin!(ctrl_c);

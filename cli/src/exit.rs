@@ -65,7 +65,8 @@ pub(crate) fn print(text: &str) {
 /// piped output holds only the page, and the hint pastes into a shell as printed.
 pub(crate) fn print_page(text: &str, cursor: &Option<String>, json: bool) {
     print(text);
-    if !json {
+    // A reader that went away (`| head -1`) needs no next page.
+    if !json && !stdout_closed() {
         if let Some(hint) = crate::render::next_page(cursor) {
             eprintln!("{hint}");
         }

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use crate::args::Conn;
-use crate::connect::job_queue;
+use crate::connect::{existing_job_queue, job_queue};
 use crate::exit::{print, Outcome};
 use crate::render;
 
@@ -15,8 +15,10 @@ pub(crate) async fn history(
     step: Duration,
     json: bool,
 ) -> Outcome {
-    let q = job_queue(c, queue).await?;
-    print(&render::history(&q.history(window, step).await?, json));
+    // The window and step are checked first (a usage error), then the queue's name (a typo).
+    let points = job_queue(c, queue).await?.history(window, step).await?;
+    existing_job_queue(c, queue).await?;
+    print(&render::history(&points, json));
     Ok(())
 }
 

@@ -200,7 +200,10 @@ fn search_finds_jobs_by_task_or_group_page_by_page() {
         "{text}"
     );
     assert!(text.contains("3 found among"), "{text}");
-    assert!(!text.contains("next page"), "the hint goes to stderr: {text}");
+    assert!(
+        !text.contains("next page"),
+        "the hint goes to stderr: {text}"
+    );
 }
 
 #[test]

@@ -246,6 +246,8 @@ fn pause_and_resume_change_is_paused() {
     let redis = Redis::start();
     let q = redis.queue("pz");
     let rt = rt();
+    rt.block_on(q.enqueue(b"x", EnqueueOptions::default()))
+        .unwrap();
     assert!(!rt.block_on(q.is_paused()).unwrap());
     ok(redis.tideq(&["pause", "pz"]));
     assert!(rt.block_on(q.is_paused()).unwrap());
@@ -265,6 +267,8 @@ fn pause_and_resume_change_is_paused() {
 fn groups_lists_the_queues_groups_as_core_does() {
     let redis = Redis::start();
     let q = redis.queue("grouped");
+    rt().block_on(q.enqueue(b"ungrouped", EnqueueOptions::default()))
+        .unwrap();
     assert_eq!(
         ok(redis.tideq(&["groups", "grouped"])).trim(),
         "(no groups)"
@@ -484,6 +488,8 @@ fn schedules_lists_each_schedule_with_its_next_run() {
         text.contains("daily") && text.contains("Europe/Paris"),
         "{text}"
     );
+    rt.block_on(redis.queue("none").enqueue(b"x", EnqueueOptions::default()))
+        .unwrap();
     assert!(ok(redis.tideq(&["schedules", "none"])).contains("(no schedules)"));
 }
 
@@ -595,4 +601,70 @@ fn queues_lists_both_kinds_under_the_prefix() {
     let text = ok(redis.tideq(&["queues"]));
     assert!(text.contains("orders") && text.contains("capped"), "{text}");
     assert!(ok(redis.tideq(&["--prefix", "nobody", "queues"])).contains("(no queues)"));
+}
+
+/// `tideq pause nosuch` printed `paused "nosuch"`, exited 0 and created keys (after which `stats`
+/// showed zeros); `history`, `schedules`, `workers` of an unknown queue exited 0. Each now exits
+/// 3, names the queue it may have meant, and writes nothing.
+#[test]
+fn a_typoed_queue_name_exits_3_names_the_likely_queue_and_writes_nothing() {
+    let redis = Redis::start();
+    rt().block_on(
+        redis
+            .queue("emails")
+            .enqueue(b"x", EnqueueOptions::default()),
+    )
+    .unwrap();
+    let keys = redis_cli(&redis.url, &["DBSIZE"]);
+    let commands: [&[&str]; 12] = [
+        &["pause", "emials"],
+        &["resume", "emials"],
+        &["pause", "emials", "--group", "g"],
+        &["resume", "emials", "--group", "g"],
+        &["limits", "emials"],
+        &["group", "emials", "g"],
+        &["groups", "emials"],
+        &["history", "emials"],
+        &["schedules", "emials"],
+        &["workers", "emials"],
+        &["events", "emials", "--idle", "0.1"],
+        &["stats", "emials"],
+    ];
+    for args in commands {
+        let out = redis.tideq(args);
+        assert_eq!(out.status.code(), Some(3), "{args:?}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains("\"emials\"") && stderr(&out).contains("emails"),
+            "{args:?}: {}",
+            stderr(&out)
+        );
+        assert_eq!(
+            redis_cli(&redis.url, &["DBSIZE"]),
+            keys,
+            "{args:?} wrote keys"
+        );
+    }
+    let out = redis.tideq(&["pause", "emials"]);
+    assert!(
+        stderr(&out).contains("did you mean \"emails\"?"),
+        "{}",
+        stderr(&out)
+    );
+    // The queue itself still answers.
+    ok(redis.tideq(&["pause", "emails"]));
+    ok(redis.tideq(&["resume", "emails"]));
+}
+
+/// `tideq events QUEUE` on a queue whose events are off printed nothing and waited forever.
+#[test]
+fn events_of_a_queue_whose_event_log_is_off_exit_2_at_once_saying_so() {
+    let redis = Redis::start();
+    let q = redis.queue("quiet");
+    rt().block_on(q.enqueue(b"x", EnqueueOptions::default()))
+        .unwrap();
+    let out = redis.tideq(&["events", "quiet"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("event log"), "{}", stderr(&out));
+    rt().block_on(q.set_events(Some(100))).unwrap();
+    ok(redis.tideq(&["events", "quiet", "--idle", "0.2"]));
 }

@@ -183,6 +183,21 @@ impl Queue {
         .await
     }
 
+    /// How many entries the queue's event log keeps (as [`set_events`](Self::set_events) set
+    /// it), or `None` when its events are off.
+    pub async fn events_log_len(&self) -> Result<Option<usize>> {
+        self.op("events_log_len", async {
+            let mut conn = self.client.conn().await?;
+            redis::cmd("HGET")
+                .arg(self.shards[0].cfg())
+                .arg("events")
+                .query_async(&mut conn)
+                .await
+                .map_err(|e| self.client.err(e))
+        })
+        .await
+    }
+
     /// A reader of the queue's event log (see [`EventsOptions`]).
     pub async fn events(&self, opts: EventsOptions) -> Result<Events> {
         if let Some(name) = &opts.name {

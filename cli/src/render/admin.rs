@@ -5,8 +5,7 @@ use serde_json::{json, Value};
 use tideq::{ChildInfo, ChildOutcome, ChildPage, JobInfo, JobState, JobStats};
 
 use super::{
-    kind, local_time, one_line, opt, pairs, pretty, preview, when, Payload, Table,
-    ERROR_WIDTH,
+    kind, local_time, one_line, opt, pairs, pretty, preview, when, Payload, Table, ERROR_WIDTH,
 };
 
 pub fn stats_json(s: &JobStats) -> Value {
