@@ -96,6 +96,37 @@ pub(crate) async fn existing_job_queue(c: &Conn, name: &str) -> Result<Queue, Fa
     )?)
 }
 
+/// The job queues `--queue` names for the exporter or the dashboard exist: a typo'd name is
+/// `NotFound` (exit 3) before anything is served, instead of a page of zeros.
+pub(crate) async fn named_queues_exist(client: &Client, named: &[String]) -> Result<(), Failure> {
+    let mut found = None;
+    for name in named {
+        if client
+            .recorded_shards(QueueKind::Jobs, name)
+            .await?
+            .is_some()
+        {
+            continue;
+        }
+        if found.is_none() {
+            found = Some(client.queues().await?);
+        }
+        let all = found.as_deref().unwrap_or_default();
+        if all
+            .iter()
+            .any(|r| r.kind == QueueKind::Jobs && &r.name == name)
+        {
+            continue;
+        }
+        let names: Vec<&str> = all.iter().map(|r| r.name.as_str()).collect();
+        return Err(Failure::NotFound(format!(
+            "--queue {name:?}: no job queue of that name here{} (`tideq queues` lists the queues)",
+            did_you_mean(name, &names)
+        )));
+    }
+    Ok(())
+}
+
 /// `; did you mean "emails"?` when one of `names` is within two edits of `name`.
 pub(crate) fn did_you_mean(name: &str, names: &[&str]) -> String {
     let mut close: Vec<(usize, &str)> = names

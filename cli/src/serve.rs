@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use crate::args::Conn;
-use crate::connect::client;
+use crate::connect::{client, named_queues_exist};
 use crate::exit::{print, Failure, Outcome};
 use crate::{bench, dashboard, exporter};
 
@@ -26,6 +26,7 @@ pub(crate) async fn exporter(
 ) -> Outcome {
     let refresh = refresh_secs(refresh)?;
     let client = client(c)?;
+    named_queues_exist(&client, &queues).await?;
     exporter::run(client, c.shards, queues, listen, refresh, allow_hosts)
         .await
         .map_err(Failure::Usage)
@@ -66,6 +67,7 @@ pub(crate) async fn dashboard(c: &Conn, listen: &str, a: DashboardArgs) -> Outco
         insecure: a.insecure,
     };
     let client = client(c)?;
+    named_queues_exist(&client, &opts.named).await?;
     dashboard::run(client, opts, listen)
         .await
         .map_err(Failure::Usage)

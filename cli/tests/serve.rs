@@ -159,3 +159,25 @@ fn bad_exporter_and_events_arguments_are_usage_errors() {
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("cannot listen"), "{}", stderr(&out));
 }
+
+/// `exporter --queue emials` and `dashboard --queue emials` served zeros (with
+/// `tideq_exporter_refresh_ok 1`): a typo'd queue now exits 3 before anything is served.
+#[test]
+fn an_exporter_or_dashboard_of_a_typoed_queue_exits_3_before_serving() {
+    let redis = Redis::start();
+    rt().block_on(
+        redis
+            .queue("emails")
+            .enqueue(b"x", tideq::EnqueueOptions::default()),
+    )
+    .unwrap();
+    for cmd in ["exporter", "dashboard"] {
+        let out = redis.tideq(&[cmd, "--listen", "127.0.0.1:0", "--queue", "emials"]);
+        assert_eq!(out.status.code(), Some(3), "{cmd}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains("did you mean \"emails\"?"),
+            "{cmd}: {}",
+            stderr(&out)
+        );
+    }
+}
