@@ -46,8 +46,8 @@ impl QueueBase {
     /// for the slots it missed. ``priority``, ``group``, ``max_attempts``, ``backoff`` and
     /// ``timeout`` are given to each job as ``enqueue`` takes them; ``task`` makes each job a run
     /// of that task, ``payload`` then holding its arguments encoded as ``format`` says
-    /// (``"json"`` or ``"msgpack"``; a task worker needs it). Bad input raises
-    /// ``InvalidArgumentError`` and writes nothing. None when the pattern has no slot to come.
+    /// (``"json"``, the default with a task, or ``"msgpack"``): arguments that do not decode so
+    /// raise ``InvalidArgumentError``, as does any other bad input, and nothing is written. None when the pattern has no slot to come.
     #[pyo3(
         signature = (name, payload=None, *, cron=None, every=None, timezone=None, task=None, format=None, priority=None, group=None, max_attempts=None, backoff=None, timeout=None),
         text_signature = "($self, name, payload=b'', *, cron=None, every=None, timezone=None, task=None, format=None, priority=None, group=None, max_attempts=None, backoff=None, timeout=None)"

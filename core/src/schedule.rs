@@ -254,6 +254,13 @@ impl Queue {
             ));
         }
         let slots = Slots::of(&every)?;
+        // A task's jobs carry arguments: JSON unless another format is given (as
+        // `enqueue_task`), and the payload must decode in it, or every fired job would fail.
+        let mut opts = opts;
+        if opts.task.is_some() {
+            let format = *opts.format.get_or_insert(PayloadFormat::Json);
+            check_task_args(payload.as_ref(), format)?;
+        }
         // Every other option is checked as an enqueue would check it.
         self.envelope(payload.as_ref(), &opts, None, None)?;
         let stored = Stored {
@@ -522,3 +529,21 @@ pub(crate) async fn drive_schedules(
 
 #[cfg(test)]
 mod tests;
+
+/// A schedule's task arguments decode in `format` (an empty payload is no arguments, `null`).
+fn check_task_args(payload: &[u8], format: PayloadFormat) -> Result<()> {
+    if payload.is_empty() {
+        return Ok(());
+    }
+    match format {
+        PayloadFormat::Json => serde_json::from_slice::<serde::de::IgnoredAny>(payload)
+            .map(drop)
+            .map_err(|e| {
+                Error::invalid(format!(
+                    "the schedule's task arguments are not JSON ({e}): give them as JSON, or set \
+                     format to msgpack for MessagePack"
+                ))
+            }),
+        PayloadFormat::Msgpack => crate::task::decode_msgpack_value(payload).map(drop),
+    }
+}

@@ -11,7 +11,8 @@ use std::time::Duration;
 use common::jobs::*;
 use common::{unique, RedisServer};
 use tideq::{
-    Client, EnqueueOptions, ErrorKind, Every, Job, Queue, QueueOptions, Worker, WorkerOptions,
+    Client, EnqueueOptions, ErrorKind, Every, Job, PayloadFormat, Queue, QueueOptions, Tasks,
+    Worker, WorkerOptions,
 };
 
 type Seen = Arc<Mutex<Vec<(String, Vec<u8>)>>>;
@@ -209,11 +210,11 @@ async fn declaring_the_same_schedule_again_keeps_its_next_slot_and_schedules_lis
     };
     let every = Every::cron_in("0 9 * * 1-5", "Europe/Paris");
     let a = q
-        .upsert_schedule("daily", every.clone(), b"p", opts.clone())
+        .upsert_schedule("daily", every.clone(), b"\"p\"", opts.clone())
         .await
         .unwrap();
     let b = q
-        .upsert_schedule("daily", every.clone(), b"p", opts.clone())
+        .upsert_schedule("daily", every.clone(), b"\"p\"", opts.clone())
         .await
         .unwrap();
     assert_eq!(a, b);
@@ -222,9 +223,14 @@ async fn declaring_the_same_schedule_again_keeps_its_next_slot_and_schedules_lis
     let s = &listed[0];
     assert_eq!(
         (s.name.as_str(), &s.every, s.payload.as_slice()),
-        ("daily", &every, &b"p"[..])
+        ("daily", &every, &b"\"p\""[..])
     );
     assert_eq!(s.options.task.as_deref(), Some("report"));
+    assert_eq!(
+        s.options.format,
+        Some(PayloadFormat::Json),
+        "a task's default"
+    );
     assert_eq!(s.options.priority, Some(3));
     assert_eq!(s.next_run_ms, a);
     // 09:00 in Paris is 07:00 or 08:00 UTC, on a weekday.
@@ -345,4 +351,51 @@ async fn schedules_lists_all_12000_schedules_not_the_first_10000() {
     let listed = q.schedules().await.unwrap();
     assert_eq!(listed.len(), 12_000);
     assert!(listed.windows(2).all(|w| w[0].name < w[1].name));
+}
+
+/// `upsert_schedule("tick", b"[]", every=1, task="tick")` without a format was accepted, then
+/// every fired job failed "has no task arguments" and was retried: a task's schedule now takes
+/// JSON by default, and arguments that do not decode are refused when it is set.
+#[tokio::test]
+async fn a_task_schedule_without_a_format_takes_json_and_refuses_arguments_that_do_not_decode() {
+    let server = RedisServer::start();
+    let q = queue(&server.url);
+    let task = |format| EnqueueOptions {
+        task: Some("tick".into()),
+        format,
+        ..Default::default()
+    };
+    let every = Every::interval(Duration::from_millis(50));
+    for (payload, format) in [
+        (&b"not json"[..], None),
+        (&b"{\"a\""[..], Some(PayloadFormat::Json)),
+        (&b"\x92\x01"[..], Some(PayloadFormat::Msgpack)),
+    ] {
+        let err = q
+            .upsert_schedule("tick", every.clone(), payload, task(format))
+            .await
+            .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{err}");
+    }
+    assert!(q.schedules().await.unwrap().is_empty(), "nothing written");
+    q.upsert_schedule("tick", every.clone(), b"[1, 2]", task(None))
+        .await
+        .unwrap();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let s = seen.clone();
+    let tasks = Tasks::new().task("tick", move |args: Vec<u32>, _job: Job| {
+        let s = s.clone();
+        async move {
+            s.lock().unwrap().push(args);
+            Ok::<(), String>(())
+        }
+    });
+    let worker = q.work_tasks(WorkerOptions::default(), tasks).unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while seen.lock().unwrap().is_empty() && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    worker.shutdown().await;
+    assert_eq!(seen.lock().unwrap().first(), Some(&vec![1, 2]));
+    assert_eq!(q.stats().await.unwrap().dead, 0);
 }

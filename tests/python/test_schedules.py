@@ -263,3 +263,23 @@ def test_an_asyncio_worker_started_with_schedules_false_fires_nothing(client, na
 
     seen, stats = asyncio.run(main())
     assert seen == [] and stats.enqueued == 0
+
+
+def test_a_task_schedule_without_a_format_runs_its_task_and_arguments_that_do_not_decode_are_refused(
+        client, name):
+    """``upsert_schedule("tick", b"[]", every=1, task="tick")`` was accepted, then every fired job
+    failed "has no task arguments" and was retried: JSON is now the default, and arguments that
+    do not decode are refused when the schedule is set."""
+    q = tideq.Queue(name, client)
+    with pytest.raises(tideq.InvalidArgumentError, match="not JSON"):
+        q.upsert_schedule("tick", b"not json", every=0.05, task="tick")
+    with pytest.raises(tideq.InvalidArgumentError):
+        q.upsert_schedule("tick", b"\x92\x01", every=0.05, task="tick", format="msgpack")
+    assert q.schedules() == []
+    q.upsert_schedule("tick", b"[1, 2]", every=0.05, task="tick")
+    (info,) = q.schedules()
+    assert info.format == "json"
+    seen: list[tuple[int, int]] = []
+    with q.work_tasks({"tick": lambda a, b: seen.append((a, b))}, poll_interval=0.05):
+        assert wait_for(lambda: seen, timeout=10)
+    assert seen[0] == (1, 2) and q.stats().dead == 0

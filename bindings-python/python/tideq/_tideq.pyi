@@ -1716,8 +1716,8 @@ class Queue:
         for the slots it missed. ``priority``, ``group``, ``max_attempts``, ``backoff`` and
         ``timeout`` are given to each job as ``enqueue`` takes them; ``task`` makes each job a run
         of that task, ``payload`` then holding its arguments encoded as ``format`` says
-        (``"json"`` or ``"msgpack"``; a task worker needs it). Bad input raises
-        ``InvalidArgumentError`` and writes nothing. None when the pattern has no slot to come."""
+        (``"json"``, the default with a task, or ``"msgpack"``): arguments that do not decode so
+        raise ``InvalidArgumentError``, as does any other bad input, and nothing is written. None when the pattern has no slot to come."""
     def remove_schedule(self, name: str) -> bool:
         """Remove the schedule ``name`` (no slot of it fires after this); True if it existed."""
     def schedules(self) -> list[ScheduleInfo]:
@@ -2503,8 +2503,8 @@ class AsyncQueue:
         for the slots it missed. ``priority``, ``group``, ``max_attempts``, ``backoff`` and
         ``timeout`` are given to each job as ``enqueue`` takes them; ``task`` makes each job a run
         of that task, ``payload`` then holding its arguments encoded as ``format`` says
-        (``"json"`` or ``"msgpack"``; a task worker needs it). Bad input raises
-        ``InvalidArgumentError`` and writes nothing. None when the pattern has no slot to come."""
+        (``"json"``, the default with a task, or ``"msgpack"``): arguments that do not decode so
+        raise ``InvalidArgumentError``, as does any other bad input, and nothing is written. None when the pattern has no slot to come."""
     def remove_schedule(self, name: str) -> Coroutine[Any, Any, bool]:
         """Remove the schedule ``name`` (no slot of it fires after this); True if it existed."""
     def schedules(self) -> Coroutine[Any, Any, list[ScheduleInfo]]:
