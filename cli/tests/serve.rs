@@ -113,6 +113,18 @@ fn the_exporter_serves_each_queues_counts_equal_to_its_stats() {
         series(&text, "tideq_jobs_enqueued_total{queue=\"exported\"}"),
         Some(stats.enqueued as f64)
     );
+    // Every lifetime counter `stats` has, `lost` included (it was missing).
+    assert_eq!(
+        series(&text, "tideq_jobs_lost_total{queue=\"exported\"}"),
+        Some(stats.lost as f64),
+        "{text}"
+    );
+    // Run times get buckets up to an hour (they stopped at 10 s).
+    assert!(
+        text.contains("tideq_job_run_seconds_bucket{le=\"3600.0\",queue=\"exported\"}")
+            || text.contains("tideq_job_run_seconds_bucket{queue=\"exported\",le=\"3600.0\"}"),
+        "{text}"
+    );
     // The worker reported its run times when it stopped.
     assert_eq!(
         series(&text, "tideq_job_run_seconds_count{queue=\"exported\"}"),

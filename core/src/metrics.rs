@@ -26,8 +26,10 @@ pub use prometheus::{encode_prometheus, openmetrics_to_text_format};
 /// script files lateness with the same bounds (lua/lib/metrics.lua, `METRIC_BOUNDS_MS`). In
 /// Redis a bucket is a field named by its bound (`rt:le2.5`, `rt:leinf` above the last), so a
 /// bound added later never files values under another's name.
-pub const BUCKETS_MS: [f64; 13] = [
-    1.0, 2.5, 5.0, 10.0, 25.0, 50.0, 100.0, 250.0, 500.0, 1000.0, 2500.0, 5000.0, 10000.0,
+/// From 1 ms to an hour, so minute-long jobs land in buckets of their own, not all above 10 s.
+pub const BUCKETS_MS: [f64; 18] = [
+    1.0, 2.5, 5.0, 10.0, 25.0, 50.0, 100.0, 250.0, 500.0, 1000.0, 2500.0, 5000.0, 10000.0, 30000.0,
+    60000.0, 300000.0, 900000.0, 3600000.0,
 ];
 
 /// The name of bucket `i`'s field after `<histogram>:` (`le2.5`; `leinf` above every bound).
@@ -269,6 +271,20 @@ impl Queue {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The run-time histogram topped at 10 s, so minute-long jobs all landed in `+Inf`; the
+    /// bounds go to an hour (the fetch script's lateness too: see the next test).
+    #[test]
+    fn minute_long_runs_get_buckets_of_their_own_not_all_above_10_s() {
+        assert_eq!(
+            bucket_of(45_000.0),
+            BUCKETS_MS.iter().position(|&b| b == 60_000.0).unwrap()
+        );
+        assert!(
+            bucket_of(45_000.0) < BUCKETS_MS.len(),
+            "not above every bound"
+        );
+    }
 
     #[test]
     fn a_report_carries_what_was_measured_since_the_last_one() {

@@ -200,6 +200,11 @@ impl prometheus_client::collector::Collector for Exported {
                 "Dead jobs deleted by the retention policy.",
                 |s| s.dead_trimmed,
             ),
+            (
+                "jobs_lost",
+                "Jobs found with their record missing (evicted by Redis, or deleted by hand): removed.",
+                |s| s.lost,
+            ),
         ] {
             counter(&mut enc, name, help, &jobs_counter(f))?;
         }

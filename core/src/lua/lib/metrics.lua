@@ -1,7 +1,7 @@
 -- lib/metrics.lua: Histograms filed into the `metrics` hash (docs/data-model.md, "Metrics").
 
 -- The histograms' bucket bounds in ms (metrics.rs: BUCKETS_MS).
-local METRIC_BOUNDS_MS = { 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000 }
+local METRIC_BOUNDS_MS = { 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000, 300000, 900000, 3600000 }
 
 -- Files values (ms) into the `metrics` hash's histogram `name` (see "Metrics").
 local function file_histogram(K, name, values)
