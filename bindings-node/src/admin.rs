@@ -129,12 +129,13 @@ impl Queue {
     /// The jobs in one state, `limit` (default 100, at most 1000) from `offset` (default 0):
     /// `delayed` by due time, `ready` in the order workers take them (plain, then by priority,
     /// then group by group), `active` by lease deadline, `dead` oldest death first, `completed`
-    /// newest first; a sharded queue lists shard by shard. Rejects with `INVALID_ARGUMENT` for an
-    /// unknown state, a `limit` over 1000 or an `offset` of ready jobs past 10,000 (skipping them
-    /// looks at every group they are in). Offsets shift as workers move jobs, so a walk of pages
+    /// newest first, `waiting` (flow jobs waiting for their children) by id; a sharded queue
+    /// lists shard by shard. Rejects with `INVALID_ARGUMENT` for an unknown state, a `limit` over
+    /// 1000 or an `offset` of ready or waiting jobs past 10,000 (skipping them looks at every
+    /// group they are in, or reads every one before). Offsets shift as workers move jobs, so a walk of pages
     /// by offset can list a job twice or skip one: walk a state with `jobsPage`.
     #[napi(
-        ts_args_type = "state: 'delayed' | 'ready' | 'active' | 'dead' | 'completed', options?: JobsOptions",
+        ts_args_type = "state: 'delayed' | 'ready' | 'active' | 'dead' | 'completed' | 'waiting', options?: JobsOptions",
         ts_return_type = "Promise<JobInfo[]>"
     )]
     pub fn jobs<'env>(
@@ -235,13 +236,13 @@ impl Queue {
     /// `null`: the start), and the cursor of the next page (`null` after the last). A walk page
     /// by page while workers run never lists a job twice and never skips one that stayed in the
     /// state for the whole walk: the cursor is the last job's place in the state's order
-    /// (`delayed` by due time, `dead` by time of death, `completed` newest first, `active` by
-    /// id, `ready` as workers take them with grouped jobs last in no particular order). A job
+    /// (`delayed` by due time, `dead` by time of death, `completed` newest first, `active` and
+    /// `waiting` by id, `ready` as workers take them with grouped jobs last in no particular order). A job
     /// that left the state and came back may show again. A page may hold fewer than `limit` jobs
     /// before the end; only a `null` cursor ends the walk. Rejects with `INVALID_ARGUMENT` for
     /// an unknown state, a bad `limit`, or a cursor not made by a walk of this queue's `state`.
     #[napi(
-        ts_args_type = "state: 'delayed' | 'ready' | 'active' | 'dead' | 'completed', options?: { cursor?: string | null; limit?: number }",
+        ts_args_type = "state: 'delayed' | 'ready' | 'active' | 'dead' | 'completed' | 'waiting', options?: { cursor?: string | null; limit?: number }",
         ts_return_type = "Promise<JobPage>"
     )]
     pub fn jobs_page<'env>(
@@ -293,8 +294,9 @@ pub struct FindJobsOptions {
     pub task: Option<String>,
     /// Only jobs of this group (not empty). Default: any.
     pub group: Option<String>,
-    /// Only jobs in this state. Default: every state in turn.
-    #[napi(ts_type = "'delayed' | 'ready' | 'active' | 'dead' | 'completed'")]
+    /// Only jobs in this state (`waiting`: flow jobs waiting for their children). Default: the
+    /// states delayed, ready, active, dead and completed in turn.
+    #[napi(ts_type = "'delayed' | 'ready' | 'active' | 'dead' | 'completed' | 'waiting'")]
     pub state: Option<String>,
     /// The cursor a previous call returned, with the same filter; absent or `null`: the start.
     #[napi(ts_type = "string | null")]

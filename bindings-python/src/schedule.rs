@@ -47,7 +47,8 @@ impl QueueBase {
     /// ``timeout`` are given to each job as ``enqueue`` takes them; ``task`` makes each job a run
     /// of that task, ``payload`` then holding its arguments encoded as ``format`` says
     /// (``"json"``, the default with a task, or ``"msgpack"``): arguments that do not decode so
-    /// raise ``InvalidArgumentError``, as does any other bad input, and nothing is written. None when the pattern has no slot to come.
+    /// raise ``InvalidArgumentError``, as does any other bad input, and nothing is written.
+    /// None when the pattern has no slot to come.
     #[pyo3(
         signature = (name, payload=None, *, cron=None, every=None, timezone=None, task=None, format=None, priority=None, group=None, max_attempts=None, backoff=None, timeout=None),
         text_signature = "($self, name, payload=b'', *, cron=None, every=None, timezone=None, task=None, format=None, priority=None, group=None, max_attempts=None, backoff=None, timeout=None)"

@@ -59,6 +59,11 @@ fn job_shows_a_parents_first_children_with_how_each_ended_and_a_childs_parent() 
         w.shutdown().await;
     });
 
+    // The waiting parent is listed (`tideq jobs` refused the state) and found by `search`.
+    let listed = json(redis.tideq(&["jobs", "fam", "waiting", "--json"]));
+    assert_eq!(listed["jobs"][0]["id"], "parent", "{listed}");
+    let found = json(redis.tideq(&["search", "fam", "--state", "waiting", "--json"]));
+    assert_eq!(found["jobs"][0]["id"], "parent", "{found}");
     let v = json(redis.tideq(&["job", "fam", "parent", "--json"]));
     assert_eq!(
         (&v["state"], &v["children_pending"], &v["parent"]),

@@ -223,10 +223,12 @@ impl JobState {
     pub fn parse(name: &str) -> Result<Self> {
         Self::ALL
             .into_iter()
+            .chain([JobState::Waiting])
             .find(|s| s.as_str() == name)
             .ok_or_else(|| {
                 Error::invalid(format!(
-                    "unknown job state {name:?}; states: delayed, ready, active, dead, completed"
+                    "unknown job state {name:?}; states: delayed, ready, active, dead, \
+                     completed, waiting"
                 ))
             })
     }

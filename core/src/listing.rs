@@ -42,7 +42,8 @@ pub(crate) struct PageIds {
 
 impl Queue {
     /// The jobs in `state`, `limit` (at most [`MAX_PAGE`]; 0 gives none) from `offset`: delayed by
-    /// due time, active by lease deadline, dead oldest death first, completed newest first, ready
+    /// due time, active by lease deadline, dead oldest death first, completed newest first,
+    /// waiting (flow jobs waiting for their children) by id, ready
     /// in the order workers take them (plain, then by priority, then group by group: the
     /// rotation's groups in turn, then the held ones); a sharded queue lists shard by shard. A
     /// job that moves on while the page is read is reported as it is now.
@@ -67,6 +68,13 @@ impl Queue {
                      jobsPage)"
                 )));
             }
+            if state == JobState::Waiting && offset > MAX_READY_OFFSET {
+                return Err(Error::invalid(format!(
+                    "offset {offset} is past {MAX_READY_OFFSET}: skipping waiting flow jobs \
+                     reads every one before; walk further by cursor with jobs_page (Node: \
+                     jobsPage)"
+                )));
+            }
             self.list(state, offset, limit).await
         })
         .await
@@ -76,7 +84,8 @@ impl Queue {
     /// the start), and the cursor of the next page (`None`: that was the last). A walk page by
     /// page while workers run never lists a job twice and never skips one that stayed in the
     /// state for the whole walk: the cursor is the last job's place in the state's own order
-    /// (delayed by due time, dead by time of death, completed newest first, active by id, ready
+    /// (delayed by due time, dead by time of death, completed newest first, active and waiting by
+    /// id, ready
     /// as workers take them: plain, then by priority, then the grouped jobs in no particular
     /// order), not a count. A job that left the state and came back (a retry, a requeue) may show
     /// again. A page may hold fewer than `limit` jobs, even none, before the end: grouped ready
@@ -142,8 +151,8 @@ impl Queue {
         want: usize,
         look: usize,
     ) -> Result<PageIds> {
-        if state == JobState::Active {
-            return self.active_after(shard, place, want).await;
+        if matches!(state, JobState::Active | JobState::Waiting) {
+            return self.smallest_after(shard, state, place, want).await;
         }
         let look = look.min(CALL_LOOK);
         let mut cmd = self.script_cmd(shard, &PAGE_JOBS);
@@ -154,26 +163,39 @@ impl Queue {
         Ok(PageIds { ids, next, looked })
     }
 
-    /// The first `want` ids of the jobs running on `shard` that sort after `after` (byte order),
-    /// and `after`'s successor place when more follow. The active zset is kept by lease deadline,
-    /// which every renewal moves, so no place in it stays put: the zset is read whole, by
-    /// deadline, [`ACTIVE_READ`] ids a call (each call O(log n + that)), and the smallest ids
-    /// after `after` kept. A renewal moves a deadline later, so no job running for the whole read
-    /// is missed (but one a manual `extend` gave less time than its lease had left, at that
-    /// moment); one read twice is kept once. The cost of a page grows with the jobs
-    /// running (1,000 per call), never in one call.
-    async fn active_after(&self, shard: usize, after: &str, want: usize) -> Result<PageIds> {
+    /// The first `want` ids of the jobs running (or waiting for their children) on `shard` that
+    /// sort after `after` (byte order), and `after`'s successor place when more follow. The
+    /// active zset is kept by lease deadline, which every renewal moves, so no place in it stays
+    /// put, and the waiting flow jobs are a hash, in no order: the set is read whole, [`ACTIVE_READ`]
+    /// ids a call (the active zset by deadline, each call O(log n + that); the hash by HSCAN),
+    /// and the smallest ids after `after` kept. A renewal moves a deadline later, and HSCAN
+    /// returns every entry present for the whole scan, so no job in the state for the whole read
+    /// is missed (but a running one a manual `extend` gave less time than its lease had left, at
+    /// that moment); one read twice is kept once. The cost of a page grows with the jobs in the
+    /// state (1,000 per call), never in one call.
+    async fn smallest_after(
+        &self,
+        shard: usize,
+        state: JobState,
+        after: &str,
+        want: usize,
+    ) -> Result<PageIds> {
         // The `want + 1` smallest ids after `after`: one more says whether another page follows.
         let mut best: BTreeSet<Vec<u8>> = BTreeSet::new();
         let mut place = String::new();
         loop {
-            let mut cmd = self.script_cmd(shard, &PAGE_JOBS);
-            cmd.arg("active")
-                .arg(&place)
-                .arg(ACTIVE_READ)
-                .arg(ACTIVE_READ);
-            let (ids, next, _): (Vec<Vec<u8>>, Option<Vec<u8>>, usize) =
-                self.client.eval(&cmd, &PAGE_JOBS).await?;
+            let (ids, next) = if state == JobState::Waiting {
+                self.waiting_batch(shard, &place).await?
+            } else {
+                let mut cmd = self.script_cmd(shard, &PAGE_JOBS);
+                cmd.arg("active")
+                    .arg(&place)
+                    .arg(ACTIVE_READ)
+                    .arg(ACTIVE_READ);
+                let (ids, next, _): (Vec<Vec<u8>>, Option<Vec<u8>>, usize) =
+                    self.client.eval(&cmd, &PAGE_JOBS).await?;
+                (ids, next)
+            };
             for id in ids {
                 let full = best.len() > want;
                 if id.as_slice() > after.as_bytes()
@@ -199,6 +221,28 @@ impl Queue {
         Ok(PageIds { ids, next, looked })
     }
 
+    /// One HSCAN batch (about [`ACTIVE_READ`] entries) of the flow jobs waiting for their
+    /// children on `shard`, from `place` (an HSCAN cursor; empty: the start); the next cursor,
+    /// `None` after the last batch.
+    async fn waiting_batch(
+        &self,
+        shard: usize,
+        place: &str,
+    ) -> Result<(Vec<Vec<u8>>, Option<Vec<u8>>)> {
+        let at = if place.is_empty() { "0" } else { place };
+        let mut conn = self.client.conn().await?;
+        let (next, fields): (String, Vec<Vec<u8>>) = redis::cmd("HSCAN")
+            .arg(self.shards[shard].fwait())
+            .arg(at)
+            .arg("COUNT")
+            .arg(ACTIVE_READ)
+            .query_async(&mut conn)
+            .await
+            .map_err(|e| self.client.err(e))?;
+        let ids = fields.into_iter().step_by(2).collect();
+        Ok((ids, (next != "0").then(|| next.into_bytes())))
+    }
+
     /// A page of one state's jobs, shard by shard: `list_jobs.lua` reads a shard's ids (and how
     /// many of `offset` it skipped), `get_jobs.lua` the jobs. For ready jobs a call counts at
     /// most [`LIST_LOOK`] groups and priorities and says where to go on; a shard gets at most
@@ -209,6 +253,9 @@ impl Queue {
         offset: usize,
         limit: usize,
     ) -> Result<Vec<JobInfo>> {
+        if state == JobState::Waiting {
+            return self.list_waiting(offset, limit).await;
+        }
         let mut out = Vec::new();
         let mut skip = offset;
         'shards: for shard in 0..self.shards.len() {
@@ -243,14 +290,31 @@ impl Queue {
     }
 }
 
-/// Jobs are listed by the states of [`JobState::ALL`]; a flow job waiting for its children is
-/// not (`get` reports it).
-pub(crate) fn listable(state: JobState) -> Result<()> {
-    if state == JobState::Waiting {
-        return Err(Error::invalid(
-            "waiting flow jobs are not listed by state; get(id) reports one",
-        ));
+impl Queue {
+    /// A page by offset of the flow jobs waiting for their children, by id, shard by shard.
+    async fn list_waiting(&self, offset: usize, limit: usize) -> Result<Vec<JobInfo>> {
+        let (mut out, mut skip) = (Vec::new(), offset);
+        for shard in 0..self.shards.len() {
+            if out.len() >= limit {
+                break;
+            }
+            let want = skip + limit - out.len();
+            let page = self
+                .smallest_after(shard, JobState::Waiting, "", want)
+                .await?;
+            let n = page.ids.len();
+            let ids: Vec<Vec<u8>> = page.ids.into_iter().skip(skip).collect();
+            skip -= n.min(skip);
+            out.extend(self.get_many(shard, &ids).await?.into_iter().flatten());
+        }
+        out.truncate(limit);
+        Ok(out)
     }
+}
+
+/// Every state is listed (the flow jobs waiting for their children too, by id); kept as the one
+/// place to refuse a state that could not be.
+pub(crate) fn listable(_state: JobState) -> Result<()> {
     Ok(())
 }
 
@@ -293,9 +357,8 @@ pub(crate) fn parse_job_cursor(c: &str, state: JobState, shards: usize) -> Resul
             JobState::Delayed | JobState::Dead => place
                 .split_once('|')
                 .is_some_and(|(score, id)| number(score) && !id.is_empty()),
-            JobState::Active => !place.is_empty(),
+            JobState::Active | JobState::Waiting => !place.is_empty(),
             JobState::Completed => in_list(place),
-            JobState::Waiting => false,
             JobState::Ready => match place.split_once('|') {
                 Some(("r", at)) => in_list(at),
                 Some(("p", rest)) => rest

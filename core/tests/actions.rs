@@ -465,14 +465,6 @@ async fn find_jobs_refuses_a_bad_filter_cursor_or_limit() {
             None,
             10,
         ),
-        (
-            JobFilter {
-                state: Some(JobState::Waiting),
-                ..Default::default()
-            },
-            None,
-            10,
-        ),
         (any.clone(), Some("garbage"), 10),
         (any.clone(), Some("ready:9:"), 10),
         (any.clone(), Some("ready:0:nonsense"), 10),

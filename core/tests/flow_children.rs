@@ -244,3 +244,59 @@ async fn a_grouped_parent_on_another_shard_than_its_ids_is_found() {
         (2, vec![(name.clone(), k1), (name, k2)])
     );
 }
+
+/// Waiting flow parents could not be listed (`jobs`, `jobs_page`, `find_jobs` refused the state,
+/// so `tideq jobs` and the dashboard could not show them): they are listed by id, page by page
+/// across shards, none twice and none missed, and searched by task.
+#[tokio::test]
+async fn waiting_parents_are_listed_by_id_page_by_page_and_searched() {
+    let server = RedisServer::start();
+    let client = tideq::Client::open(&server.url).unwrap();
+    let q = Queue::sharded(&client, &unique("waiting"), 2, QueueOptions::default()).unwrap();
+    let n = 3_000;
+    for i in 0..n {
+        let parent = node_with(
+            &format!("p{i:05}"),
+            EnqueueOptions {
+                task: Some(if i % 3 == 0 { "report" } else { "other" }.into()),
+                ..Default::default()
+            },
+        )
+        .child(node(&format!("c{i:05}")));
+        q.enqueue_flow(parent).await.unwrap();
+    }
+    let mut seen = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let page = q
+            .jobs_page(JobState::Waiting, cursor.as_deref(), 500)
+            .await
+            .unwrap();
+        assert!(page.jobs.iter().all(|j| j.state == JobState::Waiting));
+        seen.extend(page.jobs.into_iter().map(|j| j.id));
+        match page.cursor {
+            Some(c) => cursor = Some(c),
+            None => break,
+        }
+    }
+    let mut sorted = seen.clone();
+    sorted.sort();
+    sorted.dedup();
+    assert_eq!(sorted.len(), n, "every waiting parent, none twice");
+    let first = q.jobs(JobState::Waiting, 0, 10).await.unwrap();
+    assert_eq!(first.len(), 10);
+    assert!(first.windows(2).all(|w| w[0].id < w[1].id), "by id");
+    let filter = tideq::JobFilter {
+        task: Some("report".into()),
+        state: Some(JobState::Waiting),
+        ..Default::default()
+    };
+    let found = q.find_jobs(&filter, None, 1000).await.unwrap();
+    assert!(!found.jobs.is_empty());
+    assert!(found
+        .jobs
+        .iter()
+        .all(|j| j.task.as_deref() == Some("report") && j.state == JobState::Waiting));
+    let err = q.jobs(JobState::Waiting, 10_001, 10).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{err}");
+}

@@ -175,6 +175,19 @@ test('get shows a waiting parent, its childrenPending, and each child\'s parent'
   await rejectsWith(() => queue.childrenResults(7), 'INVALID_ARGUMENT', TypeError);
 });
 
+test('waiting parents are listed (jobs, jobsPage, findJobs), which the state could not be', async () => {
+  const { queue } = freshJobQueue(redis.url);
+  await queue.enqueueFlow(node('p2', { children: [node('x', { delayMs: 60_000 })] }));
+  await queue.enqueueFlow(node('p1', { children: [node('y', { delayMs: 60_000 })] }));
+  assert.deepEqual((await queue.jobs('waiting')).map((j) => j.id), ['p1', 'p2']);
+  const page = await queue.jobsPage('waiting', { limit: 1 });
+  assert.deepEqual(page.jobs.map((j) => j.id), ['p1']);
+  const rest = await queue.jobsPage('waiting', { cursor: page.cursor, limit: 10 });
+  assert.deepEqual([rest.jobs.map((j) => j.id), rest.cursor], [['p2'], null]);
+  const found = await queue.findJobs({ state: 'waiting' });
+  assert.deepEqual(found.jobs.map((j) => j.id).sort(), ['p1', 'p2']);
+});
+
 test('cancel(parent) cancels its pending children, to any depth', async () => {
   const { queue, client } = freshJobQueue(redis.url);
   const other = new tideq.Queue(`${queue.name}-other`, { client });

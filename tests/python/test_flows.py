@@ -196,8 +196,11 @@ def test_get_shows_a_waiting_parent_its_pending_children_and_each_childs_parent(
     assert mid is not None and (mid.state, mid.children_pending, mid.parent) == ("waiting", 1, (name, "root"))
     assert a is not None and (a.state, a.children_pending, a.parent) == ("ready", None, (name, "root"))
     assert repr(mid).endswith(f", parent=({name!r}, 'root'), children_pending=1)")
-    with pytest.raises(tideq.InvalidArgumentError, match="waiting"):
-        q.jobs("waiting")
+    # Waiting parents are listed (they could not be): by id, and page by page.
+    assert [j.id for j in q.jobs("waiting")] == ["mid", "root"]
+    page = q.jobs_page("waiting", limit=1)
+    assert [j.id for j in page.jobs] == ["mid"] and page.cursor is not None
+    assert [j.id for j in q.jobs_page("waiting", cursor=page.cursor, limit=5).jobs] == ["root"]
     assert sorted(j.id for j in q.jobs("ready")) == ["a", "leaf"], "only jobs without children are ready"
 
 

@@ -1499,9 +1499,11 @@ class Queue:
 
         ``state``: ``"delayed"`` (by due time), ``"ready"`` (in the order workers take them:
         plain, then by priority, then group by group), ``"active"`` (by lease deadline),
-        ``"dead"`` (oldest death first) or ``"completed"`` (newest first); a sharded queue lists
-        shard by shard. An unknown state, a ``limit`` over 1000 or an ``offset`` of ready jobs past
-        10,000 (skipping them looks at every group they are in) raises ``InvalidArgumentError``.
+        ``"dead"`` (oldest death first), ``"completed"`` (newest first) or ``"waiting"`` (flow
+        jobs waiting for their children, by id); a sharded queue lists shard by shard. An unknown
+        state, a ``limit`` over 1000 or an ``offset`` of ready or waiting jobs past 10,000
+        (skipping them looks at every group they are in, or reads every one before) raises
+        ``InvalidArgumentError``.
         Offsets shift as workers move jobs, so a walk of pages by offset can list a job twice or
         skip one: walk a state with ``jobs_page``."""
     def jobs_page(self, state: _JobState, cursor: str | None = None, limit: int = 100) -> JobPage:
@@ -2286,9 +2288,11 @@ class AsyncQueue:
 
         ``state``: ``"delayed"`` (by due time), ``"ready"`` (in the order workers take them:
         plain, then by priority, then group by group), ``"active"`` (by lease deadline),
-        ``"dead"`` (oldest death first) or ``"completed"`` (newest first); a sharded queue lists
-        shard by shard. An unknown state, a ``limit`` over 1000 or an ``offset`` of ready jobs past
-        10,000 (skipping them looks at every group they are in) raises ``InvalidArgumentError``.
+        ``"dead"`` (oldest death first), ``"completed"`` (newest first) or ``"waiting"`` (flow
+        jobs waiting for their children, by id); a sharded queue lists shard by shard. An unknown
+        state, a ``limit`` over 1000 or an ``offset`` of ready or waiting jobs past 10,000
+        (skipping them looks at every group they are in, or reads every one before) raises
+        ``InvalidArgumentError``.
         Offsets shift as workers move jobs, so a walk of pages by offset can list a job twice or
         skip one: walk a state with ``jobs_page``."""
     def jobs_page(self, state: _JobState, cursor: str | None = None, limit: int = 100) -> Coroutine[Any, Any, JobPage]:
