@@ -578,6 +578,46 @@ fn events_says_how_large_a_result_left_out_of_the_log_was() {
     );
 }
 
+/// `tideq queues` listed names only: operators asked, as of `rq info`, for each queue's counts,
+/// latency and workers at a glance.
+#[test]
+fn queues_shows_each_queues_counts_latency_and_workers_at_a_glance() {
+    let redis = Redis::start();
+    let rt = rt();
+    let q = redis.queue("glance");
+    rt.block_on(async {
+        for _ in 0..3 {
+            q.enqueue(b"x", Default::default()).await.unwrap();
+        }
+        dead_job(&q, "gone").await;
+        q.pause().await.unwrap();
+    });
+    let v = json(redis.tideq(&["queues", "--json"]));
+    let line = &v[0];
+    assert_eq!(
+        (
+            &line["name"],
+            &line["ready"],
+            &line["dead"],
+            &line["paused"]
+        ),
+        (&"glance".into(), &0.into(), &1.into(), &true.into()),
+        "{v}"
+    );
+    assert!(
+        line["latency_ms"].is_u64() && line["workers"].is_u64(),
+        "{v}"
+    );
+    let text = ok(redis.tideq(&["queues"]));
+    let header = text.lines().next().unwrap();
+    for col in [
+        "READY", "DELAYED", "ACTIVE", "DEAD", "WAITING", "LATENCY", "WORKERS",
+    ] {
+        assert!(header.contains(col), "{text}");
+    }
+    assert!(text.contains("paused"), "{text}");
+}
+
 #[test]
 fn queues_lists_both_kinds_under_the_prefix() {
     let redis = Redis::start();
@@ -591,12 +631,24 @@ fn queues_lists_both_kinds_under_the_prefix() {
         capped.push("g", b"1").await.unwrap();
     });
     let v = json(redis.tideq(&["queues", "--json"]));
+    let of = |name: &str| {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .find(|q| q["name"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("{v}"))
+    };
+    let (orders, prices) = (of("orders"), of("prices"));
     assert_eq!(
-        v,
-        serde_json::json!([
-            {"kind": "jobs", "name": "orders", "shards": 1},
-            {"kind": "capped", "name": "prices", "shards": 1},
-        ])
+        (&orders["kind"], &orders["shards"], &orders["ready"]),
+        (&"jobs".into(), &1.into(), &1.into()),
+        "{v}"
+    );
+    assert_eq!(
+        (&prices["kind"], &prices["groups"], &prices["pushed"]),
+        (&"capped".into(), &1.into(), &1.into()),
+        "{v}"
     );
     let text = ok(redis.tideq(&["queues"]));
     assert!(text.contains("orders") && text.contains("capped"), "{text}");
