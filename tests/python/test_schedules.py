@@ -121,19 +121,19 @@ def test_declaring_the_same_schedule_again_keeps_its_next_slot_and_schedules_lis
         cron="0 9 * * 1-5", timezone="Europe/Paris", task="report", priority=3, group="acme",
         max_attempts=2, backoff=tideq.Backoff.fixed(5), timeout=60.0,
     )
-    first = jq.upsert_schedule("daily", b"p", **spec)
+    first = jq.upsert_schedule("daily", b'"p"', **spec)
     assert isinstance(first, int)
-    assert jq.upsert_schedule("daily", b"p", **spec) == first
+    assert jq.upsert_schedule("daily", b'"p"', **spec) == first
     assert (first // 3_600_000) % 24 in (7, 8), "09:00 in Paris is 07:00 or 08:00 UTC"
     assert jq.upsert_schedule("tick", every=2.5) is not None
     daily, tick = jq.schedules()
     assert isinstance(daily, tideq.ScheduleInfo)
     assert (daily.name, daily.cron, daily.timezone, daily.every, daily.payload) == (
-        "daily", "0 9 * * 1-5", "Europe/Paris", None, b"p"
+        "daily", "0 9 * * 1-5", "Europe/Paris", None, b'"p"'
     )
     assert daily.next_run_ms == first
     assert (daily.task, daily.format, daily.priority, daily.group, daily.max_attempts, daily.timeout) == (
-        "report", None, 3, "acme", 2, 60.0
+        "report", "json", 3, "acme", 2, 60.0
     )
     assert daily.backoff == tideq.Backoff.fixed(5)
     assert (tick.name, tick.cron, tick.timezone, tick.every, tick.payload) == ("tick", None, None, 2.5, b"")

@@ -1719,7 +1719,8 @@ class Queue:
         ``timeout`` are given to each job as ``enqueue`` takes them; ``task`` makes each job a run
         of that task, ``payload`` then holding its arguments encoded as ``format`` says
         (``"json"``, the default with a task, or ``"msgpack"``): arguments that do not decode so
-        raise ``InvalidArgumentError``, as does any other bad input, and nothing is written. None when the pattern has no slot to come."""
+        raise ``InvalidArgumentError``, as does any other bad input, and nothing is written.
+        None when the pattern has no slot to come."""
     def remove_schedule(self, name: str) -> bool:
         """Remove the schedule ``name`` (no slot of it fires after this); True if it existed."""
     def schedules(self) -> list[ScheduleInfo]:
@@ -2508,7 +2509,8 @@ class AsyncQueue:
         ``timeout`` are given to each job as ``enqueue`` takes them; ``task`` makes each job a run
         of that task, ``payload`` then holding its arguments encoded as ``format`` says
         (``"json"``, the default with a task, or ``"msgpack"``): arguments that do not decode so
-        raise ``InvalidArgumentError``, as does any other bad input, and nothing is written. None when the pattern has no slot to come."""
+        raise ``InvalidArgumentError``, as does any other bad input, and nothing is written.
+        None when the pattern has no slot to come."""
     def remove_schedule(self, name: str) -> Coroutine[Any, Any, bool]:
         """Remove the schedule ``name`` (no slot of it fires after this); True if it existed."""
     def schedules(self) -> Coroutine[Any, Any, list[ScheduleInfo]]:
