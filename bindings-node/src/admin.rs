@@ -74,14 +74,15 @@ impl Queue {
         )
     }
 
-    /// Up to `limit` (1 to 1000, default 50) jobs of `task` and `group` (absent: any) after
-    /// `cursor`, the cursor to go on with (`null`: the search is over) and how many jobs the
-    /// call looked at (`scanned`). The search walks `state`'s jobs, or (absent) every state in
-    /// turn (delayed, ready, active, dead, completed), as `jobsPage` does, and looks at no more
-    /// than 2000 jobs a call however big the queue: a page may hold fewer than `limit` jobs, even
-    /// none, before the end; only a `null` cursor ends the search. Give the cursor back with the
-    /// same filter. Rejects with `INVALID_ARGUMENT` for an empty `task` or `group`, an unknown
-    /// state, a bad `limit` or a cursor not made by this search. Writes nothing.
+    /// Up to `limit` (1 to 1000, default 50) jobs of `task` and `group` (absent: any), whose
+    /// payload holds `contains` (absent: any), after `cursor`, the cursor to go on with (`null`:
+    /// the search is over) and how many jobs the call looked at (`scanned`). The search walks
+    /// `state`'s jobs, or (absent) every state in turn (delayed, ready, active, dead, completed),
+    /// as `jobsPage` does, and looks at no more than 2000 jobs a call however big the queue: a
+    /// page may hold fewer than `limit` jobs, even none, before the end; only a `null` cursor
+    /// ends the search. Give the cursor back with the same filter. Rejects with
+    /// `INVALID_ARGUMENT` for an empty `task`, `group` or `contains`, an unknown state, a bad
+    /// `limit` or a cursor not made by this search. Writes nothing.
     #[napi(
         ts_args_type = "options?: FindJobsOptions",
         ts_return_type = "Promise<JobSearch>"
@@ -95,7 +96,7 @@ impl Queue {
         let args = Options::new(
             "findJobs options",
             options.as_ref(),
-            &["task", "group", "state", "cursor", "limit"],
+            &["task", "group", "state", "contains", "cursor", "limit"],
         )
         .and_then(|o| {
             let state = match o.get("state", string)? {
@@ -106,6 +107,7 @@ impl Queue {
                 state,
                 task: o.get("task", string)?,
                 group: o.get("group", string)?,
+                contains: o.get("contains", string)?,
             };
             Ok((
                 filter,
@@ -294,6 +296,9 @@ pub struct FindJobsOptions {
     pub task: Option<String>,
     /// Only jobs of this group (not empty). Default: any.
     pub group: Option<String>,
+    /// Only jobs whose payload (a task's data, as JSON or MessagePack) holds this text, e.g. an
+    /// address (not empty). Default: any.
+    pub contains: Option<String>,
     /// Only jobs in this state (`waiting`: flow jobs waiting for their children). Default: the
     /// states delayed, ready, active, dead and completed in turn.
     #[napi(ts_type = "'delayed' | 'ready' | 'active' | 'dead' | 'completed' | 'waiting'")]

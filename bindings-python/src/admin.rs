@@ -124,19 +124,23 @@ impl QueueBase {
 
     /// Up to ``limit`` (1 to 1000) jobs of ``task`` and ``group`` (None: any), after ``cursor``.
     ///
-    /// The search walks ``state``'s jobs, or (None) every state in turn (delayed, ready, active,
-    /// dead, completed), as ``jobs_page`` does, and looks at no more than 2000 jobs a call
-    /// however big the queue: a page may hold fewer than ``limit`` jobs, even none, before the
-    /// end; only a None cursor ends the search. Give the cursor back with the same filter. An
-    /// empty ``task`` or ``group``, an unknown state, a bad ``limit`` or a cursor not made by this
-    /// search raise ``InvalidArgumentError``. Writes nothing.
-    #[pyo3(signature = (*, task=None, group=None, state=None, cursor=None, limit=50))]
+    /// ``contains`` keeps the jobs whose payload (a task's arguments, as JSON or MessagePack)
+    /// holds that text, e.g. an address. The search walks ``state``'s jobs, or (None) every
+    /// state in turn (delayed, ready, active, dead, completed), as ``jobs_page`` does, and looks
+    /// at no more than 2000 jobs a call however big the queue: a page may hold fewer than
+    /// ``limit`` jobs, even none, before the end; only a None cursor ends the search. Give the
+    /// cursor back with the same filter. An empty ``task``, ``group`` or ``contains``, an
+    /// unknown state, a bad ``limit`` or a cursor not made by this search raise
+    /// ``InvalidArgumentError``. Writes nothing.
+    #[pyo3(signature = (*, task=None, group=None, state=None, contains=None, cursor=None, limit=50))]
+    #[allow(clippy::too_many_arguments)]
     fn find_jobs<'py>(
         &self,
         py: Python<'py>,
         task: Option<Text>,
         group: Option<Text>,
         state: Option<Text>,
+        contains: Option<Text>,
         cursor: Option<Text>,
         #[pyo3(from_py_with = convert::int)] limit: i64,
     ) -> PyResult<Bound<'py, PyAny>> {
@@ -148,6 +152,7 @@ impl QueueBase {
             state,
             task: task.map(|t| t.0),
             group: group.map(|g| g.0),
+            contains: contains.map(|c| c.0),
         };
         let limit = convert::count("limit", limit)?;
         let q = self.queue.clone();

@@ -220,9 +220,15 @@ pub(crate) fn filter(
     task: Option<String>,
     group: Option<String>,
     state: Option<String>,
+    contains: Option<String>,
 ) -> Result<JobFilter, Failure> {
     let state = state.as_deref().map(JobState::parse).transpose()?;
-    Ok(JobFilter { state, task, group })
+    Ok(JobFilter {
+        state,
+        task,
+        group,
+        contains,
+    })
 }
 
 /// `tideq search QUEUE [--task T] [--group G] [--state S] [--cursor C] [--limit N]`.

@@ -114,6 +114,9 @@ pub(crate) enum Command {
         /// Only jobs in this state (default: every state in turn).
         #[arg(long)]
         state: Option<String>,
+        /// Only jobs whose payload (a task's arguments) holds this text, e.g. an address.
+        #[arg(long)]
+        contains: Option<String>,
         /// Go on where an earlier page's cursor says (with the same filter).
         #[arg(long)]
         cursor: Option<String>,

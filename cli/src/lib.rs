@@ -140,11 +140,12 @@ async fn run(cli: Cli) -> Outcome {
             task,
             group,
             state,
+            contains,
             cursor,
             limit,
             json,
         } => {
-            let filter = admin::filter(task, group, state)?;
+            let filter = admin::filter(task, group, state, contains)?;
             admin::search(c, &queue, &filter, cursor, limit, json).await
         }
         Command::Dead { queue, action } => admin::dead(c, &queue, action).await,

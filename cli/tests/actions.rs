@@ -204,6 +204,13 @@ fn search_finds_jobs_by_task_or_group_page_by_page() {
         !text.contains("next page"),
         "the hint goes to stderr: {text}"
     );
+    // By a substring of the payload; an empty text is bad input.
+    let v = json(redis.tideq(&["search", "sq", "--contains", "{}", "--limit", "1", "--json"]));
+    assert_eq!(v["jobs"].as_array().unwrap().len(), 1, "{v}");
+    let v = json(redis.tideq(&["search", "sq", "--contains", "nowhere", "--json"]));
+    assert!(v["jobs"].as_array().unwrap().is_empty(), "{v}");
+    let out = redis.tideq(&["search", "sq", "--contains", ""]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
 }
 
 #[test]

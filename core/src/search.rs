@@ -13,7 +13,7 @@ impl Queue {
     /// the start), and the cursor to go on with (`None`: the search is over). The search walks
     /// the filter's state, or every state in turn (delayed, ready, active, dead, completed), as
     /// [`jobs_page`](Self::jobs_page) does, and keeps the jobs whose task and group are the
-    /// filter's. Each call looks at no more than [`SEARCH_SCAN`] jobs, however big the queue
+    /// filter's and whose payload holds its `contains` text. Each call looks at no more than [`SEARCH_SCAN`] jobs, however big the queue
     /// (grouped jobs passed over on the way to the ready ones count: a delayed or running
     /// grouped job is looked at to be passed over): a page may hold fewer than `limit` jobs
     /// (even none) before the end; only a `None` cursor ends the search. Writes nothing.
@@ -29,7 +29,11 @@ impl Queue {
                     "a search page holds 1 to {MAX_PAGE} jobs, got {limit}"
                 )));
             }
-            for (what, v) in [("task", &filter.task), ("group", &filter.group)] {
+            for (what, v) in [
+                ("task", &filter.task),
+                ("group", &filter.group),
+                ("contains", &filter.contains),
+            ] {
                 if v.as_deref() == Some("") {
                     return Err(Error::invalid(format!(
                         "the filter's {what} is empty: leave it out to match any {what}"
@@ -57,6 +61,10 @@ impl Queue {
                         .group
                         .as_ref()
                         .is_none_or(|g| j.group.as_ref() == Some(g))
+                    && filter
+                        .contains
+                        .as_ref()
+                        .is_none_or(|t| holds(&j.payload, t.as_bytes()))
             };
             let (mut jobs, mut scanned) = (Vec::new(), 0usize);
             // A page that held more matches than wanted is asked for again, only as far as
@@ -127,12 +135,17 @@ impl Queue {
 pub const SEARCH_SCAN: usize = 2000;
 
 /// What [`Queue::find_jobs`] looks for: jobs of a state (`None`: every state), of a task, of a
-/// group. A field left `None` matches any job.
+/// group, whose payload (a task's arguments, as JSON or MessagePack) contains a text. A field
+/// left `None` matches any job.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct JobFilter {
     pub state: Option<JobState>,
     pub task: Option<String>,
     pub group: Option<String>,
+    /// Jobs whose payload holds these bytes (`"ada@example.com"`, `"order-42"`), as stored: a
+    /// JSON string's text, a MessagePack string's UTF-8.
+    #[serde(default)]
+    pub contains: Option<String>,
 }
 
 /// A page of a search (see [`Queue::find_jobs`]).
@@ -145,6 +158,11 @@ pub struct JobSearch {
     /// How many jobs this call looked at (at most [`SEARCH_SCAN`]), counting the delayed and
     /// running grouped jobs it passed over on the way to the ready ones.
     pub scanned: u64,
+}
+
+/// Whether `payload` holds `text` (a non-empty byte string).
+fn holds(payload: &[u8], text: &[u8]) -> bool {
+    payload.windows(text.len()).any(|w| w == text)
 }
 
 /// A cursor made by [`Queue::find_jobs`]: `state:shard:place`, `place` empty at a shard's

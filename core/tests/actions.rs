@@ -548,3 +548,45 @@ async fn find_jobs_promote_and_delete_work_on_a_sharded_queue() {
         assert_eq!(q.get(s).await.unwrap(), None);
     }
 }
+
+/// Operators search a job by what it carries (a customer's address, an order number): a search
+/// by a substring of the payload walks to the end within the per-call bound and finds each match
+/// once; an empty text is refused.
+#[tokio::test]
+async fn find_jobs_by_a_substring_of_the_payload_finds_each_match_once() {
+    let server = RedisServer::start();
+    let q = queue(&server.url);
+    let jobs: Vec<_> = (0..5_000)
+        .map(|i| {
+            let payload = format!(r#"{{"to":"user{i}@example.com","order":{i}}}"#).into_bytes();
+            let opts = EnqueueOptions {
+                id: Some(format!("j{i}")),
+                ..Default::default()
+            };
+            (payload, opts)
+        })
+        .collect();
+    q.enqueue_many(&jobs).await.unwrap();
+    let filter = JobFilter {
+        contains: Some("user4321@".into()),
+        ..Default::default()
+    };
+    let mut found = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let page = q.find_jobs(&filter, cursor.as_deref(), 10).await.unwrap();
+        assert!(page.scanned as usize <= SEARCH_SCAN);
+        found.extend(page.jobs.into_iter().map(|j| j.id));
+        match page.cursor {
+            Some(c) => cursor = Some(c),
+            None => break,
+        }
+    }
+    assert_eq!(found, vec!["j4321".to_string()]);
+    let empty = JobFilter {
+        contains: Some(String::new()),
+        ..Default::default()
+    };
+    let err = q.find_jobs(&empty, None, 10).await.unwrap_err();
+    assert_eq!(err.code(), "INVALID_ARGUMENT", "{err}");
+}

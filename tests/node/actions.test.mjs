@@ -95,6 +95,10 @@ test('findJobs walks by cursor to the end and finds each job of the task or grou
   const gx = items.filter((j) => j.group === 'gx').map((j) => j.id).sort();
   assert.deepEqual(await walk({ task: 'needle' }, 2), needles);
   assert.deepEqual(await walk({ group: 'gx' }, 50), gx);
+  // By a substring of the data (an address, an order number).
+  await queue.enqueueTask('mail', { to: 'ada@example.com' }, { id: 'to-ada' });
+  assert.deepEqual(await walk({ contains: 'ada@example' }, 10), ['to-ada']);
+  await rejectsWith(() => queue.findJobs({ contains: '' }), 'INVALID_ARGUMENT');
   const delayedNeedles = await walk({ task: 'needle', state: 'delayed' }, 10);
   assert.deepEqual(delayedNeedles, needles.filter((id) => Number(id.slice(1)) % 2));
   const first = await queue.findJobs();

@@ -106,6 +106,9 @@ def test_find_jobs_by_task_and_group_walks_to_the_end_and_finds_each_match_once(
     assert walk(jq, 2, task="needle") == sorted(needles)
     assert walk(jq, 50, group="gx") == sorted(grouped)
     assert walk(jq, 10, task="needle", state="delayed") == ["n1", "n3"]
+    # By a substring of the arguments (searching for a customer's address or an order number).
+    assert walk(jq, 10, contains='"n":3') == ["n3"]
+    assert walk(jq, 10, contains='"n"', state="ready") == ["n0", "n2", "n4"]
     page = jq.find_jobs(limit=5)
     assert len(page.jobs) == 5 and page.cursor is not None
     assert page == pickle.loads(pickle.dumps(page)) and page.to_dict()["scanned"] == page.scanned
@@ -118,6 +121,7 @@ def test_find_jobs_refuses_a_bad_filter_cursor_or_limit(jq):
         {"limit": 1001},
         {"task": ""},
         {"group": ""},
+        {"contains": ""},
         {"state": "sleeping"},
         {"cursor": "garbage"},
         {"state": "delayed", "cursor": "dead:0:"},

@@ -1483,17 +1483,20 @@ class Queue:
         task: str | None = None,
         group: str | None = None,
         state: _JobState | None = None,
+        contains: str | None = None,
         cursor: str | None = None,
         limit: int = 50,
     ) -> JobSearch:
         """Up to ``limit`` (1 to 1000) jobs of ``task`` and ``group`` (None: any), after ``cursor``.
 
-        The search walks ``state``'s jobs, or (None) every state in turn (delayed, ready, active,
-        dead, completed), as ``jobs_page`` does, and looks at no more than 2000 jobs a call
-        however big the queue: a page may hold fewer than ``limit`` jobs, even none, before the
-        end; only a None cursor ends the search. Give the cursor back with the same filter. An
-        empty ``task`` or ``group``, an unknown state, a bad ``limit`` or a cursor not made by this
-        search raise ``InvalidArgumentError``. Writes nothing."""
+        ``contains`` keeps the jobs whose payload (a task's arguments, as JSON or MessagePack)
+        holds that text, e.g. an address. The search walks ``state``'s jobs, or (None) every
+        state in turn (delayed, ready, active, dead, completed), as ``jobs_page`` does, and looks
+        at no more than 2000 jobs a call however big the queue: a page may hold fewer than
+        ``limit`` jobs, even none, before the end; only a None cursor ends the search. Give the
+        cursor back with the same filter. An empty ``task``, ``group`` or ``contains``, an
+        unknown state, a bad ``limit`` or a cursor not made by this search raise
+        ``InvalidArgumentError``. Writes nothing."""
     def jobs(self, state: _JobState, offset: int = 0, limit: int = 100) -> list[JobInfo]:
         """The jobs in one state, ``limit`` (at most 1000) from ``offset``.
 
@@ -2273,17 +2276,20 @@ class AsyncQueue:
         task: str | None = None,
         group: str | None = None,
         state: _JobState | None = None,
+        contains: str | None = None,
         cursor: str | None = None,
         limit: int = 50,
     ) -> Coroutine[Any, Any, JobSearch]:
         """Up to ``limit`` (1 to 1000) jobs of ``task`` and ``group`` (None: any), after ``cursor``.
 
-        The search walks ``state``'s jobs, or (None) every state in turn (delayed, ready, active,
-        dead, completed), as ``jobs_page`` does, and looks at no more than 2000 jobs a call
-        however big the queue: a page may hold fewer than ``limit`` jobs, even none, before the
-        end; only a None cursor ends the search. Give the cursor back with the same filter. An
-        empty ``task`` or ``group``, an unknown state, a bad ``limit`` or a cursor not made by this
-        search raise ``InvalidArgumentError``. Writes nothing."""
+        ``contains`` keeps the jobs whose payload (a task's arguments, as JSON or MessagePack)
+        holds that text, e.g. an address. The search walks ``state``'s jobs, or (None) every
+        state in turn (delayed, ready, active, dead, completed), as ``jobs_page`` does, and looks
+        at no more than 2000 jobs a call however big the queue: a page may hold fewer than
+        ``limit`` jobs, even none, before the end; only a None cursor ends the search. Give the
+        cursor back with the same filter. An empty ``task``, ``group`` or ``contains``, an
+        unknown state, a bad ``limit`` or a cursor not made by this search raise
+        ``InvalidArgumentError``. Writes nothing."""
     def jobs(self, state: _JobState, offset: int = 0, limit: int = 100) -> Coroutine[Any, Any, list[JobInfo]]:
         """The jobs in one state, ``limit`` (at most 1000) from ``offset``.
 

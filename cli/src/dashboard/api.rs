@@ -251,6 +251,7 @@ pub async fn search(
         state,
         task: text("task"),
         group: text("group"),
+        contains: text("contains"),
     };
     let limit = page_limit(&params)?;
     let (_, q) = app.job_queue(&name).await?;
