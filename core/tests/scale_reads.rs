@@ -120,6 +120,7 @@ async fn a_page_of_20000_running_jobs_is_read_without_a_call_over_10ms() {
         state: Some(JobState::Active),
         task: Some("absent".into()),
         group: None,
+        contains: None,
     };
     let found = q.find_jobs(&none, None, 50).await.unwrap();
     assert!(found.jobs.is_empty());
