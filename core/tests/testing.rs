@@ -348,6 +348,21 @@ async fn inline_mode_runs_the_job_in_the_enqueue_and_raises_its_error() {
 }
 
 #[tokio::test]
+async fn inline_mode_leaves_a_job_without_handler_recorded_and_takes_handlers_set_later() {
+    let _s = SERIAL.lock().await;
+    let q = offline("late");
+    let inline = testing::inline_guard(Handlers::new(), true).unwrap();
+    let first = q.enqueue(b"early", opts()).await.unwrap();
+    assert_eq!(inline.enqueued(&JobFilter::default())[0].id, first.id);
+    inline.set_handlers(Handlers::new().raw(q.name(), |job: Job| async move {
+        Ok::<_, String>(job.payload.clone())
+    }));
+    let second = q.enqueue(b"late", opts()).await.unwrap();
+    let out = q.wait(&second.id, None).await.unwrap();
+    assert_eq!(out.result.as_deref(), Some(&b"late"[..]));
+}
+
+#[tokio::test]
 async fn get_and_wait_answer_from_the_record() {
     let _s = SERIAL.lock().await;
     let fake = testing::fake_guard().unwrap();

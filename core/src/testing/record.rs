@@ -255,7 +255,7 @@ impl TestMode {
             }
         }
         if self.mode() == Mode::Inline {
-            let handlers = self.0.handlers.clone();
+            let handlers = self.own_handlers();
             let mut first_err = None;
             for id in created {
                 let ended = Box::pin(self.run_recorded(queue.name(), &id, &handlers)).await;
