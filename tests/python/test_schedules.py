@@ -141,7 +141,7 @@ def test_declaring_the_same_schedule_again_keeps_its_next_slot_and_schedules_lis
     assert tick.next_run_ms is not None and tick.next_run_ms % 2500 == 0
     assert repr(daily) == (
         f"ScheduleInfo(name='daily', cron='0 9 * * 1-5', timezone='Europe/Paris', next_run_ms={first}, "
-        "payload=<1 bytes>, task='report', priority=3, group='acme', max_attempts=2, "
+        "payload=<3 bytes>, task='report', format='json', priority=3, group='acme', max_attempts=2, "
         "backoff=Backoff.fixed(5.0), timeout=60.0)"
     )
     assert repr(tick) == f"ScheduleInfo(name='tick', every=2.5, next_run_ms={tick.next_run_ms}, payload=<0 bytes>)"
