@@ -98,6 +98,113 @@ export interface Consumer {
 }
 
 /**
+ * The tasks of a queue, by name, as the type of a function per task: `(args) => result` (or a
+ * `Promise` of it), the handler's own signature. Write it as a type (`type EmailTasks = {
+ * 'send-email': (args: { to: string }) => Promise<void> }`) or take it from the handlers
+ * (`typeof tasks`, with `defineTasks`). A task without arguments is `() => result`.
+ */
+export type TaskSpec = { [name: string]: (args: never, job: Job) => unknown }
+
+/** The names of a `TaskSpec`'s tasks. */
+export type TaskName<Spec extends TaskSpec> = keyof Spec & string
+
+/** The arguments of a task: its function's first parameter (`undefined` when it takes none). */
+export type TaskArgs<F> = F extends () => unknown
+  ? undefined
+  : F extends (args: infer A, ...rest: never[]) => unknown
+    ? A
+    : never
+
+/**
+ * A task's result as `wait` gives it back: what its function returns (awaited), with `null` for
+ * nothing (`void`, `undefined`), as the worker stores it. Results travel as JSON (a `Buffer` as
+ * it is): a `Date` comes back as a string, a class instance as a plain object.
+ */
+export type TaskResult<F> = F extends (...args: never[]) => infer R ? StoredResult<Awaited<R>> : never
+
+/** `null` for a handler that returns nothing, else the value. */
+export type StoredResult<R> = R extends void | undefined ? null : R
+
+/**
+ * A job id from a typed queue's `enqueueTask`: a string that remembers its task's name (at
+ * compile time only), so `wait(id)` knows the result's type. Any string is accepted where one
+ * is expected; `wait` then types the result as any of the queue's tasks' results.
+ */
+export type TaskId<Name extends string = string> = string & { readonly __tideqTask?: Name }
+
+/** What a typed queue's `enqueueTask` resolves with: `Enqueued`, its id a `TaskId`. */
+export interface TaskEnqueued<Name extends string = string> {
+  id: TaskId<Name>
+  /** False when a job with this id already existed (nothing was written). */
+  created: boolean
+}
+
+/** `enqueueTask`'s arguments after the name: the task's arguments (optional when it takes none, or accepts `undefined`), then the options. */
+export type TaskEnqueueArgs<F> = undefined extends TaskArgs<F>
+  ? [args?: TaskArgs<F>, options?: EnqueueOptions]
+  : [args: TaskArgs<F>, options?: EnqueueOptions]
+
+/**
+ * The handlers of a `TaskSpec`'s tasks, for `work`/`run` (and the test modes' `drain`): each is
+ * called with the task's arguments and the job, and returns its result (or a `Promise` of it).
+ */
+export type TaskHandlers<Spec extends TaskSpec> = {
+  [N in TaskName<Spec>]: (args: TaskArgs<Spec[N]>, job: Job) => TaskReturn<Spec[N]>
+}
+
+/** What a task's handler may return: its result, or a `Promise` of it. */
+export type TaskReturn<F> = F extends (...args: never[]) => infer R ? Awaited<R> | Promise<Awaited<R>> : never
+
+/** One task of `enqueueMany` on a typed queue: `{ name, data, ...options }`, `data` checked against `name`. */
+export type TaskJobSpec<Spec extends TaskSpec> = {
+  [N in TaskName<Spec>]: { name: N } & (undefined extends TaskArgs<Spec[N]>
+    ? { data?: TaskArgs<Spec[N]> }
+    : { data: TaskArgs<Spec[N]> }) &
+    Omit<JobSpec, 'name' | 'data' | 'payload'>
+}[TaskName<Spec>]
+
+/**
+ * A `Queue` whose task names, arguments and results are checked at compile time: `enqueueTask`
+ * takes only the spec's names, each with its arguments; `work` and `run` want a handler for
+ * each task, with its signature; `wait(id)` on an id from `enqueueTask` resolves with that
+ * task's result. Made by `queue.typed<Spec>()` or `queue.typed(tasks)`: the same object as the
+ * queue (nothing is checked or converted at run time), so everything else is `Queue`'s.
+ */
+export interface TypedQueue<Spec extends TaskSpec>
+  extends Omit<Queue, 'enqueueTask' | 'enqueueMany' | 'work' | 'run' | 'wait' | 'typed'> {
+  /** `Queue.enqueueTask`, for one of the spec's tasks with its arguments. */
+  enqueueTask<N extends TaskName<Spec>>(name: N, ...rest: TaskEnqueueArgs<Spec[N]>): Promise<TaskEnqueued<N>>
+  /** `Queue.enqueueMany`, each task checked against the spec (raw jobs as they are). */
+  enqueueMany(jobs: Array<TaskJobSpec<Spec> | Buffer | Uint8Array | { payload: Buffer | Uint8Array } & Omit<JobSpec, 'name' | 'data' | 'payload'>>): Promise<Enqueued[]>
+  /** `Queue.work`, with a handler for each of the spec's tasks. */
+  work(handlers: TaskHandlers<Spec>, options?: WorkerOptions): Worker
+  /** `Queue.run`, with a handler for each of the spec's tasks. */
+  run(handlers: TaskHandlers<Spec>, options?: WorkerOptions): Promise<WorkerStats>
+  /**
+   * `Queue.wait`: resolves with the task's result, typed by the id's task (an id from this
+   * queue's `enqueueTask`), by `wait<'task-name'>(id)`, or else as any of the tasks' results.
+   */
+  wait<N extends TaskName<Spec> = TaskName<Spec>>(id: TaskId<N>, options?: WaitOptions): Promise<TaskResult<Spec[N]>>
+}
+
+export interface Queue {
+  /**
+   * This queue, typed by its tasks (`TypedQueue`): `queue.typed<Spec>()` with a `TaskSpec`
+   * written as a type, or `queue.typed(tasks)` with handlers made by `defineTasks`. Returns
+   * the queue itself; the types are the only change.
+   */
+  typed<Spec extends TaskSpec>(tasks?: Spec): TypedQueue<Spec>
+}
+
+/**
+ * Task handlers by name, returned as they are, typed so that their signatures are the
+ * queue's `TaskSpec`: `queue.typed(tasks)` checks enqueues against them, `work(tasks)` and the
+ * test modes' `drain({ [queueName]: tasks })` run them. Annotate each handler's arguments
+ * (`async (args: { to: string }, job) => ...`).
+ */
+export declare function defineTasks<Tasks extends TaskSpec>(tasks: Tasks): Tasks
+
+/**
  * Which binding artifact the generated loader actually loaded: `'native'` for
  * a native addon, otherwise the `platformArchABI` of the WASI flavor. Every
  * flavor napi-rs can build is listed, because `NAPI_RS_NATIVE_LIBRARY_PATH`

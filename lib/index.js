@@ -16,6 +16,11 @@ module.exports.Snooze = outcomes.Snooze;
 module.exports.BackOff = outcomes.BackOff;
 module.exports.DontRetry = outcomes.DontRetry;
 
+// Typed tasks (types only: `defineTasks` returns its argument, `queue.typed()` the queue).
+const tasks = require('./tasks.js');
+module.exports.defineTasks = tasks.defineTasks;
+tasks.install(module.exports.Queue);
+
 // `await using worker = queue.work(...)` (explicit resource management): leaving the scope is
 // `await worker.shutdown()`, as Python's `async with`.
 if (typeof Symbol.asyncDispose === 'symbol') {
