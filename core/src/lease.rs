@@ -317,6 +317,11 @@ impl Queue {
 
     /// Stores a running job's progress, fenced by its lease (see [`Job::progress`]).
     pub(crate) async fn set_progress(&self, job: &Job, value: &[u8]) -> Result<()> {
+        if crate::testing::active() && job.token.is_empty() {
+            if let Some(mode) = crate::testing::current() {
+                return mode.progress(self, &job.id, value);
+            }
+        }
         self.op("progress", async {
             self.check_result_len("progress", value.len())?;
             let mut cmd = self.script_cmd(job.shard, &SET_PROGRESS);
@@ -496,6 +501,10 @@ impl Queue {
 
     /// Pushes the lease deadline to `lease` from now (Redis clock).
     pub async fn extend(&self, job: &Job, lease: Duration) -> Result<()> {
+        // A job a test mode runs has no lease to extend.
+        if crate::testing::active() && job.token.is_empty() {
+            return Ok(());
+        }
         self.op("extend", async {
             self.extend_lease(&job.lease(), lease).await
         })

@@ -99,6 +99,7 @@ mod serve;
 mod shards;
 pub mod signal;
 pub mod task;
+pub mod testing;
 mod wait;
 pub mod worker;
 pub mod workflow;

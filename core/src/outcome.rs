@@ -70,6 +70,11 @@ impl Queue {
     /// outcome within `timeout` (`None`: no limit), `TIMEOUT`. Returns as soon as the job ends
     /// (it does not poll).
     pub async fn wait(&self, id: &str, timeout: Option<Duration>) -> Result<JobOutcome> {
+        if crate::testing::active() {
+            if let Some(mode) = crate::testing::current() {
+                return mode.wait(self, id);
+            }
+        }
         self.op("wait", async {
             validate_job_id(id)?;
             let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
@@ -234,7 +239,7 @@ impl Queue {
         })
     }
 
-    fn job_failed(&self, id: &str, error: Option<&str>) -> Error {
+    pub(crate) fn job_failed(&self, id: &str, error: Option<&str>) -> Error {
         Error::new(
             ErrorKind::JobFailed,
             format!(
@@ -245,7 +250,7 @@ impl Queue {
         )
     }
 
-    fn no_job(&self, id: &str) -> Error {
+    pub(crate) fn no_job(&self, id: &str) -> Error {
         Error::new(
             ErrorKind::JobNotFound,
             format!(

@@ -1,12 +1,31 @@
-//! tideq's test support, shared by the core's tests (`core/tests/common`), the CLI's tests
-//! (`cli/tests/common`), the examples and the benchmarks: a real `redis-server` on a free
-//! loopback port in its own temp dir ([`RedisServer`], with any config line: a password, ACL
-//! users, TLS, replication), a local 6-node Redis Cluster ([`RedisCluster`], started by
-//! `tests/cluster/redis-cluster.sh`) and a primary with a replica and three Sentinels
-//! ([`SentinelSetup`]). Everything is torn down on drop. Never mocks.
+//! tideq's test support, and the real mode of tideq's test modes for Rust users: a real
+//! `redis-server` on a free loopback port in its own temp dir ([`RedisServer`], with any config
+//! line: a password, ACL users, TLS, replication), a local 6-node Redis Cluster
+//! ([`RedisCluster`], started by `tests/cluster/redis-cluster.sh`) and a primary with a replica
+//! and three Sentinels ([`SentinelSetup`]). Everything is torn down on drop. Never mocks.
 //!
-//! This crate does not depend on `tideq` (the core's tests use it: a cycle would give them two
-//! copies of tideq's types); helpers that need tideq live next to the tests that use them.
+//! For integration tests of an application, [`RedisServer::start`] is the fixture: a private,
+//! empty server per test (it needs `redis-server` on `PATH`), or the server named by
+//! `TIDEQ_TEST_REDIS_URL` when that is set (then give each test its own queue names:
+//! [`unique`]). Unit tests that only enqueue need no server: `tideq::testing`'s fake and inline
+//! modes record or run the jobs in the process.
+//!
+//! ```ignore
+//! // in an application's tests (tideq and tideq-testing as dev-dependencies)
+//! use tideq_testing::{unique, RedisServer};
+//!
+//! # async fn test() {
+//! let server = RedisServer::start(); // stopped, and its files removed, when dropped
+//! let client = tideq::Client::open(&server.url).unwrap();
+//! let q = tideq::Queue::new(&client, &unique("emails"), Default::default()).unwrap();
+//! q.enqueue(b"hello", Default::default()).await.unwrap();
+//! # }
+//! ```
+//!
+//! The core's tests (`core/tests/common`), the CLI's tests (`cli/tests/common`), the examples and
+//! the benchmarks use it too. This crate does not depend on `tideq` (the core's tests use it: a
+//! cycle would give them two copies of tideq's types); helpers that need tideq live next to the
+//! tests that use them.
 
 mod cluster;
 mod sentinel;

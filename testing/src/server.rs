@@ -131,7 +131,7 @@ impl RedisServer {
             .stderr(log)
             .stdin(Stdio::null())
             .spawn()
-            .expect("redis-server must be installed (scripts/ensure-deps.sh)");
+            .expect("could not start redis-server: it must be installed and on PATH (in the tideq repository: scripts/ensure-deps.sh)");
         self.child = Some(child);
         let deadline = Instant::now() + Duration::from_secs(10);
         while !self.answers() {

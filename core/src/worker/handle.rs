@@ -211,6 +211,11 @@ impl Queue {
     }
 
     pub(crate) fn start_worker(&self, opts: WorkerOptions, handler: Handlers) -> Result<Worker> {
+        if crate::testing::active() {
+            return Err(
+                crate::testing::refused("a worker").context(&format!("queue {:?}", self.name))
+            );
+        }
         opts.validate()?;
         let counters = Arc::new(Counters::default());
         let metrics = Arc::new(crate::metrics::WorkerMetrics::new());

@@ -9,6 +9,7 @@
 //! (Redis clock) or `poll_interval`.
 
 mod acks;
+pub(crate) mod attempt;
 mod budget;
 mod fetch;
 mod handle;
@@ -30,6 +31,7 @@ pub(crate) use verdict::Verdict;
 pub use verdict::{BackOff, BackOffScope, DontRetry, Snooze};
 
 use acks::*;
+use attempt::Attempt;
 use budget::*;
 use fetch::*;
 use options::*;

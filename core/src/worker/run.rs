@@ -250,21 +250,16 @@ impl JobCtx {
         key: u64,
         permit: OwnedSemaphorePermit,
     ) {
-        let timeout = job.timeout;
         let cancel = job.cancel.clone();
-        let handler = match &self.handler {
-            Handlers::One(h) => h.clone(),
-            Handlers::Batch(..) => unreachable!("a batch worker runs jobs in batches"),
-            Handlers::Tasks(tasks) => match tasks.unknown(&job) {
-                None => tasks.handlers[job.task.as_deref().unwrap_or_default()].clone(),
-                Some(why) => {
-                    // It can never run here: dead-lettered at once, not retried.
-                    self.in_flight.lock().unwrap().remove(&key);
-                    drop(permit);
-                    Box::pin(self.fail(held, why, true)).await;
-                    return;
-                }
-            },
+        let handler = match self.handler.for_job(&job) {
+            Ok(h) => h,
+            Err(why) => {
+                // It can never run here: dead-lettered at once, not retried.
+                self.in_flight.lock().unwrap().remove(&key);
+                drop(permit);
+                Box::pin(self.fail(held, why, true)).await;
+                return;
+            }
         };
         let mut job = job;
         // Boxed, and only for a chain's link or a chord's callback: the read's future would
@@ -275,69 +270,34 @@ impl JobCtx {
                 return;
             }
         }
-        // The handler runs inline (no extra task); a panic is caught and fails the attempt.
         let started = std::time::Instant::now();
-        let handled = std::panic::AssertUnwindSafe(crate::otel::run(&handler, job)).catch_unwind();
-        tokio::pin!(handled);
-        let mut timed_out = None;
-        let outcome = match timeout {
-            Some(t) => tokio::select! {
-                r = &mut handled => r,
-                _ = tokio::time::sleep(t) => {
-                    timed_out = Some(t);
-                    cancel.cancel();
-                    handled.await
-                }
-            },
-            None => handled.await,
-        };
+        let (result, timed_out) = attempt::call(&handler, job).await;
         self.metrics.run.observe(started.elapsed());
-        let mut result = outcome.unwrap_or_else(|_| Err("handler panicked".into()));
-        if let Some(t) = timed_out {
-            result = Err(format!("timed out after {} ms", t.as_millis()).into());
-        }
         // Settling now: the renewer must not extend a lease the ack is about to end.
         let requested = self.settled(&[key])[0];
-        let mut dead_now = false;
-        let msg = match result {
+        let (msg, dead_now) = match attempt::classify(&self.queue, result) {
             // Its cancel was requested: it ends cancelled, whatever the handler returned.
-            _ if requested => CANCELLED.to_string(),
-            Ok(None) => {
-                // Counted when the fetch loop has sent it (AckQueue::settle).
-                self.acks.push(held);
+            _ if requested => (CANCELLED.to_string(), false),
+            // Counted when the fetch loop has sent it (AckQueue::settle); the result rides on
+            // the ack.
+            Attempt::Done(result) => {
+                self.acks.push(Lease { result, ..held });
                 return;
             }
-            // The result rides on the ack; one over the queue's cap fails the attempt instead.
-            Ok(Some(bytes)) => match self.queue.check_result_len("result", bytes.len()) {
-                Ok(()) => {
-                    self.acks.push(Lease {
-                        result: Some(bytes),
-                        ..held
-                    });
-                    return;
-                }
-                Err(e) => e.message().to_string(),
-            },
-            Err(e) => match Verdict::of(&*e) {
-                Verdict::Later(delay, scope) => {
-                    // The slot is held until a back-off is in place, so this worker starts
-                    // nothing it holds meanwhile.
-                    Box::pin(self.snooze(held, delay, scope)).await;
-                    drop(permit);
-                    return;
-                }
-                Verdict::DontRetry => {
-                    dead_now = true;
-                    e.to_string()
-                }
-                Verdict::Fail => e.to_string(),
-            },
+            Attempt::Later(delay, scope) => {
+                // The slot is held until a back-off is in place, so this worker starts
+                // nothing it holds meanwhile.
+                Box::pin(self.snooze(held, delay, scope)).await;
+                drop(permit);
+                return;
+            }
+            Attempt::Failed { error, dead_now } => (error, dead_now),
         };
         drop(permit);
         // Boxed: the failure path's futures (a script call, retries) would otherwise sit in every
         // job's task, making each spawn copy kilobytes.
         if cancel.is_cancelled()
-            && timed_out.is_none()
+            && !timed_out
             && !requested
             && self.shutting_down.load(Ordering::SeqCst)
         {
