@@ -21,6 +21,28 @@ const tasks = require('./tasks.js');
 module.exports.defineTasks = tasks.defineTasks;
 tasks.install(module.exports.Queue);
 
+// The test modes (tideq/testing): a missed assertEnqueued is a node:assert AssertionError, as a
+// failed assert in the test around it would be; `using mode = fake()` stops it at scope end.
+{
+  const { TestMode } = module.exports;
+  const find = TestMode.prototype.assertEnqueued;
+  Object.defineProperty(TestMode.prototype, 'assertEnqueued', {
+    value: function assertEnqueued(filter) {
+      const found = find.call(this, filter);
+      if (typeof found !== 'string') return found;
+      const { AssertionError } = require('node:assert');
+      throw new AssertionError({ message: found, operator: 'assertEnqueued', stackStartFn: assertEnqueued });
+    },
+    writable: true,
+    configurable: true,
+  });
+  if (typeof Symbol.dispose === 'symbol') {
+    TestMode.prototype[Symbol.dispose] = function dispose() {
+      this.stop();
+    };
+  }
+}
+
 // `await using worker = queue.work(...)` (explicit resource management): leaving the scope is
 // `await worker.shutdown()`, as Python's `async with`.
 if (typeof Symbol.asyncDispose === 'symbol') {

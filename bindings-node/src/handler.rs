@@ -151,6 +151,28 @@ where
         })
     }
 
+    /// Lets the process exit while this handler is held (by a test mode, for as long as it
+    /// lives): its calls still run while something else (their caller's Promise) keeps Node
+    /// running.
+    // `unref` is napi_unref_threadsafe_function, exactly this; napi deprecates it for the
+    // builder's `weak` type parameter, which would make these a second set of types.
+    #[allow(deprecated)]
+    pub(crate) fn unreferenced(mut self, env: &Env) -> Res<Self> {
+        if let Some(h) = Arc::get_mut(&mut self.handler) {
+            h.unref(env)?;
+        }
+        if let Some(r) = Arc::get_mut(&mut self.reporter) {
+            match r {
+                Reporter::User(f) => f.unref(env)?,
+                Reporter::Console(f) => f.unref(env)?,
+            }
+        }
+        if let Some(v) = self.verdicts.as_mut().and_then(Arc::get_mut) {
+            v.unref(env)?;
+        }
+        Ok(self)
+    }
+
     /// Also reads what the handler throws (a job handler's `Snooze`, `BackOff`, `DontRetry`):
     /// see [`call_job`](Self::call_job).
     pub(crate) fn reading_verdicts(mut self, env: &Env) -> Res<Self> {

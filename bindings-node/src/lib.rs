@@ -26,6 +26,8 @@
 //!   - [`worker`]: `Worker`, `work`/`workBatches`/`run`/`runBatches`; `worker/run.rs` the
 //!     handler calls and their cancellation (core `worker`).
 //!   - [`serve`]: `serve(workers, options)`, a worker process's main loop (core `serve`).
+//!   - [`testing`]: `TestMode`, the fake and inline test modes of `tideq/testing` (core
+//!     `testing`).
 //!   - [`job`]: `Job`, what a worker's handler receives (core `job`'s `Job`; its
 //!     `childrenResults` is core `workflow`'s).
 //!   - [`options`]: the job queue's and the worker's options: TypeScript declarations and
@@ -76,6 +78,7 @@ mod schedule;
 mod serve;
 mod signal;
 mod task;
+mod testing;
 mod worker;
 mod workflow;
 
