@@ -38,6 +38,7 @@
 //! - [`envelope`]: the job envelope as a dict (`decode_envelope`, `encode_envelope`).
 //! - [`otel`]: trace context (`trace=`, `Job.trace`) and the OpenTelemetry hooks of
 //!   `tideq._otel` (`_set_otel_hooks`).
+//! - [`testing`]: the test modes under `tideq.testing` (`_testing_start`, `_TestMode`).
 //! - [`error`]: `TideqError` and one subclass per core error code.
 //! - [`convert`]: Python values to core arguments and back.
 //! - [`handler`]: calling Python handlers, for consumers and workers alike.
@@ -78,6 +79,7 @@ pub mod schedule;
 pub mod serve;
 pub mod signal;
 pub mod task;
+pub mod testing;
 pub mod value;
 pub mod verdict;
 pub mod worker;
@@ -171,6 +173,8 @@ fn _tideq(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(envelope::decode_envelope, m)?)?;
     m.add_function(wrap_pyfunction!(envelope::encode_envelope, m)?)?;
     m.add_function(wrap_pyfunction!(otel::_set_otel_hooks, m)?)?;
+    m.add_class::<testing::TestMode>()?;
+    m.add_function(wrap_pyfunction!(testing::_testing_start, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     let py = m.py();
     runtime::show_defaults(

@@ -51,6 +51,8 @@
 //! - `registry`: the live workers, who they are and what they run ([`Queue::workers`]).
 //! - [`worker`]: the worker runtime for job queues (concurrency, lease renewal, shutdown).
 //! - [`task`]: tasks by name with structured arguments (JSON or MessagePack), and task workers.
+//! - [`testing`]: test modes for the code that enqueues: fake (record, assert, drain) and inline
+//!   (run at enqueue), with no Redis.
 //! - [`envelope`]: the versioned MessagePack job envelope and backoff policy.
 //! - [`error`]: one error type with stable codes.
 //! - [`acl`]: the Redis ACL rules each role needs (least privilege), derived from the scripts.

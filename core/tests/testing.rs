@@ -16,8 +16,9 @@ use common::{free_port, unique, RedisServer};
 use serde_json::json;
 use tideq::testing::{self, Handlers, JobFilter, RecordedState};
 use tideq::{
-    Backoff, Client, Config, DontRetry, EnqueueOptions, Envelope, ErrorKind, Every, FlowJob, Job,
-    JobState, PayloadFormat, Queue, QueueOptions, Snooze, Tasks, WorkerOptions,
+    Backoff, Client, Config, Debounce, Dedup, DontRetry, EnqueueOptions, Envelope, ErrorKind,
+    Every, FlowJob, Job, JobState, PayloadFormat, Queue, QueueOptions, Snooze, Tasks,
+    WorkerOptions,
 };
 
 /// Held by every test for its whole run (an async mutex: a failed test does not poison it).
@@ -94,6 +95,35 @@ async fn fake_mode_records_jobs_with_the_real_encoding() {
         .unwrap();
     assert!(!again.created);
     assert_eq!(fake.jobs(&JobFilter::default()).len(), 3);
+}
+
+#[tokio::test]
+async fn fake_mode_keeps_dedup_and_debounce_keys_as_redis_does() {
+    let _s = SERIAL.lock().await;
+    let fake = testing::fake_guard().unwrap();
+    let q = offline("keys");
+    let dedup = || EnqueueOptions {
+        dedup: Some(Dedup::new("report-7")),
+        ..opts()
+    };
+    let a = q.enqueue(b"first", dedup()).await.unwrap();
+    let b = q.enqueue(b"second", dedup()).await.unwrap();
+    assert_eq!((b.id.as_str(), b.created), (a.id.as_str(), false));
+    let debounce = || EnqueueOptions {
+        debounce: Some(Debounce::new("search", Duration::from_millis(300))),
+        ..opts()
+    };
+    let c = q.enqueue(b"sea", debounce()).await.unwrap();
+    let d = q.enqueue(b"search", debounce()).await.unwrap();
+    assert_eq!(c.id, d.id, "the waiting job was replaced");
+    let jobs = fake.jobs(&JobFilter::default());
+    assert_eq!(jobs.len(), 2);
+    assert_eq!(jobs[1].payload, b"search");
+    assert_eq!(jobs[1].delay, Some(Duration::from_millis(300)));
+    assert_eq!(
+        Envelope::decode(&jobs[1].envelope).unwrap().payload,
+        b"search"
+    );
 }
 
 #[tokio::test]
@@ -345,6 +375,21 @@ async fn inline_mode_runs_the_job_in_the_enqueue_and_raises_its_error() {
         quiet.jobs(&JobFilter::default())[0].state,
         RecordedState::Dead
     );
+}
+
+#[tokio::test]
+async fn inline_mode_leaves_a_job_without_handler_recorded_and_takes_handlers_set_later() {
+    let _s = SERIAL.lock().await;
+    let q = offline("late");
+    let inline = testing::inline_guard(Handlers::new(), true).unwrap();
+    let first = q.enqueue(b"early", opts()).await.unwrap();
+    assert_eq!(inline.enqueued(&JobFilter::default())[0].id, first.id);
+    inline.set_handlers(Handlers::new().raw(q.name(), |job: Job| async move {
+        Ok::<_, String>(job.payload.clone())
+    }));
+    let second = q.enqueue(b"late", opts()).await.unwrap();
+    let out = q.wait(&second.id, None).await.unwrap();
+    assert_eq!(out.result.as_deref(), Some(&b"late"[..]));
 }
 
 #[tokio::test]

@@ -23,7 +23,20 @@ else:  # Python 3.9 has no ParamSpec: the class is generic for type checkers onl
 
 R = TypeVar("R")
 
-__all__ = ["Task", "AsyncTask", "task", "handlers"]
+__all__ = ["Task", "AsyncTask", "task", "handlers", "registry"]
+
+# Every task registered with ``@queue.task`` in this process, by queue name then task name: what
+# ``tideq.testing`` runs jobs with (a later registration of a name replaces the earlier one).
+_registry: dict[str, dict[str, _Task[Any, Any]]] = {}
+# Called after each registration (tideq.testing: an inline mode picks up tasks registered after
+# it started).
+_on_register: list[Callable[[], None]] = []
+
+
+def registry() -> dict[str, dict[str, Any]]:
+    """A copy of the process-wide registry of ``@queue.task`` functions: queue name -> task name
+    -> ``Task`` (what ``tideq.testing`` runs recorded jobs with)."""
+    return {q: dict(tasks) for q, tasks in _registry.items()}
 
 
 def _arguments(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -122,6 +135,9 @@ def task(queue: Union[Queue, AsyncQueue], func: Optional[Callable[..., Any]], na
         cls: type[_Task[Any, Any]] = AsyncTask if isinstance(queue, AsyncQueue) else Task
         t = cls(queue, f, name or f.__name__, options)
         queue._tasks[t.name] = t  # type: ignore[union-attr]
+        _registry.setdefault(queue.name, {})[t.name] = t
+        for hook in _on_register:
+            hook()
         return t
 
     if func is None:

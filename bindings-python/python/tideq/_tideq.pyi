@@ -79,6 +79,8 @@ __all__ = [
     "serve_async",
     "_run_cli",  # in the runtime's __all__ too (pyo3 adds every function); tideq._cli calls it
     "_set_otel_hooks",  # likewise; tideq._otel calls it
+    "_testing_start",  # likewise; tideq.testing calls it
+    "_TestMode",  # what it returns
     "decode_envelope",
     "encode_envelope",
     "__version__",
@@ -1864,6 +1866,32 @@ def serve_async(
     As ``serve``, on the running event loop: SIGINT and SIGTERM (when their handlers are
     Python's defaults, or ``asyncio.run``'s) stop the workers gracefully, a second one at once;
     cancelling the awaitable stops them gracefully too."""
+
+_TestHandlers = list[tuple[str, Optional[str], Callable[..., Any]]]
+
+@final
+class _TestMode:
+    """A test mode that is on (or was): ``tideq.testing``'s handle on the core's."""
+    @property
+    def mode(self) -> str: ...
+    @property
+    def is_on(self) -> bool: ...
+    def stop(self) -> None: ...
+    def set_handlers(self, handlers: _TestHandlers) -> None: ...
+    def clear(self) -> None: ...
+    def jobs(self, **kw: Any) -> list[dict[str, Any]]: ...
+    def enqueued(self, **kw: Any) -> list[dict[str, Any]]: ...
+    def assert_enqueued(self, **kw: Any) -> dict[str, Any]: ...
+    def drain(self, handlers: _TestHandlers) -> tuple[int, int, int, int]: ...
+    def drain_async(self, handlers: _TestHandlers) -> Coroutine[Any, Any, tuple[int, int, int, int]]: ...
+
+def _testing_start(
+    mode: str,
+    handlers: Optional[_TestHandlers] = None,
+    raise_errors: bool = True,
+) -> _TestMode:
+    """Turn test mode ``mode`` (``"fake"`` or ``"inline"``) on; ``tideq.testing`` wraps the handle
+    it returns (a private ``_TestMode``)."""
 
 def _set_otel_hooks(
     inject: Optional[Callable[[], Optional[dict[str, str]]]],

@@ -126,7 +126,7 @@ fn start(mode: Mode, handlers: Handlers, raise_errors: bool) -> Result<TestMode>
     }
     let m = TestMode(Arc::new(Inner {
         mode,
-        handlers,
+        handlers: Mutex::new(handlers),
         raise_errors,
         jobs: Mutex::new(Vec::new()),
     }));
@@ -153,8 +153,8 @@ pub struct TestMode(Arc<Inner>);
 
 struct Inner {
     mode: Mode,
-    /// Inline mode's handlers.
-    handlers: Handlers,
+    /// Inline mode's handlers (drains use them too).
+    handlers: Mutex<Handlers>,
     raise_errors: bool,
     /// Every recorded job, in enqueue order.
     jobs: Mutex<Vec<Entry>>,
@@ -190,6 +190,16 @@ impl TestMode {
             *active = None;
             ON.store(false, Ordering::SeqCst);
         }
+    }
+
+    /// Replaces the mode's own handlers (inline mode runs jobs with them; a drain adds the ones
+    /// it is given): for handlers registered after the mode started.
+    pub fn set_handlers(&self, handlers: Handlers) {
+        *self.0.handlers.lock().unwrap() = handlers;
+    }
+
+    pub(crate) fn own_handlers(&self) -> Handlers {
+        self.0.handlers.lock().unwrap().clone()
     }
 
     /// Forgets every recorded job.

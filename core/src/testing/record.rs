@@ -15,6 +15,7 @@ pub(crate) struct Entry {
     pub(crate) queue: Queue,
     pub(crate) env: Envelope,
     dedup: Option<String>,
+    debounce: Option<String>,
     /// A drain left it (no handler, or it kept snoozing): skipped until the next drain.
     pub(crate) parked: bool,
 }
@@ -184,7 +185,8 @@ impl TestMode {
 
     /// Records jobs enqueued on `queue` (validated and encoded: `prepared`), as the enqueue
     /// script would take them: an id already recorded on the queue, or a dedup key an unfinished
-    /// job holds, creates nothing. In inline mode, runs the jobs created.
+    /// job holds, creates nothing; a debounce key of a job not run yet replaces that job's
+    /// payload and options. In inline mode, runs the jobs created.
     pub(crate) async fn enqueue(
         &self,
         queue: &Queue,
@@ -220,6 +222,36 @@ impl TestMode {
                         continue;
                     }
                 }
+                let debounce = o.debounce.as_ref().map(|d| d.key.clone());
+                if let Some(key) = &debounce {
+                    // A job of the key not run yet takes this one's payload and options, and
+                    // waits its delay again (as `enqueue_debounced` replaces it in Redis).
+                    if let Some(e) = entries.iter_mut().find(|e| {
+                        *e.queue.name == *queue.name
+                            && e.debounce.as_ref() == Some(key)
+                            && e.job.state == RecordedState::Enqueued
+                    }) {
+                        let env = Envelope {
+                            id: e.job.id.clone(),
+                            ..env
+                        };
+                        e.job.payload = env.payload.clone();
+                        e.job.envelope = env.encode();
+                        e.job.args = decode_args(&env);
+                        e.job.task = env.task.clone();
+                        e.job.format = env.format;
+                        e.job.max_attempts = env.max_attempts;
+                        e.job.priority = o.priority;
+                        e.job.group = o.group.clone();
+                        e.job.delay = (delay > 0).then(|| Duration::from_millis(delay));
+                        e.env = env;
+                        out.push(Enqueued {
+                            id: e.job.id.clone(),
+                            created: true,
+                        });
+                        continue;
+                    }
+                }
                 let job = RecordedJob {
                     id: env.id.clone(),
                     queue: queue.name().to_string(),
@@ -250,12 +282,13 @@ impl TestMode {
                     queue: queue.clone(),
                     env,
                     dedup,
+                    debounce,
                     parked: false,
                 });
             }
         }
         if self.mode() == Mode::Inline {
-            let handlers = self.0.handlers.clone();
+            let handlers = self.own_handlers();
             let mut first_err = None;
             for id in created {
                 let ended = Box::pin(self.run_recorded(queue.name(), &id, &handlers)).await;

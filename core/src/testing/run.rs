@@ -20,7 +20,7 @@ impl TestMode {
     /// `handlers` has nothing for stays recorded (counted in [`DrainReport::left`]); inline
     /// mode's handlers count too.
     pub async fn drain(&self, handlers: &Handlers) -> Result<DrainReport> {
-        let handlers = self.0.handlers.clone().merged(handlers);
+        let handlers = self.own_handlers().merged(handlers);
         for e in self.entries().iter_mut() {
             e.parked = false;
         }
