@@ -6,6 +6,12 @@
 // napi build's dtsHeaderFile): the type-only declarations no Rust item carries.
 
 /**
+ * The package's API: `import { Queue } from 'tideq'` (or `require('tideq')`). Its test modes
+ * are `tideq/testing`.
+ * @module tideq
+ */
+
+/**
  * The code of every error tideq raises, on `err.code`: the core's stable codes (`ErrorKind`
  * in the `tideq` crate; tests/node/types.test.mjs fails when the two lists differ).
  */
@@ -95,6 +101,126 @@ export interface Worker {
 /** `await using consumer = queue.consume(...)`: leaving the scope is `await consumer.shutdown()`. */
 export interface Consumer {
   [Symbol.asyncDispose](): Promise<void>
+}
+
+/**
+ * The tasks of a queue, by name, as the type of a function per task: `(args) => result` (or a
+ * `Promise` of it), the handler's own signature. Write it as a type (`type EmailTasks = {
+ * 'send-email': (args: { to: string }) => Promise<void> }`) or take it from the handlers
+ * (`typeof tasks`, with `defineTasks`). A task without arguments is `() => result`.
+ */
+export type TaskSpec = { [name: string]: (args: never, job: Job) => unknown }
+
+/** The names of a `TaskSpec`'s tasks. */
+export type TaskName<Spec extends TaskSpec> = keyof Spec & string
+
+/** The arguments of a task: its function's first parameter (`undefined` when it takes none). */
+export type TaskArgs<F> = F extends () => unknown
+  ? undefined
+  : F extends (args: infer A, ...rest: never[]) => unknown
+    ? A
+    : never
+
+/**
+ * A task's result as `wait` gives it back: what its function returns (awaited), with `null` for
+ * nothing (`void`, `undefined`), as the worker stores it. Results travel as JSON (a `Buffer` as
+ * it is): a `Date` comes back as a string, a class instance as a plain object.
+ */
+export type TaskResult<F> = F extends (...args: never[]) => infer R ? StoredResult<Awaited<R>> : never
+
+/** `null` for a handler that returns nothing, else the value. */
+export type StoredResult<R> = R extends void | undefined ? null : R
+
+/**
+ * A job id from a typed queue's `enqueueTask`: a string that remembers its task's name (at
+ * compile time only), so `wait(id)` knows the result's type. Any string is accepted where one
+ * is expected; `wait` then types the result as any of the queue's tasks' results.
+ */
+export type TaskId<Name extends string = string> = string & { readonly __tideqTask?: Name }
+
+/** What a typed queue's `enqueueTask` resolves with: `Enqueued`, its id a `TaskId`. */
+export interface TaskEnqueued<Name extends string = string> {
+  id: TaskId<Name>
+  /** False when a job with this id already existed (nothing was written). */
+  created: boolean
+}
+
+/** `enqueueTask`'s arguments after the name: the task's arguments (optional when it takes none, or accepts `undefined`), then the options. */
+export type TaskEnqueueArgs<F> = undefined extends TaskArgs<F>
+  ? [args?: TaskArgs<F>, options?: EnqueueOptions]
+  : [args: TaskArgs<F>, options?: EnqueueOptions]
+
+/**
+ * The handlers of a `TaskSpec`'s tasks, for `work`/`run` (and the test modes' `drain`): each is
+ * called with the task's arguments and the job, and returns its result (or a `Promise` of it).
+ */
+export type TaskHandlers<Spec extends TaskSpec> = {
+  [N in TaskName<Spec>]: (args: TaskArgs<Spec[N]>, job: Job) => TaskReturn<Spec[N]>
+}
+
+/** What a task's handler may return: its result, or a `Promise` of it. */
+export type TaskReturn<F> = F extends (...args: never[]) => infer R ? Awaited<R> | Promise<Awaited<R>> : never
+
+/** One task of `enqueueMany` on a typed queue: `{ name, data, ...options }`, `data` checked against `name`. */
+export type TaskJobSpec<Spec extends TaskSpec> = {
+  [N in TaskName<Spec>]: { name: N } & (undefined extends TaskArgs<Spec[N]>
+    ? { data?: TaskArgs<Spec[N]> }
+    : { data: TaskArgs<Spec[N]> }) &
+    Omit<JobSpec, 'name' | 'data' | 'payload'>
+}[TaskName<Spec>]
+
+/**
+ * A `Queue` whose task names, arguments and results are checked at compile time: `enqueueTask`
+ * takes only the spec's names, each with its arguments; `work` and `run` want a handler for
+ * each task, with its signature; `wait(id)` on an id from `enqueueTask` resolves with that
+ * task's result. Made by `queue.typed<Spec>()` or `queue.typed(tasks)`: the same object as the
+ * queue (nothing is checked or converted at run time), so everything else is `Queue`'s.
+ */
+export interface TypedQueue<Spec extends TaskSpec>
+  extends Omit<Queue, 'enqueueTask' | 'enqueueMany' | 'work' | 'run' | 'wait' | 'typed'> {
+  /** `Queue.enqueueTask`, for one of the spec's tasks with its arguments. */
+  enqueueTask<N extends TaskName<Spec>>(name: N, ...rest: TaskEnqueueArgs<Spec[N]>): Promise<TaskEnqueued<N>>
+  /** `Queue.enqueueMany`, each task checked against the spec (raw jobs as they are). */
+  enqueueMany(jobs: Array<TaskJobSpec<Spec> | Buffer | Uint8Array | { payload: Buffer | Uint8Array } & Omit<JobSpec, 'name' | 'data' | 'payload'>>): Promise<Enqueued[]>
+  /** `Queue.work`, with a handler for each of the spec's tasks. */
+  work(handlers: TaskHandlers<Spec>, options?: WorkerOptions): Worker
+  /** `Queue.run`, with a handler for each of the spec's tasks. */
+  run(handlers: TaskHandlers<Spec>, options?: WorkerOptions): Promise<WorkerStats>
+  /**
+   * `Queue.wait`: resolves with the task's result, typed by the id's task (an id from this
+   * queue's `enqueueTask`), by `wait<'task-name'>(id)`, or else as any of the tasks' results.
+   */
+  wait<N extends TaskName<Spec> = TaskName<Spec>>(id: TaskId<N>, options?: WaitOptions): Promise<TaskResult<Spec[N]>>
+}
+
+export interface Queue {
+  /**
+   * This queue, typed by its tasks (`TypedQueue`): `queue.typed<Spec>()` with a `TaskSpec`
+   * written as a type, or `queue.typed(tasks)` with handlers made by `defineTasks`. Returns
+   * the queue itself; the types are the only change.
+   */
+  typed<Spec extends TaskSpec>(tasks?: Spec): TypedQueue<Spec>
+}
+
+/**
+ * Task handlers by name, returned as they are, typed so that their signatures are the
+ * queue's `TaskSpec`: `queue.typed(tasks)` checks enqueues against them, `work(tasks)` and the
+ * test modes' `drain({ [queueName]: tasks })` run them. Annotate each handler's arguments
+ * (`async (args: { to: string }, job) => ...`).
+ */
+export declare function defineTasks<Tasks extends TaskSpec>(tasks: Tasks): Tasks
+
+/**
+ * The handlers of the test modes (`tideq/testing`'s `inline(handlers)` and `drain(handlers)`),
+ * by queue name: an object of task handlers (`{ 'send-email': (args, job) => ... }`, as `work`
+ * takes them, or a `defineTasks` object), or one job handler `(job) => ...` for every job of
+ * the queue.
+ */
+export type TestHandlers = { [queue: string]: Record<string, TaskHandler> | ((job: Job) => unknown) }
+
+export interface TestMode {
+  /** `using mode = fake()`: leaving the scope is `mode.stop()`. */
+  [Symbol.dispose](): void
 }
 
 /**
@@ -727,6 +853,49 @@ export declare class Queue {
 }
 
 /**
+ * A test mode, on for the whole process (every `Queue`) until `stop()`: made by `tideq/testing`'s
+ * `fake()` and `inline(handlers)`. While it is on, an enqueue is checked and encoded as against
+ * Redis (bad input still throws, and nothing is recorded), then recorded instead of sent; `get`
+ * and `wait` answer from the record, and any other operation of a job queue (starting a worker
+ * included) rejects with `NOT_SUPPORTED`. No Redis connection is made. Starting a mode while
+ * one is on throws `INVALID_ARGUMENT`.
+ */
+export declare class TestMode {
+  /** Fake mode: enqueues are recorded, not run (`tideq/testing`'s `fake()`). */
+  static fake(): TestMode
+  /**
+   * Inline mode: each enqueue runs its job at once with `handlers` (`tideq/testing`'s
+   * `inline(handlers, options)`).
+   */
+  static inline(handlers: TestHandlers, options?: InlineOptions): TestMode
+  /** `'fake'` or `'inline'`. */
+  get mode(): 'fake' | 'inline'
+  /** Whether this mode is on (false once stopped). */
+  get isOn(): boolean
+  /** Ends the mode: queues use Redis again. Idempotent; the record stays readable. */
+  stop(): void
+  /** Forgets every recorded job. */
+  clear(): void
+  /** Every recorded job matching `filter` (all when absent), run or not, in enqueue order. */
+  jobs(filter?: JobFilter): Array<RecordedJob>
+  /** The recorded jobs matching `filter` that have not run yet, in enqueue order. */
+  enqueued(filter?: JobFilter): Array<RecordedJob>
+  /**
+   * The first recorded job (run or not) matching `filter`. When none does, throws a
+   * `node:assert` `AssertionError` saying what was looked for and listing what was recorded.
+   */
+  assertEnqueued(filter?: JobFilter): RecordedJob
+  /**
+   * Runs every recorded job not run yet, in enqueue order, and those their handlers enqueue,
+   * until none is left; a failed attempt is retried at once, up to the job's attempts, then
+   * the job is dead with the error a worker would record. `handlers`: by queue name, an object
+   * of task handlers (`{ 'send-email': (args, job) => ... }`, a `defineTasks` object) or one
+   * job handler `(job) => ...`; in inline mode, those given win over the mode's own.
+   */
+  drain(handlers?: TestHandlers, options?: DrainOptions): Promise<DrainReport>
+}
+
+/**
  * A running worker. Dropping it does not stop it: call `shutdown()`. While it runs it keeps
  * the process alive (like a listening server); after it has stopped it no longer does.
  *
@@ -1032,8 +1201,8 @@ export interface ClientOptions {
 /** How `tideq worker` starts one worker child of this package. */
 export interface CliHost {
   /**
-   * The argv prefix that starts one child: `[process.execPath, '<package>/worker.js']`; the
-   * target and the per-child flags follow.
+   * The argv prefix that starts one child: `[process.execPath, '<package>/lib/worker.js']`;
+   * the target and the per-child flags follow.
    */
   child: Array<string>
 }
@@ -1115,6 +1284,24 @@ export interface DedupOptions {
    * longer.
    */
   ttlMs?: number
+}
+
+/** Options of `drain(handlers, options)`. */
+export interface DrainOptions {
+  /** As `InlineOptions.onError`. */
+  onError?: (err: unknown, job: Job) => void
+}
+
+/** What `drain` ran. */
+export interface DrainReport {
+  /** Attempts made (snoozes not counted). */
+  ran: number
+  /** Jobs that completed. */
+  completed: number
+  /** Jobs that went to the dead letters. */
+  dead: number
+  /** Jobs left recorded, not run: no handler for their queue, or they kept snoozing. */
+  left: number
 }
 
 /** Encodes a job envelope (as `decodeEnvelope` returns it) to its MessagePack bytes. */
@@ -1424,6 +1611,42 @@ export interface HistoryPoint {
   cancelled: number
   /** Mean lateness (ms) of the delayed jobs and retries promoted in the step; `null` if none. */
   latenessMs: number | null
+}
+
+/** Options of `inline(handlers, options)`. */
+export interface InlineOptions {
+  /**
+   * An enqueue whose job ends dead (its attempts used up, or `DontRetry`) rejects with
+   * `JOB_FAILED` and the job's error. Default true; false: it resolves, and the job is
+   * recorded dead.
+   */
+  raiseErrors?: boolean
+  /**
+   * Called with each failed attempt's error and job, as a worker's `onError`. By default
+   * failures are not printed: they are recorded with the job.
+   */
+  onError?: (err: unknown, job: Job) => void
+}
+
+/**
+ * Which recorded jobs `jobs`, `enqueued` and `assertEnqueued` look at: every field given must
+ * match. Every field is optional.
+ */
+export interface JobFilter {
+  /** The queue's name. */
+  queue?: string
+  /** The task's name (`enqueueTask(name, ...)`). */
+  task?: string
+  /** The job's id. */
+  id?: string
+  /** The task's arguments, compared by value (an object's keys in any order). */
+  args?: unknown
+  /** The job's group. */
+  group?: string
+  /** The job's priority. */
+  priority?: number
+  /** The delay asked for at enqueue, in ms. */
+  delayMs?: number
 }
 
 /** A job as `get`, `jobs` and `deadLetters` report it. */
@@ -1772,6 +1995,47 @@ export interface Rate {
   max: number
   /** The window, in ms (at least 1). */
   perMs: number
+}
+
+/** A job as a test mode recorded it (`fake.jobs()`, `fake.enqueued()`, `fake.assertEnqueued()`). */
+export interface RecordedJob {
+  /** The job's id. */
+  id: string
+  /** Its queue's name. */
+  queue: string
+  /** The task's name; `null` for a raw payload. */
+  task: string | null
+  /** How the task's arguments are encoded; `null` for a raw payload. */
+  format: 'json' | 'msgpack' | null | null
+  /** The payload as enqueued (a task's encoded arguments). */
+  payload: Buffer
+  /** The task's arguments, decoded (as `job.data`); `undefined` for a raw payload. */
+  args: unknown
+  /** The delay asked for at enqueue, in ms; `null` for none. */
+  delayMs: number | null
+  /** The `runAt` asked for at enqueue (ms since the epoch); `null` for none. */
+  runAt: number | null
+  /** The priority asked for; `null` for none. */
+  priority: number | null
+  /** The job's group; `null` for none. */
+  group: string | null
+  /** Attempts the job may make. */
+  maxAttempts: number
+  /**
+   * `'enqueued'` (not run yet, or left by `drain`: no handler for its queue), `'completed'`
+   * or `'dead'`.
+   */
+  state: 'enqueued' | 'completed' | 'dead'
+  /** Attempts made (snoozes not counted). */
+  attempts: number
+  /** What the handler returned, read as `JobInfo.result` is; `null` when none. */
+  result: unknown
+  /** The last progress the handler reported, read as `result` is; `null` when none. */
+  progress: unknown
+  /** The last failed attempt's error (`name: message`), as a worker records it; `null` if none. */
+  error: string | null
+  /** Every failed attempt's error, in order. */
+  errors: Array<string>
 }
 
 /** `replicaAck` option of `new Client(options)`. */

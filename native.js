@@ -842,6 +842,7 @@ module.exports.EventReader = nativeBinding.EventReader
 module.exports.Flow = nativeBinding.Flow
 module.exports.Job = nativeBinding.Job
 module.exports.Queue = nativeBinding.Queue
+module.exports.TestMode = nativeBinding.TestMode
 module.exports.Worker = nativeBinding.Worker
 module.exports.aclRules = nativeBinding.aclRules
 module.exports.chain = nativeBinding.chain

@@ -12,6 +12,8 @@ language:
   3.12+: scripts/test-django.sh makes that virtualenv) and is left out of the mypy run.
 - ```js: run with node as an ES module from a directory where `tideq` resolves to this checkout
   (as after `npm install /path/to/tideq`).
+- ```ts: TypeScript, compiled as an ES module with this checkout's `tsc --strict` (its errors
+  fail the block), then run as a ```js block is.
 - ```toml: a Cargo manifest fragment: the [dependencies] of the one crate the Rust blocks are
   built in (all such blocks merged: a dependency given twice must be given the same way); the
   `tideq` dependency as `cargo add tideq` writes it (`tideq = "0.1"`, or with `version = "0.1"`
@@ -75,7 +77,7 @@ SHELL_OK = [
 # A Python block of the Django integration (run in the Django virtualenv).
 DJANGO = re.compile(r"^\s*(import django|from django)\b", re.M)
 
-LANGS = ("python", "js", "rust", "toml", "sh", "redis", "yaml", "text")
+LANGS = ("python", "js", "ts", "rust", "toml", "sh", "redis", "yaml", "text")
 RUNS = 2
 
 
@@ -151,7 +153,7 @@ def shared_queues(all_blocks: list[Block]) -> list[str]:
     seen: dict[str, Block] = {}
     out = []
     for b in all_blocks:
-        if b.lang not in ("python", "js", "rust") or "tideq:shared-queue" in b.code:
+        if b.lang not in ("python", "js", "ts", "rust") or "tideq:shared-queue" in b.code:
             continue
         names = {n for p in QUEUE_NAMES for n in p.findall(b.code)}
         for n in sorted(names):
@@ -257,6 +259,18 @@ def run_redis(block: Block, redis: Redis, python: Path) -> str | None:
     return None
 
 
+def run_ts(block: Block, env: dict[str, str], work: Path) -> str | None:
+    """A ```ts block: `tsc --strict` as an ES module (`.mts`), then node on what it wrote."""
+    f = work / f"{block.name}.mts"
+    f.write_text(block.code)
+    out = subprocess.run([str(ROOT / "node_modules" / ".bin" / "tsc"), "--strict", "--target", "es2022",
+                          "--lib", "es2022", "--module", "nodenext", "--moduleResolution", "nodenext",
+                          "--pretty", "false", str(f)], capture_output=True, text=True, cwd=work)
+    if out.returncode != 0:
+        return f"{block}: tsc --strict failed\n{out.stdout}{out.stderr}"
+    return run(block, ["node", str(f.with_suffix(".mjs"))], env, work)
+
+
 def check_yaml(block: Block, python: Path) -> str | None:
     """A ```yaml block: every document parses (PyYAML, in the venv the Python blocks run in)."""
     out = subprocess.run([str(python), "-c", "import sys, yaml; list(yaml.safe_load_all(sys.stdin))"],
@@ -323,6 +337,8 @@ def main() -> int:
                 f = work / f"{b.name}.mjs"
                 f.write_text(b.code)
                 failures.append(run(b, ["node", str(f)], env, work) or "")
+            elif b.lang == "ts":
+                failures.append(run_ts(b, env, work) or "")
 
         if pyfiles:
             out = subprocess.run([str(python), "-m", "mypy", "--check-untyped-defs", "--no-error-summary",

@@ -195,8 +195,19 @@ new Queue('release-check-node').stats().then((s) => {
   console.log('node (require): ok');
 });
 JS
+cat > testing.mjs <<'JS'
+import { Queue } from 'tideq';
+import { fake } from 'tideq/testing';
+
+const mode = fake();
+await new Queue('release-check-testing').enqueueTask('send-welcome', { to: 'ada@example.com' });
+mode.assertEnqueued({ task: 'send-welcome', args: { to: 'ada@example.com' } });
+mode.stop();
+console.log('node (tideq/testing): ok');
+JS
 user node quickstart.mjs
 user node quickstart.cjs
+user node testing.mjs
 user npx --no-install tideq stats release-check-node | grep -q completed
 [ "$(user npx --no-install tideq --version)" = "tideq $VERSION" ] || { echo "npx tideq --version is not tideq $VERSION" >&2; exit 1; }
 echo "the tideq command (npm): ok"

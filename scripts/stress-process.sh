@@ -10,7 +10,7 @@ TIDEQ_BUILD_ONLY=1 bash scripts/test-node.sh >/dev/null
 files=(tests/node/process.test.mjs tests/node/gc.test.mjs tests/node/worker.test.mjs
   tests/node/events.test.mjs tests/node/schedules.test.mjs tests/node/otel.test.mjs
   tests/node/worker_child.test.mjs tests/node/worker_cli.test.mjs tests/node/worker_cli_health.test.mjs
-  tests/node/serve.test.mjs)
+  tests/node/serve.test.mjs tests/node/testing.test.mjs tests/node/vitest.test.mjs)
 passed=0
 start=$(date +%s)
 for i in $(seq 1 "$runs"); do

@@ -30,7 +30,7 @@ if ! git diff --exit-code -- index.d.ts; then
   exit 1
 fi
 
-echo "== tsc --strict over tests/node/types/api.ts (the definitions as a TypeScript user sees them)"
+echo "== tsc --strict over tests/node/types (api.ts, tasks.ts, testing.ts) (the definitions as a TypeScript user sees them)"
 npx --no-install tsc -p tests/node/types
 
 echo "== node --test tests/node/"

@@ -190,9 +190,21 @@ pub(crate) struct Aborter {
 
 impl Aborter {
     pub(crate) fn new(env: &Env) -> Result<Arc<Self>> {
+        Self::build(env, true)
+    }
+
+    /// An aborter that does not keep the process alive (held by a test mode for as long as it
+    /// lives).
+    pub(crate) fn unreferenced(env: &Env) -> Result<Arc<Self>> {
+        Self::build(env, false)
+    }
+
+    // `unref`: see `JsHandler::unreferenced`.
+    #[allow(deprecated)]
+    fn build(env: &Env, referenced: bool) -> Result<Arc<Self>> {
         // The work is done in the callback, on the JS thread; the function itself does nothing.
         let noop = env.create_function_from_closure::<(), (), _>("tideqAbortJob", |_| Ok(()))?;
-        let tsfn = noop
+        let mut tsfn = noop
             .build_threadsafe_function::<AbortOp>()
             .callee_handled::<false>()
             .build_callback(|ctx| {
@@ -209,6 +221,9 @@ impl Aborter {
                 unsafe { sys::napi_delete_reference(raw, controller.0) };
                 result
             })?;
+        if !referenced {
+            tsfn.unref(env)?;
+        }
         Ok(Arc::new(Aborter { tsfn }))
     }
 }

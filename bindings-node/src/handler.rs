@@ -76,7 +76,7 @@ pub(crate) struct JsHandler<T: 'static, Args: JsValuesTupleIntoVec + 'static, S:
     verdicts: Option<Arc<Tsfn<Classify, ()>>>,
 }
 
-/// What a job handler's throw asks for (outcomes.js: its `tideqVerdict`).
+/// What a job handler's throw asks for (lib/outcomes.js: its `tideqVerdict`).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) enum Verdict {
     /// `Snooze` (no scope) or `BackOff` (the queue, or with `true` the job's group).
@@ -149,6 +149,28 @@ where
             reporter: Arc::new(Reporter::new(env, on_error)?),
             verdicts: None,
         })
+    }
+
+    /// Lets the process exit while this handler is held (by a test mode, for as long as it
+    /// lives): its calls still run while something else (their caller's Promise) keeps Node
+    /// running.
+    // `unref` is napi_unref_threadsafe_function, exactly this; napi deprecates it for the
+    // builder's `weak` type parameter, which would make these a second set of types.
+    #[allow(deprecated)]
+    pub(crate) fn unreferenced(mut self, env: &Env) -> Res<Self> {
+        if let Some(h) = Arc::get_mut(&mut self.handler) {
+            h.unref(env)?;
+        }
+        if let Some(r) = Arc::get_mut(&mut self.reporter) {
+            match r {
+                Reporter::User(f) => f.unref(env)?,
+                Reporter::Console(f) => f.unref(env)?,
+            }
+        }
+        if let Some(v) = self.verdicts.as_mut().and_then(Arc::get_mut) {
+            v.unref(env)?;
+        }
+        Ok(self)
     }
 
     /// Also reads what the handler throws (a job handler's `Snooze`, `BackOff`, `DontRetry`):

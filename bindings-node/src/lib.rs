@@ -26,6 +26,8 @@
 //!   - [`worker`]: `Worker`, `work`/`workBatches`/`run`/`runBatches`; `worker/run.rs` the
 //!     handler calls and their cancellation (core `worker`).
 //!   - [`serve`]: `serve(workers, options)`, a worker process's main loop (core `serve`).
+//!   - [`testing`]: `TestMode`, the fake and inline test modes of `tideq/testing` (core
+//!     `testing`).
 //!   - [`job`]: `Job`, what a worker's handler receives (core `job`'s `Job`; its
 //!     `childrenResults` is core `workflow`'s).
 //!   - [`options`]: the job queue's and the worker's options: TypeScript declarations and
@@ -44,8 +46,8 @@
 //! - [`signal`]: SIGINT/SIGTERM hooks of `run()`.
 //! - [`convert`]: JS values <-> Rust values (arguments, options, MessagePack values).
 //!
-//! OpenTelemetry is not here: the host's OpenTelemetry lives in JS, so `otel.js` at the package
-//! root (applied by `index.js`, the package's entry) wraps `Queue`'s enqueue and worker methods
+//! OpenTelemetry is not here: the host's OpenTelemetry lives in JS, so the package's `lib/otel.js`
+//! (applied by `lib/index.js`, the package's entry) wraps `Queue`'s enqueue and worker methods
 //! when `@opentelemetry/api` is installed; this crate only carries `trace` (the envelope's W3C
 //! trace context) in `EnqueueOptions` and on `Job`.
 
@@ -76,6 +78,7 @@ mod schedule;
 mod serve;
 mod signal;
 mod task;
+mod testing;
 mod worker;
 mod workflow;
 

@@ -26,7 +26,7 @@ use napi::ValueType;
 use napi_derive::napi;
 
 use crate::abort::Aborter;
-use crate::convert::{count1, describe, function, millis, Options};
+use crate::convert::{count1, describe, entries, function, millis, object, Options};
 use crate::error::{error_value, spawn, throw, type_error, Failure, Res};
 use crate::handler::{JsHandler, Running, Subject};
 use crate::job::Job;
@@ -158,6 +158,68 @@ enum Handlers<'env> {
         Function<'env, FnArgs<(Vec<Job>,)>, Unknown<'static>>,
         tideq::BatchOptions,
     ),
+}
+
+/// The handlers of the test modes (`TestMode.drain`, `TestMode.inline`): `handlers` maps queue
+/// names to one job handler `(job) => ...` or an object of task handlers, each read and called
+/// as `work` reads and calls its handler. Failures go to `on_error`, else nowhere (they are
+/// recorded with the job). `referenced: false` for handlers a mode keeps: they do not keep the
+/// process alive.
+pub(crate) fn test_handlers(
+    env: &Env,
+    handlers: &Unknown,
+    on_error: Option<&Unknown>,
+    referenced: bool,
+) -> Res<tideq::testing::Handlers> {
+    let obj = object("handlers", handlers)?;
+    let mut queues = Vec::new();
+    entries("handlers", &obj, None, |name, value| {
+        queues.push((name, value));
+        Ok(())
+    })?;
+    let aborter = match referenced {
+        true => Aborter::new(env)?,
+        false => Aborter::unreferenced(env)?,
+    };
+    let running = Running::default();
+    // No `onError`: a function that does nothing (`Object`, called with the error and job).
+    let quiet: Unknown = env.get_global()?.get_named_property("Object")?;
+    let on_error = on_error.unwrap_or(&quiet);
+    let handler = |f: JobFn| -> Res<tideq::JobHandler> {
+        let mut js = JsHandler::<_, _, Leased>::new(
+            env,
+            f,
+            |leased: Leased| FnArgs::from((leased.into_js(),)),
+            Some(function("onError", on_error)?),
+        )?
+        .reading_verdicts(env)?;
+        if !referenced {
+            js = js.unreferenced(env)?;
+        }
+        Ok(job_handler(js, aborter.clone(), running.clone()))
+    };
+    let mut out = tideq::testing::Handlers::new();
+    for (queue, value) in queues {
+        let what = format!("handlers[{queue:?}]");
+        out = match value.get_type()? {
+            ValueType::Function => out.raw_boxed(&queue, handler(function(&what, &value)?)?),
+            ValueType::Object if !value.is_array()? => {
+                let mut tasks = tideq::Tasks::new();
+                for (name, f) in task_handlers(env, &what, &value)? {
+                    tasks = tasks.boxed(&name, handler(f)?);
+                }
+                out.tasks(&queue, tasks)
+            }
+            _ => {
+                return Err(type_error(format!(
+                    "{what} must be a job handler (job) => ... or an object of task handlers \
+                     {{ 'task-name': (args, job) => ... }}; got {}",
+                    describe(&value)
+                )))
+            }
+        };
+    }
+    Ok(out)
 }
 
 impl Queue {
