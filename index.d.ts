@@ -557,26 +557,28 @@ export declare class Queue {
    */
   delete(id: string): Promise<void>
   /**
-   * Up to `limit` (1 to 1000, default 50) jobs of `task` and `group` (absent: any) after
-   * `cursor`, the cursor to go on with (`null`: the search is over) and how many jobs the
-   * call looked at (`scanned`). The search walks `state`'s jobs, or (absent) every state in
-   * turn (delayed, ready, active, dead, completed), as `jobsPage` does, and looks at no more
-   * than 2000 jobs a call however big the queue: a page may hold fewer than `limit` jobs, even
-   * none, before the end; only a `null` cursor ends the search. Give the cursor back with the
-   * same filter. Rejects with `INVALID_ARGUMENT` for an empty `task` or `group`, an unknown
-   * state, a bad `limit` or a cursor not made by this search. Writes nothing.
+   * Up to `limit` (1 to 1000, default 50) jobs of `task` and `group` (absent: any), whose
+   * payload holds `contains` (absent: any), after `cursor`, the cursor to go on with (`null`:
+   * the search is over) and how many jobs the call looked at (`scanned`). The search walks
+   * `state`'s jobs, or (absent) every state in turn (delayed, ready, active, dead, completed),
+   * as `jobsPage` does, and looks at no more than 2000 jobs a call however big the queue: a
+   * page may hold fewer than `limit` jobs, even none, before the end; only a `null` cursor
+   * ends the search. Give the cursor back with the same filter. Rejects with
+   * `INVALID_ARGUMENT` for an empty `task`, `group` or `contains`, an unknown state, a bad
+   * `limit` or a cursor not made by this search. Writes nothing.
    */
   findJobs(options?: FindJobsOptions): Promise<JobSearch>
   /**
    * The jobs in one state, `limit` (default 100, at most 1000) from `offset` (default 0):
    * `delayed` by due time, `ready` in the order workers take them (plain, then by priority,
    * then group by group), `active` by lease deadline, `dead` oldest death first, `completed`
-   * newest first; a sharded queue lists shard by shard. Rejects with `INVALID_ARGUMENT` for an
-   * unknown state, a `limit` over 1000 or an `offset` of ready jobs past 10,000 (skipping them
-   * looks at every group they are in). Offsets shift as workers move jobs, so a walk of pages
+   * newest first, `waiting` (flow jobs waiting for their children) by id; a sharded queue
+   * lists shard by shard. Rejects with `INVALID_ARGUMENT` for an unknown state, a `limit` over
+   * 1000 or an `offset` of ready or waiting jobs past 10,000 (skipping them looks at every
+   * group they are in, or reads every one before). Offsets shift as workers move jobs, so a walk of pages
    * by offset can list a job twice or skip one: walk a state with `jobsPage`.
    */
-  jobs(state: 'delayed' | 'ready' | 'active' | 'dead' | 'completed', options?: JobsOptions): Promise<JobInfo[]>
+  jobs(state: 'delayed' | 'ready' | 'active' | 'dead' | 'completed' | 'waiting', options?: JobsOptions): Promise<JobInfo[]>
   /** Dead-lettered jobs, oldest death first: `limit` (default 100) from `offset` (default 0). */
   deadLetters(options?: DeadLettersOptions): Promise<JobInfo[]>
   /**
@@ -595,13 +597,13 @@ export declare class Queue {
    * `null`: the start), and the cursor of the next page (`null` after the last). A walk page
    * by page while workers run never lists a job twice and never skips one that stayed in the
    * state for the whole walk: the cursor is the last job's place in the state's order
-   * (`delayed` by due time, `dead` by time of death, `completed` newest first, `active` by
-   * id, `ready` as workers take them with grouped jobs last in no particular order). A job
+   * (`delayed` by due time, `dead` by time of death, `completed` newest first, `active` and
+   * `waiting` by id, `ready` as workers take them with grouped jobs last in no particular order). A job
    * that left the state and came back may show again. A page may hold fewer than `limit` jobs
    * before the end; only a `null` cursor ends the walk. Rejects with `INVALID_ARGUMENT` for
    * an unknown state, a bad `limit`, or a cursor not made by a walk of this queue's `state`.
    */
-  jobsPage(state: 'delayed' | 'ready' | 'active' | 'dead' | 'completed', options?: { cursor?: string | null; limit?: number }): Promise<JobPage>
+  jobsPage(state: 'delayed' | 'ready' | 'active' | 'dead' | 'completed' | 'waiting', options?: { cursor?: string | null; limit?: number }): Promise<JobPage>
   /**
    * Pauses the queue: workers (in every process) start none of its jobs until `resume()`.
    * Running jobs finish; enqueues go on.
@@ -1470,8 +1472,16 @@ export interface FindJobsOptions {
   task?: string
   /** Only jobs of this group (not empty). Default: any. */
   group?: string
-  /** Only jobs in this state. Default: every state in turn. */
-  state?: 'delayed' | 'ready' | 'active' | 'dead' | 'completed'
+  /**
+   * Only jobs whose payload (a task's data, as JSON or MessagePack) holds this text, e.g. an
+   * address (not empty). Default: any.
+   */
+  contains?: string
+  /**
+   * Only jobs in this state (`waiting`: flow jobs waiting for their children). Default: the
+   * states delayed, ready, active, dead and completed in turn.
+   */
+  state?: 'delayed' | 'ready' | 'active' | 'dead' | 'completed' | 'waiting'
   /** The cursor a previous call returned, with the same filter; absent or `null`: the start. */
   cursor?: string | null
   /** Most jobs returned, 1 to 1000. Default 50. */
