@@ -15,7 +15,10 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-import httpx
+import json
+import urllib.error
+import urllib.request
+
 import pytest
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -205,13 +208,17 @@ def test_the_example_under_uvicorn_lets_its_running_job_finish_on_ctrl_c(
         base = f"http://127.0.0.1:{port}"
 
         def up() -> bool:
+            req = urllib.request.Request(f"{base}/tideq/", headers={"X-User": "bob"})
             try:
-                return httpx.get(f"{base}/tideq/", headers={"X-User": "bob"}).status_code == 200
-            except httpx.TransportError:
+                with urllib.request.urlopen(req, timeout=5) as r:
+                    return bool(r.status == 200)
+            except (urllib.error.URLError, ConnectionError):
                 return False
 
         assert wait_for(up, timeout=30)
-        job = httpx.post(f"{base}/signup", params={"to": "ada@example.com", "seconds": 1}).json()
+        signup = urllib.request.Request(f"{base}/signup?to=ada@example.com&seconds=1", method="POST")
+        with urllib.request.urlopen(signup, timeout=10) as r:
+            job = json.loads(r.read())
         q = tideq.Queue(name, tideq.Client(redis_url))
         assert wait_for(lambda: q.stats().active == 1)
         server.send_signal(signal.SIGINT)
