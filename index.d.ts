@@ -1040,8 +1040,8 @@ export interface ClientOptions {
 /** How `tideq worker` starts one worker child of this package. */
 export interface CliHost {
   /**
-   * The argv prefix that starts one child: `[process.execPath, '<package>/worker.js']`; the
-   * target and the per-child flags follow.
+   * The argv prefix that starts one child: `[process.execPath, '<package>/lib/worker.js']`;
+   * the target and the per-child flags follow.
    */
   child: Array<string>
 }

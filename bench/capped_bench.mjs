@@ -5,7 +5,7 @@
 import { createRequire } from 'node:module';
 
 const require = createRequire(import.meta.url);
-const { Client, CappedQueue } = require('../index.js');
+const { Client, CappedQueue } = require('../lib/index.js');
 
 const [url = process.env.TIDEQ_REDIS_URL || 'redis://127.0.0.1:6379', nArg = '100000'] = process.argv.slice(2);
 const n = Number(nArg);

@@ -10,7 +10,7 @@
 import { createRequire } from 'node:module';
 
 const require = createRequire(import.meta.url);
-const { Client, Queue } = require('../index.js');
+const { Client, Queue } = require('../lib/index.js');
 
 const [url = process.env.TIDEQ_REDIS_URL || 'redis://127.0.0.1:6379', nArg = '10000'] = process.argv.slice(2);
 const n = Number(nArg);

@@ -118,7 +118,7 @@ def root_python() -> Path:
 
 
 def tideq_node_missing() -> str | None:
-    r = subprocess.run(["node", "-e", "if (typeof require('./index.js').Queue !== 'function') process.exit(3)"],
+    r = subprocess.run(["node", "-e", "if (typeof require('./lib/index.js').Queue !== 'function') process.exit(3)"],
                        cwd=ROOT, capture_output=True, text=True)
     if r.returncode != 0:
         return "the Node binding with Queue is not built (bash scripts/test-node.sh builds it)"

@@ -1,4 +1,4 @@
-// Job-queue bench of tideq from Node (the repo's build: ../../index.js), the same work as
+// Job-queue bench of tideq from Node (the repo's build: ../../lib/index.js), the same work as
 // bullmq_node.mjs. Usage: node bench/jobs/tideq_node.mjs URL N   (prints ONE JSON line)
 // - enqueue_seq: N/4 `await queue.enqueue()` one after another.
 // - enqueue_bulk: N jobs in one `await queue.enqueueMany()` (pipelined inside).
@@ -18,7 +18,7 @@ import { createRequire } from 'node:module';
 import * as B from './benchlib.mjs';
 
 const require = createRequire(import.meta.url);
-const { Queue } = require('../../index.js');
+const { Queue } = require('../../lib/index.js');
 
 const { url, n } = B.usage();
 const workerQueue = B.workerMode();

@@ -3,7 +3,7 @@
 import { createRequire } from 'node:module';
 
 const require = createRequire(import.meta.url);
-const { Queue } = require('../../index.js');
+const { Queue } = require('../../lib/index.js');
 const [url, name, shards, concurrency] = process.argv.slice(2);
 const q = new Queue(name, { url, shards: Number(shards) });
 console.log('ready');

@@ -2,7 +2,7 @@
 // whose handlers return the µs they finished at. Prints "ready", then one JSON line: how many
 // waits were answered, p50/p99/max ms from a job's finish to its wait's return, and the longest
 // of 20 waits with a 50 ms timeout.
-import { Queue } from '../../index.js';
+import { Queue } from '../../lib/index.js';
 
 const [url, name, n] = [process.argv[2], process.argv[3], Number(process.argv[4])];
 const queue = new Queue(name, { url });

@@ -1,6 +1,6 @@
 //! The `tideq` command of the npm package (`bin/tideq.js`): the same command line as the Rust
 //! binary, `tideq_cli::run_cli`, not a second implementation. With a host (`bin/tideq.js` gives
-//! it), `tideq worker` supervises children `node <package>/worker.js` (`run_cli_with_host`).
+//! it), `tideq worker` supervises children `node <package>/lib/worker.js` (`run_cli_with_host`).
 #![cfg_attr(test, allow(dead_code))]
 
 use napi_derive::napi;
@@ -8,8 +8,8 @@ use napi_derive::napi;
 /// How `tideq worker` starts one worker child of this package.
 #[napi(object, object_to_js = false)]
 pub struct CliHost {
-    /// The argv prefix that starts one child: `[process.execPath, '<package>/worker.js']`; the
-    /// target and the per-child flags follow.
+    /// The argv prefix that starts one child: `[process.execPath, '<package>/lib/worker.js']`;
+    /// the target and the per-child flags follow.
     pub child: Vec<String>,
 }
 

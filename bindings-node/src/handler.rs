@@ -76,7 +76,7 @@ pub(crate) struct JsHandler<T: 'static, Args: JsValuesTupleIntoVec + 'static, S:
     verdicts: Option<Arc<Tsfn<Classify, ()>>>,
 }
 
-/// What a job handler's throw asks for (outcomes.js: its `tideqVerdict`).
+/// What a job handler's throw asks for (lib/outcomes.js: its `tideqVerdict`).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) enum Verdict {
     /// `Snooze` (no scope) or `BackOff` (the queue, or with `true` the job's group).

@@ -44,8 +44,8 @@
 //! - [`signal`]: SIGINT/SIGTERM hooks of `run()`.
 //! - [`convert`]: JS values <-> Rust values (arguments, options, MessagePack values).
 //!
-//! OpenTelemetry is not here: the host's OpenTelemetry lives in JS, so `otel.js` at the package
-//! root (applied by `index.js`, the package's entry) wraps `Queue`'s enqueue and worker methods
+//! OpenTelemetry is not here: the host's OpenTelemetry lives in JS, so the package's `lib/otel.js`
+//! (applied by `lib/index.js`, the package's entry) wraps `Queue`'s enqueue and worker methods
 //! when `@opentelemetry/api` is installed; this crate only carries `trace` (the envelope's W3C
 //! trace context) in `EnqueueOptions` and on `Job`.
 

@@ -1,7 +1,7 @@
 //! `serve(workers, options)`: the core's `tideq::serve`, the `main` of a worker process (and of
-//! each child of `npx tideq worker`, started by the package's `worker.js`). The binding reads the
-//! arguments; stopping on SIGINT/SIGTERM, the health endpoint, the job limit and the status lines
-//! to a supervisor are the core's.
+//! each child of `npx tideq worker`, started by the package's `lib/worker.js`). The binding reads
+//! the arguments; stopping on SIGINT/SIGTERM, the health endpoint, the job limit and the status
+//! lines to a supervisor are the core's.
 #![cfg_attr(test, allow(dead_code))]
 
 use std::net::{SocketAddr, ToSocketAddrs};

@@ -4,7 +4,7 @@
 import { openSync, writeSync } from 'node:fs';
 import { createRequire } from 'node:module';
 
-const { Queue } = createRequire(import.meta.url)('../../index.js');
+const { Queue } = createRequire(import.meta.url)('../../lib/index.js');
 const [kind, url, queue, path, a, b, seconds] = process.argv.slice(2);
 const fd = openSync(path, 'a');
 const write = (line) => writeSync(fd, `${line}\n`);

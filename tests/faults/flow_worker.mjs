@@ -4,7 +4,7 @@
 import { openSync, writeSync } from 'node:fs';
 import { createRequire } from 'node:module';
 const require = createRequire(import.meta.url);
-const { Queue } = require('../../index.js');
+const { Queue } = require('../../lib/index.js');
 
 const [url, queue, ledger] = process.argv.slice(2);
 const fd = openSync(ledger, 'a');

@@ -2,7 +2,7 @@
 // Rust example `interop`: push takes hex items, pop prints each popped item as a hex line.
 import { createRequire } from 'node:module';
 const require = createRequire(import.meta.url);
-const { CappedQueue } = require('../../index.js');
+const { CappedQueue } = require('../../lib/index.js');
 
 const [verb, url, queue, group, ...rest] = process.argv.slice(2);
 const q = new CappedQueue(queue, { url });

@@ -5,7 +5,7 @@
 // Rust example `interop`.
 import { createRequire } from 'node:module';
 const require = createRequire(import.meta.url);
-const { Queue, chain, chord } = require('../../index.js');
+const { Queue, chain, chord } = require('../../lib/index.js');
 
 const [verb, url, queue] = process.argv.slice(2);
 const q = new Queue(queue, { url });

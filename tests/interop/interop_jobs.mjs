@@ -3,7 +3,7 @@
 // each payload as a hex line, in processing order.
 import { createRequire } from 'node:module';
 const require = createRequire(import.meta.url);
-const { Queue } = require('../../index.js');
+const { Queue } = require('../../lib/index.js');
 
 const [verb, url, queue, ...rest] = process.argv.slice(2);
 const q = new Queue(queue, { url });

@@ -15,7 +15,7 @@ const api = require('@opentelemetry/api');
 const { AsyncLocalStorageContextManager } = require('@opentelemetry/context-async-hooks');
 const { W3CTraceContextPropagator } = require('@opentelemetry/core');
 const { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } = require('@opentelemetry/sdk-trace-base');
-const { Queue } = require('../../index.js');
+const { Queue } = require('../../lib/index.js');
 
 const exporter = new InMemorySpanExporter();
 api.trace.setGlobalTracerProvider(new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] }));

@@ -5,7 +5,7 @@
 // `get` progress as one JSON line.
 import { createRequire } from 'node:module';
 const require = createRequire(import.meta.url);
-const { Queue } = require('../../index.js');
+const { Queue } = require('../../lib/index.js');
 
 const [verb, url, queue, id] = process.argv.slice(2);
 const q = new Queue(queue, { url });

@@ -4,7 +4,7 @@
 // the Rust example `interop`.
 import { createRequire } from 'node:module';
 const require = createRequire(import.meta.url);
-const { Queue } = require('../../index.js');
+const { Queue } = require('../../lib/index.js');
 
 const [verb, url, queue, name, ...rest] = process.argv.slice(2);
 const q = new Queue(queue, { url });

@@ -3,7 +3,7 @@
 import { createRequire } from 'node:module';
 
 const require = createRequire(import.meta.url);
-const { CappedQueue } = require('../../index.js');
+const { CappedQueue } = require('../../lib/index.js');
 const [mode, url, name] = process.argv.slice(2);
 const queue = new CappedQueue(name, { url });
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));

@@ -6,7 +6,7 @@
 import { createRequire } from 'node:module';
 
 const require = createRequire(import.meta.url);
-const { Client, Queue } = require('../../index.js');
+const { Client, Queue } = require('../../lib/index.js');
 const [url, prefix, queueName, name, idleMs] = process.argv.slice(2);
 const queue = new Queue(queueName, { client: new Client({ url, prefix }) });
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));

@@ -6,7 +6,7 @@
 import { createRequire } from 'node:module';
 
 const require = createRequire(import.meta.url);
-const { Client, Queue, CappedQueue } = require('../../index.js');
+const { Client, Queue, CappedQueue } = require('../../lib/index.js');
 const [kind, url, prefix, name, countText] = process.argv.slice(2);
 const count = Number(countText);
 const client = new Client({ url, prefix });

@@ -14,7 +14,7 @@ import { after, afterEach, before } from 'node:test';
 
 const require = createRequire(import.meta.url);
 export const ROOT = new URL('../..', import.meta.url).pathname;
-export const tideq = require(join(ROOT, 'index.js'));
+export const tideq = require(join(ROOT, 'lib', 'index.js'));
 
 /** The error codes of index.d.ts's `ErrorCode` union, in its order (types.test.mjs checks them
  * against the core's; `rejectsWith` checks every code it sees is one of them). */

@@ -4,7 +4,7 @@
 import { createRequire } from 'node:module';
 
 const require = createRequire(import.meta.url);
-const { Client, Queue } = require('../../index.js');
+const { Client, Queue } = require('../../lib/index.js');
 const [mode, url, prefix, name] = process.argv.slice(2);
 const queue = new Queue(name, { client: new Client({ url, prefix }), backoff: { type: 'fixed', delayMs: 50 } });
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));

@@ -4,7 +4,7 @@
 'use strict';
 const { join } = require('node:path');
 
-const { Client, Queue } = require(join(__dirname, '..', '..', 'index.js'));
+const { Client, Queue } = require(join(__dirname, '..', '..', 'lib', 'index.js'));
 
 const TRACEPARENT = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
 

@@ -1,5 +1,5 @@
-// OpenTelemetry through the Node binding (otel.js, applied by index.js when @opentelemetry/api is
-// installed): an enqueue carries the active span's W3C trace context in the job's envelope, and a
+// OpenTelemetry through the Node binding (lib/otel.js, applied by lib/index.js when
+// @opentelemetry/api is installed): an enqueue carries the active span's W3C trace context in the job's envelope, and a
 // worker runs each job handler in a consumer span `<queue> process` that continues it. An
 // explicit `trace` option is carried as given; a malformed one is refused by the core. Without
 // @opentelemetry/api, tideq loads and runs without loading any of it.

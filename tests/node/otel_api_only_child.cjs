@@ -7,7 +7,7 @@ const { join } = require('node:path');
 
 const api = require('@opentelemetry/api');
 const { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } = require('@opentelemetry/sdk-trace-base');
-const { Client, Queue } = require(join(__dirname, '..', '..', 'index.js'));
+const { Client, Queue } = require(join(__dirname, '..', '..', 'lib', 'index.js'));
 
 let extracts = 0;
 const extract = api.propagation.extract.bind(api.propagation);

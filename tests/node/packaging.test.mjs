@@ -1,9 +1,12 @@
 // The npm package as it is published (scripts/npm-packages.mjs packs it; scripts/release-check.sh
-// installs it from a registry): one set of exports for `import` and `require`, no install script,
-// no Rust sources, and, where no addon fits the platform, an error that says which platform, which
-// package would hold its addon and what to do.
+// installs it from a registry): the hand-written JS in lib/, the generated loader (native.js) and
+// types (index.d.ts) at the root, exactly the files `files` names; each `exports` subpath loads
+// with `require` and `import`; one set of exports for both; no install script, no Rust sources,
+// and, where no addon fits the platform, an error that says which platform, which package would
+// hold its addon and what to do.
 import assert from 'node:assert/strict';
-import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,7 +19,7 @@ const root = fileURLToPath(new URL('../../', import.meta.url));
 const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
 const require = createRequire(import.meta.url);
 
-/** napi's name for this platform, as binding.js computes it. */
+/** napi's name for this platform, as lib/binding.js computes it. */
 function platformName() {
   const { platform, arch } = process;
   if (platform === 'linux') return `linux-${arch}-${process.report.getReport().header.glibcVersionRuntime ? 'gnu' : 'musl'}`;
@@ -26,9 +29,47 @@ function platformName() {
 /** The package's loader files, alone in a fresh directory (no addon, no node_modules). */
 function loaderAlone() {
   const dir = mkdtempSync(join(tmpdir(), 'tideq-loader-'));
-  for (const file of ['binding.js', 'native.js', 'package.json']) copyFileSync(join(root, file), join(dir, file));
+  mkdirSync(join(dir, 'lib'));
+  for (const file of ['lib/binding.js', 'native.js', 'package.json']) copyFileSync(join(root, file), join(dir, file));
   return dir;
 }
+
+test('the package holds exactly lib/ (the hand-written JS), native.js, index.d.ts, the command and the docs', () => {
+  const [packed] = JSON.parse(execFileSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: root, encoding: 'utf8' }));
+  const files = packed.files.map((f) => f.path).sort();
+  // Every file under lib/ that git tracks, and nothing else from it (no stray build or test output).
+  const lib = execFileSync('git', ['ls-files', 'lib'], { cwd: root, encoding: 'utf8' }).split('\n').filter(Boolean);
+  for (const file of ['lib/index.js', 'lib/index.mjs', 'lib/binding.js', 'lib/otel.js', 'lib/outcomes.js', 'lib/worker.js']) {
+    assert.ok(lib.includes(file), `${file} is not in lib/`);
+  }
+  const want = ['package.json', 'README.md', 'LICENSE', 'CHANGELOG.md', 'index.d.ts', 'native.js', 'bin/tideq.js', ...lib].sort();
+  assert.deepEqual(files, want);
+  assert.equal(pkg.main, 'lib/index.js');
+  assert.equal(pkg.types, 'index.d.ts');
+});
+
+test('each exports subpath loads with require and with import, and its types file exists', async () => {
+  const subpaths = Object.keys(pkg.exports);
+  assert.ok(subpaths.includes('.') && subpaths.includes('./package.json'), subpaths.join(', '));
+  for (const sub of subpaths) {
+    const spec = sub === '.' ? 'tideq' : `tideq/${sub.slice(2)}`;
+    const json = sub.endsWith('.json');
+    const viaRequire = require(spec);
+    const viaImport = json ? (await import(spec, { with: { type: 'json' } })).default : await import(spec);
+    assert.ok(viaRequire && typeof viaRequire === 'object', `require('${spec}')`);
+    if (json) {
+      assert.deepEqual(viaImport, viaRequire);
+      continue;
+    }
+    // import and require share one module: the same objects under the same names.
+    const names = Object.keys(viaImport).filter((n) => n !== 'default').sort();
+    assert.deepEqual(names, Object.keys(viaRequire).sort(), spec);
+    for (const name of names) assert.equal(viaImport[name], viaRequire[name], `${spec}: ${name}`);
+    const entry = pkg.exports[sub];
+    assert.ok(entry.types, `${sub} has no types`);
+    readFileSync(join(root, entry.types));
+  }
+});
 
 test('import and require give the same exports (one addon, one set of classes)', () => {
   const cjs = require('tideq');
@@ -36,7 +77,7 @@ test('import and require give the same exports (one addon, one set of classes)',
   assert.deepEqual(names, Object.keys(cjs).sort());
   assert.equal(esm.Queue, cjs.Queue);
   assert.equal(esm.default, cjs);
-  assert.deepEqual(pkg.exports['.'], { types: './index.d.ts', import: './index.mjs', require: './index.js' });
+  assert.deepEqual(pkg.exports['.'], { types: './index.d.ts', import: './lib/index.mjs', require: './lib/index.js' });
 });
 
 test('the published package has no install script and ships no Rust sources', () => {
@@ -51,7 +92,7 @@ test('no addon for the platform: the error names the platform, its package, the 
   try {
     let caught;
     try {
-      createRequire(join(dir2, 'x.js'))('./binding.js');
+      createRequire(join(dir2, 'x.js'))('./lib/binding.js');
     } catch (e) {
       caught = e;
     }
@@ -75,7 +116,7 @@ test('an addon that is there but does not load: the error says it was found and 
     writeFileSync(join(dir, `${pkg.napi.binaryName}.${platformName()}.node`), 'not a shared library');
     let caught;
     try {
-      createRequire(join(dir, 'x.js'))('./binding.js');
+      createRequire(join(dir, 'x.js'))('./lib/binding.js');
     } catch (e) {
       caught = e;
     }

@@ -5,7 +5,7 @@
 import { createRequire } from 'node:module';
 
 const require = createRequire(import.meta.url);
-const { Client, Queue } = require('../../index.js');
+const { Client, Queue } = require('../../lib/index.js');
 const [url, prefix, name, ms] = process.argv.slice(2);
 const queue = new Queue(name, { client: new Client({ url, prefix }) });
 const sleep = (t) => new Promise((resolve) => setTimeout(resolve, t));

@@ -1,5 +1,5 @@
-// worker.js, the child process `npx tideq worker` starts, run by hand: its arguments, how it finds
-// the queues in a task module (ES module or CommonJS, default or `queues` export, an object, an
+// lib/worker.js, the child process `npx tideq worker` starts, run by hand: its arguments, how it
+// finds the queues in a task module (ES module or CommonJS, default or `queues` export, an object, an
 // array or a function returning one), the errors for a module it cannot use (exit 1, one line on
 // stderr, before any worker starts), and a run to the end with `--max-jobs`.
 import assert from 'node:assert/strict';
@@ -10,7 +10,7 @@ import { WORKER, checkLedger, enqueueJobs, readLedger, startCli, taskModule, tmp
 
 const redis = useRedis();
 
-/** Runs `node worker.js ...args` in `cwd`; resolves with { code, stdout, stderr }. */
+/** Runs `node lib/worker.js ...args` in `cwd`; resolves with { code, stdout, stderr }. */
 function child(args, { cwd, env = {}, timeoutMs = 60_000 } = {}) {
   return startCli(args, { cwd, env, timeoutMs, script: WORKER, sub: [] }).done;
 }
@@ -58,8 +58,8 @@ test('a module it cannot use: exit 1 with one line saying why, before any worker
   writeModule(dir, 'badtask.mjs', 'export default { emails: { send: () => {}, other: 3 } };\n');
   writeModule(dir, 'badhandler.cjs', 'module.exports = { emails: "nope" };\n');
   writeModule(dir, 'fnthrows.mjs', 'export default async () => { throw new Error("no config here"); };\n');
-  writeModule(dir, 'queueonly.mjs', `import { Queue } from ${JSON.stringify(new URL('../../index.mjs', import.meta.url).href)};\nexport default { emails: new Queue('emails') };\n`);
-  writeModule(dir, 'entrykey.mjs', `import { Queue } from ${JSON.stringify(new URL('../../index.mjs', import.meta.url).href)};\nexport default { emails: { queue: new Queue('mail'), handler: () => {} } };\n`);
+  writeModule(dir, 'queueonly.mjs', `import { Queue } from ${JSON.stringify(new URL('../../lib/index.mjs', import.meta.url).href)};\nexport default { emails: new Queue('emails') };\n`);
+  writeModule(dir, 'entrykey.mjs', `import { Queue } from ${JSON.stringify(new URL('../../lib/index.mjs', import.meta.url).href)};\nexport default { emails: { queue: new Queue('mail'), handler: () => {} } };\n`);
   writeModule(dir, 'entrybad.mjs', `export default [{ queue: 'emails', handler: () => {} }];\n`);
   writeModule(dir, 'two.mjs', taskModule({ ledger, queues: { a: {}, b: { kind: 'tasks' } } }));
   for (const [args, pattern] of [

@@ -1,4 +1,4 @@
-// `npx tideq worker` (bin/tideq.js: the Rust supervisor, its children node worker.js) as real
+// `npx tideq worker` (bin/tideq.js: the Rust supervisor, its children node lib/worker.js) as real
 // processes against a real redis-server: processes, SIGTERM, SIGKILLed children, recycling by job
 // count and by memory, a broken task module, SIGHUP, several queues in one process. Every job's
 // start and end is in a ledger the handlers append to (worker_fixtures.mjs), so "no job lost" and

@@ -1,4 +1,4 @@
-// Fixtures for the tests of `npx tideq worker` (worker_cli*.test.mjs) and its child (worker.js,
+// Fixtures for the tests of `npx tideq worker` (worker_cli*.test.mjs) and its child (lib/worker.js,
 // worker_child.test.mjs): task modules written to a temporary directory (ES module or CommonJS),
 // a ledger of job starts and ends the handlers append to, the supervisor and its children as real
 // processes (`node bin/tideq.js worker ...`), and the children of a process read from /proc.
@@ -12,7 +12,7 @@ import { pathToFileURL } from 'node:url';
 import { ROOT, sleep, tideq } from './harness.mjs';
 
 export const BIN = join(ROOT, 'bin/tideq.js');
-export const WORKER = join(ROOT, 'worker.js');
+export const WORKER = join(ROOT, 'lib', 'worker.js');
 
 /** A fresh temporary directory; `cleanup()` removes it. */
 export function tmpDir(t) {
@@ -30,12 +30,12 @@ export function tmpDir(t) {
  * 'queues'` a named export instead of the default.
  */
 export function taskModule({ cjs = false, ledger, queues, wrap, exportName = 'default', extra = '' }) {
-  const index = join(ROOT, 'index.js');
+  const index = join(ROOT, 'lib', 'index.js');
   const lines = [];
   if (cjs) {
     lines.push(`const { appendFileSync } = require('node:fs');`, `const { Queue, Client } = require(${JSON.stringify(index)});`);
   } else {
-    lines.push(`import { appendFileSync } from 'node:fs';`, `import { Queue, Client } from ${JSON.stringify(pathToFileURL(join(ROOT, 'index.mjs')).href)};`);
+    lines.push(`import { appendFileSync } from 'node:fs';`, `import { Queue, Client } from ${JSON.stringify(pathToFileURL(join(ROOT, 'lib', 'index.mjs')).href)};`);
   }
   lines.push(
     `const LEDGER = ${JSON.stringify(ledger)};`,

@@ -35,7 +35,7 @@ function instrument(binding) {
   const api = loadApi();
   if (api === null) return false;
   const { context, propagation, trace, ProxyTracerProvider, ROOT_CONTEXT, SpanKind, SpanStatusCode } = api;
-  const version = require('./package.json').version;
+  const version = require('../package.json').version;
 
   /**
    * Whether an OpenTelemetry SDK registered a tracer provider: the API alone (installed as a

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // One worker process of `npx tideq worker TARGET`: the supervisor (the Rust command line, run by
 // bin/tideq.js) starts this file as each of its children, as
-//   node worker.js TARGET --supervised [--url URL] [--queues a=10,b=2] [--concurrency C]
+//   node lib/worker.js TARGET --supervised [--url URL] [--queues a=10,b=2] [--concurrency C]
 //     [--max-jobs N] [--shutdown-grace SECONDS] [--log-format text|json] [--log-level LEVEL]
 // with the status pipe on the fd named by TIDEQ_SUPERVISOR_FD (the addon's `serve` writes it).
 // This file only finds the handlers and starts the workers; what they do (leasing, readiness,

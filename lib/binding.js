@@ -1,4 +1,4 @@
-// Loads the native addon through `native.js` (the loader napi generates) and, when no addon fits
+// Loads the native addon through `native.js` (the loader napi generates, at the package root) and, when no addon fits
 // this platform, throws an error that says which platform, which package would have it, and what
 // to do, instead of the loader's list of every path it tried (kept as `cause`).
 'use strict';
@@ -33,7 +33,7 @@ function causes(err) {
 
 /** The error for a platform whose addon is missing: what is missing, why, and what to do. */
 function missingAddon(cause) {
-  const pkg = require('./package.json');
+  const pkg = require('../package.json');
   const platform = platformName();
   const targets = (pkg.napi?.targets ?? []).map(napiPlatform);
   const binary = `${pkg.napi?.packageName ?? pkg.name}-${platform}`;
@@ -61,7 +61,7 @@ function missingAddon(cause) {
 }
 
 try {
-  module.exports = require('./native.js');
+  module.exports = require('../native.js');
 } catch (err) {
   // The loader's own failure to find an addon; any other error (a broken addon, say) as it is.
   if (!/Cannot find native binding/.test(String(err?.message))) throw err;

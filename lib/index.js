@@ -1,10 +1,9 @@
-// The package's CommonJS entry point (hand-written; `index.mjs` re-exports it for `import`).
-// `native.js` is the loader napi generates (`npm run build` writes it, with `index.d.ts`): it
-// finds and loads the platform's `.node` addon (`binding.js` turns its failure into an error that
-// says what to do). The
-// exports are the addon's, as they are, and `outcomes.js`' classes; `otel.js` then adds
-// OpenTelemetry to `Queue` when `@opentelemetry/api` is installed (and loads nothing more when it
-// is not).
+// The package's CommonJS entry point (hand-written, as is all of lib/; `index.mjs` re-exports it
+// for `import`). `native.js` at the package root is the loader napi generates (`npm run build`
+// writes it, with `index.d.ts`): it finds and loads the platform's `.node` addon (`binding.js`
+// turns its failure into an error that says what to do). The exports are the addon's, as they
+// are, and `outcomes.js`' classes; `otel.js` then adds OpenTelemetry to `Queue` when
+// `@opentelemetry/api` is installed (and loads nothing more when it is not).
 'use strict';
 
 // `module.exports = require(...)` is a re-export Node's ESM loader sees, so
