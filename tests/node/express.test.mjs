@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
 
 import { tideq, unique, useRedis } from './harness.mjs';
-import { checkMounted, startExample } from './mounted.mjs';
+import { checkMounted, http, post, startExample } from './mounted.mjs';
 
 const redis = useRedis();
 const apps = [];
@@ -31,4 +31,24 @@ test('tideq/express refuses a missing authorize and bad options', async () => {
     (err) => err.code === 'INVALID_ARGUMENT' && /allowed_hosts/.test(err.message),
   );
   assert.throws(() => dashboard({ url: redis.url, authorize: () => true, nope: 1 }), /nope/);
+});
+
+test('tideq/express: a failing authorize fails the request (500) and lets nothing through', async () => {
+  const { default: express } = await import('express');
+  const { dashboard } = await import('tideq/express');
+  const queue = new tideq.Queue(unique('jq'), { client: new tideq.Client({ url: redis.url }) });
+  await queue.enqueue(Buffer.from('x'));
+  const app = express();
+  app.use('/tideq', dashboard({ url: redis.url, authorize: async () => { throw new Error('the session store is down'); } }));
+  const server = app.listen(0, '127.0.0.1');
+  await new Promise((resolve) => server.once('listening', resolve));
+  try {
+    const { port } = server.address();
+    assert.equal((await post(port, `/tideq/api/queues/${queue.name}/pause`)).status, 500);
+    assert.equal((await http(port, 'GET', '/tideq/api/overview')).status, 500);
+    assert.equal((await queue.stats()).paused, false);
+  } finally {
+    server.close();
+    server.closeAllConnections();
+  }
 });

@@ -166,6 +166,8 @@ def test_an_async_hook_reads_what_the_app_middleware_put_in_the_scope(
 def test_bad_dashboard_options_are_refused(redis_url: str) -> None:
     with pytest.raises(tideq.InvalidArgumentError, match="allowed_hosts"):
         tideq.asgi.dashboard(redis_url, authorize=lambda r, a: True, allowed_hosts=["http://x"])
+    with pytest.raises(tideq.InvalidArgumentError, match="refresh"):
+        tideq.asgi.dashboard(redis_url, authorize=lambda r, a: True, refresh=0)
     with pytest.raises(TypeError, match="authorize"):
         tideq.asgi.dashboard(redis_url, authorize=None)  # type: ignore[arg-type]
 
@@ -229,3 +231,20 @@ def test_the_example_under_uvicorn_lets_its_running_job_finish_on_ctrl_c(
         if server.poll() is None:
             server.kill()
             server.wait()
+
+
+def test_a_failing_hook_fails_the_request_and_lets_nothing_through(
+    redis_url: str, client: tideq.Client, name: str
+) -> None:
+    def authorize(request: tideq.asgi.AuthRequest, action: tideq.asgi.Action) -> bool:
+        raise LookupError("the session store is down")
+
+    tideq.Queue(name, client).enqueue(b"x")
+    dash = tideq.asgi.dashboard(redis_url, authorize=authorize)
+    app = Starlette(routes=[Mount("/tideq", app=dash)])
+    with TestClient(app, base_url=BASE, raise_server_exceptions=False) as http:
+        r = http.post(f"/tideq/api/queues/{name}/pause", headers=POST)
+        assert r.status_code == 500
+    with TestClient(app, base_url=BASE) as http, pytest.raises(LookupError):
+        http.get("/tideq/api/overview")
+    assert not tideq.Queue(name, client).stats().paused

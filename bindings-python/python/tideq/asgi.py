@@ -71,6 +71,9 @@ class _DashboardApp:
                 elif message["type"] == "lifespan.shutdown":
                     await send({"type": "lifespan.shutdown.complete"})
                     return
+        if scope["type"] == "websocket":  # the dashboard has none
+            await send({"type": "websocket.close", "code": 1000})
+            return
         if scope["type"] != "http":
             raise RuntimeError(f"the tideq dashboard answers HTTP only, not {scope['type']}")
         body = b""
