@@ -435,9 +435,10 @@ test('mounted under /tideq in the Express example, behind its cookie login: ever
   const [job] = await queue.leaseJobs(1, { leaseMs: 60_000 });
   assert.equal(await queue.fail(job, 'smtp said no'), true);
   const app = await startExample('express/app.mjs', { TIDEQ_REDIS_URL: redis.url });
+  const responses = [];
+  let page;
   try {
-    const page = await openPage('about:blank');
-    const responses = [];
+    page = await openPage('about:blank');
     cdp.on((msg) => {
       if (msg.sessionId === page.sessionId && msg.method === 'Network.responseReceived') {
         responses.push({ url: new URL(msg.params.response.url), status: msg.params.response.status });
@@ -461,6 +462,11 @@ test('mounted under /tideq in the Express example, behind its cookie login: ever
       assert.ok(r.url.pathname.startsWith('/tideq/'), `a request outside the prefix: ${r.url}`);
       assert.equal(r.status, 200, `${r.url} answered ${r.status}`);
     }
+  } catch (err) {
+    // What the page asked and saw, for a failure's diagnosis.
+    const shown = await page?.eval('document.body.innerText').catch(() => '?');
+    err.message += `\n--- responses ---\n${responses.map((r) => `${r.status} ${r.url}`).join('\n')}\n--- page ---\n${shown}\n--- app ---\n${app.log()}`;
+    throw err;
   } finally {
     await app.stop();
   }
