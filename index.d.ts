@@ -383,6 +383,14 @@ export declare class Consumer {
   get error(): TideqError | null
 }
 
+/** The dashboard for one app (`tideq/express` and `tideq/fastify` make it; not for direct use). */
+export declare class DashboardBridge {
+  /** Throws `INVALID_ARGUMENT` on a bad option; reads nothing yet. */
+  constructor(options?: DashboardOptions)
+  /** Answers one request. */
+  handle(request: DashboardRequest): Promise<DashboardAnswer>
+}
+
 /**
  * A reader of a queue's event log, from `queue.events(options)`: `await reader.next()` takes
  * one event at a time, and `for await (const e of reader)` (or of `queue.events()` directly)
@@ -1243,6 +1251,59 @@ export interface ConsumerStats {
   failed: number
   /** Fetches that failed (e.g. Redis unreachable); the consumer retried with backoff. */
   fetchErrors: number
+}
+
+/**
+ * The dashboard's answer: `ask` set (`'read'` or `'act'`) when the app's hook must decide
+ * first; else the response.
+ */
+export interface DashboardAnswer {
+  ask?: 'read' | 'act'
+  status: number
+  /** Names and values, flat. */
+  headers: Array<string>
+  body: Buffer
+}
+
+/** Options of `dashboard(options)` in `tideq/express` and `tideq/fastify` (besides `authorize`). */
+export interface DashboardOptions {
+  /**
+   * Redis: a `redis://` URL (default `process.env.TIDEQ_REDIS_URL`, else
+   * `redis://127.0.0.1:6379`); or give `client`.
+   */
+  url?: string
+  client?: Client
+  /** Only these job queues (default: every queue under the client's prefix). */
+  queues?: Array<string>
+  /** The named queues' shard count (default: the count each recorded). */
+  shards?: number
+  /** Milliseconds between reads of the queues. Default 10000, as `tideq dashboard`. */
+  refreshMs?: number
+  /** Refuse every change (the page shows no actions). Default false. */
+  readOnly?: boolean
+  /**
+   * The `Host` names answered besides loopback ones, without scheme or port
+   * (`['queues.example.com']`), or `['*']` when the app or its proxy checks `Host` itself.
+   * Default: loopback names only, against DNS rebinding.
+   */
+  allowedHosts?: Array<string>
+}
+
+/** One request, as the framework saw it. */
+export interface DashboardRequest {
+  method: string
+  /** The mount prefix as the browser sees it (`/admin/tideq`). */
+  prefix: string
+  /** The path under the mount: `''` (the prefix itself), `/`, `/app.js`, `/api/...`. */
+  path: string
+  /** The query string without `?`. */
+  query?: string
+  /** Names and values, flat (Node's `req.rawHeaders`). */
+  rawHeaders: Array<string>
+  body?: Buffer
+  /** The app hook's answers so far. */
+  read?: boolean
+  act?: boolean
 }
 
 /** Options of `deadLetters(options)`. */

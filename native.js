@@ -838,6 +838,7 @@ module.exports = nativeBinding
 module.exports.CappedQueue = nativeBinding.CappedQueue
 module.exports.Client = nativeBinding.Client
 module.exports.Consumer = nativeBinding.Consumer
+module.exports.DashboardBridge = nativeBinding.DashboardBridge
 module.exports.EventReader = nativeBinding.EventReader
 module.exports.Flow = nativeBinding.Flow
 module.exports.Job = nativeBinding.Job

@@ -17,7 +17,7 @@ language:
 - ```toml: a Cargo manifest fragment: the [dependencies] of the one crate the Rust blocks are
   built in (all such blocks merged: a dependency given twice must be given the same way); the
   `tideq` dependency as `cargo add tideq` writes it (`tideq = "0.1"`, or with `version = "0.1"`
-  and features) is taken from this checkout.
+  and features) is taken from this checkout, and so is `tideq-cli`.
 - ```rust: each a `src/bin/*.rs` of that crate, built once and run.
 - ```redis: redis-cli commands, each line run against the private redis-server (an error reply
   fails the block); an `ACL SETUSER <queue>-<role> on >password <rules>` line must give exactly
@@ -304,6 +304,10 @@ def main() -> int:
         # tideq (they are this checkout's devDependencies).
         if (ROOT / "node_modules" / "@opentelemetry").is_dir():
             (work / "node_modules" / "@opentelemetry").symlink_to(ROOT / "node_modules" / "@opentelemetry")
+        # The web frameworks docs/frameworks.md mounts the dashboard in (devDependencies too).
+        for framework in ("express", "fastify"):
+            if (ROOT / "node_modules" / framework).is_dir():
+                (work / "node_modules" / framework).symlink_to(ROOT / "node_modules" / framework)
         # Rust: a crate beside a `tideq` directory that is this checkout.
         (work / "tideq").symlink_to(ROOT)
         app = work / "app"
@@ -368,6 +372,7 @@ def merged_dependencies(manifests: list[Block]) -> tuple[str, str | None]:
     checkout, with the features any block asks for."""
     deps: dict[str, tuple[str, Block]] = {}
     tideq_features: set[str] = set()
+    cli = False
     for m in manifests:
         for raw in m.code.splitlines():
             line = raw.split("#", 1)[0].strip()
@@ -380,11 +385,16 @@ def merged_dependencies(manifests: list[Block]) -> tuple[str, str | None]:
                 features = re.search(r"features\s*=\s*\[([^\]]*)\]", value)
                 tideq_features.update(re.findall(r'"([^"]+)"', features.group(1)) if features else [])
                 continue
+            if key == "tideq-cli":  # the dashboard's axum router (docs/frameworks.md)
+                cli = True
+                continue
             if key in deps and re.sub(r"\s", "", deps[key][0]) != re.sub(r"\s", "", value):
                 return "", f"{m}: {key} = {value} differs from {deps[key][1]}: {key} = {deps[key][0]}"
             deps.setdefault(key, (value, m))
     features = ", ".join(f'"{f}"' for f in sorted(tideq_features))
     lines = [f'tideq = {{ path = "{ROOT / "core"}", features = [{features}] }}\n']
+    if cli:
+        lines.append(f'tideq-cli = {{ path = "{ROOT / "cli"}" }}\n')
     lines += [f"{k} = {v}\n" for k, (v, _) in deps.items()]
     return "[dependencies]\n" + "".join(lines), None
 

@@ -19,9 +19,11 @@ export PATH="$ROOT/.venv/bin:$PATH"  # the maturin build backend runs the `matur
 
 # opentelemetry-api and -sdk: tests/python/test_otel.py (the package's `otel` extra, and an SDK
 # with an in-memory exporter to read the spans back). pyyaml: the docs' Kubernetes manifests
-# (tests/python/test_autoscaling.py, scripts/readme.py).
+# (tests/python/test_autoscaling.py, scripts/readme.py). fastapi, starlette, httpx2 (Starlette's
+# test client), uvicorn: tideq.asgi, its example app and docs/frameworks.md (tests/python/test_asgi.py).
 "$PY" -m pip install --quiet --disable-pip-version-check "maturin>=1.16,<2" pytest mypy \
-    "opentelemetry-api>=1.20" "opentelemetry-sdk>=1.20" pyyaml types-PyYAML
+    "opentelemetry-api>=1.20" "opentelemetry-sdk>=1.20" pyyaml types-PyYAML \
+    "fastapi>=0.115" "starlette>=0.40" "httpx2>=2" "uvicorn>=0.30"
 
 # Share Rust build artefacts with the rest of the workspace.
 export CARGO_TARGET_DIR="$ROOT/target"

@@ -60,6 +60,7 @@ mod client;
 mod consumer;
 mod control;
 mod convert;
+mod dashboard;
 mod envelope;
 mod error;
 mod events;

@@ -61,6 +61,7 @@ pub mod client;
 pub mod consumer;
 pub mod control;
 pub mod convert;
+pub mod dashboard;
 pub mod envelope;
 pub mod error;
 pub mod events;
@@ -131,6 +132,7 @@ fn init_logging(py: Python<'_>) -> PyResult<()> {
 fn _tideq(m: &Bound<'_, PyModule>) -> PyResult<()> {
     error::register(m)?;
     m.add_class::<client::Client>()?;
+    m.add_class::<dashboard::Dashboard>()?;
     m.add_class::<capped::CappedQueue>()?;
     m.add_class::<capped::AsyncCappedQueue>()?;
     m.add_class::<capped::CappedStats>()?;

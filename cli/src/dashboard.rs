@@ -33,13 +33,18 @@
 //! framing and carry a strict Content-Security-Policy.
 
 mod api;
+mod bridge;
 mod cache;
+mod mount;
+
+pub use bridge::{BridgeRequest, Bridged};
+pub use mount::{Action, Dashboard, MountOptions};
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::{Request, State};
+use axum::extract::{OriginalUri, Request, State};
 use axum::http::header::{
     AUTHORIZATION, CACHE_CONTROL, CONTENT_SECURITY_POLICY, CONTENT_TYPE, HOST, ORIGIN,
     REFERRER_POLICY, X_CONTENT_TYPE_OPTIONS, X_FRAME_OPTIONS,
@@ -78,7 +83,7 @@ const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-
                    connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
 
 /// What `tideq dashboard` was asked for.
-pub struct Options {
+pub(crate) struct Options {
     /// Shards of the named queues (`None`: the count each recorded).
     pub shards: Option<usize>,
     /// Only these job queues (else every queue under the prefix).
@@ -97,9 +102,19 @@ pub struct Options {
 
 /// What a request may do, by the token it carries (the guard puts it in the request).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Role {
+pub(crate) enum Role {
     Admin,
     Read,
+}
+
+/// Who may do what: the standalone server's tokens, or the hook of the app it is mounted in.
+#[derive(Clone)]
+enum Auth {
+    Tokens {
+        token: Option<Arc<str>>,
+        read_token: Option<Arc<str>>,
+    },
+    Hook(mount::Authorize),
 }
 
 /// What every handler shares.
@@ -108,14 +123,16 @@ struct App {
     client: Client,
     cache: Arc<Cache>,
     read_only: bool,
-    token: Option<Arc<str>>,
-    read_token: Option<Arc<str>>,
+    auth: Auth,
     /// The `Host` names answered.
     hosts: HostCheck,
+    /// Mounted: starts the refresh loop on the first request (and stops it when the last router
+    /// is dropped). The standalone server starts it itself.
+    start: Option<Arc<mount::Start>>,
 }
 
 /// Runs the dashboard until Ctrl-C.
-pub async fn run(client: Client, opts: Options, listen: &str) -> Result<(), String> {
+pub(crate) async fn run(client: Client, opts: Options, listen: &str) -> Result<(), String> {
     let listener = tokio::net::TcpListener::bind(listen)
         .await
         .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
@@ -152,11 +169,14 @@ pub async fn run(client: Client, opts: Options, listen: &str) -> Result<(), Stri
         client: client.clone(),
         cache: cache.clone(),
         read_only: opts.read_only,
-        token: opts.token.map(Arc::from),
-        read_token: opts.read_token.map(Arc::from),
+        auth: Auth::Tokens {
+            token: opts.token.map(Arc::from),
+            read_token: opts.read_token.map(Arc::from),
+        },
         hosts,
+        start: None,
     };
-    let has_token = app.token.is_some() || app.read_token.is_some();
+    let has_token = !tokenless;
     let router = router(app);
     eprintln!(
         "tideq dashboard: serving http://{addr}/{} (refresh every {:?}{})",
@@ -194,10 +214,7 @@ fn router(app: App) -> Router {
         .route("/capped/{q}", get(api::capped))
         .fallback(|| async { error(StatusCode::NOT_FOUND, "no such API endpoint") });
     Router::new()
-        .route(
-            "/",
-            get(|| async { asset("text/html; charset=utf-8", INDEX_HTML) }),
-        )
+        .route("/", get(index))
         .route(
             "/app.js",
             get(|| async { asset("text/javascript; charset=utf-8", APP_JS) }),
@@ -209,6 +226,21 @@ fn router(app: App) -> Router {
         .nest("/api", api)
         .layer(middleware::from_fn_with_state(app.clone(), guard))
         .with_state(app)
+}
+
+/// The page. Its links, script, style sheet and API calls are relative (`app.js`, `api/...`), so
+/// it works under any prefix it is mounted at, as long as its address ends in `/`: asked
+/// without it (`/admin/tideq`), it redirects there.
+async fn index(OriginalUri(uri): OriginalUri) -> Response {
+    let path = uri.path();
+    if !path.ends_with('/') {
+        let to = match uri.query() {
+            Some(q) => format!("{path}/?{q}"),
+            None => format!("{path}/"),
+        };
+        return mount::redirect(&to);
+    }
+    asset("text/html; charset=utf-8", INDEX_HTML)
 }
 
 fn asset(content_type: &'static str, body: &'static str) -> Response {
@@ -279,11 +311,23 @@ fn origin_authority(origin: &str) -> Option<&str> {
 /// Every request passes here: the host check, then for `/api/` the token and the rules for
 /// state changes; every response gets the security headers.
 async fn guard(State(app): State<App>, mut req: Request, next: Next) -> Response {
-    let mut resp = match check(&app, req.method(), req.uri().path(), req.headers()) {
-        Ok(role) => {
+    let checked = match &app.auth {
+        Auth::Tokens { token, read_token } => check(
+            &app,
+            token,
+            read_token,
+            req.method(),
+            req.uri().path(),
+            req.headers(),
+        )
+        .map(|role| {
             req.extensions_mut().insert(role);
-            next.run(req).await
-        }
+            req
+        }),
+        Auth::Hook(hook) => mount::check(&app, hook, req).await,
+    };
+    let mut resp = match checked {
+        Ok(req) => next.run(req).await,
         Err(refused) => refused.into_response(),
     };
     let h = resp.headers_mut();
@@ -294,7 +338,14 @@ async fn guard(State(app): State<App>, mut req: Request, next: Next) -> Response
     resp
 }
 
-fn check(app: &App, method: &Method, path: &str, headers: &HeaderMap) -> Result<Role, ApiError> {
+fn check(
+    app: &App,
+    token: &Option<Arc<str>>,
+    read_token: &Option<Arc<str>>,
+    method: &Method,
+    path: &str,
+    headers: &HeaderMap,
+) -> Result<Role, ApiError> {
     let header = |name: HeaderName| headers.get(name).and_then(|v| v.to_str().ok());
     let host = header(HOST).unwrap_or("");
     if !app.hosts.allows(host) {
@@ -308,7 +359,7 @@ fn check(app: &App, method: &Method, path: &str, headers: &HeaderMap) -> Result<
     if !path.starts_with("/api/") {
         return Ok(role);
     }
-    if app.token.is_some() || app.read_token.is_some() {
+    if token.is_some() || read_token.is_some() {
         let given = header(AUTHORIZATION)
             .and_then(|v| v.strip_prefix("Bearer "))
             .unwrap_or("");
@@ -316,9 +367,9 @@ fn check(app: &App, method: &Method, path: &str, headers: &HeaderMap) -> Result<
             t.as_ref()
                 .is_some_and(|t| same_secret(given.as_bytes(), t.as_bytes()))
         };
-        if is(&app.read_token) {
+        if is(read_token) {
             role = Role::Read;
-        } else if !is(&app.token) {
+        } else if !is(token) {
             return Err(error(
                 StatusCode::UNAUTHORIZED,
                 "missing or wrong token (Authorization: Bearer <token>)",
@@ -340,6 +391,15 @@ fn check(app: &App, method: &Method, path: &str, headers: &HeaderMap) -> Result<
             "this token may only read (--read-token); changes need the --token one",
         ));
     }
+    same_site_change(headers)?;
+    Ok(role)
+}
+
+/// A state change's defence against cross-site requests: the header `X-Tideq-Request: 1` (a
+/// cross-site page cannot send it without a CORS preflight, never answered), and an `Origin`,
+/// when there is one, naming the `Host`.
+fn same_site_change(headers: &HeaderMap) -> Result<(), ApiError> {
+    let header = |name: HeaderName| headers.get(name).and_then(|v| v.to_str().ok());
     if header(REQUEST_HEADER) != Some("1") {
         return Err(error(
             StatusCode::FORBIDDEN,
@@ -347,6 +407,7 @@ fn check(app: &App, method: &Method, path: &str, headers: &HeaderMap) -> Result<
         ));
     }
     if let Some(origin) = header(ORIGIN) {
+        let host = header(HOST).unwrap_or("");
         let same = origin_authority(origin).is_some_and(|a| a.eq_ignore_ascii_case(host));
         if !same {
             return Err(error(
@@ -355,7 +416,7 @@ fn check(app: &App, method: &Method, path: &str, headers: &HeaderMap) -> Result<
             ));
         }
     }
-    Ok(role)
+    Ok(())
 }
 
 #[cfg(test)]

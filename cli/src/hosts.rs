@@ -12,26 +12,48 @@ use std::net::SocketAddr;
 pub struct HostCheck {
     /// `--allow-host` names, lowercased, without ports.
     allowed: Vec<String>,
-    /// Every name is answered (not loopback-bound, and no list).
+    /// Every name is answered (not loopback-bound, and no list; or `"*"` when mounted).
     any: bool,
+    /// The option that lists names, for messages: `--allow-host`, or `allowed_hosts` when the
+    /// dashboard is mounted in another app.
+    option: &'static str,
 }
 
 impl HostCheck {
     pub fn new(bound: SocketAddr, allowed: &[String]) -> Result<Self, String> {
-        let mut names = Vec::with_capacity(allowed.len());
-        for a in allowed {
-            let name = a.trim().to_ascii_lowercase();
-            if name.is_empty() || name.contains(['/', ' ', ':']) && !name.starts_with('[') {
-                return Err(format!(
-                    "--allow-host {a:?}: give a host name or address without scheme or port \
-                     (e.g. --allow-host queues.example.com)"
-                ));
-            }
-            names.push(name);
-        }
+        let names = names(allowed, |a| {
+            format!(
+                "--allow-host {a:?}: give a host name or address without scheme or port \
+                 (e.g. --allow-host queues.example.com)"
+            )
+        })?;
         Ok(HostCheck {
             any: names.is_empty() && !bound.ip().is_loopback(),
             allowed: names,
+            option: "--allow-host",
+        })
+    }
+
+    /// The names a dashboard mounted in another app answers: loopback names and `allowed`, or
+    /// every name when `allowed` holds `"*"` (the app, or a proxy in front of it, checks `Host`
+    /// itself). The app's own names cannot be known from inside it, hence the list.
+    pub fn mounted(allowed: &[String]) -> Result<Self, String> {
+        let any = allowed.iter().any(|a| a.trim() == "*");
+        let listed: Vec<String> = allowed
+            .iter()
+            .filter(|a| a.trim() != "*")
+            .cloned()
+            .collect();
+        let names = names(&listed, |a| {
+            format!(
+                "allowed_hosts {a:?}: give a host name or address without scheme or port \
+                 (e.g. \"queues.example.com\"), or \"*\" to answer every name"
+            )
+        })?;
+        Ok(HostCheck {
+            any,
+            allowed: names,
+            option: "allowed_hosts",
         })
     }
 
@@ -48,7 +70,17 @@ impl HostCheck {
 
     /// Why a request was refused, for its answer.
     pub fn refusal(&self, what: &str) -> String {
-        if self.allowed.is_empty() {
+        if self.option == "allowed_hosts" {
+            let listed = if self.allowed.is_empty() {
+                String::new()
+            } else {
+                format!(" and {}", self.allowed.join(", "))
+            };
+            format!(
+                "this {what} answers only localhost{listed}: list the names the app is served \
+                 under in allowed_hosts (or \"*\" when the app checks Host itself)"
+            )
+        } else if self.allowed.is_empty() {
             format!("this {what} listens on a loopback address: open it as localhost or 127.0.0.1 (or start it with --allow-host NAME)")
         } else {
             format!(
@@ -57,6 +89,19 @@ impl HostCheck {
             )
         }
     }
+}
+
+/// `allowed` checked and lowercased (`bad` says why one is refused).
+fn names(allowed: &[String], bad: impl Fn(&str) -> String) -> Result<Vec<String>, String> {
+    let mut names = Vec::with_capacity(allowed.len());
+    for a in allowed {
+        let name = a.trim().to_ascii_lowercase();
+        if name.is_empty() || name.contains(['/', ' ', ':']) && !name.starts_with('[') {
+            return Err(bad(a));
+        }
+        names.push(name);
+    }
+    Ok(names)
 }
 
 /// The name of a `host[:port]` (an IPv6 address without its brackets).
@@ -122,5 +167,21 @@ mod tests {
             let r = HostCheck::new("0.0.0.0:1".parse().unwrap(), &[bad.to_string()]);
             assert!(r.is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_mounted_dashboard_answers_loopback_and_listed_names_or_every_name_with_a_star() {
+        let m = HostCheck::mounted(&[]).unwrap();
+        assert!(m.allows("127.0.0.1:8000"));
+        assert!(!m.allows("app.example.com"));
+        assert!(m.refusal("dashboard").contains("allowed_hosts"));
+        let m = HostCheck::mounted(&["App.Example.com".into()]).unwrap();
+        assert!(m.allows("app.example.com:443"));
+        assert!(!m.allows("attacker.example"));
+        assert!(HostCheck::mounted(&["*".into()])
+            .unwrap()
+            .allows("any.example"));
+        let e = HostCheck::mounted(&["https://app.example.com".into()]).unwrap_err();
+        assert!(e.contains("allowed_hosts"), "{e}");
     }
 }

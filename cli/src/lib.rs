@@ -23,7 +23,7 @@ mod bench;
 mod capped;
 mod connect;
 mod control;
-mod dashboard;
+pub mod dashboard;
 mod discover;
 mod events;
 mod exit;

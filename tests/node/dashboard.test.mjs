@@ -5,7 +5,8 @@
 // page must show the queue's counts; a click on a dead job's Requeue button must put the job
 // back to ready in Redis; a job's page offers the actions its state allows, each confirmed first;
 // search finds jobs by task and group; the queue page shows its history from Redis and its live
-// workers, and its schedules 50 at a time. Screenshots are saved to target/screenshots/ (the docs' are docs/img/dashboard-*.png).
+// workers, and its schedules 50 at a time. Mounted under /tideq in the Express example app, behind
+// its cookie login, every request the page makes stays under the prefix and succeeds. Screenshots are saved to target/screenshots/ (the docs' are docs/img/dashboard-*.png).
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -14,7 +15,8 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
-import { ROOT, freePort, freshJobQueue, sleep, useRedis } from './harness.mjs';
+import { ROOT, freePort, freshJobQueue, sleep, tideq, unique, useRedis } from './harness.mjs';
+import { startExample } from './mounted.mjs';
 
 const redis = useRedis();
 const bin = fileURLToPath(new URL('../../bin/tideq.js', import.meta.url));
@@ -424,4 +426,48 @@ test('a queue with 120 schedules shows them 50 at a time, by name, with Prev and
   assert.equal(await page.eval('document.querySelector("#schedules-next")'), null, 'no Next on the last page');
   await page.eval('document.querySelector("#schedules-prev").click()');
   await until(async () => (await shown())[0] === 's050', 'back to the middle page');
+});
+
+test('mounted under /tideq in the Express example, behind its cookie login: every request succeeds and Requeue works', async () => {
+  // The example's client uses the default key prefix.
+  const queue = new tideq.Queue(unique('mounted'), { client: new tideq.Client({ url: redis.url }) });
+  await queue.enqueue(Buffer.from('x'), { id: 'dead-m', maxAttempts: 1 });
+  const [job] = await queue.leaseJobs(1, { leaseMs: 60_000 });
+  assert.equal(await queue.fail(job, 'smtp said no'), true);
+  const app = await startExample('express/app.mjs', { TIDEQ_REDIS_URL: redis.url });
+  const responses = [];
+  let page;
+  try {
+    page = await openPage('about:blank');
+    cdp.on((msg) => {
+      if (msg.sessionId === page.sessionId && msg.method === 'Network.responseReceived') {
+        responses.push({ url: new URL(msg.params.response.url), status: msg.params.response.status });
+      }
+    });
+    await page.send('Network.enable');
+    // The app's login sets its session cookie and redirects to the dashboard; the page's API calls
+    // carry the cookie (no token anywhere).
+    await page.send('Page.navigate', { url: `${app.base}/login?user=alice` });
+    const row = `document.querySelector('tr[data-queue=' + JSON.stringify(${JSON.stringify(queue.name)}) + ']')`;
+    await until(() => page.eval(`${row} !== null`), 'the queue in the overview');
+    await page.eval(`location.hash = '#/q/${encodeURIComponent(queue.name)}/dead'`);
+    await until(() => page.eval('document.querySelectorAll("button[data-requeue]").length === 1'), 'the Requeue button');
+    await page.eval('window.confirm = () => true; document.querySelector(\'button[data-requeue="dead-m"]\').click()');
+    await until(async () => (await queue.get('dead-m'))?.state === 'ready', 'dead-m back to ready in Redis');
+
+    const api = responses.filter((r) => r.url.pathname.startsWith('/tideq/api/'));
+    assert.ok(api.some((r) => r.url.pathname === '/tideq/api/overview'), 'the overview was read');
+    assert.ok(api.some((r) => r.url.pathname.endsWith('/requeue')), 'the requeue went through the prefix');
+    for (const r of responses.filter((r) => r.url.protocol === 'http:')) {
+      assert.ok(r.url.pathname.startsWith('/tideq/'), `a request outside the prefix: ${r.url}`);
+      assert.equal(r.status, 200, `${r.url} answered ${r.status}`);
+    }
+  } catch (err) {
+    // What the page asked and saw, for a failure's diagnosis.
+    const shown = await page?.eval('document.body.innerText').catch(() => '?');
+    err.message += `\n--- responses ---\n${responses.map((r) => `${r.status} ${r.url}`).join('\n')}\n--- page ---\n${shown}\n--- app ---\n${app.log()}`;
+    throw err;
+  } finally {
+    await app.stop();
+  }
 });

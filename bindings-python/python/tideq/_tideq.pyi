@@ -77,6 +77,7 @@ __all__ = [
     "chord",
     "serve",
     "serve_async",
+    "_Dashboard",  # tideq.asgi uses it
     "_run_cli",  # in the runtime's __all__ too (pyo3 adds every function); tideq._cli calls it
     "_set_otel_hooks",  # likewise; tideq._otel calls it
     "_testing_start",  # likewise; tideq.testing calls it
@@ -206,6 +207,35 @@ class TimeoutError(TideqError, builtins.TimeoutError):
 class NotSupportedError(TideqError):
     """The server is older than tideq supports (Redis 7.0, Valkey 7.2); the message names its
     version."""
+
+@final
+class _Dashboard:
+    """The dashboard for one ASGI app (``tideq.asgi.dashboard`` makes it; not for direct use)."""
+
+    def __new__(
+        cls,
+        url: Optional[str] = None,
+        *,
+        client: Optional[Client] = None,
+        queues: Optional[list[str]] = None,
+        shards: Optional[int] = None,
+        refresh: Optional[_Seconds] = None,
+        read_only: bool = False,
+        allowed_hosts: Optional[list[str]] = None,
+    ) -> _Dashboard: ...
+    def handle(
+        self,
+        method: str,
+        prefix: str,
+        path: str,
+        query: Optional[str],
+        headers: list[tuple[str, str]],
+        body: bytes,
+        granted: list[tuple[str, bool]],
+    ) -> Coroutine[Any, Any, tuple[Optional[str], int, list[tuple[str, str]], bytes]]:
+        """Answers one request (a coroutine): ``(ask, status, headers, body)``. ``path`` is the path
+        under the mount (``""`` for the prefix itself), ``prefix`` the mount as the browser sees
+        it, ``granted`` the app hook's answers so far (``[("read", True)]``)."""
 
 @final
 class Client:

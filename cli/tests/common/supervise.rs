@@ -10,8 +10,9 @@ use std::time::{Duration, Instant};
 
 use tideq::{Client, Queue};
 
-/// The examples' folder, with `worker_child` and `worker_host` built (`cargo test --test X`
-/// does not build the examples; this builds those two once per test binary, a no-op when fresh).
+/// The examples' folder, with `worker_child`, `worker_host` and `dashboard_axum` built (`cargo
+/// test --test X` does not build the examples; this builds them once per test binary, a no-op
+/// when fresh).
 pub fn examples() -> PathBuf {
     static BUILT: std::sync::Once = std::sync::Once::new();
     BUILT.call_once(|| {
@@ -44,7 +45,7 @@ pub fn examples() -> PathBuf {
                 "--example",
                 "worker_child",
             ])
-            .args(["--example", "worker_host"])
+            .args(["--example", "worker_host", "--example", "dashboard_axum"])
             .current_dir(env!("CARGO_MANIFEST_DIR"))
             .status()
             .unwrap()

@@ -124,7 +124,8 @@
       method: method || 'GET',
       headers,
       cache: 'no-store',
-      credentials: 'omit',
+      // Same-origin cookies go along: mounted in an app, its login (a session cookie) decides.
+      credentials: 'same-origin',
     });
     let body;
     try {
