@@ -21,7 +21,8 @@ test('the tideq bin lists queues and stats as the binary does', async () => {
   assert.equal(out.status, 0, out.stderr);
   assert.equal(JSON.parse(out.stdout).ready, 1);
   out = tideq(['--url', redis.url, '--prefix', prefix, 'queues', '--json']);
-  assert.deepEqual(JSON.parse(out.stdout), [{ kind: 'jobs', name: queue.name, shards: 1 }]);
+  const [line] = JSON.parse(out.stdout);
+  assert.deepEqual([line.kind, line.name, line.shards, line.ready], ['jobs', queue.name, 1, 1]);
 });
 
 test('the tideq bin exits with the command line\'s codes', () => {
