@@ -252,6 +252,38 @@ test('with a token and --read-only the page takes the token from its URL once an
   assert.equal(await page.eval('document.querySelectorAll("button[data-requeue], #purge, #requeue-all, #pause, #resume").length'), 0);
 });
 
+test('the dead letters fit an 800-px window, each page has its own title, no dead job disables Purge, and a page without its token says why instead of Loading…', async () => {
+  const { queue, prefix } = freshJobQueue(redis.url);
+  await queue.enqueue(Buffer.from('x'), { id: 'long-error', maxAttempts: 1 });
+  const [job] = await queue.leaseJobs(1, { leaseMs: 60_000 });
+  await queue.fail(job, `${'E'.repeat(40)} ${'x'.repeat(400)}`);
+  await queue.setLimits({ rate: { max: 30, perMs: 60_000 } });
+  const base = await startDashboard(['--prefix', prefix]);
+  const page = await openPage('about:blank');
+  await page.send('Emulation.setDeviceMetricsOverride', { width: 800, height: 900, deviceScaleFactor: 1, mobile: false });
+  await page.send('Page.navigate', { url: `${base}/#/q/${encodeURIComponent(queue.name)}/dead` });
+  await until(() => page.eval('document.querySelectorAll("button[data-requeue]").length === 1'), 'the dead job listed');
+  // The table overflowed the page (1405 px in a 1400-px window; Last error and Requeue were
+  // off-screen at 800 px): the page itself never scrolls sideways now.
+  assert.equal(await page.eval('document.documentElement.scrollWidth <= window.innerWidth'), true, 'no page-wide sideways scroll');
+  assert.equal(await page.eval('document.title'), `${queue.name} · dead · tideq`);
+  // Rates read as people say them ("30 per 60000 ms" before).
+  await until(async () => /30 per min/.test(await page.eval('document.querySelector("#queue-info")?.textContent || ""')), 'the rate as 30 per min');
+  assert.equal(await page.eval('document.querySelector("#purge").disabled'), false);
+  await page.eval('window.confirm = () => true; document.querySelector(\'button[data-requeue="long-error"]\').click()');
+  await until(async () => (await queue.get('long-error'))?.state === 'ready', 'requeued in Redis');
+  // "Purge all 0 dead jobs?" was asked: with none dead, Purge and Requeue all are disabled.
+  await until(() => page.eval('document.querySelector("#purge").disabled && document.querySelector("#requeue-all").disabled'), 'Purge disabled');
+  await page.eval('location.hash = "#/"');
+  await until(async () => (await page.eval('document.title')) === 'Queues · tideq', 'the overview title');
+
+  // A dashboard with a token, opened without it: the 401 is said, and nothing stays "Loading…".
+  const guarded = await startDashboard(['--prefix', prefix], ['--token', 'tok-456']);
+  const bare = await openPage(`${guarded}/`);
+  await until(async () => /Unauthorized/.test(await bare.eval('document.querySelector("#status").textContent')), 'the 401 message');
+  assert.equal(await bare.eval('document.querySelector("#view").textContent.includes("Loading…")'), false);
+});
+
 /** Saves a screenshot of `page` as target/screenshots/NAME.png (docs/img holds the published ones):
  * the whole page, or with `viewport` what fits in the window. */
 async function screenshot(page, name, { viewport = false } = {}) {

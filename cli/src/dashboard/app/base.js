@@ -99,8 +99,17 @@
     return v === null || v === undefined ? '–' : `${Number(v).toFixed(3)} s`;
   }
 
+  /** A rate as people say it: `30 per min`, `5 per 10 s`, `100 per 250 ms`. */
   function rate(r) {
-    return r ? `${r.max} per ${r.per_ms} ms` : '–';
+    if (!r) return '–';
+    const units = [[3600000, 'h'], [60000, 'min'], [1000, 's']];
+    for (const [ms, unit] of units) {
+      if (r.per_ms % ms === 0) {
+        const n = r.per_ms / ms;
+        return `${r.max} per ${n === 1 ? '' : `${n} `}${unit}`;
+      }
+    }
+    return `${r.max} per ${r.per_ms} ms`;
   }
 
   function shown(value, format, compact) {
@@ -146,6 +155,10 @@
       say('Unauthorized: open this page as …/?token=<the dashboard token>.', 'error');
     } else {
       say(err.message, 'error');
+    }
+    // What was loading will not come: say so instead of "Loading…" for ever.
+    for (const p of document.querySelectorAll('#view p.muted')) {
+      if (p.textContent === 'Loading…') p.textContent = 'Not loaded (see the message above).';
     }
   }
 
@@ -195,6 +208,12 @@
       state.history = null;
     }
     say('');
+    document.title = {
+      overview: 'Queues · tideq',
+      jobs: `${route.name} · ${route.tab} · tideq`,
+      job: `${route.id} · ${route.name} · tideq`,
+      capped: `${route.name} · capped · tideq`,
+    }[route.view];
     if (route.view === 'jobs') {
       if (!same) state.info = null;
       state.tab = route.tab;

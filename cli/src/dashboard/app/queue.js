@@ -49,6 +49,8 @@
       h('div', { title: 'How long the job next in line that waited longest has been ready to start' },
         h('dt', {}, 'latency'), h('dd', { dataset: { count: 'latency' } }, secs(state.info && state.info.name === state.route.name ? state.info.stats.latency : null))));
     for (const st of STATES) fill($(`[data-tab-count="${st}"]`), num(s[st]));
+    // Nothing dead: nothing to requeue or purge ("Purge all 0 dead jobs?" asked before).
+    for (const id of ['#requeue-all', '#purge']) if ($(id)) $(id).disabled = s.dead === 0;
     for (const a of document.querySelectorAll('#tabs a')) a.classList.toggle('on', a.dataset.tab === state.tab);
     const paused = Boolean(e && e.paused);
     const badge = $('#paused-badge');
@@ -495,6 +497,10 @@
   function requeueAll() {
     const e = entry('jobs', state.route.name);
     const n = e && e.stats ? e.stats.dead : '?';
+    if (n === 0) {
+      say('No dead jobs to requeue.');
+      return;
+    }
     if (window.confirm(`Requeue all ${n} dead jobs of "${state.route.name}"?`)) {
       act('dead/requeue-all', (r) => `Requeued ${r.requeued} dead jobs.`);
     }
@@ -503,6 +509,10 @@
   function purge() {
     const e = entry('jobs', state.route.name);
     const n = e && e.stats ? e.stats.dead : '?';
+    if (n === 0) {
+      say('No dead jobs to delete.');
+      return;
+    }
     if (window.confirm(`Delete all ${n} dead jobs of "${state.route.name}" for good?`)) {
       act('dead/purge', (r) => `Deleted ${r.purged} dead jobs.`);
     }
