@@ -1,5 +1,5 @@
 """Job-queue benchmark: tideq from Rust, Node and Python beside BullMQ (Node), BullMQ's Python
-port and arq, on one private redis-server, with ratios tideq/peer and the issue's targets.
+port, arq, Celery (Redis broker) and RQ, on one private redis-server, with ratios tideq/peer and the issue's targets.
 
 Usage (from the repo root; any Python >= 3.9 runs this file):
     .venv/bin/python bench/jobs/run.py            # N = 20000
@@ -8,9 +8,10 @@ Usage (from the repo root; any Python >= 3.9 runs this file):
 
 Each library has its own script taking `URL N` and printing one JSON line (see their headers):
 bench/src/bin/jobs/, bench/jobs/{tideq_node,bullmq_node}.mjs,
-bench/jobs/{tideq_py,bullmq_py,arq_py}.py. The peers are bench-only installs made here on first
-use: `npm install --prefix bench/jobs` (bullmq, ioredis) and two virtualenvs,
-bench/jobs/.venv (bullmq) and bench/jobs/.venv-arq (arq: it pins redis<6, bullmq needs >=6.2).
+bench/jobs/{tideq_py,bullmq_py,arq_py,celery_py,rq_py}.py. The peers are bench-only installs made
+here on first use: `npm install --prefix bench/jobs` (bullmq, ioredis) and a virtualenv each for
+the Python peers, bench/jobs/.venv (bullmq), .venv-arq (arq: it pins redis<6, bullmq needs
+>=6.2), .venv-celery and .venv-rq.
 They are never dependencies of tideq. A tideq binding that is not built is skipped with a message
 (build: scripts/test-node.sh, scripts/test-python.sh). The server is flushed between scripts, and
 nothing but the script under test is connected while it runs. The raw JSON goes to
@@ -50,6 +51,8 @@ RUNS = [
     ("tideq-py", "python", "tideq"),
     ("bullmq-py", "python", "bullmq-py"),
     ("arq", "python", "arq"),
+    ("celery", "python", "celery"),
+    ("rq", "python", "rq"),
 ]
 
 METRICS = [
@@ -157,6 +160,9 @@ def command(key: str, url: str, n: int) -> tuple[list[str] | None, str | None]:
     if key == "arq":
         why = ensure_venv(HERE / ".venv-arq", HERE / "requirements-arq.txt")
         return (None, why) if why else ([str(HERE / ".venv-arq/bin/python"), str(HERE / "arq_py.py"), url, str(n)], None)
+    if key in ("celery", "rq"):
+        why = ensure_venv(HERE / f".venv-{key}", HERE / f"requirements-{key}.txt")
+        return (None, why) if why else ([str(HERE / f".venv-{key}/bin/python"), str(HERE / f"{key}_py.py"), url, str(n)], None)
     raise ValueError(key)
 
 
@@ -334,6 +340,8 @@ def report(results: dict[str, dict], skipped: dict[str, str], n: int, ceil: dict
     pairs = [("tideq-node", "bullmq-node", "node: tideq/BullMQ"),
              ("tideq-py", "bullmq-py", "python: tideq/bullmq-py"),
              ("tideq-py", "arq", "python: tideq/arq"),
+             ("tideq-py", "celery", "python: tideq/Celery"),
+             ("tideq-py", "rq", "python: tideq/RQ"),
              ("rust", "bullmq-node", "rust tideq/BullMQ(node)")]
     pairs = [p for p in pairs if p[0] in results and p[1] in results]
     if pairs:
