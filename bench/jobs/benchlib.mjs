@@ -65,6 +65,29 @@ export function burstSummary(lateMs) {
   return { burst_p50_ms: r(percentile(v, 50)), burst_p99_ms: r(percentile(v, 99)) };
 }
 
+// Enqueue to start (every script that can): an idle worker at concurrency START_CONCURRENCY; the
+// bench enqueues START_JOBS jobs one by one, paced at START_RATE per second, each carrying the ms
+// it was enqueued at (`{"at": <epoch ms>, ...}`); the handler takes the clock first: start - at.
+export const START_JOBS = 2000;
+export const START_RATE = 1000;
+export const START_CONCURRENCY = 10;
+
+/** Calls `enqueue(i)` START_JOBS times, the i-th at START_RATE per second from now (awaiting each). */
+export async function paced(enqueue) {
+  const t0 = performance.now();
+  for (let i = 0; i < START_JOBS; i++) {
+    const wait = t0 + (i * 1000) / START_RATE - performance.now();
+    if (wait > 1) await sleep(wait);
+    await enqueue(i);
+  }
+}
+
+export function startSummary(ms) {
+  const v = [...ms].sort((a, b) => a - b);
+  const r = (x) => Math.round(x * 100) / 100;
+  return { start_p50_ms: r(percentile(v, 50)), start_p99_ms: r(percentile(v, 99)) };
+}
+
 /** Due times (epoch ms, whole) of the LATE_JOBS jobs of one lateness run: job i at
  * start + i * spreadMs / LATE_JOBS, rounded down to a whole ms (the queues take whole ms), start
  * LATE_AHEAD_MS from now. spreadMs = 0: all at one instant. */

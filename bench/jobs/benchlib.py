@@ -95,6 +95,35 @@ def burst_summary(late_ms: list[float]) -> dict[str, float]:
     }
 
 
+# Enqueue to start (every script that can): an idle worker at concurrency START_CONCURRENCY; the
+# bench enqueues START_JOBS jobs one by one, paced at START_RATE per second, each carrying the ms
+# it was enqueued at ({"at": <epoch ms>, ...}); the handler takes the clock first: start - at.
+START_JOBS = 2000
+START_RATE = 1000
+START_CONCURRENCY = 10
+
+
+def paced_times() -> list[float]:
+    """perf_counter() instants at which the START_JOBS enqueues are due, from now."""
+    t0 = time.perf_counter()
+    return [t0 + i / START_RATE for i in range(START_JOBS)]
+
+
+def wait_until(t: float) -> None:
+    d = t - time.perf_counter()
+    if d > 0.001:
+        time.sleep(d)
+
+
+def at_payload() -> bytes:
+    return json.dumps({"at": time.time() * 1000, **PAYLOAD_OBJ}, separators=(",", ":")).encode()
+
+
+def start_summary(ms: list[float]) -> dict[str, float]:
+    v = sorted(ms)
+    return {"start_p50_ms": round(percentile(v, 50), 3), "start_p99_ms": round(percentile(v, 99), 3)}
+
+
 def late_dues(spread_ms: int) -> list[int]:
     """Due times (epoch ms, whole) of the LATE_JOBS jobs of one lateness run: job i at
     start + i * spread_ms / LATE_JOBS, rounded down to a whole ms (the queues take whole ms),

@@ -127,6 +127,23 @@ async function lateness(spreadMs) {
   return late;
 }
 
+/** Enqueue to start (benchlib.mjs): a waiting Worker, jobs added one by one at 1 000/s. */
+async function startLatency() {
+  const name = B.freshName('bmq-start');
+  const q = new Queue(name, { connection });
+  await q.waitUntilReady();
+  const got = [];
+  const worker = new Worker(name, async (job) => { got.push(B.nowMs() - job.data.at); },
+    { connection, concurrency: B.START_CONCURRENCY });
+  await worker.waitUntilReady();
+  await B.sleep(500);
+  await B.paced(() => q.add('job', { at: B.nowMs(), ...B.PAYLOAD_OBJ }, JOB_OPTS));
+  while (got.length < B.START_JOBS) await B.sleep(10);
+  await worker.close();
+  await q.close();
+  return got;
+}
+
 async function idle() {
   const worker = new Worker(B.freshName('bmq-idle'), async () => {}, { connection, concurrency: B.IDLE_CONCURRENCY });
   await B.sleep(1000);
@@ -145,5 +162,6 @@ res.rss_mb = B.rssMb();
 res.diag = diag;
 Object.assign(res, B.latenessSummary(await lateness(B.LATE_SPREAD_MS)));
 Object.assign(res, B.burstSummary(await lateness(0)));
+Object.assign(res, B.startSummary(await startLatency()));
 Object.assign(res, await idle());
 B.emit(res);

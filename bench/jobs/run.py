@@ -72,6 +72,8 @@ METRICS = [
     ("burst_p50_ms", "delayed lateness p50 (2000 due at one instant)", "ms", False),
     ("burst_p99_ms", "delayed lateness p99 (2000 due at one instant)", "ms", False),
     ("lateness_min_ms", "delayed, first pickup", "ms", False),
+    ("start_p50_ms", "enqueue to start p50 (1,000/s, idle worker c=10)", "ms", False),
+    ("start_p99_ms", "enqueue to start p99 (1,000/s, idle worker c=10)", "ms", False),
     ("idle_cmds_per_s", "idle worker: Redis calls", "/s", False),
     ("idle_client_cmds_per_s", "idle worker: round trips", "/s", False),
     ("rss_mb", "bench process RSS (producer and worker)", "MB", False),

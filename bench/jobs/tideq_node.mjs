@@ -77,6 +77,18 @@ async function lateness(spreadMs) {
   return late;
 }
 
+/** Enqueue to start (benchlib.mjs): a waiting worker, jobs enqueued one by one at 1 000/s. */
+async function startLatency() {
+  const q = new Queue(B.freshName('tq-node-start'), { url });
+  const got = [];
+  const w = q.work((job) => { got.push(B.nowMs() - job.json().at); }, { concurrency: B.START_CONCURRENCY });
+  await B.sleep(500);
+  await B.paced(() => q.enqueue(Buffer.from(JSON.stringify({ at: B.nowMs(), ...B.PAYLOAD_OBJ }))));
+  while (got.length < B.START_JOBS) await B.sleep(10);
+  await w.shutdown();
+  return got;
+}
+
 async function idle() {
   const q = new Queue(B.freshName('tq-node-idle'), { url });
   const w = q.work(() => {}, { concurrency: B.IDLE_CONCURRENCY });
@@ -123,5 +135,6 @@ res.rss_mb = B.rssMb();
 res.diag = diag;
 Object.assign(res, B.latenessSummary(await lateness(B.LATE_SPREAD_MS)));
 Object.assign(res, B.burstSummary(await lateness(0)));
+Object.assign(res, B.startSummary(await startLatency()));
 Object.assign(res, await idle());
 B.emit(res);

@@ -16,6 +16,8 @@ reported, and "variant" says which ("blocking" / "async"); both numbers are in "
   lateness = handler start - that job's due time (ms, this machine's clock).
 - burst_p50/p99_ms: the same with all 2 000 due at one instant.
   For both, the variant with the lower p99 is reported (benchlib.py describes the method).
+- start_p50/p99_ms: enqueue to start, an idle worker at concurrency 10 and 2 000 jobs enqueued one
+  by one at 1 000/s (benchlib.py describes it); the variant with the lower p99 is reported.
 - rss_mb after the work runs; worker_rss_mb: the peak RSS of a process running only a blocking
   worker at concurrency 100 over N jobs (benchlib.py, worker_rss); idle: one blocking worker (concurrency 10) alone for 5 s.
 Queue defaults: 5 attempts, exponential backoff, keep_completed 1000.
@@ -92,6 +94,45 @@ def late_blocking(url: str, spread_ms: int) -> list[float]:
     q.work(handler, concurrency=B.LATE_CONCURRENCY, stop_when_drained=True).join()
     assert len(late) == B.LATE_JOBS, len(late)
     return late
+
+
+def start_blocking(url: str) -> list[float]:
+    """Enqueue to start (benchlib.py): a blocking worker waiting, jobs enqueued one by one."""
+    q = tideq.Queue(B.fresh_name("tqpy-b-start"), url=url)
+    got: list[float] = []
+
+    def handler(job: tideq.Job) -> None:
+        got.append(time.time() * 1000 - job.json()["at"])
+
+    w = q.work(handler, concurrency=B.START_CONCURRENCY)
+    time.sleep(0.5)
+    for t in B.paced_times():
+        B.wait_until(t)
+        q.enqueue(B.at_payload())
+    while len(got) < B.START_JOBS:
+        time.sleep(0.01)
+    w.shutdown()
+    return got
+
+
+async def start_async(url: str) -> list[float]:
+    q = tideq.AsyncQueue(B.fresh_name("tqpy-a-start"), url=url)
+    got: list[float] = []
+
+    async def handler(job: tideq.Job) -> None:
+        got.append(time.time() * 1000 - job.json()["at"])
+
+    w = q.work(handler, concurrency=B.START_CONCURRENCY)
+    await asyncio.sleep(0.5)
+    for t in B.paced_times():
+        d = t - time.perf_counter()
+        if d > 0.001:
+            await asyncio.sleep(d)
+        await q.enqueue(B.at_payload())
+    while len(got) < B.START_JOBS:
+        await asyncio.sleep(0.01)
+    await w.shutdown()
+    return got
 
 
 def idle_blocking(url: str) -> dict:
@@ -229,6 +270,12 @@ def main() -> None:
         best = lb if lb[p99] <= la[p99] else la
         variant[kind] = "blocking" if best is lb else "async"
         res.update(best)
+    sb = B.start_summary(start_blocking(url))
+    sa = B.start_summary(asyncio.run(start_async(url)))
+    both["start_p99_ms"] = {"blocking": sb["start_p99_ms"], "async": sa["start_p99_ms"]}
+    best = sb if sb["start_p99_ms"] <= sa["start_p99_ms"] else sa
+    variant["start"] = "blocking" if best is sb else "async"
+    res.update(best)
     res["variant"] = variant
     res["both"] = both
     res["diag"] = DIAG
