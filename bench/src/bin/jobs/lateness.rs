@@ -93,3 +93,53 @@ pub async fn schedule_lateness(client: &Client) -> tideq::Result<(f64, f64, usiz
     let r = |x: f64| (x * 100.0).round() / 100.0;
     Ok((r(percentile(&v, 50.0)), r(percentile(&v, 99.0)), v.len()))
 }
+
+/// Enqueue to start (run.py's `start_p50_ms`/`start_p99_ms`): an idle worker at concurrency
+/// START_CONCURRENCY; START_JOBS jobs enqueued one by one, paced at START_RATE per second, each
+/// carrying the ms it was enqueued at (`{"at":<ms>,...}`); the handler takes the clock first.
+pub async fn start_latency(client: &Client) -> tideq::Result<(f64, f64)> {
+    const START_JOBS: usize = 2000;
+    const START_RATE: f64 = 1000.0;
+    const START_CONCURRENCY: usize = 10;
+    let q = fresh(client, "start")?;
+    let got: Arc<Mutex<Vec<f64>>> = Arc::new(Mutex::new(Vec::with_capacity(START_JOBS)));
+    let g = got.clone();
+    let w = q.work(
+        WorkerOptions {
+            concurrency: START_CONCURRENCY,
+            ..Default::default()
+        },
+        move |job: Job| {
+            let now = now_ms_f();
+            let at = job
+                .payload
+                .strip_prefix(br#"{"at":"#)
+                .and_then(|rest| {
+                    let end = rest.iter().position(|&b| b == b',')?;
+                    std::str::from_utf8(&rest[..end]).ok()?.parse::<f64>().ok()
+                })
+                .expect("a start payload begins {\"at\":<ms>,");
+            g.lock().unwrap().push(now - at);
+            async { Ok::<(), String>(()) }
+        },
+    )?;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let rest = std::str::from_utf8(&PAYLOAD[1..]).unwrap();
+    let t0 = tokio::time::Instant::now();
+    for i in 0..START_JOBS {
+        tokio::time::sleep_until(t0 + Duration::from_secs_f64(i as f64 / START_RATE)).await;
+        q.enqueue(
+            format!("{{\"at\":{},{rest}", now_ms_f()).into_bytes(),
+            EnqueueOptions::default(),
+        )
+        .await?;
+    }
+    while got.lock().unwrap().len() < START_JOBS {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    w.shutdown().await;
+    let mut v = got.lock().unwrap().clone();
+    v.sort_by(f64::total_cmp);
+    let r = |x: f64| (x * 1000.0).round() / 1000.0;
+    Ok((r(percentile(&v, 50.0)), r(percentile(&v, 99.0))))
+}

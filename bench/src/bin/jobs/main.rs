@@ -28,6 +28,8 @@
 //!   and on (`set_events`), alternated three times each (events cost), and schedule precision:
 //!   an idle worker fires a 100 ms interval schedule for 5 s; lateness = handler start (this
 //!   machine's clock) − the slot in the job's id, p50/p99.
+//! - `start_p50_ms|p99_ms`: enqueue to start: an idle worker at concurrency 10, 2,000 jobs enqueued
+//!   one by one at 1,000/s, each carrying the ms it was enqueued at; start − that ms.
 //! - `diag`: Redis and client CPU, Redis calls and scripts per job, over each work run.
 //!   `JOBS_BENCH_EXTRA_C=300,1000` adds work runs at those concurrencies (diagnosis only).
 //!
@@ -42,7 +44,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tideq::{Client, Queue, QueueOptions};
 
-use lateness::{lateness, schedule_lateness};
+use lateness::{lateness, schedule_lateness, start_latency};
 use runs::{
     enqueue_bulk, enqueue_seq, idle, rate_limited, work, work_events, work_flow, worker_only,
     worker_rss, Flow,
@@ -201,12 +203,13 @@ async fn bench_main() -> tideq::Result<()> {
     ));
     let (p50, p99, pmin) = lateness(&client, LATE_SPREAD_MS).await?;
     let (b50, b99, _) = lateness(&client, 0).await?;
+    let (s50, s99) = start_latency(&client).await?;
     let idle = idle(&client, &url).await?;
     println!(
         "{{\"runtime\":\"rust\",\"lib\":\"tideq\",{extra}\"enqueue_seq\":{seq},\"enqueue_bulk\":{bulk},\
          \"work_c1\":{c1},\"work_c10\":{c10},\"work_c100\":{c100},\"lateness_p50_ms\":{p50},\
          \"lateness_p99_ms\":{p99},\"lateness_min_ms\":{pmin},\"burst_p50_ms\":{b50},\
-         \"burst_p99_ms\":{b99},\"rss_mb\":{rss},\"worker_rss_mb\":{wrss},\
+         \"burst_p99_ms\":{b99},\"start_p50_ms\":{s50},\"start_p99_ms\":{s99},\"rss_mb\":{rss},\"worker_rss_mb\":{wrss},\
          \"diag\":{{\"c1\":{d1},\"c10\":{d10},\"c100\":{d100},\"prio_c100\":{dprio},\
          \"groups1k_c100\":{dg1k},\"groups100k_c100\":{dg100k}}},{idle}}}"
     );
