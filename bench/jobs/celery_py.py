@@ -12,6 +12,7 @@ Usage: bench/jobs/.venv-celery/bin/python bench/jobs/celery_py.py URL N   (print
 - lateness_p50/p99/min_ms and burst_p50/p99_ms: 2 000 jobs with `eta` = their due time (benchlib.py
   describes the method), threads pool at concurrency 100. A Celery worker receives ETA tasks at
   once and holds them in memory until due (so they are not at-least-once while waiting).
+- start_p50/p99_ms: enqueue to start (benchlib.py), threads pool at concurrency 10.
 - rss_mb after the work runs; idle: one worker (threads, concurrency 10) alone for 5 s.
 Celery defaults otherwise: results ignored (no result backend), acks on receipt (acks_late off),
 prefetch multiplier 4, JSON serializer.
@@ -124,6 +125,29 @@ def lateness(spread_ms: int) -> list[float]:
     return late
 
 
+def start_latency() -> list[float]:
+    """Enqueue to start (benchlib.py): a waiting worker (threads, concurrency 10), jobs sent one by
+    one at 1 000/s."""
+    global _on_job
+    name = B.fresh_name("celery-start")
+    got: list[float] = []
+    done = threading.Event()
+
+    def on_job(payload: dict) -> None:
+        got.append(time.time() * 1000 - payload["at"])
+        if len(got) == B.START_JOBS:
+            done.set()
+
+    _on_job = on_job
+    with embedded(name, B.START_CONCURRENCY):
+        time.sleep(0.5)
+        for t in B.paced_times():
+            B.wait_until(t)
+            noop.apply_async(({"at": time.time() * 1000, **B.PAYLOAD_OBJ},), queue=name)
+        done.wait()
+    return got
+
+
 def idle(url: str) -> dict:
     with embedded(B.fresh_name("celery-idle"), B.IDLE_CONCURRENCY):
         time.sleep(1.0)
@@ -143,6 +167,7 @@ def main() -> None:
     res["diag"] = DIAG
     res.update(B.lateness_summary(lateness(B.LATE_SPREAD_MS)))
     res.update(B.burst_summary(lateness(0)))
+    res.update(B.start_summary(start_latency()))
     res.update(idle(url))
     B.emit(res)
 
