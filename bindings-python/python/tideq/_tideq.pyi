@@ -59,6 +59,7 @@ __all__ = [
     "ScheduleInfo",
     "WorkerInfo",
     "HistoryPoint",
+    "ServerInfo",
     "Event",
     "EventReader",
     "AsyncEventReader",

@@ -76,9 +76,11 @@
 
   /** The shown page follows the counts: read again (the same page) when the tab's count or the
    * queue's lifetime counters moved since it was read, and every LIVE_MS on a tab whose jobs
-   * move on their own. */
+   * move on their own; not while rows are selected. */
   function followCounts(s) {
     if (!state.jobs || state.jobsBusy) return;
+    // Rows the operator has selected stay as they are until the selection is acted on.
+    if (document.querySelector('#jobs input[type="checkbox"]:checked')) return;
     const now = countsKey(s);
     const moved = state.shownCounts !== null && state.shownCounts !== now;
     state.shownCounts = now;
