@@ -341,6 +341,14 @@ export declare class Client {
   get url(): string
   /** The key prefix. */
   get prefix(): string
+  /**
+   * What the Redis server says of itself (one `INFO`): its version, memory used and limit,
+   * eviction policy (`evicts` is true for any policy but `noeviction`: jobs are keys, and
+   * such a policy deletes them under memory pressure), clients connected and commands per
+   * second. A cluster's primaries are summed. Rejects with `PERMISSION` for a user not
+   * allowed `INFO`.
+   */
+  serverInfo(): Promise<ServerInfo>
 }
 
 /**
@@ -1869,9 +1877,16 @@ export interface JobStats {
   active: number
   /** Dead-lettered jobs kept (see `deadLetters()`). */
   dead: number
+  /**
+   * Completed jobs kept now (`keepCompleted`, `keepForMs`): what
+   * `jobs('completed')` lists. `completed` counts every job ever completed.
+   */
+  completedKept: number
+  /** Flow jobs waiting for their children. */
+  waiting: number
   /** Jobs created by `enqueue`/`enqueueMany` (not counting existing ids). */
   enqueued: number
-  /** Jobs completed. */
+  /** Jobs completed, ever (`completedKept` of them are kept). */
   completed: number
   /**
    * Jobs dead-lettered: their attempts exhausted, or (task workers) a task name no handler
@@ -2246,6 +2261,30 @@ export interface ServeOptions {
    * exact limit give each worker `maxJobs` as well. Default: no limit.
    */
   maxJobs?: number
+}
+
+/** The Redis server's state, as `client.serverInfo()` gives it. */
+export interface ServerInfo {
+  /** `'redis'` or `'valkey'`. */
+  server: string
+  /** The server's version, e.g. `'7.0.15'`. */
+  version: string
+  /** Memory used, in bytes. */
+  usedMemory: number
+  /** The memory limit in bytes (`maxmemory`); 0: none. */
+  maxmemory: number
+  /** `maxmemory-policy`. */
+  maxmemoryPolicy: string
+  /** True when that policy evicts keys (anything but `noeviction`): jobs can be lost. */
+  evicts: boolean
+  /** Clients connected. */
+  connectedClients: number
+  /** Commands per second, as the server measures it now. */
+  opsPerSec: number
+  /** Seconds since the server started. */
+  uptimeSecs: number
+  /** Nodes that answered (more than 1 on a cluster only). */
+  nodes: number
 }
 
 /** Options of `wait(id, options)`. */

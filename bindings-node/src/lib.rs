@@ -4,6 +4,8 @@
 //!
 //! Map (each file wraps the core module of the same name; the last seven are host plumbing):
 //! - [`client`]: `Client` and its options (core `client` + `config`).
+//! - [`server`]: `Client.serverInfo()`, what the Redis server says of itself (core
+//!   `client::info`).
 //! - [`capped`]: `CappedQueue` and its result objects (core `capped`).
 //! - [`consumer`]: `Consumer`, `CappedQueue.consume`/`run` (core `consumer`).
 //! - The job queue's `Queue`, one file per role, as in the core:
@@ -77,6 +79,7 @@ mod results;
 mod runtime;
 mod schedule;
 mod serve;
+mod server;
 mod signal;
 mod task;
 mod testing;

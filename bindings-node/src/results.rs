@@ -249,9 +249,14 @@ pub struct JobStats {
     pub active: i64,
     /// Dead-lettered jobs kept (see `deadLetters()`).
     pub dead: i64,
+    /// Completed jobs kept now (`keepCompleted`, `keepForMs`): what
+    /// `jobs('completed')` lists. `completed` counts every job ever completed.
+    pub completed_kept: i64,
+    /// Flow jobs waiting for their children.
+    pub waiting: i64,
     /// Jobs created by `enqueue`/`enqueueMany` (not counting existing ids).
     pub enqueued: i64,
-    /// Jobs completed.
+    /// Jobs completed, ever (`completedKept` of them are kept).
     pub completed: i64,
     /// Jobs dead-lettered: their attempts exhausted, or (task workers) a task name no handler
     /// has. (Failed attempts that were retried are counted in `retried`; a worker's own
@@ -290,6 +295,8 @@ impl From<tideq::JobStats> for JobStats {
             ready: s.ready as i64,
             active: s.active as i64,
             dead: s.dead as i64,
+            completed_kept: s.completed_kept as i64,
+            waiting: s.waiting as i64,
             enqueued: s.enqueued as i64,
             completed: s.completed as i64,
             dead_lettered: s.dead_lettered as i64,

@@ -484,11 +484,23 @@ impl JobStats {
     fn dead(&self) -> u64 {
         self.0.dead
     }
+    /// Completed jobs kept now (``keep_completed``, ``keep_for``): what
+    /// ``jobs("completed")`` lists. ``completed`` counts every job ever completed.
+    #[getter]
+    fn completed_kept(&self) -> u64 {
+        self.0.completed_kept
+    }
+    /// Flow jobs waiting for their children.
+    #[getter]
+    fn waiting(&self) -> u64 {
+        self.0.waiting
+    }
     /// Jobs created (an id that already existed is not counted).
     #[getter]
     fn enqueued(&self) -> u64 {
         self.0.enqueued
     }
+    /// Jobs completed, ever (``completed_kept`` of them are kept).
     #[getter]
     fn completed(&self) -> u64 {
         self.0.completed
@@ -551,13 +563,15 @@ impl JobStats {
     fn __repr__(&self) -> String {
         let s = &self.0;
         format!(
-            "JobStats(delayed={}, ready={}, active={}, dead={}, enqueued={}, completed={}, \
-             dead_lettered={}, retried={}, recovered={}, cancelled={}, snoozed={}, expired={}, \
+            "JobStats(delayed={}, ready={}, active={}, dead={}, completed_kept={}, waiting={}, \
+             enqueued={}, completed={}, dead_lettered={}, retried={}, recovered={}, cancelled={}, snoozed={}, expired={}, \
              dead_trimmed={}, lost={}, paused={}, latency={})",
             s.delayed,
             s.ready,
             s.active,
             s.dead,
+            s.completed_kept,
+            s.waiting,
             s.enqueued,
             s.completed,
             s.dead_lettered,
@@ -576,7 +590,7 @@ impl JobStats {
 
 crate::value::value_class! {
     JobStats {
-        delayed, ready, active, dead, enqueued, completed, dead_lettered, retried, recovered,
+        delayed, ready, active, dead, completed_kept, waiting, enqueued, completed, dead_lettered, retried, recovered,
         cancelled, snoozed, expired, dead_trimmed, lost, paused, latency
     }
 }

@@ -30,6 +30,7 @@
 //!
 //! The other classes and functions, and host plumbing:
 //! - [`client`]: `Client` (one server, a Redis Cluster or a Sentinel-managed primary).
+//! - [`server`]: `Client.server_info` (what the Redis server says of itself); `ServerInfo`.
 //! - [`capped`]: `CappedQueue`, `AsyncCappedQueue`, `CappedStats`, `CappedGroupPage`, `Peeked`.
 //! - [`consumer`]: `Consumer`, `AsyncConsumer` (running handles), `ConsumerStats`.
 //! - [`acl`]: `acl_rules`, the Redis ACL rules of a role on a queue.
@@ -78,6 +79,7 @@ pub mod registry;
 pub mod runtime;
 pub mod schedule;
 pub mod serve;
+pub mod server;
 pub mod signal;
 pub mod task;
 pub mod testing;
@@ -153,6 +155,7 @@ fn _tideq(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<schedule::ScheduleInfo>()?;
     m.add_class::<registry::WorkerInfo>()?;
     m.add_class::<history::HistoryPoint>()?;
+    m.add_class::<server::ServerInfo>()?;
     m.add_class::<events::Event>()?;
     m.add_class::<events::EventReader>()?;
     m.add_class::<events::AsyncEventReader>()?;

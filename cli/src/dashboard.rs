@@ -35,6 +35,7 @@
 mod api;
 mod bridge;
 mod cache;
+mod health;
 mod mount;
 
 pub use bridge::{BridgeRequest, Bridged};
@@ -200,6 +201,7 @@ pub(crate) async fn run(client: Client, opts: Options, listen: &str) -> Result<(
 fn router(app: App) -> Router {
     let api = Router::new()
         .route("/overview", get(api::overview))
+        .route("/health", get(health::health))
         .route("/queues/{q}", get(api::queue))
         .route("/queues/{q}/jobs", get(api::jobs))
         .route("/queues/{q}/jobs/{id}", get(api::job))

@@ -27,6 +27,17 @@ pub(crate) async fn queues(c: &Conn, json: bool) -> Outcome {
         };
         lines.push(line);
     }
-    print(&render::queues(&lines, json));
+    let table = render::queues(&lines, json);
+    if json {
+        print(&table);
+        return Ok(());
+    }
+    // The server first (version, memory, eviction policy): one line above the table. A user
+    // not allowed INFO sees the queues with the reason instead.
+    let server = match client.server_info().await {
+        Ok(info) => render::server_line(&info),
+        Err(e) => format!("redis: {e}"),
+    };
+    print(&format!("{server}\n\n{table}"));
     Ok(())
 }

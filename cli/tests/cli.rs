@@ -50,7 +50,11 @@ fn stats_json_equals_core_stats() {
     );
     assert_eq!((n("snoozed"), n("expired")), (core.snoozed, core.expired));
     assert_eq!(v["paused"].as_bool(), Some(core.paused));
-    assert_eq!(v.as_object().unwrap().len(), 16, "every field once: {v}");
+    assert_eq!(
+        (n("completed_kept"), n("waiting")),
+        (core.completed_kept, core.waiting)
+    );
+    assert_eq!(v.as_object().unwrap().len(), 18, "every field once: {v}");
     assert_eq!((core.ready, core.delayed, core.dead), (1, 1, 1));
     // The latency, in seconds: the one ready job's wait, which grew since core read it.
     let latency = v["latency"].as_f64().unwrap_or_else(|| panic!("{v}"));
@@ -609,7 +613,9 @@ fn queues_shows_each_queues_counts_latency_and_workers_at_a_glance() {
         "{v}"
     );
     let text = ok(redis.tideq(&["queues"]));
-    let header = text.lines().next().unwrap();
+    // The Redis server's line, then the table.
+    assert!(text.starts_with("redis 7"), "{text}");
+    let header = text.lines().find(|l| l.starts_with("KIND")).unwrap();
     for col in [
         "READY", "DELAYED", "ACTIVE", "DEAD", "WAITING", "LATENCY", "WORKERS",
     ] {

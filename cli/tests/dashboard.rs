@@ -492,7 +492,7 @@ fn the_refresh_loop_costs_at_most_one_redis_command_per_second_per_queue_by_defa
         per_job_queue / default_secs,
         per_queue / default_secs
     );
-    assert_eq!(per_job_queue, 6.0, "one stats() pipeline per job queue");
+    assert_eq!(per_job_queue, 8.0, "one stats() pipeline per job queue");
     assert!(per_job_queue / default_secs <= 1.0);
     assert!(per_queue / default_secs <= 1.0);
 }

@@ -170,10 +170,11 @@ impl Role {
             // (XREAD to wait, HSET of a named reader's place); stats (HMGET of the settings).
             // A cancelled flow job's outbox relayed (SET, LRANGE), its children cancelled a page
             // of their list at a time (LRANGE, LTRIM); children's results (HSCAN); a page of a
-            // parent's children (LLEN, LRANGE, HMGET). The queue's shard count (GET).
+            // parent's children (LLEN, LRANGE, HMGET). The queue's shard count (GET). Stats count
+            // the waiting flow jobs (HLEN).
             Role::Admin => &[
                 "zcard", "llen", "zcount", "hgetall", "hget", "hmget", "blmpop", "time", "hset",
-                "hdel", "del", "xread", "set", "lrange", "ltrim", "hscan", "get",
+                "hdel", "del", "xread", "set", "lrange", "ltrim", "hscan", "get", "hlen",
             ],
             // The queue's shard count, recorded by the first push (SET NX GET).
             Role::CappedProducer => &["set"],

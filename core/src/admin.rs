@@ -272,7 +272,9 @@ impl Queue {
                 };
                 let mut conn = self.client.conn().await?;
                 #[allow(clippy::type_complexity)]
-                let (delayed, plain, active, dead, c, (paused, ghosts)): (
+                let (delayed, plain, active, dead, kept, waiting, c, (paused, ghosts)): (
+                    u64,
+                    u64,
                     u64,
                     u64,
                     u64,
@@ -284,6 +286,8 @@ impl Queue {
                     .llen(k.ready())
                     .zcount(k.active(), "-inf", "(+inf") // not the encoding anchor (docs/data-model.md)
                     .zcard(k.dead())
+                    .llen(k.done())
+                    .hlen(k.fwait())
                     .hgetall(k.stats())
                     .hmget(k.cfg(), &["paused", "ghosts"])
                     .query_async(&mut conn)
@@ -300,6 +304,8 @@ impl Queue {
                         + get("gready"),
                     active,
                     dead,
+                    completed_kept: kept,
+                    waiting,
                     enqueued: get("enqueued"),
                     completed: get("completed"),
                     dead_lettered: get("failed"),
@@ -323,6 +329,8 @@ impl Queue {
                 total.dead += s.dead;
                 total.enqueued += s.enqueued;
                 total.completed += s.completed;
+                total.completed_kept += s.completed_kept;
+                total.waiting += s.waiting;
                 total.dead_lettered += s.dead_lettered;
                 total.retried += s.retried;
                 total.recovered += s.recovered;

@@ -313,7 +313,13 @@ pub struct JobStats {
     pub ready: u64,
     pub active: u64,
     pub dead: u64,
+    /// Completed jobs kept now (`keep_completed`, `keep_for`): what a listing of the
+    /// completed state holds. `completed` is the lifetime counter.
+    pub completed_kept: u64,
+    /// Flow jobs waiting for their children (or for their flow to be written whole).
+    pub waiting: u64,
     pub enqueued: u64,
+    /// Jobs completed, ever (a counter; `completed_kept` of them are kept).
     pub completed: u64,
     /// Jobs that exhausted their attempts (dead-lettered).
     pub dead_lettered: u64,

@@ -111,7 +111,7 @@ pub mod workflow;
 pub const HANDLER_LOG_TARGET: &str = "tideq::handler";
 
 pub use capped::{Batch, CappedGroupPage, CappedOptions, CappedQueue, CappedStats, Peeked};
-pub use client::Client;
+pub use client::{Client, ServerInfo};
 pub use config::{Config, EvictionCheck};
 pub use consumer::{BatchHandler, Consumer, ConsumerOptions, ConsumerStats, HandlerFuture};
 pub use control::{

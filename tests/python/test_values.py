@@ -24,7 +24,8 @@ STUB = pathlib.Path(_tideq.__file__).with_name("_tideq.pyi")
 VALUE_CLASSES = {
     "Backoff", "CappedGroupPage", "CappedStats", "ChildResult", "ConsumerStats", "Enqueued",
     "Event", "GroupInfo", "GroupPage", "HistoryPoint", "JobInfo", "JobPage", "JobSearch",
-    "JobStats", "Limits", "Peeked", "Rate", "ScheduleInfo", "WorkerInfo", "WorkerStats",
+    "JobStats", "Limits", "Peeked", "Rate", "ScheduleInfo", "ServerInfo", "WorkerInfo",
+    "WorkerStats",
 }  # fmt: skip
 
 
@@ -116,6 +117,8 @@ def pairs(client: tideq.Client, name: str) -> list[tuple[Any, Any]]:
         read_twice(q.groups_page),
         read_twice(lambda: tideq.Rate(10, 1.0)),
         read_twice(lambda: tideq.Backoff.exponential(base=2)),
+        # The server's numbers move between two reads: one read and its pickled copy.
+        (server := client.server_info(), pickle.loads(pickle.dumps(server))),
         *capped,
     ]
 

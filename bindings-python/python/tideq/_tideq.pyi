@@ -59,6 +59,7 @@ __all__ = [
     "ScheduleInfo",
     "WorkerInfo",
     "HistoryPoint",
+    "ServerInfo",
     "Event",
     "EventReader",
     "AsyncEventReader",
@@ -289,6 +290,14 @@ class Client:
         cannot be reached, ``AuthError`` when it refuses the credentials.
 
         In asyncio code: ``await asyncio.to_thread(client.ping)``."""
+    def server_info(self) -> ServerInfo:
+        """What the Redis server says of itself (one ``INFO``; blocking, the GIL released): its
+        version, memory used and limit, eviction policy (``evicts`` is true for any policy but
+        ``noeviction``: jobs are keys, and such a policy deletes them under memory pressure),
+        clients connected and commands per second. A cluster's primaries are summed. Raises
+        ``PermissionError`` for a user not allowed ``INFO``.
+
+        In asyncio code: ``await asyncio.to_thread(client.server_info)``."""
     @property
     def url(self) -> str:
         """The URL with any password replaced by ``***`` (cluster: the first seed; Sentinel: the
@@ -819,10 +828,18 @@ class JobStats:
     @property
     def dead(self) -> int: ...
     @property
+    def completed_kept(self) -> int:
+        """Completed jobs kept now (``keep_completed``, ``keep_for``): what
+        ``jobs("completed")`` lists. ``completed`` counts every job ever completed."""
+    @property
+    def waiting(self) -> int:
+        """Flow jobs waiting for their children."""
+    @property
     def enqueued(self) -> int:
         """Jobs created (an id that already existed is not counted)."""
     @property
-    def completed(self) -> int: ...
+    def completed(self) -> int:
+        """Jobs completed, ever (``completed_kept`` of them are kept)."""
     @property
     def dead_lettered(self) -> int:
         """Jobs that exhausted their attempts (dead-lettered)."""
@@ -1081,6 +1098,49 @@ class HistoryPoint:
     @property
     def lateness_ms(self) -> Optional[float]:
         """Mean lateness (ms) of the delayed jobs and retries promoted in the step; None if none."""
+    def to_dict(self) -> dict[str, Any]:
+        """The fields as a plain ``dict``, one key per property (value objects in them, or in
+        a list in them, as dicts too).
+
+        Value objects compare equal when they are of the same class with equal fields, and
+        then hash alike: every value class is hashable (a stored result or progress counts
+        by its bytes). They pickle and copy by value."""
+
+
+@final
+class ServerInfo:
+    """The Redis server's state, as ``Client.server_info()`` gives it."""
+
+    @property
+    def server(self) -> str:
+        """``"redis"`` or ``"valkey"``."""
+    @property
+    def version(self) -> str:
+        """The server's version, e.g. ``"7.0.15"``."""
+    @property
+    def used_memory(self) -> int:
+        """Memory used, in bytes."""
+    @property
+    def maxmemory(self) -> int:
+        """The memory limit in bytes (``maxmemory``); 0: none."""
+    @property
+    def maxmemory_policy(self) -> str:
+        """``maxmemory-policy``."""
+    @property
+    def evicts(self) -> bool:
+        """True when that policy evicts keys (anything but ``noeviction``): jobs can be lost."""
+    @property
+    def connected_clients(self) -> int:
+        """Clients connected."""
+    @property
+    def ops_per_sec(self) -> int:
+        """Commands per second, as the server measures it now."""
+    @property
+    def uptime_secs(self) -> int:
+        """Seconds since the server started."""
+    @property
+    def nodes(self) -> int:
+        """Nodes that answered (more than 1 on a cluster only)."""
     def to_dict(self) -> dict[str, Any]:
         """The fields as a plain ``dict``, one key per property (value objects in them, or in
         a list in them, as dicts too).

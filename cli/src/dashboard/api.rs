@@ -24,12 +24,48 @@ const LISTED: usize = 50;
 /// A flow parent's children shown with it (the first ones; `children_total` says how many).
 const CHILDREN_SHOWN: usize = 50;
 /// Jobs in a page when `limit` is not given, and the most a page may hold (half the core's
-/// [`MAX_PAGE`]: a page's JSON holds every payload).
+/// [`MAX_PAGE`]).
 const DEFAULT_LIMIT: usize = 50;
 const MAX_LIMIT: usize = 500;
 const _: () = assert!(MAX_LIMIT <= MAX_PAGE);
 
+/// Characters of a job's arguments a list shows (the job's page shows them whole).
+pub const ARGS_SHOWN: usize = 80;
+
 type Answer = Result<Response, ApiError>;
+
+/// Jobs as a list shows them: each job's fields but its payload, result and progress, and its
+/// arguments as one line of at most [`ARGS_SHOWN`] characters (`args_cut` when cut): JSON
+/// compact, text as it is, anything else `(binary, N bytes)`. A page never carries whole
+/// payloads.
+pub fn job_rows(jobs: &[tideq::JobInfo]) -> Value {
+    Value::Array(
+        jobs.iter()
+            .map(|j| {
+                let mut v = render::job_json(j, None);
+                let o = v.as_object_mut().expect("a job is an object");
+                let format = o["payload_format"].as_str().unwrap_or_default().to_string();
+                let line = match (format.as_str(), o.remove("payload")) {
+                    ("json", Some(p)) => p.to_string(),
+                    ("text", Some(Value::String(t))) => t,
+                    _ => format!("(binary, {} bytes)", j.payload.len()),
+                };
+                for k in ["result", "result_format", "progress", "progress_format"] {
+                    o.remove(k);
+                }
+                let cut = line.chars().count() > ARGS_SHOWN;
+                let args: String = if cut {
+                    line.chars().take(ARGS_SHOWN - 1).chain(['…']).collect()
+                } else {
+                    line
+                };
+                o.insert("args".into(), Value::String(args));
+                o.insert("args_cut".into(), Value::Bool(cut));
+                v
+            })
+            .collect(),
+    )
+}
 
 fn ok(v: Value) -> Answer {
     Ok(json_response(StatusCode::OK, v))
@@ -164,7 +200,7 @@ pub async fn jobs(
             "state": state.as_str(),
             "offset": offset,
             "limit": limit,
-            "jobs": render::job_list_json(&jobs),
+            "jobs": job_rows(&jobs),
         }));
     }
     let page = q
@@ -173,7 +209,7 @@ pub async fn jobs(
     ok(json!({
         "state": state.as_str(),
         "limit": limit,
-        "jobs": render::job_list_json(&page.jobs),
+        "jobs": job_rows(&page.jobs),
         "cursor": page.cursor,
     }))
 }
@@ -233,7 +269,8 @@ pub async fn history(
     ok(v)
 }
 
-/// Jobs by task or group (`Queue::find_jobs`): `?task=&group=&state=&cursor=&limit=`. Each call
+/// Jobs by task, group or a piece of their arguments (`Queue::find_jobs`):
+/// `?task=&group=&contains=&state=&cursor=&limit=`. Each call
 /// looks at a bounded number of jobs; `cursor` (null at the end) goes on where it stopped.
 pub async fn search(
     State(app): State<App>,
@@ -259,7 +296,7 @@ pub async fn search(
         .find_jobs(&filter, text("cursor").as_deref(), limit)
         .await?;
     ok(json!({
-        "jobs": render::job_list_json(&found.jobs),
+        "jobs": job_rows(&found.jobs),
         "cursor": found.cursor,
         "scanned": found.scanned,
     }))

@@ -84,6 +84,8 @@ pub struct Cache {
     pub handles: Handles,
     /// The history documents read lately, by queue and window: when, and the document.
     histories: Mutex<HashMap<(String, u64), (Instant, Value)>>,
+    /// The health panel's document, as last read.
+    pub health: super::health::Health,
 }
 
 /// A queue's history (which gains a point a minute) is read from Redis at most this often per
@@ -132,6 +134,7 @@ impl Cache {
             wake: tokio::sync::Notify::new(),
             handles: Handles::default(),
             histories: Mutex::new(HashMap::new()),
+            health: Default::default(),
         }
     }
 
@@ -267,6 +270,11 @@ impl Cache {
         let mut h = self.histories.lock().unwrap();
         h.retain(|_, (at, _)| at.elapsed() < HISTORY_FRESH);
         h.insert((queue.to_string(), window), (Instant::now(), v));
+    }
+
+    /// The queues shown (as last discovered, or named).
+    pub fn shown(&self) -> Vec<QueueRef> {
+        self.queues.lock().unwrap().clone()
     }
 
     /// The queue of `kind` named `name`, if the dashboard shows it.

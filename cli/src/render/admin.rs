@@ -14,6 +14,8 @@ pub fn stats_json(s: &JobStats) -> Value {
         "ready": s.ready,
         "active": s.active,
         "dead": s.dead,
+        "waiting": s.waiting,
+        "completed_kept": s.completed_kept,
         "enqueued": s.enqueued,
         "completed": s.completed,
         "dead_lettered": s.dead_lettered,
@@ -49,6 +51,8 @@ pub fn stats(s: &JobStats, json: bool) -> String {
         "ready",
         "active",
         "dead",
+        "waiting",
+        "completed_kept",
         "enqueued",
         "completed",
         "dead_lettered",
@@ -62,7 +66,16 @@ pub fn stats(s: &JobStats, json: bool) -> String {
         "paused",
     ]
     .into_iter()
-    .map(|k| (k, v[k].to_string()))
+    .map(|k| {
+        // Completed jobs kept (what `jobs QUEUE completed` lists) and the lifetime counter,
+        // each said for what it is.
+        let label = match k {
+            "completed_kept" => "completed (kept)",
+            "completed" => "completed (in all)",
+            k => k,
+        };
+        (label, v[k].to_string())
+    })
     .chain([("latency", latency_text(s.latency))])
     .collect();
     pairs(&items)

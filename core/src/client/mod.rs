@@ -6,11 +6,13 @@
 mod cluster;
 mod conn;
 mod eval;
+mod info;
 mod server;
 
 pub(crate) use cluster::without_failover_wait;
 pub(crate) use conn::{BlockingConn, Conn};
 use conn::{SentinelConn, SentinelInner};
+pub use info::ServerInfo;
 
 use std::sync::Arc;
 use std::time::Duration;

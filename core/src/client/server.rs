@@ -72,7 +72,7 @@ impl Client {
 }
 
 /// The text of an `INFO` reply.
-fn info_text(v: &Value) -> String {
+pub(super) fn info_text(v: &Value) -> String {
     match v {
         Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
         Value::VerbatimString { text, .. } => text.clone(),

@@ -3,7 +3,8 @@
 // endpoints when the operator navigates or acts. Routes live in the hash: #/ (overview),
 // #/q/<queue>[/<state>] (a job queue), #/j/<queue>/<id> (one job's page, with its actions: job
 // ids everywhere link there), #/c/<queue> (a capped queue). Every value from Redis is put
-// in the page as text (never as HTML).
+// in the page as text (never as HTML). Light or dark follows the system unless the header's
+// toggle chose one (kept in localStorage).
 'use strict';
 
 (() => {
@@ -15,7 +16,12 @@
   // Requests a tab makes for a page that comes back empty with more to look at, before it shows
   // it as it is (each request looks at a bounded number of jobs).
   const MAX_LOOKS = 5;
-  const STATES = ['ready', 'delayed', 'active', 'dead', 'completed'];
+  const STATES = ['ready', 'delayed', 'active', 'waiting', 'dead', 'completed'];
+  // Tabs whose jobs move on their own (workers take them, due times come): their page is read
+  // again every LIVE_MS even when the counts look the same.
+  const MOVING = ['ready', 'delayed', 'active', 'waiting'];
+  const LIVE_MS = 10_000;
+  const THEME_KEY = 'tideq-dashboard-theme';
   const SVG = 'http://www.w3.org/2000/svg';
 
   // The token, taken once from ?token= and kept for this tab only; the address bar loses it.
@@ -26,8 +32,35 @@
     history.replaceState(null, '', here.pathname + here.search + here.hash);
   }
 
+  // The theme: 'light' or 'dark' when the toggle chose one, else the system's.
+  function applyTheme(theme) {
+    if (theme) document.documentElement.dataset.theme = theme;
+    else delete document.documentElement.dataset.theme;
+  }
+  applyTheme(localStorage.getItem(THEME_KEY));
+
+  /** The header's light/dark toggle: flips what is shown now and remembers it. */
+  function themeToggle() {
+    const dark = () => (document.documentElement.dataset.theme || (window.matchMedia('(prefers-color-scheme: dark)').matches ? 'dark' : 'light')) === 'dark';
+    const label = () => (dark() ? '☀ Light' : '☾ Dark');
+    const b = h('button', { id: 'theme', type: 'button', class: 'link', title: 'Light or dark (remembered in this browser)' }, label());
+    b.addEventListener('click', () => {
+      const next = dark() ? 'light' : 'dark';
+      localStorage.setItem(THEME_KEY, next);
+      applyTheme(next);
+      b.textContent = label();
+    });
+    return b;
+  }
+
   const state = {
     overview: null,
+    // The overview's health panel (/api/health): latency and failures per queue, Redis.
+    health: null,
+    healthAt: 0,
+    // The tab's counts when its page was last read, and when: a change reads the page again.
+    shownCounts: null,
+    jobsAt: 0,
     route: { view: 'overview' },
     // Job queue view.
     info: null,
@@ -51,6 +84,8 @@
     schedulesAt: 0,
     workersAt: 0,
   };
+
+  document.querySelector('header')?.append(themeToggle());
 
   // ---- helpers ----------------------------------------------------------------------------
 
@@ -171,7 +206,7 @@
 
   /** Table headers whose columns hold numbers are right-aligned, as their cells. */
   const NUMERIC = new Set(['Ready', 'Delayed', 'Active', 'Dead', 'Completed', 'Done/s', 'Groups', 'Pushed', 'Delivered',
-    'Dropped', 'Discarded', 'Delivered/s', 'Attempts', 'Priority', 'Items', 'Bytes', 'Concurrency']);
+    'Dropped', 'Discarded', 'Delivered/s', 'Attempts', 'Priority', 'Items', 'Bytes', 'Concurrency', 'Latency', 'Failed 1 h']);
 
   function thead(names) {
     return h('thead', {}, h('tr', {}, names.map((n) => h('th', { class: NUMERIC.has(n) ? 'num' : null }, n))));

@@ -16,12 +16,70 @@
 
   /** Updates what comes from the overview in the current view. */
   function live() {
-    if (state.route.view === 'overview') renderOverview();
+    if (state.route.view === 'overview') {
+      renderOverview();
+      // The health panel is read less often (the server reads Redis for it every 10 s at most).
+      if (Date.now() - state.healthAt > HEALTH_MS) loadHealth();
+    }
     else if (state.route.view === 'jobs') {
       renderLive();
       // The history gains a point a minute: read again after one.
       if (state.historyAt && Date.now() - state.historyAt > 60_000) loadHistory();
+    } else if (state.route.view === 'job') {
+      // A job still on its way (or waiting for its children) is read again at each poll: its
+      // page shows where it is now, an action's outcome included.
+      if (state.detail && ['ready', 'delayed', 'active', 'waiting'].includes(state.detail.state)) loadJobPage();
     } else if (state.route.view === 'capped') renderCappedLive();
+  }
+
+  const HEALTH_MS = 10_000;
+
+  async function loadHealth() {
+    state.healthAt = Date.now();
+    try {
+      state.health = await api('health');
+    } catch (err) {
+      failed(err);
+    }
+    if (state.route.view === 'overview') renderOverview();
+  }
+
+  /** The health of the queue named `name` (latency, failures in the last hour), if read. */
+  function health(name) {
+    return state.health && state.health.queues.find((q) => q.name === name);
+  }
+
+  /** The Redis panel: version, memory against its limit and policy, clients, ops/s; a warning
+   * when the policy evicts keys (jobs are keys: they would be lost without a trace). */
+  function redisPanel() {
+    const r = state.health && state.health.redis;
+    if (!r) return h('section', { id: 'redis-panel' }, h('h2', {}, 'Redis'), h('p', { class: 'muted' }, 'Loading…'));
+    if (r.error) return h('section', { id: 'redis-panel' }, h('h2', {}, 'Redis'), h('p', { class: 'muted', id: 'redis-error' }, `Not read: ${r.error}`));
+    const item = (k, v, field) => h('div', {}, h('dt', {}, k), h('dd', { dataset: { redis: field } }, v));
+    return h('section', { id: 'redis-panel' },
+      h('h2', {}, 'Redis'),
+      r.evicts
+        ? h('p', { class: 'warn', id: 'eviction-warning', role: 'alert' },
+          `maxmemory-policy is ${r.maxmemory_policy}: under memory pressure Redis deletes keys, jobs with them, without any error. Set maxmemory-policy noeviction.`)
+        : null,
+      h('dl', { class: 'counts' },
+        item('server', `${r.server} ${r.version}${r.nodes > 1 ? ` (${r.nodes} nodes)` : ''}`, 'version'),
+        item('memory', `${bytes(r.used_memory)}${r.maxmemory ? ` of ${bytes(r.maxmemory)}` : ' (no limit)'}`, 'memory'),
+        item('policy', r.maxmemory_policy, 'policy'),
+        item('clients', num(r.connected_clients), 'clients'),
+        item('ops/s', num(r.ops_per_sec), 'ops')));
+  }
+
+  /** Bytes as people read them. */
+  function bytes(n) {
+    const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+    let v = n;
+    let i = 0;
+    while (v >= 1024 && i < units.length - 1) {
+      v /= 1024;
+      i++;
+    }
+    return i ? `${v.toFixed(1)} ${units[i]}` : `${n} B`;
   }
 
   function entry(kind, name) {
@@ -42,13 +100,17 @@
     const last = (series, i) => (series.length ? series[series.length - 1][i] : null);
     const jobRows = jobs.map((q) => {
       const s = q.stats || {};
+      const hq = health(q.name);
       return h(
         'tr',
         { dataset: { queue: q.name, kind: 'jobs' } },
         h('td', {}, h('a', { href: `#/q/${enc(q.name)}` }, q.name), q.error ? h('span', { class: 'bad', title: q.error }, ' ⚠') : null),
         ...['ready', 'delayed', 'active', 'dead', 'completed'].map((k) =>
-          h('td', { class: k === 'dead' && s.dead > 0 ? 'num bad' : 'num', dataset: { count: k } }, num(s[k])),
+          h('td', { class: k === 'dead' && s.dead > 0 ? 'num bad' : 'num', dataset: { count: k } }, num(k === 'completed' ? s.completed_kept : s[k])),
         ),
+        h('td', { class: 'num', dataset: { health: 'latency' }, title: 'How long the oldest ready job has waited' }, hq ? secs(hq.latency) : '–'),
+        h('td', { class: hq && hq.failed_last_hour > 0 ? 'num bad' : 'num', dataset: { health: 'failed' }, title: 'Failed attempts in the last hour (retried or dead-lettered)' },
+          hq ? num(hq.failed_last_hour) : '–'),
         h('td', { dataset: { paused: String(Boolean(q.paused)) } }, q.paused ? 'paused' : ''),
         h('td', { class: 'num', dataset: { rate: 'completed' } }, num(last(q.throughput, 1))),
       );
@@ -76,7 +138,7 @@
         h('h2', {}, 'Job queues'),
         jobs.length
           ? h('table', { id: 'overview' },
-            th('Queue', 'Ready', 'Delayed', 'Active', 'Dead', 'Completed', 'Paused', 'Done/s'),
+            th('Queue', 'Ready', 'Delayed', 'Active', 'Dead', 'Completed', 'Latency', 'Failed 1 h', 'Paused', 'Done/s'),
             h('tbody', {}, jobRows))
           : h('p', { class: 'muted', id: 'no-queues' }, 'No job queues found under this prefix.'),
         capped.length
@@ -85,6 +147,10 @@
               th('Queue', 'Groups', 'Pushed', 'Delivered', 'Dropped', 'Discarded', 'Delivered/s'),
               h('tbody', {}, cappedRows))]
           : null,
+        state.health && state.health.queues_not_read
+          ? h('p', { class: 'muted' }, `Latency and failures are read for the first ${num(state.health.queues.length)} queues.`)
+          : null,
+        redisPanel(),
         h('p', { class: 'muted' },
           `Counts are read every ${o.refresh_secs} s; a new queue shows at the next refresh (on a big keyspace, within 20 times the time a discovery pass takes), or at once when its address is opened.`)),
     );

@@ -43,12 +43,15 @@
   function renderLive() {
     const e = entry('jobs', state.route.name);
     const s = (e && e.stats) || {};
-    const counts = ['ready', 'delayed', 'active', 'dead', 'completed', 'enqueued', 'retried', 'dead_lettered'];
-    fill($('#queue-counts'), counts.map((k) => h('div', {}, h('dt', {}, k.replace('_', ' ')), h('dd', { dataset: { count: k } }, num(s[k])))),
+    // Completed: the jobs kept (what the tab lists), and apart, labelled, every job ever done.
+    const counts = [['ready'], ['delayed'], ['active'], ['waiting'], ['dead'], ['completed', 'completed (kept)', 'completed_kept'],
+      ['completed_total', 'done in all', 'completed'], ['enqueued'], ['retried'], ['dead_lettered', 'dead lettered']];
+    fill($('#queue-counts'), counts.map(([k, label, field]) =>
+      h('div', {}, h('dt', {}, label || k), h('dd', { dataset: { count: k } }, num(s[field || k])))),
       // How long the job next in line that waited longest has been ready: what autoscalers use.
       h('div', { title: 'How long the job next in line that waited longest has been ready to start' },
         h('dt', {}, 'latency'), h('dd', { dataset: { count: 'latency' } }, secs(state.info && state.info.name === state.route.name ? state.info.stats.latency : null))));
-    for (const st of STATES) fill($(`[data-tab-count="${st}"]`), num(s[st]));
+    for (const st of STATES) fill($(`[data-tab-count="${st}"]`), num(tabCount(s, st)));
     // Nothing dead: nothing to requeue or purge ("Purge all 0 dead jobs?" asked before).
     for (const id of ['#requeue-all', '#purge']) if ($(id)) $(id).disabled = s.dead === 0;
     for (const a of document.querySelectorAll('#tabs a')) a.classList.toggle('on', a.dataset.tab === state.tab);
@@ -58,6 +61,30 @@
     if ($('#pause')) $('#pause').hidden = paused;
     if ($('#resume')) $('#resume').hidden = !paused;
     if (!e && state.overview) say(`No job queue "${state.route.name}" here.`, 'error');
+    if (e && e.stats) followCounts(e.stats);
+  }
+
+  /** What the shown page is compared on: the tab's count and the counters of every move. */
+  function countsKey(s) {
+    return [tabCount(s, state.tab), s.enqueued, s.completed, s.dead_lettered, s.retried, s.cancelled, s.dead, s.lost].join();
+  }
+
+  /** How many jobs the tab of `st` lists: completed ones kept, not every one ever completed. */
+  function tabCount(s, st) {
+    return st === 'completed' ? s.completed_kept : s[st];
+  }
+
+  /** The shown page follows the counts: read again (the same page) when the tab's count or the
+   * queue's lifetime counters moved since it was read, and every LIVE_MS on a tab whose jobs
+   * move on their own; not while rows are selected. */
+  function followCounts(s) {
+    if (!state.jobs || state.jobsBusy) return;
+    // Rows the operator has selected stay as they are until the selection is acted on.
+    if (document.querySelector('#jobs input[type="checkbox"]:checked')) return;
+    const now = countsKey(s);
+    const moved = state.shownCounts !== null && state.shownCounts !== now;
+    state.shownCounts = now;
+    if (moved || (MOVING.includes(state.tab) && Date.now() - state.jobsAt > LIVE_MS)) loadJobs();
   }
 
   async function loadQueue() {
@@ -80,6 +107,10 @@
     const { name } = state.route;
     const { tab, pages } = state;
     let at = pages[pages.length - 1];
+    state.jobsBusy = true;
+    state.jobsAt = Date.now();
+    const e = entry('jobs', name);
+    state.shownCounts = e && e.stats ? countsKey(e.stats) : null;
     try {
       // A page may come back empty with a cursor: none found yet (grouped ready jobs are looked
       // for among the delayed and running ones, a bounded number a request). Look on a few
@@ -97,6 +128,8 @@
       renderJobs();
     } catch (err) {
       failed(err);
+    } finally {
+      state.jobsBusy = false;
     }
   }
 
@@ -130,17 +163,18 @@
         h('td', { class: 'num' }, j.priority ?? '–'),
         h('td', {}, j.group ?? '–'),
         h('td', { class: 'when' }, when(j.state_since_or_until ?? j.enqueued_at)),
+        argsCell(j),
         h('td', { class: 'err', title: j.last_error || '' }, j.last_error ? j.last_error.slice(0, 120) : ''),
         dead && !readOnly()
           ? h('td', {}, h('button', { type: 'button', dataset: { requeue: j.id }, onclick: () => requeue(j.id) }, 'Requeue'))
           : null),
     );
-    const since = { delayed: 'Due', active: 'Lease until', dead: 'Died', completed: 'Finished' }[state.tab] || 'Since';
+    const since = { delayed: 'Due', active: 'Lease until', dead: 'Died', completed: 'Finished' }[state.tab] || 'Enqueued';
     fill(
       $('#jobs-wrap'),
       rows.length
         ? h('table', { id: 'jobs', dataset: { state: state.tab } },
-          thead(['Id', 'Task', 'Attempts', 'Priority', 'Group', since, 'Last error', dead && !readOnly() ? '' : null].filter((c) => c !== null)),
+          thead(['Id', 'Task', 'Attempts', 'Priority', 'Group', since, 'Arguments', 'Last error', dead && !readOnly() ? '' : null].filter((c) => c !== null)),
           h('tbody', {}, rows))
         : got.cursor
           // None found yet, and more to look at: say so, never "No jobs".
@@ -152,6 +186,12 @@
     fill($('#page-info'), got.jobs.length || state.pages.length > 1 ? `page ${state.pages.length}` : '');
     if ($('#prev')) $('#prev').disabled = state.pages.length < 2;
     if ($('#next')) $('#next').disabled = !got.cursor;
+  }
+
+  /** A job's arguments in a list: the first characters the API sent (the job's page has them
+   * whole). */
+  function argsCell(j) {
+    return h('td', { class: 'args', dataset: { field: 'args' }, title: j.args_cut ? 'cut: the job\'s page shows them whole' : null }, j.args ?? '');
   }
 
   // ---- one job's page ---------------------------------------------------------------------
@@ -193,10 +233,11 @@
     const a = [];
     if (st === 'delayed') a.push(['run-now', 'Run now', 'Make it ready now instead of at its due time?', 'is ready now']);
     if (st === 'dead') a.push(['retry', 'Retry', 'Move it back to ready, its attempts reset?', 'is ready again']);
-    if (['delayed', 'ready', 'active'].includes(st)) {
-      a.push(['cancel', 'Cancel', st === 'active'
-        ? 'Ask its worker to stop it? It ends cancelled and is never retried.'
-        : 'Remove it from the queue? It will not run.', st === 'active' ? 'was asked to stop' : 'was cancelled']);
+    if (['delayed', 'ready', 'active', 'waiting'].includes(st)) {
+      a.push(['cancel', 'Cancel', {
+        active: 'Ask its worker to stop it? It ends cancelled and is never retried.',
+        waiting: 'Cancel this flow job and the children it waits for? None of them will run.',
+      }[st] || 'Remove it from the queue? It will not run.', st === 'active' ? 'was asked to stop' : 'was cancelled']);
     }
     if (['dead', 'completed'].includes(st)) a.push(['delete', 'Delete', 'Delete it for good?', 'was deleted']);
     return a;
@@ -320,8 +361,9 @@
     return h('form', { id: 'search', class: 'bar', onsubmit: go, role: 'search' },
       h('label', { for: 'search-text' }, 'Find jobs by'),
       h('select', { id: 'search-by', 'aria-label': 'search by' },
-        h('option', { value: 'id' }, 'id'), h('option', { value: 'task' }, 'task'), h('option', { value: 'group' }, 'group')),
-      h('input', { id: 'search-text', type: 'search', placeholder: 'an id, a task name or a group', size: 32 }),
+        h('option', { value: 'id' }, 'id'), h('option', { value: 'task' }, 'task'), h('option', { value: 'group' }, 'group'),
+        h('option', { value: 'contains' }, 'arguments containing')),
+      h('input', { id: 'search-text', type: 'search', placeholder: 'an id, a task, a group or a piece of the arguments', size: 40 }),
       h('select', { id: 'search-state', 'aria-label': 'in state' },
         h('option', { value: '' }, 'any state'), STATES.map((st) => h('option', { value: st }, st))),
       h('button', { type: 'submit', id: 'search-go' }, 'Find'));
@@ -358,18 +400,18 @@
     if (!s) return;
     fill(el,
       h('div', { class: 'bar' },
-        h('h3', {}, `Jobs with ${s.by} "${s.text}"${s.state ? `, ${s.state}` : ''}`),
+        h('h3', {}, `Jobs with ${s.by === 'contains' ? 'arguments containing' : s.by} "${s.text}"${s.state ? `, ${s.state}` : ''}`),
         h('span', { class: 'muted', id: 'search-info' },
           `${num(s.jobs.length)} found among ${num(s.scanned)} jobs looked at${s.done ? ' (all of them)' : ''}`),
         s.done ? null : h('button', { type: 'button', id: 'search-more', onclick: searchMore, disabled: s.busy }, s.busy ? 'Looking…' : 'Look further'),
         h('button', { type: 'button', id: 'search-close', onclick: () => { state.search = null; renderSearch(); } }, 'Close')),
       s.jobs.length
         ? h('table', { id: 'found' },
-          thead(['Id', 'State', 'Task', 'Group', 'Attempts', 'Enqueued', 'Last error']),
+          thead(['Id', 'State', 'Task', 'Group', 'Attempts', 'Enqueued', 'Arguments', 'Last error']),
           h('tbody', {}, s.jobs.map((j) => h('tr', { dataset: { job: j.id, state: j.state } },
             h('td', {}, jobLink(state.route.name, j.id)), h('td', {}, j.state), h('td', {}, j.task ?? '–'),
             h('td', {}, j.group ?? '–'), h('td', { class: 'num' }, `${j.attempts}/${j.max_attempts}`),
-            h('td', { class: 'when' }, when(j.enqueued_at)),
+            h('td', { class: 'when' }, when(j.enqueued_at)), argsCell(j),
             h('td', { class: 'err', title: j.last_error || '' }, j.last_error ? j.last_error.slice(0, 120) : '')))))
         : null);
   }
