@@ -299,6 +299,20 @@ async fn listing_and_firing_10000_schedules_take_no_call_over_10ms() {
     }
     w.shutdown().await;
     assert_eq!(q.stats().await.unwrap().enqueued, 10_000, "each slot once");
+    // Issue 43: the listing also reads each schedule's last job and that job's state (completed,
+    // or gone past keep_completed): still no call over 10 ms.
+    let window = Window::open(&server);
+    let all = q.schedules().await.unwrap();
+    assert!(all.iter().all(|s| s.last_job_id.is_some()));
+    let states: std::collections::BTreeSet<_> = all
+        .iter()
+        .filter_map(|s| s.last_job_state.clone())
+        .collect();
+    assert!(
+        states.iter().all(|s| s == "completed" || s == "gone"),
+        "{states:?}"
+    );
+    window.assert_short(&server, &[]);
     // The reads of due schedules (the calls naming the two schedule keys only, about 20 of 500
     // each; the enqueues that fire the slots are the writers' own cost).
     window.assert_short_of(&server, &[" 2 tideq:", ":snext "], 21);

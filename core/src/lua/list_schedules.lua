@@ -13,19 +13,6 @@
   "<version>|<spec>", "1" when paused (else ""), the id of the last job it enqueued ("": none) and that job's state
   (delayed, ready, active, completed, dead; "gone" when no longer kept; "" when none) }. ]]
 --#include lib/meta.lua
-
--- The state of job `id` ("gone" when the queue no longer keeps it).
-local function state_of(id)
-  local m = redis.call('HGET', KEYS[5], id)
-  local s = m and parse_meta(m)
-  if not s then return 'gone' end
-  if s == 'c' then return 'completed' end
-  if s == 'x' then return 'dead' end
-  if redis.call('ZSCORE', KEYS[6], id) then return 'delayed' end
-  if redis.call('ZSCORE', KEYS[7], id) then return 'active' end
-  return 'ready'
-end
-
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
 local limit = tonumber(ARGV[1])
@@ -36,22 +23,53 @@ repeat
   local page = redis.call('HSCAN', KEYS[1], cursor, 'COUNT', 20)
   cursor = page[1]
   local all = page[2]
-  for i = 1, #all, 2 do
-    local name = all[i]
-    local kept = redis.call('HGET', KEYS[3], name)
-    out[#out + 1] = name
-    if kept then
-      out[#out + 1] = kept ~= '0' and kept or ''
-    else
-      out[#out + 1] = redis.call('ZSCORE', KEYS[2], name) or ''
+  if #all > 0 then
+    -- One call per key for the page's names (not one per name): a page of 200 schedules with
+    -- their last jobs stays a few ms. A page is an HSCAN step: about 20 names (a small hash's
+    -- whole listpack, at most hash-max-listpack-entries).
+    local names = {}
+    for i = 1, #all, 2 do names[#names + 1] = all[i] end
+    local nexts = redis.call('ZMSCORE', KEYS[2], unpack(names)) -- bounded: one HSCAN page
+    local kept = redis.call('HMGET', KEYS[3], unpack(names)) -- bounded: one HSCAN page
+    local last = redis.call('HMGET', KEYS[4], unpack(names)) -- bounded: one HSCAN page
+    local ids = {}
+    for j = 1, #names do
+      if last[j] then ids[#ids + 1] = last[j] end
     end
-    out[#out + 1] = all[i + 1]
-    out[#out + 1] = kept and '1' or ''
-    local last = redis.call('HGET', KEYS[4], name)
-    out[#out + 1] = last or ''
-    out[#out + 1] = last and state_of(last) or ''
-    n = n + 1
-    bytes = bytes + #all[i + 1]
+    local state = {}
+    if #ids > 0 then
+      local metas = redis.call('HMGET', KEYS[5], unpack(ids)) -- bounded: one HSCAN page
+      local pending = {}
+      for j, id in ipairs(ids) do
+        local s = metas[j] and parse_meta(metas[j])
+        if not s then state[id] = 'gone'
+        elseif s == 'c' then state[id] = 'completed'
+        elseif s == 'x' then state[id] = 'dead'
+        else pending[#pending + 1] = id end
+      end
+      if #pending > 0 then
+        local delayed = redis.call('ZMSCORE', KEYS[6], unpack(pending)) -- bounded: one HSCAN page
+        local active = redis.call('ZMSCORE', KEYS[7], unpack(pending)) -- bounded: one HSCAN page
+        for j, id in ipairs(pending) do
+          state[id] = delayed[j] and 'delayed' or (active[j] and 'active' or 'ready')
+        end
+      end
+    end
+    for j, name in ipairs(names) do
+      local spec = all[2 * j]
+      out[#out + 1] = name
+      if kept[j] then
+        out[#out + 1] = kept[j] ~= '0' and kept[j] or ''
+      else
+        out[#out + 1] = nexts[j] or ''
+      end
+      out[#out + 1] = spec
+      out[#out + 1] = kept[j] and '1' or ''
+      out[#out + 1] = last[j] or ''
+      out[#out + 1] = last[j] and state[last[j]] or ''
+      n = n + 1
+      bytes = bytes + #spec
+    end
   end
 until cursor == '0' or n >= limit or bytes >= 262144
 out[3] = cursor
