@@ -69,8 +69,8 @@ test('a limit edited in the form is what tideq limits shows; a bad number is ref
   await until(async () => /max_active must be a whole number/.test(await page.eval('document.querySelector("#status").textContent')), 'the refusal');
   assert.equal((await queue.limits()).maxActive, null);
 
-  await until(() => page.eval('document.querySelector("#limits-edit") !== null'), 'the form again');
-  await click(page, '#limits-edit');
+  // The form stays open, as it was typed.
+  assert.equal(await page.eval('document.querySelector("#limits-form").hidden'), false);
   await set('max_active', '7');
   await set('rate_max', '30');
   await set('rate_per_ms', '60000');
@@ -88,7 +88,8 @@ test('a limit edited in the form is what tideq limits shows; a bad number is ref
   await until(() => page.eval(`document.querySelector('${grow} button[data-group-action="pause"]') !== null`), 'the group Pause button');
   await click(page, `${grow} button[data-group-action="pause"]`);
   await until(async () => (await queue.group('acme')).paused, 'the group paused in Redis');
-  await until(() => page.eval(`document.querySelector('${grow} button[data-group-action="limits"]') !== null`), 'the group Limits button');
+  // The view is read again after a change: the row's Resume button shows it is the new row.
+  await until(() => page.eval(`document.querySelector('${grow} button[data-group-action="resume"]') !== null`), 'the group Resume button');
   await click(page, `${grow} button[data-group-action="limits"]`);
   await page.eval(`document.querySelector('${grow} form [name="concurrency"]').value = '3'`);
   await click(page, `${grow} button[data-group-action="save"]`);
