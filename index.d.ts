@@ -810,6 +810,26 @@ export declare class Queue {
    * stay). Resolves with whether it existed.
    */
   removeSchedule(name: string): Promise<boolean>
+  /**
+   * Enqueues one job of the schedule `name` now, as its next slot would (same payload and
+   * options), without moving its slots: the next one still fires when due. The job's id is
+   * `<name>@run-<ms>` (the current second of the Redis clock), so a second call within that
+   * second enqueues nothing more and resolves with the same id. Resolves with the job's id; an
+   * unknown name rejects with `INVALID_ARGUMENT`, nothing written.
+   */
+  runSchedule(name: string): Promise<string>
+  /**
+   * Pauses the schedule `name`: it keeps its definition and next slot and does not fire until
+   * `resumeSchedule`. Resolves with false if it was paused already; an unknown name rejects
+   * with `INVALID_ARGUMENT`, nothing written.
+   */
+  pauseSchedule(name: string): Promise<boolean>
+  /**
+   * Resumes the paused schedule `name`. Slots passed while paused are not all run: as after an
+   * outage, the latest of them fires once, then the schedule goes on. Resolves with false if it
+   * was not paused; an unknown name rejects with `INVALID_ARGUMENT`, nothing written.
+   */
+  resumeSchedule(name: string): Promise<boolean>
   /** The queue's schedules, by name, with their next slots. */
   schedules(): Promise<ScheduleInfo[]>
   /**
@@ -2161,6 +2181,18 @@ export interface ScheduleInfo {
   payload: Buffer
   /** The next slot: ms since the epoch, Redis clock; `null` when the cron pattern has no more. */
   nextRunMs: number | null
+  /** Whether it is paused (`pauseSchedule`): it keeps its next slot and does not fire. */
+  paused: boolean
+  /**
+   * The id of the last job it enqueued (a slot fired, or `runSchedule`); `null` before its
+   * first.
+   */
+  lastJobId: string | null
+  /**
+   * That job's state: `delayed`, `ready`, `active`, `completed`, `dead`, or `gone` once the
+   * queue no longer keeps it; `null` before its first job.
+   */
+  lastJobState: 'delayed' | 'ready' | 'active' | 'completed' | 'dead' | 'gone' | null
   /** Each job's task name, for a task schedule. */
   task?: string
   /** How a task schedule's data is encoded. */

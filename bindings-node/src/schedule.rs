@@ -79,6 +79,16 @@ pub struct ScheduleInfo {
     /// The next slot: ms since the epoch, Redis clock; `null` when the cron pattern has no more.
     #[napi(ts_type = "number | null")]
     pub next_run_ms: Either<f64, Null>,
+    /// Whether it is paused (`pauseSchedule`): it keeps its next slot and does not fire.
+    pub paused: bool,
+    /// The id of the last job it enqueued (a slot fired, or `runSchedule`); `null` before its
+    /// first.
+    #[napi(ts_type = "string | null")]
+    pub last_job_id: Either<String, Null>,
+    /// That job's state: `delayed`, `ready`, `active`, `completed`, `dead`, or `gone` once the
+    /// queue no longer keeps it; `null` before its first job.
+    #[napi(ts_type = "'delayed' | 'ready' | 'active' | 'completed' | 'dead' | 'gone' | null")]
+    pub last_job_state: Either<String, Null>,
     /// Each job's task name, for a task schedule.
     pub task: Option<String>,
     /// How a task schedule's data is encoded.
@@ -113,6 +123,9 @@ impl From<tideq::ScheduleInfo> for ScheduleInfo {
                 Some(ms) => Either::A(ms as f64),
                 None => Either::B(Null),
             },
+            paused: s.paused,
+            last_job_id: s.last_job_id.map_or(Either::B(Null), Either::A),
+            last_job_state: s.last_job_state.map_or(Either::B(Null), Either::A),
             task: o.task,
             format: o.format.map(|f| f.as_str().to_string()),
             priority: o.priority,
@@ -229,6 +242,59 @@ impl Queue {
             env,
             string("schedule name", &name)
                 .map(|name| async move { Ok(q.remove_schedule(&name).await?) }),
+        )
+    }
+
+    /// Enqueues one job of the schedule `name` now, as its next slot would (same payload and
+    /// options), without moving its slots: the next one still fires when due. The job's id is
+    /// `<name>@run-<ms>` (the current second of the Redis clock), so a second call within that
+    /// second enqueues nothing more and resolves with the same id. Resolves with the job's id; an
+    /// unknown name rejects with `INVALID_ARGUMENT`, nothing written.
+    #[napi(ts_args_type = "name: string", ts_return_type = "Promise<string>")]
+    pub fn run_schedule<'env>(
+        &self,
+        env: &'env Env,
+        name: Unknown,
+    ) -> Result<PromiseRaw<'env, String>> {
+        let q = self.inner.clone();
+        spawn(
+            env,
+            string("schedule name", &name)
+                .map(|name| async move { Ok(q.run_schedule(&name).await?) }),
+        )
+    }
+
+    /// Pauses the schedule `name`: it keeps its definition and next slot and does not fire until
+    /// `resumeSchedule`. Resolves with false if it was paused already; an unknown name rejects
+    /// with `INVALID_ARGUMENT`, nothing written.
+    #[napi(ts_args_type = "name: string", ts_return_type = "Promise<boolean>")]
+    pub fn pause_schedule<'env>(
+        &self,
+        env: &'env Env,
+        name: Unknown,
+    ) -> Result<PromiseRaw<'env, bool>> {
+        let q = self.inner.clone();
+        spawn(
+            env,
+            string("schedule name", &name)
+                .map(|name| async move { Ok(q.pause_schedule(&name).await?) }),
+        )
+    }
+
+    /// Resumes the paused schedule `name`. Slots passed while paused are not all run: as after an
+    /// outage, the latest of them fires once, then the schedule goes on. Resolves with false if it
+    /// was not paused; an unknown name rejects with `INVALID_ARGUMENT`, nothing written.
+    #[napi(ts_args_type = "name: string", ts_return_type = "Promise<boolean>")]
+    pub fn resume_schedule<'env>(
+        &self,
+        env: &'env Env,
+        name: Unknown,
+    ) -> Result<PromiseRaw<'env, bool>> {
+        let q = self.inner.clone();
+        spawn(
+            env,
+            string("schedule name", &name)
+                .map(|name| async move { Ok(q.resume_schedule(&name).await?) }),
         )
     }
 

@@ -102,6 +102,35 @@ impl QueueBase {
             .call(py, async move { q.remove_schedule(&name.0).await })
     }
 
+    /// Enqueue one job of the schedule ``name`` now, as its next slot would (same payload and
+    /// options), without moving its slots: the next one still fires when due. The job's id is
+    /// ``"<name>@run-<ms>"`` (the current second of the Redis clock), so a second call within
+    /// that second enqueues nothing more and returns the same id. Returns the job's id; an unknown
+    /// name raises ``InvalidArgumentError``, nothing written.
+    fn run_schedule<'py>(&self, py: Python<'py>, name: Text) -> PyResult<Bound<'py, PyAny>> {
+        let q = self.queue.clone();
+        self.api
+            .call(py, async move { q.run_schedule(&name.0).await })
+    }
+
+    /// Pause the schedule ``name``: it keeps its definition and next slot and does not fire until
+    /// ``resume_schedule``. False if it was paused already; an unknown name raises
+    /// ``InvalidArgumentError``, nothing written.
+    fn pause_schedule<'py>(&self, py: Python<'py>, name: Text) -> PyResult<Bound<'py, PyAny>> {
+        let q = self.queue.clone();
+        self.api
+            .call(py, async move { q.pause_schedule(&name.0).await })
+    }
+
+    /// Resume the paused schedule ``name``. Slots passed while paused are not all run: as after
+    /// an outage, the latest of them fires once, then the schedule goes on. False if it was not
+    /// paused; an unknown name raises ``InvalidArgumentError``, nothing written.
+    fn resume_schedule<'py>(&self, py: Python<'py>, name: Text) -> PyResult<Bound<'py, PyAny>> {
+        let q = self.queue.clone();
+        self.api
+            .call(py, async move { q.resume_schedule(&name.0).await })
+    }
+
     /// The queue's schedules with their next slots, by name.
     fn schedules<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let q = self.queue.clone();
@@ -156,6 +185,23 @@ impl ScheduleInfo {
     #[getter]
     fn next_run_ms(&self) -> Option<u64> {
         self.0.next_run_ms
+    }
+    /// True while paused (``pause_schedule``): it keeps its next slot and does not fire.
+    #[getter]
+    fn paused(&self) -> bool {
+        self.0.paused
+    }
+    /// The id of the last job the schedule enqueued (a slot fired, or ``run_schedule``); None
+    /// before its first.
+    #[getter]
+    fn last_job_id(&self) -> Option<&str> {
+        self.0.last_job_id.as_deref()
+    }
+    /// That job's state: ``"delayed"``, ``"ready"``, ``"active"``, ``"completed"``, ``"dead"``,
+    /// or ``"gone"`` once the queue no longer keeps it; None before its first job.
+    #[getter]
+    fn last_job_state(&self) -> Option<&str> {
+        self.0.last_job_state.as_deref()
     }
     /// The task each job runs (its name), or None.
     #[getter]
@@ -237,7 +283,7 @@ impl ScheduleInfo {
 
 crate::value::value_class! {
     ScheduleInfo {
-        name, cron, timezone, every, payload, next_run_ms, task, format, priority, group,
-        max_attempts, backoff, timeout
+        name, cron, timezone, every, payload, next_run_ms, paused, last_job_id, last_job_state,
+        task, format, priority, group, max_attempts, backoff, timeout
     }
 }

@@ -178,10 +178,13 @@ pub(crate) enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// The queue's schedules with their next slots.
+    /// The queue's schedules with their next slots, whether each is paused, and its last job's
+    /// outcome; or an action on one of them (run, pause, resume, remove).
     Schedules {
         queue: String,
-        #[arg(long)]
+        #[command(subcommand)]
+        action: Option<ScheduleAction>,
+        #[arg(long, global = true)]
         json: bool,
     },
     /// The queue's live workers (seen in the last 45 s): host, pid, runtime, concurrency, running
@@ -436,4 +439,17 @@ pub(crate) struct WorkerArgs {
     /// The least level logged: error, warn, info or debug [default: info].
     #[arg(long, value_name = "LEVEL", value_parser = ["error", "warn", "info", "debug"])]
     pub(crate) log_level: Option<String>,
+}
+
+/// An action on one schedule (`tideq schedules QUEUE <action> NAME`).
+#[derive(Subcommand)]
+pub(crate) enum ScheduleAction {
+    /// Enqueue one job of the schedule now; its next run stays as it was.
+    Run { name: String },
+    /// Pause the schedule: it keeps its definition and next run, and does not fire.
+    Pause { name: String },
+    /// Resume a paused schedule (a run missed while paused fires once, the latest).
+    Resume { name: String },
+    /// Remove the schedule: it fires no more.
+    Remove { name: String },
 }

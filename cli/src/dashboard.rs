@@ -37,6 +37,7 @@ mod bridge;
 mod cache;
 mod health;
 mod mount;
+mod settings;
 
 pub use bridge::{BridgeRequest, Bridged};
 pub use mount::{Action, Dashboard, MountOptions};
@@ -76,6 +77,7 @@ const APP_JS: &str = concat!(
     include_str!("dashboard/app/base.js"),
     include_str!("dashboard/app/overview.js"),
     include_str!("dashboard/app/queue.js"),
+    include_str!("dashboard/app/settings.js"),
     include_str!("dashboard/app/capped.js"),
 );
 const STYLE_CSS: &str = include_str!("dashboard/style.css");
@@ -213,6 +215,19 @@ fn router(app: App) -> Router {
         .route("/queues/{q}/dead/purge", post(api::purge))
         .route("/queues/{q}/pause", post(api::pause))
         .route("/queues/{q}/resume", post(api::resume))
+        .route(
+            "/queues/{q}/schedules/{name}/{action}",
+            post(settings::schedule_action),
+        )
+        .route("/queues/{q}/limits", post(settings::set_limits))
+        .route(
+            "/queues/{q}/groups/{g}/limits",
+            post(settings::set_group_limits),
+        )
+        .route(
+            "/queues/{q}/groups/{g}/{action}",
+            post(settings::group_action),
+        )
         .route("/capped/{q}", get(api::capped))
         .fallback(|| async { error(StatusCode::NOT_FOUND, "no such API endpoint") });
     Router::new()

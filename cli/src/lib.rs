@@ -160,7 +160,14 @@ async fn run(cli: Cli) -> Outcome {
             json,
         } => control::groups(c, &queue, count, cursor, json).await,
         Command::Enqueue { queue, job, json } => jobs::enqueue(c, &queue, job, json).await,
-        Command::Schedules { queue, json } => schedule::schedules(c, &queue, json).await,
+        Command::Schedules {
+            queue,
+            action,
+            json,
+        } => match action {
+            None => schedule::schedules(c, &queue, json).await,
+            Some(a) => schedule::action(c, &queue, a, json).await,
+        },
         Command::Workers { queue, json } => workers::workers(c, &queue, json).await,
         Command::History {
             queue,

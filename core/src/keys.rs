@@ -210,6 +210,8 @@ job_keys! {
     hist => "hist:": "Prefix of each UTC day's history hash (`hist:<day since the epoch>`): minute of the day -> the queue's totals at that minute's first worker report (see docs/data-model.md, \"History\").",
     sched => "sched": "Hash schedule name -> \"<version>|<spec>\" (the spec in MessagePack).",
     snext => "snext": "Sorted set of schedule names, score = the schedule's next slot (ms).",
+    spause => "spause": "Hash paused schedule name -> its next slot kept while paused (ms; \"0\": none). A paused schedule is out of `snext`.",
+    slast => "slast": "Hash schedule name -> the id of the last job it enqueued (a slot fired, or run now).",
 }
 
 impl JobKeys {

@@ -76,8 +76,21 @@ pub struct ScheduleInfo {
     pub payload: Vec<u8>,
     /// The options each job gets (task, priority, group, max attempts, backoff, timeout).
     pub options: EnqueueOptions,
-    /// The next slot (ms since the epoch, Redis clock); `None` when the pattern has no more.
+    /// The next slot (ms since the epoch, Redis clock); `None` when the pattern has no more. A
+    /// paused schedule keeps it (a slot it passes while paused fires once at resume).
     pub next_run_ms: Option<u64>,
+    /// Paused ([`Queue::pause_schedule`]): it keeps its definition and next slot, and does not
+    /// fire.
+    #[serde(default)]
+    pub paused: bool,
+    /// The id of the last job the schedule enqueued (a slot fired, or
+    /// [`Queue::run_schedule`]); `None` before its first.
+    #[serde(default)]
+    pub last_job_id: Option<String>,
+    /// That job's state: `delayed`, `ready`, `active`, `completed`, `dead`, or `gone` once the
+    /// queue no longer keeps it (past `keep_completed`, deleted, cancelled).
+    #[serde(default)]
+    pub last_job_state: Option<String>,
 }
 
 /// The stored form of a schedule (MessagePack, in the `sched` hash).
@@ -216,8 +229,16 @@ impl Stored {
     }
 }
 
-/// A schedule due to fire: its name, stored slot and stored spec.
-type Due = (String, u64, Vec<u8>);
+/// A schedule as a read returns it: its name, next slot (0: none), stored spec, and (listing
+/// only) whether it is paused and its last job.
+struct Row {
+    name: String,
+    next: u64,
+    stored: Vec<u8>,
+    paused: bool,
+    last_id: Option<String>,
+    last_state: Option<String>,
+}
 
 impl Queue {
     /// The shard a schedule lives on (its jobs' group's, so a group stays on one shard).
@@ -334,16 +355,19 @@ impl Queue {
                 loop {
                     let (_, _, next_cursor, listed) =
                         self.read_schedules(shard, "all", &cursor).await?;
-                    for (name, next, stored) in listed {
-                        let (_, spec) = Stored::decode(&stored)?;
+                    for row in listed {
+                        let (_, spec) = Stored::decode(&row.stored)?;
                         let info = ScheduleInfo {
-                            name: name.clone(),
+                            name: row.name.clone(),
                             every: spec.every(),
                             options: spec.options(),
-                            next_run_ms: (next > 0).then_some(next),
+                            next_run_ms: (row.next > 0).then_some(row.next),
                             payload: spec.payload,
+                            paused: row.paused,
+                            last_job_id: row.last_id,
+                            last_job_state: row.last_state,
                         };
-                        out.insert(name, info);
+                        out.insert(row.name, info);
                     }
                     if next_cursor == "0" {
                         break;
@@ -357,14 +381,14 @@ impl Queue {
     }
 
     /// One shard's schedules (`mode` "due", or "all": a page of them from `cursor`): Redis now,
-    /// the earliest next slot, the cursor of the next page ("0": none), and (name, next slot or
-    /// 0, stored spec) each.
+    /// the earliest next slot, the cursor of the next page ("0": none), and a row each (its
+    /// pause and last job read in "all" mode only).
     async fn read_schedules(
         &self,
         shard: usize,
         mode: &str,
         cursor: &str,
-    ) -> Result<(u64, Option<u64>, String, Vec<Due>)> {
+    ) -> Result<(u64, Option<u64>, String, Vec<Row>)> {
         let (script, most) = if mode == "all" {
             (&*LIST_SCHEDULES, SCHEDULE_PAGE)
         } else {
@@ -384,12 +408,28 @@ impl Queue {
             redis::from_redis_value(it.next().unwrap_or(Value::Nil)).map_err(|e| err(e.into()))?;
         let next_cursor: String =
             redis::from_redis_value(it.next().unwrap_or(Value::Nil)).map_err(|e| err(e.into()))?;
+        let text = |v: Option<Value>| -> Result<String> {
+            redis::from_redis_value(v.unwrap_or(Value::Nil)).map_err(|e| err(e.into()))
+        };
         let mut listed = Vec::new();
         while let (Some(name), Some(next), Some(spec)) = (it.next(), it.next(), it.next()) {
             let name: String = redis::from_redis_value(name).map_err(|e| err(e.into()))?;
             let next: String = redis::from_redis_value(next).map_err(|e| err(e.into()))?;
-            let spec: Vec<u8> = redis::from_redis_value(spec).map_err(|e| err(e.into()))?;
-            listed.push((name, next.parse::<f64>().map_or(0, |f| f as u64), spec));
+            let stored: Vec<u8> = redis::from_redis_value(spec).map_err(|e| err(e.into()))?;
+            let mut row = Row {
+                name,
+                next: next.parse::<f64>().map_or(0, |f| f as u64),
+                stored,
+                paused: false,
+                last_id: None,
+                last_state: None,
+            };
+            if mode == "all" {
+                row.paused = text(it.next())? == "1";
+                row.last_id = Some(text(it.next())?).filter(|s| !s.is_empty());
+                row.last_state = Some(text(it.next())?).filter(|s| !s.is_empty());
+            }
+            listed.push(row);
         }
         Ok((now, u64::try_from(first).ok(), next_cursor, listed))
     }
@@ -404,10 +444,8 @@ impl Queue {
             // tried already and still due could not be fired: look again in a second.
             let mut tried: HashMap<String, u64> = HashMap::new();
             for pass in 0..=DUE_PASSES {
-                let stuck = due
-                    .iter()
-                    .any(|(name, slot, _)| tried.get(name) == Some(slot));
-                due.retain(|(name, slot, _)| tried.get(name) != Some(slot));
+                let stuck = due.iter().any(|r| tried.get(&r.name) == Some(&r.next));
+                due.retain(|r| tried.get(&r.name) != Some(&r.next));
                 if due.is_empty() {
                     if stuck {
                         first = Some(now + 1000);
@@ -419,7 +457,13 @@ impl Queue {
                     first = Some(now);
                     break;
                 }
-                for (name, slot, stored) in due {
+                for Row {
+                    name,
+                    next: slot,
+                    stored,
+                    ..
+                } in due
+                {
                     if let Err(e) = self.fire(shard, &name, slot, &stored, now).await {
                         log::warn!(
                             "tideq: queue {:?}: schedule {name:?} could not fire: {e}",
@@ -508,7 +552,13 @@ pub(crate) async fn drive_schedules(
         let wait = match queue.fire_due_schedules().await {
             Ok(Some(next)) => next.min(idle),
             Ok(None) => {
-                // No schedule has a next slot: sleep until a fetch sees schedules again.
+                // No schedule has a next slot (none left, or every one paused): sleep until a
+                // fetch sees schedules again, at most once per `idle` (a queue whose schedules
+                // are all paused still reports schedules with every fetch).
+                tokio::select! {
+                    _ = tokio::time::sleep(idle) => {}
+                    _ = stop.changed() => return,
+                }
                 wake.running.store(false, Ordering::Release);
                 continue;
             }
@@ -527,6 +577,7 @@ pub(crate) async fn drive_schedules(
     }
 }
 
+mod actions;
 #[cfg(test)]
 mod tests;
 

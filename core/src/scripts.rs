@@ -296,6 +296,8 @@ scripts! {
     LIST_SCHEDULES => "list_schedules.lua",
     UPSERT_SCHEDULE => "upsert_schedule.lua",
     REMOVE_SCHEDULE => "remove_schedule.lua",
+    PAUSE_SCHEDULE => "pause_schedule.lua",
+    GET_SCHEDULE => "get_schedule.lua",
     FETCH_JOBS => "fetch_jobs.lua",
     COMPLETE_JOBS => "complete_jobs.lua",
     FAIL_JOB => "fail_job.lua",

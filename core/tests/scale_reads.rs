@@ -302,6 +302,20 @@ async fn listing_and_firing_10000_schedules_take_no_call_over_10ms() {
     // The reads of due schedules (the calls naming the two schedule keys only, about 20 of 500
     // each; the enqueues that fire the slots are the writers' own cost).
     window.assert_short_of(&server, &[" 2 tideq:", ":snext "], 21);
+    // Issue 43: the listing also reads each schedule's last job and that job's state (completed,
+    // or gone past keep_completed): still no call over 10 ms.
+    let window = Window::open(&server);
+    let all = q.schedules().await.unwrap();
+    assert!(all.iter().all(|s| s.last_job_id.is_some()));
+    let states: std::collections::BTreeSet<_> = all
+        .iter()
+        .filter_map(|s| s.last_job_state.clone())
+        .collect();
+    assert!(
+        states.iter().all(|s| s == "completed" || s == "gone"),
+        "{states:?}"
+    );
+    window.assert_short(&server, &[]);
 }
 
 // Issue 40, item 14: workers were read 1,000 per shard (10,001 live workers listed as 1,000).

@@ -995,6 +995,17 @@ class ScheduleInfo:
     def next_run_ms(self) -> Optional[int]:
         """The next slot, epoch milliseconds by the Redis clock; None when the pattern has no more."""
     @property
+    def paused(self) -> bool:
+        """True while paused (``pause_schedule``): it keeps its next slot and does not fire."""
+    @property
+    def last_job_id(self) -> Optional[str]:
+        """The id of the last job the schedule enqueued (a slot fired, or ``run_schedule``); None
+        before its first."""
+    @property
+    def last_job_state(self) -> Optional[str]:
+        """That job's state: ``"delayed"``, ``"ready"``, ``"active"``, ``"completed"``, ``"dead"``,
+        or ``"gone"`` once the queue no longer keeps it; None before its first job."""
+    @property
     def task(self) -> Optional[str]:
         """The task each job runs (its name), or None."""
     @property
@@ -1818,6 +1829,20 @@ class Queue:
         None when the pattern has no slot to come."""
     def remove_schedule(self, name: str) -> bool:
         """Remove the schedule ``name`` (no slot of it fires after this); True if it existed."""
+    def run_schedule(self, name: str) -> str:
+        """Enqueue one job of the schedule ``name`` now, as its next slot would (same payload and
+        options), without moving its slots: the next one still fires when due. The job's id is
+        ``"<name>@run-<ms>"`` (the current second of the Redis clock), so a second call within
+        that second enqueues nothing more and returns the same id. Returns the job's id; an unknown
+        name raises ``InvalidArgumentError``, nothing written."""
+    def pause_schedule(self, name: str) -> bool:
+        """Pause the schedule ``name``: it keeps its definition and next slot and does not fire until
+        ``resume_schedule``. False if it was paused already; an unknown name raises
+        ``InvalidArgumentError``, nothing written."""
+    def resume_schedule(self, name: str) -> bool:
+        """Resume the paused schedule ``name``. Slots passed while paused are not all run: as after
+        an outage, the latest of them fires once, then the schedule goes on. False if it was not
+        paused; an unknown name raises ``InvalidArgumentError``, nothing written."""
     def schedules(self) -> list[ScheduleInfo]:
         """The queue's schedules with their next slots, by name."""
     def workers(self) -> list[WorkerInfo]:
@@ -2637,6 +2662,20 @@ class AsyncQueue:
         None when the pattern has no slot to come."""
     def remove_schedule(self, name: str) -> Coroutine[Any, Any, bool]:
         """Remove the schedule ``name`` (no slot of it fires after this); True if it existed."""
+    def run_schedule(self, name: str) -> Coroutine[Any, Any, str]:
+        """Enqueue one job of the schedule ``name`` now, as its next slot would (same payload and
+        options), without moving its slots: the next one still fires when due. The job's id is
+        ``"<name>@run-<ms>"`` (the current second of the Redis clock), so a second call within
+        that second enqueues nothing more and returns the same id. Returns the job's id; an unknown
+        name raises ``InvalidArgumentError``, nothing written."""
+    def pause_schedule(self, name: str) -> Coroutine[Any, Any, bool]:
+        """Pause the schedule ``name``: it keeps its definition and next slot and does not fire until
+        ``resume_schedule``. False if it was paused already; an unknown name raises
+        ``InvalidArgumentError``, nothing written."""
+    def resume_schedule(self, name: str) -> Coroutine[Any, Any, bool]:
+        """Resume the paused schedule ``name``. Slots passed while paused are not all run: as after
+        an outage, the latest of them fires once, then the schedule goes on. False if it was not
+        paused; an unknown name raises ``InvalidArgumentError``, nothing written."""
     def schedules(self) -> Coroutine[Any, Any, list[ScheduleInfo]]:
         """The queue's schedules with their next slots, by name."""
     def workers(self) -> Coroutine[Any, Any, list[WorkerInfo]]:

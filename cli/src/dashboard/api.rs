@@ -32,7 +32,7 @@ const _: () = assert!(MAX_LIMIT <= MAX_PAGE);
 /// Characters of a job's arguments a list shows (the job's page shows them whole).
 pub const ARGS_SHOWN: usize = 80;
 
-type Answer = Result<Response, ApiError>;
+pub(super) type Answer = Result<Response, ApiError>;
 
 /// Jobs as a list shows them: each job's fields but its payload, result and progress, and its
 /// arguments as one line of at most [`ARGS_SHOWN`] characters (`args_cut` when cut): JSON
@@ -71,7 +71,7 @@ fn ok(v: Value) -> Answer {
     Ok(json_response(StatusCode::OK, v))
 }
 
-fn path<T>(p: Result<Path<T>, PathRejection>) -> Result<T, ApiError> {
+pub(super) fn path<T>(p: Result<Path<T>, PathRejection>) -> Result<T, ApiError> {
     p.map(|Path(v)| v)
         .map_err(|e| error(StatusCode::BAD_REQUEST, format!("bad path: {e}")))
 }
@@ -328,7 +328,7 @@ pub async fn job_action(
 }
 
 /// Runs a change on a job queue, reads its counts again for the overview, answers `done`.
-async fn change<F, Fut>(app: &App, name: &str, f: F) -> Answer
+pub(super) async fn change<F, Fut>(app: &App, name: &str, f: F) -> Answer
 where
     F: FnOnce(Queue) -> Fut,
     Fut: std::future::Future<Output = Result<Value, ApiError>>,

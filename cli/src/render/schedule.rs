@@ -24,6 +24,9 @@ pub fn schedules_json(list: &[tideq::ScheduleInfo]) -> Value {
                 "name": s.name,
                 "every": every(s, false),
                 "next_run_ms": s.next_run_ms,
+                "paused": s.paused,
+                "last_job_id": s.last_job_id,
+                "last_job_state": s.last_job_state,
                 "task": s.options.task,
                 "priority": s.options.priority,
                 "group": s.options.group,
@@ -41,13 +44,20 @@ pub fn schedules(list: &[tideq::ScheduleInfo], json: bool) -> String {
     if list.is_empty() {
         return "(no schedules)".to_string();
     }
-    let mut t = Table::new(&["NAME", "WHEN", "NEXT RUN", "TASK"]);
+    let mut t = Table::new(&["NAME", "WHEN", "NEXT RUN", "TASK", "LAST JOB", "OUTCOME"]);
     for s in list {
+        let next = s.next_run_ms.map(when).unwrap_or_else(|| "-".to_string());
         t.row(vec![
             s.name.clone(),
             every(s, true),
-            s.next_run_ms.map(when).unwrap_or_else(|| "-".to_string()),
+            if s.paused {
+                format!("paused (next {next})")
+            } else {
+                next
+            },
             s.options.task.clone().unwrap_or_else(|| "-".to_string()),
+            s.last_job_id.clone().unwrap_or_else(|| "-".to_string()),
+            s.last_job_state.clone().unwrap_or_else(|| "-".to_string()),
         ]);
     }
     t.render()

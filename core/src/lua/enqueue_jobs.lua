@@ -15,10 +15,12 @@
   KEYS[20] dd (dedup key prefix)   KEYS[21] dkey hash   KEYS[22] sched hash   KEYS[23] snext zset
   KEYS[24] events stream   KEYS[25] expires zset   KEYS[26] hist (prefix of the history's day
   hashes: the first enqueue a shard counts leaves its zero snapshot, see "History")
+  KEYS[27] slast hash (schedule name -> the last job it enqueued)
   ARGV[1] number of jobs N   ARGV[2] "1": remember explicit ids (the window is on), "0": not
   ARGV[3] schedule guard: "" or "version|slot|next|name" (a schedule's slot fires: the jobs are
     written only if the schedule is at that version and slot, which then moves to next, 0: it has
-    none; see
+    none), or "version|||name" (run now: written only if the schedule is at that version, its
+    slot unchanged); either way the first job's id becomes the schedule's last job (see
     "Schedules" in docs/data-model.md)
   then per job 9 values: id, envelope, max attempts, delay ms (relative to Redis now),
     run-at ms (absolute; 0 = use delay), "1" if the id was given by the caller,
@@ -47,19 +49,22 @@ local now = now_ms()
 local nows = tostring(now)
 local n = tonumber(ARGV[1])
 if ARGV[3] ~= '' then
-  local ver, slot, nxt, name = string.match(ARGV[3], '^(%d+)|(%d+)|(%d+)|(.*)$')
+  local ver, slot, nxt, name = string.match(ARGV[3], '^(%d+)|(%d*)|(%d*)|(.*)$')
   local cur = redis.call('HGET', K.sched, name)
   if not cur or string.match(cur, '^(%d+)|') ~= ver
-      or redis.call('ZSCORE', K.snext, name) ~= slot then
+      or (slot ~= '' and redis.call('ZSCORE', K.snext, name) ~= slot) then
     local out = {}
     for i = 1, n do out[i] = -3 end
     return out
   end
-  if nxt == '0' then
+  if slot == '' then
+    -- run now: the schedule's slots stay as they are
+  elseif nxt == '0' then
     redis.call('ZREM', K.snext, name)
   else
     redis.call('ZADD', K.snext, nxt, name)
   end
+  redis.call('HSET', K.slast, name, ARGV[4])
 end
 local ids = {}
 for i = 1, n do ids[i] = ARGV[B + (i - 1) * W] end

@@ -479,6 +479,7 @@
           h('td', { class: 'num' }, g.concurrency ?? '–'), h('td', {}, rate(g.rate)))),
         'No groups.'),
     );
+    renderSettings(el, info); // settings.js
   }
 
   /** ` (n)` after a heading, when there are some. */
