@@ -34,6 +34,7 @@
 
 mod api;
 mod bridge;
+mod bulk;
 mod cache;
 mod mount;
 
@@ -75,6 +76,7 @@ const APP_JS: &str = concat!(
     include_str!("dashboard/app/base.js"),
     include_str!("dashboard/app/overview.js"),
     include_str!("dashboard/app/queue.js"),
+    include_str!("dashboard/app/bulk.js"),
     include_str!("dashboard/app/capped.js"),
 );
 const STYLE_CSS: &str = include_str!("dashboard/style.css");
@@ -211,6 +213,11 @@ fn router(app: App) -> Router {
         .route("/queues/{q}/dead/purge", post(api::purge))
         .route("/queues/{q}/pause", post(api::pause))
         .route("/queues/{q}/resume", post(api::resume))
+        .route("/queues/{q}/bulk/{action}", post(bulk::by_ids))
+        .route("/queues/{q}/bulk-found/{action}", post(bulk::found))
+        .route("/queues/{q}/promote-all", post(bulk::promote_all))
+        .route("/queues/{q}/clean", post(bulk::clean))
+        .route("/queues/{q}/obliterate", post(bulk::obliterate))
         .route("/capped/{q}", get(api::capped))
         .fallback(|| async { error(StatusCode::NOT_FOUND, "no such API endpoint") });
     Router::new()

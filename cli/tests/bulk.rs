@@ -284,3 +284,87 @@ fn obliterate_is_refused_while_a_worker_is_live_unless_forced() {
     w.stop();
     rt.block_on(w.join());
 }
+
+/// A POST with a JSON body, as the page's bulk bar sends it.
+fn post_json(port: u16, path: &str, body: &str) -> (u16, serde_json::Value) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let req = format!(
+        "POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nX-Tideq-Request: 1\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    s.write_all(req.as_bytes()).unwrap();
+    let mut raw = String::new();
+    s.read_to_string(&mut raw).unwrap();
+    let (head, body) = raw.split_once("\r\n\r\n").unwrap();
+    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
+    (status, serde_json::from_str(body).unwrap())
+}
+
+#[test]
+fn the_dashboard_s_bulk_routes_act_and_a_read_only_dashboard_refuses_them_writing_nothing() {
+    use common::dashboard::Dashboard;
+    let redis = Redis::start();
+    let q = redis.queue("dbq");
+    let rt = rt();
+    rt.block_on(async {
+        for i in 0..3 {
+            dead_job(&q, &format!("d{i}")).await;
+        }
+        q.enqueue(b"x", delayed("l1")).await.unwrap();
+    });
+    let url = redis.url.clone();
+    let ro = Dashboard::start(&["--url", &url], &["--read-only"], &[]);
+    let before = dump(&url);
+    let (status, _) = post_json(ro.port, "/api/queues/dbq/bulk/retry", r#"{"ids":["d0"]}"#);
+    assert_eq!(status, 403);
+    for path in [
+        "/api/queues/dbq/promote-all",
+        "/api/queues/dbq/obliterate",
+        "/api/queues/dbq/clean?state=dead&older_than=0",
+        "/api/queues/dbq/bulk-found/retry",
+    ] {
+        ro.post(path).refused(403);
+    }
+    assert_eq!(dump(&url), before);
+    drop(ro);
+    let d = Dashboard::start(&["--url", &url], &[], &[]);
+    let (status, got) = post_json(
+        d.port,
+        "/api/queues/dbq/bulk/retry",
+        r#"{"ids":["d0","d1","l1","zz"]}"#,
+    );
+    assert_eq!(status, 200, "{got}");
+    assert_eq!(got["done"], 2);
+    let outcomes: Vec<&str> = got["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["outcome"].as_str().unwrap())
+        .collect();
+    assert_eq!(outcomes, ["done", "done", "wrong_state", "unknown"]);
+    assert_eq!(got["items"][2]["state"], "delayed");
+    assert_eq!(state(&rt, &q, "d0"), Some(JobState::Ready));
+    // Without the header, refused.
+    let r = common::dashboard::http(d.port, "POST", "/api/queues/dbq/promote-all", &[]).unwrap();
+    assert_eq!(r.status, 403);
+    assert_eq!(d.post("/api/queues/dbq/promote-all").json()["promoted"], 1);
+    assert_eq!(d.post("/api/queues/dbq/bulk-found/retry").json()["done"], 1);
+    d.post("/api/queues/dbq/clean?state=dead&older_than=x")
+        .refused(400);
+    let many: Vec<String> = (0..1001).map(|i| format!("\"j{i}\"")).collect();
+    let (status, _) = post_json(
+        d.port,
+        "/api/queues/dbq/bulk/delete",
+        &format!("{{\"ids\":[{}]}}", many.join(",")),
+    );
+    assert_eq!(status, 400);
+    assert!(
+        d.post("/api/queues/dbq/obliterate").json()["keys"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
+    assert_eq!(state(&rt, &q, "d0"), None);
+}

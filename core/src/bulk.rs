@@ -149,9 +149,8 @@ impl Queue {
     /// [`find_jobs`](Self::find_jobs) after `cursor` (`None`: from the start; at most
     /// [`MAX_PAGE`] jobs, [`SEARCH_SCAN`](crate::SEARCH_SCAN) looked at) acted on, and the cursor
     /// to go on with (`None`: done). The filter's state must be one the action applies to; left
-    /// out, the action's own state (or states) is searched. Deleting completed jobs ends the walk
-    /// of the completed ones early (the place it had reached is gone): [`delete_found`]
-    /// (Self::delete_found) walks again until a walk deletes nothing.
+    /// out, the action's own state (or states) is searched. The job a list's cursor names (the
+    /// last ready or completed job listed, the walk's place) is acted on by the next call.
     pub async fn bulk_found(
         &self,
         action: BulkAction,
@@ -239,6 +238,11 @@ impl Queue {
         for id in ids {
             validate_job_id(id)?;
         }
+        self.run_ids(action, ids).await
+    }
+
+    /// Acts on each of `ids` (checked), [`IN_FLIGHT`] at a time.
+    async fn run_ids(&self, action: BulkAction, ids: &[String]) -> Result<Vec<BulkItem>> {
         let mut out = Vec::with_capacity(ids.len());
         for part in ids.chunks(IN_FLIGHT) {
             let steps: Vec<_> = part
@@ -283,17 +287,7 @@ impl Queue {
 
     /// The state of job `id`, `None` if unknown.
     async fn state_of(&self, id: &str) -> Result<Option<JobState>> {
-        for shard in self.shards_to_search(id) {
-            if let Some(info) = self
-                .get_many(shard, &[id.to_string()])
-                .await?
-                .pop()
-                .flatten()
-            {
-                return Ok(Some(info.state));
-            }
-        }
-        Ok(None)
+        Ok(self.info_of(id).await?.map(|j| j.state))
     }
 
     /// The search an action walks: `filter` with its state checked against the action's, or
@@ -325,13 +319,23 @@ impl Queue {
     ) -> Result<BulkPage> {
         let filter = Self::filter_for(action, filter)?;
         let page = self.find_jobs(&filter, cursor, MAX_PAGE).await?;
-        let ids: Vec<String> = page
+        // A list's place names the last job listed, and a walk goes on after it only while that
+        // job is still where it was: the job a page's cursor names is left for the next page,
+        // which acts on it once its own jobs are read.
+        let ahead = page.cursor.as_deref().and_then(held);
+        let mut ids: Vec<String> = page
             .jobs
             .iter()
-            .filter(|j| action.states().contains(&j.state))
+            .filter(|j| action.states().contains(&j.state) && Some(j.id.as_str()) != ahead)
             .map(|j| j.id.clone())
             .collect();
-        let items = self.act_on_ids(action, &ids).await?;
+        if let Some(id) = cursor.and_then(held) {
+            let info = self.info_of(id).await?;
+            if info.is_some_and(|j| action.states().contains(&j.state) && matches(&filter, &j)) {
+                ids.push(id.to_string());
+            }
+        }
+        let items = self.run_ids(action, &ids).await?;
         let done = items
             .iter()
             .filter(|i| i.outcome == BulkOutcome::Done)
@@ -343,25 +347,32 @@ impl Queue {
         })
     }
 
-    /// Every page of `action` on what `filter` finds. A delete walks again while a walk deleted
-    /// completed jobs (their walk ends where a deleted job was).
+    /// Job `id`, `None` if unknown.
+    async fn info_of(&self, id: &str) -> Result<Option<crate::JobInfo>> {
+        for shard in self.shards_to_search(id) {
+            if let Some(info) = self
+                .get_many(shard, &[id.to_string()])
+                .await?
+                .pop()
+                .flatten()
+            {
+                return Ok(Some(info));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Every page of `action` on what `filter` finds.
     async fn found_all(&self, action: BulkAction, filter: &JobFilter) -> Result<BulkCounts> {
         let mut total = BulkCounts::default();
+        let mut cursor = None::<String>;
         loop {
-            let (mut cursor, mut walked) = (None::<String>, 0);
-            loop {
-                let page = self.found_page(action, filter, cursor.as_deref()).await?;
-                total.done += page.done;
-                total.skipped += page.skipped;
-                walked += page.done;
-                match page.cursor {
-                    Some(c) => cursor = Some(c),
-                    None => break,
-                }
-            }
-            let completed = filter.state.is_none_or(|s| s == JobState::Completed);
-            if action != BulkAction::Delete || !completed || walked == 0 {
-                return Ok(total);
+            let page = self.found_page(action, filter, cursor.as_deref()).await?;
+            total.done += page.done;
+            total.skipped += page.skipped;
+            match page.cursor {
+                Some(c) => cursor = Some(c),
+                None => return Ok(total),
             }
         }
     }
@@ -453,5 +464,50 @@ impl Queue {
             .take_while(|(_, m)| finished(m).is_some_and(|x| x <= cutoff))
             .map(|(id, _)| id)
             .collect())
+    }
+}
+
+/// The job a search cursor's place names in a list (ready: `r|<index>|<id>`,
+/// `p|<priority>|<index>|<id>`; completed: `<index>|<id>`), which must stay in the list for the
+/// walk to go on after it; `None` for other places (zsets by score, groups by HSCAN).
+fn held(cursor: &str) -> Option<&str> {
+    let mut parts = cursor.splitn(3, ':');
+    let (state, _shard, place) = (parts.next()?, parts.next()?, parts.next()?);
+    match state {
+        "completed" => place.split_once('|').map(|x| x.1),
+        "ready" if place.starts_with("r|") => place.splitn(3, '|').nth(2),
+        "ready" if place.starts_with("p|") => place.splitn(4, '|').nth(3),
+        _ => None,
+    }
+}
+
+/// Whether job `j` is one `filter` finds (as [`Queue::find_jobs`] does).
+fn matches(filter: &JobFilter, j: &crate::JobInfo) -> bool {
+    filter.state.is_none_or(|s| s == j.state)
+        && filter
+            .task
+            .as_ref()
+            .is_none_or(|t| j.task.as_ref() == Some(t))
+        && filter
+            .group
+            .as_ref()
+            .is_none_or(|g| j.group.as_ref() == Some(g))
+        && filter
+            .contains
+            .as_ref()
+            .is_none_or(|t| !t.is_empty() && j.payload.windows(t.len()).any(|w| w == t.as_bytes()))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_list_cursor_names_the_job_its_walk_goes_on_after() {
+        use super::held;
+        assert_eq!(held("ready:0:r|17|a|b"), Some("a|b"));
+        assert_eq!(held("ready:2:p|3|5|x"), Some("x"));
+        assert_eq!(held("completed:0:4|id:1"), Some("id:1"));
+        assert_eq!(held("ready:0:g|1|2|x"), None);
+        assert_eq!(held("delayed:0:123|x"), None);
+        assert_eq!(held("ready:0:"), None);
     }
 }

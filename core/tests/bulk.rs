@@ -641,3 +641,40 @@ async fn clean_of_100000_completed_jobs_has_no_call_over_10ms() {
     assert!(slow.is_empty(), "{slow:?}");
     assert!(q.jobs(JobState::Completed, 0, 10).await.unwrap().is_empty());
 }
+
+#[tokio::test]
+async fn cancel_found_cancels_every_ready_job_of_a_queue_of_many_pages_plain_prioritized_and_grouped(
+) {
+    let server = RedisServer::start();
+    let q = queue(&server.url);
+    let jobs: Vec<(Vec<u8>, EnqueueOptions)> = (0..3000)
+        .map(|i| {
+            let o = match i % 3 {
+                0 => EnqueueOptions::default(),
+                1 => EnqueueOptions {
+                    priority: Some(1 + (i % 5) as u32),
+                    ..Default::default()
+                },
+                _ => EnqueueOptions {
+                    group: Some(format!("g{}", i % 7)),
+                    ..Default::default()
+                },
+            };
+            (format!("{i}").into_bytes(), o)
+        })
+        .collect();
+    q.enqueue_many(&jobs).await.unwrap();
+    q.enqueue(b"x", later("l1")).await.unwrap();
+    let counts = q
+        .cancel_found(&JobFilter {
+            state: Some(JobState::Ready),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(counts.done, 3000);
+    let s = q.stats().await.unwrap();
+    assert_eq!((s.ready, s.delayed, s.cancelled), (0, 1, 3000));
+    // A search by text over every state: only what it finds.
+    assert_eq!(q.cancel_found(&JobFilter::default()).await.unwrap().done, 1);
+}

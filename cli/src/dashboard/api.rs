@@ -29,19 +29,19 @@ const DEFAULT_LIMIT: usize = 50;
 const MAX_LIMIT: usize = 500;
 const _: () = assert!(MAX_LIMIT <= MAX_PAGE);
 
-type Answer = Result<Response, ApiError>;
+pub(super) type Answer = Result<Response, ApiError>;
 
-fn ok(v: Value) -> Answer {
+pub(super) fn ok(v: Value) -> Answer {
     Ok(json_response(StatusCode::OK, v))
 }
 
-fn path<T>(p: Result<Path<T>, PathRejection>) -> Result<T, ApiError> {
+pub(super) fn path<T>(p: Result<Path<T>, PathRejection>) -> Result<T, ApiError> {
     p.map(|Path(v)| v)
         .map_err(|e| error(StatusCode::BAD_REQUEST, format!("bad path: {e}")))
 }
 
 /// The query string's parameters (percent-decoded; the last of a repeated one wins).
-fn params(q: Option<String>) -> HashMap<String, String> {
+pub(super) fn params(q: Option<String>) -> HashMap<String, String> {
     form_urlencoded::parse(q.unwrap_or_default().as_bytes())
         .into_owned()
         .collect()
@@ -291,7 +291,7 @@ pub async fn job_action(
 }
 
 /// Runs a change on a job queue, reads its counts again for the overview, answers `done`.
-async fn change<F, Fut>(app: &App, name: &str, f: F) -> Answer
+pub(super) async fn change<F, Fut>(app: &App, name: &str, f: F) -> Answer
 where
     F: FnOnce(Queue) -> Fut,
     Fut: std::future::Future<Output = Result<Value, ApiError>>,
