@@ -69,10 +69,10 @@ def test_bulk_found_walks_a_search_page_by_page_and_retry_found_does_it_all(jq):
 
 
 def test_promote_all_and_clean_and_a_bad_state_or_age(jq):
+    kill(jq, "d1")
     for i in range(3):
         jq.enqueue(b"x", id=f"l{i}", delay=HOUR)
     assert jq.promote_all() == 3
-    kill(jq, "d1")
     assert jq.clean("dead", HOUR) == 0
     assert jq.clean("dead", 0) == 1
     with pytest.raises(tideq.InvalidArgumentError):
