@@ -621,6 +621,47 @@ export declare class Queue {
    */
   jobsPage(state: 'delayed' | 'ready' | 'active' | 'dead' | 'completed' | 'waiting', options?: { cursor?: string | null; limit?: number }): Promise<JobPage>
   /**
+   * Retries the dead jobs of `ids` (at most 1000): each back to ready, attempts reset.
+   * Resolves with, per id in order, what happened. More than 1000 ids or an invalid one
+   * rejects with `INVALID_ARGUMENT`, nothing done.
+   */
+  retryJobs(ids: string[]): Promise<BulkItem[]>
+  /**
+   * Deletes the finished (dead or completed) jobs of `ids` (at most 1000) and all kept for
+   * them; resolves with, per id, what happened.
+   */
+  deleteJobs(ids: string[]): Promise<BulkItem[]>
+  /**
+   * Cancels the delayed, ready or active jobs of `ids` (at most 1000); resolves with, per
+   * id, what happened.
+   */
+  cancelJobs(ids: string[]): Promise<BulkItem[]>
+  /**
+   * One page of `action` (`retry`, `delete`, `cancel` or `promote`) on the jobs a search
+   * finds; resolves with the counts and the cursor of the next page (`null`: done).
+   */
+  bulkFound(action: 'retry' | 'delete' | 'cancel' | 'promote', options?: BulkFoundOptions): Promise<BulkPage>
+  /** Retries every dead job a search finds, a page at a time. */
+  retryFound(options?: BulkFoundOptions): Promise<BulkCounts>
+  /** Deletes every finished job a search finds, a page at a time. */
+  deleteFound(options?: BulkFoundOptions): Promise<BulkCounts>
+  /** Cancels every delayed, ready or active job a search finds, a page at a time. */
+  cancelFound(options?: BulkFoundOptions): Promise<BulkCounts>
+  /** Runs every delayed job now; resolves with how many. */
+  promoteAll(): Promise<number>
+  /**
+   * Deletes the `completed` or `dead` jobs that finished more than `olderThanMs`
+   * milliseconds ago (by the Redis clock), in calls of 1000; resolves with how many.
+   */
+  clean(state: 'completed' | 'dead', olderThanMs: number): Promise<number>
+  /**
+   * Deletes the queue: every key of every shard (jobs, data, schedules, groups, history,
+   * settings); resolves with how many keys. Rejects with `INVALID_ARGUMENT` (nothing
+   * written) while workers are live, unless `force`. Enqueues during the call are refused;
+   * afterwards they start a fresh queue.
+   */
+  obliterate(options?: ObliterateOptions): Promise<number>
+  /**
    * Pauses the queue: workers (in every process) start none of its jobs until `resume()`.
    * Running jobs finish; enqueues go on.
    */
@@ -1080,6 +1121,48 @@ export interface BatchWorkerOptions {
    * Default: `console.error`. Should not throw.
    */
   onError?: (err: unknown, jobs: Job[]) => void
+}
+
+/** What a bulk action on a search did. */
+export interface BulkCounts {
+  /** Jobs acted on. */
+  done: number
+  /** Jobs found that had left the action's states (or the queue) before it reached them. */
+  skipped: number
+}
+
+/**
+ * Options of `retryFound`, `deleteFound`, `cancelFound` and `bulkFound`: the search's filter
+ * (as `findJobs` takes it), and for `bulkFound` where it goes on.
+ */
+export interface BulkFoundOptions {
+  task?: string
+  group?: string
+  contains?: string
+  /** A state the action applies to; default: the action's own states. */
+  state?: 'delayed' | 'ready' | 'active' | 'dead' | 'completed'
+  /** `bulkFound` only: the cursor the previous page returned. */
+  cursor?: string | null
+}
+
+/** What a by-id bulk call did to one id. */
+export interface BulkItem {
+  id: string
+  /**
+   * `done`, `wrong_state` (the job is in a state the action does not apply to: `state`) or
+   * `unknown` (no such job).
+   */
+  outcome: 'done' | 'wrong_state' | 'unknown'
+  /** For `wrong_state`, the job's state. */
+  state: string | null
+}
+
+/** One page of a bulk action on a search (`bulkFound`). */
+export interface BulkPage {
+  done: number
+  skipped: number
+  /** Give it to the next `bulkFound` call (same action and filter); `null` when done. */
+  cursor: string | null
 }
 
 /** A page of a capped queue's groups (`groupsPage`) and the cursor of the next page. */
@@ -2021,6 +2104,12 @@ export interface NextEventOptions {
    * `null` or absent: no limit.
    */
   timeoutMs?: number | null
+}
+
+/** Options of `obliterate`. */
+export interface ObliterateOptions {
+  /** Even while workers are live (their running jobs are lost). Default false. */
+  force?: boolean
 }
 
 /** An item still queued in a group, as `peek` shows it. */

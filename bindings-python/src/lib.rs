@@ -56,6 +56,7 @@ use pyo3::prelude::*;
 
 pub mod acl;
 pub mod admin;
+pub mod bulk;
 pub mod capped;
 pub mod cli;
 pub mod client;

@@ -289,7 +289,7 @@ pub(crate) async fn dead(c: &Conn, queue: &str, action: Dead) -> Outcome {
 
 /// Asks on a terminal (`dead requeue-all`, `dead purge`, `delete`); refuses (exit 2) when stdin
 /// is not one and `--yes` was not given.
-fn confirm(yes: bool, question: &str) -> Outcome {
+pub(crate) fn confirm(yes: bool, question: &str) -> Outcome {
     if yes {
         return Ok(());
     }

@@ -21,6 +21,23 @@ pub(crate) struct Cli {
     pub(crate) command: Command,
 }
 
+/// `tideq search ... --retry|--delete|--cancel`: act on every job the search finds.
+#[derive(Args)]
+pub(crate) struct SearchAction {
+    /// Retry every dead job found (page by page; prints the counts).
+    #[arg(long, group = "bulk")]
+    pub(crate) retry: bool,
+    /// Delete every finished job found.
+    #[arg(long, group = "bulk")]
+    pub(crate) delete: bool,
+    /// Cancel every delayed, ready or active job found.
+    #[arg(long, group = "bulk")]
+    pub(crate) cancel: bool,
+    /// Do not ask for confirmation.
+    #[arg(long, short, requires = "bulk")]
+    pub(crate) yes: bool,
+}
+
 /// How to reach Redis, as the libraries take it.
 #[derive(Args)]
 pub(crate) struct Conn {
@@ -86,16 +103,28 @@ pub(crate) enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Cancel a job: a delayed or ready one is removed, a running one is asked to stop.
-    Cancel { queue: String, id: String },
+    /// Cancel jobs (one or up to 1000 ids): a delayed or ready one is removed, a running one is
+    /// asked to stop.
+    Cancel {
+        queue: String,
+        #[arg(required = true, num_args = 1..)]
+        ids: Vec<String>,
+    },
     /// Run a delayed job now (one waiting for its due time, a retry's backoff or a snooze).
     RunNow { queue: String, id: String },
-    /// Retry a dead job now: back to ready, its attempts reset (as `dead requeue`).
-    Retry { queue: String, id: String },
-    /// Delete a finished (dead or completed) job and everything kept for it.
+    /// Retry dead jobs now (one or up to 1000 ids): back to ready, their attempts reset (as
+    /// `dead requeue`).
+    Retry {
+        queue: String,
+        #[arg(required = true, num_args = 1..)]
+        ids: Vec<String>,
+    },
+    /// Delete finished (dead or completed) jobs (one or up to 1000 ids) and everything kept for
+    /// them.
     Delete {
         queue: String,
-        id: String,
+        #[arg(required = true, num_args = 1..)]
+        ids: Vec<String>,
         /// Do not ask for confirmation.
         #[arg(long, short)]
         yes: bool,
@@ -125,6 +154,42 @@ pub(crate) enum Command {
         limit: usize,
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        act: SearchAction,
+    },
+    // Bulk actions (bulk.rs).
+    /// Run every delayed job of the queue now (--all).
+    Promote {
+        queue: String,
+        /// Every delayed job (required: `run-now` runs one).
+        #[arg(long, required = true)]
+        all: bool,
+        /// Do not ask for confirmation.
+        #[arg(long, short)]
+        yes: bool,
+    },
+    /// Delete the completed or dead jobs that finished more than --older-than ago.
+    Clean {
+        queue: String,
+        /// completed or dead.
+        state: String,
+        /// How long ago at least: 30s, 15m, 1h, 7d (0: every one).
+        #[arg(long, value_name = "AGE", value_parser = crate::bulk::age)]
+        older_than: std::time::Duration,
+        /// Do not ask for confirmation.
+        #[arg(long, short)]
+        yes: bool,
+    },
+    /// Delete the queue: every key of every shard (jobs in every state and their data,
+    /// schedules, groups, history, settings). Refused while workers are live, unless --force.
+    Obliterate {
+        queue: String,
+        /// Even while workers are live (their running jobs are lost).
+        #[arg(long)]
+        force: bool,
+        /// Do not ask for confirmation (required when stdin is not a terminal).
+        #[arg(long, short)]
+        yes: bool,
     },
     /// Dead letters: list, requeue, purge.
     Dead {

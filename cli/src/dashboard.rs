@@ -34,6 +34,7 @@
 
 mod api;
 mod bridge;
+mod bulk;
 mod cache;
 mod health;
 mod mount;
@@ -78,6 +79,7 @@ const APP_JS: &str = concat!(
     include_str!("dashboard/app/overview.js"),
     include_str!("dashboard/app/queue.js"),
     include_str!("dashboard/app/settings.js"),
+    include_str!("dashboard/app/bulk.js"),
     include_str!("dashboard/app/capped.js"),
 );
 const STYLE_CSS: &str = include_str!("dashboard/style.css");
@@ -228,6 +230,11 @@ fn router(app: App) -> Router {
             "/queues/{q}/groups/{g}/{action}",
             post(settings::group_action),
         )
+        .route("/queues/{q}/bulk/{action}", post(bulk::by_ids))
+        .route("/queues/{q}/bulk-found/{action}", post(bulk::found))
+        .route("/queues/{q}/promote-all", post(bulk::promote_all))
+        .route("/queues/{q}/clean", post(bulk::clean))
+        .route("/queues/{q}/obliterate", post(bulk::obliterate))
         .route("/capped/{q}", get(api::capped))
         .fallback(|| async { error(StatusCode::NOT_FOUND, "no such API endpoint") });
     Router::new()

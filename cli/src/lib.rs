@@ -20,6 +20,7 @@ mod acl;
 mod admin;
 mod args;
 mod bench;
+mod bulk;
 mod capped;
 mod connect;
 mod control;
@@ -131,10 +132,10 @@ async fn run(cli: Cli) -> Outcome {
             payload,
             json,
         } => admin::job(c, &queue, &id, payload, json).await,
-        Command::Cancel { queue, id } => admin::cancel(c, &queue, &id).await,
+        Command::Cancel { queue, ids } => bulk::cancel(c, &queue, ids).await,
         Command::RunNow { queue, id } => admin::run_now(c, &queue, &id).await,
-        Command::Retry { queue, id } => admin::retry(c, &queue, &id).await,
-        Command::Delete { queue, id, yes } => admin::delete(c, &queue, &id, yes).await,
+        Command::Retry { queue, ids } => bulk::retry(c, &queue, ids).await,
+        Command::Delete { queue, ids, yes } => bulk::delete(c, &queue, ids, yes).await,
         Command::Search {
             queue,
             task,
@@ -144,10 +145,22 @@ async fn run(cli: Cli) -> Outcome {
             cursor,
             limit,
             json,
+            act,
         } => {
             let filter = admin::filter(task, group, state, contains)?;
-            admin::search(c, &queue, &filter, cursor, limit, json).await
+            match bulk::search_action(&act) {
+                Some(action) => bulk::found(c, &queue, action, &filter, cursor, act.yes).await,
+                None => admin::search(c, &queue, &filter, cursor, limit, json).await,
+            }
         }
+        Command::Promote { queue, all: _, yes } => bulk::promote_all(c, &queue, yes).await,
+        Command::Clean {
+            queue,
+            state,
+            older_than,
+            yes,
+        } => bulk::clean(c, &queue, &state, older_than, yes).await,
+        Command::Obliterate { queue, force, yes } => bulk::obliterate(c, &queue, force, yes).await,
         Command::Dead { queue, action } => admin::dead(c, &queue, action).await,
         Command::Pause { queue, group } => control::pause(c, &queue, group).await,
         Command::Resume { queue, group } => control::resume(c, &queue, group).await,

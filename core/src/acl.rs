@@ -174,11 +174,14 @@ impl Role {
             // (XREAD to wait, HSET of a named reader's place); stats (HMGET of the settings).
             // A cancelled flow job's outbox relayed (SET, LRANGE), its children cancelled a page
             // of their list at a time (LRANGE, LTRIM); children's results (HSCAN); a page of a
-            // parent's children (LLEN, LRANGE, HMGET). The queue's shard count (GET). Stats count
-            // the waiting flow jobs (HLEN).
+            // parent's children (LLEN, LRANGE, HMGET). The queue's shard count (GET). Bulk
+            // actions: clean (TIME, ZRANGE of the dead, LRANGE and HMGET of the completed),
+            // obliterate (HSET of the pause, SCAN for the queue's keys, UNLINK). Stats count the waiting
+            // flow jobs (HLEN).
             Role::Admin => &[
                 "zcard", "llen", "zcount", "hgetall", "hget", "hmget", "blmpop", "time", "hset",
-                "hdel", "del", "xread", "set", "lrange", "ltrim", "hscan", "get", "hlen",
+                "hdel", "del", "xread", "set", "lrange", "ltrim", "hscan", "get", "zrange", "scan",
+                "unlink", "hlen",
             ],
             // The queue's shard count, recorded by the first push (SET NX GET).
             Role::CappedProducer => &["set"],

@@ -80,7 +80,12 @@ impl Queue {
     /// `cancelled`. Dead or completed jobs are refused (`JOB_NOT_CANCELLABLE`); unknown ids give
     /// `JOB_NOT_FOUND`.
     pub async fn cancel(&self, id: &str) -> Result<()> {
-        self.op("cancel", async {
+        self.op("cancel", self.cancel_one(id)).await
+    }
+
+    /// [`cancel`](Self::cancel) without the operation's wrapper (the bulk actions' step).
+    pub(crate) async fn cancel_one(&self, id: &str) -> Result<()> {
+        {
             validate_job_id(id)?;
             let mut res: (String, u64) = ("missing".into(), 0);
             let mut hit = 0;
@@ -115,8 +120,7 @@ impl Queue {
                     ),
                 )),
             }
-        })
-        .await
+        }
     }
 
     /// Runs a delayed job now (one waiting for its due time, a retry's backoff or a snooze): it
@@ -150,7 +154,7 @@ impl Queue {
 
     /// Runs a one-job script (`ARGV[1]` the id) on the shards that may hold the job, until one
     /// knows it; its answer, or "missing".
-    async fn job_action(&self, script: &LuaScript, id: &str) -> Result<String> {
+    pub(crate) async fn job_action(&self, script: &LuaScript, id: &str) -> Result<String> {
         validate_job_id(id)?;
         let mut res = String::from("missing");
         for shard in self.shards_to_search(id) {
@@ -189,7 +193,7 @@ impl Queue {
     }
 
     /// Requeues or purges dead jobs: `id`, or all of them (in calls of at most 1000).
-    async fn dead_op(&self, script: &LuaScript, id: Option<&str>) -> Result<u64> {
+    pub(crate) async fn dead_op(&self, script: &LuaScript, id: Option<&str>) -> Result<u64> {
         if let Some(id) = id {
             validate_job_id(id)?;
         }

@@ -140,7 +140,7 @@ impl Client {
     }
 
     /// Every key matching `pattern`: SCAN on the server, or on each primary of a cluster.
-    async fn scan_keys(&self, pattern: &str) -> Result<Vec<String>> {
+    pub(crate) async fn scan_keys(&self, pattern: &str) -> Result<Vec<String>> {
         let mut conn = self.conn().await?;
         let mut out = Vec::new();
         match &mut conn {

@@ -73,6 +73,7 @@ mod admin;
 #[doc(hidden)]
 pub mod alloc;
 mod background;
+mod bulk;
 pub mod capped;
 pub mod client;
 pub mod config;
@@ -90,6 +91,7 @@ pub mod keys;
 mod lease;
 mod listing;
 pub mod metrics;
+mod obliterate;
 pub mod otel;
 mod outcome;
 mod registry;
@@ -110,6 +112,7 @@ pub mod workflow;
 /// itself, with the host's traceback, filters this target out).
 pub const HANDLER_LOG_TARGET: &str = "tideq::handler";
 
+pub use bulk::{BulkAction, BulkCounts, BulkItem, BulkOutcome, BulkPage, MAX_BULK_IDS};
 pub use capped::{Batch, CappedGroupPage, CappedOptions, CappedQueue, CappedStats, Peeked};
 pub use client::{Client, ServerInfo};
 pub use config::{Config, EvictionCheck};

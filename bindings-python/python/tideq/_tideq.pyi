@@ -135,6 +135,20 @@ class _EnqueueOptions(TypedDict, total=False):
 
 _JobItem = Union[_BytesLike, tuple[_BytesLike, _EnqueueOptions]]
 
+class _BulkItem(TypedDict):
+    id: str
+    outcome: Literal["done", "wrong_state", "unknown"]
+    state: Optional[str]
+
+class _BulkCounts(TypedDict):
+    done: int
+    skipped: int
+
+class _BulkPage(TypedDict):
+    done: int
+    skipped: int
+    cursor: Optional[str]
+
 class TideqError(Exception):
     """Base class of every tideq error.
 
@@ -1633,6 +1647,72 @@ class Queue:
         """Requeue every dead job; returns how many."""
     def purge(self) -> int:
         """Delete every dead job; returns how many."""
+    def retry_jobs(self, ids: Sequence[str]) -> list[_BulkItem]:
+        """Retry the dead jobs of ``ids`` (at most 1000): each back to ready, attempts reset.
+
+        Returns, per id in order, ``{"id", "outcome", "state"}``: outcome ``"done"``,
+        ``"wrong_state"`` (``state`` names the job's state) or ``"unknown"``. More than 1000 ids
+        or an invalid one: ``InvalidArgumentError``, nothing done."""
+    def delete_jobs(self, ids: Sequence[str]) -> list[_BulkItem]:
+        """Delete the finished (dead or completed) jobs of ``ids`` (at most 1000) and all kept for
+        them; per id, what happened (as ``retry_jobs``)."""
+    def cancel_jobs(self, ids: Sequence[str]) -> list[_BulkItem]:
+        """Cancel the delayed, ready or active jobs of ``ids`` (at most 1000); per id, what
+        happened (as ``retry_jobs``)."""
+    def bulk_found(
+        self,
+        action: Literal["retry", "delete", "cancel", "promote"],
+        *,
+        task: Optional[str] = None,
+        group: Optional[str] = None,
+        state: Optional[str] = None,
+        contains: Optional[str] = None,
+        cursor: Optional[str] = None,
+    ) -> _BulkPage:
+        """One page of ``action`` (``"retry"``, ``"delete"``, ``"cancel"`` or ``"promote"``) on the
+        jobs a search finds (the filter of ``find_jobs``).
+
+        Returns ``{"done", "skipped", "cursor"}``: pass ``cursor`` to the next call; None when
+        the search is over. A state the action does not apply to is ``InvalidArgumentError``."""
+    def retry_found(
+        self,
+        *,
+        task: Optional[str] = None,
+        group: Optional[str] = None,
+        contains: Optional[str] = None,
+    ) -> _BulkCounts:
+        """Retry every dead job a search finds, a page at a time; returns ``{"done", "skipped"}``."""
+    def delete_found(
+        self,
+        *,
+        task: Optional[str] = None,
+        group: Optional[str] = None,
+        state: Optional[str] = None,
+        contains: Optional[str] = None,
+    ) -> _BulkCounts:
+        """Delete every finished job a search finds (``state``: ``"dead"``, ``"completed"`` or
+        None for both), a page at a time; returns ``{"done", "skipped"}``."""
+    def cancel_found(
+        self,
+        *,
+        task: Optional[str] = None,
+        group: Optional[str] = None,
+        state: Optional[str] = None,
+        contains: Optional[str] = None,
+    ) -> _BulkCounts:
+        """Cancel every delayed, ready or active job a search finds, a page at a time; returns
+        ``{"done", "skipped"}``."""
+    def promote_all(self) -> int:
+        """Run every delayed job now; returns how many."""
+    def clean(self, state: Literal["completed", "dead"], older_than: _Seconds) -> int:
+        """Delete the ``"completed"`` or ``"dead"`` jobs that finished more than ``older_than``
+        seconds ago (by the Redis clock), in calls of 1000; returns how many."""
+    def obliterate(self, *, force: bool = False) -> int:
+        """Delete the queue: every key of every shard (jobs, data, schedules, groups, history,
+        settings); returns how many keys.
+
+        Refused (``InvalidArgumentError``, nothing written) while workers are live, unless
+        ``force``. Enqueues during the call are refused; afterwards they start a fresh queue."""
     def stats(self) -> JobStats:
         """Jobs per state and lifetime counters."""
     def work(
@@ -2466,6 +2546,72 @@ class AsyncQueue:
         """Requeue every dead job; returns how many."""
     def purge(self) -> Coroutine[Any, Any, int]:
         """Delete every dead job; returns how many."""
+    def retry_jobs(self, ids: Sequence[str]) -> Coroutine[Any, Any, list[_BulkItem]]:
+        """Retry the dead jobs of ``ids`` (at most 1000): each back to ready, attempts reset.
+
+        Returns, per id in order, ``{"id", "outcome", "state"}``: outcome ``"done"``,
+        ``"wrong_state"`` (``state`` names the job's state) or ``"unknown"``. More than 1000 ids
+        or an invalid one: ``InvalidArgumentError``, nothing done."""
+    def delete_jobs(self, ids: Sequence[str]) -> Coroutine[Any, Any, list[_BulkItem]]:
+        """Delete the finished (dead or completed) jobs of ``ids`` (at most 1000) and all kept for
+        them; per id, what happened (as ``retry_jobs``)."""
+    def cancel_jobs(self, ids: Sequence[str]) -> Coroutine[Any, Any, list[_BulkItem]]:
+        """Cancel the delayed, ready or active jobs of ``ids`` (at most 1000); per id, what
+        happened (as ``retry_jobs``)."""
+    def bulk_found(
+        self,
+        action: Literal["retry", "delete", "cancel", "promote"],
+        *,
+        task: Optional[str] = None,
+        group: Optional[str] = None,
+        state: Optional[str] = None,
+        contains: Optional[str] = None,
+        cursor: Optional[str] = None,
+    ) -> Coroutine[Any, Any, _BulkPage]:
+        """One page of ``action`` (``"retry"``, ``"delete"``, ``"cancel"`` or ``"promote"``) on the
+        jobs a search finds (the filter of ``find_jobs``).
+
+        Returns ``{"done", "skipped", "cursor"}``: pass ``cursor`` to the next call; None when
+        the search is over. A state the action does not apply to is ``InvalidArgumentError``."""
+    def retry_found(
+        self,
+        *,
+        task: Optional[str] = None,
+        group: Optional[str] = None,
+        contains: Optional[str] = None,
+    ) -> Coroutine[Any, Any, _BulkCounts]:
+        """Retry every dead job a search finds, a page at a time; returns ``{"done", "skipped"}``."""
+    def delete_found(
+        self,
+        *,
+        task: Optional[str] = None,
+        group: Optional[str] = None,
+        state: Optional[str] = None,
+        contains: Optional[str] = None,
+    ) -> Coroutine[Any, Any, _BulkCounts]:
+        """Delete every finished job a search finds (``state``: ``"dead"``, ``"completed"`` or
+        None for both), a page at a time; returns ``{"done", "skipped"}``."""
+    def cancel_found(
+        self,
+        *,
+        task: Optional[str] = None,
+        group: Optional[str] = None,
+        state: Optional[str] = None,
+        contains: Optional[str] = None,
+    ) -> Coroutine[Any, Any, _BulkCounts]:
+        """Cancel every delayed, ready or active job a search finds, a page at a time; returns
+        ``{"done", "skipped"}``."""
+    def promote_all(self) -> Coroutine[Any, Any, int]:
+        """Run every delayed job now; returns how many."""
+    def clean(self, state: Literal["completed", "dead"], older_than: _Seconds) -> Coroutine[Any, Any, int]:
+        """Delete the ``"completed"`` or ``"dead"`` jobs that finished more than ``older_than``
+        seconds ago (by the Redis clock), in calls of 1000; returns how many."""
+    def obliterate(self, *, force: bool = False) -> Coroutine[Any, Any, int]:
+        """Delete the queue: every key of every shard (jobs, data, schedules, groups, history,
+        settings); returns how many keys.
+
+        Refused (``InvalidArgumentError``, nothing written) while workers are live, unless
+        ``force``. Enqueues during the call are refused; afterwards they start a fresh queue."""
     def stats(self) -> Coroutine[Any, Any, JobStats]:
         """Jobs per state and lifetime counters."""
     def work(

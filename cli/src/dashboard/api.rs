@@ -67,7 +67,7 @@ pub fn job_rows(jobs: &[tideq::JobInfo]) -> Value {
     )
 }
 
-fn ok(v: Value) -> Answer {
+pub(super) fn ok(v: Value) -> Answer {
     Ok(json_response(StatusCode::OK, v))
 }
 
@@ -77,7 +77,7 @@ pub(super) fn path<T>(p: Result<Path<T>, PathRejection>) -> Result<T, ApiError> 
 }
 
 /// The query string's parameters (percent-decoded; the last of a repeated one wins).
-fn params(q: Option<String>) -> HashMap<String, String> {
+pub(super) fn params(q: Option<String>) -> HashMap<String, String> {
     form_urlencoded::parse(q.unwrap_or_default().as_bytes())
         .into_owned()
         .collect()

@@ -33,7 +33,8 @@
   the id of the job the dedup key names (nothing created; for debounce, that job's payload and due
   time were replaced), -1 debounce: the key names another job than expected (read it again),
   -2 debounce: the expected job has started, send a new id; -3 (every job) the schedule guard
-  failed (nothing written). ]]
+  failed (nothing written). An error while the queue is being obliterated (cfg "obliterating"):
+  nothing written. ]]
 --#include lib/chunked.lua
 --#include lib/base.lua
 --#include lib/meta.lua
@@ -44,6 +45,9 @@
 --#include lib/control.lua
 --#include lib/history.lua
 --#K
+if redis.call('HEXISTS', K.cfg, 'obliterating') == 1 then
+  return redis.error_reply('tideq: the queue is being obliterated; enqueue again once it is done')
+end
 local W, B = 9, 4
 local now = now_ms()
 local nows = tostring(now)

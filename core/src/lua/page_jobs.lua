@@ -120,7 +120,9 @@ local function list_after(key, after)
   local from = 0
   local hint, id = string.match(after, '^(%d+)|(.*)$')
   -- A job no longer waiting was taken, and with it every job before it: go on from the front.
-  if hint and waiting(id) then
+  -- A cancelled one (its data gone) may still be there, its entry left for the fetches to drop
+  -- (a ghost): go on after it, or the walk would start again from the front for ever.
+  if hint and (waiting(id) or redis.call('HEXISTS', K.meta, id) == 0) then
     local at = find(key, id, tonumber(hint), true)
     if at then from = at + 1 end
   end

@@ -24,6 +24,7 @@
         h('div', { id: 'dead-actions', class: 'bar', hidden: true },
           readOnly() ? null : h('button', { id: 'requeue-all', type: 'button', onclick: requeueAll }, 'Requeue all'),
           readOnly() ? null : h('button', { id: 'purge', type: 'button', class: 'danger', onclick: purge }, 'Purge')),
+        bulkBar(name),
         h('div', { id: 'jobs-wrap' }),
         h('div', { class: 'bar pager' },
           h('button', { id: 'prev', type: 'button', onclick: () => page(-1) }, '← Prev'),
@@ -186,6 +187,7 @@
     fill($('#page-info'), got.jobs.length || state.pages.length > 1 ? `page ${state.pages.length}` : '');
     if ($('#prev')) $('#prev').disabled = state.pages.length < 2;
     if ($('#next')) $('#next').disabled = !got.cursor;
+    bulkRows();
   }
 
   /** A job's arguments in a list: the first characters the API sent (the job's page has them
@@ -414,6 +416,7 @@
             h('td', { class: 'when' }, when(j.enqueued_at)), argsCell(j),
             h('td', { class: 'err', title: j.last_error || '' }, j.last_error ? j.last_error.slice(0, 120) : '')))))
         : null);
+    bulkFound(el, s);
   }
 
   /** A flow parent's children (the first page the API gave), each linked to its job. */

@@ -1,0 +1,680 @@
+//! Bulk actions (by ids, by a search, queue-wide) and obliterate, against a real redis-server:
+//! what each does, its refusals (nothing written), and their cost at 100,000 jobs (SLOWLOG).
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use common::jobs::*;
+use common::{scale, unique, RedisServer};
+use tideq::{
+    BulkAction, BulkOutcome, Client, EnqueueOptions, Every, Job, JobFilter, JobState, Queue,
+    QueueOptions, WorkerOptions, MAX_BULK_IDS,
+};
+
+const LONG: Duration = Duration::from_secs(60);
+
+fn ids(names: &[&str]) -> Vec<String> {
+    names.iter().map(|s| s.to_string()).collect()
+}
+
+fn once(s: &str) -> EnqueueOptions {
+    EnqueueOptions {
+        max_attempts: Some(1),
+        ..id(s)
+    }
+}
+
+fn later(s: &str) -> EnqueueOptions {
+    EnqueueOptions {
+        delay: Some(Duration::from_secs(3600)),
+        ..id(s)
+    }
+}
+
+/// Every key of the server with its type and a digest of its content.
+fn snapshot(server: &RedisServer) -> Vec<(String, String)> {
+    let mut c = server.conn();
+    let mut keys: Vec<String> = redis::cmd("KEYS").arg("*").query(&mut c).unwrap();
+    keys.sort();
+    keys.into_iter()
+        .map(|k| {
+            let dump: Option<Vec<u8>> = redis::cmd("DUMP").arg(&k).query(&mut c).unwrap();
+            (k, format!("{:?}", dump.map(|d| d.len())))
+        })
+        .collect()
+}
+
+fn keys_matching(server: &RedisServer, pattern: &str) -> Vec<String> {
+    let mut c = server.conn();
+    let mut out = Vec::new();
+    let mut cursor = 0u64;
+    loop {
+        let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
+            .arg(cursor)
+            .arg("MATCH")
+            .arg(pattern)
+            .arg("COUNT")
+            .arg(1000)
+            .query(&mut c)
+            .unwrap();
+        out.extend(keys);
+        cursor = next;
+        if cursor == 0 {
+            return out;
+        }
+    }
+}
+
+/// Dead jobs `names` (one attempt each, failed).
+async fn kill(q: &Queue, names: &[&str]) {
+    for n in names {
+        q.enqueue(b"x", once(n)).await.unwrap();
+        let job = q.lease_jobs(1, LONG).await.unwrap().remove(0);
+        assert!(q.fail(&job, "boom").await.unwrap());
+    }
+}
+
+/// Completed jobs `names`.
+async fn finish(q: &Queue, names: &[&str]) {
+    for n in names {
+        q.enqueue(b"x", id(n)).await.unwrap();
+        let job = q.lease_jobs(1, LONG).await.unwrap().remove(0);
+        q.complete(&job).await.unwrap();
+    }
+}
+
+async fn state(q: &Queue, id: &str) -> Option<JobState> {
+    q.get(id).await.unwrap().map(|j| j.state)
+}
+
+/// `n` jobs with payload `<tag>-<i>` run by a worker that fails them all (one attempt each):
+/// they end dead.
+async fn dead_many(q: &Queue, tag: &str, n: usize) {
+    let jobs: Vec<(Vec<u8>, EnqueueOptions)> = (0..n)
+        .map(|i| {
+            (
+                format!("{tag}-{i}").into_bytes(),
+                EnqueueOptions {
+                    max_attempts: Some(1),
+                    ..Default::default()
+                },
+            )
+        })
+        .collect();
+    for part in jobs.chunks(10_000) {
+        q.enqueue_many(part).await.unwrap();
+    }
+    let w = q
+        .work(
+            WorkerOptions {
+                concurrency: 64,
+                ..drained()
+            },
+            |_j: Job| async { Err::<(), String>("no".into()) },
+        )
+        .unwrap();
+    w.join().await;
+}
+
+#[tokio::test]
+async fn retry_jobs_requeues_the_dead_ids_and_reports_each_other_id_as_wrong_state_or_unknown() {
+    let server = RedisServer::start();
+    let q = queue(&server.url);
+    kill(&q, &["d1", "d2"]).await;
+    finish(&q, &["c1"]).await;
+    q.enqueue(b"x", id("r1")).await.unwrap();
+    let got = q
+        .retry_jobs(&ids(&["d1", "c1", "nope", "d2", "r1"]))
+        .await
+        .unwrap();
+    let outcomes: Vec<(&str, BulkOutcome, Option<JobState>)> = got
+        .iter()
+        .map(|i| (i.id.as_str(), i.outcome, i.state))
+        .collect();
+    assert_eq!(
+        outcomes,
+        [
+            ("d1", BulkOutcome::Done, None),
+            ("c1", BulkOutcome::WrongState, Some(JobState::Completed)),
+            ("nope", BulkOutcome::Unknown, None),
+            ("d2", BulkOutcome::Done, None),
+            ("r1", BulkOutcome::WrongState, Some(JobState::Ready)),
+        ]
+    );
+    let d1 = q.get("d1").await.unwrap().unwrap();
+    assert_eq!((d1.state, d1.attempts), (JobState::Ready, 0));
+    assert_eq!(q.stats().await.unwrap().dead, 0);
+}
+
+#[tokio::test]
+async fn delete_jobs_deletes_finished_ids_and_leaves_pending_ones() {
+    let server = RedisServer::start();
+    let q = queue(&server.url);
+    kill(&q, &["d1"]).await;
+    finish(&q, &["c1"]).await;
+    q.enqueue(b"x", later("l1")).await.unwrap();
+    let got = q
+        .delete_jobs(&ids(&["d1", "c1", "l1", "gone"]))
+        .await
+        .unwrap();
+    let outcomes: Vec<BulkOutcome> = got.iter().map(|i| i.outcome).collect();
+    use BulkOutcome::*;
+    assert_eq!(outcomes, [Done, Done, WrongState, Unknown]);
+    assert_eq!(got[2].state, Some(JobState::Delayed));
+    assert_eq!(state(&q, "d1").await, None);
+    assert_eq!(state(&q, "c1").await, None);
+    assert_eq!(state(&q, "l1").await, Some(JobState::Delayed));
+}
+
+#[tokio::test]
+async fn cancel_jobs_cancels_pending_ids_and_reports_finished_ones() {
+    let server = RedisServer::start();
+    let q = queue(&server.url);
+    finish(&q, &["c1"]).await;
+    q.enqueue(b"x", id("r1")).await.unwrap();
+    q.enqueue(b"x", later("l1")).await.unwrap();
+    let got = q.cancel_jobs(&ids(&["r1", "l1", "c1", "x"])).await.unwrap();
+    let outcomes: Vec<BulkOutcome> = got.iter().map(|i| i.outcome).collect();
+    use BulkOutcome::*;
+    assert_eq!(outcomes, [Done, Done, WrongState, Unknown]);
+    let s = q.stats().await.unwrap();
+    assert_eq!((s.ready, s.delayed, s.cancelled), (0, 0, 2));
+}
+
+#[tokio::test]
+async fn more_than_1000_ids_or_an_invalid_id_is_refused_and_writes_nothing() {
+    let server = RedisServer::start();
+    let q = queue(&server.url);
+    kill(&q, &["d1"]).await;
+    let before = snapshot(&server);
+    let mut many: Vec<String> = (0..MAX_BULK_IDS).map(|i| format!("j{i}")).collect();
+    many.push("d1".into());
+    for call in [
+        q.retry_jobs(&many).await,
+        q.delete_jobs(&many).await,
+        q.cancel_jobs(&many).await,
+        q.retry_jobs(&ids(&["d1", ""])).await,
+    ] {
+        let err = call.unwrap_err();
+        assert_eq!(err.code(), "INVALID_ARGUMENT", "{err}");
+    }
+    assert_eq!(snapshot(&server), before);
+    assert_eq!(state(&q, "d1").await, Some(JobState::Dead));
+}
+
+#[tokio::test]
+async fn a_search_action_on_a_state_it_does_not_apply_to_is_refused_and_writes_nothing() {
+    let server = RedisServer::start();
+    let q = queue(&server.url);
+    kill(&q, &["d1"]).await;
+    q.enqueue(b"x", id("r1")).await.unwrap();
+    let before = snapshot(&server);
+    for (action, state) in [
+        (BulkAction::Retry, JobState::Ready),
+        (BulkAction::Delete, JobState::Ready),
+        (BulkAction::Cancel, JobState::Dead),
+    ] {
+        let filter = JobFilter {
+            state: Some(state),
+            ..Default::default()
+        };
+        let err = q.bulk_found(action, &filter, None).await.unwrap_err();
+        assert_eq!(err.code(), "INVALID_ARGUMENT", "{err}");
+    }
+    let err = q
+        .bulk_found(BulkAction::Retry, &JobFilter::default(), Some("bogus"))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "INVALID_ARGUMENT", "{err}");
+    assert_eq!(snapshot(&server), before);
+}
+
+#[tokio::test]
+async fn retry_found_retries_every_dead_job_the_search_finds_a_page_at_a_time() {
+    let server = RedisServer::start();
+    let q = queue_with(
+        &server.url,
+        QueueOptions {
+            keep_dead: None,
+            ..Default::default()
+        },
+    );
+    dead_many(&q, "order", 2500).await;
+    dead_many(&q, "other", 500).await;
+    assert_eq!(q.stats().await.unwrap().dead, 3000);
+    // By hand, page by page: each call does one page and gives the cursor on.
+    let filter = JobFilter {
+        contains: Some("order-1".into()),
+        ..Default::default()
+    };
+    let (mut cursor, mut done, mut calls) = (None::<String>, 0, 0);
+    loop {
+        let page = q
+            .bulk_found(BulkAction::Retry, &filter, cursor.as_deref())
+            .await
+            .unwrap();
+        done += page.done;
+        calls += 1;
+        match page.cursor {
+            Some(c) => cursor = Some(c),
+            None => break,
+        }
+    }
+    // order-1, order-10..19, order-100..199, order-1000..1999
+    assert_eq!(done, 1 + 10 + 100 + 1000);
+    assert!(calls >= 2, "{calls} calls");
+    // The convenience call: the rest of the orders.
+    let all = JobFilter {
+        contains: Some("order-".into()),
+        ..Default::default()
+    };
+    let counts = q.retry_found(&all).await.unwrap();
+    assert_eq!(counts.done, 2500 - 1111);
+    let s = q.stats().await.unwrap();
+    assert_eq!((s.dead, s.ready), (500, 2500));
+}
+
+#[tokio::test]
+async fn delete_found_deletes_every_completed_job_past_the_first_page() {
+    let server = RedisServer::start();
+    let q = queue_with(
+        &server.url,
+        QueueOptions {
+            keep_completed: 10_000,
+            ..Default::default()
+        },
+    );
+    let jobs: Vec<(Vec<u8>, EnqueueOptions)> = (0..2500)
+        .map(|i| (format!("p-{i}").into_bytes(), EnqueueOptions::default()))
+        .collect();
+    q.enqueue_many(&jobs).await.unwrap();
+    assert_eq!(drain_noop_keep(&q).await, 2500);
+    let counts = q
+        .delete_found(&JobFilter {
+            state: Some(JobState::Completed),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(counts.done, 2500);
+    assert!(q.jobs(JobState::Completed, 0, 10).await.unwrap().is_empty());
+}
+
+async fn drain_noop_keep(q: &Queue) -> u64 {
+    common::drain_noop(q).await
+}
+
+#[tokio::test]
+async fn promote_all_runs_every_delayed_job_of_every_shard_now() {
+    let server = RedisServer::start();
+    let q = Queue::sharded(
+        &Client::open(&server.url).unwrap(),
+        &unique("jq"),
+        3,
+        Default::default(),
+    )
+    .unwrap();
+    let jobs: Vec<(Vec<u8>, EnqueueOptions)> = (0..1500)
+        .map(|i| {
+            (
+                format!("{i}").into_bytes(),
+                EnqueueOptions {
+                    delay: Some(Duration::from_secs(3600)),
+                    ..Default::default()
+                },
+            )
+        })
+        .collect();
+    q.enqueue_many(&jobs).await.unwrap();
+    assert_eq!(q.promote_all().await.unwrap(), 1500);
+    let s = q.stats().await.unwrap();
+    assert_eq!((s.delayed, s.ready), (0, 1500));
+}
+
+#[tokio::test]
+async fn clean_deletes_only_the_jobs_that_finished_before_the_time_given() {
+    let server = RedisServer::start();
+    let q = queue(&server.url);
+    kill(&q, &["d-old"]).await;
+    finish(&q, &["c-old"]).await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    kill(&q, &["d-new"]).await;
+    finish(&q, &["c-new"]).await;
+    let hour = Duration::from_secs(3600);
+    assert_eq!(q.clean(JobState::Completed, hour).await.unwrap(), 0);
+    let sec = Duration::from_secs(1);
+    assert_eq!(q.clean(JobState::Completed, sec).await.unwrap(), 1);
+    assert_eq!(q.clean(JobState::Dead, sec).await.unwrap(), 1);
+    assert_eq!(state(&q, "c-old").await, None);
+    assert_eq!(state(&q, "d-old").await, None);
+    assert_eq!(state(&q, "c-new").await, Some(JobState::Completed));
+    assert_eq!(state(&q, "d-new").await, Some(JobState::Dead));
+    assert_eq!(q.clean(JobState::Dead, Duration::ZERO).await.unwrap(), 1);
+}
+
+#[tokio::test]
+async fn clean_of_a_pending_state_or_a_page_over_1000_is_refused_and_writes_nothing() {
+    let server = RedisServer::start();
+    let q = queue(&server.url);
+    finish(&q, &["c1"]).await;
+    let before = snapshot(&server);
+    for state in [JobState::Ready, JobState::Delayed, JobState::Active] {
+        let err = q.clean(state, Duration::ZERO).await.unwrap_err();
+        assert_eq!(err.code(), "INVALID_ARGUMENT", "{err}");
+    }
+    let err = q
+        .clean_page(JobState::Completed, Duration::ZERO, 1001)
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "INVALID_ARGUMENT", "{err}");
+    assert_eq!(snapshot(&server), before);
+}
+
+/// A neighbour whose name and prefix look like `name`'s, with a job in every state.
+async fn neighbour(server: &RedisServer, name: &str) -> Queue {
+    let q = Queue::new(
+        &Client::open(&server.url).unwrap(),
+        &format!("{name}2"),
+        Default::default(),
+    )
+    .unwrap();
+    kill(&q, &["nd"]).await;
+    finish(&q, &["nc"]).await;
+    q.enqueue(b"x", id("nr")).await.unwrap();
+    q
+}
+
+#[tokio::test]
+async fn obliterate_is_refused_while_a_worker_is_live_and_done_with_force() {
+    let server = RedisServer::start();
+    let name = unique("ob");
+    let q = Queue::new(
+        &Client::open(&server.url).unwrap(),
+        &name,
+        Default::default(),
+    )
+    .unwrap();
+    q.enqueue(b"x", later("l1")).await.unwrap();
+    let w = q
+        .work(WorkerOptions::default(), |_j: Job| async {
+            Ok::<(), String>(())
+        })
+        .unwrap();
+    assert!(
+        wait_for(Duration::from_secs(10), || async {
+            !q.workers().await.unwrap().is_empty()
+        })
+        .await
+    );
+    let err = q.obliterate(false).await.unwrap_err();
+    assert_eq!(err.code(), "INVALID_ARGUMENT", "{err}");
+    assert!(err.to_string().contains("live"), "{err}");
+    // Nothing written: the job is there, the queue not paused.
+    assert_eq!(state(&q, "l1").await, Some(JobState::Delayed));
+    assert!(!q.stats().await.unwrap().paused);
+    assert!(q.obliterate(true).await.unwrap() > 0);
+    assert_eq!(state(&q, "l1").await, None);
+    w.stop();
+    w.join().await;
+    q.obliterate(false).await.unwrap();
+    assert!(keys_matching(&server, &format!("tideq:{{{name}*")).is_empty());
+}
+
+#[tokio::test]
+async fn a_running_job_s_ack_after_a_forced_obliterate_brings_no_data_back() {
+    let server = RedisServer::start();
+    let name = unique("ob");
+    let q = Queue::new(
+        &Client::open(&server.url).unwrap(),
+        &name,
+        Default::default(),
+    )
+    .unwrap();
+    q.enqueue(b"x", id("running")).await.unwrap();
+    let job = q.lease_jobs(1, LONG).await.unwrap().remove(0);
+    q.obliterate(true).await.unwrap();
+    // Its holder's complete and fail find no job: nothing of it is written back.
+    let _ = q.complete_with_result(&job, b"\"ok\"").await;
+    let _ = q.fail(&job, "boom").await;
+    assert_eq!(state(&q, "running").await, None);
+    for k in keys_matching(&server, &format!("tideq:{{{name}*")) {
+        let kind = k.rsplit("}:").next().unwrap();
+        assert!(
+            !["jobs", "meta", "results", "errors", "active", "done", "dead"].contains(&kind),
+            "{k} came back"
+        );
+    }
+}
+
+#[tokio::test]
+async fn an_enqueue_racing_an_obliterate_is_deleted_whole_refused_or_kept_whole() {
+    let server = RedisServer::start();
+    let name = unique("ob");
+    let client = Client::open(&server.url).unwrap();
+    let q = Queue::new(&client, &name, Default::default()).unwrap();
+    let jobs: Vec<(Vec<u8>, EnqueueOptions)> = (0..5000)
+        .map(|i| (format!("{i}").into_bytes(), EnqueueOptions::default()))
+        .collect();
+    q.enqueue_many(&jobs).await.unwrap();
+    let producer = {
+        let q = Queue::new(&client, &name, Default::default()).unwrap();
+        tokio::spawn(async move {
+            let mut refused = 0;
+            for i in 0..300 {
+                if let Err(e) = q.enqueue(b"late", id(&format!("late-{i}"))).await {
+                    assert!(e.to_string().contains("obliterated"), "{e}");
+                    refused += 1;
+                }
+            }
+            refused
+        })
+    };
+    q.obliterate(false).await.unwrap();
+    producer.await.unwrap();
+    // Whatever is left is whole: every listed job has its data, and every job with data is
+    // listed ready; the queue is not left paused.
+    let s = q.stats().await.unwrap();
+    assert!(!s.paused);
+    let mut c = server.conn();
+    let base = format!("tideq:{{{name}}}:");
+    let data: BTreeSet<String> = redis::cmd("HKEYS")
+        .arg(format!("{base}jobs"))
+        .query(&mut c)
+        .unwrap();
+    let meta: BTreeSet<String> = redis::cmd("HKEYS")
+        .arg(format!("{base}meta"))
+        .query(&mut c)
+        .unwrap();
+    let ready: Vec<String> = redis::cmd("LRANGE")
+        .arg(format!("{base}ready"))
+        .arg(0)
+        .arg(-1)
+        .query(&mut c)
+        .unwrap();
+    let ready: BTreeSet<String> = ready.into_iter().collect();
+    assert_eq!(data, meta);
+    assert_eq!(data, ready);
+    assert_eq!(s.ready as usize, ready.len());
+    assert!(data.iter().all(|id| id.starts_with("late-")), "{data:?}");
+}
+
+/// At scale: a queue of 100,000 jobs (ready, delayed, dead, completed, grouped, a schedule) and a
+/// 3-shard queue are deleted to their last key, no call over 10 ms, a neighbour left whole.
+#[tokio::test]
+async fn obliterate_of_100000_jobs_and_of_a_3_shard_queue_leaves_no_key_and_no_call_over_10ms() {
+    let _one = scale::one_at_a_time().await;
+    let server = scale::server();
+    let client = Client::open(&server.url).unwrap();
+    let name = unique("big");
+    let opts = QueueOptions {
+        keep_completed: 100_000,
+        keep_dead: None,
+        max_attempts: 1,
+        ..Default::default()
+    };
+    let q = Queue::new(&client, &name, opts.clone()).unwrap();
+    let n = neighbour(&server, &name).await;
+    let sharded = Queue::sharded(&client, &format!("{name}s"), 3, opts.clone()).unwrap();
+    let mut all = Vec::new();
+    for i in 0..100_000 {
+        let o = match i % 10 {
+            0..=2 => EnqueueOptions {
+                delay: Some(Duration::from_secs(3600)),
+                ..Default::default()
+            },
+            3..=4 => EnqueueOptions {
+                group: Some(format!("g{}", i % 500)),
+                ..Default::default()
+            },
+            5 => EnqueueOptions {
+                priority: Some(3),
+                ..Default::default()
+            },
+            _ => EnqueueOptions::default(),
+        };
+        all.push((format!("{i}").into_bytes(), o));
+    }
+    for part in all.chunks(10_000) {
+        q.enqueue_many(part).await.unwrap();
+        sharded.enqueue_many(&part[..1000]).await.unwrap();
+    }
+    // Some finish: completed and dead.
+    let w = q
+        .work(
+            WorkerOptions {
+                concurrency: 64,
+                max_jobs: Some(20_000),
+                ..drained()
+            },
+            |j: Job| async move {
+                if j.payload.ends_with(b"7") {
+                    Err("no".to_string())
+                } else {
+                    Ok(())
+                }
+            },
+        )
+        .unwrap();
+    w.join().await;
+    q.upsert_schedule(
+        "tick",
+        Every::interval(Duration::from_secs(3600)),
+        b"s",
+        Default::default(),
+    )
+    .await
+    .unwrap();
+    let s = q.stats().await.unwrap();
+    assert!(
+        s.delayed > 0 && s.ready > 0 && s.dead > 0 && s.completed > 0,
+        "{s:?}"
+    );
+    let neighbour_before: Vec<_> = snapshot(&server)
+        .into_iter()
+        .filter(|(k, _)| k.contains(&format!("{{{name}2}}")))
+        .collect();
+    assert!(!neighbour_before.is_empty());
+    scale::slowlog_from_now(&server, 10_000);
+    assert!(q.obliterate(false).await.unwrap() > 10);
+    assert!(sharded.obliterate(false).await.unwrap() > 3);
+    let slow = scale::slow_calls(&server, 10_000);
+    assert!(slow.is_empty(), "{slow:?}");
+    assert_eq!(
+        keys_matching(&server, &format!("tideq:{{{name}}}*")),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        keys_matching(&server, &format!("tideq:{{{name}s*")),
+        Vec::<String>::new()
+    );
+    let neighbour_after: Vec<_> = snapshot(&server)
+        .into_iter()
+        .filter(|(k, _)| k.contains(&format!("{{{name}2}}")))
+        .collect();
+    assert_eq!(neighbour_after, neighbour_before);
+    assert_eq!(state(&n, "nr").await, Some(JobState::Ready));
+    assert_eq!(q.stats().await.unwrap(), Default::default());
+}
+
+/// At scale: cleaning 100,000 completed jobs is done in calls of bounded size (none over 10 ms).
+#[tokio::test]
+async fn clean_of_100000_completed_jobs_has_no_call_over_10ms() {
+    let _one = scale::one_at_a_time().await;
+    let server = scale::server();
+    let q = queue_with(
+        &server.url,
+        QueueOptions {
+            keep_completed: 200_000,
+            ..Default::default()
+        },
+    );
+    let jobs: Vec<(Vec<u8>, EnqueueOptions)> = (0..100_000)
+        .map(|i| (format!("{i}").into_bytes(), EnqueueOptions::default()))
+        .collect();
+    for part in jobs.chunks(10_000) {
+        q.enqueue_many(part).await.unwrap();
+    }
+    let w = q
+        .work(
+            WorkerOptions {
+                concurrency: 64,
+                ..drained()
+            },
+            |_j: Job| async { Ok::<(), String>(()) },
+        )
+        .unwrap();
+    assert_eq!(w.join().await.completed, 100_000);
+    scale::slowlog_from_now(&server, 10_000);
+    assert_eq!(
+        q.clean_page(JobState::Completed, Duration::ZERO, 1000)
+            .await
+            .unwrap(),
+        1000
+    );
+    assert_eq!(
+        q.clean(JobState::Completed, Duration::ZERO).await.unwrap(),
+        99_000
+    );
+    let slow = scale::slow_calls(&server, 10_000);
+    assert!(slow.is_empty(), "{slow:?}");
+    assert!(q.jobs(JobState::Completed, 0, 10).await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn cancel_found_cancels_every_ready_job_of_a_queue_of_many_pages_plain_prioritized_and_grouped(
+) {
+    let server = RedisServer::start();
+    let q = queue(&server.url);
+    let jobs: Vec<(Vec<u8>, EnqueueOptions)> = (0..3000)
+        .map(|i| {
+            let o = match i % 3 {
+                0 => EnqueueOptions::default(),
+                1 => EnqueueOptions {
+                    priority: Some(1 + (i % 5) as u32),
+                    ..Default::default()
+                },
+                _ => EnqueueOptions {
+                    group: Some(format!("g{}", i % 7)),
+                    ..Default::default()
+                },
+            };
+            (format!("{i}").into_bytes(), o)
+        })
+        .collect();
+    q.enqueue_many(&jobs).await.unwrap();
+    q.enqueue(b"x", later("l1")).await.unwrap();
+    let counts = q
+        .cancel_found(&JobFilter {
+            state: Some(JobState::Ready),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(counts.done, 3000);
+    let s = q.stats().await.unwrap();
+    assert_eq!((s.ready, s.delayed, s.cancelled), (0, 1, 3000));
+    // A search by text over every state: only what it finds.
+    assert_eq!(q.cancel_found(&JobFilter::default()).await.unwrap().done, 1);
+}
