@@ -159,30 +159,34 @@
     el.className = kind || '';
   }
 
-  async function api(path, method) {
+  /** `path` under api/, GET or POST (with `body` sent as JSON when given); resolves with the
+   * answer's JSON, or throws an Error with its `status` and the API's message. */
+  async function api(path, method, body) {
     const headers = { Accept: 'application/json' };
     const token = sessionStorage.getItem(TOKEN_KEY);
     if (token) headers.Authorization = `Bearer ${token}`;
     if (method === 'POST') headers['X-Tideq-Request'] = '1';
+    if (body !== undefined) headers['Content-Type'] = 'application/json';
     const resp = await fetch(`api/${path}`, {
       method: method || 'GET',
       headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
       cache: 'no-store',
       // Same-origin cookies go along: mounted in an app, its login (a session cookie) decides.
       credentials: 'same-origin',
     });
-    let body;
+    let got;
     try {
-      body = await resp.json();
+      got = await resp.json();
     } catch {
-      body = { error: resp.statusText };
+      got = { error: resp.statusText };
     }
     if (!resp.ok) {
-      const err = new Error(body.error || `HTTP ${resp.status}`);
+      const err = new Error(got.error || `HTTP ${resp.status}`);
       err.status = resp.status;
       throw err;
     }
-    return body;
+    return got;
   }
 
   function failed(err) {

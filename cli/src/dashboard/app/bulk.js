@@ -52,24 +52,9 @@
     }
   }
 
-  /** A POST with a JSON body (as `api` sends its requests). */
-  async function bulkPost(path, body) {
-    const headers = { Accept: 'application/json', 'Content-Type': 'application/json', 'X-Tideq-Request': '1' };
-    const token = sessionStorage.getItem(TOKEN_KEY);
-    if (token) headers.Authorization = `Bearer ${token}`;
-    const resp = await fetch(`api/${path}`, { method: 'POST', headers, body: JSON.stringify(body), cache: 'no-store', credentials: 'same-origin' });
-    let got;
-    try {
-      got = await resp.json();
-    } catch {
-      got = { error: resp.statusText };
-    }
-    if (!resp.ok) {
-      const err = new Error(got.error || `HTTP ${resp.status}`);
-      err.status = resp.status;
-      throw err;
-    }
-    return got;
+  /** A POST with a JSON body. */
+  function bulkPost(path, body) {
+    return api(path, 'POST', body);
   }
 
   async function bulkSelected(action) {

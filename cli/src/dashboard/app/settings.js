@@ -14,28 +14,11 @@
   /** A change with a JSON body (`body`: an object, or none), then the queue's view read again. */
   async function settingsAct(path, body, told) {
     const name = state.route.name;
-    const headers = { Accept: 'application/json', 'X-Tideq-Request': '1' };
-    const token = sessionStorage.getItem(TOKEN_KEY);
-    if (token) headers.Authorization = `Bearer ${token}`;
-    if (body) headers['Content-Type'] = 'application/json';
     try {
-      const resp = await fetch(`api/queues/${enc(name)}/${path}`, {
-        method: 'POST', headers, cache: 'no-store', credentials: 'same-origin',
-        body: body ? JSON.stringify(body) : undefined,
-      });
-      let out;
-      try {
-        out = await resp.json();
-      } catch {
-        out = { error: resp.statusText };
-      }
-      if (!resp.ok) {
-        const err = new Error(out.error || `HTTP ${resp.status}`);
-        err.status = resp.status;
-        throw err;
-      }
+      const out = await api(`queues/${enc(name)}/${path}`, 'POST', body || undefined);
       say(told(out), 'ok');
       loadQueue();
+      poll();
       return true;
     } catch (err) {
       failed(err);
