@@ -54,6 +54,7 @@
 mod abort;
 mod acl;
 mod admin;
+mod attempts;
 mod capped;
 mod cli;
 mod client;

@@ -55,6 +55,7 @@ use pyo3::prelude::*;
 
 pub mod acl;
 pub mod admin;
+pub mod attempts;
 pub mod capped;
 pub mod cli;
 pub mod client;
@@ -147,6 +148,8 @@ fn _tideq(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<job::Enqueued>()?;
     m.add_class::<job::Job>()?;
     m.add_class::<job::JobInfo>()?;
+    m.add_class::<attempts::Attempt>()?;
+    m.add_class::<attempts::LogLine>()?;
     m.add_class::<admin::JobPage>()?;
     m.add_class::<admin::JobSearch>()?;
     m.add_class::<job::JobStats>()?;

@@ -18,6 +18,8 @@ use crate::worker::BackOffScope;
 
 /// Most delayed jobs promoted per fetch (bounded script time).
 pub(crate) const PROMOTE_LIMIT: usize = 1000;
+/// Most bytes of an attempt's error and trace kept in its record (docs/attempts-and-logs.md).
+pub const MAX_ATTEMPT_ERROR: usize = 8 * 1024;
 /// Most expired leases one fetch recovers.
 const RECOVER_LIMIT: usize = 100;
 /// Most fetch calls of one `lease_jobs` per shard while each passes groups without a job to
@@ -73,13 +75,21 @@ fn delivery(meta: &str) -> Option<(u32, String, u64)> {
 }
 
 /// An ack's arguments (lua/lib/acks.lua, `complete_leases`): job id and lease token, or, with a
-/// result, the token marked with a trailing "+" and the result after it.
-fn ack_args(cmd: &mut redis::Cmd, l: &Lease) {
-    match &l.result {
-        None => cmd.arg(&l.id).arg(&l.token),
-        Some(r) => cmd
+/// result, the token marked with a trailing "+" and the result after it. When the attempt's run
+/// is kept (`keep`: the queue retains completed jobs; or the job failed before), the token goes
+/// on with ";<start ms>~<worker id>" (docs/data-model.md, "Attempts and logs").
+fn ack_args(cmd: &mut redis::Cmd, l: &Lease, keep: bool) {
+    let run = (keep || l.attempt > 1) && l.started > 0;
+    match (&l.result, run) {
+        (None, false) => cmd.arg(&l.id).arg(&l.token),
+        (None, true) => cmd.arg(&l.id).arg(format!("{};{}", l.token, l.run_arg())),
+        (Some(r), false) => cmd
             .arg(&l.id)
             .arg(format!("{}+", l.token))
+            .arg(r.as_slice()),
+        (Some(r), true) => cmd
+            .arg(&l.id)
+            .arg(format!("{};{}+", l.token, l.run_arg()))
             .arg(r.as_slice()),
     };
 }
@@ -120,7 +130,7 @@ impl Queue {
             .arg(entry);
         for l in acks {
             debug_assert_eq!(l.shard, shard, "acks ride on a fetch of their own shard");
-            ack_args(&mut cmd, l);
+            ack_args(&mut cmd, l, self.opts.keep_completed > 0);
         }
         let reply: Value = self.client.eval(&cmd, &FETCH_JOBS).await?;
         let bad = || Error::new(ErrorKind::Redis, "unexpected reply from fetch_jobs");
@@ -176,9 +186,11 @@ impl Queue {
                         shard,
                         resent: false,
                         result: None,
+                        started: started_at,
+                        worker: None,
                     };
                     let _ = self
-                        .fail_lease(&lease, &format!("unreadable envelope: {e}"), true)
+                        .fail_lease(&lease, &format!("unreadable envelope: {e}"), None, true)
                         .await;
                     continue;
                 }
@@ -347,7 +359,7 @@ impl Queue {
             let mut cmd = self.script_cmd(shard, &COMPLETE_JOBS);
             cmd.arg(&*self.policy);
             for &i in &idx {
-                ack_args(&mut cmd, &leases[i]);
+                ack_args(&mut cmd, &leases[i], self.opts.keep_completed > 0);
             }
             let res: Vec<i64> = self.client.eval(&cmd, &COMPLETE_JOBS).await?;
             for (i, r) in idx.into_iter().zip(res) {
@@ -362,28 +374,37 @@ impl Queue {
     /// requested ends cancelled instead (false).
     pub async fn fail(&self, job: &Job, error: &str) -> Result<bool> {
         self.op("fail", async {
-            Ok(self.fail_lease(&job.lease(), error, false).await? == Failed::DeadLettered)
+            Ok(self.fail_lease(&job.lease(), error, None, false).await? == Failed::DeadLettered)
         })
         .await
     }
 
     /// [`fail`](Self::fail) for a lease; `dead_now` dead-letters the job whatever its attempts
-    /// (an attempt that can never succeed).
+    /// (an attempt that can never succeed). `trace` (the handler's traceback, stack or error
+    /// chain) is kept with the attempt's record, the two within [`MAX_ATTEMPT_ERROR`] bytes.
     pub(crate) async fn fail_lease(
         &self,
         lease: &Lease,
         error: &str,
+        trace: Option<&str>,
         dead_now: bool,
     ) -> Result<Failed> {
         let delay = lease.backoff.delay_ms(lease.attempt);
         let text = crate::error::capped_text(error, self.opts.max_error_len);
+        let room = MAX_ATTEMPT_ERROR.saturating_sub(text.len());
+        let trace = trace
+            .filter(|t| !t.is_empty() && room > 0)
+            .map(|t| crate::error::capped_text(t, room))
+            .unwrap_or_default();
         let mut cmd = self.script_cmd(lease.shard, &FAIL_JOB);
         cmd.arg(&lease.id)
             .arg(&lease.token)
             .arg(text)
             .arg(delay)
             .arg(&*self.policy)
-            .arg(if dead_now { "1" } else { "0" });
+            .arg(if dead_now { "1" } else { "0" })
+            .arg(lease.run_arg())
+            .arg(trace);
         match self.client.eval::<i64>(&cmd, &FAIL_JOB).await? {
             -1 => Err(self.lease_lost(&lease.id)),
             2 => Ok(Failed::DeadLettered),

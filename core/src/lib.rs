@@ -72,6 +72,7 @@ mod admin;
 #[cfg(feature = "mimalloc")]
 #[doc(hidden)]
 pub mod alloc;
+pub mod attempts;
 mod background;
 pub mod capped;
 pub mod client;
@@ -110,6 +111,7 @@ pub mod workflow;
 /// itself, with the host's traceback, filters this target out).
 pub const HANDLER_LOG_TARGET: &str = "tideq::handler";
 
+pub use attempts::{AttemptInfo, LogLine};
 pub use capped::{Batch, CappedGroupPage, CappedOptions, CappedQueue, CappedStats, Peeked};
 pub use client::Client;
 pub use config::{Config, EvictionCheck};
@@ -138,8 +140,8 @@ pub use task::Tasks;
 pub use tokio_util::sync::CancellationToken;
 pub use worker::{
     BackOff, BackOffScope, BatchError, BatchFuture, BatchOptions, DontRetry, HandlerError,
-    IntoJobResult, JobBatchHandler, JobFuture, JobHandler, Snooze, Worker, WorkerOptions,
-    WorkerStats,
+    IntoJobResult, JobBatchHandler, JobFuture, JobHandler, Snooze, TracedError, Worker,
+    WorkerOptions, WorkerStats,
 };
 pub use workflow::{
     ChildInfo, ChildOutcome, ChildPage, ChildResult, FlowJob, FlowRef, OnChildFailure,
