@@ -377,9 +377,9 @@ pub fn traceback(py: Python<'_>, err: &PyErr) -> String {
             "format_exception",
             (err.get_type(py), err.value(py), err.traceback(py)),
         )?;
-        Ok(PyString::new(py, "")
+        PyString::new(py, "")
             .call_method1("join", (lines,))?
-            .extract::<String>()?)
+            .extract::<String>()
     })();
     formatted.unwrap_or_default()
 }

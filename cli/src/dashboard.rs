@@ -75,6 +75,7 @@ const APP_JS: &str = concat!(
     include_str!("dashboard/app/base.js"),
     include_str!("dashboard/app/overview.js"),
     include_str!("dashboard/app/queue.js"),
+    include_str!("dashboard/app/jobpage.js"),
     include_str!("dashboard/app/capped.js"),
 );
 const STYLE_CSS: &str = include_str!("dashboard/style.css");

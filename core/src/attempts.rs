@@ -35,7 +35,8 @@ pub struct AttemptInfo {
     pub duration_ms: Option<u64>,
     /// The worker that ran it (its id, as `workers` lists it), when known.
     pub worker: Option<String>,
-    /// "completed", "failed" or "lost" (its lease expired: its worker stopped or lost Redis).
+    /// "completed", "failed", "lost" (its lease expired: its worker stopped or lost Redis), or
+    /// "running" (the attempt under way, recorded by its first lease renewal).
     pub outcome: String,
     /// Its error (failed, lost).
     pub error: Option<String>,
@@ -175,6 +176,11 @@ impl Queue {
         let Some((mut history, logs)) = self.detail(shard, &info.id).await? else {
             return Ok(());
         };
+        // An attempt recorded as under way ("running", by a lease renewal) that is not: its job
+        // was handed back (a snooze, a shutdown) and its next attempt wrote no record yet.
+        if info.state != JobState::Active {
+            history.retain(|a| a.outcome != "running");
+        }
         // A job that completed on its first attempt has its run in its meta only.
         if info.state == JobState::Completed
             && history.last().is_none_or(|a| a.attempt < info.attempts)

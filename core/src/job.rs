@@ -417,6 +417,9 @@ pub(crate) struct Lease {
     /// docs/data-model.md, "Attempts and logs").
     pub started: u64,
     pub worker: Option<std::sync::Arc<str>>,
+    /// Set once a lease renewal recorded the attempt as under way in the job's attempts (a
+    /// worker's lease: `None` for a manual one), so that its end is recorded there too.
+    pub recorded: Option<Arc<AtomicBool>>,
 }
 
 impl Lease {
@@ -427,6 +430,13 @@ impl Lease {
             return String::new();
         }
         format!("{}~{}", self.started, self.worker.as_deref().unwrap_or(""))
+    }
+
+    /// Whether a renewal recorded the attempt as under way (see [`recorded`](Self::recorded)).
+    pub(crate) fn is_recorded(&self) -> bool {
+        self.recorded
+            .as_ref()
+            .is_some_and(|r| r.load(Ordering::Relaxed))
     }
 }
 
@@ -442,6 +452,7 @@ impl Job {
             result: None,
             started: self.started_at,
             worker: None,
+            recorded: None,
         }
     }
 

@@ -79,17 +79,21 @@ fn delivery(meta: &str) -> Option<(u32, String, u64)> {
 /// is kept (`keep`: the queue retains completed jobs; or the job failed before), the token goes
 /// on with ";<start ms>~<worker id>" (docs/data-model.md, "Attempts and logs").
 fn ack_args(cmd: &mut redis::Cmd, l: &Lease, keep: bool) {
-    let run = (keep || l.attempt > 1) && l.started > 0;
+    // "!": a renewal recorded the attempt as under way, so its end goes in the record too.
+    let recorded = if l.is_recorded() { "!" } else { "" };
+    let run = (keep || l.attempt > 1 || !recorded.is_empty()) && l.started > 0;
     match (&l.result, run) {
         (None, false) => cmd.arg(&l.id).arg(&l.token),
-        (None, true) => cmd.arg(&l.id).arg(format!("{};{}", l.token, l.run_arg())),
+        (None, true) => cmd
+            .arg(&l.id)
+            .arg(format!("{};{recorded}{}", l.token, l.run_arg())),
         (Some(r), false) => cmd
             .arg(&l.id)
             .arg(format!("{}+", l.token))
             .arg(r.as_slice()),
         (Some(r), true) => cmd
             .arg(&l.id)
-            .arg(format!("{};{}+", l.token, l.run_arg()))
+            .arg(format!("{};{recorded}{}+", l.token, l.run_arg()))
             .arg(r.as_slice()),
     };
 }
@@ -188,6 +192,7 @@ impl Queue {
                         result: None,
                         started: started_at,
                         worker: None,
+                        recorded: None,
                     };
                     let _ = self
                         .fail_lease(&lease, &format!("unreadable envelope: {e}"), None, true)
@@ -534,7 +539,9 @@ impl Queue {
 
     /// Extends many leases, one pipeline per shard; per lease, false = lost. With `seen` (a
     /// worker's id and its registry entry), the first call of each shard says the worker is
-    /// alive (`extend_lease.lua`; see [`Queue::workers`]).
+    /// alive (`extend_lease.lua`; see [`Queue::workers`]). A worker's lease whose attempt is not
+    /// recorded yet is recorded as under way (its start and worker, kept should the worker die),
+    /// and marked [`Lease::recorded`].
     pub(crate) async fn extend_leases(
         &self,
         leases: &[Lease],
@@ -553,10 +560,17 @@ impl Queue {
                 .iter()
                 .enumerate()
                 .map(|(n, &i)| {
+                    let l = &leases[i];
                     let mut cmd = self.script_cmd(shard, &EXTEND_LEASE);
-                    cmd.arg(&leases[i].id).arg(&leases[i].token).arg(ms(lease));
-                    if let (0, Some((id, entry))) = (n, seen) {
-                        cmd.arg(id).arg(entry);
+                    cmd.arg(&l.id).arg(&l.token).arg(ms(lease));
+                    let record = l.recorded.is_some() && !l.is_recorded() && l.started > 0;
+                    match (n, seen) {
+                        (0, Some((id, entry))) => cmd.arg(id).arg(entry),
+                        _ if record => cmd.arg("").arg(""),
+                        _ => &mut cmd,
+                    };
+                    if record {
+                        cmd.arg(l.run_arg());
                     }
                     cmd
                 })
@@ -564,6 +578,9 @@ impl Queue {
             let replies = self.client.pipeline(&cmds).await?;
             for (i, v) in idx.into_iter().zip(replies) {
                 out[i] = !matches!(v, Value::Int(-1));
+                if let (true, Some(r)) = (out[i], &leases[i].recorded) {
+                    r.store(true, std::sync::atomic::Ordering::Relaxed);
+                }
             }
         }
         Ok(out)

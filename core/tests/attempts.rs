@@ -404,3 +404,43 @@ async fn deleting_cancelling_purging_and_trimming_a_job_remove_its_attempts_and_
     assert_eq!(hlen(&server, &q, "attempts"), 0);
     assert_eq!(hlen(&server, &q, "logs"), 0);
 }
+
+#[tokio::test]
+async fn a_long_attempt_is_recorded_as_running_by_its_first_renewal_then_as_completed() {
+    let server = RedisServer::start();
+    let q = queue(&server.url);
+    q.enqueue(b"x", id("long")).await.unwrap();
+    let opts = tideq::WorkerOptions {
+        // Renewed every 500 ms; long enough that a busy machine does not let it lapse.
+        lease: Duration::from_millis(1500),
+        ..drained()
+    };
+    let w = q
+        .work(opts, |_job: Job| async move {
+            tokio::time::sleep(Duration::from_millis(2500)).await;
+            Ok::<(), String>(())
+        })
+        .unwrap();
+    let mut running = None;
+    for _ in 0..100 {
+        let info = q.get("long").await.unwrap().unwrap();
+        if info.attempt_history.iter().any(|a| a.outcome == "running") {
+            running = Some(info);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let info = running.expect("a running record within 2 s");
+    assert_eq!(info.state, JobState::Active);
+    let a = &info.attempt_history[0];
+    assert_eq!((a.attempt, a.ended_at), (1, None));
+    assert!(a.started_at.is_some() && a.worker.is_some());
+    assert_eq!(info.started_at, a.started_at);
+    w.join().await;
+    let info = q.get("long").await.unwrap().unwrap();
+    let h = &info.attempt_history;
+    assert_eq!(h.len(), 1, "{h:?}");
+    assert_eq!(h[0].outcome, "completed");
+    assert_eq!(h[0].started_at, a.started_at);
+    assert!(h[0].duration_ms.unwrap() >= 2400);
+}

@@ -101,8 +101,16 @@ fn includes_are_flattened_and_contracts_kept_first() {
     assert!(at("lib/control.lua") < at("lib/acks.lua"));
     // A script takes only the helpers it uses (and theirs).
     let extend = &*super::EXTEND_LEASE;
-    assert_eq!(extend.includes, ["lib/meta.lua", "lib/workers.lua"]);
-    assert!(!extend.code.contains("local function chunked("));
+    assert_eq!(
+        extend.includes,
+        [
+            "lib/meta.lua",
+            "lib/workers.lua",
+            "lib/chunked.lua",
+            "lib/attempts.lua"
+        ]
+    );
+    assert!(!extend.code.contains("local function route_of("));
 }
 
 /// Every file under `src/lua/` is compiled in: each `lib/*.lua` as an include, each other one

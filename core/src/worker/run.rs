@@ -108,6 +108,7 @@ impl JobCtx {
     pub(super) fn lease_of(&self, job: &Job) -> Lease {
         Lease {
             worker: Some(self.worker.clone()),
+            recorded: Some(Default::default()),
             ..job.lease()
         }
     }
@@ -115,16 +116,32 @@ impl JobCtx {
     /// Puts a leased job in flight: its lease is renewed and its stop signal fired at shutdown
     /// until [`settled`](Self::settled).
     pub(super) fn hold(&self, job: &Job) -> u64 {
+        self.hold_lease(job).0
+    }
+
+    /// [`hold`](Self::hold), with the lease held: the renewer's copy and this one share whether
+    /// the attempt's run was recorded (see [`Lease::recorded`]).
+    pub(super) fn hold_lease(&self, job: &Job) -> (u64, Lease) {
         let key = self.next_key.fetch_add(1, Ordering::Relaxed);
+        let lease = self.lease_of(job);
         self.in_flight.lock().unwrap().insert(
             key,
             Running {
-                lease: job.lease(),
+                lease: lease.clone(),
                 cancel: job.cancel.clone(),
                 cancel_requested: job.cancel_requested.clone(),
             },
         );
-        key
+        (key, lease)
+    }
+
+    /// The lease of a job put in flight as `key` (its renewer's copy), or a new one.
+    fn held_lease(&self, key: u64, job: &Job) -> Lease {
+        let in_flight = self.in_flight.lock().unwrap();
+        in_flight
+            .get(&key)
+            .map(|r| r.lease.clone())
+            .unwrap_or_else(|| self.lease_of(job))
     }
 
     /// Takes jobs out of flight; per job, whether its cancel was requested.
@@ -146,8 +163,7 @@ impl JobCtx {
         job: Job,
         permit: OwnedSemaphorePermit,
     ) {
-        let held = self.lease_of(&job);
-        let key = self.hold(&job);
+        let (key, held) = self.hold_lease(&job);
         let ctx = self.clone();
         tasks.spawn(async move { ctx.run_job(job, held, key, permit).await });
     }
@@ -169,7 +185,7 @@ impl JobCtx {
                     continue;
                 }
             }
-            held.push(self.lease_of(&job));
+            held.push(self.held_lease(key, &job));
             keys.push(key);
             permits.push(permit);
             jobs.push(job);

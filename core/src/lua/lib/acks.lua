@@ -69,12 +69,13 @@ local function complete_leases(K, C, now, P, first, aged)
         if waited then done[#done + 1] = { id, enq, res[j] and 'r' .. res[j] or 'c' } end
         if P.keep > 0 then
           newmeta[#newmeta + 1] = id
-          local started, worker = run_of(runs[j])
+          local started, worker, recorded = run_of(runs[j])
           local cm = meta_of('c', a, mx, enq, nows)
           if started then cm = cm .. '|' .. started .. '|' .. (worker or '') end
           newmeta[#newmeta + 1] = cm
-          -- An attempt after others (failed, lost): its record joins theirs.
-          if a ~= '0' then
+          -- An attempt after others (failed, lost), or one a renewal recorded as under way: its
+          -- record joins theirs.
+          if a ~= '0' or recorded then
             recs[#recs + 1] = { id, { n = tonumber(a) + 1, s = started, e = now, w = worker,
               o = 'completed' } }
           end

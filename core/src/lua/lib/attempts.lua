@@ -6,8 +6,10 @@ local ATT_FIRST, ATT_LAST = 3, 20
 
 -- Adds attempt records: `recs` is a list of { id, record }, a record a table with n (the attempt),
 -- s (start ms, when known), e (end ms), w (worker id, when known), o (outcome: failed, lost,
--- completed), err (error text), tb (the handler's trace). A record of the same attempt as the
--- job's last one replaces it. Marks the queue (cfg `attempts`) so forget deletes them.
+-- completed; running: recorded by a lease renewal while it runs), err (error text), tb (the
+-- handler's trace). A record of the same attempt as the job's last one replaces it, keeping what
+-- the new one does not know (a lost attempt's start and worker, from its running record). Marks
+-- the queue (cfg `attempts`) so forget deletes them.
 local function add_attempts(K, recs)
   if #recs == 0 then return end
   local ids = {}
@@ -22,6 +24,9 @@ local function add_attempts(K, recs)
     end
     local n = #list
     if n > 0 and type(list[n]) == 'table' and list[n].n == r[2].n then
+      for k, v in pairs(list[n]) do
+        if r[2][k] == nil then r[2][k] = v end
+      end
       list[n] = r[2]
     else
       list[n + 1] = r[2]
@@ -38,12 +43,13 @@ local function add_attempts(K, recs)
 end
 
 -- The optional tail of a fail or ack: "<start ms>~<worker id>" -> start (number or nil), worker
--- (string or nil).
+-- (string or nil), and whether a renewal recorded the attempt as under way (an ack's tail then
+-- starts with "!").
 local function run_of(tail)
-  if not tail or tail == '' then return nil, nil end
-  local s, w = string.match(tail, '^(%d*)~(.*)$')
-  if not s then return nil, nil end
-  return tonumber(s), (w ~= '' and w or nil)
+  if not tail or tail == '' then return nil, nil, false end
+  local rec, s, w = string.match(tail, '^(!?)(%d*)~(.*)$')
+  if not s then return nil, nil, false end
+  return tonumber(s), (w ~= '' and w or nil), rec == '!'
 end
 
 -- Deletes jobs' attempts and logs (with the rest of their data, see forget).
