@@ -17,6 +17,7 @@ import uuid
 import pytest
 
 import tideq
+import tideq.testing
 
 FAST = tideq.Backoff.fixed(0.02)
 
