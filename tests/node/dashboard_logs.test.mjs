@@ -26,7 +26,7 @@ test('a job that failed twice then succeeded shows each attempt with its stack, 
   assert.deepEqual([stats.failed, stats.completed], [2, 1]);
 
   const base = await startDashboard(['--prefix', prefix]);
-  const page = await openPage(`${base}/#/q/${encodeURIComponent(queue.name)}/job/flaky`);
+  const page = await openPage(`${base}/#/j/${encodeURIComponent(queue.name)}/flaky`);
   await until(() => page.eval('document.querySelectorAll("#attempts tbody tr").length === 3'), 'the attempts table');
   const rows = JSON.parse(await page.eval(`JSON.stringify([...document.querySelectorAll('#attempts tbody tr')].map((r) => [r.dataset.attempt, r.dataset.outcome]))`));
   assert.deepEqual(rows, [['1', 'failed'], ['2', 'failed'], ['3', 'completed']]);
