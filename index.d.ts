@@ -1011,8 +1011,11 @@ export interface Attempt {
   durationMs: number | null
   /** The worker that ran it (its id, as `workers()` lists it); `null` when unknown. */
   worker: string | null
-  /** `'completed'`, `'failed'` or `'lost'` (its lease expired: its worker died or lost Redis). */
-  outcome: 'completed' | 'failed' | 'lost'
+  /**
+   * `'completed'`, `'failed'`, `'lost'` (its lease expired: its worker died or lost Redis), or
+   * `'running'` (the attempt under way, recorded by its first lease renewal).
+   */
+  outcome: 'completed' | 'failed' | 'lost' | 'running'
   /** Its error (`Error: message`); `null` for a completed attempt. */
   error: string | null
   /** The thrown error's `stack`, when it had one; `null` otherwise. */

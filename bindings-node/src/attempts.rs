@@ -23,8 +23,9 @@ pub struct Attempt {
     pub duration_ms: Option<i64>,
     /// The worker that ran it (its id, as `workers()` lists it); `null` when unknown.
     pub worker: Option<String>,
-    /// `'completed'`, `'failed'` or `'lost'` (its lease expired: its worker died or lost Redis).
-    #[napi(ts_type = "'completed' | 'failed' | 'lost'")]
+    /// `'completed'`, `'failed'`, `'lost'` (its lease expired: its worker died or lost Redis), or
+    /// `'running'` (the attempt under way, recorded by its first lease renewal).
+    #[napi(ts_type = "'completed' | 'failed' | 'lost' | 'running'")]
     pub outcome: String,
     /// Its error (`Error: message`); `null` for a completed attempt.
     pub error: Option<String>,
