@@ -451,6 +451,14 @@ export declare class Flow {
 
 /** A leased job, as a handler receives it. Read-only. */
 export declare class Job {
+  /**
+   * Adds `line` (a string) to the job's log, stamped with the Redis time and this attempt
+   * (`get(id).logs` and `jobLogs(id)` read it; `tideq job` and the dashboard show it). A line
+   * holds at most 4096 bytes (else `INVALID_ARGUMENT`, nothing written); the log keeps the
+   * newest 1000 lines within 64 KiB and goes with the job. Rejects with `LEASE_LOST` when
+   * the job's lease was lost.
+   */
+  log(line: string): Promise<void>
   get id(): string
   /** The payload's bytes (made on first read; later reads return the same Buffer). */
   get payload(): Buffer
@@ -661,6 +669,10 @@ export declare class Queue {
    * afterwards they start a fresh queue.
    */
   obliterate(options?: ObliterateOptions): Promise<number>
+   * The lines job `id`'s handlers logged (`job.log`), oldest first. Rejects with
+   * `JOB_NOT_FOUND` when there is no such job (or it is no longer retained).
+   */
+  jobLogs(id: string): Promise<LogLine[]>
   /**
    * Pauses the queue: workers (in every process) start none of its jobs until `resume()`.
    * Running jobs finish; enqueues go on.
@@ -1050,6 +1062,32 @@ export interface AclRulesOptions {
   prefix?: string
   /** The queue's `shards` option. Default 1. */
   shards?: number
+}
+
+/** One attempt of a job (`JobInfo.attemptHistory`). */
+export interface Attempt {
+  /** The attempt's number (1 the first). */
+  attempt: number
+  /** When it started: ms since the epoch, Redis clock; `null` when unknown (a lost attempt). */
+  startedAt: number | null
+  /**
+   * When it ended (ms since the epoch, Redis clock); a lost one: when its lease was found
+   * expired.
+   */
+  endedAt: number | null
+  /** How long it ran (ms); `null` when its start is unknown. */
+  durationMs: number | null
+  /** The worker that ran it (its id, as `workers()` lists it); `null` when unknown. */
+  worker: string | null
+  /**
+   * `'completed'`, `'failed'`, `'lost'` (its lease expired: its worker died or lost Redis), or
+   * `'running'` (the attempt under way, recorded by its first lease renewal).
+   */
+  outcome: 'completed' | 'failed' | 'lost' | 'running'
+  /** Its error (`Error: message`); `null` for a completed attempt. */
+  error: string | null
+  /** The thrown error's `stack`, when it had one; `null` otherwise. */
+  trace: string | null
 }
 
 /** A backoff policy as the queue reports it (`queue.backoff`). */
@@ -1891,6 +1929,22 @@ export interface JobInfo {
    * `null` otherwise.
    */
   childrenPending: number | null
+  /**
+   * When its last attempt (or the one under way) started: ms since the epoch, Redis clock;
+   * `null` when unknown.
+   */
+  startedAt: number | null
+  /** How long its last finished attempt ran (ms); `null` when unknown. */
+  runMs: number | null
+  /** The worker that ran its last attempt; `null` when unknown. */
+  worker: string | null
+  /**
+   * Its attempts, oldest first (the first 3 and the last 20 are kept): read by `get`; empty
+   * in lists.
+   */
+  attemptHistory: Array<Attempt>
+  /** Its log (`job.log`), oldest first: read by `get`; empty in lists. */
+  logs: Array<LogLine>
 }
 
 /** A page of one state's jobs (`jobsPage`) and the cursor of the next page. */
@@ -2094,6 +2148,16 @@ export interface LimitsOptions {
   groupRate?: Rate | null
 }
 
+/** One line of a job's log (`job.log`). */
+export interface LogLine {
+  /** When it was logged: ms since the epoch, Redis clock. */
+  atMs: number
+  /** The attempt that logged it. */
+  attempt: number
+  /** The line. */
+  line: string
+}
+
 /** The largest job priority (`enqueue` option `priority`): 1 runs first, `MAX_PRIORITY` last. */
 export declare const MAX_PRIORITY: number
 
@@ -2231,6 +2295,8 @@ export interface RecordedJob {
   error: string | null
   /** Every failed attempt's error, in order. */
   errors: Array<string>
+  /** The lines its handlers logged (`job.log`), oldest first. */
+  logs: Array<string>
 }
 
 /** `replicaAck` option of `new Client(options)`. */

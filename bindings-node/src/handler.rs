@@ -120,9 +120,11 @@ pub(crate) struct Classify {
     reply: oneshot::Sender<(napi::Error, Option<Verdict>)>,
 }
 
-/// A handler's failure: its text (once reported), and what a job handler's throw asked for.
+/// A handler's failure: its text (once reported), its stack (`err.stack`, "" when none), and
+/// what a job handler's throw asked for.
 pub(crate) struct Thrown {
     pub(crate) text: String,
+    pub(crate) trace: String,
     pub(crate) verdict: Option<Verdict>,
 }
 
@@ -248,14 +250,19 @@ where
             if let Some(v @ Verdict::Later(..)) = verdict {
                 return Err(Thrown {
                     text: error.reason,
+                    trace: String::new(),
                     verdict: Some(v),
                 });
             }
-            let text = match reporter.upgrade() {
+            let (text, trace) = match reporter.upgrade() {
                 Some(r) if subject.reported() => r.report(error, subject).await,
-                _ => error.reason,
+                _ => (error.reason, String::new()),
             };
-            Err(Thrown { text, verdict })
+            Err(Thrown {
+                text,
+                trace,
+                verdict,
+            })
         }
     }
 }
@@ -359,11 +366,11 @@ async fn call<T: 'static, Args: JsValuesTupleIntoVec + 'static, R: Reply>(
     }
 }
 
-/// A handler failure on its way to JS, and where to send the error's text.
+/// A handler failure on its way to JS, and where to send the error's text and stack.
 struct Report<S> {
     error: napi::Error,
     subject: S,
-    text: oneshot::Sender<String>,
+    text: oneshot::Sender<(String, String)>,
 }
 
 impl<S> Report<S> {
@@ -371,7 +378,7 @@ impl<S> Report<S> {
     fn open(self, env: &Env) -> Result<(Unknown<'static>, S)> {
         let raw = unsafe { napi::Error::to_napi_value(env.raw(), self.error)? };
         let value: Unknown<'static> = unsafe { Unknown::from_raw_unchecked(env.raw(), raw) };
-        let _ = self.text.send(error_text(&value));
+        let _ = self.text.send((error_text(&value), error_stack(&value)));
         Ok((value, self.subject))
     }
 }
@@ -413,9 +420,9 @@ impl<S: Subject> Reporter<S> {
 
     /// Reports `error` on the JS thread, waits until the reporter has run, and returns the
     /// error's text (`error.reason` if JS could not be reached).
-    async fn report(&self, error: napi::Error, subject: S) -> String {
-        let fallback = error.reason.clone();
-        let (text_tx, text_rx) = oneshot::channel::<String>();
+    async fn report(&self, error: napi::Error, subject: S) -> (String, String) {
+        let fallback = (error.reason.clone(), String::new());
+        let (text_tx, text_rx) = oneshot::channel::<(String, String)>();
         let (done_tx, done_rx) = oneshot::channel::<()>();
         let done = move |res: Result<Unknown<'static>>, _env: Env| {
             let _ = done_tx.send(());
@@ -442,6 +449,19 @@ impl<S: Subject> Reporter<S> {
         let _ = done_rx.await;
         text
     }
+}
+
+/// A thrown error's `stack` (its text and where it was thrown), "" when it has none.
+fn error_stack(v: &Unknown) -> String {
+    if !matches!(v.get_type(), Ok(ValueType::Object)) {
+        return String::new();
+    }
+    read_value::<Object>(v)
+        .ok()
+        .and_then(|obj| obj.get_named_property::<Unknown>("stack").ok())
+        .filter(|s| matches!(s.get_type(), Ok(ValueType::String)))
+        .and_then(|s| read_value::<String>(&s).ok())
+        .unwrap_or_default()
 }
 
 /// The text the core keeps for a thrown or rejected value: `name: message` for an error

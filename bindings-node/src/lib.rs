@@ -56,6 +56,7 @@
 mod abort;
 mod acl;
 mod admin;
+mod attempts;
 mod bulk;
 mod capped;
 mod cli;

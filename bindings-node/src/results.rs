@@ -147,6 +147,18 @@ pub struct JobInfo {
     /// A flow job waiting for its children (state `'waiting'`): how many have not finished;
     /// `null` otherwise.
     pub children_pending: Option<i64>,
+    /// When its last attempt (or the one under way) started: ms since the epoch, Redis clock;
+    /// `null` when unknown.
+    pub started_at: Option<i64>,
+    /// How long its last finished attempt ran (ms); `null` when unknown.
+    pub run_ms: Option<i64>,
+    /// The worker that ran its last attempt; `null` when unknown.
+    pub worker: Option<String>,
+    /// Its attempts, oldest first (the first 3 and the last 20 are kept): read by `get`; empty
+    /// in lists.
+    pub attempt_history: Vec<crate::attempts::Attempt>,
+    /// Its log (`job.log`), oldest first: read by `get`; empty in lists.
+    pub logs: Vec<crate::attempts::LogLine>,
 }
 
 impl From<tideq::JobInfo> for JobInfo {
@@ -170,6 +182,11 @@ impl From<tideq::JobInfo> for JobInfo {
             progress_bytes: j.progress.map(Bytes),
             parent: j.parent.map(FlowRef::from),
             children_pending: j.children_pending.map(|n| n as i64),
+            started_at: j.started_at.map(|t| t as i64),
+            run_ms: j.run_ms.map(|t| t as i64),
+            worker: j.worker,
+            attempt_history: j.attempt_history.into_iter().map(Into::into).collect(),
+            logs: j.logs.into_iter().map(Into::into).collect(),
         }
     }
 }

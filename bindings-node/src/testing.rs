@@ -193,6 +193,8 @@ pub struct RecordedJob {
     pub error: Option<String>,
     /// Every failed attempt's error, in order.
     pub errors: Vec<String>,
+    /// The lines its handlers logged (`job.log`), oldest first.
+    pub logs: Vec<String>,
 }
 
 impl From<CoreJob> for RecordedJob {
@@ -219,6 +221,7 @@ impl From<CoreJob> for RecordedJob {
             progress: Stored(j.progress),
             error: j.error,
             errors: j.errors,
+            logs: j.logs.into_iter().map(|l| l.line).collect(),
         }
     }
 }

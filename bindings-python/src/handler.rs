@@ -369,6 +369,21 @@ pub fn error_text(py: Python<'_>, err: &PyErr) -> String {
     }
 }
 
+/// The exception's traceback as `traceback.format_exception` writes it, joined; "" when it cannot
+/// be formatted.
+pub fn traceback(py: Python<'_>, err: &PyErr) -> String {
+    let formatted = (|| -> PyResult<String> {
+        let lines = py.import("traceback")?.call_method1(
+            "format_exception",
+            (err.get_type(py), err.value(py), err.traceback(py)),
+        )?;
+        PyString::new(py, "")
+            .call_method1("join", (lines,))?
+            .extract::<String>()
+    })();
+    formatted.unwrap_or_default()
+}
+
 /// `logger.error(msg, *args, exc_info=err)` on the `tideq` logger: the message plus the
 /// handler's traceback. A logging failure is reported as unraisable, never raised.
 pub fn log_exception<'py, A>(py: Python<'py>, err: &PyErr, msg: &str, args: A)

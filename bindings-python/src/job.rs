@@ -109,7 +109,7 @@ crate::value::value_class! { Enqueued { id, created } }
 #[pyclass(module = "tideq", frozen)]
 pub struct Job {
     /// The core's job (its payload moved to `payload`): what settling its lease needs.
-    core: tideq::Job,
+    pub(crate) core: tideq::Job,
     payload: Py<PyBytes>,
 }
 
@@ -457,7 +457,8 @@ crate::value::value_class! {
     JobInfo {
         id, state, payload, task, attempts, max_attempts, last_error, enqueued_at,
         state_since_or_until, priority, group, unreadable, result, result_bytes, progress,
-        progress_bytes, parent, children_pending
+        progress_bytes, parent, children_pending, started_at, run_ms, worker, attempt_history,
+        logs
     }
 }
 

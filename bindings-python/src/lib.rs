@@ -56,6 +56,7 @@ use pyo3::prelude::*;
 
 pub mod acl;
 pub mod admin;
+pub mod attempts;
 pub mod bulk;
 pub mod capped;
 pub mod cli;
@@ -150,6 +151,8 @@ fn _tideq(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<job::Enqueued>()?;
     m.add_class::<job::Job>()?;
     m.add_class::<job::JobInfo>()?;
+    m.add_class::<attempts::Attempt>()?;
+    m.add_class::<attempts::LogLine>()?;
     m.add_class::<admin::JobPage>()?;
     m.add_class::<admin::JobSearch>()?;
     m.add_class::<job::JobStats>()?;

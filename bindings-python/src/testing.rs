@@ -116,6 +116,8 @@ fn job_dict<'py>(py: Python<'py>, j: &RecordedJob) -> PyResult<Bound<'py, PyDict
     d.set_item("progress", decoded(&j.progress)?)?;
     d.set_item("error", &j.error)?;
     d.set_item("errors", PyList::new(py, &j.errors)?)?;
+    let logs: Vec<&str> = j.logs.iter().map(|l| l.line.as_str()).collect();
+    d.set_item("logs", PyList::new(py, logs)?)?;
     Ok(d)
 }
 

@@ -121,8 +121,13 @@ impl Work for tideq::Job {
     }
 
     fn raised(py: Python<'_>, note: &Self::Note, err: &PyErr) -> tideq::HandlerError {
-        crate::verdict::outcome(py, err, || Self::failed(py, note, err))
-            .unwrap_or_else(|| Self::failed(py, note, err).into())
+        crate::verdict::outcome(py, err, || Self::failed(py, note, err)).unwrap_or_else(|| {
+            // The text as before, the traceback kept with the attempt's record.
+            Box::new(tideq::TracedError {
+                message: Self::failed(py, note, err),
+                trace: crate::handler::traceback(py, err),
+            })
+        })
     }
 
     /// The job's result: bytes (``bytes``, ``bytearray``, ``memoryview``) as they are, anything

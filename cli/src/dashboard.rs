@@ -80,6 +80,7 @@ const APP_JS: &str = concat!(
     include_str!("dashboard/app/queue.js"),
     include_str!("dashboard/app/settings.js"),
     include_str!("dashboard/app/bulk.js"),
+    include_str!("dashboard/app/jobpage.js"),
     include_str!("dashboard/app/capped.js"),
 );
 const STYLE_CSS: &str = include_str!("dashboard/style.css");

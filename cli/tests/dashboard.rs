@@ -421,14 +421,15 @@ fn a_job_shows_its_parent_and_a_parents_first_children_linked_to_their_jobs() {
     );
 
     // On demand, and one page: the job read, then its list's length and page, and the page's
-    // outcomes (no refresh runs meanwhile: --refresh 3600).
+    // outcomes, and the job's attempts and log (HEXISTS, HGET, LRANGE: one pipeline; the 8 other
+    // HGETs are get_jobs.lua's; no refresh runs meanwhile: --refresh 3600).
     let before = command_calls(&redis.url);
     assert_eq!(d.get("/api/queues/mail/jobs/parent").status, 200);
     let after = command_calls(&redis.url);
     let calls = |c: &str| after.get(c).unwrap_or(&0) - before.get(c).unwrap_or(&0);
     assert_eq!(
-        ["evalsha", "llen", "lrange", "hmget", "hgetall", "hscan"].map(calls),
-        [1, 1, 1, 1, 0, 0]
+        ["evalsha", "llen", "lrange", "hmget", "hexists", "hget", "hgetall", "hscan"].map(calls),
+        [1, 1, 2, 1, 1, 9, 0, 0]
     );
 
     // The page links the parent and each child to its job (#/j/<queue>/<id>).

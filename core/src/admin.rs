@@ -26,12 +26,13 @@ impl Queue {
         self.op("get", async {
             validate_job_id(id)?;
             for shard in self.shards_to_search(id) {
-                if let Some(info) = self
+                if let Some(mut info) = self
                     .get_many(shard, &[id.to_string()])
                     .await?
                     .pop()
                     .flatten()
                 {
+                    self.fill_detail(shard, &mut info).await?;
                     return Ok(Some(info));
                 }
             }
@@ -409,6 +410,10 @@ fn job_info(
             (state, 0, 0, None)
         }
     };
+    // A completed job's last run: "|<start>|<worker>" after its meta (lib/acks.lua).
+    let run = (state == JobState::Completed)
+        .then(|| crate::scripts::encoding::meta_run(&meta))
+        .flatten();
     let (payload, max_attempts, task) = match Envelope::decode(&env) {
         Ok(e) => (e.payload, e.max_attempts, e.task),
         Err(e) => {
@@ -446,5 +451,10 @@ fn job_info(
         progress,
         parent: parent.as_deref().and_then(crate::workflow::parent_of),
         children_pending: pending,
+        started_at: run.map(|r| r.0),
+        run_ms: run.zip(x).map(|(r, x)| x.saturating_sub(r.0)),
+        worker: run.map(|r| r.1.to_string()).filter(|w| !w.is_empty()),
+        attempt_history: Vec::new(),
+        logs: Vec::new(),
     })
 }

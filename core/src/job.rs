@@ -294,6 +294,25 @@ pub struct JobInfo {
     pub parent: Option<crate::workflow::FlowRef>,
     /// A flow job waiting for its children: how many have not finished.
     pub children_pending: Option<u64>,
+    /// When its last attempt (or the one under way) started, Redis-clock ms, when known: a
+    /// completed job's always (while it is retained); others' from their attempts, which
+    /// [`Queue::get`](crate::Queue::get) reads (lists leave it out).
+    #[serde(default)]
+    pub started_at: Option<u64>,
+    /// How long its last finished attempt ran (ms), when its start is known.
+    #[serde(default)]
+    pub run_ms: Option<u64>,
+    /// The worker that ran its last attempt (its id, as `workers` lists it), when known.
+    #[serde(default)]
+    pub worker: Option<String>,
+    /// Its attempts, oldest first (the first 3 and the last 20 are kept): read by
+    /// [`Queue::get`](crate::Queue::get); empty in lists.
+    #[serde(default)]
+    pub attempt_history: Vec<crate::attempts::AttemptInfo>,
+    /// Its log ([`Job::log`]), oldest first: read by [`Queue::get`](crate::Queue::get); empty in
+    /// lists.
+    #[serde(default)]
+    pub logs: Vec<crate::attempts::LogLine>,
 }
 
 /// How a job ended, as [`Queue::wait`](crate::Queue::wait) reports a completed one (a job that
@@ -399,6 +418,32 @@ pub(crate) struct Lease {
     pub resent: bool,
     /// What the handler returned, sent with the ack (`None`: nothing, the common case).
     pub result: Option<Vec<u8>>,
+    /// When the attempt started (Redis-clock ms; 0: unknown), and the worker that runs it (its
+    /// id in the queue's `workers` set): recorded with the attempt's end (see
+    /// docs/data-model.md, "Attempts and logs").
+    pub started: u64,
+    pub worker: Option<std::sync::Arc<str>>,
+    /// Set once a lease renewal recorded the attempt as under way in the job's attempts (a
+    /// worker's lease: `None` for a manual one), so that its end is recorded there too.
+    pub recorded: Option<Arc<AtomicBool>>,
+}
+
+impl Lease {
+    /// The attempt's run as the scripts take it, `"<start ms>~<worker id>"` (`lib/attempts.lua`
+    /// `run_of`), or "" when its start is unknown.
+    pub(crate) fn run_arg(&self) -> String {
+        if self.started == 0 {
+            return String::new();
+        }
+        format!("{}~{}", self.started, self.worker.as_deref().unwrap_or(""))
+    }
+
+    /// Whether a renewal recorded the attempt as under way (see [`recorded`](Self::recorded)).
+    pub(crate) fn is_recorded(&self) -> bool {
+        self.recorded
+            .as_ref()
+            .is_some_and(|r| r.load(Ordering::Relaxed))
+    }
 }
 
 impl Job {
@@ -411,6 +456,9 @@ impl Job {
             shard: self.shard,
             resent: false,
             result: None,
+            started: self.started_at,
+            worker: None,
+            recorded: None,
         }
     }
 

@@ -18,6 +18,8 @@ use crate::worker::BackOffScope;
 
 /// Most delayed jobs promoted per fetch (bounded script time).
 pub(crate) const PROMOTE_LIMIT: usize = 1000;
+/// Most bytes of an attempt's error and trace kept in its record (docs/attempts-and-logs.md).
+pub const MAX_ATTEMPT_ERROR: usize = 8 * 1024;
 /// Most expired leases one fetch recovers.
 const RECOVER_LIMIT: usize = 100;
 /// Most fetch calls of one `lease_jobs` per shard while each passes groups without a job to
@@ -73,13 +75,25 @@ fn delivery(meta: &str) -> Option<(u32, String, u64)> {
 }
 
 /// An ack's arguments (lua/lib/acks.lua, `complete_leases`): job id and lease token, or, with a
-/// result, the token marked with a trailing "+" and the result after it.
-fn ack_args(cmd: &mut redis::Cmd, l: &Lease) {
-    match &l.result {
-        None => cmd.arg(&l.id).arg(&l.token),
-        Some(r) => cmd
+/// result, the token marked with a trailing "+" and the result after it. When the attempt's run
+/// is kept (`keep`: the queue retains completed jobs; or the job failed before), the token goes
+/// on with ";<start ms>~<worker id>" (docs/data-model.md, "Attempts and logs").
+fn ack_args(cmd: &mut redis::Cmd, l: &Lease, keep: bool) {
+    // "!": a renewal recorded the attempt as under way, so its end goes in the record too.
+    let recorded = if l.is_recorded() { "!" } else { "" };
+    let run = (keep || l.attempt > 1 || !recorded.is_empty()) && l.started > 0;
+    match (&l.result, run) {
+        (None, false) => cmd.arg(&l.id).arg(&l.token),
+        (None, true) => cmd
+            .arg(&l.id)
+            .arg(format!("{};{recorded}{}", l.token, l.run_arg())),
+        (Some(r), false) => cmd
             .arg(&l.id)
             .arg(format!("{}+", l.token))
+            .arg(r.as_slice()),
+        (Some(r), true) => cmd
+            .arg(&l.id)
+            .arg(format!("{};{recorded}{}+", l.token, l.run_arg()))
             .arg(r.as_slice()),
     };
 }
@@ -120,7 +134,7 @@ impl Queue {
             .arg(entry);
         for l in acks {
             debug_assert_eq!(l.shard, shard, "acks ride on a fetch of their own shard");
-            ack_args(&mut cmd, l);
+            ack_args(&mut cmd, l, self.opts.keep_completed > 0);
         }
         let reply: Value = self.client.eval(&cmd, &FETCH_JOBS).await?;
         let bad = || Error::new(ErrorKind::Redis, "unexpected reply from fetch_jobs");
@@ -176,9 +190,12 @@ impl Queue {
                         shard,
                         resent: false,
                         result: None,
+                        started: started_at,
+                        worker: None,
+                        recorded: None,
                     };
                     let _ = self
-                        .fail_lease(&lease, &format!("unreadable envelope: {e}"), true)
+                        .fail_lease(&lease, &format!("unreadable envelope: {e}"), None, true)
                         .await;
                     continue;
                 }
@@ -347,7 +364,7 @@ impl Queue {
             let mut cmd = self.script_cmd(shard, &COMPLETE_JOBS);
             cmd.arg(&*self.policy);
             for &i in &idx {
-                ack_args(&mut cmd, &leases[i]);
+                ack_args(&mut cmd, &leases[i], self.opts.keep_completed > 0);
             }
             let res: Vec<i64> = self.client.eval(&cmd, &COMPLETE_JOBS).await?;
             for (i, r) in idx.into_iter().zip(res) {
@@ -362,28 +379,37 @@ impl Queue {
     /// requested ends cancelled instead (false).
     pub async fn fail(&self, job: &Job, error: &str) -> Result<bool> {
         self.op("fail", async {
-            Ok(self.fail_lease(&job.lease(), error, false).await? == Failed::DeadLettered)
+            Ok(self.fail_lease(&job.lease(), error, None, false).await? == Failed::DeadLettered)
         })
         .await
     }
 
     /// [`fail`](Self::fail) for a lease; `dead_now` dead-letters the job whatever its attempts
-    /// (an attempt that can never succeed).
+    /// (an attempt that can never succeed). `trace` (the handler's traceback, stack or error
+    /// chain) is kept with the attempt's record, the two within [`MAX_ATTEMPT_ERROR`] bytes.
     pub(crate) async fn fail_lease(
         &self,
         lease: &Lease,
         error: &str,
+        trace: Option<&str>,
         dead_now: bool,
     ) -> Result<Failed> {
         let delay = lease.backoff.delay_ms(lease.attempt);
         let text = crate::error::capped_text(error, self.opts.max_error_len);
+        let room = MAX_ATTEMPT_ERROR.saturating_sub(text.len());
+        let trace = trace
+            .filter(|t| !t.is_empty() && room > 0)
+            .map(|t| crate::error::capped_text(t, room))
+            .unwrap_or_default();
         let mut cmd = self.script_cmd(lease.shard, &FAIL_JOB);
         cmd.arg(&lease.id)
             .arg(&lease.token)
             .arg(text)
             .arg(delay)
             .arg(&*self.policy)
-            .arg(if dead_now { "1" } else { "0" });
+            .arg(if dead_now { "1" } else { "0" })
+            .arg(lease.run_arg())
+            .arg(trace);
         match self.client.eval::<i64>(&cmd, &FAIL_JOB).await? {
             -1 => Err(self.lease_lost(&lease.id)),
             2 => Ok(Failed::DeadLettered),
@@ -513,7 +539,9 @@ impl Queue {
 
     /// Extends many leases, one pipeline per shard; per lease, false = lost. With `seen` (a
     /// worker's id and its registry entry), the first call of each shard says the worker is
-    /// alive (`extend_lease.lua`; see [`Queue::workers`]).
+    /// alive (`extend_lease.lua`; see [`Queue::workers`]). A worker's lease whose attempt is not
+    /// recorded yet is recorded as under way (its start and worker, kept should the worker die),
+    /// and marked [`Lease::recorded`].
     pub(crate) async fn extend_leases(
         &self,
         leases: &[Lease],
@@ -532,10 +560,17 @@ impl Queue {
                 .iter()
                 .enumerate()
                 .map(|(n, &i)| {
+                    let l = &leases[i];
                     let mut cmd = self.script_cmd(shard, &EXTEND_LEASE);
-                    cmd.arg(&leases[i].id).arg(&leases[i].token).arg(ms(lease));
-                    if let (0, Some((id, entry))) = (n, seen) {
-                        cmd.arg(id).arg(entry);
+                    cmd.arg(&l.id).arg(&l.token).arg(ms(lease));
+                    let record = l.recorded.is_some() && !l.is_recorded() && l.started > 0;
+                    match (n, seen) {
+                        (0, Some((id, entry))) => cmd.arg(id).arg(entry),
+                        _ if record => cmd.arg("").arg(""),
+                        _ => &mut cmd,
+                    };
+                    if record {
+                        cmd.arg(l.run_arg());
                     }
                     cmd
                 })
@@ -543,6 +578,9 @@ impl Queue {
             let replies = self.client.pipeline(&cmds).await?;
             for (i, v) in idx.into_iter().zip(replies) {
                 out[i] = !matches!(v, Value::Int(-1));
+                if let (true, Some(r)) = (out[i], &leases[i].recorded) {
+                    r.store(true, std::sync::atomic::Ordering::Relaxed);
+                }
             }
         }
         Ok(out)

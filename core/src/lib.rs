@@ -72,6 +72,7 @@ mod admin;
 #[cfg(feature = "mimalloc")]
 #[doc(hidden)]
 pub mod alloc;
+pub mod attempts;
 mod background;
 mod bulk;
 pub mod capped;
@@ -112,6 +113,7 @@ pub mod workflow;
 /// itself, with the host's traceback, filters this target out).
 pub const HANDLER_LOG_TARGET: &str = "tideq::handler";
 
+pub use attempts::{AttemptInfo, LogLine};
 pub use bulk::{BulkAction, BulkCounts, BulkItem, BulkOutcome, BulkPage, MAX_BULK_IDS};
 pub use capped::{Batch, CappedGroupPage, CappedOptions, CappedQueue, CappedStats, Peeked};
 pub use client::{Client, ServerInfo};
@@ -141,8 +143,8 @@ pub use task::Tasks;
 pub use tokio_util::sync::CancellationToken;
 pub use worker::{
     BackOff, BackOffScope, BatchError, BatchFuture, BatchOptions, DontRetry, HandlerError,
-    IntoJobResult, JobBatchHandler, JobFuture, JobHandler, Snooze, Worker, WorkerOptions,
-    WorkerStats,
+    IntoJobResult, JobBatchHandler, JobFuture, JobHandler, Snooze, TracedError, Worker,
+    WorkerOptions, WorkerStats,
 };
 pub use workflow::{
     ChildInfo, ChildOutcome, ChildPage, ChildResult, FlowJob, FlowRef, OnChildFailure,

@@ -31,6 +31,7 @@ macro_rules! libs {
 libs! {
     "acks.lua",
     "active.lua",
+    "attempts.lua",
     "base.lua",
     "bury.lua",
     "cancel.lua",
@@ -322,6 +323,7 @@ scripts! {
     GROUP_INFO => "group_info.lua",
     LIST_GROUPS => "list_groups.lua",
     SET_PROGRESS => "set_progress.lua",
+    LOG_JOB => "log_job.lua",
     WAIT_JOB => "wait_job.lua",
     READ_EVENTS => "read_events.lua",
     LIST_WORKERS => "list_workers.lua",

@@ -591,3 +591,34 @@ async fn the_same_tasks_end_the_same_inline_fake_drained_and_on_a_real_worker() 
     assert_eq!(inline_end, real_end, "inline");
     assert_eq!(fake_end, real_end, "fake-drained");
 }
+
+#[tokio::test]
+async fn job_log_records_into_the_recorded_job_in_both_modes_without_a_connection() {
+    let _s = SERIAL.lock().await;
+    let q = offline("logs");
+    let handlers = Handlers::new().raw(q.name(), |job: Job| async move {
+        job.log(format!("attempt {}", job.attempt))
+            .await
+            .map_err(|e| e.to_string())?;
+        // Refused as against Redis, and nothing recorded.
+        assert!(job.log("y".repeat(4097)).await.is_err());
+        Ok::<(), String>(())
+    });
+    let inline = testing::inline_guard(handlers.clone(), true).unwrap();
+    let e = q.enqueue(b"x", opts()).await.unwrap();
+    let rec = &inline.jobs(&JobFilter::default())[0];
+    let lines: Vec<&str> = rec.logs.iter().map(|l| l.line.as_str()).collect();
+    assert_eq!(lines, vec!["attempt 1"]);
+    assert_eq!(rec.logs[0].attempt, 1);
+    assert_eq!(q.job_logs(&e.id).await.unwrap(), rec.logs);
+    assert_eq!(q.get(&e.id).await.unwrap().unwrap().logs, rec.logs);
+    let missing = q.job_logs("nobody").await.unwrap_err();
+    assert_eq!(missing.kind(), ErrorKind::JobNotFound);
+    drop(inline);
+    let fake = testing::fake_guard().unwrap();
+    let e = q.enqueue(b"x", opts()).await.unwrap();
+    fake.drain(&handlers).await.unwrap();
+    let rec = &fake.jobs(&JobFilter::default())[0];
+    assert_eq!(rec.id, e.id);
+    assert_eq!(rec.logs.len(), 1);
+}

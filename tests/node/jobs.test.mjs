@@ -53,6 +53,11 @@ test('enqueue resolves with the id, get reads the job back, and an existing id c
     progressBytes: null,
     parent: null,
     childrenPending: null,
+    startedAt: null,
+    runMs: null,
+    worker: null,
+    attemptHistory: [],
+    logs: [],
   });
   assert.ok(info.enqueuedAt >= before && info.enqueuedAt <= (await redisTime(redis.url)), 'enqueuedAt is Redis time');
   const random = await queue.enqueue(new Uint8Array([0, 255]));

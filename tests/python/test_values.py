@@ -22,7 +22,7 @@ from tideq_harness import wait_for
 STUB = pathlib.Path(_tideq.__file__).with_name("_tideq.pyi")
 
 VALUE_CLASSES = {
-    "Backoff", "CappedGroupPage", "CappedStats", "ChildResult", "ConsumerStats", "Enqueued",
+    "Attempt", "LogLine", "Backoff", "CappedGroupPage", "CappedStats", "ChildResult", "ConsumerStats", "Enqueued",
     "Event", "GroupInfo", "GroupPage", "HistoryPoint", "JobInfo", "JobPage", "JobSearch",
     "JobStats", "Limits", "Peeked", "Rate", "ScheduleInfo", "ServerInfo", "WorkerInfo",
     "WorkerStats",
@@ -69,7 +69,11 @@ def pairs(client: tideq.Client, name: str) -> list[tuple[Any, Any]]:
     kid = tideq.FlowJob(b"kid", id="kid")
     q.enqueue_flow(tideq.FlowJob(b"parent", id="parent", children=[kid]))
     # A result that decodes to a dict holding a list: unhashable as a Python value.
-    w = q.work(lambda job: {"id": job.id, "n": [1, 2]}, stop_when_drained=True, poll_interval=0.05)
+    def handler(job: tideq.Job) -> dict[str, Any]:
+        job.log(f"ran {job.id}")
+        return {"id": job.id, "n": [1, 2]}
+
+    w = q.work(handler, stop_when_drained=True, poll_interval=0.05)
     worker_stats = w.join(10)
     assert worker_stats.completed == 2
     # A live worker, read twice before it reports again (its report comes every 15 s).
@@ -104,6 +108,8 @@ def pairs(client: tideq.Client, name: str) -> list[tuple[Any, Any]]:
         (c.stats(), c.join(10)),
         enqueued,
         read_twice(lambda: q.get("kid")),
+        read_twice(lambda: q.get("kid").attempt_history[0]),  # type: ignore[union-attr]
+        read_twice(lambda: q.job_logs("kid")[0]),
         read_twice(q.stats),
         read_twice(lambda: q.jobs_page("completed")),
         read_twice(lambda: q.find_jobs(state="completed")),
@@ -152,7 +158,9 @@ def test_to_dict_converts_nested_value_objects_and_keeps_results_as_decoded(pair
     page = by_class["JobPage"].to_dict()
     assert page["cursor"] is None and sorted(j["id"] for j in page["jobs"]) == ["kid", "parent"]
     kid = next(j for j in page["jobs"] if j["id"] == "kid")
-    assert kid == by_class["JobInfo"].to_dict()
+    # A list reads no attempts nor log: get does.
+    assert kid == {**by_class["JobInfo"].to_dict(), "attempt_history": [], "logs": []}
+    assert by_class["JobInfo"].to_dict()["logs"] == [by_class["LogLine"].to_dict()]
     assert kid["result"] == {"id": "kid", "n": [1, 2]} and kid["result_bytes"] == b'{"id":"kid","n":[1,2]}'
     assert kid["parent"] == (by_class["ChildResult"].queue, "parent")
     assert by_class["Limits"].to_dict() == {

@@ -252,8 +252,16 @@ pub(crate) fn job_handler(
                 Err(Thrown {
                     text,
                     verdict: Some(v),
+                    ..
                 }) => Err(v.into_error(text)),
-                Err(Thrown { text, .. }) => Err(text.into()),
+                // The text as before, the stack kept with the attempt's record.
+                Err(Thrown { text, trace, .. }) => {
+                    let traced: tideq::HandlerError = Box::new(tideq::TracedError {
+                        message: text,
+                        trace,
+                    });
+                    Err(traced)
+                }
             }
         })
     })

@@ -53,6 +53,8 @@ __all__ = [
     "Enqueued",
     "Job",
     "JobInfo",
+    "Attempt",
+    "LogLine",
     "JobPage",
     "JobSearch",
     "JobStats",
@@ -718,6 +720,16 @@ class Job:
         job.children_results_async()``."""
     def children_results_async(self) -> Coroutine[Any, Any, list[ChildResult]]:
         """``children_results()`` as an awaitable, for ``async def`` handlers."""
+    def log(self, line: str) -> None:
+        """Add ``line`` (a ``str``) to the job's log, stamped with the Redis time and this attempt.
+
+        ``get(id).logs`` and ``job_logs(id)`` read it; ``tideq job`` and the dashboard show it.
+        A line holds at most 4096 bytes (else ``InvalidArgumentError``, nothing written); the log
+        keeps the newest 1000 lines within 64 KiB and goes with the job. ``LeaseLostError`` when
+        the lease was lost. Blocks for one Redis round trip (the GIL released); in an ``async
+        def`` handler, ``await job.log_async(line)``."""
+    def log_async(self, line: str) -> Coroutine[Any, Any, None]:
+        """``log(line)`` as an awaitable, for ``async def`` handlers."""
 
 @final
 class JobPage:
@@ -821,6 +833,23 @@ class JobInfo:
     @property
     def children_pending(self) -> Optional[int]:
         """A flow's job waiting for its children: how many have not finished yet; None otherwise."""
+    @property
+    def started_at(self) -> Optional[int]:
+        """When its last attempt (or the one under way) started, epoch milliseconds (Redis clock);
+        None when unknown."""
+    @property
+    def run_ms(self) -> Optional[int]:
+        """How long its last finished attempt ran (ms); None when unknown."""
+    @property
+    def worker(self) -> Optional[str]:
+        """The worker that ran its last attempt; None when unknown."""
+    @property
+    def attempt_history(self) -> list[Attempt]:
+        """Its attempts, oldest first (the first 3 and the last 20 are kept), as ``Attempt``s:
+        read by ``get``; empty in lists."""
+    @property
+    def logs(self) -> list[LogLine]:
+        """Its log (``job.log``), oldest first, as ``LogLine``s: read by ``get``; empty in lists."""
     def to_dict(self) -> dict[str, Any]:
         """The fields as a plain ``dict``, one key per property (value objects in them, or in
         a list in them, as dicts too).
@@ -1086,6 +1115,66 @@ class WorkerInfo:
     @property
     def last_seen_at_ms(self) -> int:
         """When it was last seen, epoch milliseconds by the Redis clock."""
+    def to_dict(self) -> dict[str, Any]:
+        """The fields as a plain ``dict``, one key per property (value objects in them, or in
+        a list in them, as dicts too).
+
+        Value objects compare equal when they are of the same class with equal fields, and
+        then hash alike: every value class is hashable (a stored result or progress counts
+        by its bytes). They pickle and copy by value."""
+
+@final
+class Attempt:
+    """One attempt of a job (``JobInfo.attempt_history``)."""
+
+    @property
+    def attempt(self) -> int:
+        """The attempt's number (1 the first)."""
+    @property
+    def started_at(self) -> Optional[int]:
+        """When it started, epoch milliseconds (Redis clock); None when unknown (a lost attempt)."""
+    @property
+    def ended_at(self) -> Optional[int]:
+        """When it ended, epoch milliseconds (Redis clock); a lost one: when its lease was found
+        expired."""
+    @property
+    def duration_ms(self) -> Optional[int]:
+        """How long it ran (ms); None when its start is unknown."""
+    @property
+    def worker(self) -> Optional[str]:
+        """The worker that ran it (its id, as ``workers()`` lists it); None when unknown."""
+    @property
+    def outcome(self) -> str:
+        """``"completed"``, ``"failed"`` or ``"lost"`` (its lease expired: its worker died or lost
+        Redis)."""
+    @property
+    def error(self) -> Optional[str]:
+        """Its error (``"ExcType: message"``); None for a completed attempt."""
+    @property
+    def trace(self) -> Optional[str]:
+        """The handler's traceback (``traceback.format_exception``), when it raised; None otherwise."""
+    def to_dict(self) -> dict[str, Any]:
+        """The fields as a plain ``dict``, one key per property (value objects in them, or in
+        a list in them, as dicts too).
+
+        Value objects compare equal when they are of the same class with equal fields, and
+        then hash alike: every value class is hashable (a stored result or progress counts
+        by its bytes). They pickle and copy by value."""
+
+
+@final
+class LogLine:
+    """One line of a job's log (``job.log``)."""
+
+    @property
+    def at_ms(self) -> int:
+        """When it was logged, epoch milliseconds (Redis clock)."""
+    @property
+    def attempt(self) -> int:
+        """The attempt that logged it."""
+    @property
+    def line(self) -> str:
+        """The line."""
     def to_dict(self) -> dict[str, Any]:
         """The fields as a plain ``dict``, one key per property (value objects in them, or in
         a list in them, as dicts too).
@@ -1563,6 +1652,10 @@ class Queue:
         """A job's state, attempts, last error and times; None if unknown.
 
         None too once the job is no longer kept."""
+    def job_logs(self, id: str) -> list[LogLine]:
+        """The lines job ``id``'s handlers logged (``job.log``), oldest first, as ``LogLine``s.
+
+        ``JobNotFoundError`` when there is no such job (or it is no longer kept)."""
     def wait(self, id: str, timeout: Optional[_Seconds] = None) -> Any:
         """Wait until job ``id`` has finished and return its result.
 
@@ -2462,6 +2555,10 @@ class AsyncQueue:
         """A job's state, attempts, last error and times; None if unknown.
 
         None too once the job is no longer kept."""
+    def job_logs(self, id: str) -> Coroutine[Any, Any, list[LogLine]]:
+        """The lines job ``id``'s handlers logged (``job.log``), oldest first, as ``LogLine``s.
+
+        ``JobNotFoundError`` when there is no such job (or it is no longer kept)."""
     def wait(self, id: str, timeout: Optional[_Seconds] = None) -> Coroutine[Any, Any, Any]:
         """Wait until job ``id`` has finished and return its result.
 

@@ -113,6 +113,9 @@ pub fn job_json(j: &JobInfo, how: Option<Payload>) -> Value {
         "progress_format": progress_kind,
         "parent": j.parent.as_ref().map(|p| json!({"queue": p.queue, "id": p.id})),
         "children_pending": j.children_pending,
+        "started_at": j.started_at,
+        "run_ms": j.run_ms,
+        "worker": j.worker,
     })
 }
 
@@ -194,6 +197,7 @@ pub fn job(j: &JobInfo, how: Option<Payload>, json: bool) -> String {
     if let (Some((name, _)), Some(at)) = (since_or_until(j.state), j.state_since_or_until) {
         items.push((name, when(at)));
     }
+    items.extend(super::run_rows(j));
     items.extend([
         ("priority", opt(j.priority)),
         ("group", opt(j.group.as_ref())),
@@ -290,6 +294,7 @@ pub fn children_json(page: &ChildPage) -> Value {
 /// has): `tideq job --json` and the dashboard's job.
 pub fn job_and_children_json(j: &JobInfo, kids: &ChildPage, how: Option<Payload>) -> Value {
     let mut v = job_json(j, how);
+    super::add_attempts_json(&mut v, j);
     v["children"] = children_json(kids);
     v["children_total"] = kids.total.into();
     v
@@ -300,7 +305,7 @@ pub fn job_and_children(j: &JobInfo, kids: &ChildPage, how: Option<Payload>, jso
     if json {
         return job_and_children_json(j, kids, how).to_string();
     }
-    let text = job(j, how, false);
+    let text = job(j, how, false) + &super::attempts_text(j);
     if kids.total == 0 {
         return text;
     }

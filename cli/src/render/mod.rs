@@ -3,6 +3,7 @@
 //! shown ([`preview`]), tables, `name  value` pairs, one-line cuts, timestamps and cursors.
 
 mod admin;
+mod attempts;
 mod capped;
 mod control;
 mod discover;
@@ -19,6 +20,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde_json::Value;
 
 pub use admin::*;
+pub use attempts::*;
 pub use capped::*;
 pub use control::*;
 pub use discover::*;

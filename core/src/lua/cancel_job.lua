@@ -19,6 +19,7 @@
   KEYS[30] fl (prefix of flow children's lists)   KEYS[31] fs (prefix of children's lists in
   transit)
   KEYS[32] rat hash (when jobs made ready after their enqueue became ready)
+  KEYS[33] attempts hash   KEYS[34] logs hash   KEYS[35] lg (prefix of job log lists)
   ARGV[1] a token of this call's own, then the job ids (at most 1000)
   Returns: per id two values: what happened ("cancelled", "requested": active, asked to stop, or
   the state that prevented it: "dead", "completed", "missing"), and for a cancelled flow job
@@ -31,6 +32,7 @@
 --#include lib/waiters.lua
 --#include lib/route.lua
 --#include lib/parents.lua
+--#include lib/attempts.lua
 --#K
 local token = ARGV[1]
 local out, done, enqs, seen = {}, {}, {}, {}
@@ -112,4 +114,5 @@ redis.call('HINCRBY', K.stats, 'cancelled', #done)
 emit(K, 'cancelled', done)
 tell_parents_all(K, done, 'n')
 forget_flow(K, done)
+forget_attempts(K, done)
 return out

@@ -11,6 +11,7 @@
   KEYS[13] fk (prefix of flow children's results)   KEYS[14] fl (prefix of flow children's lists)
   KEYS[15] fwait hash   KEYS[16] fparent hash   KEYS[17] delayed zset   KEYS[18] active zset
   KEYS[19] fhold zset
+  KEYS[20] attempts hash   KEYS[21] logs hash   KEYS[22] lg (prefix of job log lists)
   ARGV[1] job id
   Returns: "deleted", or the state that prevented it: "delayed", "ready", "active", "waiting"
   (a flow job waiting for its children, or held), "missing". ]]

@@ -17,9 +17,13 @@
   KEYS[32] fparent hash   KEYS[33] fout list   KEYS[34] fk (prefix of flow children's results)
   KEYS[35] fl (prefix of flow children's lists)   KEYS[36] fwait hash
   KEYS[37] rat hash (when jobs made ready after their enqueue became ready)
+  KEYS[38] attempts hash   KEYS[39] logs hash   KEYS[40] lg (prefix of job log lists)
   ARGV[1] job id   ARGV[2] lease token   ARGV[3] error text (already size-capped)
   ARGV[4] retry delay ms   ARGV[5] queue policy (docs/data-model.md)   ARGV[6] "1": dead-letter now
   (the attempt cannot succeed, e.g. an unknown task), whatever its attempts
+  ARGV[7] the attempt's run, "<start ms>~<worker id>" (optional: "" or absent, unknown)
+  ARGV[8] the handler's trace (optional; already size-capped): with the error, kept in the
+  job's attempts (see "Attempts and logs")
   Returns: -1 lease lost, 1 retried, 2 dead-lettered, 3 cancelled. ]]
 --#include lib/base.lua
 --#include lib/meta.lua
@@ -30,6 +34,7 @@
 --#include lib/route.lua
 --#include lib/control.lua
 --#include lib/bury.lua
+--#include lib/attempts.lua
 --#K
 local id = ARGV[1]
 local m = redis.call('HGET', K.meta, id)
@@ -50,6 +55,11 @@ if cancel_requested(K, id) then
 end
 local att = tonumber(a) + 1
 emit(K, 'failed', { id }, { ARGV[3] }, now)
+local started, worker = run_of(ARGV[7])
+local tb = ARGV[8]
+if tb == '' then tb = nil end
+add_attempts(K, { { id, { n = att, s = started, e = now, w = worker, o = 'failed', err = ARGV[3],
+  tb = tb } } })
 if att >= tonumber(mx) or ARGV[6] == '1' then
   bury(K, now, policy(ARGV[5]), { { id, meta_of('x', att, mx, enq, x), ARGV[3] } })
   return 2

@@ -30,6 +30,7 @@
   KEYS[40] fl (prefix of flow children's lists)   KEYS[41] fwait hash   KEYS[42] fhold zset
   KEYS[43] winfo hash   KEYS[44] hist (prefix of the history's day hashes)
   KEYS[45] rat hash (when jobs made ready after their enqueue became ready)
+  KEYS[46] attempts hash   KEYS[47] logs hash   KEYS[48] lg (prefix of job log lists)
   ARGV[1] lease ms   ARGV[2] most jobs to lease (0 = maintenance only)
   ARGV[3] most expired leases to recover (0: this call skips the upkeep that goes by time:
   expired leases, stale cancel requests and the completed jobs' age; a worker busy leasing does
@@ -104,7 +105,7 @@ local expired = {}
 if upkeep then
   expired = redis.call('ZRANGEBYSCORE', K.active, '-inf', now, 'LIMIT', 0, tonumber(ARGV[3]))
 end
-local recovered, retry, cancelled, cancelled_enq = 0, {}, {}, {}
+local recovered, retry, cancelled, cancelled_enq, lost_recs = 0, {}, {}, {}, {}
 local exp_routes = routes(K, expired)
 for i, id in ipairs(expired) do
   redis.call('ZREM', K.active, id)
@@ -122,6 +123,8 @@ for i, id in ipairs(expired) do
     else
       local att = tonumber(a) + 1
       x = tonumber(x) + 1
+      lost_recs[#lost_recs + 1] = { id, { n = att, e = now, o = 'lost',
+        err = 'lease expired: its worker stopped or lost Redis' } }
       if att >= tonumber(mx) then
         dead[#dead + 1] = { id, meta_of('x', att, mx, enq, x),
           'lease expired on attempt ' .. att .. ' of ' .. mx }
@@ -135,6 +138,7 @@ for i, id in ipairs(expired) do
     gone[#gone + 1] = id
   end
 end
+add_attempts(K, lost_recs)
 make_ready(K, C, retry, false, now)
 if #retry > 0 and events_max(K) then
   local why = {}

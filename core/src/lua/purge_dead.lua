@@ -4,10 +4,13 @@
   KEYS[5] idem zset   KEYS[6] progress hash   KEYS[7] route hash   KEYS[8] dkey hash
   KEYS[9] fk (prefix of flow children's results)   KEYS[10] fl (prefix of flow children's lists)
   KEYS[11] fparent hash
+  KEYS[12] attempts hash   KEYS[13] logs hash   KEYS[14] lg (prefix of job log lists)
   ARGV[1] job id, or "" for all   ARGV[2] most jobs this call
   Returns: number of jobs purged (0 when the id is not dead). ]]
 --#include lib/chunked.lua
 --#include lib/dead.lua
+--#include lib/attempts.lua
+--#K
 local ids = dead_ids(KEYS[1], ARGV[1], tonumber(ARGV[2]))
 if #ids == 0 then return 0 end
 chunked('ZREM', KEYS[1], ids)
@@ -29,4 +32,6 @@ for _, id in ipairs(ids) do
   keys[#keys + 1] = KEYS[10] .. id
 end
 for i = 1, #keys, 1000 do redis.call('DEL', unpack(keys, i, math.min(i + 999, #keys))) end
+-- Their attempts and logs.
+forget_attempts(K, ids)
 return #ids

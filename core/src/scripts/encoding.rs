@@ -5,9 +5,10 @@
 //! `QueueOptions::policy` (job.rs).
 
 /// A job's meta `"<state>|<attempts>|<max>|<enqueued ms>|<x>"` (`lib/meta.lua`: `parse_meta`,
-/// `meta_of`; docs/data-model.md, "Job meta") -> its five fields; `None` unless it has five.
+/// `meta_of`; docs/data-model.md, "Job meta") -> its five fields; `None` unless it has five (a
+/// completed job's may go on with its run, see [`meta_run`]).
 pub(crate) fn meta_fields(meta: &str) -> Option<[&str; 5]> {
-    let mut parts = meta.split('|');
+    let mut parts = meta.splitn(6, '|');
     let fields = [
         parts.next()?,
         parts.next()?,
@@ -15,7 +16,23 @@ pub(crate) fn meta_fields(meta: &str) -> Option<[&str; 5]> {
         parts.next()?,
         parts.next()?,
     ];
-    parts.next().is_none().then_some(fields)
+    match parts.next() {
+        None => Some(fields),
+        Some(run) if fields[0] == "c" && meta_run_of(run).is_some() => Some(fields),
+        Some(_) => None,
+    }
+}
+
+/// A completed job's last attempt's run, from its meta's tail `"|<start ms>|<worker id>"`
+/// (`lib/acks.lua`): (start, worker, "" when unknown); `None` when the meta has none.
+pub(crate) fn meta_run(meta: &str) -> Option<(u64, &str)> {
+    let run = meta.splitn(6, '|').nth(5)?;
+    meta_run_of(run)
+}
+
+fn meta_run_of(run: &str) -> Option<(u64, &str)> {
+    let (start, worker) = run.split_once('|')?;
+    Some((start.parse().ok()?, worker))
 }
 
 /// The lease token of a delivery, `"<enqueued>.<x>"` from its meta (`lib/meta.lua`: `token_of`).
@@ -63,6 +80,16 @@ mod tests {
         assert_eq!(meta_fields("q|0|5|17|2"), Some(["q", "0", "5", "17", "2"]));
         assert_eq!(meta_fields("q|0|5|17"), None);
         assert_eq!(meta_fields("q|0|5|17|2|9"), None);
+        assert_eq!(meta_fields("q|0|5|17|2|9|w"), None);
+        // A completed job's run: its start and worker.
+        assert_eq!(
+            meta_fields("c|0|5|17|20|18|ab"),
+            Some(["c", "0", "5", "17", "20"])
+        );
+        assert_eq!(meta_run("c|0|5|17|20|18|ab"), Some((18, "ab")));
+        assert_eq!(meta_run("c|0|5|17|20|18|"), Some((18, "")));
+        assert_eq!(meta_run("c|0|5|17|20"), None);
+        assert_eq!(meta_fields("c|0|5|17|20|x|ab"), None);
         assert_eq!(lease_token("17", "2"), "17.2");
     }
 

@@ -82,7 +82,7 @@ fn every_key_a_header_names_is_one_the_rust_side_builds() {
     }
     // The job scripts take exactly the keys their header lists.
     let fail = jobs.for_script(&super::FAIL_JOB);
-    assert_eq!(fail.len(), 37);
+    assert_eq!(fail.len(), 40);
     assert_eq!(fail[0], jobs.active());
     assert_eq!(fail[8], jobs.wake());
 }
@@ -101,8 +101,16 @@ fn includes_are_flattened_and_contracts_kept_first() {
     assert!(at("lib/control.lua") < at("lib/acks.lua"));
     // A script takes only the helpers it uses (and theirs).
     let extend = &*super::EXTEND_LEASE;
-    assert_eq!(extend.includes, ["lib/meta.lua", "lib/workers.lua"]);
-    assert!(!extend.code.contains("local function chunked("));
+    assert_eq!(
+        extend.includes,
+        [
+            "lib/meta.lua",
+            "lib/workers.lua",
+            "lib/chunked.lua",
+            "lib/attempts.lua"
+        ]
+    );
+    assert!(!extend.code.contains("local function route_of("));
 }
 
 /// Every file under `src/lua/` is compiled in: each `lib/*.lua` as an include, each other one
@@ -297,5 +305,5 @@ fn the_k_table_is_generated_from_the_header() {
         .contains("local K = { ready = KEYS[1], delayed = KEYS[2], active = KEYS[3],"));
     assert!(fetch
         .code
-        .contains(" winfo = KEYS[43], hist = KEYS[44], rat = KEYS[45] }\n"));
+        .contains(" winfo = KEYS[43], hist = KEYS[44], rat = KEYS[45], attempts = KEYS[46], logs = KEYS[47], lg = KEYS[48] }\n"));
 }

@@ -376,6 +376,8 @@ pub struct RecordedJob {
     pub error: Option<String>,
     /// Every failed attempt's error, in order.
     pub errors: Vec<String>,
+    /// What its handlers logged ([`Job::log`](crate::Job::log)), oldest first.
+    pub logs: Vec<crate::attempts::LogLine>,
 }
 
 /// What a [`TestMode::drain`] ran.

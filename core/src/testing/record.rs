@@ -271,6 +271,7 @@ impl TestMode {
                     progress: None,
                     error: None,
                     errors: Vec::new(),
+                    logs: Vec::new(),
                 };
                 out.push(Enqueued {
                     id: job.id.clone(),
@@ -341,6 +342,11 @@ impl TestMode {
                 progress: j.progress,
                 parent: None,
                 children_pending: None,
+                started_at: None,
+                run_ms: None,
+                worker: None,
+                attempt_history: Vec::new(),
+                logs: j.logs,
                 id: j.id,
             }
         }))
@@ -372,6 +378,43 @@ impl TestMode {
     }
 
     /// A running job's progress, into the record.
+    /// A handler's log line, into the record (`Job::log` without Redis).
+    pub(crate) fn log(&self, queue: &Queue, job: &crate::job::Job, line: &str) -> Result<()> {
+        crate::attempts::check_log_line(line)?;
+        let mut entries = self.entries();
+        let Some(e) = entries
+            .iter_mut()
+            .find(|e| e.job.id == job.id && *e.queue.name == *queue.name)
+        else {
+            return Err(crate::error::Error::new(
+                crate::error::ErrorKind::JobNotFound,
+                format!("no job {:?} in queue {:?}", job.id, queue.name()),
+            ));
+        };
+        let logs = &mut e.job.logs;
+        logs.push(crate::attempts::LogLine {
+            at_ms: crate::job::now_ms(),
+            attempt: job.attempt,
+            line: line.to_string(),
+        });
+        let over = logs.len().saturating_sub(crate::attempts::MAX_LOG_LINES);
+        logs.drain(..over);
+        Ok(())
+    }
+
+    /// `job_logs` from the record.
+    pub(crate) fn logs(&self, queue: &Queue, id: &str) -> Result<Vec<crate::attempts::LogLine>> {
+        crate::job::validate_job_id(id)?;
+        self.find(queue.name(), id)
+            .map(|e| e.job.logs)
+            .ok_or_else(|| {
+                crate::error::Error::new(
+                    crate::error::ErrorKind::JobNotFound,
+                    format!("no job {id:?} in queue {:?}", queue.name()),
+                )
+            })
+    }
+
     pub(crate) fn progress(&self, queue: &Queue, id: &str, value: &[u8]) -> Result<()> {
         queue.check_result_len("progress", value.len())?;
         if let Some(e) = self

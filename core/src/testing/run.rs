@@ -105,6 +105,7 @@ impl TestMode {
                 }
                 Err(why) => Attempt::Failed {
                     error: why,
+                    trace: None,
                     dead_now: true,
                 },
             };
@@ -123,7 +124,9 @@ impl TestMode {
                         return self.update(queue, id, |e| e.parked = true);
                     }
                 }
-                Attempt::Failed { error, dead_now } => {
+                Attempt::Failed {
+                    error, dead_now, ..
+                } => {
                     attempts += 1;
                     let error = crate::error::capped_text(&error, max_error_len);
                     let dead = dead_now || attempts >= env.max_attempts;

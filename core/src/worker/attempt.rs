@@ -18,8 +18,13 @@ pub(crate) enum Attempt {
     Done(Option<Vec<u8>>),
     /// Run again after this long, the attempt uncounted (a [`Snooze`] or a [`BackOff`]).
     Later(Duration, Option<BackOffScope>),
-    /// Failed with this error: retried by the job's attempts, or (`dead_now`) dead at once.
-    Failed { error: String, dead_now: bool },
+    /// Failed with this error (and the handler's trace, when it has one): retried by the job's
+    /// attempts, or (`dead_now`) dead at once.
+    Failed {
+        error: String,
+        trace: Option<String>,
+        dead_now: bool,
+    },
 }
 
 impl Handlers {
@@ -77,6 +82,7 @@ pub(crate) fn classify(
             Ok(()) => Attempt::Done(Some(bytes)),
             Err(e) => Attempt::Failed {
                 error: e.message().to_string(),
+                trace: None,
                 dead_now: false,
             },
         },
@@ -84,10 +90,12 @@ pub(crate) fn classify(
             Verdict::Later(delay, scope) => Attempt::Later(delay, scope),
             Verdict::DontRetry => Attempt::Failed {
                 error: e.to_string(),
+                trace: handler::trace_of(&*e),
                 dead_now: true,
             },
             Verdict::Fail => Attempt::Failed {
                 error: e.to_string(),
+                trace: handler::trace_of(&*e),
                 dead_now: false,
             },
         },

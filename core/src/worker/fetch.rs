@@ -205,6 +205,7 @@ async fn run_loop(
         acks: acks.clone(),
         metrics: metrics.clone(),
         shutting_down: AtomicBool::new(false),
+        worker: Arc::from(metrics.id.as_str()),
     });
     let mut tasks: JoinSet<()> = JoinSet::new();
     let mut fetches: FuturesUnordered<FetchFuture> = FuturesUnordered::new();

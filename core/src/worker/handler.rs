@@ -12,6 +12,47 @@ use crate::job::Job;
 /// `std::error::Error + Send + Sync`, a `String` or a `&str` (and `anyhow::Error`) converts into it.
 pub type HandlerError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
+/// A handler's error with its trace (a traceback, a stack): its text is what the job records as
+/// its error, as for any [`HandlerError`]; the trace is kept whole (within 8 KiB with the text)
+/// in the attempt's record ([`JobInfo::attempt_history`](crate::JobInfo::attempt_history)). The
+/// Python and Node runtimes fail attempts with it; a Rust handler's error needs none: the chain
+/// of its sources (`{:#}`, as `anyhow` shows it) is kept as its trace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TracedError {
+    pub message: String,
+    pub trace: String,
+}
+
+impl std::fmt::Display for TracedError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for TracedError {}
+
+/// The trace kept with a failed attempt of `e`: a [`TracedError`]'s, or the chain of its
+/// sources ("error: cause: cause", as `anyhow`'s `{:#}`) when it has any.
+pub(crate) fn trace_of(e: &(dyn std::error::Error + 'static)) -> Option<String> {
+    // A boxed one converted again is a box in a box.
+    let traced = e
+        .downcast_ref::<TracedError>()
+        .or_else(|| e.downcast_ref::<Box<TracedError>>().map(|b| &**b));
+    if let Some(t) = traced {
+        return Some(t.trace.clone()).filter(|t| !t.is_empty());
+    }
+    let mut source = e.source()?;
+    let mut chain = e.to_string();
+    loop {
+        chain.push_str(": ");
+        chain.push_str(&source.to_string());
+        match source.source() {
+            Some(next) => source = next,
+            None => return Some(chain),
+        }
+    }
+}
+
 /// The future a job handler returns: `Ok` with the result to store with the job (`None`:
 /// nothing), or the error that fails the attempt.
 pub type JobFuture = Pin<

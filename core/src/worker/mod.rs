@@ -25,6 +25,7 @@ pub use handle::Worker;
 pub(crate) use handle::{boxed, Handlers};
 pub use handler::{
     BatchError, BatchFuture, HandlerError, IntoJobResult, JobBatchHandler, JobFuture, JobHandler,
+    TracedError,
 };
 pub use options::{BatchOptions, WorkerOptions, WorkerStats};
 pub(crate) use verdict::Verdict;

@@ -99,22 +99,49 @@ pub(super) struct JobCtx {
     /// Set when the grace period is over: a cancelled job's handler then ended because the worker
     /// is stopping, and the job goes back to the queue instead of failing its attempt.
     pub(super) shutting_down: AtomicBool,
+    /// This worker's id (the `workers` set's), recorded with its jobs' attempts.
+    pub(super) worker: Arc<str>,
 }
 
 impl JobCtx {
+    /// `job`'s lease, naming this worker (its attempt's record says which worker ran it).
+    pub(super) fn lease_of(&self, job: &Job) -> Lease {
+        Lease {
+            worker: Some(self.worker.clone()),
+            recorded: Some(Default::default()),
+            ..job.lease()
+        }
+    }
+
     /// Puts a leased job in flight: its lease is renewed and its stop signal fired at shutdown
     /// until [`settled`](Self::settled).
     pub(super) fn hold(&self, job: &Job) -> u64 {
+        self.hold_lease(job).0
+    }
+
+    /// [`hold`](Self::hold), with the lease held: the renewer's copy and this one share whether
+    /// the attempt's run was recorded (see [`Lease::recorded`]).
+    pub(super) fn hold_lease(&self, job: &Job) -> (u64, Lease) {
         let key = self.next_key.fetch_add(1, Ordering::Relaxed);
+        let lease = self.lease_of(job);
         self.in_flight.lock().unwrap().insert(
             key,
             Running {
-                lease: job.lease(),
+                lease: lease.clone(),
                 cancel: job.cancel.clone(),
                 cancel_requested: job.cancel_requested.clone(),
             },
         );
-        key
+        (key, lease)
+    }
+
+    /// The lease of a job put in flight as `key` (its renewer's copy), or a new one.
+    fn held_lease(&self, key: u64, job: &Job) -> Lease {
+        let in_flight = self.in_flight.lock().unwrap();
+        in_flight
+            .get(&key)
+            .map(|r| r.lease.clone())
+            .unwrap_or_else(|| self.lease_of(job))
     }
 
     /// Takes jobs out of flight; per job, whether its cancel was requested.
@@ -136,8 +163,7 @@ impl JobCtx {
         job: Job,
         permit: OwnedSemaphorePermit,
     ) {
-        let held = job.lease();
-        let key = self.hold(&job);
+        let (key, held) = self.hold_lease(&job);
         let ctx = self.clone();
         tasks.spawn(async move { ctx.run_job(job, held, key, permit).await });
     }
@@ -159,7 +185,7 @@ impl JobCtx {
                     continue;
                 }
             }
-            held.push(job.lease());
+            held.push(self.held_lease(key, &job));
             keys.push(key);
             permits.push(permit);
             jobs.push(job);
@@ -209,13 +235,13 @@ impl JobCtx {
         for (lease, requested) in held.into_iter().zip(requested) {
             if requested {
                 failed.remove(&lease.id);
-                Box::pin(self.fail(lease, CANCELLED.to_string(), false)).await;
+                Box::pin(self.fail(lease, CANCELLED.to_string(), None, false)).await;
                 continue;
             }
             match failed.remove(&lease.id) {
                 None => self.acks.push(lease),
                 Some(_) if stopping => Box::pin(self.release(lease)).await,
-                Some(msg) => Box::pin(self.fail(lease, msg, false)).await,
+                Some(msg) => Box::pin(self.fail(lease, msg, None, false)).await,
             }
         }
         if !failed.is_empty() {
@@ -236,7 +262,7 @@ impl JobCtx {
         drop(permit);
         let dead_now = why.kind() == ErrorKind::InvalidArgument;
         let msg = format!("its arguments could not be read from its children's results: {why}");
-        Box::pin(self.fail(held, msg, dead_now)).await;
+        Box::pin(self.fail(held, msg, None, dead_now)).await;
     }
 
     /// Runs one job: the handler (its lease renewed by the worker's renewer), then ack or fail.
@@ -257,7 +283,7 @@ impl JobCtx {
                 // It can never run here: dead-lettered at once, not retried.
                 self.in_flight.lock().unwrap().remove(&key);
                 drop(permit);
-                Box::pin(self.fail(held, why, true)).await;
+                Box::pin(self.fail(held, why, None, true)).await;
                 return;
             }
         };
@@ -275,9 +301,9 @@ impl JobCtx {
         self.metrics.run.observe(started.elapsed());
         // Settling now: the renewer must not extend a lease the ack is about to end.
         let requested = self.settled(&[key])[0];
-        let (msg, dead_now) = match attempt::classify(&self.queue, result) {
+        let (msg, trace, dead_now) = match attempt::classify(&self.queue, result) {
             // Its cancel was requested: it ends cancelled, whatever the handler returned.
-            _ if requested => (CANCELLED.to_string(), false),
+            _ if requested => (CANCELLED.to_string(), None, false),
             // Counted when the fetch loop has sent it (AckQueue::settle); the result rides on
             // the ack.
             Attempt::Done(result) => {
@@ -291,7 +317,11 @@ impl JobCtx {
                 drop(permit);
                 return;
             }
-            Attempt::Failed { error, dead_now } => (error, dead_now),
+            Attempt::Failed {
+                error,
+                trace,
+                dead_now,
+            } => (error, trace, dead_now),
         };
         drop(permit);
         // Boxed: the failure path's futures (a script call, retries) would otherwise sit in every
@@ -303,7 +333,7 @@ impl JobCtx {
         {
             Box::pin(self.release(held)).await;
         } else {
-            Box::pin(self.fail(held, msg, dead_now)).await;
+            Box::pin(self.fail(held, msg, trace, dead_now)).await;
         }
     }
 
@@ -374,11 +404,19 @@ impl JobCtx {
         }
     }
 
-    /// Fails a job's attempt (retry after backoff, or dead letter).
-    pub(super) async fn fail(&self, held: Lease, msg: String, dead_now: bool) {
+    /// Fails a job's attempt (retry after backoff, or dead letter), keeping the handler's
+    /// `trace` with the attempt's record.
+    pub(super) async fn fail(
+        &self,
+        held: Lease,
+        msg: String,
+        trace: Option<String>,
+        dead_now: bool,
+    ) {
         let q = &self.queue;
+        let trace = trace.as_deref();
         match self
-            .settle("fail", &held, || q.fail_lease(&held, &msg, dead_now))
+            .settle("fail", &held, || q.fail_lease(&held, &msg, trace, dead_now))
             .await
         {
             Some(Failed::Cancelled) => self.counters.cancelled.fetch_add(1, Ordering::Relaxed),

@@ -69,6 +69,8 @@ class RecordedJob:
     error: Optional[str]
     #: Every failed attempt's error, in order.
     errors: list[str]
+    #: The lines its handlers logged (``job.log``), oldest first.
+    logs: list[str]
 
 
 @dataclasses.dataclass(frozen=True)

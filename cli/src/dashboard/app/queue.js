@@ -291,6 +291,7 @@
         row('result', j.result_format ? pre(j.result, j.result_format) : '–', { dataset: { field: 'result' } }),
         row('progress', j.progress_format ? pre(j.progress, j.progress_format) : '–', { dataset: { field: 'progress' } })),
       renderChildren(j),
+      renderJobRun(j), // jobpage.js
     );
   }
 

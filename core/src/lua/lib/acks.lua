@@ -10,9 +10,12 @@
 --#include lib/route.lua
 --#include lib/waiters.lua
 --#include lib/parents.lua
+--#include lib/attempts.lua
 
 -- Completes the acks found in ARGV[first], ARGV[first + 1], ...: pairs of job id and lease token,
--- or, for a token ending in "+", triples with the handler's result after the token. Only the
+-- or, for a token ending in "+", triples with the handler's result after the token. A token may
+-- carry its attempt's run before the "+": "<token>;<start ms>~<worker id>": kept in a retained
+-- job's meta, and in its attempts when it failed before (see "Attempts and logs"). Only the
 -- holder of a job's current delivery may. Finished jobs are kept (state c, listed in the done list
 -- oldest first, their results in the results hash) up to the newest P.keep and those younger than
 -- P.keepfor ms, else deleted at once. The count is kept by trimming ahead: once over P.keep, the
@@ -30,7 +33,7 @@ end
 
 local function complete_leases(K, C, now, P, first, aged)
   local nows = tostring(now)
-  local ids, toks, res = {}, {}, {}
+  local ids, toks, res, runs = {}, {}, {}, {}
   local i, nargv = first, #ARGV
   while i < nargv do
     local n, tok = #ids + 1, ARGV[i + 1]
@@ -41,12 +44,17 @@ local function complete_leases(K, C, now, P, first, aged)
       res[n] = ARGV[i]
       i = i + 1
     end
+    local semi = string.find(tok, ';', 1, true)
+    if semi then
+      runs[n] = string.sub(tok, semi + 1)
+      tok = string.sub(tok, 1, semi - 1)
+    end
     toks[n] = tok
   end
   local out = {}
   if #ids == 0 then return out end
   local metas = hmget(K.meta, ids)
-  local okids, okres, seen, newmeta, results, done = {}, {}, {}, {}, {}, {}
+  local okids, okres, seen, newmeta, results, done, recs = {}, {}, {}, {}, {}, {}, {}
   local waited = not K.no_waiters and redis.call('EXISTS', K.waiters) == 1
   for j, id in ipairs(ids) do
     local m = metas[j]
@@ -61,7 +69,16 @@ local function complete_leases(K, C, now, P, first, aged)
         if waited then done[#done + 1] = { id, enq, res[j] and 'r' .. res[j] or 'c' } end
         if P.keep > 0 then
           newmeta[#newmeta + 1] = id
-          newmeta[#newmeta + 1] = meta_of('c', a, mx, enq, nows)
+          local started, worker, recorded = run_of(runs[j])
+          local cm = meta_of('c', a, mx, enq, nows)
+          if started then cm = cm .. '|' .. started .. '|' .. (worker or '') end
+          newmeta[#newmeta + 1] = cm
+          -- An attempt after others (failed, lost), or one a renewal recorded as under way: its
+          -- record joins theirs.
+          if a ~= '0' or recorded then
+            recs[#recs + 1] = { id, { n = tonumber(a) + 1, s = started, e = now, w = worker,
+              o = 'completed' } }
+          end
           if res[j] then
             results[#results + 1] = id
             results[#results + 1] = res[j]
@@ -104,6 +121,7 @@ local function complete_leases(K, C, now, P, first, aged)
     return out
   end
   chunked('HSET', K.meta, newmeta)
+  add_attempts(K, recs)
   if #results > 0 then
     chunked('HSET', K.results, results)
     if K.no_results then

@@ -2,8 +2,9 @@
 --#include lib/base.lua
 --#include lib/chunked.lua
 --#include lib/parents.lua
+--#include lib/attempts.lua
 
--- Deletes jobs' data (envelope, meta, last error, route, result, progress).
+-- Deletes jobs' data (envelope, meta, last error, route, result, progress, attempts, log).
 local function forget(K, ids)
   if #ids == 0 then return end
   -- A dead job's record of its dedup key (see release_dedup) goes with it.
@@ -16,4 +17,5 @@ local function forget(K, ids)
   forget_flow(K, ids)
   if not K.no_results then chunked('HDEL', K.results, ids) end
   if not K.no_progress then chunked('HDEL', K.progress, ids) end
+  forget_attempts(K, ids)
 end

@@ -48,7 +48,7 @@ local function trim_done_aged(K, now, P)
     local head = redis.call('LINDEX', K.done, 0)
     if not head then break end
     local hm = redis.call('HGET', K.meta, head)
-    local finished = hm and tonumber(string.match(hm, '^c|%d+|%d+|%d+|(%d+)$'))
+    local finished = hm and tonumber(string.match(hm, '^c|%d+|%d+|%d+|(%d+)'))
     if finished and finished > now - P.keepfor then break end
     redis.call('LPOP', K.done)
     old[#old + 1] = head
