@@ -72,7 +72,8 @@ const REQUEST_HEADER: HeaderName = HeaderName::from_static("x-tideq-request");
 
 const INDEX_HTML: &str = include_str!("dashboard/index.html");
 /// The page's script, served whole as /app.js: one closure written in parts by view (state,
-/// helpers and routing; the overview; a job queue and its actions; a capped queue and the start),
+/// helpers and routing; the overview; a job queue and its actions; its settings; bulk actions; a
+/// job's attempts and log; a capped queue and the start),
 /// put together here in this order. The parts are fragments of that closure, not scripts.
 const APP_JS: &str = concat!(
     include_str!("dashboard/app/base.js"),
