@@ -483,19 +483,7 @@ fn held(cursor: &str) -> Option<&str> {
 
 /// Whether job `j` is one `filter` finds (as [`Queue::find_jobs`] does).
 fn matches(filter: &JobFilter, j: &crate::JobInfo) -> bool {
-    filter.state.is_none_or(|s| s == j.state)
-        && filter
-            .task
-            .as_ref()
-            .is_none_or(|t| j.task.as_ref() == Some(t))
-        && filter
-            .group
-            .as_ref()
-            .is_none_or(|g| j.group.as_ref() == Some(g))
-        && filter
-            .contains
-            .as_ref()
-            .is_none_or(|t| !t.is_empty() && j.payload.windows(t.len()).any(|w| w == t.as_bytes()))
+    filter.state.is_none_or(|s| s == j.state) && filter.finds(j)
 }
 
 #[cfg(test)]

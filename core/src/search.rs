@@ -51,21 +51,7 @@ impl Queue {
                 None => (0, 0, String::new()),
                 Some(c) => parse_search_cursor(c, states, self.shards.len())?,
             };
-            let matches = |j: &JobInfo, state: JobState| {
-                j.state == state
-                    && filter
-                        .task
-                        .as_ref()
-                        .is_none_or(|t| j.task.as_ref() == Some(t))
-                    && filter
-                        .group
-                        .as_ref()
-                        .is_none_or(|g| j.group.as_ref() == Some(g))
-                    && filter
-                        .contains
-                        .as_ref()
-                        .is_none_or(|t| holds(&j.payload, t.as_bytes()))
-            };
+            let matches = |j: &JobInfo, state: JobState| j.state == state && filter.finds(j);
             let (mut jobs, mut scanned) = (Vec::new(), 0usize);
             // A page that held more matches than wanted is asked for again, only as far as
             // the last match wanted (its ids and jobs, read already, are reused).
@@ -163,6 +149,24 @@ pub struct JobSearch {
 /// Whether `payload` holds `text` (a non-empty byte string).
 fn holds(payload: &[u8], text: &[u8]) -> bool {
     payload.windows(text.len()).any(|w| w == text)
+}
+
+impl JobFilter {
+    /// Whether `job` is one this filter finds, its state aside (the search walks one state at a
+    /// time): its task, group and payload.
+    pub(crate) fn finds(&self, job: &JobInfo) -> bool {
+        self.task
+            .as_ref()
+            .is_none_or(|t| job.task.as_ref() == Some(t))
+            && self
+                .group
+                .as_ref()
+                .is_none_or(|g| job.group.as_ref() == Some(g))
+            && self
+                .contains
+                .as_ref()
+                .is_none_or(|t| !t.is_empty() && holds(&job.payload, t.as_bytes()))
+    }
 }
 
 /// A cursor made by [`Queue::find_jobs`]: `state:shard:place`, `place` empty at a shard's

@@ -244,7 +244,9 @@ def test_stats_count_jobs_per_state_and_lifetime_counters(jq):
         w.shutdown()
     s = jq.stats()
     assert (s.completed, s.ready, s.delayed, s.recovered, s.dead_lettered, s.retried) == (2, 0, 1, 0, 0, 0)
-    assert repr(s).startswith("JobStats(delayed=1, ready=0, active=0, dead=0, enqueued=4, completed=2")
+    assert repr(s).startswith(
+        "JobStats(delayed=1, ready=0, active=0, dead=0, completed_kept=2, waiting=0, enqueued=4, completed=2"
+    )
 
 
 def test_bad_job_input_is_rejected_and_nothing_written(redis_url, name):

@@ -22,9 +22,10 @@ def jq(request: pytest.FixtureRequest, client: tideq.Client, name: str) -> Any:
     return Awaiting(tideq.AsyncQueue(name, client))
 
 
-def dump(url: str) -> list[tuple[bytes, bytes]]:
-    """Every key and its value (DUMP), to show that a refused call wrote nothing."""
-    return [(k, command(url, "DUMP", k)) for k in keys(url, "*")]
+def dump(url: str, name: str) -> list[tuple[bytes, bytes]]:
+    """Every key of queue `name` (its keys carry `{name}`) and its value (DUMP), to show that a
+    refused call wrote nothing. Only the queue's: other tests share the server meanwhile."""
+    return [(k, command(url, "DUMP", k)) for k in sorted(keys(url, f"*{{{name}}}*"))]
 
 
 def test_run_now_enqueues_one_job_and_leaves_the_next_run_unchanged(jq: Any) -> None:
@@ -66,9 +67,10 @@ def test_a_paused_schedule_does_not_fire_and_fires_again_after_resume(
 
 def test_actions_on_an_unknown_schedule_raise_and_write_nothing(jq: Any, redis_url: str) -> None:
     jq.upsert_schedule("real", b"p", every=3600)
-    before = dump(redis_url)
+    before = dump(redis_url, jq.name)
+    assert before, "the queue's keys were not found"
     for action in (jq.run_schedule, jq.pause_schedule, jq.resume_schedule):
         with pytest.raises(tideq.InvalidArgumentError, match='no schedule named "nosuch"'):
             action("nosuch")
     assert jq.remove_schedule("nosuch") is False
-    assert dump(redis_url) == before
+    assert dump(redis_url, jq.name) == before
