@@ -93,7 +93,8 @@ def test_obliterate_deletes_every_key_and_is_refused_with_a_live_worker(client, 
             time.sleep(0.02)
         with pytest.raises(tideq.InvalidArgumentError, match="live"):
             jq.obliterate()
-        assert jq.get("l1").state == "delayed"
+        kept = jq.get("l1")
+        assert kept is not None and kept.state == "delayed"
         assert jq.obliterate(force=True) > 0
     finally:
         worker.stop()
