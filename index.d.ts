@@ -629,6 +629,11 @@ export declare class Queue {
    */
   jobsPage(state: 'delayed' | 'ready' | 'active' | 'dead' | 'completed' | 'waiting', options?: { cursor?: string | null; limit?: number }): Promise<JobPage>
   /**
+   * The lines job `id`'s handlers logged (`job.log`), oldest first. Rejects with
+   * `JOB_NOT_FOUND` when there is no such job (or it is no longer retained).
+   */
+  jobLogs(id: string): Promise<LogLine[]>
+  /**
    * Retries the dead jobs of `ids` (at most 1000): each back to ready, attempts reset.
    * Resolves with, per id in order, what happened. More than 1000 ids or an invalid one
    * rejects with `INVALID_ARGUMENT`, nothing done.
@@ -669,10 +674,6 @@ export declare class Queue {
    * afterwards they start a fresh queue.
    */
   obliterate(options?: ObliterateOptions): Promise<number>
-   * The lines job `id`'s handlers logged (`job.log`), oldest first. Rejects with
-   * `JOB_NOT_FOUND` when there is no such job (or it is no longer retained).
-   */
-  jobLogs(id: string): Promise<LogLine[]>
   /**
    * Pauses the queue: workers (in every process) start none of its jobs until `resume()`.
    * Running jobs finish; enqueues go on.
