@@ -231,6 +231,8 @@ test('stats count jobs per state and the lifetime counters', async () => {
     deadTrimmed: 0,
     lost: 0,
     paused: false,
+    completedKept: 0,
+    waiting: 0,
   });
   await queue.cancel('later'); // a delayed job would keep a stopWhenDrained worker waiting
   const worker = queue.work(
@@ -258,6 +260,8 @@ test('stats count jobs per state and the lifetime counters', async () => {
     lost: 0,
     paused: false,
     latencyMs: 0,
+    completedKept: 2,
+    waiting: 0,
   });
 });
 

@@ -81,6 +81,9 @@ test('upserting the same schedule twice keeps its nextRunMs and schedules() list
       task: 'report',
       format: 'json',
       priority: 3,
+      paused: false,
+      lastJobId: null,
+      lastJobState: null,
     },
     {
       name: 'tick',
@@ -91,6 +94,9 @@ test('upserting the same schedule twice keeps its nextRunMs and schedules() list
       maxAttempts: 2,
       backoff: { type: 'fixed', delayMs: 10 },
       timeoutMs: 500,
+      paused: false,
+      lastJobId: null,
+      lastJobState: null,
     },
   ]);
 });
