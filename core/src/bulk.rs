@@ -161,14 +161,14 @@ impl Queue {
             .await
     }
 
-    /// Retries every dead job `filter` finds, a page at a time (see [`bulk_found`]
+    /// Retries every dead job `filter` finds, a page at a time (see [`bulk_found`](Self::bulk_found)
     /// (Self::bulk_found)).
     pub async fn retry_found(&self, filter: &JobFilter) -> Result<BulkCounts> {
         self.op("retry_found", self.found_all(BulkAction::Retry, filter))
             .await
     }
 
-    /// Deletes every finished job `filter` finds, a page at a time (see [`bulk_found`]
+    /// Deletes every finished job `filter` finds, a page at a time (see [`bulk_found`](Self::bulk_found)
     /// (Self::bulk_found)).
     pub async fn delete_found(&self, filter: &JobFilter) -> Result<BulkCounts> {
         self.op("delete_found", self.found_all(BulkAction::Delete, filter))
