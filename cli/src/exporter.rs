@@ -3,9 +3,9 @@
 //! `--refresh` seconds and keeps the text; scrapes are answered from it, so however often
 //! Prometheus scrapes, Redis sees the same load: per job queue (shard) and refresh, one pipeline
 //! for its stats (6 commands) and one for its histograms, workers and flow parents waiting for
-//! their children (3, the last `tideq_jobs{state="waiting"}`), and its per-task totals (TIME and
-//! one HGETALL of at most 505 fields per shard): 1.1 commands per second per queue at the
-//! default 10 s. Per-task series: at most 101 tasks per queue shard (see [`task_lines`]). Queues are discovered again (SCAN) at every refresh while a pass over the
+//! their children (3, the last `tideq_jobs{state="waiting"}`), and its per-task totals (one
+//! HGETALL of at most 505 fields per shard): 1.0 commands per second per queue at the default
+//! 10 s. Per-task series: at most 101 tasks per queue shard (see [`task_lines`]). Queues are discovered again (SCAN) at every refresh while a pass over the
 //! keyspace is quick, less often on a big one (see [`Discovery`]), unless named.
 //!
 //! Formats: a scraper that accepts `application/openmetrics-text` (Prometheus does, first) gets
