@@ -229,3 +229,23 @@ async fn obliterate_removes_the_per_task_keys() {
     let after: Vec<String> = redis::cmd("KEYS").arg("*").query(&mut c).unwrap();
     assert!(after.is_empty(), "{after:?}");
 }
+
+/// A sharded queue's workers report to one shard at a time: the counts are summed over the
+/// shards by task name, in every window.
+#[tokio::test]
+async fn a_sharded_queues_counts_are_summed_over_its_shards() {
+    let server = RedisServer::start();
+    let client = tideq::Client::open(&server.url).unwrap();
+    let q = Queue::sharded(&client, &common::unique("tsh"), 4, Default::default()).unwrap();
+    for i in 0..60 {
+        let name = if i % 3 == 0 { "a" } else { "b" };
+        q.enqueue("ok", task(name)).await.unwrap();
+    }
+    run_until(&q, 60, 0).await;
+    for window in [None, Some(HOUR), Some(14 * DAY)] {
+        let m = q.task_metrics(window).await.unwrap();
+        let t = by_task(&m);
+        assert_eq!((t["a"].completed, t["b"].completed), (20, 40), "{window:?}");
+        assert_eq!((t["a"].runs, t["b"].runs), (20, 40), "{window:?}");
+    }
+}
