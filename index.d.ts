@@ -759,6 +759,14 @@ export declare class Queue {
    */
   history(options?: HistoryOptions): Promise<HistoryPoint[]>
   /**
+   * Per task: jobs completed, failed attempts, jobs dead-lettered and handler run times over
+   * the last `windowMs` (from a minute to 14 days, else `INVALID_ARGUMENT`; without it, since
+   * the queue's workers began counting), by task name. Jobs without a task count under `""`;
+   * a queue tracks its first 100 task names, later ones count under `"(other)"`. Counted from
+   * the workers' periodic reports (every 15 s at most, and when a worker stops).
+   */
+  taskMetrics(options?: TaskMetricsOptions): Promise<TaskMetrics[]>
+  /**
    * A handle on job queue `name`. Validates the name and options (throws
    * `INVALID_ARGUMENT`); does not touch Redis.
    */
@@ -2473,6 +2481,33 @@ export interface ServerInfo {
   uptimeSecs: number
   /** Nodes that answered (more than 1 on a cluster only). */
   nodes: number
+}
+
+/** One task's counts over a window, as `taskMetrics()` lists them. */
+export interface TaskMetrics {
+  /** The task's name: `""` for jobs without one, `"(other)"` for names past the 100 tracked. */
+  task: string
+  /** Jobs completed. */
+  completed: number
+  /** Attempts that failed (retried or dead-lettered). */
+  failed: number
+  /** Jobs dead-lettered. */
+  deadLettered: number
+  /** Handler runs. */
+  runs: number
+  /** Their run time, summed (ms). */
+  runMsSum: number
+  /** Their mean run time (ms); `null` without runs. */
+  runMsAvg: number | null
+}
+
+/** Options of `taskMetrics(options)`. Every field is optional. */
+export interface TaskMetricsOptions {
+  /**
+   * How far back, in ms: from 60,000 (a minute) to 14 days. Default: since the queue's
+   * workers began counting.
+   */
+  windowMs?: number
 }
 
 /** Options of `wait(id, options)`. */

@@ -84,6 +84,7 @@ mod serve;
 mod server;
 mod signal;
 mod task;
+mod task_metrics;
 mod testing;
 mod worker;
 mod workflow;

@@ -84,6 +84,7 @@ pub mod serve;
 pub mod server;
 pub mod signal;
 pub mod task;
+pub mod task_metrics;
 pub mod testing;
 pub mod value;
 pub mod verdict;
@@ -159,6 +160,7 @@ fn _tideq(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<schedule::ScheduleInfo>()?;
     m.add_class::<registry::WorkerInfo>()?;
     m.add_class::<history::HistoryPoint>()?;
+    m.add_class::<task_metrics::TaskMetrics>()?;
     m.add_class::<server::ServerInfo>()?;
     m.add_class::<events::Event>()?;
     m.add_class::<events::EventReader>()?;

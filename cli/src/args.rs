@@ -273,6 +273,17 @@ pub(crate) enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Per task: jobs completed, failed attempts, jobs dead-lettered and handler run times
+    /// (count, mean, total) over a window, from the counts the workers report (the first 100
+    /// task names per queue; later ones count under "(other)", jobs without a task as "(none)").
+    Tasks {
+        queue: String,
+        /// How far back: 1h, 1d, 14d (from 1 minute to 14 days).
+        #[arg(long, default_value = "1h", value_parser = crate::history::span)]
+        window: std::time::Duration,
+        #[arg(long)]
+        json: bool,
+    },
     /// Follow the queue's event log (the queue's events must be on), until Ctrl-C.
     Events {
         queue: String,

@@ -39,6 +39,7 @@ mod cache;
 mod health;
 mod mount;
 mod settings;
+mod tasks;
 
 pub use bridge::{BridgeRequest, Bridged};
 pub use mount::{Action, Dashboard, MountOptions};
@@ -73,7 +74,7 @@ const REQUEST_HEADER: HeaderName = HeaderName::from_static("x-tideq-request");
 const INDEX_HTML: &str = include_str!("dashboard/index.html");
 /// The page's script, served whole as /app.js: one closure written in parts by view (state,
 /// helpers and routing; the overview; a job queue and its actions; its settings; bulk actions; a
-/// job's attempts and log; a capped queue and the start),
+/// job's attempts and log; its per-task table; a capped queue and the start),
 /// put together here in this order. The parts are fragments of that closure, not scripts.
 const APP_JS: &str = concat!(
     include_str!("dashboard/app/base.js"),
@@ -82,6 +83,7 @@ const APP_JS: &str = concat!(
     include_str!("dashboard/app/settings.js"),
     include_str!("dashboard/app/bulk.js"),
     include_str!("dashboard/app/jobpage.js"),
+    include_str!("dashboard/app/tasks.js"),
     include_str!("dashboard/app/capped.js"),
 );
 const STYLE_CSS: &str = include_str!("dashboard/style.css");
@@ -213,6 +215,7 @@ fn router(app: App) -> Router {
         .route("/queues/{q}/jobs/{id}", get(api::job))
         .route("/queues/{q}/jobs/{id}/{action}", post(api::job_action))
         .route("/queues/{q}/history", get(api::history))
+        .route("/queues/{q}/tasks", get(tasks::tasks))
         .route("/queues/{q}/search", get(api::search))
         .route("/queues/{q}/dead/{id}/requeue", post(api::requeue))
         .route("/queues/{q}/dead/requeue-all", post(api::requeue_all))

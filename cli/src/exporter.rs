@@ -3,8 +3,9 @@
 //! `--refresh` seconds and keeps the text; scrapes are answered from it, so however often
 //! Prometheus scrapes, Redis sees the same load: per job queue (shard) and refresh, one pipeline
 //! for its stats (6 commands) and one for its histograms, workers and flow parents waiting for
-//! their children (3, the last `tideq_jobs{state="waiting"}`): 0.9 commands per second per queue
-//! at the default 10 s. Queues are discovered again (SCAN) at every refresh while a pass over the
+//! their children (3, the last `tideq_jobs{state="waiting"}`), and its per-task totals (one
+//! HGETALL of at most 505 fields per shard): 1.0 commands per second per queue at the default
+//! 10 s. Per-task series: at most 101 tasks per queue shard (see [`task_lines`]). Queues are discovered again (SCAN) at every refresh while a pass over the
 //! keyspace is quick, less often on a big one (see [`Discovery`]), unless named.
 //!
 //! Formats: a scraper that accepts `application/openmetrics-text` (Prometheus does, first) gets
@@ -288,11 +289,20 @@ async fn refresh_once(
 ) {
     let mut jobs = Vec::new();
     let mut capped = Vec::new();
+    let mut tasks = Vec::new();
     let mut error = None;
     for r in queues {
         let got = match r.kind {
             QueueKind::Jobs => match handles.jobs(client, &r.name, r.shards) {
-                Ok(q) => q.metrics().await.map(|m| jobs.push(m)),
+                Ok(q) => match q.metrics().await {
+                    Ok(m) => {
+                        jobs.push(m);
+                        q.task_metrics(None)
+                            .await
+                            .map(|t| tasks.push((r.name.clone(), t)))
+                    }
+                    Err(e) => Err(e),
+                },
                 Err(e) => Err(e),
             },
             QueueKind::Capped => match handles.capped(client, &r.name, r.shards) {
@@ -307,6 +317,7 @@ async fn refresh_once(
     let mut text = tideq::encode_prometheus(&jobs, &capped);
     // The exporter's own health, after the queues' series (before the text's "# EOF").
     let body = text.trim_end().trim_end_matches("# EOF").to_string();
+    let body = format!("{body}{}", task_lines(&tasks));
     text = format!(
         "{body}# HELP tideq_exporter_refresh_ok 1 when the last refresh read every queue.\n\
          # TYPE tideq_exporter_refresh_ok gauge\ntideq_exporter_refresh_ok {}\n# EOF\n",
@@ -318,6 +329,60 @@ async fn refresh_once(
     let mut s = served.lock().unwrap();
     s.text = text;
     s.error = error;
+}
+
+/// A label value in the exposition format (backslash and double quote escaped; task names hold
+/// no control characters).
+fn label(v: &str) -> String {
+    v.replace('\\', "\\\\").replace('"', "\\\"")
+}
+
+/// The per-task series (OpenMetrics): `tideq_task_jobs_total{queue,task,outcome}` and
+/// `tideq_task_run_seconds_sum/_count{queue,task}`, from each queue's per-task totals. At most
+/// 101 tasks per queue shard (100 names and "(other)"; "(none)" for jobs without a task), so at
+/// most 101 x 5 series per queue.
+fn task_lines(queues: &[(String, Vec<tideq::TaskMetrics>)]) -> String {
+    use std::fmt::Write as _;
+    if queues.iter().all(|(_, t)| t.is_empty()) {
+        return String::new();
+    }
+    let name = |t: &str| label(crate::render::task_label(t));
+    let mut out = String::from(
+        "# HELP tideq_task_jobs Per task: jobs completed, failed attempts, jobs dead-lettered.\n\
+         # TYPE tideq_task_jobs counter\n",
+    );
+    for (q, ts) in queues {
+        for t in ts {
+            for (outcome, n) in [
+                ("completed", t.completed),
+                ("failed", t.failed),
+                ("dead_lettered", t.dead_lettered),
+            ] {
+                let _ = writeln!(
+                    out,
+                    "tideq_task_jobs_total{{queue=\"{}\",task=\"{}\",outcome=\"{outcome}\"}} {n}",
+                    label(q),
+                    name(&t.task)
+                );
+            }
+        }
+    }
+    out.push_str(
+        "# HELP tideq_task_run_seconds Per task: handler run times.\n\
+         # TYPE tideq_task_run_seconds summary\n# UNIT tideq_task_run_seconds seconds\n",
+    );
+    for (q, ts) in queues {
+        for t in ts {
+            let l = format!("queue=\"{}\",task=\"{}\"", label(q), name(&t.task));
+            let _ = writeln!(
+                out,
+                "tideq_task_run_seconds_sum{{{l}}} {}\ntideq_task_run_seconds_count{{{l}}} {}",
+                t.run_ms_sum / 1000.0,
+                t.runs
+            );
+        }
+    }
+    out
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@
 //! - `args.rs`: the commands and flags (clap); `connect.rs`: the connection they describe;
 //!   `exit.rs`: output, failures and exit codes.
 //! - `jobs.rs` (enqueue), `admin.rs` (stats, jobs, job, search, cancel, run-now, retry, delete,
-//!   dead letters), `control.rs` (pause, resume, limits, groups), `schedule.rs`, `workers.rs`, `history.rs`, `events.rs`, `capped.rs`, `discover.rs` (queues), `acl.rs`.
+//!   dead letters), `control.rs` (pause, resume, limits, groups), `schedule.rs`, `workers.rs`, `history.rs`, `tasks.rs`, `events.rs`, `capped.rs`, `discover.rs` (queues), `acl.rs`.
 //! - `serve.rs`: bench, exporter and dashboard (`bench.rs`, `exporter.rs`, `dashboard.rs`; `http.rs`
 //!   the HTTP server both use: a header-read timeout and a cap on connections).
 //! - `supervise/`: `tideq worker`, the supervisor of the Python and Node packages' worker
@@ -37,6 +37,7 @@ mod render;
 mod schedule;
 mod serve;
 mod supervise;
+mod tasks;
 mod workers;
 
 pub use supervise::Host;
@@ -188,6 +189,11 @@ async fn run(cli: Cli) -> Outcome {
             step,
             json,
         } => history::history(c, &queue, window, step, json).await,
+        Command::Tasks {
+            queue,
+            window,
+            json,
+        } => tasks::tasks(c, &queue, window, json).await,
         Command::Events {
             queue,
             name,

@@ -177,11 +177,12 @@ impl Role {
             // parent's children (LLEN, LRANGE, HMGET). The queue's shard count (GET). Bulk
             // actions: clean (TIME, ZRANGE of the dead, LRANGE and HMGET of the completed),
             // obliterate (HSET of the pause, SCAN for the queue's keys, UNLINK). Stats count the waiting
-            // flow jobs (HLEN).
+            // flow jobs (HLEN). Per-task metrics (TIME, HGETALL of the totals, HKEYS of the
+            // snapshot hashes, HGET of one snapshot).
             Role::Admin => &[
                 "zcard", "llen", "zcount", "hgetall", "hget", "hmget", "blmpop", "time", "hset",
                 "hdel", "del", "xread", "set", "lrange", "ltrim", "hscan", "get", "zrange", "scan",
-                "unlink", "hlen",
+                "unlink", "hlen", "hkeys",
             ],
             // The queue's shard count, recorded by the first push (SET NX GET).
             Role::CappedProducer => &["set"],

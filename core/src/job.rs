@@ -426,6 +426,9 @@ pub(crate) struct Lease {
     /// Set once a lease renewal recorded the attempt as under way in the job's attempts (a
     /// worker's lease: `None` for a manual one), so that its end is recorded there too.
     pub recorded: Option<Arc<AtomicBool>>,
+    /// The job's task name (`None`: a raw payload), for the worker's per-task counts
+    /// ([`Queue::task_metrics`](crate::Queue::task_metrics)).
+    pub task: Option<Arc<str>>,
 }
 
 impl Lease {
@@ -459,6 +462,7 @@ impl Job {
             started: self.started_at,
             worker: None,
             recorded: None,
+            task: self.task.as_deref().map(Arc::from),
         }
     }
 

@@ -193,6 +193,7 @@ impl Queue {
                         started: started_at,
                         worker: None,
                         recorded: None,
+                        task: None,
                     };
                     let _ = self
                         .fail_lease(&lease, &format!("unreadable envelope: {e}"), None, true)

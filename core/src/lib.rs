@@ -48,6 +48,7 @@
 //! - `shards`: a queue's shard count, recorded in Redis by its first writer; every handle is
 //!   checked against it, and operators' tools read it ([`Client::recorded_shards`]).
 //! - [`history`]: the queue's per-minute history kept in Redis for 14 days ([`Queue::history`]).
+//! - [`task_metrics`]: per-task counts and run times over a window ([`Queue::task_metrics`]).
 //! - `registry`: the live workers, who they are and what they run ([`Queue::workers`]).
 //! - [`worker`]: the worker runtime for job queues (concurrency, lease renewal, shutdown).
 //! - [`task`]: tasks by name with structured arguments (JSON or MessagePack), and task workers.
@@ -104,6 +105,7 @@ mod serve;
 mod shards;
 pub mod signal;
 pub mod task;
+pub mod task_metrics;
 pub mod testing;
 mod wait;
 pub mod worker;
@@ -140,6 +142,7 @@ pub use schedule::{Every, ScheduleInfo};
 pub use search::{JobFilter, JobSearch, SEARCH_SCAN};
 pub use serve::{serve, ServeOptions, SUPERVISOR_FD_ENV};
 pub use task::Tasks;
+pub use task_metrics::TaskMetrics;
 pub use tokio_util::sync::CancellationToken;
 pub use worker::{
     BackOff, BackOffScope, BatchError, BatchFuture, BatchOptions, DontRetry, HandlerError,

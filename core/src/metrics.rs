@@ -18,6 +18,7 @@ use crate::job::JobStats;
 use crate::jobs::Queue;
 
 mod prometheus;
+pub(crate) mod tasks;
 
 pub(crate) use prometheus::encode_worker;
 pub use prometheus::{encode_prometheus, openmetrics_to_text_format};
@@ -125,6 +126,8 @@ pub(crate) struct WorkerMetrics {
     /// This worker's id in the queue's `workers` set.
     pub id: String,
     pub run: AtomicHistogram,
+    /// Per-task counts since the last report.
+    pub tasks: tasks::TaskTally,
     reported: Mutex<Reported>,
 }
 
@@ -140,6 +143,7 @@ impl WorkerMetrics {
         WorkerMetrics {
             id: format!("{:016x}", fastrand::u64(..)),
             run: AtomicHistogram::default(),
+            tasks: Default::default(),
             reported: Mutex::new(Reported {
                 at: None,
                 counts: [0; BUCKETS_MS.len() + 1],
@@ -148,7 +152,8 @@ impl WorkerMetrics {
         }
     }
 
-    /// The report to send with the next fetch, when one is due: "<id>|run:<i>=<n>,...". Taken
+    /// The report to send with the next fetch, when one is due:
+    /// "<id>|rt:<bucket>=<n>,...[|<per-task counts>]" (per-task counts: see `metrics/tasks.rs`). Taken
     /// as sent (a fetch that fails loses it: metrics are best effort).
     pub fn take_report(&self) -> Option<String> {
         self.report(false)
@@ -162,7 +167,7 @@ impl WorkerMetrics {
     fn report(&self, last: bool) -> Option<String> {
         let mut r = self.reported.lock().unwrap();
         let (counts, _) = self.run.snapshot();
-        if last && counts == r.counts {
+        if last && counts == r.counts && self.tasks.is_empty() {
             return None;
         }
         if !last && r.at.is_some_and(|at| at.elapsed() < REPORT_EVERY) {
@@ -179,6 +184,11 @@ impl WorkerMetrics {
         }
         if n > 0 {
             let _ = write!(out, "rt:count={n},rt:sum_us={}", sum_us - r.sum_us);
+        }
+        let tasks = self.tasks.take();
+        if !tasks.is_empty() {
+            out.push('|');
+            out.push_str(&tasks);
         }
         r.at = Some(Instant::now());
         r.counts = counts;

@@ -51,6 +51,7 @@ libs! {
     "policy.lua",
     "retention.lua",
     "route.lua",
+    "tasks.lua",
     "waiters.lua",
     "workers.lua",
 }

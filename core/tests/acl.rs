@@ -131,6 +131,10 @@ async fn each_job_role_works_under_exactly_its_documented_acl() {
         admin.jobs(state, 0, 10).await.unwrap();
     }
     admin.requeue(&dead[0].id).await.unwrap();
+    // Per-task metrics (TIME, HGETALL of the totals, HKEYS and HGET of the snapshots).
+    for window in [None, Some(Duration::from_secs(3600))] {
+        admin.task_metrics(window).await.unwrap();
+    }
     producer
         .enqueue(
             b"x",

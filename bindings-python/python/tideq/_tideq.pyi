@@ -61,6 +61,7 @@ __all__ = [
     "ScheduleInfo",
     "WorkerInfo",
     "HistoryPoint",
+    "TaskMetrics",
     "ServerInfo",
     "Event",
     "EventReader",
@@ -1222,6 +1223,40 @@ class HistoryPoint:
 
 
 @final
+class TaskMetrics:
+    """One task's counts over a window, as ``task_metrics()`` lists them."""
+
+    @property
+    def task(self) -> str:
+        """The task's name: ``""`` for jobs without one, ``"(other)"`` for names past the 100 tracked."""
+    @property
+    def completed(self) -> int:
+        """Jobs completed."""
+    @property
+    def failed(self) -> int:
+        """Attempts that failed (retried or dead-lettered)."""
+    @property
+    def dead_lettered(self) -> int:
+        """Jobs dead-lettered."""
+    @property
+    def runs(self) -> int:
+        """Handler runs."""
+    @property
+    def run_ms_sum(self) -> float:
+        """Their run time, summed (ms)."""
+    @property
+    def run_ms_avg(self) -> Optional[float]:
+        """Their mean run time (ms); None without runs."""
+    def to_dict(self) -> dict[str, Any]:
+        """The fields as a plain ``dict``, one key per property (value objects in them, or in
+        a list in them, as dicts too).
+
+        Value objects compare equal when they are of the same class with equal fields, and
+        then hash alike: every value class is hashable (a stored result or progress counts
+        by its bytes). They pickle and copy by value."""
+
+
+@final
 class ServerInfo:
     """The Redis server's state, as ``Client.server_info()`` gives it."""
 
@@ -2032,6 +2067,14 @@ class Queue:
         the same history. Steps are aligned on multiples of ``step`` (UTC, the Redis clock); the
         last is the step under way, counted up to now. Minutes without any worker running are
         spread evenly over the gap once one reports again."""
+    def task_metrics(self, window: Optional[_Seconds] = None) -> list[TaskMetrics]:
+        """Per task: jobs completed, failed attempts, jobs dead-lettered and handler run times over
+        the last ``window``, by task name.
+
+        Seconds (or ``timedelta``), from 60 s to 14 days (else ``InvalidArgumentError``); ``None``
+        (the default): since the queue's workers began counting. Jobs without a task count under
+        ``""``; a queue tracks its first 100 task names, later ones count under ``"(other)"``.
+        Counted from the workers' periodic reports (every 15 s at most, and when a worker stops)."""
     def set_events(self, max_len: Optional[int]) -> None:
         """Turn the queue's event log on, keeping about its newest ``max_len`` entries, or off (None).
 
@@ -2935,6 +2978,14 @@ class AsyncQueue:
         the same history. Steps are aligned on multiples of ``step`` (UTC, the Redis clock); the
         last is the step under way, counted up to now. Minutes without any worker running are
         spread evenly over the gap once one reports again."""
+    def task_metrics(self, window: Optional[_Seconds] = None) -> Coroutine[Any, Any, list[TaskMetrics]]:
+        """Per task: jobs completed, failed attempts, jobs dead-lettered and handler run times over
+        the last ``window``, by task name.
+
+        Seconds (or ``timedelta``), from 60 s to 14 days (else ``InvalidArgumentError``); ``None``
+        (the default): since the queue's workers began counting. Jobs without a task count under
+        ``""``; a queue tracks its first 100 task names, later ones count under ``"(other)"``.
+        Counted from the workers' periodic reports (every 15 s at most, and when a worker stops)."""
     def set_events(self, max_len: Optional[int]) -> Coroutine[Any, Any, None]:
         """Turn the queue's event log on, keeping about its newest ``max_len`` entries, or off (None).
 

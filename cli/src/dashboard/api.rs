@@ -83,7 +83,11 @@ pub(super) fn params(q: Option<String>) -> HashMap<String, String> {
         .collect()
 }
 
-fn number(params: &HashMap<String, String>, name: &str, default: usize) -> Result<usize, ApiError> {
+pub(super) fn number(
+    params: &HashMap<String, String>,
+    name: &str,
+    default: usize,
+) -> Result<usize, ApiError> {
     match params.get(name) {
         None => Ok(default),
         Some(v) => v.parse().map_err(|_| {
@@ -121,7 +125,7 @@ impl App {
         })
     }
 
-    async fn job_queue(&self, name: &str) -> Result<(QueueRef, Queue), ApiError> {
+    pub(super) async fn job_queue(&self, name: &str) -> Result<(QueueRef, Queue), ApiError> {
         let r = self.known(QueueKind::Jobs, name).await?;
         let q = self.cache.handles.jobs(&self.client, &r.name, r.shards)?;
         Ok((r, q))

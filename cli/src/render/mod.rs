@@ -11,6 +11,7 @@ mod events;
 mod history;
 mod jobs;
 mod schedule;
+mod tasks;
 mod workers;
 
 use std::io::IsTerminal;
@@ -28,6 +29,7 @@ pub use events::*;
 pub use history::*;
 pub use jobs::*;
 pub use schedule::*;
+pub use tasks::*;
 pub use workers::*;
 
 /// The password `tideq acl` prints in the ACL SETUSER line, to be replaced.

@@ -31,13 +31,16 @@
   KEYS[43] winfo hash   KEYS[44] hist (prefix of the history's day hashes)
   KEYS[45] rat hash (when jobs made ready after their enqueue became ready)
   KEYS[46] attempts hash   KEYS[47] logs hash   KEYS[48] lg (prefix of job log lists)
+  KEYS[49] tasks set (task names tracked)   KEYS[50] tstat hash (per-task totals)
+  KEYS[51] tm (prefix of the per-task 10-minute snapshots)   KEYS[52] th (of the hourly ones)
   ARGV[1] lease ms   ARGV[2] most jobs to lease (0 = maintenance only)
   ARGV[3] most expired leases to recover (0: this call skips the upkeep that goes by time:
   expired leases, stale cancel requests and the completed jobs' age; a worker busy leasing does
   it a few times a second, not on every call)   ARGV[4] most delayed jobs to promote (<= 1000)
   ARGV[5] queue policy (see docs/data-model.md)
-  ARGV[6] the worker's report ("" none; "<worker id>|<field>=<n>,...", see "Metrics"); with it,
-  the first report of each minute writes the queue's totals into its history (see "History")
+  ARGV[6] the worker's report ("" none; "<worker id>|<field>=<n>,...[|<per-task counts>]", see
+  "Metrics" and "Per-task metrics"); with it, the first report of each minute writes the queue's
+  totals into its history (see "History"), of each 10 minutes and hour the per-task totals
   ARGV[7] the worker's registry entry, with a report only ("" none; "-" the worker stops: its
   entry goes; else its encoded entry, stored under the report's worker id, see "Workers")
   ARGV[8], ARGV[9], ...: acks, pairs of job id, lease token (a token ending in "+" is followed by
@@ -58,6 +61,7 @@
 --#include lib/metrics.lua
 --#include lib/workers.lua
 --#include lib/history.lua
+--#include lib/tasks.lua
 --#include lib/active.lua
 --#include lib/events.lua
 --#include lib/dedup.lua
@@ -84,7 +88,7 @@ local upkeep = ARGV[3] ~= '0'
 local acks = complete_leases(K, C, now, P, 8, upkeep)
 -- The worker's report: it is alive, and what its handlers took (see "Metrics").
 if ARGV[6] ~= '' then
-  local wid, fields = string.match(ARGV[6], '^([^|]*)|(.*)$')
+  local wid, fields, tasks = string.match(ARGV[6], '^([^|]*)|([^|]*)|?(.*)$')
   if ARGV[7] == '-' then
     redis.call('ZREM', K.workers, wid)
     redis.call('HDEL', K.winfo, wid)
@@ -96,6 +100,8 @@ if ARGV[6] ~= '' then
   end
   forget_workers(K, now)
   snapshot_history(K, now)
+  snapshot_tasks(K, now)
+  if tasks ~= '' then file_tasks(K, tasks) end
 end
 -- Jobs to dead-letter: unreadable or out of attempts (dead), past their deadline to start (past).
 local dead, gone, bad, past = {}, {}, 0, {}

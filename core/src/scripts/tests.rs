@@ -305,5 +305,5 @@ fn the_k_table_is_generated_from_the_header() {
         .contains("local K = { ready = KEYS[1], delayed = KEYS[2], active = KEYS[3],"));
     assert!(fetch
         .code
-        .contains(" winfo = KEYS[43], hist = KEYS[44], rat = KEYS[45], attempts = KEYS[46], logs = KEYS[47], lg = KEYS[48] }\n"));
+        .contains(" winfo = KEYS[43], hist = KEYS[44], rat = KEYS[45], attempts = KEYS[46], logs = KEYS[47], lg = KEYS[48], tasks = KEYS[49], tstat = KEYS[50], tm = KEYS[51], th = KEYS[52] }\n"));
 }

@@ -213,8 +213,9 @@ impl JobCtx {
         };
         // Each job of the batch ran for the batch's time.
         let took = started.elapsed();
-        for _ in 0..cancels.len() {
+        for l in &held {
             self.metrics.run.observe(took);
+            self.metrics.tasks.ran(l.task.as_deref(), took);
         }
         let mut result = outcome.unwrap_or_else(|_| Err(BatchError::all("handler panicked")));
         if let Some(t) = timed_out {
@@ -239,7 +240,10 @@ impl JobCtx {
                 continue;
             }
             match failed.remove(&lease.id) {
-                None => self.acks.push(lease),
+                None => {
+                    self.metrics.tasks.completed(lease.task.as_deref());
+                    self.acks.push(lease)
+                }
                 Some(_) if stopping => Box::pin(self.release(lease)).await,
                 Some(msg) => Box::pin(self.fail(lease, msg, None, false)).await,
             }
@@ -298,7 +302,9 @@ impl JobCtx {
         }
         let started = std::time::Instant::now();
         let (result, timed_out) = attempt::call(&handler, job).await;
-        self.metrics.run.observe(started.elapsed());
+        let took = started.elapsed();
+        self.metrics.run.observe(took);
+        self.metrics.tasks.ran(held.task.as_deref(), took);
         // Settling now: the renewer must not extend a lease the ack is about to end.
         let requested = self.settled(&[key])[0];
         let (msg, trace, dead_now) = match attempt::classify(&self.queue, result) {
@@ -307,6 +313,7 @@ impl JobCtx {
             // Counted when the fetch loop has sent it (AckQueue::settle); the result rides on
             // the ack.
             Attempt::Done(result) => {
+                self.metrics.tasks.completed(held.task.as_deref());
                 self.acks.push(Lease { result, ..held });
                 return;
             }
@@ -415,10 +422,15 @@ impl JobCtx {
     ) {
         let q = &self.queue;
         let trace = trace.as_deref();
-        match self
+        let failed = self
             .settle("fail", &held, || q.fail_lease(&held, &msg, trace, dead_now))
-            .await
-        {
+            .await;
+        match failed {
+            Some(Failed::Retried) => self.metrics.tasks.failed(held.task.as_deref(), false),
+            Some(Failed::DeadLettered) => self.metrics.tasks.failed(held.task.as_deref(), true),
+            _ => {}
+        }
+        match failed {
             Some(Failed::Cancelled) => self.counters.cancelled.fetch_add(1, Ordering::Relaxed),
             Some(_) => self.counters.failed.fetch_add(1, Ordering::Relaxed),
             None => 0,

@@ -484,6 +484,7 @@
         'No groups.'),
     );
     renderSettings(el, info); // settings.js
+    renderTasks(el); // tasks.js
   }
 
   /** ` (n)` after a heading, when there are some. */
