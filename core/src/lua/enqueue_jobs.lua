@@ -45,9 +45,13 @@
 --#include lib/control.lua
 --#include lib/history.lua
 --#K
-if redis.call('HEXISTS', K.cfg, 'obliterating') == 1 then
+-- The settings an enqueue reads, in one call: the obliterate mark, and the event log's length
+-- (what events_max would read on its own).
+local cf = redis.call('HMGET', K.cfg, 'obliterating', 'events')
+if cf[1] then
   return redis.error_reply('tideq: the queue is being obliterated; enqueue again once it is done')
 end
+K.evmax = tonumber(cf[2]) or false
 local W, B = 9, 4
 local now = now_ms()
 local nows = tostring(now)

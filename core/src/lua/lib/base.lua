@@ -36,8 +36,15 @@ local function now_ms()
   return t[1] * 1000 + math.floor(t[2] / 1000)
 end
 
+-- One call in the common case: the list is given its minute to live when this push creates it
+-- (an idle worker's BLPOP empties it, so most pushes do), and trimmed only once it holds more
+-- than 64 wake-ups (no worker is waiting then). A list that outlives its minute unread is
+-- dropped: no worker was blocked on it, and one that comes looks for jobs before it blocks.
 local function wake(key)
-  redis.call('RPUSH', key, '1')
-  redis.call('LTRIM', key, -64, -1)
-  redis.call('PEXPIRE', key, 60000)
+  local n = redis.call('RPUSH', key, '1')
+  if n == 1 then
+    redis.call('PEXPIRE', key, 60000)
+  elseif n > 64 then
+    redis.call('LTRIM', key, -64, -1)
+  end
 end
