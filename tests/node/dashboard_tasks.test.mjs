@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
 import { freshJobQueue, useRedis } from './harness.mjs';
-import { until, useBrowser } from './browser.mjs';
+import { screenshot, until, useBrowser } from './browser.mjs';
 
 const redis = useRedis();
 const { startDashboard, openPage } = useBrowser(redis);
@@ -35,4 +35,6 @@ test("a queue's page shows each task's counts, with names as text", async () => 
   const planted = await cells(MARKUP);
   assert.deepEqual(planted.slice(0, 4), [MARKUP, '0', '1', '1'], 'the name shown as text');
   assert.equal(await page.eval('document.querySelector("#planted")'), null, 'no element from the name');
+  await page.eval('document.querySelector("#tasks-table").scrollIntoView()');
+  await screenshot(page, 'dashboard-tasks', { viewport: true });
 });
