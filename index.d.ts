@@ -759,14 +759,6 @@ export declare class Queue {
    */
   history(options?: HistoryOptions): Promise<HistoryPoint[]>
   /**
-   * Per task: jobs completed, failed attempts, jobs dead-lettered and handler run times over
-   * the last `windowMs` (from a minute to 14 days, else `INVALID_ARGUMENT`; without it, since
-   * the queue's workers began counting), by task name. Jobs without a task count under `""`;
-   * a queue tracks its first 100 task names, later ones count under `"(other)"`. Counted from
-   * the workers' periodic reports (every 15 s at most, and when a worker stops).
-   */
-  taskMetrics(options?: TaskMetricsOptions): Promise<TaskMetrics[]>
-  /**
    * A handle on job queue `name`. Validates the name and options (throws
    * `INVALID_ARGUMENT`); does not touch Redis.
    */
@@ -894,6 +886,14 @@ export declare class Queue {
   resumeSchedule(name: string): Promise<boolean>
   /** The queue's schedules, by name, with their next slots. */
   schedules(): Promise<ScheduleInfo[]>
+  /**
+   * Per task: jobs completed, failed attempts, jobs dead-lettered and handler run times over
+   * the last `windowMs` (from a minute to 14 days, else `INVALID_ARGUMENT`; without it, since
+   * the queue's workers began counting), by task name. Jobs without a task count under `""`;
+   * a queue tracks its first 100 task names, later ones count under `"(other)"`. Counted from
+   * the workers' periodic reports (every 15 s at most, and when a worker stops).
+   */
+  taskMetrics(options?: TaskMetricsOptions): Promise<TaskMetrics[]>
   /**
    * Starts a worker, up to `concurrency` jobs at a time. `handler` is either a function
    * called with each job, or an object of task handlers by name, `{ 'send-email': (data,

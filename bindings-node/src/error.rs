@@ -203,16 +203,18 @@ where
     F: std::future::Future<Output = Res<T>> + Send + 'static,
 {
     let site = CallSite::capture(env);
-    env.spawn_future_with_callback(
-        async move {
-            Ok(match fut {
-                Ok(fut) => fut.await,
-                Err(f) => Err(f),
-            })
-        },
-        move |env, res| {
+    let (deferred, promise) = crate::settle::promise(env)?;
+    let sender = crate::settle::register(
+        env,
+        Box::new(move |env, done| {
+            let res = match done.downcast::<Res<T>>() {
+                Ok(res) => *res,
+                Err(_) => Err(Failure::from(napi::Error::from_reason(
+                    "tideq: the call ended without a result (an internal error; please report it)",
+                ))),
+            };
             let done = then(env);
-            match res {
+            let value = match res {
                 Ok(v) => {
                     if let Some(site) = site {
                         site.release(env);
@@ -220,7 +222,16 @@ where
                     done.map(|()| v)
                 }
                 Err(f) => Err(reject_at(env, site, f)),
-            }
-        },
-    )
+            };
+            crate::settle::settle(env, deferred, value);
+        }),
+    )?;
+    napi::bindgen_prelude::spawn(async move {
+        let res = match fut {
+            Ok(fut) => fut.await,
+            Err(f) => Err(f),
+        };
+        sender.send(Box::new(res));
+    });
+    Ok(PromiseRaw::new(env.raw(), promise))
 }

@@ -81,6 +81,7 @@ mod results;
 mod runtime;
 mod schedule;
 mod serve;
+mod settle;
 mod server;
 mod signal;
 mod task;
