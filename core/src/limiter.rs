@@ -361,3 +361,25 @@ impl std::error::Error for LimitError {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A worker's ACL user (`acl::rules`, role worker) may run every limiter script: with the
+    /// limiter's key pattern added, nothing else is needed.
+    #[test]
+    fn the_worker_role_may_run_every_limiter_script() {
+        let rules = crate::acl::rules("p", "q", 1, crate::acl::Role::Worker).unwrap();
+        for s in [
+            &*SET_LIMITER,
+            &*ACQUIRE_LIMIT,
+            &*RELEASE_LIMIT,
+            &*EXTEND_LIMIT,
+        ] {
+            for c in crate::acl::script_commands(s) {
+                assert!(rules.contains(&format!(" +{c}")), "{}: {c}", s.name);
+            }
+        }
+    }
+}

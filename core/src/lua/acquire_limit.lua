@@ -25,8 +25,9 @@ if kind == 'concurrent' then
     return {0, math.max(1, math.min(tonumber(first[2]) - now, 250)), kind}
   end
   redis.call('ZADD', K.hold, now + ms, token)
-  -- The set outlives its last holder's lease, and not by more than a lease.
-  if redis.call('PTTL', K.hold) < ms then redis.call('PEXPIRE', K.hold, ms) end
+  -- The set outlives its holders' leases (NX: a set without a TTL; GT: never shortened).
+  redis.call('PEXPIRE', K.hold, ms, 'NX')
+  redis.call('PEXPIRE', K.hold, ms, 'GT')
   return {1, now + ms}
 end
 

@@ -11,5 +11,6 @@ local deadline = redis.call('ZSCORE', K.hold, ARGV[1])
 local now = now_ms()
 if not deadline or tonumber(deadline) <= now then return 0 end
 redis.call('ZADD', K.hold, 'XX', now + ms, ARGV[1])
-if redis.call('PTTL', K.hold) < ms then redis.call('PEXPIRE', K.hold, ms) end
+redis.call('PEXPIRE', K.hold, ms, 'NX')
+redis.call('PEXPIRE', K.hold, ms, 'GT')
 return now + ms
