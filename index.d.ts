@@ -91,6 +91,28 @@ export declare class DontRetry extends Error {
 }
 
 /**
+ * Thrown by `Limiter.acquire` when the limiter named `limiter` is over its limit: nothing may be
+ * taken for `delayMs` (a concurrency limiter: at most about 400 ms, as holders may give their
+ * slots back at any time). A `Snooze`: thrown out of a job handler, the job runs again after
+ * `delayMs` without using an attempt.
+ */
+export declare class OverLimit extends Snooze {
+  constructor(limiter: string, delayMs: number)
+  /** The limiter's name. */
+  readonly limiter: string
+}
+
+/** `limiter.run(name, fn, cost?)`: calls `fn` holding a slot of `name`, released after it. */
+export interface Limiter {
+  run<T>(name: string, fn: () => T | Promise<T>, cost?: number): Promise<Awaited<T>>
+}
+
+/** `await using slot = await limiter.acquire(name)`: leaving the scope is `await slot.release()`. */
+export interface LimitSlot {
+  [Symbol.asyncDispose](): Promise<void>
+}
+
+/**
  * `await using worker = queue.work(...)`: leaving the scope is `await worker.shutdown()` (running
  * handlers get the grace period). Needs Node 18.18 or later and TypeScript 5.2 or later.
  */
@@ -533,6 +555,69 @@ export declare class Job {
    * given, `job.json<Order>()` (nothing checks it).
    */
   json<T = unknown>(): NoInfer<T>
+}
+
+/**
+ * The shared limiters of a client's key prefix, by name, shared by every queue, worker and
+ * process: define a limiter (`concurrent`, `window`, `bucket`; each definition is idempotent),
+ * then take from it inside a handler with `acquire` (over the limit it throws `OverLimit`, a
+ * `Snooze`: the job runs again later without using an attempt) or `run`. Every operation is
+ * one atomic script on the limiter's own keys (one Redis Cluster slot), by the Redis clock.
+ */
+export declare class Limiter {
+  /**
+   * The shared limiters of `client`'s key prefix. Throws `INVALID_ARGUMENT` when `client` is
+   * not a `Client`.
+   */
+  constructor(client: Client)
+  /**
+   * Defines `name` as a concurrency limit: at most `n` holders at once (1 to 100,000), each
+   * holding its slot until it releases it or for `leaseMs` at most (up to 7 days; default
+   * 60,000), so a holder that died gives its slot back. Redefining keeps the holders.
+   */
+  concurrent(name: string, n: number, leaseMs?: number): Promise<void>
+  /**
+   * Defines `name` as a window limit: at most `n` acquisitions (1 to 100,000) in any span of
+   * `perMs` (a sliding window, up to 7 days).
+   */
+  window(name: string, n: number, perMs: number): Promise<void>
+  /**
+   * Defines `name` as a token bucket: `capacity` tokens, refilled at `refillPerSecond` tokens
+   * a second (more than 0); an acquisition takes its `cost` in tokens, so a full bucket
+   * allows a burst of `capacity`, then `refillPerSecond` a second. A new bucket starts full.
+   */
+  bucket(name: string, capacity: number, refillPerSecond: number): Promise<void>
+  /**
+   * Takes from `name` (a bucket: `cost` tokens, default 1; the other kinds take a cost of 1).
+   * Rejects with `OverLimit` (a `Snooze`: thrown out of a job handler, the job runs again
+   * when the limiter may have room, without using an attempt) when it is over its limit, and
+   * with `INVALID_ARGUMENT` for a limiter never defined. Release the slot with
+   * `slot.release()` (or `await using slot = ...`).
+   */
+  acquire(name: string, cost?: number): Promise<LimitSlot>
+}
+
+/**
+ * What `Limiter.acquire` took. A concurrency limiter's slot is given back by `release()` (or
+ * leaving an `await using` scope), or when its lease runs out; a window's start and a bucket's
+ * tokens are spent (`release()` does nothing).
+ */
+export declare class LimitSlot {
+  /**
+   * When a concurrency limiter's slot is given back unless released or extended (ms since
+   * the epoch, by the Redis clock); `null` for a window or bucket.
+   */
+  get leaseDeadlineMs(): number | null
+  /**
+   * Gives a concurrency limiter's slot back: true when it was still held (false: its lease
+   * had run out).
+   */
+  release(): Promise<boolean>
+  /**
+   * Holds a concurrency limiter's slot for `leaseMs` from now: false when it was no longer
+   * held.
+   */
+  extend(leaseMs: number): Promise<boolean>
 }
 
 /**

@@ -15,6 +15,41 @@ const outcomes = require('./outcomes.js');
 module.exports.Snooze = outcomes.Snooze;
 module.exports.BackOff = outcomes.BackOff;
 module.exports.DontRetry = outcomes.DontRetry;
+module.exports.OverLimit = outcomes.OverLimit;
+
+// Shared limiters: the native acquire resolves with the ms to wait when the limiter is over its
+// limit, thrown here as `OverLimit` (a `Snooze`, so a handler that lets it through snoozes its
+// job); `run` holds a slot around a function; `await using slot = ...` releases it.
+{
+  const { Limiter, LimitSlot } = module.exports;
+  const take = Limiter.prototype.acquire;
+  Object.defineProperty(Limiter.prototype, 'acquire', {
+    value: async function acquire(name, cost) {
+      const got = await take.call(this, name, cost);
+      if (typeof got === 'number') throw new outcomes.OverLimit(name, got);
+      return got;
+    },
+    writable: true,
+    configurable: true,
+  });
+  Object.defineProperty(Limiter.prototype, 'run', {
+    value: async function run(name, fn, cost) {
+      const slot = await this.acquire(name, cost);
+      try {
+        return await fn();
+      } finally {
+        await slot.release();
+      }
+    },
+    writable: true,
+    configurable: true,
+  });
+  if (typeof Symbol.asyncDispose === 'symbol') {
+    LimitSlot.prototype[Symbol.asyncDispose] = async function dispose() {
+      await this.release();
+    };
+  }
+}
 
 // Typed tasks (types only: `defineTasks` returns its argument, `queue.typed()` the queue).
 const tasks = require('./tasks.js');

@@ -32,6 +32,16 @@ class Snooze extends Error {
   }
 }
 
+/** Thrown by `Limiter.acquire` when limiter `limiter` is over its limit: a `Snooze` of the wait. */
+class OverLimit extends Snooze {
+  constructor(limiter, delayMs_) {
+    super(delayMs_);
+    this.name = 'OverLimit';
+    this.limiter = String(limiter);
+    this.message = `limiter ${JSON.stringify(this.limiter)} is over its limit; retry after ${this.delayMs} ms`;
+  }
+}
+
 class BackOff extends Error {
   constructor(delayMs_, options) {
     const ms = delayMs(delayMs_);
@@ -58,4 +68,4 @@ class DontRetry extends Error {
   }
 }
 
-module.exports = { Snooze, BackOff, DontRetry };
+module.exports = { Snooze, BackOff, DontRetry, OverLimit };

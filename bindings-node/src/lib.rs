@@ -73,6 +73,7 @@ mod history;
 mod job;
 mod jobs;
 mod lease;
+mod limiter; // shared limiters
 mod logger;
 mod options;
 mod outcome;

@@ -73,6 +73,7 @@ pub mod history;
 pub mod job;
 pub mod jobs;
 pub mod lease;
+pub mod limiter; // shared limiters
 pub mod loop_task;
 pub mod options;
 pub mod otel;
@@ -186,6 +187,7 @@ fn _tideq(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(otel::_set_otel_hooks, m)?)?;
     m.add_class::<testing::TestMode>()?;
     m.add_function(wrap_pyfunction!(testing::_testing_start, m)?)?;
+    limiter::register(m)?; // shared limiters
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     let py = m.py();
     runtime::show_defaults(

@@ -269,6 +269,58 @@ impl JobKeys {
     }
 }
 
+/// Keys of one shared limiter (`limiter.rs`): `<prefix>:{#lim:<name>}:<kind>`. Its own hash tag,
+/// so every limiter operation touches one Cluster slot; `#` cannot start a queue's tag (queue
+/// names may not hold it), so no queue's keys can alias a limiter's.
+#[derive(Debug, Clone)]
+pub(crate) struct LimiterKeys {
+    base: String,
+}
+
+impl LimiterKeys {
+    pub fn new(prefix: &str, name: &str) -> Result<Self> {
+        validate_prefix(prefix)?;
+        validate_name("limiter", name)?;
+        validate_no_glob("limiter name", name)?;
+        Ok(LimiterKeys {
+            base: format!("{prefix}:{{#lim:{name}}}:"),
+        })
+    }
+
+    /// Hash: the limiter's definition (`kind`, `n`, `ms`, `refill`) and a bucket's tokens.
+    pub fn lim(&self) -> String {
+        format!("{}lim", self.base)
+    }
+
+    /// Sorted set: a concurrency limiter's holders (score = lease deadline, ms) or a window
+    /// limiter's starts (score = start time, ms).
+    pub fn hold(&self) -> String {
+        format!("{}hold", self.base)
+    }
+
+    /// A key by the name a script's contract header gives it.
+    pub fn by_name(&self, name: &str) -> Option<String> {
+        match name {
+            "lim" => Some(self.lim()),
+            "hold" => Some(self.hold()),
+            _ => None,
+        }
+    }
+
+    /// The keys a limiter script takes, in the order its contract header lists them.
+    pub fn for_script(&self, script: &LuaScript) -> Vec<String> {
+        script
+            .keys
+            .iter()
+            .map(|name| {
+                self.by_name(name).unwrap_or_else(|| {
+                    panic!("{}: unknown key {name:?} in its header", script.name)
+                })
+            })
+            .collect()
+    }
+}
+
 /// Most shards a queue may have.
 pub const MAX_SHARDS: usize = 1024;
 

@@ -153,3 +153,10 @@ pub use workflow::{
     ChildInfo, ChildOutcome, ChildPage, ChildResult, FlowJob, FlowRef, OnChildFailure,
     MAX_FLOW_JOBS,
 };
+
+// Shared limiters (concurrency, window, token bucket) by name, across queues.
+pub mod limiter;
+pub use limiter::{
+    LimitError, LimitGuard, Limiter, OverLimit, MAX_BUCKET_CAPACITY, MAX_LIMITER_N,
+    MAX_LIMITER_PERIOD,
+};

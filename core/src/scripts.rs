@@ -329,6 +329,11 @@ scripts! {
     READ_EVENTS => "read_events.lua",
     LIST_WORKERS => "list_workers.lua",
     QUEUE_LATENCY => "queue_latency.lua",
+    // Shared limiters (limiter.rs).
+    SET_LIMITER => "set_limiter.lua",
+    ACQUIRE_LIMIT => "acquire_limit.lua",
+    RELEASE_LIMIT => "release_limit.lua",
+    EXTEND_LIMIT => "extend_limit.lua",
 }
 
 /// Finds which script an `EVALSHA` command runs (first argument after the command name).

@@ -42,6 +42,10 @@ A job handler raises ``Snooze(delay)`` to run its job again later without using 
 ``BackOff(delay, group=...)`` to hold the queue or the job's group (a rate limit it ran into),
 and ``DontRetry`` to dead-letter the job at once.
 
+``Limiter`` (``AsyncLimiter`` in asyncio) defines concurrency, window and token-bucket limits by
+name, shared by every queue and process; ``acquire`` inside a handler takes from one, raising
+``OverLimit`` (a ``Snooze``) when it is over its limit.
+
 ``serve(*workers)`` (``await serve_async(*workers)`` in asyncio) is a worker process's main: it
 runs started workers until SIGINT/SIGTERM, with an optional health endpoint (``/livez``,
 ``/readyz``) and a job limit for recycling; ``tideq worker module:queue --processes N`` (the
@@ -122,6 +126,7 @@ from tideq._tideq import (
     serve_async,
 )
 from tideq._outcomes import BackOff, DontRetry, Snooze
+from tideq._limiter import AsyncLimiter, AsyncLimitSlot, Limiter, LimitSlot, OverLimit
 from tideq._tasks import AsyncTask, Task
 
 # OpenTelemetry, when installed: enqueues carry the current span's trace context and workers run
@@ -195,6 +200,11 @@ __all__ = [
     "RedisError",
     "ScheduleInfo",
     "Snooze",
+    "Limiter",
+    "AsyncLimiter",
+    "LimitSlot",
+    "AsyncLimitSlot",
+    "OverLimit",
     "Task",
     "TideqError",
     "TimeoutError",

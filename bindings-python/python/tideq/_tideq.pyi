@@ -86,6 +86,8 @@ __all__ = [
     "_set_otel_hooks",  # likewise; tideq._otel calls it
     "_testing_start",  # likewise; tideq.testing calls it
     "_TestMode",  # what it returns
+    "_Limiter",  # tideq._limiter wraps it (shared limiters)
+    "_LimitSlot",  # what its acquire takes
     "decode_envelope",
     "encode_envelope",
     "__version__",
@@ -225,6 +227,33 @@ class TimeoutError(TideqError, builtins.TimeoutError):
 class NotSupportedError(TideqError):
     """The server is older than tideq supports (Redis 7.0, Valkey 7.2); the message names its
     version."""
+
+@final
+class _Limiter:
+    """The shared limiters of a client (``tideq.Limiter`` and ``tideq.AsyncLimiter`` wrap it; not
+    for direct use)."""
+
+    def __new__(cls, client: Client) -> _Limiter: ...
+    def concurrent(self, name: str, n: int, lease: _Seconds, asyncio: bool) -> Any:
+        """Defines a concurrency limiter."""
+    def window(self, name: str, n: int, per: _Seconds, asyncio: bool) -> Any:
+        """Defines a window limiter."""
+    def bucket(self, name: str, capacity: int, refill: float, asyncio: bool) -> Any:
+        """Defines a token bucket."""
+    def acquire(self, name: str, cost: int, asyncio: bool) -> Any:
+        """Takes from a limiter: a slot, or the seconds until it may have room."""
+
+@final
+class _LimitSlot:
+    """What an acquire took (``tideq.LimitSlot`` wraps it; not for direct use)."""
+
+    def release(self, asyncio: bool) -> Any:
+        """Gives the slot back; true when it was still held."""
+    def extend(self, lease: _Seconds, asyncio: bool) -> Any:
+        """Holds the slot for `lease` from now; true when it was still held."""
+    @property
+    def lease_deadline(self) -> Optional[float]:
+        """When the slot is given back unless released or extended (Unix seconds, Redis clock)."""
 
 @final
 class _Dashboard:

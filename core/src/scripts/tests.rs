@@ -64,11 +64,20 @@ fn every_key_a_header_names_is_one_the_rust_side_builds() {
         "count_capped_groups.lua",
         "capped_group_page.lua",
     ];
+    const LIMITER: [&str; 4] = [
+        "set_limiter.lua",
+        "acquire_limit.lua",
+        "release_limit.lua",
+        "extend_limit.lua",
+    ];
     let jobs = JobKeys::new("tideq", "q").unwrap();
     let capped = CappedKeys::new("tideq", "q").unwrap();
+    let limiter = crate::keys::LimiterKeys::new("tideq", "l").unwrap();
     for s in super::all() {
         for key in &s.keys {
-            let known = if CAPPED.contains(&s.name) {
+            let known = if LIMITER.contains(&s.name) {
+                limiter.by_name(key).is_some()
+            } else if CAPPED.contains(&s.name) {
                 capped.by_name(key, "g").is_some()
             } else {
                 jobs.by_name(key).is_some()

@@ -6,7 +6,9 @@ import {
   CappedQueue,
   Client,
   DontRetry,
+  Limiter,
   MAX_PRIORITY,
+  OverLimit,
   Queue,
   Snooze,
   chain,
@@ -21,6 +23,7 @@ import {
   type FlowSpec,
   type Job,
   type JobInfo,
+  type LimitSlot,
   type TaskHandler,
   type TideqError,
   type WorkerInfo,
@@ -288,3 +291,19 @@ async function disposable(q: Queue, c: CappedQueue) {
 }
 
 void [producer, admin, worker, errors, capped, outcomes, flows, serving, disposable];
+
+// Shared limiters: acquire gives a LimitSlot, run a function's result; OverLimit is a Snooze.
+async function limiters(client: Client): Promise<void> {
+  const limiter = new Limiter(client);
+  await limiter.concurrent('stripe', 5, 60_000);
+  await limiter.bucket('emails', 100, 10);
+  const slot: LimitSlot = await limiter.acquire('stripe');
+  const until: number | null = slot.leaseDeadlineMs;
+  await slot.release();
+  const n: number = await limiter.run('emails', async () => 1, 2);
+  const s: Snooze = new OverLimit('stripe', 100);
+  void until, n, s;
+  // @ts-expect-error a limiter's name is a string
+  await limiter.acquire(5);
+}
+void limiters;

@@ -1,0 +1,90 @@
+// Shared limiters from Node: `Limiter` defines and takes from the core's limiters (the rules are
+// tested in core/tests/limiters.rs and limiters_processes.rs); these check the API, `OverLimit`
+// snoozing a job, and bad arguments refused with nothing written.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+
+import { freshJobQueue, keysWithPrefix, tideq, useRedis } from './harness.mjs';
+
+const redis = useRedis();
+
+test('a concurrency limit admits n holders; a released slot is taken again', async () => {
+  const { client } = freshJobQueue(redis.url);
+  const lim = new tideq.Limiter(client);
+  await lim.concurrent('api', 2, 30_000);
+  const a = await lim.acquire('api');
+  assert.ok(a.leaseDeadlineMs > Date.now() - 60_000);
+  const b = await lim.acquire('api');
+  const over = await lim.acquire('api').then(() => null, (e) => e);
+  assert.ok(over instanceof tideq.OverLimit && over instanceof tideq.Snooze, String(over));
+  assert.equal(over.limiter, 'api');
+  assert.ok(over.delayMs > 0 && over.delayMs <= 400, String(over.delayMs));
+  assert.equal(await b.extend(10_000), true);
+  assert.equal(await b.release(), true);
+  assert.equal(await lim.run('api', async () => 7), 7);
+  assert.equal(await a.release(), true);
+});
+
+test('a window and a bucket take from their limit and tell the wait', async () => {
+  const { client } = freshJobQueue(redis.url);
+  const lim = new tideq.Limiter(client);
+  await lim.window('w', 1, 60_000);
+  const w = await lim.acquire('w');
+  assert.equal(w.leaseDeadlineMs, null);
+  const over = await lim.acquire('w').then(() => null, (e) => e);
+  assert.ok(over.delayMs > 59_000 && over.delayMs <= 60_000, String(over.delayMs));
+  await lim.bucket('b', 10, 1);
+  await lim.acquire('b', 10);
+  const wait = await lim.acquire('b', 3).then(() => null, (e) => e);
+  assert.ok(wait.delayMs > 2000 && wait.delayMs <= 3000, String(wait.delayMs));
+});
+
+test('OverLimit out of a handler snoozes the job without using an attempt', async () => {
+  const { queue, client } = freshJobQueue(redis.url);
+  const lim = new tideq.Limiter(client);
+  await lim.concurrent('one', 1, 30_000);
+  const held = await lim.acquire('one');
+  await queue.enqueue(Buffer.from('x'));
+  const seen = [];
+  const stats = await queue.run(
+    async (job) => {
+      seen.push(job.attempt);
+      if (seen.length === 3) await held.release();
+      await lim.run('one', async () => {});
+    },
+    { stopWhenDrained: true, pollIntervalMs: 100 },
+  );
+  assert.deepEqual(seen, [1, 1, 1]);
+  assert.deepEqual([stats.snoozed, stats.failed, stats.completed], [2, 0, 1]);
+});
+
+test('bad arguments are refused with nothing written', async () => {
+  const { client, prefix } = freshJobQueue(redis.url);
+  const lim = new tideq.Limiter(client);
+  const bad = [
+    () => lim.concurrent('a', 0),
+    () => lim.concurrent('a', -1),
+    () => lim.concurrent('a', 100_001),
+    () => lim.concurrent('a', 1, 0),
+    () => lim.concurrent('a', 1, -5),
+    () => lim.window('a', 0, 1000),
+    () => lim.window('a', 1, 0),
+    () => lim.bucket('a', 0, 1),
+    () => lim.bucket('a', 5, 0),
+    () => lim.bucket('a', 5, -1),
+    () => lim.bucket('a', 5, Number.NaN),
+    () => lim.concurrent('', 1),
+    () => lim.concurrent('a{b}', 1),
+    () => lim.concurrent('a*', 1),
+    () => lim.concurrent(5, 1),
+    () => lim.acquire('never-defined'),
+    () => lim.acquire('a', 0),
+  ];
+  for (const call of bad) {
+    await assert.rejects(call(), (e) => e.code === 'INVALID_ARGUMENT', String(call));
+  }
+  assert.deepEqual(await keysWithPrefix(redis.url, prefix), []);
+  assert.throws(() => new tideq.Limiter({}), (e) => e.code === 'INVALID_ARGUMENT');
+  await lim.concurrent('c', 2);
+  await assert.rejects(lim.acquire('c', 2), /its cost is 1/);
+});
