@@ -153,3 +153,5 @@ pub use workflow::{
     ChildInfo, ChildOutcome, ChildPage, ChildResult, FlowJob, FlowRef, OnChildFailure,
     MAX_FLOW_JOBS,
 };
+// Graphs (flows whose jobs several others may run after).
+pub use workflow::{Graph, GraphNode, MAX_GRAPH_DEPENDENTS};
