@@ -247,3 +247,55 @@ async fn cancelling_a_graphs_root_cancels_every_job_under_it() {
     let stats = q.stats().await.unwrap();
     assert_eq!(stats.cancelled, 4);
 }
+
+/// On a real Redis Cluster, over a queue sharded across its three masters: a graph of 331 jobs
+/// (each of 300 run after by two of 30, and those by the last) is written in calls of one slot
+/// each, run, and its last job adds up what reached it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_graph_over_a_sharded_queue_is_written_and_run_on_a_cluster() {
+    use tideq::{Config, Tasks};
+    let cluster = common::RedisCluster::start();
+    let c = Client::new(Config::cluster(cluster.nodes.clone())).unwrap();
+    let keep = || QueueOptions {
+        keep_completed: 1000,
+        ..Default::default()
+    };
+    let roots = Queue::new(&c, &unique("groots"), keep()).unwrap();
+    let parts = Queue::sharded(&c, &unique("gparts"), 3, keep()).unwrap();
+    let mut graph = Graph::new();
+    for i in 0..300 {
+        let job = FlowJob::task("one", &1).unwrap().on(&parts);
+        graph = graph.node(GraphNode::new(format!("p{i}"), job));
+    }
+    for j in 0..30 {
+        let job = FlowJob::step("sum").on(&parts);
+        let after = (0..20).map(|k| format!("p{}", (j * 10 + k) % 300));
+        graph = graph.node(GraphNode::new(format!("s{j}"), job).after_all(after));
+    }
+    let last =
+        GraphNode::new("total", FlowJob::step("sum")).after_all((0..30).map(|j| format!("s{j}")));
+    let made = roots.enqueue_graph(graph.node(last)).await.unwrap();
+    assert_eq!(made.id, "total");
+    let tasks = || {
+        Tasks::new()
+            .task("one", |n: i64, _: Job| async move {
+                Ok::<serde_json::Value, String>(n.into())
+            })
+            .task("sum", |all: Vec<i64>, _: Job| async move {
+                Ok::<serde_json::Value, String>(all.iter().sum::<i64>().into())
+            })
+    };
+    let wp = parts
+        .work_tasks(tideq::WorkerOptions::default(), tasks())
+        .unwrap();
+    let wr = roots
+        .work_tasks(tideq::WorkerOptions::default(), tasks())
+        .unwrap();
+    let out = roots
+        .wait("total", Some(std::time::Duration::from_secs(120)))
+        .await
+        .unwrap();
+    wp.shutdown().await;
+    wr.shutdown().await;
+    assert_eq!(out.result.as_deref(), Some(&b"600"[..]));
+}
