@@ -22,6 +22,9 @@ fn queue(server: &RedisServer) -> Queue {
     Queue::new(&client, &unique("graph"), opts).unwrap()
 }
 
+/// What each job saw, in the order they ran.
+type Ledger = Arc<Mutex<Vec<(String, Vec<String>)>>>;
+
 fn raw(id: &str) -> GraphNode {
     GraphNode::new(id, FlowJob::new(id.as_bytes().to_vec()))
 }
@@ -124,7 +127,7 @@ async fn a_diamond_runs_its_last_job_once_after_both_with_their_results() {
     assert!(a.parent.is_some(), "a shows its first parent");
     // Again: the root exists, nothing is created.
     assert!(!q.enqueue_graph(graph).await.unwrap().created);
-    let ran: Arc<Mutex<Vec<(String, Vec<String>)>>> = Arc::default();
+    let ran: Ledger = Arc::default();
     let log = ran.clone();
     let stats = q
         .work(drained(), move |job: Job| {
@@ -190,7 +193,7 @@ async fn a_failed_job_fails_only_the_jobs_whose_edge_says_fail() {
         .node(raw("c").after_with("a", OnChildFailure::Continue))
         .node(raw("d").after_with("b", OnChildFailure::Ignore).after("c"));
     q.enqueue_graph(graph).await.unwrap();
-    let seen: Arc<Mutex<Vec<(String, Vec<String>)>>> = Arc::default();
+    let seen: Ledger = Arc::default();
     let log = seen.clone();
     q.work(drained(), move |job: Job| {
         let log = log.clone();

@@ -218,8 +218,8 @@ async fn a_random_graph_of_1000_jobs_runs_each_after_its_prerequisites_under_wor
     assert_calls_short(&server, "enqueue", enqueue_calls);
     let (waiting, ready) = {
         let mut w = 0;
-        for i in 0..JOBS {
-            let q = if spec[i].0 { &qb } else { &qa };
+        for (i, (on_b, _)) in spec.iter().enumerate() {
+            let q = if *on_b { &qb } else { &qa };
             let info = q.get(&format!("n{i}")).await.unwrap().unwrap();
             if info.state == JobState::Waiting {
                 w += 1;
@@ -235,7 +235,7 @@ async fn a_random_graph_of_1000_jobs_runs_each_after_its_prerequisites_under_wor
     slowlog_from_now(&server, 10_000);
     let run_from = script_calls(&server);
     let mut workers: Vec<Child> = (0..3).map(|_| spawn_worker(&server.url, &names)).collect();
-    let (mut kills, mut restarted, mut calls_before_restart) = (0, false, 0);
+    let (mut kills, mut restarted) = (0, false);
     let started = Instant::now();
     let done = |a: &Queue, b: &Queue| {
         let (a, b) = (a.clone(), b.clone());
@@ -258,8 +258,8 @@ async fn a_random_graph_of_1000_jobs_runs_each_after_its_prerequisites_under_wor
         tokio::time::sleep(Duration::from_millis(400)).await;
         if !restarted && n >= JOBS / 2 {
             // Slow calls before the restart, counted before SLOWLOG goes with the process.
-            calls_before_restart = script_calls(&server) - run_from;
-            assert_calls_short(&server, "run, before the restart", calls_before_restart);
+            let calls = script_calls(&server) - run_from;
+            assert_calls_short(&server, "run, before the restart", calls);
             server.restart();
             restarted = true;
             renice(&server);
@@ -283,10 +283,9 @@ async fn a_random_graph_of_1000_jobs_runs_each_after_its_prerequisites_under_wor
     );
     assert!(restarted && kills > 0);
     assert_calls_short(&server, "run, after the restart", after_restart);
-    let _ = calls_before_restart;
     // Every job completed (a job that saw a wrong or missing result would have failed).
-    for i in 0..JOBS {
-        let q = if spec[i].0 { &qb } else { &qa };
+    for (i, (on_b, _)) in spec.iter().enumerate() {
+        let q = if *on_b { &qb } else { &qa };
         let info = q.get(&format!("n{i}")).await.unwrap().unwrap();
         assert_eq!(
             info.state,

@@ -51,8 +51,8 @@ def test_a_graph_with_a_cycle_or_a_missing_job_raises_with_nothing_written(clien
     with pytest.raises(tideq.InvalidArgumentError, match="which is not in the graph"):
         q.enqueue_graph([GraphNode(x, FlowJob(b"x"), after=["nope"])])
     with pytest.raises(ValueError):
-        GraphNode(x, FlowJob(b"x"), after=[(y, "sometimes")])
+        GraphNode(x, FlowJob(b"x"), after=[(y, "sometimes")])  # type: ignore[list-item]
     with pytest.raises(TypeError):
-        GraphNode(x, FlowJob(b"x"), after=[1])
+        GraphNode(x, FlowJob(b"x"), after=[1])  # type: ignore[list-item]
     assert q.get(x) is None and q.get(y) is None
     assert q.stats().enqueued == 0

@@ -75,6 +75,7 @@ __all__ = [
     "AsyncWorker",
     "WorkerStats",
     "FlowJob",
+    "GraphNode",
     "ChildResult",
     "acl_rules",
     "chain",
