@@ -759,14 +759,6 @@ export declare class Queue {
    */
   history(options?: HistoryOptions): Promise<HistoryPoint[]>
   /**
-   * Per task: jobs completed, failed attempts, jobs dead-lettered and handler run times over
-   * the last `windowMs` (from a minute to 14 days, else `INVALID_ARGUMENT`; without it, since
-   * the queue's workers began counting), by task name. Jobs without a task count under `""`;
-   * a queue tracks its first 100 task names, later ones count under `"(other)"`. Counted from
-   * the workers' periodic reports (every 15 s at most, and when a worker stops).
-   */
-  taskMetrics(options?: TaskMetricsOptions): Promise<TaskMetrics[]>
-  /**
    * A handle on job queue `name`. Validates the name and options (throws
    * `INVALID_ARGUMENT`); does not touch Redis.
    */
@@ -895,6 +887,14 @@ export declare class Queue {
   /** The queue's schedules, by name, with their next slots. */
   schedules(): Promise<ScheduleInfo[]>
   /**
+   * Per task: jobs completed, failed attempts, jobs dead-lettered and handler run times over
+   * the last `windowMs` (from a minute to 14 days, else `INVALID_ARGUMENT`; without it, since
+   * the queue's workers began counting), by task name. Jobs without a task count under `""`;
+   * a queue tracks its first 100 task names, later ones count under `"(other)"`. Counted from
+   * the workers' periodic reports (every 15 s at most, and when a worker stops).
+   */
+  taskMetrics(options?: TaskMetricsOptions): Promise<TaskMetrics[]>
+  /**
    * Starts a worker, up to `concurrency` jobs at a time. `handler` is either a function
    * called with each job, or an object of task handlers by name, `{ 'send-email': (data,
    * job) => ... }`, each called with the job's decoded `data` for the jobs enqueued with its
@@ -950,6 +950,18 @@ export declare class Queue {
    * (each once). A parent's handler reads its own with `job.childrenResults()`.
    */
   childrenResults(parentId: string): Promise<ChildResult[]>
+  /**
+   * Enqueues a graph: each job runs once every job it runs `after` finished, and reads how
+   * they ended with `job.childrenResults()`; a step (`{ name }` without `data`) gets their
+   * results as its `data`, an array in its `after` order. Jobs go to this queue unless their
+   * `queue` says otherwise. Written whole or not at all; resolves with the `Enqueued` of the
+   * last job declared that no job runs after (if it exists already, nothing is created:
+   * `created` false). Rejects with `INVALID_ARGUMENT`, nothing written: no jobs, an id
+   * declared twice, an `after` naming an id not declared, a cycle (the error names it), more
+   * than 1000 jobs after one job, a job with `children`, and what `enqueueFlow` refuses.
+   * Cancelling a job cancels the jobs it runs after that are still pending.
+   */
+  enqueueGraph(nodes: GraphNodeSpec[]): Promise<Enqueued>
 }
 
 /**
@@ -1772,6 +1784,28 @@ export interface FlowSpec {
    * it ended.
    */
   onFailure?: 'fail' | 'ignore' | 'continue'
+}
+
+/** An edge of a graph: this job runs after job `id`, whose failure does `onFailure` to it. */
+export interface GraphEdge {
+  id: string
+  onFailure?: 'fail' | 'ignore' | 'continue'
+}
+
+/**
+ * One job of a graph (`enqueueGraph(nodes)`): its id (its job id, unique in the graph), the
+ * job (as a flow's job, without `children`) and the ids of the jobs it runs after.
+ */
+export interface GraphNodeSpec {
+  /** The job's id, unique in the graph. */
+  id: string
+  /** The job: a task (`name`, `data`) or a raw `payload`, with its options. */
+  job: FlowSpec
+  /**
+   * The jobs it runs after: ids, or `{ id, onFailure }` to say what that job's failure does
+   * to this one (else that job's own `onFailure`).
+   */
+  after?: Array<string | GraphEdge>
 }
 
 /** What a group holds and obeys now (`group(name)`). */
