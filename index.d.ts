@@ -1035,6 +1035,18 @@ export declare class Queue {
    * (each once). A parent's handler reads its own with `job.childrenResults()`.
    */
   childrenResults(parentId: string): Promise<ChildResult[]>
+  /**
+   * Enqueues a graph: each job runs once every job it runs `after` finished, and reads how
+   * they ended with `job.childrenResults()`; a step (`{ name }` without `data`) gets their
+   * results as its `data`, an array in its `after` order. Jobs go to this queue unless their
+   * `queue` says otherwise. Written whole or not at all; resolves with the `Enqueued` of the
+   * last job declared that no job runs after (if it exists already, nothing is created:
+   * `created` false). Rejects with `INVALID_ARGUMENT`, nothing written: no jobs, an id
+   * declared twice, an `after` naming an id not declared, a cycle (the error names it), more
+   * than 1000 jobs after one job, a job with `children`, and what `enqueueFlow` refuses.
+   * Cancelling a job cancels the jobs it runs after that are still pending.
+   */
+  enqueueGraph(nodes: GraphNodeSpec[]): Promise<Enqueued>
 }
 
 /**
@@ -1857,6 +1869,28 @@ export interface FlowSpec {
    * it ended.
    */
   onFailure?: 'fail' | 'ignore' | 'continue'
+}
+
+/** An edge of a graph: this job runs after job `id`, whose failure does `onFailure` to it. */
+export interface GraphEdge {
+  id: string
+  onFailure?: 'fail' | 'ignore' | 'continue'
+}
+
+/**
+ * One job of a graph (`enqueueGraph(nodes)`): its id (its job id, unique in the graph), the
+ * job (as a flow's job, without `children`) and the ids of the jobs it runs after.
+ */
+export interface GraphNodeSpec {
+  /** The job's id, unique in the graph. */
+  id: string
+  /** The job: a task (`name`, `data`) or a raw `payload`, with its options. */
+  job: FlowSpec
+  /**
+   * The jobs it runs after: ids, or `{ id, onFailure }` to say what that job's failure does
+   * to this one (else that job's own `onFailure`).
+   */
+  after?: Array<string | GraphEdge>
 }
 
 /** What a group holds and obeys now (`group(name)`). */

@@ -90,6 +90,8 @@ mod task_metrics;
 mod testing;
 mod worker;
 mod workflow;
+// Graphs (flows whose jobs several others run after).
+mod graph;
 
 /// mimalloc for small blocks, the system allocator for large ones (see `tideq::alloc`).
 #[global_allocator]

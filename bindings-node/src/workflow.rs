@@ -89,7 +89,7 @@ fn queue_arg(what: &str, v: &Unknown) -> Res<tideq::Queue> {
 
 /// The `onFailure` of a flow job: `'fail'`, `'ignore'` or `'continue'` (the names are the
 /// core's).
-fn on_failure_arg(what: &str, v: &Unknown) -> Res<OnChildFailure> {
+pub(crate) fn on_failure_arg(what: &str, v: &Unknown) -> Res<OnChildFailure> {
     let name = string(what, v)?;
     OnChildFailure::parse(&name).map_err(|_| {
         invalid(format!(
@@ -142,7 +142,7 @@ const NAMED_DEPTH: usize = 8;
 
 /// The flow whose root is `root`, read whole (without recursion, so a deep flow cannot
 /// overflow the stack; a cycle stops at the core's most jobs per flow).
-fn flow(env: &Env, root: &Unknown) -> Res<FlowJob> {
+pub(crate) fn flow(env: &Env, root: &Unknown) -> Res<FlowJob> {
     struct Todo<'env> {
         /// Its name in messages.
         what: String,

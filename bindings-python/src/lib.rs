@@ -91,6 +91,8 @@ pub mod value;
 pub mod verdict;
 pub mod worker;
 pub mod workflow;
+// Graphs (flows whose jobs several others run after).
+pub mod graph;
 
 /// mimalloc for small blocks, the system allocator for large ones (see `tideq::alloc`).
 #[global_allocator]
@@ -178,6 +180,7 @@ fn _tideq(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<workflow::ChildResult>()?;
     m.add_function(wrap_pyfunction!(workflow::chain, m)?)?;
     m.add_function(wrap_pyfunction!(workflow::chord, m)?)?;
+    m.add_class::<graph::GraphNode>()?;
     m.add_function(wrap_pyfunction!(acl::acl_rules, m)?)?;
     m.add_function(wrap_pyfunction!(cli::_run_cli, m)?)?;
     m.add_function(wrap_pyfunction!(serve::serve, m)?)?;

@@ -49,7 +49,7 @@ impl FlowJob {
     /// The core's flow under this job. Built without recursion (a chain of jobs may be deep);
     /// past the root and `MAX_FLOW_JOBS` jobs (a job reused as a child of many) the rest is left
     /// out, since the core refuses the flow anyway.
-    fn to_core(root: &Bound<'_, FlowJob>) -> PyResult<tideq::FlowJob> {
+    pub(crate) fn to_core(root: &Bound<'_, FlowJob>) -> PyResult<tideq::FlowJob> {
         enum Step<'py> {
             Enter(Bound<'py, FlowJob>),
             Leave(Bound<'py, FlowJob>, usize),

@@ -160,3 +160,6 @@ pub use limiter::{
     LimitError, LimitGuard, Limiter, OverLimit, MAX_BUCKET_CAPACITY, MAX_LIMITER_N,
     MAX_LIMITER_PERIOD,
 };
+
+// Graphs (flows whose jobs several others may run after).
+pub use workflow::{Graph, GraphNode, MAX_GRAPH_DEPENDENTS};

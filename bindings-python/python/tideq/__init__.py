@@ -32,7 +32,8 @@ reader resuming where it stopped.
 children (on any queues, to any depth) finished, and reads how they ended
 (``job.children_results()``, ``ChildResult``). ``chain(a, b, c)`` runs jobs one after another,
 each getting the previous result; ``chord(children, callback)`` runs a callback once after all
-its children, with their results.
+its children, with their results. ``enqueue_graph`` enqueues ``GraphNode``s, jobs that run after
+several others (a graph without cycles).
 
 ``enqueue(trace=...)`` carries a W3C trace context to the job's worker (``Job.trace``); with
 OpenTelemetry installed (the ``otel`` extra), enqueues carry the current span's and workers run
@@ -80,6 +81,7 @@ from tideq._tideq import (
     EvictionPolicyError,
     FlowJob,
     ForkedError,
+    GraphNode,
     GroupInfo,
     GroupPage,
     InvalidArgumentError,
@@ -172,6 +174,7 @@ __all__ = [
     "EvictionPolicyError",
     "FlowJob",
     "ForkedError",
+    "GraphNode",
     "GroupInfo",
     "GroupPage",
     "InvalidArgumentError",

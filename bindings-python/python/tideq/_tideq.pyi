@@ -75,6 +75,7 @@ __all__ = [
     "AsyncWorker",
     "WorkerStats",
     "FlowJob",
+    "GraphNode",
     "ChildResult",
     "acl_rules",
     "chain",
@@ -1012,6 +1013,28 @@ class FlowJob:
     @property
     def on_failure(self) -> _OnChildFailure:
         """What this job's failure does to its parent: ``"fail"``, ``"ignore"`` or ``"continue"``."""
+
+@final
+class GraphNode:
+    """One job of a graph: ``id`` (its job id, unique in the graph), ``job`` (a ``FlowJob`` without
+    children) and ``after``, the ids of the jobs it runs after, each an id or an ``(id,
+    on_failure)`` pair whose ``on_failure`` ("fail", "ignore", "continue") is what that job's
+    failure does to this one (else that job's own ``on_failure``). Give a list of them to
+    ``Queue.enqueue_graph``."""
+
+    def __new__(
+        cls,
+        id: str,
+        job: FlowJob,
+        *,
+        after: Optional[Iterable[Union[str, tuple[str, _OnChildFailure]]]] = None,
+    ) -> GraphNode: ...
+    @property
+    def id(self) -> str:
+        """The job's id."""
+    @property
+    def after(self) -> list[str]:
+        """The ids of the jobs it runs after."""
 
 @final
 class ChildResult:
@@ -2199,6 +2222,17 @@ class Queue:
         """How the children of job ``parent_id`` (of this queue) ended so far, as ``ChildResult``s,
         in no particular order (each once). Every child has finished when a parent runs; kept
         while the parent is."""
+    def enqueue_graph(self, nodes: Iterable[GraphNode]) -> Enqueued:
+        """Enqueue a graph of ``GraphNode``s: each job runs once every job it runs ``after``
+        finished, and reads how they ended with ``job.children_results()``; a step
+        (``FlowJob(task=...)`` without ``data``) gets their results as its argument, a list in its
+        ``after`` order. Jobs go to this queue unless their ``queue=`` says otherwise. Written whole
+        or not at all; returns the ``Enqueued`` of the last job declared that no job runs after (if
+        it exists already, nothing is created: ``created`` False). Refused with
+        ``InvalidArgumentError``, nothing written: no jobs, an id declared twice, an ``after``
+        naming an id not declared, a cycle (the error names it), more than 1000 jobs after one
+        job, a job with children, and what ``enqueue_flow`` refuses. Cancelling a job cancels the
+        jobs it runs after that are still pending."""
 
 def _run_cli(argv: list[str], host_child: Optional[list[str]] = None) -> int:
     """Run the ``tideq`` command line on ``argv`` (the first item is the program name); returns its
@@ -3110,5 +3144,16 @@ class AsyncQueue:
         """How the children of job ``parent_id`` (of this queue) ended so far, as ``ChildResult``s,
         in no particular order (each once). Every child has finished when a parent runs; kept
         while the parent is."""
+    def enqueue_graph(self, nodes: Iterable[GraphNode]) -> Coroutine[Any, Any, Enqueued]:
+        """Enqueue a graph of ``GraphNode``s: each job runs once every job it runs ``after``
+        finished, and reads how they ended with ``job.children_results()``; a step
+        (``FlowJob(task=...)`` without ``data``) gets their results as its argument, a list in its
+        ``after`` order. Jobs go to this queue unless their ``queue=`` says otherwise. Written whole
+        or not at all; returns the ``Enqueued`` of the last job declared that no job runs after (if
+        it exists already, nothing is created: ``created`` False). Refused with
+        ``InvalidArgumentError``, nothing written: no jobs, an id declared twice, an ``after``
+        naming an id not declared, a cycle (the error names it), more than 1000 jobs after one
+        job, a job with children, and what ``enqueue_flow`` refuses. Cancelling a job cancels the
+        jobs it runs after that are still pending."""
 
 # ---- end of generated section ----

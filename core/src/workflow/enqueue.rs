@@ -48,6 +48,11 @@ impl Queue {
 
     async fn enqueue_flow_inner(&self, root: FlowJob) -> Result<Enqueued> {
         let nodes = self.lay_out(root)?;
+        self.write_flow(nodes).await
+    }
+
+    /// Writes laid-out jobs (root first; a tree's or a graph's): held, root, release.
+    pub(super) async fn write_flow(&self, nodes: Vec<Node>) -> Result<Enqueued> {
         // The shard count of every queue the flow writes to, once its input is checked: each
         // checked, then (none refused) recorded where it is not yet, before anything else is
         // written (`shards.rs`).
@@ -196,8 +201,7 @@ impl Queue {
                 delay,
                 run_at,
                 opts: job.opts,
-                on_failure: job.on_failure,
-                parent,
+                parents: parent.map(|p| (p, job.on_failure)).into_iter().collect(),
                 kids: Vec::new(),
             });
             let chain = (nodes[me].env.args_from == Some(crate::envelope::ArgsFrom::Previous))
@@ -285,20 +289,23 @@ impl Queue {
         for &i in idx {
             let n = &nodes[i];
             let o = &n.opts;
-            let parent_head = match n.parent {
-                None => String::new(),
-                Some(p) => {
+            // One notice head per job that waits for this one, a line each.
+            let parent_head = n
+                .parents
+                .iter()
+                .map(|&(p, on_failure)| {
                     let p = &nodes[p];
                     format!(
                         "{}\t{}\t{}\t{}\t{}",
-                        n.on_failure.code(),
+                        on_failure.code(),
                         p.keys().base(),
                         p.env.id,
                         p.queue.policy,
                         n.queue.name()
                     )
-                }
-            };
+                })
+                .collect::<Vec<_>>()
+                .join("\n");
             let kids: Vec<String> = match staged[i] {
                 Some(_) => Vec::new(),
                 None => n.kids.iter().map(|&k| child_ref(&nodes[k])).collect(),
@@ -383,6 +390,7 @@ impl Queue {
 fn plan_calls(nodes: &[Node], staged: &[Option<String>]) -> Vec<Vec<usize>> {
     let cost = |i: usize| {
         JOB_COST
+            + nodes[i].parents.len().saturating_sub(1)
             + if staged[i].is_some() {
                 0
             } else {

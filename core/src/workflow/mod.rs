@@ -25,10 +25,12 @@ use crate::keys::JobKeys;
 
 mod children;
 mod enqueue;
+mod graph;
 mod pipe;
 mod relay;
 
 pub use children::{ChildInfo, ChildPage};
+pub use graph::{Graph, GraphNode, MAX_GRAPH_DEPENDENTS};
 pub(crate) use relay::{cancel_children, relay, settle_held};
 
 /// Most jobs one flow may have under its root, at any depth (so a chord of this many children
@@ -273,8 +275,9 @@ struct Node {
     delay: u64,
     run_at: u64,
     opts: EnqueueOptions,
-    on_failure: OnChildFailure,
-    parent: Option<usize>,
+    /// The jobs that wait for this one, each with what this job's failure does to it (a tree's
+    /// job has one, a graph's any number).
+    parents: Vec<(usize, OnChildFailure)>,
     kids: Vec<usize>,
 }
 
@@ -301,8 +304,10 @@ impl Job {
     }
 }
 
-/// A child's parent from its notice head (`"<policy>\t<parent base>\t<parent id>\t..."`).
+/// A child's parent from its notice head (`"<policy>\t<parent base>\t<parent id>\t..."`; a
+/// graph's job that several wait for has one head per line: the first is shown).
 pub(crate) fn parent_of(head: &str) -> Option<FlowRef> {
+    let head = head.split('\n').next()?;
     let mut parts = head.splitn(4, '\t');
     let (_, base, id) = (parts.next()?, parts.next()?, parts.next()?);
     Some(FlowRef {

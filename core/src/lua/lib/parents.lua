@@ -16,7 +16,17 @@ local function tell_parents(K, ids, outs)
   local refs = chunked_read('HMGET', K.fparent, ids)
   local notes = {}
   for i, id in ipairs(ids) do
-    if refs[i] then notes[#notes + 1] = refs[i] .. '\t' .. id .. '\t' .. outs[i] end
+    local ref = refs[i]
+    if ref then
+      if string.find(ref, '\n', 1, true) then
+        -- A graph's job that several run after: one head per line, a notice each.
+        for head in string.gmatch(ref, '[^\n]+') do
+          notes[#notes + 1] = head .. '\t' .. id .. '\t' .. outs[i]
+        end
+      else
+        notes[#notes + 1] = ref .. '\t' .. id .. '\t' .. outs[i]
+      end
+    end
   end
   if #notes == 0 then return end
   -- The child keeps its parent's record (get shows it) until its data goes; a second notice
