@@ -222,6 +222,10 @@ impl Error {
             text = first.to_string();
         }
         let message = match kind {
+            ErrorKind::Auth if text.starts_with(crate::client::PROVIDER_FAILED) => {
+                let why = err.detail().unwrap_or_default();
+                format!("{}: {why}", crate::client::PROVIDER_FAILED)
+            }
             ErrorKind::Auth
                 if text.contains("WRONGPASS")
                     || err.kind() == redis::ErrorKind::AuthenticationFailed =>

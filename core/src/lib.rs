@@ -153,3 +153,5 @@ pub use workflow::{
     ChildInfo, ChildOutcome, ChildPage, ChildResult, FlowJob, FlowRef, OnChildFailure,
     MAX_FLOW_JOBS,
 };
+// Credentials that rotate (a provider asked on every connection).
+pub use client::{Credentials, CredentialsFuture, CredentialsProvider};
