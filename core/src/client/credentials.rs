@@ -76,7 +76,7 @@ where
 }
 
 /// The words that open the `AUTH` error of a provider that failed (error.rs shows them).
-pub(crate) const PROVIDER_FAILED: &str = "the credential provider failed";
+pub(crate) const PROVIDER_FAILED: &str = "the credentials provider failed";
 
 /// A provider as redis-rs's hook: a connection's login calls the provider once; the streams
 /// stay open without another item (an ended stream would make redis-rs log a warning for each
