@@ -759,14 +759,6 @@ export declare class Queue {
    */
   history(options?: HistoryOptions): Promise<HistoryPoint[]>
   /**
-   * Per task: jobs completed, failed attempts, jobs dead-lettered and handler run times over
-   * the last `windowMs` (from a minute to 14 days, else `INVALID_ARGUMENT`; without it, since
-   * the queue's workers began counting), by task name. Jobs without a task count under `""`;
-   * a queue tracks its first 100 task names, later ones count under `"(other)"`. Counted from
-   * the workers' periodic reports (every 15 s at most, and when a worker stops).
-   */
-  taskMetrics(options?: TaskMetricsOptions): Promise<TaskMetrics[]>
-  /**
    * A handle on job queue `name`. Validates the name and options (throws
    * `INVALID_ARGUMENT`); does not touch Redis.
    */
@@ -894,6 +886,14 @@ export declare class Queue {
   resumeSchedule(name: string): Promise<boolean>
   /** The queue's schedules, by name, with their next slots. */
   schedules(): Promise<ScheduleInfo[]>
+  /**
+   * Per task: jobs completed, failed attempts, jobs dead-lettered and handler run times over
+   * the last `windowMs` (from a minute to 14 days, else `INVALID_ARGUMENT`; without it, since
+   * the queue's workers began counting), by task name. Jobs without a task count under `""`;
+   * a queue tracks its first 100 task names, later ones count under `"(other)"`. Counted from
+   * the workers' periodic reports (every 15 s at most, and when a worker stops).
+   */
+  taskMetrics(options?: TaskMetricsOptions): Promise<TaskMetrics[]>
   /**
    * Starts a worker, up to `concurrency` jobs at a time. `handler` is either a function
    * called with each job, or an object of task handlers by name, `{ 'send-email': (data,
@@ -1364,6 +1364,16 @@ export interface ClientOptions {
    * with `EVICTION_POLICY`; `'off'`: do not check.
    */
   evictionCheck?: 'warn' | 'refuse' | 'off'
+  /**
+   * Asked for the credentials each time a connection logs in (the first connection, every
+   * reconnection, each blocking connection, each cluster node and the primary the Sentinels
+   * name), for short-lived tokens (ElastiCache IAM, Entra ID): returns `{ username?, password
+   * }` (no `username`: the URL's user, else `default`) or a password, or a Promise of one.
+   * What it throws or rejects with becomes an `AUTH` error naming it, and it is asked again
+   * on the next reconnection. It gives the password: a password in the URL or `password` too
+   * throws `INVALID_ARGUMENT`. It does not keep the process alive.
+   */
+  credentialsProvider?: () => Credentials | string | Promise<Credentials | string>
 }
 
 /** How `tideq worker` starts one worker child of this package. */
@@ -1409,6 +1419,14 @@ export interface ConsumerStats {
   failed: number
   /** Fetches that failed (e.g. Redis unreachable); the consumer retried with backoff. */
   fetchErrors: number
+}
+
+/** What a `credentialsProvider` returns (or a password string). */
+export interface Credentials {
+  /** The ACL user; none: the URL's user, else `default`. */
+  username?: string
+  /** The password or token. */
+  password: string
 }
 
 /**
