@@ -1461,6 +1461,16 @@ export interface ClientOptions {
    * with `EVICTION_POLICY`; `'off'`: do not check.
    */
   evictionCheck?: 'warn' | 'refuse' | 'off'
+  /**
+   * Asked for the credentials each time a connection logs in (the first connection, every
+   * reconnection, each blocking connection, each cluster node and the primary the Sentinels
+   * name), for short-lived tokens (ElastiCache IAM, Entra ID): returns `{ username?, password
+   * }` (no `username`: the URL's user, else `default`) or a password, or a Promise of one.
+   * What it throws or rejects with becomes an `AUTH` error naming it, and it is asked again
+   * on the next reconnection. It gives the password: a password in the URL or `password` too
+   * throws `INVALID_ARGUMENT`. It does not keep the process alive.
+   */
+  credentialsProvider?: () => Credentials | string | Promise<Credentials | string>
 }
 
 /** How `tideq worker` starts one worker child of this package. */
@@ -1506,6 +1516,14 @@ export interface ConsumerStats {
   failed: number
   /** Fetches that failed (e.g. Redis unreachable); the consumer retried with backoff. */
   fetchErrors: number
+}
+
+/** What a `credentialsProvider` returns (or a password string). */
+export interface Credentials {
+  /** The ACL user; none: the URL's user, else `default`. */
+  username?: string
+  /** The password or token. */
+  password: string
 }
 
 /**

@@ -6,7 +6,9 @@ use std::time::Duration;
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
-use crate::convert::{bytes, count1, describe, millis, read_value, string, strings, Options};
+use crate::convert::{
+    bytes, count1, describe, function, millis, read_value, string, strings, Options,
+};
 use crate::error::{invalid, spawn, throw, type_error, Res};
 
 /// Options of `new Client(options)`. Every field is optional. Give at most one of `url`,
@@ -58,6 +60,26 @@ pub struct ClientOptions {
     /// with `EVICTION_POLICY`; `'off'`: do not check.
     #[napi(ts_type = "'warn' | 'refuse' | 'off'")]
     pub eviction_check: Option<String>,
+    /// Asked for the credentials each time a connection logs in (the first connection, every
+    /// reconnection, each blocking connection, each cluster node and the primary the Sentinels
+    /// name), for short-lived tokens (ElastiCache IAM, Entra ID): returns `{ username?, password
+    /// }` (no `username`: the URL's user, else `default`) or a password, or a Promise of one.
+    /// What it throws or rejects with becomes an `AUTH` error naming it, and it is asked again
+    /// on the next reconnection. It gives the password: a password in the URL or `password` too
+    /// throws `INVALID_ARGUMENT`. It does not keep the process alive.
+    #[napi(ts_type = "() => Credentials | string | Promise<Credentials | string>")]
+    pub credentials_provider: Option<String>,
+}
+
+/// What a `credentialsProvider` returns (or a password string).
+// Declared for the TypeScript definitions only.
+#[allow(dead_code)]
+#[napi(object, object_from_js = false, object_to_js = false)]
+pub struct Credentials {
+    /// The ACL user; none: the URL's user, else `default`.
+    pub username: Option<String>,
+    /// The password or token.
+    pub password: String,
 }
 
 /// `sentinel` option of `new Client(options)`.
@@ -99,6 +121,7 @@ const CLIENT_KEYS: &[&str] = &[
     "replicaAck",
     "tlsCa",
     "evictionCheck",
+    "credentialsProvider",
 ];
 
 fn client_arg(what: &str, v: &Unknown) -> Res<tideq::Client> {
@@ -131,7 +154,7 @@ pub struct Client {
 }
 
 impl Client {
-    pub(crate) fn from_options(opts: &Options) -> Res<tideq::Client> {
+    pub(crate) fn from_options(env: &Env, opts: &Options) -> Res<tideq::Client> {
         let url = opts.get("url", string)?;
         let cluster = opts.get("cluster", non_empty_strings)?;
         let sentinel = opts.get("sentinel", sentinel_arg)?;
@@ -168,6 +191,10 @@ impl Client {
         }
         if let Some(check) = opts.get("evictionCheck", eviction_check_arg)? {
             cfg = cfg.with_eviction_check(check);
+        }
+        // Credentials that rotate.
+        if let Some(f) = opts.get("credentialsProvider", function::<()>)? {
+            cfg = cfg.with_credentials_provider(crate::credentials::provider(env, f)?);
         }
         Ok(tideq::Client::new(cfg)?)
     }
@@ -217,7 +244,7 @@ impl Client {
     #[napi(constructor, ts_args_type = "options?: ClientOptions")]
     pub fn new(env: &Env, options: Option<Unknown>) -> Result<Self> {
         let res = Options::new("Client options", options.as_ref(), CLIENT_KEYS)
-            .and_then(|opts| Client::from_options(&opts));
+            .and_then(|opts| Client::from_options(env, &opts));
         Ok(Client {
             inner: throw(env, res)?,
         })

@@ -49,7 +49,7 @@ impl Drop for RunningCall {
 
 /// A JS function callable from any thread with a `T`, which becomes its arguments `Args` on the
 /// JS thread.
-type Tsfn<T, Args> = ThreadsafeFunction<T, Unknown<'static>, Args, Status, false>;
+pub(crate) type Tsfn<T, Args> = ThreadsafeFunction<T, Unknown<'static>, Args, Status, false>;
 
 /// What a handler failure is reported with (by then the handler's input has gone to JS).
 pub(crate) trait Subject: Send + 'static {
@@ -319,7 +319,7 @@ enum Returned<R: Reply> {
 
 /// Calls the JS handler and waits for it (and for its Promise, if it returns one). Holds the
 /// handler only for the call itself, not while waiting for the Promise.
-async fn call<T: 'static, Args: JsValuesTupleIntoVec + 'static, R: Reply>(
+pub(crate) async fn call<T: 'static, Args: JsValuesTupleIntoVec + 'static, R: Reply>(
     handler: &Weak<Tsfn<T, Args>>,
     value: T,
 ) -> std::result::Result<R, napi::Error> {

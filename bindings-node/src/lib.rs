@@ -64,6 +64,7 @@ mod client;
 mod consumer;
 mod control;
 mod convert;
+mod credentials;
 mod dashboard;
 mod envelope;
 mod error;

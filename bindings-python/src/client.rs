@@ -43,6 +43,14 @@ enum Mode {
 /// so lose jobs without any error), checked on the first command: ``"warn"`` (the default: log a
 /// warning once per server), ``"refuse"`` (every call raises ``EvictionPolicyError``) or
 /// ``"off"``.
+/// ``credentials_provider`` is asked for the credentials each time a connection logs in (the
+/// first connection, every reconnection, each blocking connection, each cluster node and the
+/// primary the Sentinels name), for short-lived tokens (ElastiCache IAM, Entra ID): a function
+/// or a coroutine function (run on an event loop of its own, in a background thread) returning
+/// ``(username, password)`` (``username`` None: the URL's user, else ``default``) or a password
+/// alone. What it raises becomes an ``AuthError`` naming it, and it is asked again on the next
+/// reconnection. It gives the password: a password in the URL or ``password`` too raises
+/// ``InvalidArgumentError``.
 /// Conflicting or empty options raise ``InvalidArgumentError``, as do names, URLs and
 /// credentials that are not valid UTF-8 (a ``str`` holding a lone surrogate).
 #[pyclass(module = "tideq", frozen)]
@@ -115,7 +123,7 @@ fn eviction_check_name(check: EvictionCheck) -> &'static str {
 #[pymethods]
 impl Client {
     #[new]
-    #[pyo3(signature = (url=None, *, cluster=None, sentinel=None, master_name=None, username=None, password=None, prefix=None, max_payload=None, replica_ack=None, tls_ca=None, eviction_check=None))]
+    #[pyo3(signature = (url=None, *, cluster=None, sentinel=None, master_name=None, username=None, password=None, prefix=None, max_payload=None, replica_ack=None, tls_ca=None, eviction_check=None, credentials_provider=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -130,6 +138,7 @@ impl Client {
         replica_ack: Option<(Int, Secs)>,
         tls_ca: Option<&Bound<'_, PyAny>>,
         eviction_check: Option<Text>,
+        credentials_provider: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let master_name = master_name.map(|n| n.0);
         let (config, mode) = match (url, cluster, sentinel) {
@@ -190,6 +199,10 @@ impl Client {
         };
         if let Some(ca) = tls_ca {
             config = config.with_tls_ca(convert::pem("tls_ca", ca)?);
+        }
+        // Credentials that rotate.
+        if let Some(f) = credentials_provider.filter(|f| !f.is_none()) {
+            config = config.with_credentials_provider(crate::credentials::provider(f)?);
         }
         let inner = tideq::Client::new(config).map_err(error::to_py)?;
         Ok(Client {

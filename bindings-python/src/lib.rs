@@ -64,6 +64,7 @@ pub mod client;
 pub mod consumer;
 pub mod control;
 pub mod convert;
+pub mod credentials;
 pub mod dashboard;
 pub mod envelope;
 pub mod error;

@@ -2,6 +2,9 @@
 
 use std::time::Duration;
 
+use std::sync::Arc;
+
+use crate::client::CredentialsProvider;
 use crate::error::{Error, Result};
 use crate::keys::validate_prefix;
 
@@ -61,6 +64,8 @@ pub struct Config {
     pub(crate) connect_timeout: Duration,
     pub(crate) response_timeout: Duration,
     pub(crate) eviction_check: EvictionCheck,
+    // Credentials that rotate: asked for on every connection (client/credentials.rs).
+    pub(crate) credentials_provider: Option<Arc<dyn CredentialsProvider>>,
 }
 
 impl std::fmt::Debug for Config {
@@ -90,6 +95,10 @@ impl std::fmt::Debug for Config {
             .field("password", &self.password.as_ref().map(|_| "***"))
             .field("prefix", &self.prefix)
             .field("max_payload", &self.max_payload)
+            .field(
+                "credentials_provider",
+                &self.credentials_provider.as_ref().map(|_| "<provider>"),
+            )
             .finish()
     }
 }
@@ -119,6 +128,7 @@ impl Config {
             connect_timeout: Duration::from_secs(5),
             response_timeout: Duration::from_secs(30),
             eviction_check: EvictionCheck::Warn,
+            credentials_provider: None,
         }
     }
 
@@ -206,6 +216,25 @@ impl Config {
     pub fn with_credentials(mut self, username: Option<String>, password: Option<String>) -> Self {
         self.username = username;
         self.password = password;
+        self
+    }
+
+    /// Ask `provider` for the password (and optionally the user) each time a connection
+    /// authenticates: the first connection, every reconnection, each blocking connection, each
+    /// cluster node's connection and the primary the Sentinels name. For short-lived tokens
+    /// (ElastiCache IAM, Azure Entra ID). A provider that fails gives an `AUTH` error naming it,
+    /// and is asked again on the next reconnection. It replaces the password: a password in a
+    /// URL or in [`with_credentials`](Self::with_credentials) too is `INVALID_ARGUMENT`.
+    ///
+    /// ```
+    /// use tideq::{Config, Credentials};
+    /// let cfg = Config::new("redis://app@127.0.0.1:6379").with_credentials_provider(|| async {
+    ///     Ok::<_, std::io::Error>(Credentials::password("a-fresh-token"))
+    /// });
+    /// # let _ = cfg;
+    /// ```
+    pub fn with_credentials_provider(mut self, provider: impl CredentialsProvider) -> Self {
+        self.credentials_provider = Some(Arc::new(provider));
         self
     }
 
@@ -328,6 +357,20 @@ impl Config {
         } else {
             vec![&self.url]
         };
+        if self.credentials_provider.is_some() {
+            let in_url = urls.iter().any(|u| {
+                use redis::IntoConnectionInfo;
+                u.as_str()
+                    .into_connection_info()
+                    .is_ok_and(|i| i.redis_settings().password().is_some())
+            });
+            if in_url || self.password.is_some() {
+                return Err(Error::invalid(
+                    "a credentials provider gives the password: remove the password from the URL \
+                     (and the password option), or do not set a provider",
+                ));
+            }
+        }
         for url in urls {
             let ok = url.starts_with("redis://")
                 || url.starts_with("rediss://")

@@ -222,6 +222,10 @@ impl Error {
             text = first.to_string();
         }
         let message = match kind {
+            ErrorKind::Auth if text.starts_with(crate::client::PROVIDER_FAILED) => {
+                let why = err.detail().unwrap_or_default();
+                format!("{}: {why}", crate::client::PROVIDER_FAILED)
+            }
             ErrorKind::Auth
                 if text.contains("WRONGPASS")
                     || err.kind() == redis::ErrorKind::AuthenticationFailed =>
@@ -263,9 +267,12 @@ impl Error {
 
     /// True for errors that retrying cannot fix (credentials, permissions, a key of the queue
     /// holding another kind of value than tideq keeps there): a worker or consumer stops on them
-    /// instead of retrying forever.
+    /// instead of retrying forever. A credentials provider that failed is asked again on the next
+    /// connection, so its failure is not fatal.
     pub fn is_fatal(&self) -> bool {
-        matches!(self.kind, ErrorKind::Auth | ErrorKind::Permission) || self.is_wrong_type()
+        let provider_failed = self.message.contains(crate::client::PROVIDER_FAILED);
+        (matches!(self.kind, ErrorKind::Auth | ErrorKind::Permission) && !provider_failed)
+            || self.is_wrong_type()
     }
 
     /// A key of the queue holds another kind of value than tideq keeps there (Redis'

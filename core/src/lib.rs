@@ -163,3 +163,6 @@ pub use limiter::{
 
 // Graphs (flows whose jobs several others may run after).
 pub use workflow::{Graph, GraphNode, MAX_GRAPH_DEPENDENTS};
+
+// Credentials that rotate (a provider asked on every connection).
+pub use client::{Credentials, CredentialsFuture, CredentialsProvider};

@@ -100,6 +100,8 @@ MAX_PRIORITY: int
 """The largest job priority (2**21 - 1); 1 runs first."""
 
 _BytesLike = Union[bytes, bytearray, memoryview]
+# What a credentials provider returns: (username or None, password), or a password alone.
+_Credentials = Union[tuple[Optional[str], str], str]
 _Handler = Callable[[str, list[bytes]], Union[None, Awaitable[None]]]
 # What a job handler returns (or its awaitable resolves to) is stored as the job's result: bytes
 # as they are, anything else JSON-encoded (None: no result).
@@ -313,6 +315,14 @@ class Client:
     so lose jobs without any error), checked on the first command: ``"warn"`` (the default: log a
     warning once per server), ``"refuse"`` (every call raises ``EvictionPolicyError``) or
     ``"off"``.
+    ``credentials_provider`` is asked for the credentials each time a connection logs in (the
+    first connection, every reconnection, each blocking connection, each cluster node and the
+    primary the Sentinels name), for short-lived tokens (ElastiCache IAM, Entra ID): a function
+    or a coroutine function (run on an event loop of its own, in a background thread) returning
+    ``(username, password)`` (``username`` None: the URL's user, else ``default``) or a password
+    alone. What it raises becomes an ``AuthError`` naming it, and it is asked again on the next
+    reconnection. It gives the password: a password in the URL or ``password`` too raises
+    ``InvalidArgumentError``.
     Conflicting or empty options raise ``InvalidArgumentError``, as do names, URLs and
     credentials that are not valid UTF-8 (a ``str`` holding a lone surrogate).
     """
@@ -331,6 +341,9 @@ class Client:
         replica_ack: Optional[tuple[int, _Seconds]] = None,
         tls_ca: Union[bytes, str, os.PathLike[str], None] = None,
         eviction_check: Optional[str] = None,
+        credentials_provider: Optional[
+            Callable[[], Union[_Credentials, Coroutine[Any, Any, _Credentials]]]
+        ] = None,
     ) -> Client: ...
     def ping(self) -> None:
         """A round trip to Redis (blocking, the GIL released); raises ``ConnectionError`` when Redis

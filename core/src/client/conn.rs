@@ -24,6 +24,8 @@ pub(crate) enum Conn {
     Single(ConnectionManager),
     Cluster(ClusterConn),
     Sentinel(SentinelConn),
+    /// A single node with a credentials provider (see `credentials.rs`).
+    Renewed(super::credentials::RenewedConn),
 }
 
 /// A connection for blocking waits (no response timeout).
@@ -97,7 +99,7 @@ pub(super) fn unsent(e: &redis::RedisError, at_once: bool) -> bool {
 
 /// A single-node request, sent once more when it failed unsent ([`unsent`]). The connection
 /// manager reconnects on that failure; the second send waits for the new connection.
-async fn resend_if_unsent<'a, T, F>(mut send: F) -> redis::RedisResult<T>
+pub(super) async fn resend_if_unsent<'a, T, F>(mut send: F) -> redis::RedisResult<T>
 where
     F: FnMut() -> RedisFuture<'a, T>,
 {
@@ -119,6 +121,7 @@ impl ConnectionLike for Conn {
             })),
             Conn::Cluster(c) => c.req_packed_command(cmd),
             Conn::Sentinel(c) => c.req_packed_command(cmd),
+            Conn::Renewed(c) => c.req_packed_command(cmd),
         }
     }
 
@@ -135,6 +138,7 @@ impl ConnectionLike for Conn {
             })),
             Conn::Cluster(c) => c.req_packed_commands(cmd, offset, count),
             Conn::Sentinel(c) => c.req_packed_commands(cmd, offset, count),
+            Conn::Renewed(c) => c.req_packed_commands(cmd, offset, count),
         }
     }
 
@@ -143,6 +147,7 @@ impl ConnectionLike for Conn {
             Conn::Single(c) => c.get_db(),
             Conn::Cluster(c) => c.get_db(),
             Conn::Sentinel(c) => c.get_db(),
+            Conn::Renewed(c) => c.get_db(),
         }
     }
 }

@@ -5,6 +5,7 @@
 
 mod cluster;
 mod conn;
+mod credentials;
 mod eval;
 mod info;
 mod server;
@@ -12,6 +13,8 @@ mod server;
 pub(crate) use cluster::without_failover_wait;
 pub(crate) use conn::{BlockingConn, Conn};
 use conn::{SentinelConn, SentinelInner};
+pub(crate) use credentials::PROVIDER_FAILED;
+pub use credentials::{Credentials, CredentialsFuture, CredentialsProvider};
 pub use info::ServerInfo;
 
 use std::sync::Arc;
@@ -45,6 +48,8 @@ pub struct Client {
 struct Inner {
     config: Config,
     backend: Backend,
+    /// The credentials provider as redis-rs's hook, when the config has one.
+    streaming: Option<credentials::Streaming>,
     secret: Option<String>,
     conn: OnceCell<Conn>,
     /// A second connection for enqueues that `WAIT` for replicas, so a waiting enqueue does not
@@ -67,6 +72,16 @@ impl Client {
     pub fn new(config: Config) -> Result<Self> {
         config.validate()?;
         let secret = config.secret();
+        let streaming = match &config.credentials_provider {
+            Some(provider) => {
+                let info = config.connection_info_for(&config.url)?;
+                Some(credentials::Streaming {
+                    provider: provider.clone(),
+                    username: info.redis_settings().username().map(str::to_string),
+                })
+            }
+            None => None,
+        };
         let backend = if config.is_cluster() {
             let nodes = config
                 .cluster_nodes
@@ -81,6 +96,9 @@ impl Client {
                 // redis-rs retries a command that meets a moving cluster 8 times, waiting 1.28 s
                 // or more between tries by default; tideq waits out a failover itself (see
                 // cluster.rs), so these tries are brief: 50 ms, doubling, up to 1 s.
+                if let Some(streaming) = &streaming {
+                    builder = builder.set_credentials_provider(streaming.clone());
+                }
                 builder
                     .connection_timeout(config.connect_timeout)
                     .response_timeout(response_timeout)
@@ -146,9 +164,12 @@ impl Client {
                     current: std::sync::Mutex::new(None),
                     addr: std::sync::Mutex::new(None),
                     watching: std::sync::atomic::AtomicBool::new(false),
-                    config: AsyncConnectionConfig::new()
-                        .set_connection_timeout(Some(config.connect_timeout))
-                        .set_response_timeout(Some(config.response_timeout)),
+                    config: with_provider(
+                        AsyncConnectionConfig::new()
+                            .set_connection_timeout(Some(config.connect_timeout))
+                            .set_response_timeout(Some(config.response_timeout)),
+                        &streaming,
+                    ),
                 }),
             })
         } else {
@@ -163,6 +184,7 @@ impl Client {
             inner: Arc::new(Inner {
                 config,
                 backend,
+                streaming,
                 secret,
                 conn: OnceCell::new(),
                 ack_conn: OnceCell::new(),
@@ -230,9 +252,7 @@ impl Client {
                     .set_number_of_retries(1)
                     .set_min_delay(Duration::from_millis(50))
                     .set_max_delay(Duration::from_secs(2));
-                ConnectionManager::new_with_config(client.clone(), mgr_cfg)
-                    .await
-                    .map(Conn::Single)
+                self.manager(client, mgr_cfg).await
             }
             Backend::Sentinel(conn) => {
                 conn.primary().await?;
@@ -258,9 +278,7 @@ impl Client {
                             .set_connection_timeout(Some(cfg.connect_timeout))
                             .set_response_timeout(Some(cfg.response_timeout + wait))
                             .set_number_of_retries(1);
-                        ConnectionManager::new_with_config(client.clone(), mgr_cfg)
-                            .await
-                            .map(Conn::Single)
+                        self.manager(client, mgr_cfg).await
                     }
                     Backend::Sentinel(main) => {
                         let conn = SentinelConn {
@@ -269,9 +287,12 @@ impl Client {
                                 current: std::sync::Mutex::new(None),
                                 addr: std::sync::Mutex::new(None),
                                 watching: std::sync::atomic::AtomicBool::new(false),
-                                config: AsyncConnectionConfig::new()
-                                    .set_connection_timeout(Some(cfg.connect_timeout))
-                                    .set_response_timeout(Some(cfg.response_timeout + wait)),
+                                config: with_provider(
+                                    AsyncConnectionConfig::new()
+                                        .set_connection_timeout(Some(cfg.connect_timeout))
+                                        .set_response_timeout(Some(cfg.response_timeout + wait)),
+                                    &self.inner.streaming,
+                                ),
                             }),
                         };
                         conn.primary().await?;
@@ -323,22 +344,48 @@ impl Client {
             None => redis::Client::open(info),
         }
         .map_err(|e| self.err(e))?;
-        let conn_cfg = AsyncConnectionConfig::new()
-            .set_connection_timeout(Some(cfg.connect_timeout))
-            .set_response_timeout(None);
+        let conn_cfg = self.blocking_config();
         node.get_multiplexed_async_connection_with_config(&conn_cfg)
             .await
             .map(BlockingConn::Single)
             .map_err(|e| self.err(e))
     }
 
+    /// A single node's shared connection: redis-rs's connection manager, or with a credentials
+    /// provider one that asks the provider again after a failed authentication.
+    async fn manager(
+        &self,
+        client: &redis::Client,
+        mgr_cfg: ConnectionManagerConfig,
+    ) -> redis::RedisResult<Conn> {
+        match &self.inner.streaming {
+            None => ConnectionManager::new_with_config(client.clone(), mgr_cfg)
+                .await
+                .map(Conn::Single),
+            Some(streaming) => {
+                let mgr_cfg = mgr_cfg.set_credentials_provider(streaming.clone());
+                credentials::RenewedConn::connect(client.clone(), mgr_cfg)
+                    .await
+                    .map(Conn::Renewed)
+            }
+        }
+    }
+
+    /// The settings of a blocking connection (no response timeout).
+    fn blocking_config(&self) -> AsyncConnectionConfig {
+        with_provider(
+            AsyncConnectionConfig::new()
+                .set_connection_timeout(Some(self.inner.config.connect_timeout))
+                .set_response_timeout(None),
+            &self.inner.streaming,
+        )
+    }
+
     /// A fresh connection without a response timeout, for `BLPOP`-style waits.
     pub(crate) async fn blocking_conn(&self) -> Result<BlockingConn> {
         match &self.inner.backend {
             Backend::Single(client) => {
-                let cfg = AsyncConnectionConfig::new()
-                    .set_connection_timeout(Some(self.inner.config.connect_timeout))
-                    .set_response_timeout(None);
+                let cfg = self.blocking_config();
                 client
                     .get_multiplexed_async_connection_with_config(&cfg)
                     .await
@@ -350,9 +397,7 @@ impl Client {
                     let mut sentinel = conn.inner.sentinel.lock().await;
                     sentinel.async_get_client().await.map_err(|e| self.err(e))?
                 };
-                let cfg = AsyncConnectionConfig::new()
-                    .set_connection_timeout(Some(self.inner.config.connect_timeout))
-                    .set_response_timeout(None);
+                let cfg = self.blocking_config();
                 client
                     .get_multiplexed_async_connection_with_config(&cfg)
                     .await
@@ -365,5 +410,16 @@ impl Client {
                 .map(BlockingConn::Cluster)
                 .map_err(|e| self.err(e)),
         }
+    }
+}
+
+/// `cfg` with the credentials provider, if there is one.
+fn with_provider(
+    cfg: AsyncConnectionConfig,
+    streaming: &Option<credentials::Streaming>,
+) -> AsyncConnectionConfig {
+    match streaming {
+        Some(s) => cfg.set_credentials_provider(s.clone()),
+        None => cfg,
     }
 }

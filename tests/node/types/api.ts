@@ -180,6 +180,14 @@ function errors(e: unknown): ErrorCode | undefined {
 
 async function capped(): Promise<void> {
   const client = new Client({ url: 'redis://127.0.0.1:6379', prefix: 't' });
+  // Credentials that rotate: a function returning credentials, a password, or a Promise of one.
+  const tokens = [
+    new Client({ credentialsProvider: () => ({ username: 'app', password: 'token' }) }),
+    new Client({ credentialsProvider: async () => 'token' }),
+    // @ts-expect-error the provider returns credentials, not a number
+    new Client({ credentialsProvider: () => 42 }),
+  ];
+  void tokens;
   const cq = new CappedQueue('q', { client, capacity: 10 });
   await cq.pushMany([['g', 'text'], ['g', Buffer.from('bytes')]]);
   const batch = await cq.nextBatch(10);
