@@ -153,3 +153,6 @@ pub use workflow::{
     ChildInfo, ChildOutcome, ChildPage, ChildResult, FlowJob, FlowRef, OnChildFailure,
     MAX_FLOW_JOBS,
 };
+// Encryption at rest.
+pub mod crypt;
+pub use crypt::Encryption;
