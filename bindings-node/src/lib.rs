@@ -88,6 +88,8 @@ mod task_metrics;
 mod testing;
 mod worker;
 mod workflow;
+// Encryption at rest.
+mod crypt;
 
 /// mimalloc for small blocks, the system allocator for large ones (see `tideq::alloc`).
 #[global_allocator]

@@ -90,6 +90,8 @@ pub mod value;
 pub mod verdict;
 pub mod worker;
 pub mod workflow;
+// Encryption at rest.
+pub mod crypt;
 
 /// mimalloc for small blocks, the system allocator for large ones (see `tideq::alloc`).
 #[global_allocator]
@@ -186,6 +188,7 @@ fn _tideq(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(otel::_set_otel_hooks, m)?)?;
     m.add_class::<testing::TestMode>()?;
     m.add_function(wrap_pyfunction!(testing::_testing_start, m)?)?;
+    m.add_class::<crypt::Encryption>()?; // encryption at rest
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     let py = m.py();
     runtime::show_defaults(

@@ -166,14 +166,13 @@ impl Queue {
         let log: Vec<Vec<u8>> = redis::from_redis_value(log).map_err(|_| bad())?;
         let mut history = attempts.as_deref().map(parse_attempts).unwrap_or_default();
         let mut lines: Vec<LogLine> = log.iter().filter_map(|l| parse_log_line(l)).collect();
-        if self.opts.encryption.is_some() {
-            for a in &mut history {
-                a.error = a.error.take().map(|t| self.shown_text(t));
-                a.trace = a.trace.take().map(|t| self.shown_text(t));
-            }
-            for l in &mut lines {
-                l.line = self.shown_text(std::mem::take(&mut l.line));
-            }
+        // Sealed texts opened (or shown as `encrypted (key <id>)` without the key).
+        for a in &mut history {
+            a.error = a.error.take().map(|t| self.shown_text(t));
+            a.trace = a.trace.take().map(|t| self.shown_text(t));
+        }
+        for l in &mut lines {
+            l.line = self.shown_text(std::mem::take(&mut l.line));
         }
         Ok(Some((history, lines)))
     }

@@ -104,25 +104,7 @@ impl Encryption {
         K: Into<String>,
         V: AsRef<[u8]>,
     {
-        let mut ciphers = HashMap::new();
-        for (id, key) in keys {
-            let id = id.into();
-            validate_key_id(&id)?;
-            ciphers.insert(id.clone(), cipher(&id, key.as_ref())?);
-        }
-        validate_key_id(current)?;
-        if !ciphers.contains_key(current) {
-            return Err(Error::invalid(format!(
-                "the current key {current:?} is not in the keyring"
-            )));
-        }
-        Ok(Encryption {
-            inner: Arc::new(Inner {
-                current: current.to_string(),
-                provider: Box::new(|_| None),
-                ciphers: Mutex::new(ciphers),
-            }),
-        })
+        Self::new(current, keys, None)
     }
 
     /// Encryption whose keys come from `provider` (called once per key id, then held), `current`
@@ -132,14 +114,41 @@ impl Encryption {
         current: &str,
         provider: impl Fn(&str) -> Option<Vec<u8>> + Send + Sync + 'static,
     ) -> Result<Self> {
+        Self::new(
+            current,
+            Vec::<(String, Vec<u8>)>::new(),
+            Some(Box::new(provider)),
+        )
+    }
+
+    /// Both: fixed `keys`, and a `provider` asked for any other key id. The current key must be
+    /// among `keys` or given by the provider (asked at once).
+    pub fn new<I, K, V>(current: &str, keys: I, provider: Option<Box<KeyProvider>>) -> Result<Self>
+    where
+        I: IntoIterator<Item = (K, V)>,
+        K: Into<String>,
+        V: AsRef<[u8]>,
+    {
+        let mut ciphers = HashMap::new();
+        for (id, key) in keys {
+            let id = id.into();
+            validate_key_id(&id)?;
+            ciphers.insert(id.clone(), cipher(&id, key.as_ref())?);
+        }
         validate_key_id(current)?;
+        let has_provider = provider.is_some();
         let e = Encryption {
             inner: Arc::new(Inner {
                 current: current.to_string(),
-                provider: Box::new(provider),
-                ciphers: Mutex::new(HashMap::new()),
+                provider: provider.unwrap_or_else(|| Box::new(|_| None)),
+                ciphers: Mutex::new(ciphers),
             }),
         };
+        if !has_provider && !e.inner.ciphers.lock().unwrap().contains_key(current) {
+            return Err(Error::invalid(format!(
+                "the current key {current:?} is not in the keyring"
+            )));
+        }
         e.with_cipher(current, |_| ())?;
         Ok(e)
     }
@@ -343,25 +352,26 @@ impl crate::Queue {
         }
     }
 
-    pub(crate) fn open_str(&self, v: String) -> Result<String> {
-        match &self.opts.encryption {
-            Some(e) => e.open_text(&v),
-            None => Ok(v),
-        }
-    }
-
     /// A stored text for showing: opened, or `encrypted (key <id>)` when it cannot be.
     pub(crate) fn shown_text(&self, v: String) -> String {
         let Some(id) = sealed_text_key_id(&v) else {
             return v;
         };
-        self.open_str(v)
-            .unwrap_or_else(|_| format!("encrypted (key {id})"))
+        match &self.opts.encryption {
+            Some(e) => e
+                .open_text(&v)
+                .unwrap_or_else(|_| format!("encrypted (key {id})")),
+            None => format!("encrypted (key {id})"),
+        }
     }
 
     /// A job as `get` and the listings report it, its sealed values opened: a value the queue
-    /// has no key for stays sealed, and `unreadable` names its key.
+    /// has no key for stays sealed (`unreadable` names its key; an error text reads
+    /// `encrypted (key <id>)`).
     pub(crate) fn open_info(&self, info: &mut crate::JobInfo) {
+        if let Some(err) = info.last_error.take() {
+            info.last_error = Some(self.shown_text(err));
+        }
         let Some(enc) = &self.opts.encryption else {
             return;
         };
@@ -380,9 +390,6 @@ impl crate::Queue {
                         .get_or_insert_with(|| e.message().to_string());
                 }
             }
-        }
-        if let Some(err) = info.last_error.take() {
-            info.last_error = Some(self.shown_text(err));
         }
     }
 }
