@@ -20,7 +20,7 @@ pub struct Encryption(pub tideq::Encryption);
 #[pymethods]
 impl Encryption {
     #[new]
-    #[pyo3(signature = (current_key, keys=None, key_provider=None))]
+    #[pyo3(signature = (current_key, keys=None, key_provider=None), text_signature = "(current_key, keys=None, key_provider=None)")]
     fn new(
         current_key: &str,
         keys: Option<HashMap<String, Vec<u8>>>,

@@ -603,12 +603,12 @@ class Encryption:
     rotate without downtime. A bad key raises ``InvalidArgumentError`` here, before anything is
     written."""
 
-    def __init__(
-        self,
+    def __new__(
+        cls,
         current_key: str,
         keys: Optional[dict[str, bytes]] = None,
         key_provider: Optional[Callable[[str], Optional[bytes]]] = None,
-    ) -> None: ...
+    ) -> Encryption: ...
     @property
     def current_key(self) -> str:
         """The key id new values are sealed with."""
