@@ -1643,6 +1643,24 @@ export interface DrainReport {
 /** Encodes a job envelope (as `decodeEnvelope` returns it) to its MessagePack bytes. */
 export declare function encodeEnvelope(envelope: Envelope): Buffer
 
+/**
+ * The `encryption` option of `new Queue(name, options)`: AES-256-GCM over payloads, results,
+ * progress, log lines and error texts before they reach Redis (ids, task names, groups and
+ * priorities stay clear). `currentKey` is the key id new values are sealed with; `keys` maps key
+ * ids to 32-byte keys; `keyProvider(keyId)` (synchronous: a `Buffer`/`Uint8Array` of 32 bytes, or
+ * `null`) is asked for any other id, once per id (a tenant's keys). Keep old keys readable while
+ * a new one is current to rotate without downtime. A bad key throws `INVALID_ARGUMENT` from the
+ * constructor, before anything is written.
+ */
+export interface EncryptionOptions {
+  /** The key id new values are sealed with. */
+  currentKey: string
+  /** Keys by id, each 32 bytes. */
+  keys?: Record<string, Buffer | Uint8Array>
+  /** Asked for a key id not in `keys`: its 32 bytes, or `null` when there is none. */
+  keyProvider?: (keyId: string) => Buffer | Uint8Array | null | undefined
+}
+
 /** What `enqueue` did. */
 export interface Enqueued {
   id: string
@@ -2392,6 +2410,11 @@ export interface QueueOptions {
    * (`<prefix>:{<queue>}:shards`). Default 1. On a single server it works but gains nothing.
    */
   shards?: number
+  /**
+   * Seal payloads, results, progress, log lines and error texts with AES-256-GCM before they
+   * reach Redis. Default: none.
+   */
+  encryption?: EncryptionOptions
 }
 
 /** A start rate: at most `max` job starts in any window of `perMs` milliseconds. */

@@ -93,6 +93,8 @@ mod worker;
 mod workflow;
 // Graphs (flows whose jobs several others run after).
 mod graph;
+// Encryption at rest.
+mod crypt;
 
 /// mimalloc for small blocks, the system allocator for large ones (see `tideq::alloc`).
 #[global_allocator]

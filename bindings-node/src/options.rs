@@ -70,6 +70,10 @@ pub struct QueueOptions {
     /// at its first call. Changing it means draining the queue, then deleting that record
     /// (`<prefix>:{<queue>}:shards`). Default 1. On a single server it works but gains nothing.
     pub shards: Option<u32>,
+    // Encryption at rest.
+    /// Seal payloads, results, progress, log lines and error texts with AES-256-GCM before they
+    /// reach Redis. Default: none.
+    pub encryption: Option<crate::crypt::EncryptionOptions>,
 }
 
 pub(crate) const QUEUE_KEYS: &[&str] = &[
@@ -87,6 +91,7 @@ pub(crate) const QUEUE_KEYS: &[&str] = &[
     "idempotencyMaxIds",
     "maxResultLen",
     "shards",
+    "encryption",
 ];
 
 /// The `QueueOptions` the core takes (every key of `QUEUE_KEYS` but `client`, `url` and
@@ -114,6 +119,7 @@ pub(crate) fn queue_options(opts: &Options) -> Res<tideq::QueueOptions> {
             .get("idempotencyMaxIds", count)?
             .unwrap_or(d.idempotency_max_ids),
         max_result_len: opts.get("maxResultLen", count)?.unwrap_or(d.max_result_len),
+        encryption: opts.get("encryption", crate::crypt::encryption)?,
     })
 }
 

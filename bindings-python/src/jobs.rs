@@ -61,6 +61,11 @@ runtime::api_classes!(
     /// call (a worker stops on it). Changing it remaps ids: drain the queue, then delete that record
     /// (``<prefix>:{<queue>}:shards``). Queue names may not contain ``#``.
     ///
+    /// ``encryption`` (an ``Encryption``) seals payloads, results, progress, log lines and error
+    /// texts with AES-256-GCM before they reach Redis; ids, task names, groups and priorities stay
+    /// clear. A job sealed with a key the worker's queue cannot get is dead-lettered, its error
+    /// naming the key id.
+    ///
     /// Used as a context manager (``with Queue(...) as q:``, ``async with`` for ``AsyncQueue``),
     /// leaving the block shuts down the workers started from ``q`` that still run, as leaving a
     /// worker's own ``with`` block does; the queue stays usable. The Redis connections are its
@@ -69,7 +74,7 @@ runtime::api_classes!(
     /// A reliable job queue, asyncio API: same constructor and methods, all awaitable.
     pub struct AsyncQueue;
     impl QueueBase {
-        #[pyo3(signature = (name, client=None, *, url=None, max_attempts=None, backoff=None, timeout=Opt::Unset, keep_completed=None, keep_for=Opt::Unset, max_error_len=None, keep_dead=Opt::Unset, keep_dead_for=Opt::Unset, idempotency_window=Opt::Unset, idempotency_max_ids=None, max_result_len=None, shards=1))]
+        #[pyo3(signature = (name, client=None, *, url=None, max_attempts=None, backoff=None, timeout=Opt::Unset, keep_completed=None, keep_for=Opt::Unset, max_error_len=None, keep_dead=Opt::Unset, keep_dead_for=Opt::Unset, idempotency_window=Opt::Unset, idempotency_max_ids=None, max_result_len=None, shards=1, encryption=None))]
         fn open(
             py: Python<'_>,
             api: Api,
@@ -88,8 +93,13 @@ runtime::api_classes!(
             idempotency_max_ids: Option<Int>,
             max_result_len: Option<Int>,
             #[pyo3(from_py_with = convert::int)] shards: i64,
+            // Encryption at rest.
+            encryption: Option<Bound<'_, crate::crypt::Encryption>>,
         ) -> PyResult<Self> {
-            let mut opts = QueueOptions::default();
+            let mut opts = QueueOptions {
+                encryption: encryption.map(|e| e.get().0.clone()),
+                ..Default::default()
+            };
             let backoff = backoff.map(|b| b.get().0);
             convert::set_given!(
                 opts,

@@ -94,6 +94,8 @@ pub mod worker;
 pub mod workflow;
 // Graphs (flows whose jobs several others run after).
 pub mod graph;
+// Encryption at rest.
+pub mod crypt;
 
 /// mimalloc for small blocks, the system allocator for large ones (see `tideq::alloc`).
 #[global_allocator]
@@ -192,6 +194,7 @@ fn _tideq(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<testing::TestMode>()?;
     m.add_function(wrap_pyfunction!(testing::_testing_start, m)?)?;
     limiter::register(m)?; // shared limiters
+    m.add_class::<crypt::Encryption>()?; // encryption at rest
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     let py = m.py();
     runtime::show_defaults(

@@ -64,6 +64,12 @@ pub(crate) struct Conn {
     /// queue recorded in Redis, else 1]. A count other than the recorded one is refused.
     #[arg(long, global = true, value_name = "N")]
     pub(crate) shards: Option<usize>,
+    // Encryption at rest.
+    /// A key file (`key_id=<64 hex digits or base64>` per line, the first key current) to open
+    /// encrypted jobs with [default: $TIDEQ_KEY_FILE]; without one they show as "encrypted
+    /// (key <id>)".
+    #[arg(long, global = true, value_name = "FILE", env = "TIDEQ_KEY_FILE")]
+    pub(crate) key_file: Option<PathBuf>,
 }
 
 #[derive(Subcommand)]

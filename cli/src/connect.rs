@@ -37,12 +37,7 @@ pub(crate) fn client(c: &Conn) -> Result<Client, Failure> {
 pub(crate) async fn job_queue(c: &Conn, name: &str) -> Result<Queue, Failure> {
     let client = client(c)?;
     let shards = shards(c, &client, QueueKind::Jobs, name).await?;
-    Ok(Queue::sharded(
-        &client,
-        name,
-        shards,
-        QueueOptions::default(),
-    )?)
+    Ok(Queue::sharded(&client, name, shards, queue_options(c)?)?)
 }
 
 /// `--shards`, else the count the queue of `kind` named `name` recorded, else 1.
@@ -92,8 +87,21 @@ pub(crate) async fn existing_job_queue(c: &Conn, name: &str) -> Result<Queue, Fa
         &client,
         name,
         c.shards.unwrap_or(shards),
-        QueueOptions::default(),
+        queue_options(c)?,
     )?)
+}
+
+/// The options a queue is opened with: its encryption keys from `--key-file`/`TIDEQ_KEY_FILE`.
+fn queue_options(c: &Conn) -> Result<QueueOptions, Failure> {
+    let Some(path) = &c.key_file else {
+        return Ok(QueueOptions::default());
+    };
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Failure::Usage(format!("cannot read key file {}: {e}", path.display())))?;
+    Ok(QueueOptions {
+        encryption: Some(tideq::crypt::keyring_from_file_text(&text)?),
+        ..Default::default()
+    })
 }
 
 /// The job queues `--queue` names for the exporter or the dashboard exist: a typo'd name is

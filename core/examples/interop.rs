@@ -2,7 +2,8 @@
 //! HEX...` pushes items given as hex; `interop pop URL QUEUE GROUP MAX` prints each popped item as
 //! one hex line. Job queue: `interop enqueue URL QUEUE HEX...` enqueues one job per payload;
 //! `interop work URL QUEUE` processes jobs until the queue is drained and prints each payload as
-//! one hex line, in processing order. Tasks: `interop enqueue-task URL QUEUE NAME json|msgpack
+//! one hex line, in processing order (with TIDEQ_INTEROP_KEY="<key id>=<hex key>", the queue
+//! encrypts with that key). Tasks: `interop enqueue-task URL QUEUE NAME json|msgpack
 //! JSON...` enqueues one task per JSON argument value; `interop work-tasks URL QUEUE NAME` runs
 //! task NAME until the queue is drained and prints each job's arguments as one JSON line. Flows:
 //! `interop enqueue-flow URL QUEUE` enqueues the interop flow (a chord of `square` 1..=4 on the
@@ -64,7 +65,16 @@ async fn main() -> tideq::Result<()> {
 }
 
 async fn jobs(verb: &str, url: &str, queue: &str, rest: &[String]) -> tideq::Result<()> {
-    let q = Queue::new(&Client::open(url)?, queue, QueueOptions::default())?;
+    // TIDEQ_INTEROP_KEY="<key id>=<64 hex digits>": the queue encrypts with that key.
+    let encryption = match std::env::var("TIDEQ_INTEROP_KEY") {
+        Ok(line) => Some(tideq::crypt::keyring_from_file_text(&line)?),
+        Err(_) => None,
+    };
+    let opts = QueueOptions {
+        encryption,
+        ..Default::default()
+    };
+    let q = Queue::new(&Client::open(url)?, queue, opts)?;
     if verb == "enqueue" {
         let jobs: Vec<(Vec<u8>, EnqueueOptions)> = rest
             .iter()

@@ -64,11 +64,13 @@ impl Queue {
                 cmd.arg(id.as_ref());
             }
             let rows: Vec<Raw> = self.client.eval(&cmd, &GET_JOBS).await?;
-            out.extend(
-                part.iter()
-                    .zip(rows)
-                    .map(|(id, row)| job_info(&String::from_utf8_lossy(id.as_ref()), row)),
-            );
+            out.extend(part.iter().zip(rows).map(|(id, row)| {
+                let mut info = job_info(&String::from_utf8_lossy(id.as_ref()), row);
+                if let Some(info) = info.as_mut() {
+                    self.open_info(info);
+                }
+                info
+            }));
         }
         Ok(out)
     }

@@ -164,10 +164,17 @@ impl Queue {
         }
         let attempts: Option<String> = redis::from_redis_value(attempts).map_err(|_| bad())?;
         let log: Vec<Vec<u8>> = redis::from_redis_value(log).map_err(|_| bad())?;
-        Ok(Some((
-            attempts.as_deref().map(parse_attempts).unwrap_or_default(),
-            log.iter().filter_map(|l| parse_log_line(l)).collect(),
-        )))
+        let mut history = attempts.as_deref().map(parse_attempts).unwrap_or_default();
+        let mut lines: Vec<LogLine> = log.iter().filter_map(|l| parse_log_line(l)).collect();
+        // Sealed texts opened (or shown as `encrypted (key <id>)` without the key).
+        for a in &mut history {
+            a.error = a.error.take().map(|t| self.shown_text(t));
+            a.trace = a.trace.take().map(|t| self.shown_text(t));
+        }
+        for l in &mut lines {
+            l.line = self.shown_text(std::mem::take(&mut l.line));
+        }
+        Ok(Some((history, lines)))
     }
 
     /// Fills `info` (read from `shard`) with its attempts and log, and its last attempt's start
@@ -221,7 +228,7 @@ impl Queue {
             cmd.arg(&job.id)
                 .arg(&job.token)
                 .arg(job.attempt)
-                .arg(line)
+                .arg(self.seal_str(line)?.as_ref())
                 .arg(MAX_LOG_LINES)
                 .arg(MAX_LOG_BYTES);
             match self.client.eval::<i64>(&cmd, &LOG_JOB).await? {

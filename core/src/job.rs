@@ -63,6 +63,10 @@ pub struct QueueOptions {
     /// larger result fails the attempt (retried like any handler error); a larger progress value
     /// is refused (`PAYLOAD_TOO_LARGE`). Default 64 KiB.
     pub max_result_len: usize,
+    // Encryption at rest.
+    /// Seals payloads, results, progress, log lines and error texts with AES-256-GCM before they
+    /// reach Redis (see [`Encryption`](crate::Encryption)). Default none.
+    pub encryption: Option<crate::crypt::Encryption>,
 }
 
 impl Default for QueueOptions {
@@ -79,6 +83,7 @@ impl Default for QueueOptions {
             idempotency_window: Some(Duration::from_secs(24 * 3600)),
             idempotency_max_ids: 100_000,
             max_result_len: DEFAULT_MAX_RESULT_LEN,
+            encryption: None,
         }
     }
 }

@@ -261,7 +261,7 @@ impl Queue {
         let env = Envelope {
             v: ENVELOPE_VERSION,
             id,
-            payload: payload.to_vec(),
+            payload: self.seal_bytes(payload)?.into_owned(),
             created_at: now_ms(),
             max_attempts,
             backoff,

@@ -78,24 +78,23 @@ fn delivery(meta: &str) -> Option<(u32, String, u64)> {
 /// result, the token marked with a trailing "+" and the result after it. When the attempt's run
 /// is kept (`keep`: the queue retains completed jobs; or the job failed before), the token goes
 /// on with ";<start ms>~<worker id>" (docs/data-model.md, "Attempts and logs").
-fn ack_args(cmd: &mut redis::Cmd, l: &Lease, keep: bool) {
+fn ack_args(cmd: &mut redis::Cmd, l: &Lease, keep: bool, q: &Queue) -> Result<()> {
+    let result = l.result.as_deref().map(|r| q.seal_bytes(r)).transpose()?;
     // "!": a renewal recorded the attempt as under way, so its end goes in the record too.
     let recorded = if l.is_recorded() { "!" } else { "" };
     let run = (keep || l.attempt > 1 || !recorded.is_empty()) && l.started > 0;
-    match (&l.result, run) {
+    match (&result, run) {
         (None, false) => cmd.arg(&l.id).arg(&l.token),
         (None, true) => cmd
             .arg(&l.id)
             .arg(format!("{};{recorded}{}", l.token, l.run_arg())),
-        (Some(r), false) => cmd
-            .arg(&l.id)
-            .arg(format!("{}+", l.token))
-            .arg(r.as_slice()),
+        (Some(r), false) => cmd.arg(&l.id).arg(format!("{}+", l.token)).arg(r.as_ref()),
         (Some(r), true) => cmd
             .arg(&l.id)
             .arg(format!("{};{recorded}{}+", l.token, l.run_arg()))
-            .arg(r.as_slice()),
+            .arg(r.as_ref()),
     };
+    Ok(())
 }
 
 /// What became of a failed attempt (see `fail_job.lua`).
@@ -134,7 +133,7 @@ impl Queue {
             .arg(entry);
         for l in acks {
             debug_assert_eq!(l.shard, shard, "acks ride on a fetch of their own shard");
-            ack_args(&mut cmd, l, self.opts.keep_completed > 0);
+            ack_args(&mut cmd, l, self.opts.keep_completed > 0, self)?;
         }
         let reply: Value = self.client.eval(&cmd, &FETCH_JOBS).await?;
         let bad = || Error::new(ErrorKind::Redis, "unexpected reply from fetch_jobs");
@@ -177,10 +176,14 @@ impl Queue {
         // Shared by this fetch's jobs (for `Job::progress`): one allocation per fetch.
         let owner = std::sync::Arc::new(self.clone());
         for (id, env, attempt, token, enqueued_at) in leased {
-            let env = match Envelope::decode(&env) {
+            let env = match Envelope::decode(&env).and_then(|mut env| {
+                env.payload = self.open_bytes(std::mem::take(&mut env.payload))?;
+                Ok(env)
+            }) {
                 Ok(env) => env,
                 Err(e) => {
-                    // Unreadable: dead-letter it rather than loop on it.
+                    // Unreadable (or sealed with a key this queue lacks): dead-letter it rather
+                    // than loop on it.
                     log::error!("tideq: job {id:?} has an unreadable envelope: {e}");
                     let lease = Lease {
                         id: id.clone(),
@@ -343,7 +346,9 @@ impl Queue {
         self.op("progress", async {
             self.check_result_len("progress", value.len())?;
             let mut cmd = self.script_cmd(job.shard, &SET_PROGRESS);
-            cmd.arg(&job.id).arg(&job.token).arg(value);
+            cmd.arg(&job.id)
+                .arg(&job.token)
+                .arg(self.seal_bytes(value)?.as_ref());
             match self.client.eval::<i64>(&cmd, &SET_PROGRESS).await? {
                 -1 => Err(self.lease_lost(&job.id)),
                 _ => Ok(()),
@@ -365,7 +370,7 @@ impl Queue {
             let mut cmd = self.script_cmd(shard, &COMPLETE_JOBS);
             cmd.arg(&*self.policy);
             for &i in &idx {
-                ack_args(&mut cmd, &leases[i], self.opts.keep_completed > 0);
+                ack_args(&mut cmd, &leases[i], self.opts.keep_completed > 0, self)?;
             }
             let res: Vec<i64> = self.client.eval(&cmd, &COMPLETE_JOBS).await?;
             for (i, r) in idx.into_iter().zip(res) {
@@ -402,15 +407,16 @@ impl Queue {
             .filter(|t| !t.is_empty() && room > 0)
             .map(|t| crate::error::capped_text(t, room))
             .unwrap_or_default();
+        let (text, trace) = (self.seal_str(&text)?, self.seal_str(&trace)?);
         let mut cmd = self.script_cmd(lease.shard, &FAIL_JOB);
         cmd.arg(&lease.id)
             .arg(&lease.token)
-            .arg(text)
+            .arg(text.as_ref())
             .arg(delay)
             .arg(&*self.policy)
             .arg(if dead_now { "1" } else { "0" })
             .arg(lease.run_arg())
-            .arg(trace);
+            .arg(trace.as_ref());
         match self.client.eval::<i64>(&cmd, &FAIL_JOB).await? {
             -1 => Err(self.lease_lost(&lease.id)),
             2 => Ok(Failed::DeadLettered),

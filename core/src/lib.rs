@@ -166,3 +166,7 @@ pub use workflow::{Graph, GraphNode, MAX_GRAPH_DEPENDENTS};
 
 // Credentials that rotate (a provider asked on every connection).
 pub use client::{Credentials, CredentialsFuture, CredentialsProvider};
+
+// Encryption at rest.
+pub mod crypt;
+pub use crypt::Encryption;

@@ -205,10 +205,13 @@ impl Queue {
             return Ok(None);
         };
         Ok(Some(match state.as_str() {
-            "c" => Look::Done(Ok(JobOutcome {
-                id: id.to_string(),
-                result,
-            })),
+            "c" => Look::Done(match result.map(|r| self.open_bytes(r)).transpose() {
+                Ok(result) => Ok(JobOutcome {
+                    id: id.to_string(),
+                    result,
+                }),
+                Err(e) => Err(e),
+            }),
             "x" => Look::Done(Err(self.job_failed(id, error.as_deref()))),
             _ => Look::Pending(enq.unwrap_or_default()),
         }))
@@ -227,9 +230,9 @@ impl Queue {
                 id: id.to_string(),
                 result: None,
             }),
-            b'r' => Ok(JobOutcome {
+            b'r' => self.open_bytes(data.to_vec()).map(|r| JobOutcome {
                 id: id.to_string(),
-                result: Some(data.to_vec()),
+                result: Some(r),
             }),
             b'x' => Err(self.job_failed(id, Some(&String::from_utf8_lossy(data)))),
             _ => Err(Error::new(
@@ -245,7 +248,10 @@ impl Queue {
             format!(
                 "job {id:?} of queue {:?} went to the dead letters: {}",
                 self.name,
-                error.unwrap_or("(no error recorded)")
+                error
+                    .map(|e| self.shown_text(e.to_string()))
+                    .as_deref()
+                    .unwrap_or("(no error recorded)")
             ),
         )
     }

@@ -637,6 +637,25 @@ class CappedQueue:
         instead, and cancelling it stops the consumer gracefully too."""
 
 @final
+class Encryption:
+    """A queue's encryption at rest (``Queue(..., encryption=...)``): AES-256-GCM over payloads,
+    results, progress, log lines and error texts before they reach Redis. ``current_key`` is the
+    key id new values are sealed with; ``keys`` maps key ids to 32-byte keys; ``key_provider``
+    (called with a key id, returning its 32 bytes or ``None``) is asked for any other id, once per
+    id (a tenant's keys from a key service). Keep old keys readable while a new one is current to
+    rotate without downtime. A bad key raises ``InvalidArgumentError`` here, before anything is
+    written."""
+
+    def __new__(
+        cls,
+        current_key: str,
+        keys: Optional[dict[str, bytes]] = None,
+        key_provider: Optional[Callable[[str], Optional[bytes]]] = None,
+    ) -> Encryption: ...
+    @property
+    def current_key(self) -> str:
+        """The key id new values are sealed with."""
+
 class Backoff:
     """A retry delay policy. ``None`` where a backoff is accepted means the core default:
     exponential from 1 s, doubling, capped at 1 h, with jitter."""
@@ -1652,6 +1671,11 @@ class Queue:
     call (a worker stops on it). Changing it remaps ids: drain the queue, then delete that record
     (``<prefix>:{<queue>}:shards``). Queue names may not contain ``#``.
 
+    ``encryption`` (an ``Encryption``) seals payloads, results, progress, log lines and error
+    texts with AES-256-GCM before they reach Redis; ids, task names, groups and priorities stay
+    clear. A job sealed with a key the worker's queue cannot get is dead-lettered, its error
+    naming the key id.
+
     Used as a context manager (``with Queue(...) as q:``, ``async with`` for ``AsyncQueue``),
     leaving the block shuts down the workers started from ``q`` that still run, as leaving a
     worker's own ``with`` block does; the queue stays usable. The Redis connections are its
@@ -1676,6 +1700,7 @@ class Queue:
         idempotency_max_ids: Optional[int] = None,
         max_result_len: Optional[int] = None,
         shards: int = 1,
+        encryption: Optional[Encryption] = None,
     ) -> Queue: ...
     @property
     def name(self) -> str: ...
@@ -2598,6 +2623,7 @@ class AsyncQueue:
         idempotency_max_ids: Optional[int] = None,
         max_result_len: Optional[int] = None,
         shards: int = 1,
+        encryption: Optional[Encryption] = None,
     ) -> AsyncQueue: ...
     @property
     def name(self) -> str: ...

@@ -51,6 +51,13 @@ pub enum Payload {
 /// `bytes` shown as `how`, or the first of JSON, text, hex that fits; with the way chosen.
 /// A forced form that does not fit falls back to hex (a forced `hex` always fits).
 pub fn preview(bytes: &[u8], how: Option<Payload>) -> (Payload, Value) {
+    // Sealed (encryption at rest) and no key given to open it.
+    if let Some(id) = tideq::crypt::sealed_key_id(bytes) {
+        return (
+            Payload::Text,
+            Value::String(format!("encrypted (key {id})")),
+        );
+    }
     let as_json = || serde_json::from_slice::<Value>(bytes).ok();
     let as_text = || std::str::from_utf8(bytes).ok().map(|s| s.to_string());
     match how {

@@ -1,0 +1,97 @@
+//! Encryption at rest: the `encryption` queue option as the core's `tideq::Encryption`, with a
+//! `keyProvider` called on the JS thread (at once for the current key, then from the core's
+//! threads, once per other key id).
+
+use std::time::Duration;
+
+use napi::bindgen_prelude::*;
+use napi::threadsafe_function::ThreadsafeFunctionCallMode;
+use napi::ValueType;
+use napi_derive::napi;
+
+use crate::convert::{entries, function, object, payload, string, Options};
+use crate::error::{invalid, Res};
+
+/// The `encryption` option of `new Queue(name, options)`: AES-256-GCM over payloads, results,
+/// progress, log lines and error texts before they reach Redis (ids, task names, groups and
+/// priorities stay clear). `currentKey` is the key id new values are sealed with; `keys` maps key
+/// ids to 32-byte keys; `keyProvider(keyId)` (synchronous: a `Buffer`/`Uint8Array` of 32 bytes, or
+/// `null`) is asked for any other id, once per id (a tenant's keys). Keep old keys readable while
+/// a new one is current to rotate without downtime. A bad key throws `INVALID_ARGUMENT` from the
+/// constructor, before anything is written.
+// Declared for the TypeScript definitions only; `encryption` reads the fields one by one.
+#[allow(dead_code)]
+#[napi(object, object_from_js = false, object_to_js = false)]
+pub struct EncryptionOptions {
+    /// The key id new values are sealed with.
+    pub current_key: String,
+    /// Keys by id, each 32 bytes.
+    #[napi(ts_type = "Record<string, Buffer | Uint8Array>")]
+    pub keys: Option<()>,
+    /// Asked for a key id not in `keys`: its 32 bytes, or `null` when there is none.
+    #[napi(ts_type = "(keyId: string) => Buffer | Uint8Array | null | undefined")]
+    pub key_provider: Option<()>,
+}
+
+const KEYS: &[&str] = &["currentKey", "keys", "keyProvider"];
+
+/// A provider's reply: its bytes, `None` for `null`/`undefined` or anything else.
+fn key_bytes(v: &Unknown) -> Option<Vec<u8>> {
+    match v.get_type().ok()? {
+        ValueType::Null | ValueType::Undefined => None,
+        _ => payload("key", v).ok(),
+    }
+}
+
+/// `options.encryption` as the core's value.
+pub(crate) fn encryption(what: &str, v: &Unknown) -> Res<tideq::Encryption> {
+    let opts = Options::new(what, Some(v), KEYS)?;
+    let current = opts.required("currentKey", string)?;
+    let mut keys = Vec::new();
+    if let Some(obj) = opts.get("keys", object)? {
+        entries(&format!("{what}.keys"), &obj, None, |id, key| {
+            keys.push((id.clone(), payload(&format!("{what}.keys.{id}"), &key)?));
+            Ok(())
+        })?;
+    }
+    let mut provider: Option<Box<tideq::crypt::KeyProvider>> = None;
+    if let Some(f) = opts.get("keyProvider", function::<String>)? {
+        let env = Env::from_raw(v.value().env);
+        // The current key is asked for now, on this (the JS) thread.
+        if !keys.iter().any(|(id, _)| *id == current) {
+            let got: Unknown = f.call(current.clone())?;
+            let Some(k) = key_bytes(&got) else {
+                return Err(invalid(format!(
+                    "encryption key {current:?} is not available (keyProvider gave none)"
+                )));
+            };
+            keys.push((current.clone(), k));
+        }
+        #[allow(deprecated)]
+        let tsfn = {
+            let mut t = f
+                .build_threadsafe_function::<String>()
+                .callee_handled::<false>()
+                .build_callback(|ctx| Ok(ctx.value))?;
+            // A queue's provider does not keep Node running.
+            t.unref(&env)?;
+            t
+        };
+        provider = Some(Box::new(move |id: &str| {
+            let (tx, rx) = std::sync::mpsc::channel();
+            let status = tsfn.call_with_return_value(
+                id.to_string(),
+                ThreadsafeFunctionCallMode::NonBlocking,
+                move |ret: Result<Unknown<'static>>, _env| {
+                    let _ = tx.send(ret.ok().as_ref().and_then(key_bytes));
+                    Ok(())
+                },
+            );
+            if status != Status::Ok {
+                return None;
+            }
+            rx.recv_timeout(Duration::from_secs(10)).ok().flatten()
+        }));
+    }
+    Ok(tideq::Encryption::new(&current, keys, provider)?)
+}
