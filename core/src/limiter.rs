@@ -25,6 +25,7 @@ pub const MAX_LIMITER_PERIOD: Duration = Duration::from_secs(7 * 24 * 3600);
 /// ([`acquire`](Self::acquire)). Cheap to clone.
 ///
 /// ```no_run
+/// # #![recursion_limit = "256"]
 /// # async fn charge(client: &tideq::Client) -> Result<Option<Vec<u8>>, tideq::HandlerError> {
 /// let limiter = client.limiter();
 /// // At most 5 calls to Stripe at once, over every queue and process.
