@@ -110,7 +110,7 @@ def test_a_failing_provider_is_an_auth_error_naming_it_and_is_asked_again(privat
     state["fail"] = False
     client.ping()
 
-    bad = tideq.Client(server.url, credentials_provider=lambda: 42)
+    bad = tideq.Client(server.url, credentials_provider=lambda: 42)  # type: ignore[arg-type,return-value]
     with pytest.raises(tideq.AuthError, match=r"returned a int; expected \(username, password\)"):
         bad.ping()
 

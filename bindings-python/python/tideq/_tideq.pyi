@@ -19,6 +19,7 @@ _R = TypeVar("_R")
 
 __all__ = [
     "TideqError",
+    "Encryption",
     "InvalidArgumentError",
     "PayloadTooLargeError",
     "ConnectionError",
@@ -656,6 +657,7 @@ class Encryption:
     def current_key(self) -> str:
         """The key id new values are sealed with."""
 
+@final
 class Backoff:
     """A retry delay policy. ``None`` where a backoff is accepted means the core default:
     exponential from 1 s, doubling, capped at 1 h, with jitter."""
