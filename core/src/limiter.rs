@@ -2,7 +2,7 @@
 //! queue, worker and process that takes from it ([`Client::limiter`]). Each operation is one
 //! script on the limiter's own keys (`<prefix>:{#lim:<name>}:...`, one Cluster slot), by the
 //! Redis clock. Taken inside a job handler, a limiter over its limit gives a [`LimitError::Over`]
-//! whose source is a [`Snooze`](crate::Snooze): returned by the handler (`?`), the job runs again
+//! whose source is a [`Snooze`]: returned by the handler (`?`), the job runs again
 //! when the limiter may have room, without using an attempt.
 
 use std::time::Duration;
