@@ -9,7 +9,7 @@ use std::collections::HashSet;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::scale::{slow_calls, slowlog_from_now};
+use common::scale::{script_calls, slow_calls, slowlog_from_now};
 use common::RedisServer;
 use tideq::{
     ChildOutcome, Client, FlowJob, Graph, GraphNode, Job, JobState, Queue, QueueOptions,
@@ -149,25 +149,6 @@ fn renice(server: &RedisServer) {
             .stderr(Stdio::null())
             .status();
     }
-}
-
-/// Script calls since the server started (INFO commandstats).
-fn script_calls(server: &RedisServer) -> u64 {
-    let info: String = redis::cmd("INFO")
-        .arg("commandstats")
-        .query(&mut server.conn())
-        .unwrap();
-    info.lines()
-        .filter(|l| l.starts_with("cmdstat_evalsha:") || l.starts_with("cmdstat_eval:"))
-        .filter_map(|l| {
-            l.split("calls=")
-                .nth(1)?
-                .split(',')
-                .next()?
-                .parse::<u64>()
-                .ok()
-        })
-        .sum()
 }
 
 /// The script calls over 10 ms since SLOWLOG was reset: none for a call slow by itself; on this

@@ -15,18 +15,6 @@ use common::RedisServer;
 
 use tideq::{EnqueueOptions, Every, Job, JobFilter, JobState, Queue, WorkerOptions, SEARCH_SCAN};
 
-/// The script calls Redis ran so far (EVALSHA, from INFO commandstats).
-fn script_calls(server: &RedisServer) -> u64 {
-    let info: String = redis::cmd("INFO")
-        .arg("commandstats")
-        .query(&mut server.conn())
-        .unwrap();
-    tideq_testing::command_calls(&info)
-        .get("evalsha")
-        .copied()
-        .unwrap_or(0)
-}
-
 /// A window of script calls whose SLOWLOG is read: started by [`Window::open`] (SLOWLOG afresh,
 /// calls over 10 ms logged).
 struct Window {
@@ -60,7 +48,7 @@ impl Window {
             .into_iter()
             .filter(|c| c.contains("EVALSHA") && which.iter().all(|w| c.contains(w)))
             .collect();
-        let stalls = 1 + (calls / 100) as usize;
+        let stalls = stalls_allowed(calls);
         assert!(
             slow.len() <= stalls,
             "{} of {calls} script calls over 10 ms: {slow:#?}",

@@ -41,25 +41,6 @@ async fn big_flow(roots: &Queue, parts: &Queue, root: &str, n: usize) {
     assert!(made.created);
 }
 
-/// How many script calls the server has run (INFO commandstats).
-fn script_calls(server: &RedisServer) -> u64 {
-    let info: String = redis::cmd("INFO")
-        .arg("commandstats")
-        .query(&mut server.conn())
-        .unwrap();
-    info.lines()
-        .filter(|l| l.starts_with("cmdstat_evalsha:") || l.starts_with("cmdstat_eval:"))
-        .filter_map(|l| {
-            l.split("calls=")
-                .nth(1)?
-                .split(',')
-                .next()?
-                .parse::<u64>()
-                .ok()
-        })
-        .sum()
-}
-
 /// Asserts that the calls since `slowlog_from_now` stayed within the 10 ms budget, `before` the
 /// script calls counted when the window opened. This 2-core machine, shared with other builds,
 /// stalls a call now and then whatever it does (one ~1 ms script in 100 to 500 met a 10-70 ms
