@@ -60,6 +60,55 @@ async fn dead_letters_are_bounded_by_count_and_age_and_the_trimmed_are_counted()
     );
 }
 
+/// Many jobs dead within one millisecond (failed at once), with ids that do not sort in the
+/// order they died: the bound still trims the oldest, read from the event log's order.
+#[tokio::test]
+async fn jobs_dead_within_one_millisecond_are_trimmed_oldest_first_not_by_id() {
+    let server = RedisServer::start();
+    let q = queue_with(
+        &server.url,
+        QueueOptions {
+            max_attempts: 1,
+            keep_dead: Some(5),
+            ..Default::default()
+        },
+    );
+    q.set_events(Some(10_000)).await.unwrap();
+    for i in 0..200 {
+        q.enqueue(b"x", id(&format!("j{:03}", (i * 7919) % 1000)))
+            .await
+            .unwrap();
+    }
+    let jobs = q.lease_jobs(200, Duration::from_secs(30)).await.unwrap();
+    futures_util::future::join_all(jobs.iter().map(|j| q.fail(j, "boom"))).await;
+    let mut log = q
+        .events(tideq::EventsOptions {
+            from_start: true,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let mut died = Vec::new();
+    while died.len() < 200 {
+        let e = log
+            .next(Some(Duration::from_secs(5)))
+            .await
+            .unwrap()
+            .unwrap();
+        if e.kind.as_str() == "dead" {
+            died.push(e.job_id);
+        }
+    }
+    let dead: Vec<String> = q
+        .dead_letters(0, 10)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|j| j.id)
+        .collect();
+    assert_eq!(dead, died[195..], "the newest 5, oldest first");
+}
+
 #[tokio::test]
 async fn completed_jobs_are_deleted_at_once_with_keep_completed_zero_and_after_keep_for() {
     let server = RedisServer::start();

@@ -18,9 +18,16 @@ end
 -- "dead" event (`kind` "expired": counted and reported as expired instead, see "Expiry").
 local function bury(K, now, P, dead, kind)
   if #dead == 0 then return end
+  -- Jobs buried by a later call score after every job already there, even within one
+  -- millisecond (by 1/1024 ms, exact in a double at these times), so the dead set's order is the
+  -- order they died in and its bound trims the oldest.
+  local at, top = now, redis.call('ZRANGE', K.dead, -1, -1, 'WITHSCORES')[2]
+  if top and tonumber(top) >= tonumber(now) then
+    at = string.format('%.17g', tonumber(top) + 1 / 1024)
+  end
   local z, m, e, ids = {}, {}, {}, {}
   for _, d in ipairs(dead) do
-    z[#z + 1] = now
+    z[#z + 1] = at
     z[#z + 1] = d[1]
     m[#m + 1] = d[1]
     m[#m + 1] = d[2]
