@@ -297,7 +297,8 @@ impl Queue {
                 Every::Interval(d) => Some(ms(*d)),
                 Every::Cron { .. } => None,
             },
-            payload: payload.as_ref().to_vec(),
+            // Sealed like a job's payload on a queue with encryption (opened when it fires).
+            payload: self.seal_bytes(payload.as_ref())?.into_owned(),
             task: opts.task.clone(),
             format: opts.format,
             priority: opts.priority,
@@ -362,7 +363,10 @@ impl Queue {
                             every: spec.every(),
                             options: spec.options(),
                             next_run_ms: (row.next > 0).then_some(row.next),
-                            payload: spec.payload,
+                            // Opened when the queue has its key; else as stored (sealed).
+                            payload: self
+                                .open_bytes(spec.payload.clone())
+                                .unwrap_or(spec.payload),
                             paused: row.paused,
                             last_job_id: row.last_id,
                             last_job_state: row.last_state,
@@ -501,7 +505,8 @@ impl Queue {
             id: Some(format!("{name}@{fired}")),
             ..spec.options()
         };
-        let prepared = vec![self.envelope(&spec.payload, &opts, None, None)?];
+        let payload = self.open_bytes(spec.payload)?;
+        let prepared = vec![self.envelope(&payload, &opts, None, None)?];
         let guard = format!("{version}|{slot}|{next}|{name}");
         let reply = self
             .send(shard, &[&opts], &prepared, &[0], &guard, "")

@@ -261,3 +261,57 @@ async fn a_provider_is_asked_once_per_key_and_bad_keys_write_nothing() {
     let dbsize: u64 = redis::cmd("DBSIZE").query(&mut c).unwrap();
     assert_eq!(dbsize, 0);
 }
+
+/// A schedule's payload is a job's payload in waiting: sealed when the schedule is set, opened
+/// by the worker that fires it (each fired job sealed again, with its own nonce), and shown in
+/// clear by `schedules` to a handle with the key.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_schedules_payload_is_sealed_in_redis_and_its_fired_jobs_run_in_clear() {
+    let server = RedisServer::start();
+    let q = queue(&server.url, &unique("enc-sched"), ring("k1", &[("k1", 1)]));
+    q.upsert_schedule(
+        "nightly",
+        tideq::Every::Interval(Duration::from_secs(3600)),
+        format!("{MARKER} scheduled"),
+        EnqueueOptions::default(),
+    )
+    .await
+    .unwrap();
+    assert!(!holds_marker(&every_byte(&server)), "after upsert_schedule");
+    let listed = q.schedules().await.unwrap();
+    assert_eq!(
+        listed[0].payload,
+        format!("{MARKER} scheduled").into_bytes()
+    );
+    let id = q.run_schedule("nightly").await.unwrap();
+    assert!(!holds_marker(&every_byte(&server)), "after run_schedule");
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let s = seen.clone();
+    q.work(drained(), move |job: Job| {
+        let s = s.clone();
+        async move {
+            s.lock().unwrap().push(job.payload.clone());
+            Ok::<(), String>(())
+        }
+    })
+    .unwrap()
+    .join()
+    .await;
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [format!("{MARKER} scheduled").into_bytes()]
+    );
+    assert_eq!(
+        q.get(&id).await.unwrap().unwrap().state,
+        JobState::Completed
+    );
+    // Without the key, the listing shows the sealed bytes, never the plain ones.
+    let keyless = Queue::new(
+        &Client::open(&server.url).unwrap(),
+        q.name(),
+        QueueOptions::default(),
+    )
+    .unwrap();
+    let sealed = &keyless.schedules().await.unwrap()[0].payload;
+    assert!(sealed.starts_with(b"TQE"), "{sealed:?}");
+}

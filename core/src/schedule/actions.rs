@@ -38,7 +38,8 @@ impl Queue {
                     id: Some(id.clone()),
                     ..spec.options()
                 };
-                let prepared = vec![self.envelope(&spec.payload, &opts, None, None)?];
+                let payload = self.open_bytes(spec.payload)?;
+                let prepared = vec![self.envelope(&payload, &opts, None, None)?];
                 // Written only while the schedule is at this version; its slots stay as they are.
                 let guard = format!("{version}|||{name}");
                 let reply = self
