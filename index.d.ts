@@ -2417,12 +2417,17 @@ export interface QueueOptions {
   encryption?: EncryptionOptions
 }
 
-/** A start rate: at most `max` job starts in any window of `perMs` milliseconds. */
+/**
+ * A start rate: at most `max` job starts in any window of `perMs` milliseconds; with `burst`, a
+ * token bucket holding up to `burst` starts, refilled at `max` per `perMs`.
+ */
 export interface Rate {
-  /** Most starts per window (at least 1). */
+  /** Most starts per window (at least 1); a bucket: the starts it refills per window. */
   max: number
   /** The window, in ms (at least 1). */
   perMs: number
+  /** A token bucket's capacity (the most starts at once); absent for a sliding window. */
+  burst?: number
 }
 
 /** A job as a test mode recorded it (`fake.jobs()`, `fake.enqueued()`, `fake.assertEnqueued()`). */

@@ -2,7 +2,8 @@
 //! limits (running jobs, start rate, the groups' default concurrency and rate), one group's own
 //! limits, and what a group holds. The settings live in Redis, so every worker of the queue, in
 //! any process or runtime, obeys them, and they can change while workers run. Rates count job
-//! starts in a sliding window (`{ max, perMs }`); `null` is no limit.
+//! starts in a sliding window (`{ max, perMs }`), or a token bucket (`{ max, perMs, burst }`);
+//! `null` is no limit.
 
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
@@ -11,13 +12,16 @@ use crate::convert::{count1, count1_u32, millis, string, to_millis, Options};
 use crate::error::{spawn, Res};
 use crate::jobs::Queue;
 
-/// A start rate: at most `max` job starts in any window of `perMs` milliseconds.
+/// A start rate: at most `max` job starts in any window of `perMs` milliseconds; with `burst`, a
+/// token bucket holding up to `burst` starts, refilled at `max` per `perMs`.
 #[napi(object, object_from_js = false)]
 pub struct Rate {
-    /// Most starts per window (at least 1).
+    /// Most starts per window (at least 1); a bucket: the starts it refills per window.
     pub max: u32,
     /// The window, in ms (at least 1).
     pub per_ms: f64,
+    /// A token bucket's capacity (the most starts at once); absent for a sliding window.
+    pub burst: Option<u32>,
 }
 
 impl From<tideq::Rate> for Rate {
@@ -25,6 +29,7 @@ impl From<tideq::Rate> for Rate {
         Rate {
             max: r.max,
             per_ms: to_millis(Some(r.per)).unwrap_or_default(),
+            burst: r.burst,
         }
     }
 }
@@ -116,14 +121,15 @@ impl From<tideq::GroupInfo> for GroupInfo {
     }
 }
 
-/// A rate argument `{ max, perMs }` (range checks are the core's: at least 1 start per window
-/// of at least 1 ms).
+/// A rate argument `{ max, perMs, burst? }` (range checks are the core's: at least 1 start per
+/// window of at least 1 ms, a burst of at least 1).
 fn rate_arg(what: &str, v: &Unknown) -> Res<tideq::Rate> {
-    let opts = Options::new(what, Some(v), &["max", "perMs"])?;
-    Ok(tideq::Rate::new(
-        opts.required("max", count1_u32)?,
-        opts.required("perMs", millis)?,
-    ))
+    let opts = Options::new(what, Some(v), &["max", "perMs", "burst"])?;
+    Ok(tideq::Rate {
+        max: opts.required("max", count1_u32)?,
+        per: opts.required("perMs", millis)?,
+        burst: opts.get("burst", count1_u32)?,
+    })
 }
 
 fn limits_arg(v: Option<&Unknown>) -> Res<tideq::Limits> {

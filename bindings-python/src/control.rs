@@ -7,7 +7,8 @@ use pyo3::prelude::*;
 use crate::convert::{self, Int, Secs, Text};
 use crate::jobs::QueueBase;
 
-/// At most ``max`` job starts in any window of ``per_seconds``.
+/// At most ``max`` job starts in any window of ``per_seconds``; with ``burst``, a token bucket
+/// holding up to ``burst`` starts, refilled at ``max`` per ``per_seconds``.
 #[pyclass(module = "tideq", frozen, eq)]
 #[derive(PartialEq, Clone, Copy)]
 pub struct Rate(pub tideq::Rate);
@@ -15,12 +16,14 @@ pub struct Rate(pub tideq::Rate);
 #[pymethods]
 impl Rate {
     #[new]
-    fn new(max: Int, per_seconds: Secs) -> PyResult<Self> {
+    #[pyo3(signature = (max, per_seconds, burst=None))]
+    fn new(max: Int, per_seconds: Secs, burst: Option<Int>) -> PyResult<Self> {
         let max = convert::count_u32("max", max)?;
         let per = convert::duration("per_seconds", per_seconds)?;
-        Ok(Rate(tideq::Rate::new(max, per)))
+        let burst = burst.map(|b| convert::count_u32("burst", b)).transpose()?;
+        Ok(Rate(tideq::Rate { max, per, burst }))
     }
-    /// Most starts per window.
+    /// Most starts per window (a bucket: the starts it refills per window).
     #[getter]
     fn max(&self) -> u32 {
         self.0.max
@@ -30,16 +33,26 @@ impl Rate {
     fn per_seconds(&self) -> f64 {
         self.0.per.as_secs_f64()
     }
+    /// A token bucket's capacity: the most starts at once; None for a sliding window.
+    #[getter]
+    fn burst(&self) -> Option<u32> {
+        self.0.burst
+    }
     fn __repr__(&self) -> String {
+        let burst = self
+            .0
+            .burst
+            .map(|b| format!(", burst={b}"))
+            .unwrap_or_default();
         format!(
-            "Rate(max={}, per_seconds={:?})",
+            "Rate(max={}, per_seconds={:?}{burst})",
             self.0.max,
             self.0.per.as_secs_f64()
         )
     }
 }
 
-crate::value::value_class! { Rate { max, per_seconds } }
+crate::value::value_class! { Rate { max, per_seconds, burst } }
 
 fn rate_repr(r: Option<tideq::Rate>) -> String {
     r.map_or("None".into(), |r| Rate(r).__repr__())

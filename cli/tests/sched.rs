@@ -198,6 +198,20 @@ fn a_limit_edited_in_the_dashboard_is_what_tideq_limits_shows() {
     assert_eq!(shown["group_concurrency"], 2);
     assert_eq!(shown["group_rate"], Value::Null);
     assert_eq!(v["limits"], shown);
+    // A token bucket: its burst is shown beside its rate.
+    let (status, v) = post_json(
+        &d,
+        "/api/queues/lq/limits",
+        r#"{"rate": {"max": 10, "per_ms": 1000, "burst": 50}}"#,
+    );
+    assert_eq!(status, 200, "{v}");
+    let shown = json(redis.tideq(&["limits", "lq", "--json"]));
+    assert_eq!(
+        shown["rate"],
+        json!({"max": 10, "per_ms": 1000, "burst": 50})
+    );
+    let text = ok(redis.tideq(&["limits", "lq"]));
+    assert!(text.contains("10 per 1000 ms, burst 50"), "{text}");
     // Cleared: null removes a limit.
     let (status, _) = post_json(&d, "/api/queues/lq/limits", r#"{"max_active": null}"#);
     assert_eq!(status, 200);
@@ -264,6 +278,11 @@ fn bad_limits_from_the_dashboard_are_refused_and_write_nothing() {
             "/api/queues/bq/limits",
             r#"{"rate": {"max": 5, "per_ms": 1, "x": 1}}"#,
             "unknown field rate.x",
+        ),
+        (
+            "/api/queues/bq/limits",
+            r#"{"rate": {"max": 5, "per_ms": 1, "burst": 0}}"#,
+            "rate.burst must be a whole number",
         ),
         (
             "/api/queues/bq/limits",

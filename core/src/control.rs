@@ -5,7 +5,8 @@
 //! start rate, and the groups' concurrency limit and start rate (a default and per group).
 //!
 //! Rate limits count job *starts* (deliveries) in a sliding window: no window of that length
-//! ever holds more; `max_active` caps the jobs *running* at once. Limited jobs stay where they are,
+//! ever holds more (or, given a burst, in a token bucket); `max_active` caps the jobs *running*
+//! at once. Limited jobs stay where they are,
 //! and an idle worker waits exactly until the window allows the next start.
 
 use std::collections::HashMap;
@@ -19,16 +20,38 @@ use crate::jobs::Queue;
 use crate::keys::{shard_of, validate_name};
 use crate::scripts::{GROUP_INFO, LIST_GROUPS, SET_GROUP_CONTROL, SET_QUEUE_CONTROL};
 
-/// At most `max` starts in any window of `per`.
+/// A start rate: at most `max` starts in any window of `per` (a sliding window), or, with a
+/// `burst`, a token bucket that holds at most `burst` starts and refills `max` every `per`.
+///
+/// The window never lets more than `max` start within any `per`; the bucket lets a quiet queue or
+/// group start `burst` at once, then paces the rest evenly (one every `per / max`), as Sidekiq's
+/// bucket limiter and Hatchet's units do. A new bucket starts full.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Rate {
     pub max: u32,
     pub per: Duration,
+    /// `Some`: a token bucket of this many starts (at least 1), refilled at `max` per `per`.
+    #[serde(default)]
+    pub burst: Option<u32>,
 }
 
 impl Rate {
+    /// At most `max` starts in any window of `per`.
     pub fn new(max: u32, per: Duration) -> Self {
-        Rate { max, per }
+        Rate {
+            max,
+            per,
+            burst: None,
+        }
+    }
+
+    /// A token bucket: up to `burst` starts at once, refilled at `max` per `per`.
+    pub fn bucket(max: u32, per: Duration, burst: u32) -> Self {
+        Rate {
+            max,
+            per,
+            burst: Some(burst),
+        }
     }
 
     fn encode(self) -> Result<String> {
@@ -37,14 +60,25 @@ impl Rate {
                 "a rate limit needs at least 1 start per window of at least 1 ms",
             ));
         }
-        Ok(format!("{}|{}", self.max, ms(self.per)))
+        match self.burst {
+            None => Ok(format!("{}|{}", self.max, ms(self.per))),
+            Some(0) => Err(Error::invalid(
+                "a token bucket's burst must be at least 1 start",
+            )),
+            Some(b) => Ok(format!("{}|{}|b{b}", self.max, ms(self.per))),
+        }
     }
 
     fn decode(s: &str) -> Option<Self> {
-        let (n, per) = s.split_once('|')?;
+        let (n, rest) = s.split_once('|')?;
+        let (per, burst) = match rest.split_once("|b") {
+            Some((per, b)) => (per, Some(b.parse().ok()?)),
+            None => (rest, None),
+        };
         Some(Rate {
             max: n.parse().ok()?,
             per: Duration::from_millis(per.parse().ok()?),
+            burst,
         })
     }
 }
@@ -204,6 +238,7 @@ impl Queue {
         for (what, n) in [
             ("max_active", max_active),
             ("rate", limits.rate.map(|r| r.max)),
+            ("the rate's burst", limits.rate.and_then(|r| r.burst)),
         ] {
             if let Some(n) = n.filter(|n| (*n as usize) < shards) {
                 return Err(Error::invalid(format!(
@@ -215,9 +250,13 @@ impl Queue {
         let op = self.set_control_per_shard("queue", |shard| {
             let max_share = max_active.map(|n| share(n, shard, shards));
             let rate_share = limits.rate.map(|r| {
-                Rate::new(share(r.max, shard, shards), r.per)
-                    .encode()
-                    .unwrap_or_default()
+                Rate {
+                    max: share(r.max, shard, shards),
+                    per: r.per,
+                    burst: r.burst.map(|b| share(b, shard, shards)),
+                }
+                .encode()
+                .unwrap_or_default()
             });
             vec![
                 ("max_active", opt(max_share)),
@@ -227,6 +266,7 @@ impl Queue {
                     "rate_total",
                     limits.rate.map(|r| r.max.to_string()).unwrap_or_default(),
                 ),
+                ("burst_total", opt(limits.rate.and_then(|r| r.burst))),
                 ("glimit", opt(glimit)),
                 ("grate", grate.clone().unwrap_or_default()),
             ]
@@ -274,6 +314,11 @@ impl Queue {
                 max: total("rate", "rate_total")
                     .and_then(|v| v.parse().ok())
                     .unwrap_or(r.max),
+                burst: r.burst.map(|b| {
+                    c.get("burst_total")
+                        .and_then(|v| v.parse().ok())
+                        .unwrap_or(b)
+                }),
                 ..r
             });
             Ok(Limits {

@@ -240,3 +240,43 @@ async fn over_the_limit_in_a_handler_snoozes_the_job_without_using_an_attempt() 
     let stats = q.stats().await.unwrap();
     assert_eq!((stats.retried, stats.dead_lettered), (0, 0));
 }
+
+/// Four callers taking from one bucket as fast as it lets them, 30 s: its burst, then its refill
+/// rate, within 5% (a bucket never gives more; a stall of the machine shorter than the capacity's
+/// worth of refill is made up after it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bucket_allows_its_burst_then_its_refill_rate_within_5_percent_over_30_s() {
+    let server = RedisServer::start();
+    let l = limiter(&server);
+    let (capacity, refill, secs) = (50u64, 20.0f64, 30u64);
+    l.bucket("steady", capacity, refill).await.unwrap();
+    let end = tokio::time::Instant::now() + Duration::from_secs(secs);
+    let callers: Vec<_> = (0..4)
+        .map(|_| {
+            let l = l.clone();
+            tokio::spawn(async move {
+                let mut got = 0u64;
+                while tokio::time::Instant::now() < end {
+                    match l.acquire("steady").await {
+                        Ok(_) => got += 1,
+                        Err(LimitError::Over(o)) => {
+                            let until = (tokio::time::Instant::now() + o.retry_after).min(end);
+                            tokio::time::sleep_until(until).await;
+                        }
+                        Err(e) => panic!("{e}"),
+                    }
+                }
+                got
+            })
+        })
+        .collect();
+    let mut total = 0;
+    for c in callers {
+        total += c.await.unwrap();
+    }
+    let expected = capacity as f64 + refill * secs as f64;
+    assert!(
+        (total as f64 - expected).abs() <= expected * 0.05,
+        "{total} acquired in {secs} s, expected {expected} ± 5%"
+    );
+}

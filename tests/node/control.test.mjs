@@ -114,6 +114,24 @@ test('a rate limit is read back, and starts are limited (limited jobs stay ready
   await worker.shutdown();
 });
 
+test('a token bucket rate starts its burst at once, then no more; it reads back with its burst', async () => {
+  const { queue } = freshJobQueue(redis.url);
+  const bucket = { max: 1, perMs: 60_000, burst: 4 }; // one a minute, four at once
+  await queue.setLimits({ rate: bucket, groupRate: { max: 1, perMs: 60_000, burst: 2 } });
+  assert.deepEqual(await queue.limits(), {
+    maxActive: null, rate: bucket, groupConcurrency: null, groupRate: { max: 1, perMs: 60_000, burst: 2 },
+  });
+  await queue.enqueueMany(Array.from({ length: 10 }, () => Buffer.from('x')));
+  assert.equal((await queue.leaseJobs(10)).length, 4);
+  assert.equal((await queue.leaseJobs(10)).length, 0);
+  await queue.setLimits({});
+  await queue.setGroupLimits('metered', { rate: { max: 1, perMs: 60_000, burst: 3 } });
+  await queue.enqueueMany(Array.from({ length: 5 }, () => ({ payload: Buffer.from('m'), group: 'metered' })));
+  const leased = await queue.leaseJobs(20);
+  assert.equal(leased.filter((j) => j.text() === 'm').length, 3, 'the group its burst; the 6 plain jobs left run too');
+  assert.deepEqual((await queue.group('metered')).rate, { max: 1, perMs: 60_000, burst: 3 });
+});
+
 test('pause/resume: a paused queue leases nothing, resume wakes an idle worker; a paused group waits', async () => {
   const { queue } = freshJobQueue(redis.url);
   await queue.pause();
@@ -246,6 +264,8 @@ test('bad queue control input rejects with INVALID_ARGUMENT and writes nothing',
     { rate: { max: 0, perMs: 1000 } },
     { rate: { max: 1, perMs: 0 } },
     { groupRate: { max: 0, perMs: 10 } },
+    { rate: { max: 1, perMs: 1000, burst: 0 } },
+    { groupRate: { max: 1, perMs: 1000, burst: -1 } },
     { maxActive: 0 },
     { groupConcurrency: 0 },
   ]) {

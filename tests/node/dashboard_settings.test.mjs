@@ -74,14 +74,16 @@ test('a limit edited in the form is what tideq limits shows; a bad number is ref
   await set('max_active', '7');
   await set('rate_max', '30');
   await set('rate_per_ms', '60000');
+  await set('rate_burst', '45');
   await click(page, '#limits-save');
   await until(async () => (await queue.limits()).maxActive === 7, 'the limit in Redis');
   const shown = await runNode([BIN, '--url', redis.url, '--prefix', prefix, 'limits', queue.name, '--json']);
   assert.equal(shown.code, 0, shown.stderr);
   const limits = JSON.parse(shown.stdout);
   assert.equal(limits.max_active, 7);
-  assert.deepEqual(limits.rate, { max: 30, per_ms: 60000 });
+  assert.deepEqual(limits.rate, { max: 30, per_ms: 60000, burst: 45 });
   await until(async () => /7/.test(await page.eval('document.querySelector("#limits").textContent')), 'the page to show 7');
+  await until(async () => /30 per min, burst 45/.test(await page.eval('document.querySelector("#limits").textContent')), 'the page to show the bucket');
 
   // The group's row: Pause, then its limits.
   const grow = 'tr[data-group="acme"]';

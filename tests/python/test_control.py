@@ -119,6 +119,22 @@ def test_queue_rate_limit_is_respected(jq):
     assert all(c - a >= 0.4 for a, _, c in zip(starts, starts[1:], starts[2:])), starts
 
 
+def test_a_token_bucket_rate_starts_its_burst_at_once_and_reads_back(jq):
+    bucket = tideq.Rate(1, per_seconds=60, burst=4)  # one a minute, four at once
+    jq.set_limits(rate=bucket, group_rate=tideq.Rate(1, 60, burst=2))
+    assert jq.limits().rate == bucket and jq.limits().rate.burst == 4
+    assert repr(bucket) == "Rate(max=1, per_seconds=60.0, burst=4)"
+    assert tideq.Rate(1, 60).burst is None
+    jq.enqueue_many([b"x"] * 10)
+    assert len(jq.lease_jobs(10, lease=30)) == 4
+    assert jq.lease_jobs(10, lease=30) == []
+    jq.set_limits()
+    jq.set_group_limits("metered", rate=tideq.Rate(1, 60, burst=3))
+    jq.enqueue_many([(b"m", {"group": "metered"})] * 5)
+    leased = [j.text() for j in jq.lease_jobs(20, lease=30)]
+    assert leased.count("m") == 3 and jq.group("metered").rate == tideq.Rate(1, 60, burst=3)
+
+
 def test_pause_stops_leasing_and_resume_wakes_the_idle_worker(jq):
     jq.pause()
     assert jq.is_paused() and jq.stats().paused
@@ -222,6 +238,8 @@ def test_one_id_over_groups_of_a_sharded_queue_is_refused_not_made_into_a_job_pe
         lambda q: q.set_limits(max_active=3, group_concurrency=-1),
         lambda q: q.set_limits(max_active=3, group_rate=tideq.Rate(1, 0)),
         lambda q: q.set_group_limits("g", rate=tideq.Rate(0, 1)),
+        lambda q: q.set_limits(rate=tideq.Rate(5, 1, burst=0)),
+        lambda q: q.set_group_limits("g", rate=tideq.Rate(5, 1, burst=0)),
         lambda q: q.set_group_limits("g", concurrency=0),
         lambda q: q.set_group_limits("", concurrency=1),
         lambda q: q.pause_group(""),
@@ -246,6 +264,8 @@ def test_rate_arguments_are_checked(jq):
         tideq.Rate(-1, 1)
     with pytest.raises(tideq.InvalidArgumentError):
         tideq.Rate(1, -0.5)
+    with pytest.raises(tideq.InvalidArgumentError):
+        tideq.Rate(1, 1, burst=-1)
     with pytest.raises(TypeError):
         jq.set_limits(rate=5)  # type: ignore[arg-type]
 

@@ -1457,15 +1457,19 @@ class EventReader:
 
 @final
 class Rate:
-    """At most ``max`` job starts in any window of ``per_seconds``."""
+    """At most ``max`` job starts in any window of ``per_seconds``; with ``burst``, a token bucket
+    holding up to ``burst`` starts, refilled at ``max`` per ``per_seconds``."""
 
-    def __new__(cls, max: int, per_seconds: _Seconds) -> Rate: ...
+    def __new__(cls, max: int, per_seconds: _Seconds, burst: Optional[int] = None) -> Rate: ...
     @property
     def max(self) -> int:
-        """Most starts per window."""
+        """Most starts per window (a bucket: the starts it refills per window)."""
     @property
     def per_seconds(self) -> float:
         """The window, in seconds."""
+    @property
+    def burst(self) -> Optional[int]:
+        """A token bucket's capacity: the most starts at once; None for a sliding window."""
     def to_dict(self) -> dict[str, Any]:
         """The fields as a plain ``dict``, one key per property (value objects in them, or in
         a list in them, as dicts too).

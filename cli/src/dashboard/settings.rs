@@ -171,9 +171,12 @@ fn rate(v: &Value, field: &str) -> Result<Option<Rate>, ApiError> {
     match &v[field] {
         Value::Null => Ok(None),
         Value::Object(r) => {
-            if let Some(k) = r.keys().find(|k| *k != "max" && *k != "per_ms") {
+            if let Some(k) = r
+                .keys()
+                .find(|k| !["max", "per_ms", "burst"].contains(&k.as_str()))
+            {
                 return Err(bad(format!(
-                    "unknown field {field}.{k}; known: max, per_ms"
+                    "unknown field {field}.{k}; known: max, per_ms, burst"
                 )));
             }
             let max = whole(
@@ -184,13 +187,19 @@ fn rate(v: &Value, field: &str) -> Result<Option<Rate>, ApiError> {
                 &format!("{field}.per_ms"),
                 r.get("per_ms").unwrap_or(&Value::Null),
             )?;
-            Ok(Some(Rate::new(
+            let burst = match r.get("burst").unwrap_or(&Value::Null) {
+                Value::Null => None,
+                b => Some(whole(&format!("{field}.burst"), b)?),
+            };
+            Ok(Some(Rate {
                 max,
-                std::time::Duration::from_millis(per.into()),
-            )))
+                per: std::time::Duration::from_millis(per.into()),
+                burst,
+            }))
         }
         other => Err(bad(format!(
-            "{field} must be {{\"max\": n, \"per_ms\": n}} or null, not {other}"
+            "{field} must be {{\"max\": n, \"per_ms\": n, \"burst\": n (optional)}} or null, \
+             not {other}"
         ))),
     }
 }

@@ -8,14 +8,20 @@ use super::{opt, pairs, Table};
 fn rate_json(r: &Option<Rate>) -> Value {
     match r {
         None => Value::Null,
-        Some(r) => json!({"max": r.max, "per_ms": r.per.as_millis() as u64}),
+        Some(r) => match r.burst {
+            None => json!({"max": r.max, "per_ms": r.per.as_millis() as u64}),
+            Some(b) => json!({"max": r.max, "per_ms": r.per.as_millis() as u64, "burst": b}),
+        },
     }
 }
 
 fn rate_text(r: &Option<Rate>) -> String {
     match r {
         None => "-".to_string(),
-        Some(r) => format!("{} per {} ms", r.max, r.per.as_millis()),
+        Some(r) => match r.burst {
+            None => format!("{} per {} ms", r.max, r.per.as_millis()),
+            Some(b) => format!("{} per {} ms, burst {b}", r.max, r.per.as_millis()),
+        },
     }
 }
 

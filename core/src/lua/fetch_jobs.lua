@@ -206,7 +206,9 @@ end
 
 -- How many may start now: the batch, within the queue's concurrency cap and start rate.
 local want = tonumber(ARGV[2])
-local rate_n, rate_ms = parse_rate(C.rate)
+local rate_n, rate_ms, rate_b = parse_rate(C.rate)
+-- A token bucket's state ("tat", see lib/control.lua), read only when the rate is one.
+local rtat = rate_b and redis.call('HGET', K.cfg, 'rtat')
 local rate_in, capped = 0, false
 if C.paused then want = 0 end
 if C.until_ms then
@@ -223,7 +225,10 @@ if want > 0 and C.max_active then
   capped = running >= C.max_active
   want = math.max(0, math.min(want, C.max_active - running))
 end
-if want > 0 and rate_n then
+if want > 0 and rate_b then
+  local room, wait = bucket_room(rtat, rate_n, rate_ms, rate_b, 0, now)
+  want, rate_in = math.min(want, room), wait or 0
+elseif want > 0 and rate_n then
   rate_in = rate_wait(K.rl, rate_n, rate_ms, now)
   if rate_in > 0 then
     want = 0
@@ -389,6 +394,8 @@ if #ids > 0 then
   local envs = hmget(K.jobs, ids)
   local metas = hmget(K.meta, ids)
   local taken, tmetas, starts = {}, {}, {}
+  -- The groups whose rate is a token bucket with jobs leased, and how many each.
+  local gtaken, gtook = {}, {}
   -- Deadlines to start by (see "Expiry"): a job past its own is not leased but dead-lettered.
   local by = not K.no_expires and chunked_read('ZMSCORE', K.expires, ids) or {}
   for i, id in ipairs(ids) do
@@ -411,8 +418,14 @@ if #ids > 0 then
       end
       local g = grp[id]
       if g and groups_limited(K, C) then
-        local gn, gms = parse_rate(group_cfg(K, C, g).rate)
-        if gn then
+        local gn, gms, gb = parse_rate(group_cfg(K, C, g).rate)
+        if gb then
+          if not gtook[g] then
+            gtook[g] = 0
+            gtaken[#gtaken + 1] = g
+          end
+          gtook[g] = gtook[g] + 1
+        elseif gn then
           -- The window's log expires with the window: a group that goes quiet leaves no key.
           redis.call('ZADD', K.gr .. g, now, id .. '.' .. x)
           redis.call('PEXPIRE', K.gr .. g, gms)
@@ -436,7 +449,17 @@ if #ids > 0 then
   end
   -- A fresh delivery starts without a request (one for an earlier delivery not swept yet).
   if creq and #taken > 0 then chunked('SREM', K.cancel, taken) end
-  if #starts > 0 then
+  for _, g in ipairs(gtaken) do
+    local c = group_cfg(K, C, g)
+    local gn, gms = parse_rate(c.rate)
+    if c.tat == nil then c.tat = redis.call('GET', group_bucket_key(K, g)) end
+    local tat = bucket_take(c.tat, gn, gms, gtook[g], now)
+    -- Past its "tat" a bucket is full, as with no key: a group that goes quiet leaves none.
+    redis.call('SET', group_bucket_key(K, g), tat, 'PX', math.max(1, math.ceil(tat - now)))
+  end
+  if #starts > 0 and rate_b then
+    redis.call('HSET', K.cfg, 'rtat', bucket_take(rtat, rate_n, rate_ms, #starts / 2, now))
+  elseif #starts > 0 then
     chunked('ZADD', K.rl, starts)
     redis.call('PEXPIRE', K.rl, rate_ms)
   end

@@ -4,11 +4,15 @@
   with the groups. (A group's own settings: set_group_control.lua.)
   KEYS[1] cfg hash     KEYS[2] gheld set    KEYS[3] wake list
   ARGV[1], ARGV[2], ...: pairs of setting, value ("" removes the setting): paused, max_active,
-    rate ("n|ms"), glimit, grate ("n|ms")
+    rate ("n|ms", or "n|ms|b<burst>" a token bucket), burst_total, glimit, grate (the same forms)
   Returns: 1. ]]
 --#include lib/base.lua
 --#K
 for i = 1, #ARGV - 1, 2 do
+  -- A changed rate starts with its token bucket full.
+  if ARGV[i] == 'rate' and redis.call('HGET', K.cfg, 'rate') ~= (ARGV[i + 1] ~= '' and ARGV[i + 1] or false) then
+    redis.call('HDEL', K.cfg, 'rtat')
+  end
   if ARGV[i + 1] == '' then
     redis.call('HDEL', K.cfg, ARGV[i])
   else

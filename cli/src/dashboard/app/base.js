@@ -134,17 +134,19 @@
     return v === null || v === undefined ? '–' : `${Number(v).toFixed(3)} s`;
   }
 
-  /** A rate as people say it: `30 per min`, `5 per 10 s`, `100 per 250 ms`. */
+  /** A rate as people say it: `30 per min`, `5 per 10 s`, `100 per 250 ms`, and a token bucket's
+   * `, burst 50`. */
   function rate(r) {
     if (!r) return '–';
+    const burst = r.burst ? `, burst ${r.burst}` : '';
     const units = [[3600000, 'h'], [60000, 'min'], [1000, 's']];
     for (const [ms, unit] of units) {
       if (r.per_ms % ms === 0) {
         const n = r.per_ms / ms;
-        return `${r.max} per ${n === 1 ? '' : `${n} `}${unit}`;
+        return `${r.max} per ${n === 1 ? '' : `${n} `}${unit}${burst}`;
       }
     }
-    return `${r.max} per ${r.per_ms} ms`;
+    return `${r.max} per ${r.per_ms} ms${burst}`;
   }
 
   function shown(value, format, compact) {

@@ -72,11 +72,14 @@
     return /^-?\d+(\.\d+)?$/.test(v) ? Number(v) : v;
   }
 
-  /** A rate from two fields (`max`, `per_ms`): null when both are empty. */
+  /** A rate from its fields (`max`, `per_ms`, and `burst` for a token bucket): null when the
+   * first two are empty. */
   function rateValue(form, prefix) {
     const max = fieldValue(form, `${prefix}_max`);
     const per = fieldValue(form, `${prefix}_per_ms`);
-    return max === null && per === null ? null : { max, per_ms: per };
+    const burst = fieldValue(form, `${prefix}_burst`);
+    if (max === null && per === null) return null;
+    return burst === null ? { max, per_ms: per } : { max, per_ms: per, burst };
   }
 
   function field(name, label, value) {
@@ -92,11 +95,13 @@
       field('max_active', 'max active', l.max_active),
       field('rate_max', 'rate: starts', l.rate && l.rate.max),
       field('rate_per_ms', 'per ms', l.rate && l.rate.per_ms),
+      field('rate_burst', 'burst', l.rate && l.rate.burst),
       field('group_concurrency', 'group concurrency', l.group_concurrency),
       field('group_rate_max', 'group rate: starts', l.group_rate && l.group_rate.max),
       field('group_rate_per_ms', 'per ms', l.group_rate && l.group_rate.per_ms),
+      field('group_rate_burst', 'burst', l.group_rate && l.group_rate.burst),
       h('button', { type: 'submit', id: 'limits-save' }, 'Save limits'),
-      h('span', { class: 'muted' }, ' An empty field is no limit.'));
+      h('span', { class: 'muted' }, ' An empty field is no limit; a burst makes the rate a token bucket.'));
     form.addEventListener('submit', (ev) => {
       ev.preventDefault();
       settingsAct('limits', {
@@ -124,6 +129,7 @@
         field('concurrency', 'concurrency', g.concurrency),
         field('rate_max', 'rate: starts', g.rate && g.rate.max),
         field('rate_per_ms', 'per ms', g.rate && g.rate.per_ms),
+        field('rate_burst', 'burst', g.rate && g.rate.burst),
         h('button', { type: 'submit', dataset: { groupAction: 'save' } }, 'Save'));
       form.addEventListener('submit', (ev) => {
         ev.preventDefault();

@@ -18,11 +18,33 @@ local function groups_limited(K, C)
   return C.limited
 end
 
--- "n|ms" -> n, ms (nil when unset).
+-- "n|ms" -> n, ms (nil when unset); "n|ms|b<burst>", a token bucket -> n, ms, burst.
 local function parse_rate(r)
   if not r then return nil end
-  local n, ms = string.match(r, '^(%d+)|(%d+)$')
-  return tonumber(n), tonumber(ms)
+  local n, ms, b = string.match(r, '^(%d+)|(%d+)|b(%d+)$')
+  if not n then n, ms = string.match(r, '^(%d+)|(%d+)$') end
+  return tonumber(n), tonumber(ms), tonumber(b)
+end
+
+-- A token bucket refilled with n tokens per ms, holding at most `burst`, kept as the time its
+-- tokens are all back ("tat", ms; absent or past: full). With `used` tokens taken by this call
+-- already: how many more it may take now, and when none, the ms until one is back.
+local function bucket_room(tat, n, ms, burst, used, now)
+  local per = ms / n
+  local t = math.max(tonumber(tat or 0) or 0, now) + used * per
+  local room = math.floor((now + burst * per - t) / per + 1e-9)
+  if room >= 1 then return room end
+  return 0, math.max(1, math.ceil(t + per - burst * per - now))
+end
+
+-- The bucket's "tat" after `k` more tokens were taken (a string, exact to the µs).
+local function bucket_take(tat, n, ms, k, now)
+  return string.format('%.17g', math.max(tonumber(tat or 0) or 0, now) + k * ms / n)
+end
+
+-- The key of group g's token bucket (`gb:<group>`, beside its rate window `gr:<group>`).
+local function group_bucket_key(K, g)
+  return string.sub(K.gr, 1, -4) .. 'gb:' .. g
 end
 
 -- When a rate-limited log `key` (n starts per ms) allows the next start: 0 = now.
@@ -99,8 +121,13 @@ local function group_room(K, C, g, now)
     room = c.limit - group_active(K, C, g)
     if room <= 0 then return 0 end
   end
-  local n, ms = parse_rate(c.rate)
-  if n then
+  local n, ms, burst = parse_rate(c.rate)
+  if burst then
+    if c.tat == nil then c.tat = redis.call('GET', group_bucket_key(K, g)) end
+    local r, wait = bucket_room(c.tat, n, ms, burst, C.rs[g] or 0, now)
+    if r == 0 then return 0, wait end
+    room = math.min(room, r)
+  elseif n then
     -- Starts of this call are not in the log yet.
     local used = C.rs[g] or 0
     if used >= n then return 0, ms + 1 end
