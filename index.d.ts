@@ -2086,8 +2086,16 @@ export interface JobInfo {
   progress: unknown
   /** The stored progress's raw bytes; `null` when none. */
   progressBytes: Buffer | null
-  /** A flow's child (`enqueueFlow`): its parent's queue and id; `null` for any other job. */
+  /**
+   * A flow's child (`enqueueFlow`): its parent's queue and id; `null` for any other job. A
+   * graph's job that several run after: the first of them (all are in `parents`).
+   */
   parent: FlowRef | null
+  /**
+   * Every job this one's outcome is reported to: its parent in a flow, each job that runs
+   * after it in a graph (`enqueueGraph`); empty for any other job.
+   */
+  parents: Array<FlowRef>
   /**
    * A flow job waiting for its children (state `'waiting'`): how many have not finished;
    * `null` otherwise.

@@ -8,7 +8,7 @@
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
-use crate::convert::{count1, count1_u32, millis, string, to_millis, Options};
+use crate::convert::{count1, count1_u32, millis, opt_string, string, to_millis, Options};
 use crate::error::{spawn, Res};
 use crate::jobs::Queue;
 
@@ -244,6 +244,28 @@ impl Queue {
     pub fn limits<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, Limits>> {
         let q = self.inner.clone();
         spawn(env, Ok(async move { Ok(q.limits().await?.into()) }))
+    }
+
+    /// Makes every start of this queue's jobs take from the shared limiter `name` (defined with
+    /// `Limiter`), across its workers and every queue that names it; `null` stops it. A
+    /// concurrency limiter's slot is held while the job runs. Jobs over the limit stay ready, in
+    /// their place. Rejects with `INVALID_ARGUMENT` (nothing written) for a limiter never
+    /// defined.
+    #[napi(ts_args_type = "name: string | null", ts_return_type = "Promise<void>")]
+    pub fn set_limiter<'env>(&self, env: &'env Env, name: Unknown) -> Result<PromiseRaw<'env, ()>> {
+        let q = self.inner.clone();
+        spawn(
+            env,
+            opt_string("name", &name)
+                .map(|n| async move { Ok(q.set_limiter(n.as_deref()).await?) }),
+        )
+    }
+
+    /// The shared limiter this queue's starts take from, or `null`.
+    #[napi(ts_return_type = "Promise<string | null>")]
+    pub fn limiter_name<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, Option<String>>> {
+        let q = self.inner.clone();
+        spawn(env, Ok(async move { Ok(q.limiter_name().await?) }))
     }
 
     /// Sets one group's own limits, replacing both: a key left out (or `null`) falls back to

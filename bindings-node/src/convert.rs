@@ -56,6 +56,14 @@ fn typed<T: FromNapiValue>(what: &str, v: &Unknown, t: ValueType, a_t: &str) -> 
 /// A string argument (queue or group name, job id, prefix, URL...). A string that is not
 /// well-formed UTF-16 (a lone surrogate, e.g. `'a\uD800'`) is refused: it has no UTF-8 form, and
 /// replacing the surrogate with U+FFFD would give two different names the same keys.
+/// A string, or `None` for `null` or `undefined`.
+pub(crate) fn opt_string(what: &str, v: &Unknown) -> Res<Option<String>> {
+    if is(v, ValueType::Null) || is(v, ValueType::Undefined) {
+        return Ok(None);
+    }
+    string(what, v).map(Some)
+}
+
 pub(crate) fn string(what: &str, v: &Unknown) -> Res<String> {
     let s: String = typed(what, v, ValueType::String, "a string")?;
     // napi replaces a lone surrogate with U+FFFD; only then is the UTF-16 read again.

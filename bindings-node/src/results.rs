@@ -142,8 +142,12 @@ pub struct JobInfo {
     /// The stored progress's raw bytes; `null` when none.
     #[napi(ts_type = "Buffer")]
     pub progress_bytes: Option<Bytes>,
-    /// A flow's child (`enqueueFlow`): its parent's queue and id; `null` for any other job.
+    /// A flow's child (`enqueueFlow`): its parent's queue and id; `null` for any other job. A
+    /// graph's job that several run after: the first of them (all are in `parents`).
     pub parent: Option<FlowRef>,
+    /// Every job this one's outcome is reported to: its parent in a flow, each job that runs
+    /// after it in a graph (`enqueueGraph`); empty for any other job.
+    pub parents: Vec<FlowRef>,
     /// A flow job waiting for its children (state `'waiting'`): how many have not finished;
     /// `null` otherwise.
     pub children_pending: Option<i64>,
@@ -181,6 +185,7 @@ impl From<tideq::JobInfo> for JobInfo {
             progress: Stored(j.progress.clone()),
             progress_bytes: j.progress.map(Bytes),
             parent: j.parent.map(FlowRef::from),
+            parents: j.parents.into_iter().map(FlowRef::from).collect(),
             children_pending: j.children_pending.map(|n| n as i64),
             started_at: j.started_at.map(|t| t as i64),
             run_ms: j.run_ms.map(|t| t as i64),

@@ -261,6 +261,23 @@ impl QueueBase {
             .call(py, async move { q.limits().await.map(Limits) })
     }
 
+    /// Make every start of this queue's jobs take from the shared limiter ``name`` (defined
+    /// with ``Limiter``), across its workers and every queue that names it; None stops it. A
+    /// concurrency limiter's slot is held while the job runs. Jobs over the limit stay ready, in
+    /// their place. A limiter never defined raises ``InvalidArgumentError``; nothing is written.
+    fn set_limiter<'py>(&self, py: Python<'py>, name: Option<Text>) -> PyResult<Bound<'py, PyAny>> {
+        let q = self.queue.clone();
+        self.api.call(py, async move {
+            q.set_limiter(name.as_ref().map(|n| n.0.as_str())).await
+        })
+    }
+
+    /// The shared limiter this queue's starts take from, or None.
+    fn limiter_name<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let q = self.queue.clone();
+        self.api.call(py, async move { q.limiter_name().await })
+    }
+
     /// Set ``group``'s own limits (None: the queue's defaults).
     #[pyo3(signature = (group, *, concurrency=None, rate=None))]
     fn set_group_limits<'py>(

@@ -24,7 +24,7 @@
 //!   `children_results`; `FlowJob`, `ChildResult` (`Job.children_results` is in [`job`]).
 //! - [`options`]: per-job options, `dedup`/`debounce`, `enqueue_many` items and worker options,
 //!   read from Python arguments.
-//! - [`job`]: value classes `Backoff`, `Enqueued`, `Job`, `JobInfo`, `JobStats`.
+//! - [`job`]: value classes `Backoff`, `Enqueued`, `Job`, `JobInfo`; [`job_stats`]: `JobStats`.
 //! - [`value`]: what every value class offers besides its properties (`to_dict`, hashing,
 //!   pickling), written once ([`value::value_class!`]).
 //!
@@ -72,6 +72,7 @@ pub mod events;
 pub mod handler;
 pub mod history;
 pub mod job;
+pub mod job_stats;
 pub mod jobs;
 pub mod lease;
 pub mod limiter; // shared limiters

@@ -452,6 +452,10 @@ fn job_info(
         result,
         progress,
         parent: parent.as_deref().and_then(crate::workflow::parent_of),
+        parents: parent
+            .as_deref()
+            .map(crate::workflow::parents_of)
+            .unwrap_or_default(),
         children_pending: pending,
         started_at: run.map(|r| r.0),
         run_ms: run.zip(x).map(|(r, x)| x.saturating_sub(r.0)),

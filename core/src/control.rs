@@ -145,7 +145,7 @@ fn positive(what: &str, v: Option<u32>) -> Result<Option<u32>> {
 }
 
 impl Queue {
-    async fn set_control(
+    pub(crate) async fn set_control(
         &self,
         op: &'static str,
         target: &str,

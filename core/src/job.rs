@@ -295,8 +295,14 @@ pub struct JobInfo {
     /// deleted.
     #[serde(with = "serde_bytes")]
     pub progress: Option<Vec<u8>>,
-    /// A flow's child: its parent ([`Queue::enqueue_flow`](crate::Queue::enqueue_flow)).
+    /// A flow's child: its parent ([`Queue::enqueue_flow`](crate::Queue::enqueue_flow)); a
+    /// graph's job that runs after several: the first of them (all are in `parents`).
     pub parent: Option<crate::workflow::FlowRef>,
+    /// Every job this one's outcome is reported to: its parent in a flow, each job that runs
+    /// after it in a graph ([`Queue::enqueue_graph`](crate::Queue::enqueue_graph)); empty for
+    /// any other job.
+    #[serde(default)]
+    pub parents: Vec<crate::workflow::FlowRef>,
     /// A flow job waiting for its children: how many have not finished.
     pub children_pending: Option<u64>,
     /// When its last attempt (or the one under way) started, Redis-clock ms, when known: a

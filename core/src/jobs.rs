@@ -51,6 +51,8 @@ pub struct Queue {
     pub(crate) policy: Arc<str>,
     /// The shard count checked against the one recorded in Redis (`shards.rs`).
     pub(crate) recorded: Arc<ShardCheck>,
+    /// The queue's shared limiter, as its fetches found it (`limiter/queue.rs`).
+    pub(crate) limit: Arc<crate::limiter::LimitCache>,
 }
 
 /// The operations that create the queue record its shard count when none is yet (`shards.rs`):
@@ -143,6 +145,7 @@ impl Queue {
             policy: opts.policy().into(),
             opts,
             recorded: Default::default(),
+            limit: crate::limiter::LimitCache::shared(),
         })
     }
 

@@ -123,9 +123,17 @@ impl Queue {
         (report, entry): (&str, &str),
         upkeep: bool,
     ) -> Result<Fetched> {
+        // A queue naming a shared limiter: room taken first, the fetch bounded by it.
+        let grant = match want {
+            0 => None,
+            _ => self.limit_take(want, lease).await?,
+        };
         let mut cmd = self.script_cmd(shard, &FETCH_JOBS);
         cmd.arg(ms(lease))
-            .arg(want)
+            .arg(match &grant {
+                Some(g) => format!("{}|{}", g.granted, g.name),
+                None => want.to_string(),
+            })
             .arg(if upkeep { RECOVER_LIMIT } else { 0 })
             .arg(PROMOTE_LIMIT)
             .arg(&*self.policy)
@@ -137,14 +145,17 @@ impl Queue {
         }
         let reply: Value = self.client.eval(&cmd, &FETCH_JOBS).await?;
         let bad = || Error::new(ErrorKind::Redis, "unexpected reply from fetch_jobs");
-        let (leased, wake, acked, lost, started_at, sched): (
+        let (leased, wake, acked, lost, started_at, sched, limiter): (
             Vec<Value>,
             i64,
             Vec<i64>,
             u64,
             u64,
             i64,
+            String,
         ) = redis::from_redis_value(reply).map_err(|_| bad())?;
+        self.limiter_seen(&limiter);
+        self.limit_ended(acks).await;
         if acked.len() != acks.len() || leased.len() % 3 != 0 {
             return Err(bad());
         }
@@ -225,9 +236,21 @@ impl Queue {
                 cancel_requested: Default::default(),
             });
         }
+        let mut wake_in = u64::try_from(wake).ok();
+        match &grant {
+            Some(g) => {
+                self.limit_settle(g, &jobs, lease).await;
+                if let Some(retry) = g.retry {
+                    wake_in = Some(ms(retry));
+                }
+            }
+            // A limiter this handle was not told of: nothing was leased; look again at once.
+            None if want > 0 && !limiter.is_empty() => wake_in = Some(0),
+            None => {}
+        }
         Ok(Fetched {
             jobs,
-            wake_in: u64::try_from(wake).ok(),
+            wake_in,
             acked,
             lost,
             schedules: sched & 1 != 0,
@@ -377,6 +400,7 @@ impl Queue {
                 out[i] = Acked::from_code(r);
             }
         }
+        self.limit_ended(leases).await;
         Ok(out)
     }
 
@@ -417,7 +441,9 @@ impl Queue {
             .arg(if dead_now { "1" } else { "0" })
             .arg(lease.run_arg())
             .arg(trace.as_ref());
-        match self.client.eval::<i64>(&cmd, &FAIL_JOB).await? {
+        let code = self.client.eval::<i64>(&cmd, &FAIL_JOB).await?;
+        self.limit_ended([lease]).await;
+        match code {
             -1 => Err(self.lease_lost(&lease.id)),
             2 => Ok(Failed::DeadLettered),
             3 => Ok(Failed::Cancelled),
@@ -461,6 +487,7 @@ impl Queue {
             .arg(delay_ms)
             .arg(scope_arg);
         let code = self.client.eval::<i64>(&cmd, &SNOOZE_JOB).await?;
+        self.limit_ended([lease]).await;
         if code == -1 {
             return Err(self.lease_lost(&lease.id));
         }
@@ -495,7 +522,9 @@ impl Queue {
     pub(crate) async fn release_lease(&self, lease: &Lease) -> Result<bool> {
         let mut cmd = self.script_cmd(lease.shard, &RELEASE_JOB);
         cmd.arg(&lease.id).arg(&lease.token);
-        match self.client.eval::<i64>(&cmd, &RELEASE_JOB).await? {
+        let code = self.client.eval::<i64>(&cmd, &RELEASE_JOB).await?;
+        self.limit_ended([lease]).await;
+        match code {
             -1 => Err(self.lease_lost(&lease.id)),
             n => Ok(n != 3),
         }
@@ -590,6 +619,8 @@ impl Queue {
                 }
             }
         }
+        let kept = leases.iter().zip(&out).filter(|(_, ok)| **ok);
+        self.limit_renewed(kept.map(|(l, _)| l), lease).await;
         Ok(out)
     }
 
@@ -598,7 +629,10 @@ impl Queue {
         cmd.arg(&l.id).arg(&l.token).arg(ms(lease));
         match self.client.eval::<i64>(&cmd, &EXTEND_LEASE).await? {
             -1 => Err(self.lease_lost(&l.id)),
-            _ => Ok(()),
+            _ => {
+                self.limit_renewed([l], lease).await;
+                Ok(())
+            }
         }
     }
 }

@@ -363,6 +363,9 @@ impl std::error::Error for LimitError {
     }
 }
 
+mod queue;
+pub(crate) use queue::LimitCache;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -377,6 +380,7 @@ mod tests {
             &*ACQUIRE_LIMIT,
             &*RELEASE_LIMIT,
             &*EXTEND_LIMIT,
+            &*crate::scripts::LIMIT_BATCH,
         ] {
             for c in crate::acl::script_commands(s) {
                 assert!(rules.contains(&format!(" +{c}")), "{}: {c}", s.name);

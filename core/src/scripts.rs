@@ -334,6 +334,7 @@ scripts! {
     ACQUIRE_LIMIT => "acquire_limit.lua",
     RELEASE_LIMIT => "release_limit.lua",
     EXTEND_LIMIT => "extend_limit.lua",
+    LIMIT_BATCH => "limit_batch.lua",
 }
 
 /// Finds which script an `EVALSHA` command runs (first argument after the command name).

@@ -302,3 +302,57 @@ async fn a_graph_over_a_sharded_queue_is_written_and_run_on_a_cluster() {
     wr.shutdown().await;
     assert_eq!(out.result.as_deref(), Some(&b"600"[..]));
 }
+
+/// Cancelling a job inside a graph cancels the jobs it runs after (as a flow's parent cancels its
+/// children), and every job that runs after a cancelled one follows its edge's policy: failed by
+/// default, run with "ignore". Nothing is left waiting for a job that will never finish.
+#[tokio::test]
+async fn cancelling_a_job_inside_a_graph_cancels_what_it_runs_after_and_the_rest_follow_their_edges(
+) {
+    let server = RedisServer::start();
+    let q = queue(&server);
+    let graph = Graph::new()
+        .node(raw("a"))
+        .node(raw("b").after("a"))
+        .node(raw("c").after("a"))
+        .node(raw("d").after_all(["b", "c"]))
+        .node(raw("e").after_with("b", OnChildFailure::Ignore));
+    q.enqueue_graph(graph).await.unwrap();
+    let mut parents: Vec<String> = q
+        .get("a")
+        .await
+        .unwrap()
+        .unwrap()
+        .parents
+        .into_iter()
+        .map(|p| p.id)
+        .collect();
+    parents.sort();
+    assert_eq!(parents, ["b", "c"], "a reports to both");
+    q.cancel("b").await.unwrap();
+    let ran: Ledger = Arc::default();
+    let log = ran.clone();
+    q.work(drained(), move |job: Job| {
+        let log = log.clone();
+        async move {
+            log.lock().unwrap().push((job.id.clone(), Vec::new()));
+            Ok::<(), String>(())
+        }
+    })
+    .unwrap()
+    .join()
+    .await;
+    for id in ["a", "b"] {
+        assert!(q.get(id).await.unwrap().is_none(), "{id} was cancelled");
+    }
+    let c = q.get("c").await.unwrap().unwrap();
+    assert_eq!(c.state, JobState::Dead);
+    assert!(c.last_error.unwrap().contains("child job a of queue"));
+    let d = q.get("d").await.unwrap().unwrap();
+    assert_eq!(d.state, JobState::Dead);
+    assert!(d.last_error.unwrap().contains("was cancelled"));
+    let ran: Vec<String> = ran.lock().unwrap().iter().map(|r| r.0.clone()).collect();
+    assert_eq!(ran, ["e"], "only e, whose edge ignores b's end, ran");
+    let s = q.stats().await.unwrap();
+    assert_eq!((s.waiting, s.ready, s.active), (0, 0, 0), "{s:?}");
+}

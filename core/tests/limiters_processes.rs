@@ -1,7 +1,8 @@
 //! A shared limiter across worker processes (issue 45, part 3): a concurrency limit of 5 shared
 //! by 3 queues is never exceeded by 3 worker processes, measured by a ledger of every holding
 //! (start and end by the Redis clock), while a fourth process that holds slots is SIGKILLed:
-//! its slots come back after their lease.
+//! its slots come back after their lease. Taken in the handlers, and by the queues' fetches
+//! (`Queue::set_limiter`).
 
 mod common;
 
@@ -38,7 +39,9 @@ async fn limiter_worker_process() {
         return;
     };
     let p: Vec<String> = spec.split(' ').map(String::from).collect();
-    let (url, queues, key, lim, hang) = (&p[0], &p[1], &p[2], &p[3], p[4] == "hang");
+    let (url, queues, key, lim) = (&p[0], &p[1], &p[2], &p[3]);
+    // "q...": the queues name the limiter (the fetch takes the slot); else the handler does.
+    let (by_queue, hang) = (p[4].starts_with('q'), p[4].ends_with("hang"));
     let client = Client::open(url).unwrap();
     let redis = redis::Client::open(url.as_str()).unwrap();
     let mut workers = Vec::new();
@@ -54,7 +57,10 @@ async fn limiter_worker_process() {
             q.work(opts, move |job: Job| {
                 let (l, redis, key, lim) = (l.clone(), redis.clone(), key.clone(), lim.clone());
                 async move {
-                    let slot = l.acquire(&lim).await?;
+                    let slot = match by_queue {
+                        true => None,
+                        false => Some(l.acquire(&lim).await?),
+                    };
                     let mut c = redis.get_multiplexed_async_connection().await.unwrap();
                     let token = format!(
                         "{}-{}{}",
@@ -62,14 +68,18 @@ async fn limiter_worker_process() {
                         fastrand::u32(..),
                         if hang { "h" } else { "" }
                     );
-                    let deadline = slot.lease_deadline_ms().unwrap();
+                    // A queue's slot: its deadline is read from the limiter once the holder
+                    // is killed (its lease is renewed until then).
+                    let deadline = slot.as_ref().map_or(0, |s| s.lease_deadline_ms().unwrap());
                     ledger(&mut c, &key, &format!("s {token} {deadline}")).await;
                     if hang {
                         std::future::pending::<()>().await;
                     }
                     tokio::time::sleep(Duration::from_millis(5 + fastrand::u64(0..10))).await;
                     ledger(&mut c, &key, &format!("e {token}")).await;
-                    slot.release().await?;
+                    if let Some(slot) = slot {
+                        slot.release().await?;
+                    }
                     Ok::<(), tideq::HandlerError>(())
                 }
             })
@@ -88,12 +98,8 @@ impl Drop for Process {
     }
 }
 
-fn spawn(url: &str, queues: &[String], key: &str, lim: &str, hang: bool) -> Process {
-    let spec = format!(
-        "{url} {} {key} {lim} {}",
-        queues.join(","),
-        if hang { "hang" } else { "run" }
-    );
+fn spawn(url: &str, queues: &[String], key: &str, lim: &str, mode: &str) -> Process {
+    let spec = format!("{url} {} {key} {lim} {mode}", queues.join(","));
     Process(
         Command::new(std::env::current_exe().unwrap())
             .args([
@@ -142,8 +148,30 @@ fn max_overlap(entries: &[String]) -> (usize, usize) {
     (max as usize, unended)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_shared_limit_of_5_holds_over_3_queues_and_3_processes_with_a_holder_killed() {
+/// The killed holders' lease deadlines, by job id, from a queue limiter's holders
+/// (`<queue shard base><id>.<lease token>`, renewed until the kill).
+fn holder_deadlines(server: &RedisServer, lim: &str) -> std::collections::HashMap<String, i64> {
+    let held: Vec<(String, f64)> = redis::cmd("ZRANGE")
+        .arg(format!("tideq:{{#lim:{lim}}}:hold"))
+        .arg(0)
+        .arg(-1)
+        .arg("WITHSCORES")
+        .query(&mut server.conn())
+        .unwrap();
+    held.into_iter()
+        .filter_map(|(member, at)| {
+            let rest = member.split_once("}:")?.1;
+            let mut parts = rest.rsplitn(3, '.');
+            let (_, _, id) = (parts.next()?, parts.next()?, parts.next()?);
+            Some((id.to_string(), at as i64))
+        })
+        .collect()
+}
+
+/// 3 queues share a concurrency limit of 5, taken by the handlers (`by_queue` false) or by the
+/// queues' fetches (`Queue::set_limiter`); a process holding slots is SIGKILLed, then 3 worker
+/// processes run every job. The ledger never shows more than 5 at once, and shows 5.
+async fn a_shared_limit_of_5_over_3_queues_and_3_processes(by_queue: bool) {
     let server = RedisServer::start();
     let client = Client::open(&server.url).unwrap();
     let lim = unique("shared");
@@ -154,13 +182,23 @@ async fn a_shared_limit_of_5_holds_over_3_queues_and_3_processes_with_a_holder_k
         .map(|n| Queue::new(&client, n, QueueOptions::default()).unwrap())
         .collect();
     for q in &queues {
+        if by_queue {
+            q.set_limiter(Some(&lim)).await.unwrap();
+        }
         let jobs: Vec<(Vec<u8>, EnqueueOptions)> = (0..100)
             .map(|_| (b"x".to_vec(), Default::default()))
             .collect();
         q.enqueue_many(&jobs).await.unwrap();
     }
     let key = unique("ledger");
-    let mut killed = spawn(&server.url, &names, &key, &lim, true);
+    let mode = |m: &str| {
+        if by_queue {
+            format!("q{m}")
+        } else {
+            m.to_string()
+        }
+    };
+    let mut killed = spawn(&server.url, &names, &key, &lim, &mode("hang"));
     let held = |server: &RedisServer| -> Vec<String> {
         redis::cmd("LRANGE")
             .arg(&key)
@@ -182,8 +220,9 @@ async fn a_shared_limit_of_5_holds_over_3_queues_and_3_processes_with_a_holder_k
         .unwrap();
     assert!(ok.success());
     let _ = killed.0.wait();
+    let deadlines = holder_deadlines(&server, &lim);
     let _workers: Vec<Process> = (0..3)
-        .map(|_| spawn(&server.url, &names, &key, &lim, false))
+        .map(|_| spawn(&server.url, &names, &key, &lim, &mode("run")))
         .collect();
     assert!(
         wait_for(Duration::from_secs(120), || async {
@@ -195,7 +234,23 @@ async fn a_shared_limit_of_5_holds_over_3_queues_and_3_processes_with_a_holder_k
         })
         .await
     );
-    let entries = held(&server);
+    // A queue's killed holders: their deadline, as the limiter had it.
+    let entries: Vec<String> = held(&server)
+        .into_iter()
+        .map(|e| {
+            let f: Vec<&str> = e.split(' ').collect();
+            match (f[0], f.get(2)) {
+                ("s", Some(&"0")) if f[1].ends_with('h') => {
+                    let id = f[1].rsplit_once('-').unwrap().0;
+                    let at = deadlines
+                        .get(id)
+                        .unwrap_or_else(|| panic!("no holder for {id}"));
+                    format!("s {} {at} {}", f[1], f[3])
+                }
+                _ => e,
+            }
+        })
+        .collect();
     let (max, unended) = max_overlap(&entries);
     assert!(max <= 5, "{max} holders at once (limit 5)");
     // The limit was reached, not just respected by a slow run, and the killed holder's slots
@@ -213,6 +268,17 @@ async fn a_shared_limit_of_5_holds_over_3_queues_and_3_processes_with_a_holder_k
         "ledger: {} holdings, most at once {max}, {unended} killed holders, {snoozed} snoozes",
         entries.len() / 2
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shared_limit_of_5_holds_over_3_queues_and_3_processes_with_a_holder_killed() {
+    a_shared_limit_of_5_over_3_queues_and_3_processes(false).await;
+}
+
+/// The same through the queues: no handler acquires, the fetches do; none is snoozed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_queue_limit_of_5_holds_over_3_queues_and_3_processes_with_a_worker_killed() {
+    a_shared_limit_of_5_over_3_queues_and_3_processes(true).await;
 }
 
 #[test]

@@ -311,6 +311,8 @@ test('mounted under /tideq in the Express example, behind its cookie login: ever
     await until(() => page.eval('document.querySelectorAll("button[data-requeue]").length === 1'), 'the Requeue button');
     await page.eval('window.confirm = () => true; document.querySelector(\'button[data-requeue="dead-m"]\').click()');
     await until(async () => (await queue.get('dead-m'))?.state === 'ready', 'dead-m back to ready in Redis');
+    // Redis changes before the browser reports the response: wait for its report too.
+    await until(() => responses.some((r) => r.url.pathname.endsWith('/requeue')), 'the requeue response');
 
     const api = responses.filter((r) => r.url.pathname.startsWith('/tideq/api/'));
     assert.ok(api.some((r) => r.url.pathname === '/tideq/api/overview'), 'the overview was read');

@@ -21,6 +21,11 @@ test('a diamond runs its last job once after both, with their results', async ()
   const b = await queue.get('b');
   assert.equal(b.state, 'waiting');
   assert.equal(b.childrenPending, 1);
+  assert.deepEqual(b.parents.map((p) => p.id), ['d']);
+  const a = await queue.get('a');
+  assert.deepEqual(a.parents.map((p) => p.id).sort(), ['b', 'c'], 'a reports to both');
+  assert.equal(a.parent.id, a.parents[0].id);
+  assert.deepEqual((await queue.enqueue(Buffer.from('x')).then(({ id }) => queue.get(id))).parents, []);
   const order = [];
   const worker = queue.work({
     double: (n, job) => { order.push(job.id); return 2 * n; },

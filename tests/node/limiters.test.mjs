@@ -88,3 +88,26 @@ test('bad arguments are refused with nothing written', async () => {
   await lim.concurrent('c', 2);
   await assert.rejects(lim.acquire('c', 2), /its cost is 1/);
 });
+
+test('a queue naming a limiter starts no more than it allows, across queues; null stops it', async () => {
+  const { client, queue: a } = freshJobQueue(redis.url);
+  const b = new tideq.Queue(`${a.name}-b`, { client });
+  const lim = new tideq.Limiter(client);
+  await lim.concurrent('db', 3, 60_000);
+  for (const q of [a, b]) {
+    await q.setLimiter('db');
+    assert.equal(await q.limiterName(), 'db');
+    await q.enqueueMany(Array.from({ length: 5 }, () => Buffer.from('x')));
+  }
+  const first = await a.leaseJobs(2);
+  assert.equal(first.length, 2);
+  assert.equal((await b.leaseJobs(5)).length, 1, 'one slot left of 3');
+  await a.complete(first[0]);
+  assert.equal((await b.leaseJobs(5)).length, 1, 'a completed job gave its slot back');
+  await b.setLimiter(null);
+  assert.equal(await b.limiterName(), null);
+  assert.equal((await b.leaseJobs(5)).length, 3);
+  await assert.rejects(() => a.setLimiter('nosuch'), (e) => e.code === 'INVALID_ARGUMENT' && /no limiter named "nosuch"/.test(e.message));
+  await assert.rejects(() => a.setLimiter(5), (e) => e.code === 'INVALID_ARGUMENT');
+  assert.equal(await a.limiterName(), 'db', 'a refused change wrote nothing');
+});

@@ -33,6 +33,10 @@ def test_a_diamond_runs_its_last_job_once_after_both_with_their_results(client, 
     assert (made.id, made.created) == (d, True)
     info = q.get(b)
     assert info is not None and info.state == "waiting" and info.children_pending == 1
+    assert [p[1] for p in info.parents] == [d]
+    first = q.get(a)
+    assert first is not None and sorted(p[1] for p in first.parents) == [b, c]  # a reports to both
+    assert first.parent == first.parents[0]
     worker = q.work_tasks()
     # a = 2 * 1; b and c each add up [a]; d adds up [b, c].
     assert q.wait(d, timeout=20) == 4

@@ -120,3 +120,36 @@ def test_a_cost_above_one_on_a_concurrency_limiter_is_refused(client, name):
     lim.concurrent(name, 3)
     with pytest.raises(tideq.InvalidArgumentError, match="its cost is 1"):
         lim.acquire(name, cost=2)
+
+
+def test_a_queue_naming_a_limiter_starts_no_more_than_it_allows_across_queues(client, name):
+    lim = tideq.Limiter(client)
+    lim.concurrent(name, 3, lease=60)
+    a, b = tideq.Queue(name + "-a", client), tideq.Queue(name + "-b", client)
+    for q in (a, b):
+        q.set_limiter(name)
+        assert q.limiter_name() == name
+        q.enqueue_many([b"x"] * 5)
+    first = a.lease_jobs(2, lease=30)
+    assert len(first) == 2
+    assert len(b.lease_jobs(5, lease=30)) == 1  # one slot left of 3
+    a.complete(first[0])
+    assert len(b.lease_jobs(5, lease=30)) == 1  # a completed job gave its slot back
+    b.set_limiter(None)
+    assert b.limiter_name() is None
+    assert len(b.lease_jobs(5, lease=30)) == 3
+    with pytest.raises(tideq.InvalidArgumentError, match='no limiter named "nosuch"'):
+        a.set_limiter("nosuch")
+    assert a.limiter_name() == name  # a refused change wrote nothing
+
+
+def test_async_queue_set_limiter(client, name):
+    async def main() -> None:
+        await tideq.AsyncLimiter(client).window(name, 1, per=60)
+        q = tideq.AsyncQueue(name, client)
+        await q.set_limiter(name)
+        assert await q.limiter_name() == name
+        await q.enqueue_many([b"x"] * 2)
+        assert len(await q.lease_jobs(2, lease=30)) == 1
+
+    asyncio.run(main())

@@ -896,6 +896,10 @@ class JobInfo:
     def parent(self) -> Optional[tuple[str, str]]:
         """A flow's child: its parent, as ``(queue, id)``; None otherwise."""
     @property
+    def parents(self) -> list[tuple[str, str]]:
+        """Every job this one's outcome is reported to, as ``(queue, id)``: its parent in a flow,
+        each job that runs after it in a graph; empty for any other job."""
+    @property
     def children_pending(self) -> Optional[int]:
         """A flow's job waiting for its children: how many have not finished yet; None otherwise."""
     @property
@@ -2216,6 +2220,13 @@ class Queue:
         starts. Bad values raise ``InvalidArgumentError`` and change nothing."""
     def limits(self) -> Limits:
         """The queue's limits."""
+    def set_limiter(self, name: Optional[str]) -> None:
+        """Make every start of this queue's jobs take from the shared limiter ``name`` (defined
+        with ``Limiter``), across its workers and every queue that names it; None stops it. A
+        concurrency limiter's slot is held while the job runs. Jobs over the limit stay ready, in
+        their place. A limiter never defined raises ``InvalidArgumentError``; nothing is written."""
+    def limiter_name(self) -> Optional[str]:
+        """The shared limiter this queue's starts take from, or None."""
     def set_group_limits(
         self, group: str, *, concurrency: Optional[int] = None, rate: Optional[Rate] = None
     ) -> None:

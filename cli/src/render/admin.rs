@@ -112,6 +112,7 @@ pub fn job_json(j: &JobInfo, how: Option<Payload>) -> Value {
         "progress": progress,
         "progress_format": progress_kind,
         "parent": j.parent.as_ref().map(|p| json!({"queue": p.queue, "id": p.id})),
+        "parents": j.parents.iter().map(|p| json!({"queue": p.queue, "id": p.id})).collect::<Vec<_>>(),
         "children_pending": j.children_pending,
         "started_at": j.started_at,
         "run_ms": j.run_ms,
@@ -203,7 +204,14 @@ pub fn job(j: &JobInfo, how: Option<Payload>, json: bool) -> String {
         ("group", opt(j.group.as_ref())),
         ("last_error", opt(j.last_error.as_ref())),
     ]);
-    if let Some(p) = &j.parent {
+    if j.parents.len() > 1 {
+        let all: Vec<String> = j
+            .parents
+            .iter()
+            .map(|p| format!("{} (queue {})", p.id, p.queue))
+            .collect();
+        items.push(("parents", all.join(", ")));
+    } else if let Some(p) = &j.parent {
         items.push(("parent", format!("{} (queue {})", p.id, p.queue)));
     }
     if let Some(n) = j.children_pending {

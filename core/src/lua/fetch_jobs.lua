@@ -33,7 +33,8 @@
   KEYS[46] attempts hash   KEYS[47] logs hash   KEYS[48] lg (prefix of job log lists)
   KEYS[49] tasks set (task names tracked)   KEYS[50] tstat hash (per-task totals)
   KEYS[51] tm (prefix of the per-task 10-minute snapshots)   KEYS[52] th (of the hourly ones)
-  ARGV[1] lease ms   ARGV[2] most jobs to lease (0 = maintenance only)
+  ARGV[1] lease ms   ARGV[2] most jobs to lease (0 = maintenance only), or "<n>|<limiter>": n
+  taken from the queue's shared limiter (a queue that names one leases nothing without it)
   ARGV[3] most expired leases to recover (0: this call skips the upkeep that goes by time:
   expired leases, stale cancel requests and the completed jobs' age; a worker busy leasing does
   it a few times a second, not on every call)   ARGV[4] most delayed jobs to promote (<= 1000)
@@ -52,7 +53,8 @@
   pending; acks = per ack pair, 1 completed, 2 already completed, -1 lease lost; lost = popped ids
   whose envelope or meta was missing (removed and counted) plus unreadable records
   dead-lettered; now = the Redis time (ms) of the leases (the jobs' start); bits: 1 the queue
-  (shard) has schedules, 2 its outbox holds flow notices to relay, 4 it holds flow jobs. ]]
+  (shard) has schedules, 2 its outbox holds flow notices to relay, 4 it holds flow jobs;
+  limiter = the shared limiter the queue names ("" none; see ARGV[2]). ]]
 --#include lib/chunked.lua
 --#include lib/base.lua
 --#include lib/meta.lua
@@ -204,8 +206,16 @@ if C.recheck then
   end
 end
 
--- How many may start now: the batch, within the queue's concurrency cap and start rate.
+-- How many may start now: the batch, within the queue's concurrency cap and start rate. A queue
+-- that names a shared limiter starts only what the caller took from it ("<n>|<limiter>"): none
+-- for a caller that took from no limiter or another (the reply names the queue's).
 local want = tonumber(ARGV[2])
+if not want then
+  local n, by = string.match(ARGV[2], '^(%d+)|(.*)$')
+  want = (not C.limiter or by == C.limiter) and tonumber(n) or 0
+elseif C.limiter then
+  want = 0
+end
 local rate_n, rate_ms, rate_b = parse_rate(C.rate)
 -- A token bucket's state ("tat", see lib/control.lua), read only when the rate is one.
 local rtat = rate_b and redis.call('HGET', K.cfg, 'rtat')
@@ -492,7 +502,7 @@ if not K.no_flows then
   local f = redis.call('EXISTS', K.fout, K.fout, K.fhold)
   if f == 1 then bits = bits + 4 elseif f >= 2 then bits = bits + 2 + (f == 3 and 4 or 0) end
 end
-if #leased > 0 then return { leased, 0, acks, lost, now, bits } end
+if #leased > 0 then return { leased, 0, acks, lost, now, bits, C.limiter or '' } end
 -- The last acks of a busy spell (sent without upkeep) still trim the completed jobs by age.
 if not upkeep and #acks > 0 then trim_done_aged(K, now, P) end
 local wake_in = -1
@@ -534,4 +544,4 @@ if bits >= 4 then
     if wake_in < 0 or wake_in > due then wake_in = due end
   end
 end
-return { leased, wake_in, acks, lost, now, bits }
+return { leased, wake_in, acks, lost, now, bits, C.limiter or '' }

@@ -64,11 +64,12 @@ fn every_key_a_header_names_is_one_the_rust_side_builds() {
         "count_capped_groups.lua",
         "capped_group_page.lua",
     ];
-    const LIMITER: [&str; 4] = [
+    const LIMITER: [&str; 5] = [
         "set_limiter.lua",
         "acquire_limit.lua",
         "release_limit.lua",
         "extend_limit.lua",
+        "limit_batch.lua",
     ];
     let jobs = JobKeys::new("tideq", "q").unwrap();
     let capped = CappedKeys::new("tideq", "q").unwrap();

@@ -341,6 +341,7 @@ impl TestMode {
                 result: j.result,
                 progress: j.progress,
                 parent: None,
+                parents: Vec::new(),
                 children_pending: None,
                 started_at: None,
                 run_ms: None,

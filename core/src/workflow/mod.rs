@@ -307,7 +307,16 @@ impl Job {
 /// A child's parent from its notice head (`"<policy>\t<parent base>\t<parent id>\t..."`; a
 /// graph's job that several wait for has one head per line: the first is shown).
 pub(crate) fn parent_of(head: &str) -> Option<FlowRef> {
-    let head = head.split('\n').next()?;
+    parents_of(head).into_iter().next()
+}
+
+/// Every parent a child's notice heads name (one per line: a graph's job that others run after
+/// reports to each of them).
+pub(crate) fn parents_of(heads: &str) -> Vec<FlowRef> {
+    heads.split('\n').filter_map(one_parent).collect()
+}
+
+fn one_parent(head: &str) -> Option<FlowRef> {
     let mut parts = head.splitn(4, '\t');
     let (_, base, id) = (parts.next()?, parts.next()?, parts.next()?);
     Some(FlowRef {

@@ -281,7 +281,9 @@
         row({ delayed: 'due', active: 'lease until', dead: 'died', completed: 'finished' }[j.state] || 'since', when(j.state_since_or_until)),
         row('priority', j.priority ?? '–'),
         row('group', j.group ?? '–'),
-        j.parent ? row('parent', [jobLink(j.parent.queue, j.parent.id), ` (queue ${j.parent.queue})`], { dataset: { field: 'parent' } }) : null,
+        (j.parents || []).length > 1
+          ? row('parents', j.parents.flatMap((p, i) => [i ? ', ' : '', jobLink(p.queue, p.id), ` (queue ${p.queue})`]), { dataset: { field: 'parent' } })
+          : j.parent ? row('parent', [jobLink(j.parent.queue, j.parent.id), ` (queue ${j.parent.queue})`], { dataset: { field: 'parent' } }) : null,
         j.children_pending !== null && j.children_pending !== undefined
           ? row('children pending', num(j.children_pending), { dataset: { field: 'children_pending' } })
           : null,
