@@ -786,6 +786,16 @@ export declare class Queue {
   /** The queue's limits (`null` fields: no limit). */
   limits(): Promise<Limits>
   /**
+   * Makes every start of this queue's jobs take from the shared limiter `name` (defined with
+   * `Limiter`), across its workers and every queue that names it; `null` stops it. A
+   * concurrency limiter's slot is held while the job runs. Jobs over the limit stay ready, in
+   * their place. Rejects with `INVALID_ARGUMENT` (nothing written) for a limiter never
+   * defined.
+   */
+  setLimiter(name: string | null): Promise<void>
+  /** The shared limiter this queue's starts take from, or `null`. */
+  limiterName(): Promise<string | null>
+  /**
    * Sets one group's own limits, replacing both: a key left out (or `null`) falls back to
    * the queue's default (`groupConcurrency` / `groupRate` of `setLimits`). Rejects with
    * `INVALID_ARGUMENT` (nothing written) on a bad group name or limit.

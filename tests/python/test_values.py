@@ -165,9 +165,9 @@ def test_to_dict_converts_nested_value_objects_and_keeps_results_as_decoded(pair
     assert kid["parent"] == (by_class["ChildResult"].queue, "parent")
     assert by_class["Limits"].to_dict() == {
         "max_active": 5,
-        "rate": {"max": 10, "per_seconds": 1.0},
+        "rate": {"max": 10, "per_seconds": 1.0, "burst": None},
         "group_concurrency": None,
-        "group_rate": {"max": 2, "per_seconds": 0.5},
+        "group_rate": {"max": 2, "per_seconds": 0.5, "burst": None},
     }
     schedule = by_class["ScheduleInfo"].to_dict()
     assert schedule["backoff"] == {"kind": "fixed", "base": 2.0, "max": 2.0, "jitter": False}

@@ -3150,6 +3150,13 @@ class AsyncQueue:
         starts. Bad values raise ``InvalidArgumentError`` and change nothing."""
     def limits(self) -> Coroutine[Any, Any, Limits]:
         """The queue's limits."""
+    def set_limiter(self, name: Optional[str]) -> Coroutine[Any, Any, None]:
+        """Make every start of this queue's jobs take from the shared limiter ``name`` (defined
+        with ``Limiter``), across its workers and every queue that names it; None stops it. A
+        concurrency limiter's slot is held while the job runs. Jobs over the limit stay ready, in
+        their place. A limiter never defined raises ``InvalidArgumentError``; nothing is written."""
+    def limiter_name(self) -> Coroutine[Any, Any, Optional[str]]:
+        """The shared limiter this queue's starts take from, or None."""
     def set_group_limits(
         self, group: str, *, concurrency: Optional[int] = None, rate: Optional[Rate] = None
     ) -> Coroutine[Any, Any, None]:
