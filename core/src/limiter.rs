@@ -25,7 +25,6 @@ pub const MAX_LIMITER_PERIOD: Duration = Duration::from_secs(7 * 24 * 3600);
 /// ([`acquire`](Self::acquire)). Cheap to clone.
 ///
 /// ```no_run
-/// # #![recursion_limit = "256"]
 /// # async fn charge(client: &tideq::Client) -> Result<Option<Vec<u8>>, tideq::HandlerError> {
 /// let limiter = client.limiter();
 /// // At most 5 calls to Stripe at once, over every queue and process.
@@ -83,8 +82,9 @@ impl Limiter {
     ) -> Result<T> {
         let mut cmd = script.cmd(&keys.for_script(script));
         cmd.arg(args);
-        self.client
-            .eval(&cmd, script)
+        // Boxed: a caller's future stays small (rustc's default query depth held a `main` that
+        // awaited a limiter call and a worker at once).
+        Box::pin(self.client.eval(&cmd, script))
             .await
             .map_err(|e| e.context(&format!("limiter {name:?}: {op}")))
     }
