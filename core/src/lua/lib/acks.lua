@@ -69,9 +69,9 @@ local function complete_leases(K, C, now, P, first, aged)
         if waited then done[#done + 1] = { id, enq, res[j] and 'r' .. res[j] or 'c' } end
         if P.keep > 0 then
           newmeta[#newmeta + 1] = id
-          local started, worker, recorded = run_of(runs[j])
+          local started, worker, recorded, started_text = run_of(runs[j])
           local cm = meta_of('c', a, mx, enq, nows)
-          if started then cm = cm .. '|' .. started .. '|' .. (worker or '') end
+          if started then cm = cm .. '|' .. started_text .. '|' .. (worker or '') end
           newmeta[#newmeta + 1] = cm
           -- An attempt after others (failed, lost), or one a renewal recorded as under way: its
           -- record joins theirs.

@@ -43,13 +43,14 @@ local function add_attempts(K, recs)
 end
 
 -- The optional tail of a fail or ack: "<start ms>~<worker id>" -> start (number or nil), worker
--- (string or nil), and whether a renewal recorded the attempt as under way (an ack's tail then
--- starts with "!").
+-- (string or nil), whether a renewal recorded the attempt as under way (an ack's tail then
+-- starts with "!"), and the start as given (a string: written back as it came, since turning a
+-- Lua number into text goes through a float format, ~1,200 instructions).
 local function run_of(tail)
   if not tail or tail == '' then return nil, nil, false end
   local rec, s, w = string.match(tail, '^(!?)(%d*)~(.*)$')
   if not s then return nil, nil, false end
-  return tonumber(s), (w ~= '' and w or nil), rec == '!'
+  return tonumber(s), (w ~= '' and w or nil), rec == '!', s
 end
 
 -- Deletes jobs' attempts and logs (with the rest of their data, see forget).
