@@ -243,6 +243,7 @@ async fn a_queue_bucket_starts_its_burst_then_its_refill_rate_within_5_percent_o
         .filter(|t| **t <= Duration::from_secs(secs))
         .count() as f64;
     let expected = f64::from(burst) + f64::from(refill) * secs as f64;
+    eprintln!("queue bucket: {within} starts in {secs} s, expected {expected}");
     assert!(
         (within - expected).abs() <= expected * 0.05,
         "{within} starts in {secs} s, expected {expected} ± 5%"

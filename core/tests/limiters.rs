@@ -275,6 +275,7 @@ async fn a_bucket_allows_its_burst_then_its_refill_rate_within_5_percent_over_30
         total += c.await.unwrap();
     }
     let expected = capacity as f64 + refill * secs as f64;
+    eprintln!("bucket: {total} acquired in {secs} s, expected {expected}");
     assert!(
         (total as f64 - expected).abs() <= expected * 0.05,
         "{total} acquired in {secs} s, expected {expected} ± 5%"
