@@ -52,6 +52,7 @@ test('enqueue resolves with the id, get reads the job back, and an existing id c
     progress: null,
     progressBytes: null,
     parent: null,
+    parents: [],
     childrenPending: null,
     startedAt: null,
     runMs: null,
