@@ -43,10 +43,12 @@ def test_a_rotated_password_reauthenticates_and_loses_no_job(private_redis):
             seen.add(job.id)
 
     jobs = 600
+    before = 0
     worker = q.work(handler, concurrency=4)
     try:
         for i in range(jobs):
             if i == jobs // 2:
+                before = len(calls)
                 command(url, "ACL", "SETUSER", user, ">new")
                 current["password"] = "new"
                 command(url, "ACL", "SETUSER", user, "<old")
@@ -65,7 +67,8 @@ def test_a_rotated_password_reauthenticates_and_loses_no_job(private_redis):
     stats = q.stats()
     assert stats.completed == jobs and len(seen) == jobs
     assert (stats.ready, stats.active, stats.dead) == (0, 0, 0)
-    assert len(calls) >= 4, calls  # shared and listener connections, before and after
+    # How many connections a worker holds at the kill varies; each one killed logs in again.
+    assert before >= 1 and len(calls) > before, (before, calls)
 
 
 def test_a_coroutine_provider_is_asked_on_each_new_connection(private_redis):
