@@ -212,3 +212,26 @@ async fn a_limiter_never_defined_or_a_bad_name_is_refused_and_nothing_is_written
         .unwrap();
     assert!(keys.is_empty(), "{keys:?}");
 }
+
+#[tokio::test]
+async fn a_fetch_whose_limiter_was_deleted_is_refused_naming_it_and_leases_nothing() {
+    let server = RedisServer::start();
+    let client = Client::open(&server.url).unwrap();
+    let lim = unique("gone");
+    client
+        .limiter()
+        .window(&lim, 5, Duration::from_secs(60))
+        .await
+        .unwrap();
+    let q = queue(&client);
+    q.set_limiter(Some(&lim)).await.unwrap();
+    fill(&q, 3).await;
+    let _: () = redis::cmd("DEL")
+        .arg(format!("tideq:{{#lim:{lim}}}:lim"))
+        .query(&mut server.conn())
+        .unwrap();
+    let e = q.lease_jobs(3, LEASE).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+    assert!(e.to_string().contains("which is not defined"), "{e}");
+    assert_eq!(q.stats().await.unwrap().ready, 3, "nothing leased");
+}
