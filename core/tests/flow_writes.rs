@@ -143,6 +143,55 @@ async fn a_flow_refused_for_a_taken_child_id_writes_nothing_on_any_of_its_queues
     assert_eq!(keys_of(&server, fresh.name()), Vec::<String>::new());
 }
 
+/// A flow enqueued while one of its queues is being obliterated is refused (as `enqueue` is),
+/// and writes nothing on any of its queues: no job of it comes back into the queue being
+/// deleted, nor lingers, held, in the others.
+#[tokio::test]
+async fn a_flow_enqueued_while_its_queue_is_being_obliterated_is_refused_and_writes_nothing() {
+    let server = RedisServer::start();
+    let client = Client::open(&server.url).unwrap();
+    let roots = Queue::new(&client, &unique("roots"), QueueOptions::default()).unwrap();
+    let going = Queue::new(&client, &unique("going"), QueueOptions::default()).unwrap();
+    // The mark obliterate sets on each shard before it deletes anything.
+    let cfg = format!("tideq:{{{}}}:cfg", going.name());
+    let _: () = redis::cmd("HSET")
+        .arg(&cfg)
+        .arg("obliterating")
+        .arg("1")
+        .query(&mut server.conn())
+        .unwrap();
+    let before = keys_of(&server, going.name());
+    for (q, flow) in [
+        // Its child on the queue being obliterated (written held, before the root)...
+        (&roots, node("r1").child(node("c1").on(&going))),
+        // ... and its root there (the flow's last write).
+        (&going, node("r2").child(node("c2").on(&roots))),
+        // ... and all of it there (one call).
+        (&going, node("r3").child(node("c3"))),
+    ] {
+        let e = q.enqueue_flow(flow).await.unwrap_err();
+        assert!(e.to_string().contains("being obliterated"), "{e}");
+    }
+    assert_eq!(keys_of(&server, going.name()), before);
+    // The held child written before its root was refused is dropped at once: no job is left
+    // (only the queue's settings and counters, which a write leaves).
+    let left = keys_of(&server, roots.name());
+    assert!(
+        left.iter()
+            .all(|k| k.ends_with(":cfg") || k.ends_with(":stats") || k.contains(":hist:")),
+        "{left:?}"
+    );
+    let s = roots.stats().await.unwrap();
+    assert_eq!(
+        (s.ready, s.delayed, s.active, s.waiting),
+        (0, 0, 0, 0),
+        "{s:?}"
+    );
+    // A plain enqueue is refused the same way.
+    let e = going.enqueue(b"x", id("p")).await.unwrap_err();
+    assert!(e.to_string().contains("being obliterated"), "{e}");
+}
+
 /// A parent of more children than one call passes inline (here a held one, on another queue
 /// than the root) gets its whole list, in order, and runs once after them.
 #[tokio::test]

@@ -22,6 +22,7 @@
     root ("<root id>\t<root base>", for a held job), its children ("<base>\t<id>\t<queue>"
     lines; "" when staged), the token of its staged children list ("" none), "1" remember the
     id in idem (an explicit id, the idempotency window on)
+  An error while the queue is being obliterated (cfg "obliterating"): nothing written.
   Returns: { 1, "" } written, { 0, id }: that id exists or is remembered (nothing written), or
   { -1, id }: the staged children list of that job is missing or incomplete (nothing written). ]]
 --#include lib/chunked.lua
@@ -36,6 +37,9 @@
 local W, B = 14, 2
 local now = now_ms()
 local nows = tostring(now)
+if redis.call('HEXISTS', K.cfg, 'obliterating') == 1 then
+  return redis.error_reply('tideq: the queue is being obliterated; enqueue again once it is done')
+end
 local n = tonumber(ARGV[1])
 local ids = {}
 for i = 1, n do ids[i] = ARGV[B + (i - 1) * W] end

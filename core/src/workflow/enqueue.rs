@@ -123,8 +123,12 @@ impl Queue {
                 return Ok(created(false));
             }
             Err(e) => {
-                // The root may have been written all the same (a reply lost): the workers settle
-                // the held jobs by whether it exists.
+                // Refused by Redis (say, the root's queue is being obliterated): the root was not
+                // written, and its held jobs go now. With no answer, it may have been written all
+                // the same (a reply lost): the workers settle the held jobs by whether it exists.
+                if e.kind() != crate::error::ErrorKind::Connection {
+                    self.drop_held(&nodes, &written, &staged).await;
+                }
                 return Err(e);
             }
         }
