@@ -38,7 +38,8 @@ fn target(queue: &str, group: &Option<String>) -> String {
 /// `tideq limits QUEUE`.
 pub(crate) async fn limits(c: &Conn, queue: &str, json: bool) -> Outcome {
     let q = existing_job_queue(c, queue).await?;
-    print(&render::limits(&q.limits().await?, json));
+    let (limits, limiter) = tokio::try_join!(q.limits(), q.limiter_name())?;
+    print(&render::limits(&limits, limiter.as_deref(), json));
     Ok(())
 }
 

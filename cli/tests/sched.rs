@@ -219,6 +219,52 @@ fn a_limit_edited_in_the_dashboard_is_what_tideq_limits_shows() {
 }
 
 #[test]
+fn a_queue_naming_a_shared_limiter_shows_it_in_tideq_limits_and_the_dashboard() {
+    let redis = Redis::start();
+    let q = redis.queue("sq");
+    let rt = rt();
+    rt.block_on(async {
+        q.client()
+            .limiter()
+            .concurrent("stripe", 5, Duration::from_secs(30))
+            .await
+            .unwrap();
+        q.enqueue(b"x", EnqueueOptions::default()).await.unwrap();
+    });
+    let text = ok(redis.tideq(&["limits", "sq"]));
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("limiter") && l.ends_with('-')),
+        "{text}"
+    );
+    rt.block_on(q.set_limiter(Some("stripe"))).unwrap();
+    let text = ok(redis.tideq(&["limits", "sq"]));
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("limiter") && l.ends_with("stripe")),
+        "{text}"
+    );
+    assert_eq!(
+        json(redis.tideq(&["limits", "sq", "--json"]))["limiter"],
+        "stripe"
+    );
+    let d = Dashboard::start(&["--url", &redis.url], &[], &[]);
+    assert_eq!(
+        d.get("/api/queues/sq").json()["limits"]["limiter"],
+        "stripe"
+    );
+    // Editing the queue's limits leaves its limiter, and the answer shows it.
+    let (status, v) = post_json(&d, "/api/queues/sq/limits", r#"{"max_active": 3}"#);
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["limits"]["limiter"], "stripe");
+    rt.block_on(q.set_limiter(None)).unwrap();
+    assert_eq!(
+        d.get("/api/queues/sq").json()["limits"]["limiter"],
+        Value::Null
+    );
+}
+
+#[test]
 fn bad_limits_from_the_dashboard_are_refused_and_write_nothing() {
     let redis = Redis::start();
     let q = redis.queue("bq");

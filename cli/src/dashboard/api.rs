@@ -152,9 +152,10 @@ pub async fn queue(
     let at = params.get("groups").map(String::as_str);
     let schedules_at = number(&params, "schedules", 0)?;
     let workers_at = number(&params, "workers", 0)?;
-    let (stats, limits, schedules, workers, page) = tokio::try_join!(
+    let (stats, limits, limiter, schedules, workers, page) = tokio::try_join!(
         q.stats(),
         q.limits(),
+        q.limiter_name(),
         q.schedules(),
         q.workers(),
         q.groups_page(at, GROUPS_SHOWN)
@@ -166,7 +167,7 @@ pub async fn queue(
         "shards": r.shards,
         "stats": render::stats_json(&stats),
         "paused": stats.paused,
-        "limits": render::limits_json(&limits),
+        "limits": render::limits_json(&limits, limiter.as_deref()),
         "schedules": render::schedules_json(listed(&schedules, schedules_at)),
         "schedules_total": schedules.len(),
         "schedules_offset": schedules_at,

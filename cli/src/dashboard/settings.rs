@@ -76,7 +76,8 @@ pub async fn set_limits(
     };
     change(&app, &queue, |q| async move {
         q.set_limits(limits).await?;
-        Ok(json!({ "limits": crate::render::limits_json(&q.limits().await?) }))
+        let (limits, limiter) = tokio::try_join!(q.limits(), q.limiter_name())?;
+        Ok(json!({ "limits": crate::render::limits_json(&limits, limiter.as_deref()) }))
     })
     .await
 }

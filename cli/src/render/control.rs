@@ -25,24 +25,27 @@ fn rate_text(r: &Option<Rate>) -> String {
     }
 }
 
-pub fn limits_json(l: &Limits) -> Value {
+/// A queue's limits, and the shared limiter its starts take from (`Queue::limiter_name`).
+pub fn limits_json(l: &Limits, limiter: Option<&str>) -> Value {
     json!({
         "max_active": l.max_active,
         "rate": rate_json(&l.rate),
         "group_concurrency": l.group_concurrency,
         "group_rate": rate_json(&l.group_rate),
+        "limiter": limiter,
     })
 }
 
-pub fn limits(l: &Limits, json: bool) -> String {
+pub fn limits(l: &Limits, limiter: Option<&str>, json: bool) -> String {
     if json {
-        return limits_json(l).to_string();
+        return limits_json(l, limiter).to_string();
     }
     pairs(&[
         ("max_active", opt(l.max_active)),
         ("rate", rate_text(&l.rate)),
         ("group_concurrency", opt(l.group_concurrency)),
         ("group_rate", rate_text(&l.group_rate)),
+        ("limiter", opt(limiter)),
     ])
 }
 

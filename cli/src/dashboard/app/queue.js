@@ -458,7 +458,7 @@
       el,
       h('h3', {}, 'Limits'),
       h('dl', { id: 'limits', class: 'counts' },
-        [['max active', l.max_active ?? '–'], ['rate', rate(l.rate)], ['group concurrency', l.group_concurrency ?? '–'], ['group rate', rate(l.group_rate)]]
+        [['max active', l.max_active ?? '–'], ['rate', rate(l.rate)], ['group concurrency', l.group_concurrency ?? '–'], ['group rate', rate(l.group_rate)], ['shared limiter', l.limiter ?? '–']]
           .map(([k, v]) => h('div', {}, h('dt', {}, k), h('dd', {}, String(v))))),
       h('h3', {}, 'Schedules', count(info.schedules_total)),
       listPager('schedules', info.schedules_offset, info.schedules.length, info.schedules_total),
