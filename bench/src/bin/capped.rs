@@ -199,10 +199,13 @@ async fn main() -> tideq::Result<()> {
     if let Some(e) = [&c1, &c64].into_iter().find_map(|c| c.as_ref().err()) {
         // No ratio over a ceiling that was not measured: say so and fail.
         eprintln!("bench: no ceiling, so no ratios: {e}");
+        // `exit` runs no destructors: stop a private redis-server first.
+        drop(redis);
         std::process::exit(1);
     }
     if results.len() < 3 {
         eprintln!("bench: {} of 3 runtimes gave results", results.len());
+        drop(redis);
         std::process::exit(1);
     }
     Ok(())

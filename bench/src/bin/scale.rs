@@ -535,6 +535,8 @@ async fn main() {
         println!("\nscale: 1 passed, 0 failed");
     } else {
         println!("\nscale: FAILED: {}", failed.join("; "));
+        // `exit` runs no destructors: stop the private redis-server first.
+        drop(redis);
         std::process::exit(1);
     }
 }
