@@ -365,3 +365,101 @@ async fn cluster_node_and_sentinel_primary_connections_ask_the_provider() {
     w.join().await;
     assert_eq!(info_u64(&setup.primary, "rejected_connections"), 0);
 }
+
+/// Issue 45, part 2, on a cluster: the ACL user's password is rotated on every node (ACLs are
+/// per node) while two workers drain a queue sharded over the three masters, and every node
+/// drops its clients. Every connection logs in again with the new password; no job is lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_password_rotated_on_every_cluster_node_reauthenticates_and_loses_no_job() {
+    const JOBS: usize = 600;
+    let cluster = RedisCluster::start();
+    let on_every_node = |args: &[&str]| {
+        for i in 0..cluster.nodes.len() {
+            let mut cmd = redis::cmd(args[0]);
+            for a in &args[1..] {
+                cmd.arg(*a);
+            }
+            cmd.query::<()>(&mut cluster.node(i)).unwrap();
+        }
+    };
+    on_every_node(&[
+        "ACL",
+        "SETUSER",
+        "app",
+        "reset",
+        "on",
+        ">old-pass",
+        "~*",
+        "&*",
+        "+@all",
+    ]);
+    let token = Token::new("old-pass");
+    let cfg = token
+        .provide(Config::cluster(cluster.nodes.clone()), "app")
+        .with_response_timeout(Duration::from_secs(5));
+    let client = Client::new(cfg).unwrap();
+    let q = Queue::sharded(&client, &unique("crot"), 3, QueueOptions::default()).unwrap();
+    let seen = Arc::new(Mutex::new(HashSet::new()));
+    let workers: Vec<_> = (0..2)
+        .map(|_| {
+            let seen = seen.clone();
+            q.work(
+                WorkerOptions {
+                    concurrency: 4,
+                    ..Default::default()
+                },
+                move |job: Job| {
+                    seen.lock().unwrap().insert(job.id.clone());
+                    async { Ok::<(), String>(()) }
+                },
+            )
+            .unwrap()
+        })
+        .collect();
+    let asked_before = token.calls();
+    for i in 0..JOBS {
+        if i == JOBS / 2 {
+            on_every_node(&["ACL", "SETUSER", "app", ">new-pass"]);
+            token.set(Ok("new-pass".to_string()));
+            on_every_node(&["ACL", "SETUSER", "app", "<old-pass"]);
+            on_every_node(&["CLIENT", "KILL", "USER", "app"]);
+        }
+        let job_id = format!("j{i}");
+        let mut tries = 0;
+        while let Err(e) = q.enqueue(b"x", id(&job_id)).await {
+            tries += 1;
+            assert!(tries < 50, "enqueue keeps failing: {e}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    let all = wait_for(Duration::from_secs(90), || async {
+        q.stats().await.ok().map(|s| s.completed as usize) == Some(JOBS)
+    })
+    .await;
+    let stats = q.stats().await.unwrap();
+    assert!(all, "{stats:?}");
+    assert_eq!(seen.lock().unwrap().len(), JOBS);
+    assert_eq!(
+        (stats.ready, stats.active, stats.dead),
+        (0, 0, 0),
+        "{stats:?}"
+    );
+    for w in &workers {
+        w.stop();
+    }
+    for w in workers {
+        w.join().await;
+    }
+    assert!(
+        token.calls() > asked_before,
+        "asked again after the rotation"
+    );
+    // The old password opens no node any more.
+    for url in &cluster.nodes {
+        let port = url.rsplit(':').next().unwrap();
+        let old = redis::Client::open(format!("redis://app:old-pass@127.0.0.1:{port}"))
+            .unwrap()
+            .get_connection();
+        assert!(old.is_err(), "{url}");
+    }
+}
