@@ -1657,8 +1657,10 @@ export declare function encodeEnvelope(envelope: Envelope): Buffer
  * The `encryption` option of `new Queue(name, options)`: AES-256-GCM over payloads, results,
  * progress, log lines and error texts before they reach Redis (ids, task names, groups and
  * priorities stay clear). `currentKey` is the key id new values are sealed with; `keys` maps key
- * ids to 32-byte keys; `keyProvider(keyId)` (synchronous: a `Buffer`/`Uint8Array` of 32 bytes, or
- * `null`) is asked for any other id, once per id (a tenant's keys). Keep old keys readable while
+ * ids to 32-byte keys; `keyProvider(keyId)` (a `Buffer`/`Uint8Array` of 32 bytes, `null`, or a
+ * Promise of one) is asked for any other id, once per id (a tenant's keys from a key service).
+ * An async provider is asked for the current key when it is first needed, not by the
+ * constructor. Keep old keys readable while
  * a new one is current to rotate without downtime. A bad key throws `INVALID_ARGUMENT` from the
  * constructor, before anything is written.
  */
@@ -1668,7 +1670,7 @@ export interface EncryptionOptions {
   /** Keys by id, each 32 bytes. */
   keys?: Record<string, Buffer | Uint8Array>
   /** Asked for a key id not in `keys`: its 32 bytes, or `null` when there is none. */
-  keyProvider?: (keyId: string) => Buffer | Uint8Array | null | undefined
+  keyProvider?: (keyId: string) => Buffer | Uint8Array | null | undefined | Promise<Buffer | Uint8Array | null | undefined>
 }
 
 /** What `enqueue` did. */

@@ -1,6 +1,7 @@
 //! Encryption at rest: the `encryption` queue option as the core's `tideq::Encryption`, with a
 //! `keyProvider` called on the JS thread (at once for the current key, then from the core's
-//! threads, once per other key id).
+//! threads, once per other key id; a Promise it returns is awaited on the JS thread while the
+//! core's thread waits for the answer).
 
 use std::time::Duration;
 
@@ -15,8 +16,10 @@ use crate::error::{invalid, Res};
 /// The `encryption` option of `new Queue(name, options)`: AES-256-GCM over payloads, results,
 /// progress, log lines and error texts before they reach Redis (ids, task names, groups and
 /// priorities stay clear). `currentKey` is the key id new values are sealed with; `keys` maps key
-/// ids to 32-byte keys; `keyProvider(keyId)` (synchronous: a `Buffer`/`Uint8Array` of 32 bytes, or
-/// `null`) is asked for any other id, once per id (a tenant's keys). Keep old keys readable while
+/// ids to 32-byte keys; `keyProvider(keyId)` (a `Buffer`/`Uint8Array` of 32 bytes, `null`, or a
+/// Promise of one) is asked for any other id, once per id (a tenant's keys from a key service).
+/// An async provider is asked for the current key when it is first needed, not by the
+/// constructor. Keep old keys readable while
 /// a new one is current to rotate without downtime. A bad key throws `INVALID_ARGUMENT` from the
 /// constructor, before anything is written.
 // Declared for the TypeScript definitions only; `encryption` reads the fields one by one.
@@ -29,7 +32,9 @@ pub struct EncryptionOptions {
     #[napi(ts_type = "Record<string, Buffer | Uint8Array>")]
     pub keys: Option<()>,
     /// Asked for a key id not in `keys`: its 32 bytes, or `null` when there is none.
-    #[napi(ts_type = "(keyId: string) => Buffer | Uint8Array | null | undefined")]
+    #[napi(
+        ts_type = "(keyId: string) => Buffer | Uint8Array | null | undefined | Promise<Buffer | Uint8Array | null | undefined>"
+    )]
     pub key_provider: Option<()>,
 }
 
@@ -55,17 +60,26 @@ pub(crate) fn encryption(what: &str, v: &Unknown) -> Res<tideq::Encryption> {
         })?;
     }
     let mut provider: Option<Box<tideq::crypt::KeyProvider>> = None;
+    // Whether the current key is left to its first use (an async provider's answer cannot be
+    // waited for on this thread).
+    let mut deferred = false;
     if let Some(f) = opts.get("keyProvider", function::<String>)? {
         let env = Env::from_raw(v.value().env);
         // The current key is asked for now, on this (the JS) thread.
         if !keys.iter().any(|(id, _)| *id == current) {
             let got: Unknown = f.call(current.clone())?;
-            let Some(k) = key_bytes(&got) else {
-                return Err(invalid(format!(
-                    "encryption key {current:?} is not available (keyProvider gave none)"
-                )));
-            };
-            keys.push((current.clone(), k));
+            if got.is_promise()? {
+                // Asked again at the first use; a rejection of this one is not left unhandled.
+                deferred = true;
+                answer(Ok(got), std::sync::mpsc::channel().0);
+            } else {
+                let Some(k) = key_bytes(&got) else {
+                    return Err(invalid(format!(
+                        "encryption key {current:?} is not available (keyProvider gave none)"
+                    )));
+                };
+                keys.push((current.clone(), k));
+            }
         }
         #[allow(deprecated)]
         let tsfn = {
@@ -83,15 +97,59 @@ pub(crate) fn encryption(what: &str, v: &Unknown) -> Res<tideq::Encryption> {
                 id.to_string(),
                 ThreadsafeFunctionCallMode::NonBlocking,
                 move |ret: Result<Unknown<'static>>, _env| {
-                    let _ = tx.send(ret.ok().as_ref().and_then(key_bytes));
+                    answer(ret, tx);
                     Ok(())
                 },
             );
             if status != Status::Ok {
                 return None;
             }
-            rx.recv_timeout(Duration::from_secs(10)).ok().flatten()
+            rx.recv_timeout(PROVIDER_TIMEOUT).ok().flatten()
         }));
     }
-    Ok(tideq::Encryption::new(&current, keys, provider)?)
+    let e = if deferred {
+        tideq::Encryption::deferred(&current, keys, provider)
+    } else {
+        tideq::Encryption::new(&current, keys, provider)
+    };
+    Ok(e?)
+}
+
+/// How long a core thread waits for the provider's answer (and its Promise's).
+const PROVIDER_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Sends what the provider gave (on the JS thread): its bytes now, or once its Promise settles
+/// (`None` when it rejects or gives no key).
+fn answer(ret: Result<Unknown<'_>>, tx: std::sync::mpsc::Sender<Option<Vec<u8>>>) {
+    let v = match ret {
+        Ok(v) => v,
+        Err(_) => {
+            let _ = tx.send(None);
+            return;
+        }
+    };
+    if !v.is_promise().unwrap_or(false) {
+        let _ = tx.send(key_bytes(&v));
+        return;
+    }
+    let p = unsafe { PromiseRaw::<Unknown>::from_napi_value(v.value().env, v.value().value) };
+    let Ok(p) = p else {
+        let _ = tx.send(None);
+        return;
+    };
+    let rejected = tx.clone();
+    let settled = p
+        .then(move |ctx| {
+            let _ = tx.send(key_bytes(&ctx.value));
+            Ok(())
+        })
+        .and_then(|then| {
+            then.catch(move |_: CallbackContext<Unknown>| {
+                let _ = rejected.send(None);
+                Ok(())
+            })
+        });
+    if let Err(e) = settled {
+        log::error!("tideq: keyProvider's Promise could not be awaited: {e}");
+    }
 }

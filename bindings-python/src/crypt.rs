@@ -27,22 +27,7 @@ impl Encryption {
         key_provider: Option<Py<PyAny>>,
     ) -> PyResult<Self> {
         let provider = key_provider.map(|f| -> Box<tideq::crypt::KeyProvider> {
-            Box::new(move |id: &str| {
-                Python::attach(|py| match f.call1(py, (id,)) {
-                    Ok(v) if v.is_none(py) => None,
-                    Ok(v) => match v.extract::<Vec<u8>>(py) {
-                        Ok(b) => Some(b),
-                        Err(e) => {
-                            log::error!("tideq: key_provider({id:?}) did not return bytes: {e}");
-                            None
-                        }
-                    },
-                    Err(e) => {
-                        log::error!("tideq: key_provider({id:?}) raised: {e}");
-                        None
-                    }
-                })
-            })
+            Box::new(move |id: &str| Python::attach(|py| provide(py, &f, id)))
         });
         tideq::Encryption::new(current_key, keys.unwrap_or_default(), provider)
             .map(Encryption)
@@ -57,5 +42,55 @@ impl Encryption {
 
     fn __repr__(&self) -> String {
         format!("Encryption(current_key={:?})", self.0.current_key())
+    }
+}
+
+/// One answer of the provider: its bytes, `None` (logged when it raised or gave no bytes). A
+/// coroutine is run to its end with `asyncio.run` on a thread of its own, so the caller's event
+/// loop, if this thread runs one, is neither needed nor blocked by a nested loop.
+fn provide(py: Python<'_>, f: &Py<PyAny>, id: &str) -> Option<Vec<u8>> {
+    let shown = |what: &str, e: PyErr| {
+        log::error!("tideq: key_provider({id:?}) {what}: {e}");
+        None
+    };
+    let mut out = match f.call1(py, (id,)) {
+        Ok(v) => v,
+        Err(e) => return shown("raised", e),
+    };
+    let asyncio = match py.import("asyncio") {
+        Ok(m) => m,
+        Err(e) => return shown("could not be awaited", e),
+    };
+    let is_coro = asyncio
+        .call_method1("iscoroutine", (&out,))
+        .and_then(|b| b.is_truthy())
+        .unwrap_or(false);
+    if is_coro {
+        let coro = out;
+        let ran = py.detach(move || {
+            std::thread::spawn(move || {
+                Python::attach(|py| {
+                    py.import("asyncio")
+                        .and_then(|a| a.call_method1("run", (coro,)))
+                        .map(|v| v.unbind())
+                })
+            })
+            .join()
+        });
+        out = match ran {
+            Ok(Ok(v)) => v,
+            Ok(Err(e)) => return shown("raised", e),
+            Err(_) => {
+                log::error!("tideq: key_provider({id:?}) did not finish");
+                return None;
+            }
+        };
+    }
+    if out.is_none(py) {
+        return None;
+    }
+    match out.extract::<Vec<u8>>(py) {
+        Ok(b) => Some(b),
+        Err(e) => shown("did not return bytes", e),
     }
 }

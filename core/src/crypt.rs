@@ -129,6 +129,25 @@ impl Encryption {
         K: Into<String>,
         V: AsRef<[u8]>,
     {
+        let e = Self::deferred(current, keys, provider)?;
+        e.with_cipher(current, |_| ())?;
+        Ok(e)
+    }
+
+    /// [`new`](Self::new), but a current key neither in `keys` nor known yet is asked of the
+    /// provider when it is first needed (the first value sealed), not now: for a provider that
+    /// cannot answer at once (Node's async `keyProvider`). A provider with no such key then fails
+    /// that first use with `INVALID_ARGUMENT` naming it, before anything is written.
+    pub fn deferred<I, K, V>(
+        current: &str,
+        keys: I,
+        provider: Option<Box<KeyProvider>>,
+    ) -> Result<Self>
+    where
+        I: IntoIterator<Item = (K, V)>,
+        K: Into<String>,
+        V: AsRef<[u8]>,
+    {
         let mut ciphers = HashMap::new();
         for (id, key) in keys {
             let id = id.into();
@@ -149,7 +168,6 @@ impl Encryption {
                 "the current key {current:?} is not in the keyring"
             )));
         }
-        e.with_cipher(current, |_| ())?;
         Ok(e)
     }
 

@@ -315,3 +315,51 @@ async fn a_schedules_payload_is_sealed_in_redis_and_its_fired_jobs_run_in_clear(
     let sealed = &keyless.schedules().await.unwrap()[0].payload;
     assert!(sealed.starts_with(b"TQE"), "{sealed:?}");
 }
+
+/// A key service reached asynchronously: the provider blocks its thread in place on the async
+/// call (as docs/encryption.md shows), and `deferred` leaves the current key to its first use.
+/// A current key the provider lacks fails that first enqueue naming it, writing nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_provider_backed_by_an_async_key_service_and_a_deferred_current_key() {
+    let server = RedisServer::start();
+    async fn key_service(id: String) -> Option<Vec<u8>> {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        (id == "a1").then(|| vec![5u8; 32])
+    }
+    let provider = |id: &str| {
+        let id = id.to_string();
+        tokio::task::block_in_place(|| tokio::runtime::Handle::current().block_on(key_service(id)))
+    };
+    let enc = Encryption::deferred(
+        "a1",
+        Vec::<(String, Vec<u8>)>::new(),
+        Some(Box::new(provider)),
+    )
+    .unwrap();
+    let name = unique("enc");
+    let q = queue(&server.url, &name, enc);
+    let id = q.enqueue("x", EnqueueOptions::default()).await.unwrap().id;
+    let w = q
+        .work(drained(), |j: Job| async move {
+            Ok::<Vec<u8>, String>(j.payload)
+        })
+        .unwrap();
+    assert_eq!(w.join().await.completed, 1);
+    assert_eq!(q.get(&id).await.unwrap().unwrap().result.unwrap(), b"x");
+    // The same provider without the current key: refused at the first use, nothing written.
+    let lacking = Encryption::deferred(
+        "a9",
+        Vec::<(String, Vec<u8>)>::new(),
+        Some(Box::new(provider)),
+    )
+    .unwrap();
+    let other = queue(&server.url, &unique("enc"), lacking);
+    let e = other
+        .enqueue("y", EnqueueOptions::default())
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind(), tideq::ErrorKind::InvalidArgument);
+    assert!(e.message().contains("\"a9\" is not available"), "{e}");
+    let keys: Vec<String> = server.conn().keys(format!("*{}*", other.name())).unwrap();
+    assert!(keys.iter().all(|k| k.ends_with(":shards")), "{keys:?}");
+}

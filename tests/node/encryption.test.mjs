@@ -66,3 +66,31 @@ test('bad keys throw INVALID_ARGUMENT at construction', () => {
   }
   assert.throws(() => new tideq.Queue('q', { url: redis.url, encryption: { currentKey: 'k1', keys: { k1: 'a string' } } }), TypeError);
 });
+
+test('an async keyProvider: its Promise is awaited for the current key and for old ones, and a rejection names the key', async () => {
+  const { queue, client } = freshJobQueue(redis.url, { maxAttempts: 1, encryption: { currentKey: 'k1', keys: { k1: key(1) } } });
+  await queue.enqueue(Buffer.from('old'), { id: 'old' });
+  // Like a key service's client: answers later, on the event loop.
+  const asked = [];
+  const keyService = async (id) => {
+    asked.push(id);
+    await new Promise((r) => setTimeout(r, 20));
+    return { k1: key(1), k2: key(2) }[id] ?? null;
+  };
+  const q = new tideq.Queue(queue.name, { client, maxAttempts: 1, encryption: { currentKey: 'k2', keyProvider: keyService } });
+  await q.enqueue(Buffer.from('new'), { id: 'new' });
+  const seen = [];
+  await q.run(async (job) => { seen.push(job.text()); return job.text().toUpperCase(); }, drained);
+  assert.deepEqual(seen.sort(), ['new', 'old']);
+  assert.deepEqual((await q.get('new')).result, 'NEW');
+  // Asked at construction (answer not awaited there), then at first use, then for k1.
+  assert.deepEqual(asked.filter((id) => id === 'k1'), ['k1']);
+  assert.ok(asked.includes('k2'), JSON.stringify(asked));
+  // An async provider with no current key: the first enqueue fails naming it, writing nothing.
+  const none = new tideq.Queue(queue.name, { client, encryption: { currentKey: 'k7', keyProvider: async () => null } });
+  await assert.rejects(none.enqueue(Buffer.from('x'), { id: 'x' }), (e) => e.code === 'INVALID_ARGUMENT' && /"k7" is not available/.test(e.message));
+  const failing = new tideq.Queue(queue.name, { client, encryption: { currentKey: 'k8', keyProvider: async () => { throw new Error('key service down'); } } });
+  await assert.rejects(failing.enqueue(Buffer.from('y'), { id: 'y' }), (e) => e.code === 'INVALID_ARGUMENT' && /"k8" is not available/.test(e.message));
+  assert.equal(await q.get('x'), null);
+  assert.equal(await q.get('y'), null);
+});

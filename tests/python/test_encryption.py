@@ -83,3 +83,39 @@ def test_a_provider_without_the_current_key_raises_naming_it():
         tideq.Encryption("t1", key_provider=lambda key_id: None)
     with pytest.raises(tideq.InvalidArgumentError, match="32 bytes"):
         tideq.Encryption("t1", key_provider=lambda key_id: b"x" * 31)
+
+
+def test_an_async_key_provider_is_awaited_with_or_without_a_running_loop(client, name):
+    import asyncio
+
+    asked: list[str] = []
+
+    async def key_service(key_id: str) -> bytes | None:
+        asked.append(key_id)
+        await asyncio.sleep(0.01)
+        return {"k1": K1, "k2": K2}.get(key_id)
+
+    old = tideq.Queue(name, client, max_attempts=1, encryption=tideq.Encryption("k1", {"k1": K1}))
+    old.enqueue(b"old", id="old")
+    # Made where no loop runs: the current key is awaited at once; k1 when a job needs it.
+    q = tideq.Queue(name, client, max_attempts=1, encryption=tideq.Encryption("k2", key_provider=key_service))
+    q.enqueue(b"new", id="new")
+    drain(q, lambda job: job.payload.upper())
+    assert sorted(asked) == ["k1", "k2"]
+    assert q.get("old").result == b"OLD" and q.get("new").result == b"NEW"  # type: ignore[union-attr]
+
+    # Made inside a running event loop (an asyncio app): awaited all the same.
+    async def inside() -> tideq.Encryption:
+        return tideq.Encryption("k2", key_provider=key_service)
+
+    assert asyncio.run(inside()).current_key == "k2"
+
+    async def none(key_id: str) -> bytes | None:
+        return None
+
+    async def down(key_id: str) -> bytes | None:
+        raise ConnectionError("key service down")
+
+    for provider in (none, down):
+        with pytest.raises(tideq.InvalidArgumentError, match='"k7"'):
+            tideq.Encryption("k7", key_provider=provider)

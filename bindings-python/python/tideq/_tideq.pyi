@@ -642,8 +642,9 @@ class Encryption:
     """A queue's encryption at rest (``Queue(..., encryption=...)``): AES-256-GCM over payloads,
     results, progress, log lines and error texts before they reach Redis. ``current_key`` is the
     key id new values are sealed with; ``keys`` maps key ids to 32-byte keys; ``key_provider``
-    (called with a key id, returning its 32 bytes or ``None``) is asked for any other id, once per
-    id (a tenant's keys from a key service). Keep old keys readable while a new one is current to
+    (called with a key id, returning its 32 bytes or ``None``; an ``async def`` is run to its end
+    on an event loop of its own) is asked for any other id, once per id (a tenant's keys from a
+    key service). Keep old keys readable while a new one is current to
     rotate without downtime. A bad key raises ``InvalidArgumentError`` here, before anything is
     written."""
 
@@ -651,7 +652,9 @@ class Encryption:
         cls,
         current_key: str,
         keys: Optional[dict[str, bytes]] = None,
-        key_provider: Optional[Callable[[str], Optional[bytes]]] = None,
+        key_provider: Optional[
+            Callable[[str], Union[Optional[bytes], Awaitable[Optional[bytes]]]]
+        ] = None,
     ) -> Encryption: ...
     @property
     def current_key(self) -> str:
