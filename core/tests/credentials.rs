@@ -89,6 +89,43 @@ async fn login_error(client: &Client) -> tideq::Error {
     panic!("only connection errors")
 }
 
+/// Enqueues job `job_id`, sending it again while it fails (the contract: an enqueue that failed
+/// may be sent again with the same id, at most one job per id); returns how many retries.
+async fn enqueue_until_taken(q: &Queue, job_id: &str) -> usize {
+    let mut tries = 0;
+    while let Err(e) = q.enqueue(b"x", id(job_id)).await {
+        tries += 1;
+        assert!(tries < 50, "enqueue keeps failing: {e}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tries
+}
+
+/// Every one of the `jobs` jobs completed, each seen by a handler, none left or dead.
+async fn all_ran_once(q: &Queue, seen: &Mutex<HashSet<String>>, jobs: usize, within: Duration) {
+    let all = wait_for(within, || async {
+        q.stats().await.ok().map(|s| s.completed as usize) == Some(jobs)
+    })
+    .await;
+    let stats = q.stats().await.unwrap();
+    assert!(all, "{stats:?}");
+    assert_eq!(seen.lock().unwrap().len(), jobs);
+    assert_eq!(
+        (stats.ready, stats.active, stats.dead),
+        (0, 0, 0),
+        "{stats:?}"
+    );
+}
+
+async fn stop_all(workers: Vec<tideq::Worker>) {
+    for w in &workers {
+        w.stop();
+    }
+    for w in workers {
+        w.join().await;
+    }
+}
+
 fn server_with_user(user: &str, password: &str) -> RedisServer {
     let server = RedisServer::start_private(common::free_port(), &[]);
     let pw = format!(">{password}");
@@ -185,35 +222,10 @@ async fn a_rotated_password_reauthenticates_every_connection_and_loses_no_job() 
             acl(&server, &["SETUSER", "app", &format!("<{old}")]);
             kill_clients(&server);
         }
-        // The contract: an enqueue that failed may be sent again with the same id (at most
-        // one job per id).
-        let job_id = format!("j{i}");
-        let mut tries = 0;
-        while let Err(e) = q.enqueue(b"x", id(&job_id)).await {
-            tries += 1;
-            assert!(tries < 50, "enqueue keeps failing: {e}");
-            retried += 1;
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        retried += enqueue_until_taken(&q, &format!("j{i}")).await;
     }
-    let all = wait_for(Duration::from_secs(60), || async {
-        q.stats().await.ok().map(|s| s.completed as usize) == Some(JOBS)
-    })
-    .await;
-    let stats = q.stats().await.unwrap();
-    assert!(all, "{stats:?}");
-    assert_eq!(seen.lock().unwrap().len(), JOBS);
-    assert_eq!(
-        (stats.ready, stats.active, stats.dead),
-        (0, 0, 0),
-        "{stats:?}"
-    );
-    for w in &workers {
-        w.stop();
-    }
-    for w in workers {
-        w.join().await;
-    }
+    all_ran_once(&q, &seen, JOBS, Duration::from_secs(60)).await;
+    stop_all(workers).await;
     // Every connection was made three times at least (3 passwords), the old passwords work no more.
     assert!(token.calls() >= 3 * 3, "{} calls", token.calls());
     let old = redis::Client::open(format!("redis://app:old-pass@127.0.0.1:{}", server.port))
@@ -424,32 +436,10 @@ async fn a_password_rotated_on_every_cluster_node_reauthenticates_and_loses_no_j
             on_every_node(&["ACL", "SETUSER", "app", "<old-pass"]);
             on_every_node(&["CLIENT", "KILL", "USER", "app"]);
         }
-        let job_id = format!("j{i}");
-        let mut tries = 0;
-        while let Err(e) = q.enqueue(b"x", id(&job_id)).await {
-            tries += 1;
-            assert!(tries < 50, "enqueue keeps failing: {e}");
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        enqueue_until_taken(&q, &format!("j{i}")).await;
     }
-    let all = wait_for(Duration::from_secs(90), || async {
-        q.stats().await.ok().map(|s| s.completed as usize) == Some(JOBS)
-    })
-    .await;
-    let stats = q.stats().await.unwrap();
-    assert!(all, "{stats:?}");
-    assert_eq!(seen.lock().unwrap().len(), JOBS);
-    assert_eq!(
-        (stats.ready, stats.active, stats.dead),
-        (0, 0, 0),
-        "{stats:?}"
-    );
-    for w in &workers {
-        w.stop();
-    }
-    for w in workers {
-        w.join().await;
-    }
+    all_ran_once(&q, &seen, JOBS, Duration::from_secs(90)).await;
+    stop_all(workers).await;
     assert!(
         token.calls() > asked_before,
         "asked again after the rotation"
