@@ -110,6 +110,7 @@ impl Role {
                 &PURGE_DEAD,
                 &PROMOTE_JOB,
                 &DELETE_JOB,
+                &CLEAN_JOBS,
                 &FLOW_NOTIFY,
                 &RELAY_STEP,
                 &SET_QUEUE_CONTROL,

@@ -316,6 +316,7 @@ scripts! {
     PURGE_DEAD => "purge_dead.lua",
     PROMOTE_JOB => "promote_job.lua",
     DELETE_JOB => "delete_job.lua",
+    CLEAN_JOBS => "clean_jobs.lua",
     GET_JOBS => "get_jobs.lua",
     LIST_JOBS => "list_jobs.lua",
     PAGE_JOBS => "page_jobs.lua",

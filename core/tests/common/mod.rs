@@ -127,5 +127,6 @@ pub mod jobs {
 /// Helpers of the split test families, each shared by the files of one role.
 pub mod capped;
 pub mod control;
+pub mod finished;
 pub mod results;
 pub mod scale;
