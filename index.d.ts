@@ -1751,6 +1751,12 @@ export interface EnqueueOptions {
    * `expiresAfterMs`). Not with `expiresAfterMs`.
    */
   expiresAt?: Date | number
+  /**
+   * The tokens the job takes when it starts from its queue's and its group's rate where that
+   * rate is a token bucket (`{ max, perMs, burst }`), 1 to `MAX_COST`; a cost above the
+   * burst takes the whole burst. Default: 1.
+   */
+  cost?: number
 }
 
 /** A decoded job envelope (version 1 fields, wire names; the optional ones are absent when unset). */
@@ -1899,6 +1905,8 @@ export interface FlowSpec {
   expiresAfterMs?: number
   /** As in `EnqueueOptions`. */
   expiresAt?: Date | number
+  /** As in `EnqueueOptions`. */
+  cost?: number
   /**
    * The queue this job goes to (its key prefix must be the flow's). Default: its parent's;
    * the root's, the queue `enqueueFlow` is called on.
@@ -2080,6 +2088,11 @@ export interface JobInfo {
   /** The group the job belongs to; `null` when it has none. */
   group: string | null
   /**
+   * The tokens it takes from a token-bucket rate when it starts (1 unless enqueued with
+   * another `cost`).
+   */
+  cost: number
+  /**
    * Why the stored job could not be read (a damaged record, e.g. changed by hand), when it
    * could not; `payload` then holds the stored record's raw bytes. `null` for a sound job.
    */
@@ -2206,6 +2219,8 @@ export interface JobSpec {
   expiresAfterMs?: number
   /** As in `EnqueueOptions`. */
   expiresAt?: Date | number
+  /** As in `EnqueueOptions`. */
+  cost?: number
 }
 
 /** Counts per state (now) plus lifetime counters of the queue, kept in Redis. */
@@ -2341,6 +2356,9 @@ export interface LogLine {
   /** The line. */
   line: string
 }
+
+/** The largest cost of a job (`enqueue` option `cost`). */
+export declare const MAX_COST: number
 
 /** The largest job priority (`enqueue` option `priority`): 1 runs first, `MAX_PRIORITY` last. */
 export declare const MAX_PRIORITY: number

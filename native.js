@@ -852,6 +852,7 @@ module.exports.chain = nativeBinding.chain
 module.exports.chord = nativeBinding.chord
 module.exports.decodeEnvelope = nativeBinding.decodeEnvelope
 module.exports.encodeEnvelope = nativeBinding.encodeEnvelope
+module.exports.MAX_COST = nativeBinding.MAX_COST
 module.exports.MAX_PRIORITY = nativeBinding.MAX_PRIORITY
 module.exports.runCli = nativeBinding.runCli
 module.exports.serve = nativeBinding.serve

@@ -28,6 +28,12 @@ use crate::results::{BackoffInfo, Enqueued};
 #[napi]
 pub const MAX_PRIORITY: u32 = tideq::MAX_PRIORITY;
 
+/// The largest cost of a job (`enqueue` option `cost`).
+// Exported to JS by napi's registration; Rust code never reads it.
+#[allow(dead_code)]
+#[napi]
+pub const MAX_COST: u32 = tideq::MAX_COST;
+
 /// A reliable job queue: delayed jobs, leases, retries with backoff, dead letters, idempotent
 /// ids, cancel. Delivery is at-least-once, so handlers should be idempotent.
 ///
@@ -288,4 +294,6 @@ pub struct JobSpec {
     /// As in `EnqueueOptions`.
     #[napi(ts_type = "Date | number")]
     pub expires_at: Option<f64>,
+    /// As in `EnqueueOptions`.
+    pub cost: Option<u32>,
 }

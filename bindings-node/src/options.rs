@@ -182,6 +182,10 @@ pub struct EnqueueOptions {
     /// `expiresAfterMs`). Not with `expiresAfterMs`.
     #[napi(ts_type = "Date | number")]
     pub expires_at: Option<f64>,
+    /// The tokens the job takes when it starts from its queue's and its group's rate where that
+    /// rate is a token bucket (`{ max, perMs, burst }`), 1 to `MAX_COST`; a cost above the
+    /// burst takes the whole burst. Default: 1.
+    pub cost: Option<u32>,
 }
 
 /// The keys of a `JobSpec` (`name`, `data`, `payload`, then those of `EnqueueOptions` but
@@ -205,6 +209,7 @@ macro_rules! job_spec_keys {
             "trace",
             "expiresAfterMs",
             "expiresAt",
+            "cost",
             $($extra),*
         ]
     };
@@ -231,6 +236,7 @@ pub(crate) const ENQUEUE_KEYS: &[&str] = &[
     "trace",
     "expiresAfterMs",
     "expiresAt",
+    "cost",
 ];
 
 /// The options every job takes (not `format`, which only a task takes: see [`task_job`]).
@@ -253,6 +259,7 @@ fn enqueue_options(opts: &Options) -> Res<tideq::EnqueueOptions> {
         trace: opts.get("trace", trace_arg)?,
         expires_after: opts.get("expiresAfterMs", millis)?,
         expires_at_ms: opts.get("expiresAt", epoch_ms)?,
+        cost: opts.get("cost", count1_u32)?,
         ..Default::default()
     })
 }

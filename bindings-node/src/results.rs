@@ -125,6 +125,9 @@ pub struct JobInfo {
     pub priority: Option<u32>,
     /// The group the job belongs to; `null` when it has none.
     pub group: Option<String>,
+    /// The tokens it takes from a token-bucket rate when it starts (1 unless enqueued with
+    /// another `cost`).
+    pub cost: u32,
     /// Why the stored job could not be read (a damaged record, e.g. changed by hand), when it
     /// could not; `payload` then holds the stored record's raw bytes. `null` for a sound job.
     pub unreadable: Option<String>,
@@ -179,6 +182,7 @@ impl From<tideq::JobInfo> for JobInfo {
             state_since_or_until: j.state_since_or_until.map(|t| t as i64),
             priority: j.priority,
             group: j.group,
+            cost: j.cost,
             unreadable: j.unreadable,
             result: Stored(j.result.clone()),
             result_bytes: j.result.map(Bytes),

@@ -63,6 +63,8 @@ pub struct FlowSpec {
     /// As in `EnqueueOptions`.
     #[napi(ts_type = "Date | number")]
     pub expires_at: Option<f64>,
+    /// As in `EnqueueOptions`.
+    pub cost: Option<u32>,
     /// The queue this job goes to (its key prefix must be the flow's). Default: its parent's;
     /// the root's, the queue `enqueueFlow` is called on.
     #[napi(ts_type = "Queue")]

@@ -366,6 +366,12 @@ impl JobInfo {
     fn group(&self) -> Option<&str> {
         self.0.group.as_deref()
     }
+    /// The tokens it takes from a token-bucket rate when it starts (1 unless enqueued with
+    /// another ``cost``).
+    #[getter]
+    fn cost(&self) -> u32 {
+        self.0.cost
+    }
     /// Why the stored job could not be read (a damaged record: such a job is dead-lettered),
     /// or None; ``payload`` then holds the stored envelope's raw bytes.
     #[getter]
@@ -449,9 +455,14 @@ impl JobInfo {
         let pending = i
             .children_pending
             .map_or(String::new(), |n| format!(", children_pending={n}"));
+        let cost = if i.cost == 1 {
+            String::new()
+        } else {
+            format!(", cost={}", i.cost)
+        };
         format!(
             "JobInfo(id={}, state={}{task}, attempts={}, max_attempts={}, last_error={}{priority}\
-             {group}{parent}{pending}{unreadable})",
+             {group}{cost}{parent}{pending}{unreadable})",
             convert::str_repr(py, &i.id),
             convert::str_repr(py, i.state.as_str()),
             i.attempts,
@@ -466,7 +477,7 @@ impl JobInfo {
 crate::value::value_class! {
     JobInfo {
         id, state, payload, task, attempts, max_attempts, last_error, enqueued_at,
-        state_since_or_until, priority, group, unreadable, result, result_bytes, progress,
+        state_since_or_until, priority, group, cost, unreadable, result, result_bytes, progress,
         progress_bytes, parent, parents, children_pending, started_at, run_ms, worker,
         attempt_history, logs
     }

@@ -214,7 +214,12 @@ impl QueueBase {
     /// included) is not run but dead-lettered with an error that says so, counted in
     /// ``stats().expired`` and reported as an ``"expired"`` event; ``wait`` raises
     /// ``JobFailedError``.
-    #[pyo3(signature = (payload, *, id=None, delay=None, run_at=None, max_attempts=None, backoff=None, timeout=None, priority=None, group=None, dedup=None, debounce=None, trace=None, expires_after=None, expires_at=None))]
+    ///
+    /// ``cost``: the tokens the job takes when it starts from its queue's and its group's rate
+    /// where that rate is a token bucket (``Rate(..., burst=)``), 1 (the default) to
+    /// ``MAX_COST``; a cost above the burst takes the whole burst. Another value raises
+    /// ``InvalidArgumentError`` and writes nothing.
+    #[pyo3(signature = (payload, *, id=None, delay=None, run_at=None, max_attempts=None, backoff=None, timeout=None, priority=None, group=None, dedup=None, debounce=None, trace=None, expires_after=None, expires_at=None, cost=None))]
     #[allow(clippy::too_many_arguments)]
     fn enqueue<'py>(
         &self,
@@ -233,6 +238,7 @@ impl QueueBase {
         trace: Option<Bound<'py, PyAny>>,
         expires_after: Option<Secs>,
         expires_at: Option<Bound<'py, PyAny>>,
+        cost: Option<Int>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let payload = convert::bytes_like("payload", payload)?;
         let args = JobArgs {
@@ -249,6 +255,7 @@ impl QueueBase {
             trace,
             expires_after,
             expires_at,
+            cost,
         };
         let (q, opts) = (self.queue.clone(), args.convert_traced(py)?);
         self.api.call(

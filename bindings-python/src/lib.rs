@@ -177,6 +177,7 @@ fn _tideq(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<control::GroupInfo>()?;
     m.add_class::<control::GroupPage>()?;
     m.add("MAX_PRIORITY", tideq::MAX_PRIORITY)?;
+    m.add("MAX_COST", tideq::MAX_COST)?;
     m.add_class::<worker::Worker>()?;
     m.add_class::<worker::AsyncWorker>()?;
     m.add_class::<worker::WorkerStats>()?;

@@ -28,6 +28,7 @@ pub(crate) struct JobArgs<'py> {
     pub(crate) trace: Option<Bound<'py, PyAny>>,
     pub(crate) expires_after: Option<Secs>,
     pub(crate) expires_at: Option<Bound<'py, PyAny>>,
+    pub(crate) cost: Option<Int>,
 }
 
 impl<'py> JobArgs<'py> {
@@ -66,11 +67,12 @@ impl<'py> JobArgs<'py> {
                 "trace" => args.trace = Some(value),
                 "expires_after" => args.expires_after = Some(value.extract().map_err(named)?),
                 "expires_at" => args.expires_at = Some(value),
+                "cost" => args.cost = Some(value.extract().map_err(named)?),
                 _ => {
                     return Err(PyTypeError::new_err(format!(
                         "unknown enqueue option {shown} (expected id, delay, run_at, \
                          max_attempts, backoff, timeout, priority, group, dedup, debounce, \
-                         trace, expires_after or expires_at)"
+                         trace, expires_after, expires_at or cost)"
                     )))
                 }
             }
@@ -104,6 +106,10 @@ impl<'py> JobArgs<'py> {
             expires_at_ms: self
                 .expires_at
                 .map(|t| convert::epoch_ms("expires_at", &t))
+                .transpose()?,
+            cost: self
+                .cost
+                .map(|n| convert::count_u32("cost", n))
                 .transpose()?,
             ..EnqueueOptions::default()
         })

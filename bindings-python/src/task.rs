@@ -64,7 +64,7 @@ impl QueueBase {
     /// Enqueue task ``name`` with ``data`` as its arguments (a dict runs ``f(**data)``, a list
     /// ``f(*data)``, anything else ``f(data)``), encoded as ``format`` (``"json"``, the default,
     /// or ``"msgpack"``). The other options are ``enqueue``'s.
-    #[pyo3(signature = (name, data=None, *, format=None, id=None, delay=None, run_at=None, max_attempts=None, backoff=None, timeout=None, priority=None, group=None, dedup=None, debounce=None, trace=None, expires_after=None, expires_at=None))]
+    #[pyo3(signature = (name, data=None, *, format=None, id=None, delay=None, run_at=None, max_attempts=None, backoff=None, timeout=None, priority=None, group=None, dedup=None, debounce=None, trace=None, expires_after=None, expires_at=None, cost=None))]
     #[allow(clippy::too_many_arguments)]
     fn enqueue_task<'py>(
         &self,
@@ -85,6 +85,7 @@ impl QueueBase {
         trace: Option<Bound<'py, PyAny>>,
         expires_after: Option<Secs>,
         expires_at: Option<Bound<'py, PyAny>>,
+        cost: Option<Int>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let (data, format) = task_data(data, format)?;
         let args = JobArgs {
@@ -101,6 +102,7 @@ impl QueueBase {
             trace,
             expires_after,
             expires_at,
+            cost,
         };
         let mut opts = args.convert_traced(py)?;
         opts.format = format;

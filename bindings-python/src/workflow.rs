@@ -88,7 +88,7 @@ impl FlowJob {
 #[pymethods]
 impl FlowJob {
     #[new]
-    #[pyo3(signature = (payload=None, *, task=None, data=None, format=None, queue=None, children=None, on_failure=None, id=None, delay=None, run_at=None, max_attempts=None, backoff=None, timeout=None, priority=None, group=None, trace=None, expires_after=None, expires_at=None))]
+    #[pyo3(signature = (payload=None, *, task=None, data=None, format=None, queue=None, children=None, on_failure=None, id=None, delay=None, run_at=None, max_attempts=None, backoff=None, timeout=None, priority=None, group=None, trace=None, expires_after=None, expires_at=None, cost=None))]
     #[allow(clippy::too_many_arguments)]
     fn new<'py>(
         py: Python<'py>,
@@ -110,6 +110,7 @@ impl FlowJob {
         trace: Option<Bound<'py, PyAny>>,
         expires_after: Option<Secs>,
         expires_at: Option<Bound<'py, PyAny>>,
+        cost: Option<Int>,
     ) -> PyResult<Self> {
         let (payload, task) = match (payload, task) {
             (Some(payload), None) => {
@@ -189,6 +190,7 @@ impl FlowJob {
             trace,
             expires_after,
             expires_at,
+            cost,
             ..JobArgs::default()
         };
         let mut opts = args.convert_traced(py)?;

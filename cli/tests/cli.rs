@@ -210,6 +210,28 @@ fn job_shows_the_payload_as_json_text_or_hex() {
         text.contains("plain words") && text.contains("(text, 11 bytes)"),
         "{text}"
     );
+    assert!(!text.contains("cost"), "a cost of 1 is not shown: {text}");
+}
+
+#[test]
+fn job_shows_a_cost_that_is_not_1() {
+    let redis = Redis::start();
+    let q = redis.queue("costs");
+    rt().block_on(async {
+        let opts = tideq::EnqueueOptions {
+            cost: Some(5),
+            ..with_id("c5")
+        };
+        q.enqueue(b"x", opts).await.unwrap();
+    });
+    let v = json(redis.tideq(&["job", "costs", "c5", "--json"]));
+    assert_eq!(v["cost"], 5);
+    let text = ok(redis.tideq(&["job", "costs", "c5"]));
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("cost") && l.ends_with(" 5")),
+        "{text}"
+    );
 }
 
 #[test]

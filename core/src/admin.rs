@@ -63,14 +63,25 @@ impl Queue {
             for id in part {
                 cmd.arg(id.as_ref());
             }
-            let rows: Vec<Raw> = self.client.eval(&cmd, &GET_JOBS).await?;
-            out.extend(part.iter().zip(rows).map(|(id, row)| {
-                let mut info = job_info(&String::from_utf8_lossy(id.as_ref()), row);
+            let rows: Vec<Vec<redis::Value>> = self.client.eval(&cmd, &GET_JOBS).await?;
+            for (id, mut row) in part.iter().zip(rows) {
+                // The 13th value, the job's cost, past what a tuple reads.
+                let cost = row
+                    .get(12)
+                    .and_then(|v| redis::from_redis_value_ref::<Option<u32>>(v).ok())
+                    .flatten()
+                    .unwrap_or(1);
+                row.truncate(12);
+                let raw: Raw = redis::from_redis_value(redis::Value::Array(row)).map_err(|e| {
+                    Error::new(ErrorKind::Redis, format!("unexpected get_jobs reply: {e}"))
+                })?;
+                let mut info = job_info(&String::from_utf8_lossy(id.as_ref()), raw);
                 if let Some(info) = info.as_mut() {
+                    info.cost = cost;
                     self.open_info(info);
                 }
-                info
-            }));
+                out.push(info);
+            }
         }
         Ok(out)
     }
@@ -449,6 +460,7 @@ fn job_info(
         unreadable,
         priority,
         group,
+        cost: 1,
         result,
         progress,
         parent: parent.as_deref().and_then(crate::workflow::parent_of),

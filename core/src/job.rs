@@ -144,7 +144,14 @@ pub struct EnqueueOptions {
     pub expires_after: Option<Duration>,
     /// Start by this time (ms since the epoch, Redis clock), or never (as `expires_after`).
     pub expires_at_ms: Option<u64>,
+    /// The tokens the job takes when it starts from the queue's and its group's rate when that
+    /// rate is a token bucket ([`Rate::bucket`](crate::Rate::bucket)), 1 to [`MAX_COST`]
+    /// (`None`: 1). A cost above the bucket's burst takes the whole burst.
+    pub cost: Option<u32>,
 }
+
+/// The largest cost of a job ([`EnqueueOptions::cost`]).
+pub const MAX_COST: u32 = 1_000_000;
 
 /// A dedup key (see [`EnqueueOptions::dedup`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -285,6 +292,10 @@ pub struct JobInfo {
     pub priority: Option<u32>,
     /// The job's group.
     pub group: Option<String>,
+    /// The tokens it takes from a token-bucket rate when it starts (1 unless enqueued with
+    /// another [`EnqueueOptions::cost`]).
+    #[serde(default = "one")]
+    pub cost: u32,
     /// Why the stored job could not be read (a damaged envelope or state record), when it could
     /// not; `payload` then holds the stored envelope's raw bytes.
     pub unreadable: Option<String>,
@@ -324,6 +335,10 @@ pub struct JobInfo {
     /// lists.
     #[serde(default)]
     pub logs: Vec<crate::attempts::LogLine>,
+}
+
+fn one() -> u32 {
+    1
 }
 
 /// How a job ended, as [`Queue::wait`](crate::Queue::wait) reports a completed one (a job that

@@ -14,7 +14,7 @@ use crate::envelope::{Envelope, TraceContext, ENVELOPE_VERSION};
 use crate::error::{Error, ErrorKind, Result};
 use crate::job::{
     check_time, ms, new_job_id, now_ms, validate_label, validate_new_job_id, EnqueueOptions,
-    Enqueued, QueueOptions, MAX_BATCH, MAX_PRIORITY,
+    Enqueued, QueueOptions, MAX_BATCH, MAX_COST, MAX_PRIORITY,
 };
 use crate::keys::{shard_of, JobKeys};
 use crate::scripts::{LuaScript, ENQUEUE_JOBS};
@@ -216,6 +216,13 @@ impl Queue {
             if p == 0 || p > MAX_PRIORITY {
                 return Err(Error::invalid(format!(
                     "priority must be 1 (first) to {MAX_PRIORITY} (last), got {p}"
+                )));
+            }
+        }
+        if let Some(c) = o.cost {
+            if c == 0 || c > MAX_COST {
+                return Err(Error::invalid(format!(
+                    "cost must be 1 to {MAX_COST} tokens, got {c}"
                 )));
             }
         }
@@ -490,7 +497,8 @@ impl Queue {
                         .arg(crate::scripts::encoding::expiry_arg(
                             o.expires_after.map(ms),
                             o.expires_at_ms,
-                        ));
+                        ))
+                        .arg(cost_arg(o.cost));
                 }
                 cmd
             })
@@ -582,4 +590,12 @@ fn refuse_sharded_group_key(o: &EnqueueOptions) -> Result<()> {
          shard, so {what} would be unique on that shard only; leave out the group or {what}, or \
          use a queue of one shard"
     )))
+}
+
+/// A job's cost as the enqueue scripts take it: "" for 1 (nothing stored), else the number.
+pub(crate) fn cost_arg(cost: Option<u32>) -> String {
+    match cost {
+        Some(c) if c != 1 => c.to_string(),
+        _ => String::new(),
+    }
 }

@@ -192,6 +192,7 @@ job_keys! {
     fs => "fs:": "Prefix of a flow parent's children list in transit (`fs:<token>`, expiring): staged by the flow's writer before the parent (which renames it to `fl:<id>`), or left to go through by a cancel of the parent.",
     fk => "fk:": "Prefix of each flow parent's record of how its children ended (`fk:<id>`: \"<queue>\\t<id>\" -> outcome).",
     rat => "rat": "Hash id -> when the pending job became ready (ms, Redis clock), for jobs made ready after their enqueue (a delayed job promoted, a retry, a release; see docs/data-model.md, \"Latency\").",
+    cost => "cost": "Hash id -> the tokens a job takes from a token-bucket rate when it starts, for jobs whose cost is not 1 (see docs/data-model.md, \"Queue control\").",
     ghost => "ghost": "Hash of list entries left by cancelled ready jobs: \"r|<id>\" (the ready list) or \"p<priority>|<id>\" (that priority's list) -> how many.",
     g => "g:": "Prefix of each group's ready zset (`g:<group>`), built in the scripts.",
     gr => "gr:": "Prefix of each group's rate-limit window (`gr:<group>`), built in the scripts.",

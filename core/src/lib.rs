@@ -131,7 +131,7 @@ pub use events::{Event, EventKind, Events, EventsOptions};
 pub use history::HistoryPoint;
 pub use job::{
     Debounce, Dedup, EnqueueOptions, Enqueued, Job, JobInfo, JobOutcome, JobState, JobStats,
-    QueueOptions, DEFAULT_MAX_RESULT_LEN, MAX_BATCH, MAX_FETCH, MAX_PAGE, MAX_PRIORITY,
+    QueueOptions, DEFAULT_MAX_RESULT_LEN, MAX_BATCH, MAX_COST, MAX_FETCH, MAX_PAGE, MAX_PRIORITY,
 };
 pub use jobs::Queue;
 pub use listing::JobPage;

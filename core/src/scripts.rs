@@ -38,6 +38,7 @@ libs! {
     "cfg.lua",
     "chunked.lua",
     "control.lua",
+    "costs.lua",
     "dead.lua",
     "dedup.lua",
     "events.lua",

@@ -132,6 +132,30 @@ test('a token bucket rate starts its burst at once, then no more; it reads back 
   assert.deepEqual((await queue.group('metered')).rate, { max: 1, perMs: 60_000, burst: 3 });
 });
 
+test("a job's cost takes that many tokens from a bucket, and a costly job keeps its place", async () => {
+  const { queue } = freshJobQueue(redis.url);
+  await queue.setLimits({ rate: { max: 1, perMs: 60_000, burst: 10 } }); // nothing refills in the test
+  const big = await queue.enqueue(Buffer.from('big'), { cost: 8 });
+  await queue.enqueueMany([{ payload: Buffer.from('four'), cost: 4 }, Buffer.from('one')]);
+  assert.equal((await queue.get(big.id)).cost, 8);
+  assert.deepEqual((await queue.leaseJobs(10)).map((j) => j.text()), ['big']);
+  // 2 tokens left: 'four' waits for its 4, and 'one' behind it does not overtake it.
+  assert.deepEqual(await queue.leaseJobs(10), []);
+  assert.equal((await queue.stats()).ready, 2);
+  const plain = await queue.enqueue(Buffer.from('plain'));
+  assert.equal((await queue.get(plain.id)).cost, 1);
+  assert.equal(tideq.MAX_COST, 1_000_000);
+});
+
+test('a bad cost rejects with INVALID_ARGUMENT and writes nothing', async () => {
+  const { queue } = freshJobQueue(redis.url);
+  for (const cost of [0, -1, 1_000_001, 1.5]) {
+    await rejectsWith(() => queue.enqueue(Buffer.from('x'), { cost }), 'INVALID_ARGUMENT');
+    await rejectsWith(() => queue.enqueueMany([Buffer.from('ok'), { payload: Buffer.from('x'), cost }]), 'INVALID_ARGUMENT');
+  }
+  assert.equal((await queue.stats()).enqueued, 0);
+});
+
 test('pause/resume: a paused queue leases nothing, resume wakes an idle worker; a paused group waits', async () => {
   const { queue } = freshJobQueue(redis.url);
   await queue.pause();

@@ -46,6 +46,7 @@ test('enqueue resolves with the id, get reads the job back, and an existing id c
     stateSinceOrUntil: null,
     priority: null,
     group: null,
+    cost: 1,
     unreadable: null,
     result: null,
     resultBytes: null,

@@ -135,6 +135,28 @@ def test_a_token_bucket_rate_starts_its_burst_at_once_and_reads_back(jq):
     assert leased.count("m") == 3 and jq.group("metered").rate == tideq.Rate(1, 60, burst=3)
 
 
+def test_a_jobs_cost_takes_that_many_tokens_and_a_costly_job_keeps_its_place(jq):
+    jq.set_limits(rate=tideq.Rate(1, per_seconds=60, burst=10))  # nothing refills in the test
+    big = jq.enqueue(b"big", cost=8)
+    jq.enqueue_many([(b"four", {"cost": 4}), b"one"])
+    assert jq.get(big.id).cost == 8 and "cost=8" in repr(jq.get(big.id))
+    assert [j.text() for j in jq.lease_jobs(10, lease=30)] == ["big"]
+    # 2 tokens left: "four" waits for its 4, and "one" behind it does not overtake it.
+    assert jq.lease_jobs(10, lease=30) == []
+    assert jq.stats().ready == 2
+    assert sorted(j.cost for j in jq.jobs("ready")) == [1, 4]
+    plain = jq.enqueue(b"plain")
+    assert jq.get(plain.id).cost == 1 and jq.get(plain.id).to_dict()["cost"] == 1
+    assert tideq.MAX_COST == 1_000_000
+
+
+def test_a_cost_is_taken_by_tasks_and_flows(jq):
+    task = jq.enqueue_task("charge", {"n": 1}, cost=3)
+    assert jq.get(task.id).cost == 3
+    root = jq.enqueue_flow(tideq.FlowJob(b"parent", children=[tideq.FlowJob(b"child", id="kid", cost=5)]))
+    assert jq.get("kid").cost == 5 and jq.get(root.id).cost == 1
+
+
 def test_pause_stops_leasing_and_resume_wakes_the_idle_worker(jq):
     jq.pause()
     assert jq.is_paused() and jq.stats().paused
@@ -248,6 +270,11 @@ def test_one_id_over_groups_of_a_sharded_queue_is_refused_not_made_into_a_job_pe
         lambda q: q.enqueue(b"x", priority=tideq.MAX_PRIORITY + 1),
         lambda q: q.enqueue(b"x", group=""),
         lambda q: q.enqueue_many([b"ok", (b"x", {"priority": -1})]),
+        lambda q: q.enqueue(b"x", cost=0),
+        lambda q: q.enqueue(b"x", cost=-1),
+        lambda q: q.enqueue(b"x", cost=tideq.MAX_COST + 1),
+        lambda q: q.enqueue_many([b"ok", (b"x", {"cost": 0})]),
+        lambda q: q.enqueue_task("t", None, cost=0),
     ],
 )
 def test_bad_control_input_raises_invalid_argument_and_writes_nothing(jq, call):

@@ -72,6 +72,7 @@ __all__ = [
     "GroupInfo",
     "GroupPage",
     "MAX_PRIORITY",
+    "MAX_COST",
     "Worker",
     "AsyncWorker",
     "WorkerStats",
@@ -99,6 +100,9 @@ __version__: str
 
 MAX_PRIORITY: int
 """The largest job priority (2**21 - 1); 1 runs first."""
+
+MAX_COST: int
+"""The largest cost of a job (1,000,000 tokens), see ``enqueue``'s ``cost``."""
 
 _BytesLike = Union[bytes, bytearray, memoryview]
 # What a credentials provider returns: (username or None, password), or a password alone.
@@ -141,6 +145,7 @@ class _EnqueueOptions(TypedDict, total=False):
     dedup: Optional[_Dedup]
     debounce: Optional[_Debounce]
     trace: Optional[_Trace]
+    cost: Optional[int]
 
 _JobItem = Union[_BytesLike, tuple[_BytesLike, _EnqueueOptions]]
 
@@ -878,6 +883,10 @@ class JobInfo:
     def group(self) -> Optional[str]:
         """The job's group, or None."""
     @property
+    def cost(self) -> int:
+        """The tokens it takes from a token-bucket rate when it starts (1 unless enqueued with
+        another ``cost``)."""
+    @property
     def unreadable(self) -> Optional[str]:
         """Why the stored job could not be read (a damaged record: such a job is dead-lettered),
         or None; ``payload`` then holds the stored envelope's raw bytes."""
@@ -1038,6 +1047,7 @@ class FlowJob:
         trace: Optional[_Trace] = None,
         expires_after: Optional[_Seconds] = None,
         expires_at: Optional[_When] = None,
+        cost: Optional[int] = None,
     ) -> FlowJob: ...
     @property
     def id(self) -> Optional[str]:
@@ -1749,6 +1759,7 @@ class Queue:
         trace: Optional[_Trace] = None,
         expires_after: Optional[_Seconds] = None,
         expires_at: Optional[_When] = None,
+        cost: Optional[int] = None,
     ) -> Enqueued:
         """Enqueue one job.
 
@@ -1778,7 +1789,12 @@ class Queue:
         seconds): the job must start by then, or never. One no worker started by then (a retry
         included) is not run but dead-lettered with an error that says so, counted in
         ``stats().expired`` and reported as an ``"expired"`` event; ``wait`` raises
-        ``JobFailedError``."""
+        ``JobFailedError``.
+
+        ``cost``: the tokens the job takes when it starts from its queue's and its group's rate
+        where that rate is a token bucket (``Rate(..., burst=)``), 1 (the default) to
+        ``MAX_COST``; a cost above the burst takes the whole burst. Another value raises
+        ``InvalidArgumentError`` and writes nothing."""
     def enqueue_many(self, items: Iterable[_JobItem]) -> list[Enqueued]:
         """Enqueue payloads or ``(payload, options)`` pairs in one round trip.
 
@@ -2072,6 +2088,7 @@ class Queue:
         trace: Optional[_Trace] = None,
         expires_after: Optional[_Seconds] = None,
         expires_at: Optional[_When] = None,
+        cost: Optional[int] = None,
     ) -> Enqueued:
         """Enqueue task ``name`` with ``data`` as its arguments (a dict runs ``f(**data)``, a list
         ``f(*data)``, anything else ``f(data)``), encoded as ``format`` (``"json"``, the default,
@@ -2679,6 +2696,7 @@ class AsyncQueue:
         trace: Optional[_Trace] = None,
         expires_after: Optional[_Seconds] = None,
         expires_at: Optional[_When] = None,
+        cost: Optional[int] = None,
     ) -> Coroutine[Any, Any, Enqueued]:
         """Enqueue one job.
 
@@ -2708,7 +2726,12 @@ class AsyncQueue:
         seconds): the job must start by then, or never. One no worker started by then (a retry
         included) is not run but dead-lettered with an error that says so, counted in
         ``stats().expired`` and reported as an ``"expired"`` event; ``wait`` raises
-        ``JobFailedError``."""
+        ``JobFailedError``.
+
+        ``cost``: the tokens the job takes when it starts from its queue's and its group's rate
+        where that rate is a token bucket (``Rate(..., burst=)``), 1 (the default) to
+        ``MAX_COST``; a cost above the burst takes the whole burst. Another value raises
+        ``InvalidArgumentError`` and writes nothing."""
     def enqueue_many(self, items: Iterable[_JobItem]) -> Coroutine[Any, Any, list[Enqueued]]:
         """Enqueue payloads or ``(payload, options)`` pairs in one round trip.
 
@@ -3002,6 +3025,7 @@ class AsyncQueue:
         trace: Optional[_Trace] = None,
         expires_after: Optional[_Seconds] = None,
         expires_at: Optional[_When] = None,
+        cost: Optional[int] = None,
     ) -> Coroutine[Any, Any, Enqueued]:
         """Enqueue task ``name`` with ``data`` as its arguments (a dict runs ``f(**data)``, a list
         ``f(*data)``, anything else ``f(data)``), encoded as ``format`` (``"json"``, the default,

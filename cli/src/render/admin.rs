@@ -103,6 +103,7 @@ pub fn job_json(j: &JobInfo, how: Option<Payload>) -> Value {
         "state_since_or_until": j.state_since_or_until,
         "priority": j.priority,
         "group": j.group,
+        "cost": j.cost,
         "unreadable": j.unreadable,
         "payload": payload,
         "payload_format": kind(payload_kind),
@@ -204,6 +205,9 @@ pub fn job(j: &JobInfo, how: Option<Payload>, json: bool) -> String {
         ("group", opt(j.group.as_ref())),
         ("last_error", opt(j.last_error.as_ref())),
     ]);
+    if j.cost != 1 {
+        items.push(("cost", j.cost.to_string()));
+    }
     if j.parents.len() > 1 {
         let all: Vec<String> = j
             .parents

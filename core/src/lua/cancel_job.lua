@@ -20,6 +20,7 @@
   transit)
   KEYS[32] rat hash (when jobs made ready after their enqueue became ready)
   KEYS[33] attempts hash   KEYS[34] logs hash   KEYS[35] lg (prefix of job log lists)
+  KEYS[36] cost hash (id -> cost, for jobs whose cost is not 1)
   ARGV[1] a token of this call's own, then the job ids (at most 1000)
   Returns: per id two values: what happened ("cancelled", "requested": active, asked to stop, or
   the state that prevented it: "dead", "completed", "missing"), and for a cancelled flow job
@@ -101,6 +102,7 @@ chunked('HDEL', K.errors, done)
 chunked('HDEL', K.route, done)
 chunked('HDEL', K.progress, done)
 chunked('HDEL', K.rat, done)
+chunked('HDEL', K.cost, done)
 chunked('ZREM', K.idem, done)
 chunked('ZREM', K.expires, done)
 release_dedup(K, done)

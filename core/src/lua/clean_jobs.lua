@@ -10,6 +10,7 @@
   KEYS[13] fk (prefix of flow children's results)   KEYS[14] fl (prefix of flow children's lists)
   KEYS[15] fwait hash   KEYS[16] fparent hash
   KEYS[17] attempts hash   KEYS[18] logs hash   KEYS[19] lg (prefix of job log lists)
+  KEYS[20] cost hash (id -> cost, for jobs whose cost is not 1)
   ARGV[1] the state: "c" completed, "x" dead   ARGV[2..] job ids (at most 250)
   Returns: how many were deleted. ]]
 --#include lib/chunked.lua

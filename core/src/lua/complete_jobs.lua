@@ -15,6 +15,7 @@
   KEYS[27] fparent hash   KEYS[28] fout list   KEYS[29] fk (prefix of flow children's results)
   KEYS[30] fl (prefix of flow children's lists)   KEYS[31] fwait hash
   KEYS[32] attempts hash   KEYS[33] logs hash   KEYS[34] lg (prefix of job log lists)
+  KEYS[35] cost hash (id -> cost, for jobs whose cost is not 1)
   ARGV[1] queue policy   ARGV[2], ARGV[3], ...: pairs of job id, lease token (a token ending in "+" is
   followed by the job's result, see docs/data-model.md)
   Returns: array with, per ack, 1 completed, 2 already completed (this delivery's ack sent

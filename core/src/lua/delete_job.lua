@@ -12,6 +12,7 @@
   KEYS[15] fwait hash   KEYS[16] fparent hash   KEYS[17] delayed zset   KEYS[18] active zset
   KEYS[19] fhold zset
   KEYS[20] attempts hash   KEYS[21] logs hash   KEYS[22] lg (prefix of job log lists)
+  KEYS[23] cost hash (id -> cost, for jobs whose cost is not 1)
   ARGV[1] job id
   Returns: "deleted", or the state that prevented it: "delayed", "ready", "active", "waiting"
   (a flow job waiting for its children, or held), "missing". ]]

@@ -6,7 +6,7 @@
   KEYS[1] fhold zset   KEYS[2] froot hash   KEYS[3] fwait hash   KEYS[4] fparent hash
   KEYS[5] jobs hash    KEYS[6] meta hash    KEYS[7] route hash   KEYS[8] expires zset
   KEYS[9] stats hash   KEYS[10] fl (prefix of the children's lists)   KEYS[11] fk (prefix of the
-  children's results)   KEYS[12] idem zset
+  children's results)   KEYS[12] idem zset   KEYS[13] cost hash
   ARGV[1], ARGV[2], ...: the held job ids
   Returns: how many were dropped. ]]
 --#include lib/chunked.lua
@@ -33,6 +33,7 @@ chunked('HDEL', K.fparent, took)
 chunked('HDEL', K.jobs, took)
 chunked('HDEL', K.meta, took)
 chunked('HDEL', K.route, took)
+chunked('HDEL', K.cost, took)
 chunked('ZREM', K.expires, took)
 chunked('ZREM', K.idem, took)
 for i = 1, #keys, 1000 do redis.call('UNLINK', unpack(keys, i, math.min(i + 999, #keys))) end

@@ -16,12 +16,13 @@
   KEYS[26] idem zset   KEYS[27] fs (prefix of staged children's lists)
   KEYS[28] hist (prefix of the history's day hashes: the first enqueue a shard counts leaves its
   zero snapshot, see "History")
-  ARGV[1] number of jobs N, then per job 14 values: id, envelope, max attempts, delay ms, run-at
+  KEYS[29] cost hash (id -> cost, for jobs whose cost is not 1)
+  ARGV[1] number of jobs N, then per job 15 values: id, envelope, max attempts, delay ms, run-at
     ms (0 = use delay), route ("priority|group", "" none), deadline to start by ("", "a<ms>",
     "r<ms>"), "1" held, number of children, parent notice head ("" none: see lib/parents.lua),
     root ("<root id>\t<root base>", for a held job), its children ("<base>\t<id>\t<queue>"
     lines; "" when staged), the token of its staged children list ("" none), "1" remember the
-    id in idem (an explicit id, the idempotency window on)
+    id in idem (an explicit id, the idempotency window on), its cost ("" for 1)
   An error while the queue is being obliterated (cfg "obliterating"): nothing written.
   Returns: { 1, "" } written, { 0, id }: that id exists or is remembered (nothing written), or
   { -1, id }: the staged children list of that job is missing or incomplete (nothing written). ]]
@@ -34,7 +35,7 @@
 --#include lib/control.lua
 --#include lib/history.lua
 --#K
-local W, B = 14, 2
+local W, B = 15, 2
 local now = now_ms()
 local nows = tostring(now)
 if redis.call('HEXISTS', K.cfg, 'obliterating') == 1 then
@@ -66,7 +67,7 @@ for i = 1, n do
 end
 local seq = nrouted > 0 and seq_block(K, nrouted) or 0
 local jobs, meta, route, ready, routed, delayed, expiry = {}, {}, {}, {}, {}, {}, {}
-local waiting, parents, held, roots, idem = {}, {}, {}, {}, {}
+local waiting, parents, held, roots, idem, costs = {}, {}, {}, {}, {}, {}
 for i = 1, n do
   local b = B + (i - 1) * W
   local id = ids[i]
@@ -101,6 +102,10 @@ for i = 1, n do
       chunked('RPUSH', K.fl .. id, list)
     end
   end
+  if ARGV[b + 14] ~= '' then
+    costs[#costs + 1] = id
+    costs[#costs + 1] = ARGV[b + 14]
+  end
   if ARGV[b + 13] == '1' then
     idem[#idem + 1] = '+inf'
     idem[#idem + 1] = id
@@ -128,6 +133,10 @@ end
 chunked('HSET', K.jobs, jobs)
 chunked('HSET', K.meta, meta)
 chunked('HSET', K.route, route)
+if #costs > 0 then
+  chunked('HSET', K.cost, costs)
+  redis.call('HSET', K.cfg, 'costs', '1')
+end
 chunked('ZADD', K.expires, expiry)
 if #expiry > 0 then redis.call('HSET', K.cfg, 'expires', '1') end
 chunked('HSET', K.fwait, waiting)

@@ -16,19 +16,21 @@
   KEYS[24] events stream   KEYS[25] expires zset   KEYS[26] hist (prefix of the history's day
   hashes: the first enqueue a shard counts leaves its zero snapshot, see "History")
   KEYS[27] slast hash (schedule name -> the last job it enqueued)
+  KEYS[28] cost hash (id -> cost, for jobs whose cost is not 1)
   ARGV[1] number of jobs N   ARGV[2] "1": remember explicit ids (the window is on), "0": not
   ARGV[3] schedule guard: "" or "version|slot|next|name" (a schedule's slot fires: the jobs are
     written only if the schedule is at that version and slot, which then moves to next, 0: it has
     none), or "version|||name" (run now: written only if the schedule is at that version, its
     slot unchanged); either way the first job's id becomes the schedule's last job (see
     "Schedules" in docs/data-model.md)
-  then per job 9 values: id, envelope, max attempts, delay ms (relative to Redis now),
+  then per job 10 values: id, envelope, max attempts, delay ms (relative to Redis now),
     run-at ms (absolute; 0 = use delay), "1" if the id was given by the caller,
     route ("priority|group", 0 = no priority; "" for a plain job),
     dedup ("" none; "d|<ttl ms, 0 = until the job finishes>|<key>";
       debounce "b|<length of the expected id>|<expected id><key>"),
     deadline to start by ("" none; "a<ms>" that time, "r<ms>" that long after the due time; see
-      "Expiry" in docs/data-model.md)
+      "Expiry" in docs/data-model.md),
+    cost ("" for 1; else the tokens it takes from a token-bucket rate, see "Queue control")
   Returns: array of N values: 1 = created, 0 = the id already existed (nothing written), a string:
   the id of the job the dedup key names (nothing created; for debounce, that job's payload and due
   time were replaced), -1 debounce: the key names another job than expected (read it again),
@@ -52,7 +54,7 @@ if cf[1] then
   return redis.error_reply('tideq: the queue is being obliterated; enqueue again once it is done')
 end
 K.evmax = tonumber(cf[2]) or false
-local W, B = 9, 4
+local W, B = 10, 4
 local now = now_ms()
 local nows = tostring(now)
 local n = tonumber(ARGV[1])
@@ -94,7 +96,7 @@ end
 local seq = nrouted > 0 and seq_block(K, nrouted) or 0
 local out, seen, created = {}, {}, 0
 local jobs, meta, ready, routed, delayed, idem, route = {}, {}, {}, {}, {}, {}, {}
-local expiry = {}
+local expiry, costs = {}, {}
 -- Dedup keys taken by this call: key -> { id, ttl ms }.
 local taken, ntaken = {}, 0
 for i = 1, n do
@@ -157,6 +159,10 @@ for i = 1, n do
       route[#route + 1] = id
       route[#route + 1] = route_of(p, seq, g)
     end
+    if ARGV[b + 9] ~= '' then
+      costs[#costs + 1] = id
+      costs[#costs + 1] = ARGV[b + 9]
+    end
     local runat = tonumber(ARGV[b + 4])
     local due = now + tonumber(ARGV[b + 3])
     if runat > 0 then due = runat end
@@ -207,6 +213,10 @@ if #jobs > 0 then
   if #expiry > 0 then
     chunked('ZADD', K.expires, expiry)
     redis.call('HSET', K.cfg, 'expires', '1')
+  end
+  if #costs > 0 then
+    chunked('HSET', K.cost, costs)
+    redis.call('HSET', K.cfg, 'costs', '1')
   end
   if #routed > 0 then make_ready(K, queue_cfg(K), routed, false, now) end
   wake(K.wake)

@@ -18,6 +18,7 @@
   KEYS[35] fl (prefix of flow children's lists)   KEYS[36] fwait hash
   KEYS[37] rat hash (when jobs made ready after their enqueue became ready)
   KEYS[38] attempts hash   KEYS[39] logs hash   KEYS[40] lg (prefix of job log lists)
+  KEYS[41] cost hash (id -> cost, for jobs whose cost is not 1)
   ARGV[1] job id   ARGV[2] lease token   ARGV[3] error text (already size-capped)
   ARGV[4] retry delay ms   ARGV[5] queue policy (docs/data-model.md)   ARGV[6] "1": dead-letter now
   (the attempt cannot succeed, e.g. an unknown task), whatever its attempts

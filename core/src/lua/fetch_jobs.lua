@@ -33,6 +33,7 @@
   KEYS[46] attempts hash   KEYS[47] logs hash   KEYS[48] lg (prefix of job log lists)
   KEYS[49] tasks set (task names tracked)   KEYS[50] tstat hash (per-task totals)
   KEYS[51] tm (prefix of the per-task 10-minute snapshots)   KEYS[52] th (of the hourly ones)
+  KEYS[53] cost hash (id -> cost, for jobs whose cost is not 1)
   ARGV[1] lease ms   ARGV[2] most jobs to lease (0 = maintenance only), or "<n>|<limiter>": n
   taken from the queue's shared limiter (a queue that names one leases nothing without it)
   ARGV[3] most expired leases to recover (0: this call skips the upkeep that goes by time:
@@ -72,6 +73,7 @@
 --#include lib/route.lua
 --#include lib/ghosts.lua
 --#include lib/control.lua
+--#include lib/costs.lua
 --#include lib/retention.lua
 --#include lib/bury.lua
 --#include lib/acks.lua
@@ -82,9 +84,9 @@ local P = policy(ARGV[5])
 local C = queue_cfg(K)
 -- Which optional keys exist, in one call (none of them is created by this script): priorities
 -- and groups in use, cancel requests pending, explicit ids remembered, delayed jobs, jobs made
--- ready after their enqueue (see "Latency"). A queue
+-- ready after their enqueue (see "Latency"), jobs' costs. A queue
 -- skips every step about a feature whose key does not exist.
-local has = exist_bits(K, { 'route', 'cancel', 'idem', 'delayed', 'rat' })
+local has = exist_bits(K, { 'route', 'cancel', 'idem', 'delayed', 'rat', 'cost' })
 local routed, creq = has.route, has.cancel
 local upkeep = ARGV[3] ~= '0'
 local acks = complete_leases(K, C, now, P, 8, upkeep)
@@ -219,6 +221,8 @@ end
 local rate_n, rate_ms, rate_b = parse_rate(C.rate)
 -- A token bucket's state ("tat", see lib/control.lua), read only when the rate is one.
 local rtat = rate_b and redis.call('HGET', K.cfg, 'rtat')
+-- With jobs' costs (lib/costs.lua), the bucket's tokens each job popped takes.
+local Q = queue_bucket(K, rtat, rate_n, rate_ms, rate_b)
 local rate_in, capped = 0, false
 if C.paused then want = 0 end
 if C.until_ms then
@@ -260,8 +264,11 @@ if want > 0 then
   if got then
     popped = true
     if C.ghosts > 0 then got = live_ready(K, got, want) end
+    got = fit_list(K, C, Q, K.ready, got, now)
     for _, id in ipairs(got) do ids[#ids + 1] = id end
   end
+  -- A job whose cost does not fit stops the queue until its tokens are back.
+  if Q and Q.wait then want = #ids end
   if #ids < want and routed then
     -- Prioritized: the lowest priority number's list first.
     local took = 0
@@ -275,8 +282,12 @@ if want > 0 then
       if got then
         popped = true
         if C.pghosts > 0 then got = drop_ghosts(K, got, 'p' .. lvl .. '|', 'pghosts') end
+        got = fit_list(K, C, Q, K.p .. lvl, got, now)
         for _, id in ipairs(got) do ids[#ids + 1] = id end
         took = took + #got
+      end
+      if Q and Q.wait then
+        emptied, want = false, #ids
       end
       if emptied then redis.call('ZREM', K.prio, lvl) end
     end
@@ -305,8 +316,8 @@ if want > 0 then
         local m = #heads
         -- Fewer groups than jobs wanted (the rotation is now empty): each gives several.
         local per = m < need and math.ceil(need / m) or 1
-        local back, gone = {}, {}
-        if per == 1 and not limited then
+        local back, gone, front = {}, {}, {}
+        if per == 1 and not limited and not Q then
           -- The common case, kept lean (a call per job is the cost of a group): one job from
           -- each group, each back at the end of the rotation.
           for _, g in ipairs(heads) do
@@ -332,14 +343,16 @@ if want > 0 then
           local turns, taken = {}, 0
           for _, g in ipairs(heads) do
             local take = math.min(per, need - taken)
-            local room, wait = math.huge, nil
+            local room, wait, cut, gtok = math.huge, nil, nil, nil
             if limited then
               room, wait = group_room(K, C, g, now)
               take = math.min(take, room)
             end
+            if Q and Q.wait then take = 0 end
             local n = 0
             if take > 0 then
               local got = redis.call('ZPOPMIN', K.g .. g, take)
+              if has.cost and (Q or limited) then got, cut, wait, gtok = fit_group(K, C, Q, g, got, now) end
               n = #got / 2
               for k = 1, #got, 2 do
                 local t = (k + 1) / 2
@@ -358,13 +371,20 @@ if want > 0 then
               started[g] = started[g] + n
               if limited then
                 C.act[g] = group_active(K, C, g) + n
-                C.rs[g] = (C.rs[g] or 0) + n
+                C.rs[g] = (C.rs[g] or 0) + (gtok or n)
               end
             end
-            if take > 0 and n < take then
+            if cut == 'g' then
+              -- Its next job's cost is more than its bucket holds now: it waits for the tokens.
+              group_hold(K, g, now, wait)
+              held = held + 1
+            elseif Q and Q.wait and (cut or n == 0) then
+              -- The queue's bucket stopped the fetch: it keeps its place in the rotation.
+              front[#front + 1] = g
+            elseif take > 0 and n < take then
               -- Emptied: it leaves the rotation (its next job brings it back).
               gone[#gone + 1] = g
-            elseif room - n > 0 then
+            elseif gtok and group_room(K, C, g, now) > 0 or not gtok and room - n > 0 then
               back[#back + 1] = g
             else
               -- Out of room: when this call's starts used up its rate, it waits for its window
@@ -382,6 +402,8 @@ if want > 0 then
         -- group leaves when its next turn finds nothing.
         chunked('RPUSH', K.grot, back)
         chunked('SREM', K.gset, gone)
+        for i = #front, 1, -1 do redis.call('LPUSH', K.grot, front[i]) end
+        if Q and Q.wait then want = #ids end
       end
       if total_started > 0 then
         popped = true
@@ -390,7 +412,11 @@ if want > 0 then
       end
     end
   end
-  full = #ids >= want
+  full = #ids >= want and not (Q and Q.wait)
+  if Q and Q.wait then
+    rate_in = Q.wait
+    if #ids == 0 then popped = false end
+  end
 end
 
 -- The jobs popped no longer wait: their ready-since entries go (see "Latency"). Only while the
@@ -425,6 +451,7 @@ if #ids > 0 then
       if rate_n then
         starts[#starts + 1] = now
         starts[#starts + 1] = id .. '.' .. x
+        if Q then Q.took = (Q.took or 0) + cost_in(C, id, rate_b) end
       end
       local g = grp[id]
       if g and groups_limited(K, C) then
@@ -434,7 +461,7 @@ if #ids > 0 then
             gtook[g] = 0
             gtaken[#gtaken + 1] = g
           end
-          gtook[g] = gtook[g] + 1
+          gtook[g] = gtook[g] + cost_in(C, id, gb)
         elseif gn then
           -- The window's log expires with the window: a group that goes quiet leaves no key.
           redis.call('ZADD', K.gr .. g, now, id .. '.' .. x)
@@ -468,7 +495,7 @@ if #ids > 0 then
     redis.call('SET', group_bucket_key(K, g), tat, 'PX', math.max(1, math.ceil(tat - now)))
   end
   if #starts > 0 and rate_b then
-    redis.call('HSET', K.cfg, 'rtat', bucket_take(rtat, rate_n, rate_ms, #starts / 2, now))
+    redis.call('HSET', K.cfg, 'rtat', bucket_take(rtat, rate_n, rate_ms, Q and Q.took or #starts / 2, now))
   elseif #starts > 0 then
     chunked('ZADD', K.rl, starts)
     redis.call('PEXPIRE', K.rl, rate_ms)

@@ -20,6 +20,7 @@
   KEYS[35] fl (prefix of the children's lists)
   KEYS[36] rat hash (when jobs made ready after their enqueue became ready)
   KEYS[37] attempts hash   KEYS[38] logs hash   KEYS[39] lg (prefix of job log lists)
+  KEYS[40] cost hash (id -> cost, for jobs whose cost is not 1)
   ARGV[1] the parents' queue policy (docs/data-model.md), then per notice 4 values: parent id,
   the child's policy ("f" fail the parent, "i" ignore, "c" continue), the child ("<queue>\t<id>"),
   how it ended ("c<result>", "x<error>", "e<error>", "n", "l")

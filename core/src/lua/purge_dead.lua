@@ -5,6 +5,7 @@
   KEYS[9] fk (prefix of flow children's results)   KEYS[10] fl (prefix of flow children's lists)
   KEYS[11] fparent hash
   KEYS[12] attempts hash   KEYS[13] logs hash   KEYS[14] lg (prefix of job log lists)
+  KEYS[15] cost hash
   ARGV[1] job id, or "" for all   ARGV[2] most jobs this call
   Returns: number of jobs purged (0 when the id is not dead). ]]
 --#include lib/chunked.lua
@@ -24,6 +25,8 @@ chunked('HDEL', KEYS[6], ids)
 chunked('HDEL', KEYS[7], ids)
 -- Nor does it keep the record of its dedup key (kept while dead for a requeue).
 chunked('HDEL', KEYS[8], ids)
+-- And its cost, kept while dead for a requeue.
+chunked('HDEL', KEYS[15], ids)
 -- A dead flow job's records (its parent was told when it died).
 chunked('HDEL', KEYS[11], ids)
 local keys = {}

@@ -16,6 +16,7 @@
   KEYS[33] fl (prefix of flow children's lists)   KEYS[34] fwait hash
   KEYS[35] rat hash (when jobs made ready after their enqueue became ready)
   KEYS[36] attempts hash   KEYS[37] logs hash   KEYS[38] lg (prefix of job log lists)
+  KEYS[39] cost hash (id -> cost, for jobs whose cost is not 1)
   ARGV[1] job id   ARGV[2] lease token
   Returns: 1 released, 3 cancelled, -1 lease lost. ]]
 --#include lib/base.lua

@@ -22,6 +22,7 @@
   KEYS[34] fl (prefix of flow children's lists)   KEYS[35] fwait hash
   KEYS[36] rat hash (when jobs made ready after their enqueue became ready)
   KEYS[37] attempts hash   KEYS[38] logs hash   KEYS[39] lg (prefix of job log lists)
+  KEYS[40] cost hash (id -> cost, for jobs whose cost is not 1)
   ARGV[1] job id ("": back off only)   ARGV[2] lease token   ARGV[3] delay ms
   ARGV[4] "": snooze, "q": back off the queue, "g": back off the job's group (a job without a
   group: the queue)

@@ -92,7 +92,7 @@ fn every_key_a_header_names_is_one_the_rust_side_builds() {
     }
     // The job scripts take exactly the keys their header lists.
     let fail = jobs.for_script(&super::FAIL_JOB);
-    assert_eq!(fail.len(), 40);
+    assert_eq!(fail.len(), 41);
     assert_eq!(fail[0], jobs.active());
     assert_eq!(fail[8], jobs.wake());
 }
@@ -315,5 +315,5 @@ fn the_k_table_is_generated_from_the_header() {
         .contains("local K = { ready = KEYS[1], delayed = KEYS[2], active = KEYS[3],"));
     assert!(fetch
         .code
-        .contains(" winfo = KEYS[43], hist = KEYS[44], rat = KEYS[45], attempts = KEYS[46], logs = KEYS[47], lg = KEYS[48], tasks = KEYS[49], tstat = KEYS[50], tm = KEYS[51], th = KEYS[52] }\n"));
+        .contains(" winfo = KEYS[43], hist = KEYS[44], rat = KEYS[45], attempts = KEYS[46], logs = KEYS[47], lg = KEYS[48], tasks = KEYS[49], tstat = KEYS[50], tm = KEYS[51], th = KEYS[52], cost = KEYS[53] }\n"));
 }

@@ -364,6 +364,8 @@ pub struct RecordedJob {
     pub run_at_ms: Option<u64>,
     pub priority: Option<u32>,
     pub group: Option<String>,
+    /// Its cost (1 unless enqueued with another).
+    pub cost: u32,
     pub max_attempts: u32,
     pub state: RecordedState,
     /// Attempts made (snoozes not counted).

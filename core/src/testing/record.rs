@@ -243,6 +243,7 @@ impl TestMode {
                         e.job.max_attempts = env.max_attempts;
                         e.job.priority = o.priority;
                         e.job.group = o.group.clone();
+                        e.job.cost = o.cost.unwrap_or(1);
                         e.job.delay = (delay > 0).then(|| Duration::from_millis(delay));
                         e.env = env;
                         out.push(Enqueued {
@@ -264,6 +265,7 @@ impl TestMode {
                     run_at_ms: (run_at > 0).then_some(run_at),
                     priority: o.priority,
                     group: o.group.clone(),
+                    cost: o.cost.unwrap_or(1),
                     max_attempts: env.max_attempts,
                     state: RecordedState::Enqueued,
                     attempts: 0,
@@ -337,6 +339,7 @@ impl TestMode {
                 state_since_or_until: None,
                 priority: j.priority,
                 group: j.group,
+                cost: j.cost,
                 unreadable: None,
                 result: j.result,
                 progress: j.progress,

@@ -343,7 +343,8 @@ impl Queue {
                 })
                 .arg(kids.join("\n"))
                 .arg(staged[i].as_deref().unwrap_or(""))
-                .arg(if remember { "1" } else { "0" });
+                .arg(if remember { "1" } else { "0" })
+                .arg(crate::jobs::cost_arg(o.cost));
         }
         let (ok, id): (i64, Option<String>) = self.client.eval(&cmd, &ENQUEUE_FLOW).await?;
         match ok {

@@ -7,6 +7,7 @@ import {
   Client,
   DontRetry,
   Limiter,
+  MAX_COST,
   MAX_PRIORITY,
   OverLimit,
   Queue,
@@ -38,6 +39,7 @@ async function producer(q: Queue): Promise<void> {
     priority: MAX_PRIORITY,
     backoff: { type: 'fixed', delayMs: 100 },
     dedup: { key: 'k', ttlMs: 10 },
+    cost: MAX_COST,
   });
   await q.enqueueTask('send-email', { to: 'ada', subject: 'hi' } satisfies Email, { format: 'msgpack' });
   await q.enqueueMany([{ name: 't', data: 1 }, { payload: new Uint8Array(2) }, Buffer.from('raw')]);
@@ -66,6 +68,7 @@ async function admin(q: Queue): Promise<void> {
   if (info) {
     const state: 'delayed' | 'ready' | 'active' | 'dead' | 'completed' | 'waiting' = info.state;
     const stored: unknown = info.result;
+    const cost: number = info.cost;
     // @ts-expect-error a stored result is unknown: narrow it first
     info.result.total;
     // @ts-expect-error so is a stored progress

@@ -5,10 +5,10 @@
 local function queue_cfg(K)
   local c = redis.call('HMGET', K.cfg, 'paused', 'max_active', 'rate', 'glimit', 'grate',
     'results', 'progress', 'waited', 'dedup', 'events', 'sched', 'recheck', 'ghosts', 'pghosts', 'until', 'expires', 'flows',
-    'attempts', 'logs', 'limiter')
+    'attempts', 'logs', 'limiter', 'costs')
   K.no_results, K.no_progress, K.no_waiters, K.no_dedup = not c[6], not c[7], not c[8], not c[9]
   K.no_expires, K.no_flows = not c[16], not c[17]
-  K.no_attempts, K.no_logs = not c[18], not c[19]
+  K.no_attempts, K.no_logs, K.no_costs = not c[18], not c[19], not c[21]
   if K.events then K.evmax = tonumber(c[10]) or false end
   return { paused = c[1] == '1', max_active = tonumber(c[2]), rate = c[3] or nil,
     glimit = tonumber(c[4]), grate = c[5] or nil, gc = {}, act = {}, rs = {}, sched = c[11] == '1',
