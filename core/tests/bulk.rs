@@ -281,6 +281,20 @@ async fn clean_deletes_only_the_jobs_that_finished_before_the_time_given() {
     assert_eq!(state(&q, "c-new").await, Some(JobState::Completed));
     assert_eq!(state(&q, "d-new").await, Some(JobState::Dead));
     assert_eq!(q.clean(JobState::Dead, Duration::ZERO).await.unwrap(), 1);
+    // A job's cost is forgotten with it.
+    let costly = EnqueueOptions {
+        cost: Some(3),
+        ..id("costly")
+    };
+    q.enqueue(b"x", costly).await.unwrap();
+    let job = q.lease_jobs(1, LONG).await.unwrap().remove(0);
+    q.complete(&job).await.unwrap();
+    assert_eq!(q.clean(JobState::Completed, Duration::ZERO).await.unwrap(), 2);
+    let costs: u64 = redis::cmd("HLEN")
+        .arg(format!("tideq:{{{}}}:cost", q.name()))
+        .query(&mut server.conn())
+        .unwrap();
+    assert_eq!(costs, 0);
     // As `delete` does: the ids are forgotten, so they may be enqueued again.
     for gone in ["c-old", "d-old"] {
         assert!(
