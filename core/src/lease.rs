@@ -43,6 +43,19 @@ pub(crate) struct Fetched {
     pub now: u64,
 }
 
+/// `fetch_jobs.lua`'s reply: leased, wake_in, acks, lost, now, bits, the queue's limiter, and
+/// the jobs whose group names a limiter (id, limiter, ...).
+type FetchReply = (
+    Vec<Value>,
+    i64,
+    Vec<i64>,
+    u64,
+    u64,
+    i64,
+    String,
+    Vec<String>,
+);
+
 /// What became of one ack.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Acked {
@@ -143,15 +156,8 @@ impl Queue {
         }
         let reply: Value = self.client.eval(&cmd, &FETCH_JOBS).await?;
         let bad = || Error::new(ErrorKind::Redis, "unexpected reply from fetch_jobs");
-        let (leased, wake, acked, lost, started_at, sched, limiter): (
-            Vec<Value>,
-            i64,
-            Vec<i64>,
-            u64,
-            u64,
-            i64,
-            String,
-        ) = redis::from_redis_value(reply).map_err(|_| bad())?;
+        let (leased, wake, acked, lost, started_at, sched, limiter, glim): FetchReply =
+            redis::from_redis_value(reply).map_err(|_| bad())?;
         self.limiter_seen(&limiter);
         self.limit_ended(acks).await;
         if acked.len() != acks.len() || leased.len() % 3 != 0 {
@@ -206,6 +212,7 @@ impl Queue {
                         worker: None,
                         recorded: None,
                         task: None,
+                        group_limit: None,
                     };
                     let _ = self
                         .fail_lease(&lease, &format!("unreadable envelope: {e}"), None, true)
@@ -232,8 +239,11 @@ impl Queue {
                 cancel: Default::default(),
                 owner: owner.clone(),
                 cancel_requested: Default::default(),
+                group_limit: None,
             });
         }
+        // Jobs whose group names a shared limiter: those it has no room for go back.
+        let jobs = self.group_limits_hold(shard, jobs, glim, lease).await;
         let mut wake_in = u64::try_from(wake).ok();
         match &grant {
             Some(g) => {

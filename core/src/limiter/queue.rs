@@ -191,42 +191,65 @@ impl Queue {
         self.limit_holders("extend", Some(lease), leases).await
     }
 
+    /// `op` on the holders of `leases`: the queue's concurrency limiter's, and each group
+    /// limiter's (one call per limiter).
     async fn limit_holders<'a>(
         &self,
         op: &str,
         lease: Option<Duration>,
         leases: impl IntoIterator<Item = &'a Lease>,
     ) {
-        let name = match &*self.limit.0.lock().unwrap() {
-            Some(k) if k.concurrent => k.name.clone(),
-            _ => return,
+        let queue = match &*self.limit.0.lock().unwrap() {
+            Some(k) if k.concurrent => Some(k.name.clone()),
+            _ => None,
         };
-        let mut args = vec![op.to_string()];
-        args.extend(lease.map(|l| ms(l).to_string()));
-        let first = args.len();
-        args.extend(
-            leases
-                .into_iter()
-                .map(|l| self.holder(l.shard, &l.id, &l.token)),
-        );
-        if args.len() == first {
-            return;
+        let mut calls: Vec<(Arc<str>, Vec<String>)> = Vec::new();
+        let mut add =
+            |name: &Arc<str>, holder: String| match calls.iter_mut().find(|(n, _)| n == name) {
+                Some((_, hs)) => hs.push(holder),
+                None => calls.push((name.clone(), vec![holder])),
+            };
+        for l in leases {
+            if queue.is_none() && l.group_limit.is_none() {
+                continue;
+            }
+            let holder = self.holder(l.shard, &l.id, &l.token);
+            // A group naming the queue's own limiter shares its holder.
+            if let Some(g) = l
+                .group_limit
+                .as_ref()
+                .filter(|g| Some(*g) != queue.as_ref())
+            {
+                add(g, holder.clone());
+            }
+            if let Some(q) = &queue {
+                add(q, holder);
+            }
         }
-        if let Err(e) = self.limit_call::<i64>(&name, &args).await {
-            log::warn!(
-                "tideq: queue {:?}: limiter {name:?}: {op} failed (slots come back when their \
-                 lease runs out): {e}",
-                self.name()
-            );
+        for (name, holders) in calls {
+            let mut args = vec![op.to_string()];
+            args.extend(lease.map(|l| ms(l).to_string()));
+            args.extend(holders);
+            if let Err(e) = self.limit_call::<i64>(&name, &args).await {
+                log::warn!(
+                    "tideq: queue {:?}: limiter {name:?}: {op} failed (slots come back when their \
+                     lease runs out): {e}",
+                    self.name()
+                );
+            }
         }
     }
 
     /// A job delivery's holder token: unique to the queue shard, the job and the delivery.
-    fn holder(&self, shard: usize, id: &str, token: &str) -> String {
+    pub(super) fn holder(&self, shard: usize, id: &str, token: &str) -> String {
         format!("{}{id}.{token}", self.shards[shard].base())
     }
 
-    async fn limit_call<T: redis::FromRedisValue>(&self, name: &str, args: &[String]) -> Result<T> {
+    pub(super) async fn limit_call<T: redis::FromRedisValue>(
+        &self,
+        name: &str,
+        args: &[String],
+    ) -> Result<T> {
         validate_name("limiter", name)?;
         let keys = LimiterKeys::new(self.client.config().prefix(), name)?;
         let mut cmd = LIMIT_BATCH.cmd(&keys.for_script(&LIMIT_BATCH));

@@ -46,7 +46,7 @@
   entry goes; else its encoded entry, stored under the report's worker id, see "Workers")
   ARGV[8], ARGV[9], ...: acks, pairs of job id, lease token (a token ending in "+" is followed by
   the job's result, see docs/data-model.md)
-  Returns: { leased, wake_in_ms, acks, lost, now, bits }, leased = flat
+  Returns: { leased, wake_in_ms, acks, lost, now, bits, limiter, glim }, leased = flat
   array of id, envelope, meta per job (docs/data-model.md: the attempt under way is attempts + 1, the
   lease token "enqueued.x"); wake_in_ms = ms until a delayed job is due, a lease expires or a rate limit
   allows the next start (0 = look again now, always so when jobs were leased), -1 if nothing is
@@ -54,7 +54,10 @@
   whose envelope or meta was missing (removed and counted) plus unreadable records
   dead-lettered; now = the Redis time (ms) of the leases (the jobs' start); bits: 1 the queue
   (shard) has schedules, 2 its outbox holds flow notices to relay, 4 it holds flow jobs;
-  limiter = the shared limiter the queue names ("" none; see ARGV[2]). ]]
+  limiter = the shared limiter the queue names ("" none; see ARGV[2]); glim = flat array of job id,
+  limiter name for each job leased whose group names a shared limiter (empty when none): the
+  caller takes room for them from their limiter, and gives back those it gets none for
+  (release_job.lua, ARGV[3]). ]]
 --#include lib/chunked.lua
 --#include lib/base.lua
 --#include lib/meta.lua
@@ -400,6 +403,8 @@ if #ids > 0 and key_exists(K, 'rat') then chunked('HDEL', K.rat, ids) end
 -- Flat: id, envelope, meta for each job (the client reads the attempt, lease token and enqueue
 -- time from the meta: parsing them here cost more than the rest of a lease).
 local leased = {}
+-- Jobs leased whose group names a shared limiter: id, limiter name, ... (see the reply).
+local glim = {}
 if #ids > 0 then
   local envs = hmget(K.jobs, ids)
   local metas = hmget(K.meta, ids)
@@ -428,7 +433,12 @@ if #ids > 0 then
       end
       local g = grp[id]
       if g and groups_limited(K, C) then
-        local gn, gms, gb = parse_rate(group_cfg(K, C, g).rate)
+        local gc = group_cfg(K, C, g)
+        if gc.limiter then
+          glim[#glim + 1] = id
+          glim[#glim + 1] = gc.limiter
+        end
+        local gn, gms, gb = parse_rate(gc.rate)
         if gb then
           if not gtook[g] then
             gtook[g] = 0
@@ -502,7 +512,7 @@ if not K.no_flows then
   local f = redis.call('EXISTS', K.fout, K.fout, K.fhold)
   if f == 1 then bits = bits + 4 elseif f >= 2 then bits = bits + 2 + (f == 3 and 4 or 0) end
 end
-if #leased > 0 then return { leased, 0, acks, lost, now, bits, C.limiter or '' } end
+if #leased > 0 then return { leased, 0, acks, lost, now, bits, C.limiter or '', glim } end
 -- The last acks of a busy spell (sent without upkeep) still trim the completed jobs by age.
 if not upkeep and #acks > 0 then trim_done_aged(K, now, P) end
 local wake_in = -1
@@ -544,4 +554,4 @@ if bits >= 4 then
     if wake_in < 0 or wake_in > due then wake_in = due end
   end
 end
-return { leased, wake_in, acks, lost, now, bits, C.limiter or '' }
+return { leased, wake_in, acks, lost, now, bits, C.limiter or '', glim }
