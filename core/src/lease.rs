@@ -41,6 +41,9 @@ pub(crate) struct Fetched {
     pub held: bool,
     /// The Redis time of the call (ms).
     pub now: u64,
+    /// Some jobs leased were of groups that name a shared limiter (a fetch takes only a few
+    /// of such a group's jobs: more may be ready).
+    pub group_limited: bool,
 }
 
 /// `fetch_jobs.lua`'s reply: leased, wake_in, acks, lost, now, bits, the queue's limiter, and
@@ -139,11 +142,16 @@ impl Queue {
             0 => None,
             _ => self.limit_take(want, lease).await?,
         };
+        // The most to take from one group that names a limiter (see limiter/group.rs).
+        let cap = match self.limit.group_cap() {
+            0 => String::new(),
+            n => format!("~{n}"),
+        };
         let mut cmd = self.script_cmd(shard, &FETCH_JOBS);
         cmd.arg(ms(lease))
             .arg(match &grant {
-                Some(g) => format!("{}|{}", g.granted, g.name),
-                None => want.to_string(),
+                Some(g) => format!("{}{cap}|{}", g.granted, g.name),
+                None => format!("{want}{cap}"),
             })
             .arg(if upkeep { RECOVER_LIMIT } else { 0 })
             .arg(PROMOTE_LIMIT)
@@ -243,6 +251,7 @@ impl Queue {
             });
         }
         // Jobs whose group names a shared limiter: those it has no room for go back.
+        let group_limited = !glim.is_empty();
         let jobs = self.group_limits_hold(shard, jobs, glim, lease).await;
         let mut wake_in = u64::try_from(wake).ok();
         match &grant {
@@ -271,6 +280,7 @@ impl Queue {
             notices: sched & 2 != 0,
             held: sched & 4 != 0,
             now: started_at,
+            group_limited,
         })
     }
 
@@ -317,7 +327,9 @@ impl Queue {
                     if fetched.notices {
                         crate::workflow::relay(&self.client, &self.shards[shard]).await?;
                     }
-                    let again = fetched.jobs.is_empty() && fetched.wake_in == Some(0);
+                    // Or it took jobs of groups that name a limiter, a few per group.
+                    let again = (fetched.jobs.is_empty() && fetched.wake_in == Some(0))
+                        || (fetched.group_limited && !fetched.jobs.is_empty());
                     out.extend(fetched.jobs);
                     if !again {
                         break;

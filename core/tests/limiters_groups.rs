@@ -343,3 +343,35 @@ async fn a_dead_workers_group_slots_come_back_with_its_leases() {
     assert_eq!(q.lease_jobs(4, LEASE).await.unwrap().len(), 2);
     assert_eq!(holders(&server, &lim), 2);
 }
+
+#[tokio::test]
+async fn a_group_whose_limiter_has_room_starts_every_job_asked_for_after_one_was_given_back() {
+    let server = RedisServer::start();
+    let client = Client::open(&server.url).unwrap();
+    let lim = unique("conc");
+    client
+        .limiter()
+        .concurrent(&lim, 100, Duration::from_secs(60))
+        .await
+        .unwrap();
+    let q = queue(&client, 1);
+    q.set_group_limiter("acme", Some(&lim)).await.unwrap();
+    fill(&q, "acme", 30).await;
+    // The limiter full for a moment: the handle learns to fetch few of the group's jobs.
+    let full: Vec<_> = {
+        let mut g = Vec::new();
+        for _ in 0..100 {
+            g.push(client.limiter().acquire(&lim).await.unwrap());
+        }
+        g
+    };
+    assert!(q.lease_jobs(10, LEASE).await.unwrap().is_empty());
+    for g in full {
+        g.release().await.unwrap();
+    }
+    q.resume_group("acme").await.unwrap();
+    // Room again: one call still leases all it asks for.
+    assert_eq!(q.lease_jobs(25, LEASE).await.unwrap().len(), 25);
+    assert_eq!(holders(&server, &lim), 25);
+    assert_eq!(given_back(&server, &q), 10);
+}

@@ -116,6 +116,7 @@ impl Queue {
                         (String::new(), 0, UNREADABLE_HOLD_MS)
                     }
                 };
+            self.limit.group_room_seen(idx.len(), granted);
             let mut give: Vec<usize> = Vec::new();
             for (n, &i) in idx.iter().enumerate() {
                 if n < granted {

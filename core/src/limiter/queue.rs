@@ -10,6 +10,7 @@
 //! out, should its worker die); room taken but not used goes back. A queue without a limiter pays
 //! one more field in the fetch's settings read, and nothing else.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -19,9 +20,11 @@ use crate::jobs::Queue;
 use crate::keys::{validate_name, LimiterKeys};
 use crate::scripts::LIMIT_BATCH;
 
-/// What a queue handle knows of its queue's limiter, from the fetches' replies.
+/// What a queue handle knows of its queue's limiter, from the fetches' replies; and the most
+/// jobs a fetch should take from one group that names a limiter (0: no cap), learnt from the
+/// room its limiters had (see `limiter/group.rs`).
 #[derive(Debug, Default)]
-pub(crate) struct LimitCache(Mutex<Option<Known>>);
+pub(crate) struct LimitCache(Mutex<Option<Known>>, AtomicUsize);
 
 #[derive(Debug, Clone)]
 struct Known {
@@ -264,5 +267,27 @@ impl Queue {
 impl LimitCache {
     pub(crate) fn shared() -> Arc<Self> {
         Arc::default()
+    }
+
+    /// The most jobs a fetch takes from one group that names a limiter (0: no cap).
+    pub(crate) fn group_cap(&self) -> usize {
+        self.1.load(Ordering::Relaxed)
+    }
+
+    /// A limiter had room for `granted` of `asked` jobs of its groups: a fetch takes at most
+    /// that many (at least 1) from such a group next time; when it had room for all, the cap
+    /// doubles (and goes past the most a fetch leases).
+    pub(crate) fn group_room_seen(&self, asked: usize, granted: usize) {
+        let cap = self.group_cap();
+        let next = if granted < asked {
+            granted.max(1)
+        } else if cap == 0 || asked < cap {
+            cap
+        } else if cap * 2 >= crate::job::MAX_FETCH {
+            0
+        } else {
+            cap * 2
+        };
+        self.1.store(next, Ordering::Relaxed);
     }
 }

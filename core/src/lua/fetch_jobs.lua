@@ -34,7 +34,8 @@
   KEYS[49] tasks set (task names tracked)   KEYS[50] tstat hash (per-task totals)
   KEYS[51] tm (prefix of the per-task 10-minute snapshots)   KEYS[52] th (of the hourly ones)
   ARGV[1] lease ms   ARGV[2] most jobs to lease (0 = maintenance only), or "<n>|<limiter>": n
-  taken from the queue's shared limiter (a queue that names one leases nothing without it)
+  taken from the queue's shared limiter (a queue that names one leases nothing without it); either
+  may follow n with "~<cap>": the most jobs leased from one group that names a shared limiter
   ARGV[3] most expired leases to recover (0: this call skips the upkeep that goes by time:
   expired leases, stale cancel requests and the completed jobs' age; a worker busy leasing does
   it a few times a second, not on every call)   ARGV[4] most delayed jobs to promote (<= 1000)
@@ -212,10 +213,13 @@ end
 -- How many may start now: the batch, within the queue's concurrency cap and start rate. A queue
 -- that names a shared limiter starts only what the caller took from it ("<n>|<limiter>"): none
 -- for a caller that took from no limiter or another (the reply names the queue's).
-local want = tonumber(ARGV[2])
-if not want then
-  local n, by = string.match(ARGV[2], '^(%d+)|(.*)$')
-  want = (not C.limiter or by == C.limiter) and tonumber(n) or 0
+-- "<n>[~<cap>][|<limiter>]": cap, the most this call takes from one group that names a shared
+-- limiter (the caller's guess of the room the limiter has: what it gets none for it gives back).
+local asked, gcap, by = string.match(ARGV[2], '^(%d+)~?(%d*)(.*)$')
+asked, gcap = tonumber(asked), tonumber(gcap)
+local want = asked
+if by ~= '' then
+  want = (not C.limiter or string.sub(by, 2) == C.limiter) and asked or 0
 elseif C.limiter then
   want = 0
 end
@@ -295,6 +299,8 @@ if want > 0 then
       -- of groups without room (paused, at a limit) costs calls, not one long call; the worker
       -- looks again at once (see wake_in below).
       local budget = want + 200
+      -- Groups that gave their cap of jobs (gcap): back in the rotation after this call's rounds.
+      local later = {}
       unwalked = true
       for _ = 1, 100 do
         local need = math.min(want - #ids, budget)
@@ -340,6 +346,8 @@ if want > 0 then
               room, wait = group_room(K, C, g, now)
               take = math.min(take, room)
             end
+            local capped = gcap and limited and group_cfg(K, C, g).limiter
+            if capped then take = math.min(take, gcap - (started[g] or 0)) end
             local n = 0
             if take > 0 then
               local got = redis.call('ZPOPMIN', K.g .. g, take)
@@ -367,6 +375,8 @@ if want > 0 then
             if take > 0 and n < take then
               -- Emptied: it leaves the rotation (its next job brings it back).
               gone[#gone + 1] = g
+            elseif capped and started[g] and started[g] >= gcap then
+              later[#later + 1] = g
             elseif room - n > 0 then
               back[#back + 1] = g
             else
@@ -386,6 +396,7 @@ if want > 0 then
         chunked('RPUSH', K.grot, back)
         chunked('SREM', K.gset, gone)
       end
+      chunked('RPUSH', K.grot, later)
       if total_started > 0 then
         popped = true
         redis.call('HINCRBY', K.stats, 'gready', -total_started)
@@ -519,7 +530,7 @@ local wake_in = -1
 local limited = C.paused or capped or rate_in > 0
 -- Ids popped but none leasable (data gone): look again. Nothing popped while wanting some: there
 -- was nothing to lease. A maintenance call (nothing wanted) looks again if jobs are ready.
-if popped or (not limited and tonumber(ARGV[2]) == 0 and redis.call('LLEN', K.ready) > 0) then
+if popped or (not limited and asked == 0 and redis.call('LLEN', K.ready) > 0) then
   wake_in = 0
 elseif not limited and (C.recheck or (held > 0 or unwalked) and redis.call('LLEN', K.grot) > 0) then
   -- Groups without room were taken out of the rotation, or emptied ones dropped from it, and
