@@ -796,6 +796,14 @@ export declare class Queue {
   /** The shared limiter this queue's starts take from, or `null`. */
   limiterName(): Promise<string | null>
   /**
+   * Makes every start of `group`'s jobs take from the shared limiter `name` (defined with
+   * `Limiter`), whichever queue the group is in; `null` stops it. A job over the limit is not
+   * run: it keeps its place in its group without using an attempt, and the group waits for
+   * room while the queue's other groups go on. Rejects with `INVALID_ARGUMENT` (nothing
+   * written) for a limiter never defined or a bad name.
+   */
+  setGroupLimiter(group: string, name: string | null): Promise<void>
+  /**
    * Sets one group's own limits, replacing both: a key left out (or `null`) falls back to
    * the queue's default (`groupConcurrency` / `groupRate` of `setLimits`). Rejects with
    * `INVALID_ARGUMENT` (nothing written) on a bad group name or limit.
@@ -1968,6 +1976,8 @@ export interface GroupInfo {
    * by `group(name)` only: `null` in `groups()` and `groupsPage()`.
    */
   latencyMs: number | null
+  /** The shared limiter the group's starts take from (`setGroupLimiter`), or `null`. */
+  limiter: string | null
 }
 
 /**

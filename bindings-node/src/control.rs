@@ -105,6 +105,8 @@ pub struct GroupInfo {
     /// Milliseconds the longest-ready of its next 10 jobs has been ready (0 when none is). Read
     /// by `group(name)` only: `null` in `groups()` and `groupsPage()`.
     pub latency_ms: Option<f64>,
+    /// The shared limiter the group's starts take from (`setGroupLimiter`), or `null`.
+    pub limiter: Option<String>,
 }
 
 impl From<tideq::GroupInfo> for GroupInfo {
@@ -117,6 +119,7 @@ impl From<tideq::GroupInfo> for GroupInfo {
             concurrency: g.concurrency,
             rate: g.rate.map(Rate::from),
             latency_ms: g.latency.map(|d| d.as_millis() as f64),
+            limiter: g.limiter,
         }
     }
 }
@@ -266,6 +269,29 @@ impl Queue {
     pub fn limiter_name<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, Option<String>>> {
         let q = self.inner.clone();
         spawn(env, Ok(async move { Ok(q.limiter_name().await?) }))
+    }
+
+    /// Makes every start of `group`'s jobs take from the shared limiter `name` (defined with
+    /// `Limiter`), whichever queue the group is in; `null` stops it. A job over the limit is not
+    /// run: it keeps its place in its group without using an attempt, and the group waits for
+    /// room while the queue's other groups go on. Rejects with `INVALID_ARGUMENT` (nothing
+    /// written) for a limiter never defined or a bad name.
+    #[napi(
+        ts_args_type = "group: string, name: string | null",
+        ts_return_type = "Promise<void>"
+    )]
+    pub fn set_group_limiter<'env>(
+        &self,
+        env: &'env Env,
+        group: Unknown,
+        name: Unknown,
+    ) -> Result<PromiseRaw<'env, ()>> {
+        let q = self.inner.clone();
+        let args = group_name(&group).and_then(|g| Ok((g, opt_string("name", &name)?)));
+        spawn(
+            env,
+            args.map(|(g, n)| async move { Ok(q.set_group_limiter(&g, n.as_deref()).await?) }),
+        )
     }
 
     /// Sets one group's own limits, replacing both: a key left out (or `null`) falls back to

@@ -151,23 +151,32 @@ impl GroupInfo {
     fn latency(&self) -> Option<f64> {
         self.0.latency.map(|d| d.as_secs_f64())
     }
+    /// The shared limiter the group's starts take from (``set_group_limiter``), or None.
+    #[getter]
+    fn limiter(&self) -> Option<&str> {
+        self.0.limiter.as_deref()
+    }
     fn __repr__(&self, py: Python<'_>) -> String {
         let g = &self.0;
         format!(
             "GroupInfo(group={}, ready={}, active={}, paused={}, concurrency={}, rate={}, \
-             latency={})",
+             latency={}, limiter={})",
             convert::str_repr(py, &g.group),
             g.ready,
             g.active,
             if g.paused { "True" } else { "False" },
             opt_repr(g.concurrency),
             rate_repr(g.rate),
-            opt_repr(g.latency.map(|d| d.as_secs_f64()))
+            opt_repr(g.latency.map(|d| d.as_secs_f64())),
+            match &g.limiter {
+                Some(l) => convert::str_repr(py, l),
+                None => "None".to_string(),
+            }
         )
     }
 }
 
-crate::value::value_class! { GroupInfo { group, ready, active, paused, concurrency, rate, latency } }
+crate::value::value_class! { GroupInfo { group, ready, active, paused, concurrency, rate, latency, limiter } }
 
 /// A page of groups (``Queue.groups_page``) and the cursor of the next page.
 #[pyclass(module = "tideq", frozen, eq)]
@@ -276,6 +285,24 @@ impl QueueBase {
     fn limiter_name<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let q = self.queue.clone();
         self.api.call(py, async move { q.limiter_name().await })
+    }
+
+    /// Make every start of ``group``'s jobs take from the shared limiter ``name`` (defined with
+    /// ``Limiter``), whichever queue the group is in; None stops it. A job over the limit is not
+    /// run: it keeps its place in its group without using an attempt, and the group waits for
+    /// room while the queue's other groups go on. A limiter never defined raises
+    /// ``InvalidArgumentError``; nothing is written.
+    fn set_group_limiter<'py>(
+        &self,
+        py: Python<'py>,
+        group: Text,
+        name: Option<Text>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let q = self.queue.clone();
+        self.api.call(py, async move {
+            q.set_group_limiter(&group.0, name.as_ref().map(|n| n.0.as_str()))
+                .await
+        })
     }
 
     /// Set ``group``'s own limits (None: the queue's defaults).

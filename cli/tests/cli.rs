@@ -268,6 +268,33 @@ fn purge_refuses_without_yes_when_not_a_tty_and_works_with_it() {
 }
 
 #[test]
+fn group_shows_the_shared_limiter_its_starts_take_from() {
+    let redis = Redis::start();
+    let q = redis.queue("gl");
+    let rt = rt();
+    rt.block_on(async {
+        let client = tideq::Client::open(&redis.url)?;
+        client
+            .limiter()
+            .concurrent("acme-api", 2, std::time::Duration::from_secs(60))
+            .await?;
+        q.set_group_limiter("acme", Some("acme-api")).await?;
+        q.enqueue(b"x", EnqueueOptions::default()).await.map(drop)
+    })
+    .unwrap();
+    let v = json(redis.tideq(&["group", "gl", "acme", "--json"]));
+    assert_eq!(v["limiter"], "acme-api", "{v}");
+    let text = ok(redis.tideq(&["group", "gl", "acme"]));
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("limiter") && l.ends_with("acme-api")),
+        "{text}"
+    );
+    let v = json(redis.tideq(&["group", "gl", "other", "--json"]));
+    assert!(v["limiter"].is_null(), "{v}");
+}
+
+#[test]
 fn pause_and_resume_change_is_paused() {
     let redis = Redis::start();
     let q = redis.queue("pz");

@@ -122,6 +122,9 @@ pub struct GroupInfo {
     /// look up every listed group's jobs.
     #[serde(default)]
     pub latency: Option<Duration>,
+    /// The shared limiter its starts take from ([`Queue::set_group_limiter`]), if any.
+    #[serde(default)]
+    pub limiter: Option<String>,
 }
 
 /// Shard `shard`'s share of a limit `n` split over `shards` (the first `n % shards` get one
@@ -336,11 +339,11 @@ impl Queue {
         self.op("group", async {
             validate_name("group", group)?;
             let shard = shard_of(group, self.shards.len());
-            let (ready, active, limit, rate, paused, latency): RawGroupLatency = self
+            let (ready, active, limit, rate, paused, latency, limiter): RawGroupLatency = self
                 .client
                 .eval(&self.group_cmd(shard, group), &GROUP_INFO)
                 .await?;
-            let raw = (ready, active, limit, rate, paused);
+            let raw = (ready, active, limit, rate, paused, limiter);
             Ok(group_info(group, raw, Some(latency), &self.limits().await?))
         })
         .await
@@ -450,9 +453,16 @@ fn parse_group_cursor(c: &str, shards: usize) -> Result<(usize, u8, String)> {
     Ok((shard, part, scan.to_string()))
 }
 
-/// A group as `list_groups.lua` reads it: ready, running, own limit, own rate, paused.
-type RawGroup = (u64, u64, Option<String>, Option<String>, Option<String>);
-/// `group_info.lua`'s reply: the same, then the latency (ms).
+/// A group as `list_groups.lua` reads it: ready, running, own limit, own rate, paused, limiter.
+type RawGroup = (
+    u64,
+    u64,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+);
+/// `group_info.lua`'s reply: ready, running, own limit, own rate, paused, latency (ms), limiter.
 type RawGroupLatency = (
     u64,
     u64,
@@ -460,10 +470,11 @@ type RawGroupLatency = (
     Option<String>,
     Option<String>,
     u64,
+    Option<String>,
 );
 
 fn group_info(group: &str, raw: RawGroup, latency: Option<u64>, defaults: &Limits) -> GroupInfo {
-    let (ready, active, limit, rate, paused) = raw;
+    let (ready, active, limit, rate, paused, limiter) = raw;
     GroupInfo {
         group: group.to_string(),
         ready,
@@ -478,5 +489,6 @@ fn group_info(group: &str, raw: RawGroup, latency: Option<u64>, defaults: &Limit
             .and_then(Rate::decode)
             .or(defaults.group_rate),
         latency: latency.map(Duration::from_millis),
+        limiter,
     }
 }

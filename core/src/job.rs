@@ -429,6 +429,9 @@ pub struct Job {
     pub(crate) owner: std::sync::Arc<crate::jobs::Queue>,
     /// Set (before `cancel` fires) when the job's cancel was requested.
     pub(crate) cancel_requested: Arc<AtomicBool>,
+    /// The concurrency limiter its group names, whose slot it holds until it ends
+    /// ([`Queue::set_group_limiter`](crate::Queue::set_group_limiter)).
+    pub(crate) group_limit: Option<Arc<str>>,
 }
 
 /// What settling a leased job needs (no payload): id, lease token, attempt, backoff.
@@ -455,6 +458,8 @@ pub(crate) struct Lease {
     /// The job's task name (`None`: a raw payload), for the worker's per-task counts
     /// ([`Queue::task_metrics`](crate::Queue::task_metrics)).
     pub task: Option<Arc<str>>,
+    /// The concurrency limiter its group names, whose slot it holds (see [`Job`]).
+    pub group_limit: Option<Arc<str>>,
 }
 
 impl Lease {
@@ -489,6 +494,7 @@ impl Job {
             worker: None,
             recorded: None,
             task: self.task.as_deref().map(Arc::from),
+            group_limit: self.group_limit.clone(),
         }
     }
 

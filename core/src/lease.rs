@@ -41,7 +41,23 @@ pub(crate) struct Fetched {
     pub held: bool,
     /// The Redis time of the call (ms).
     pub now: u64,
+    /// Some jobs leased were of groups that name a shared limiter (a fetch takes only a few
+    /// of such a group's jobs: more may be ready).
+    pub group_limited: bool,
 }
+
+/// `fetch_jobs.lua`'s reply: leased, wake_in, acks, lost, now, bits, the queue's limiter, and
+/// the jobs whose group names a limiter (id, limiter, ...).
+type FetchReply = (
+    Vec<Value>,
+    i64,
+    Vec<i64>,
+    u64,
+    u64,
+    i64,
+    String,
+    Vec<String>,
+);
 
 /// What became of one ack.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -126,11 +142,16 @@ impl Queue {
             0 => None,
             _ => self.limit_take(want, lease).await?,
         };
+        // The most to take from one group that names a limiter (see limiter/group.rs).
+        let cap = match self.limit.group_cap() {
+            0 => String::new(),
+            n => format!("~{n}"),
+        };
         let mut cmd = self.script_cmd(shard, &FETCH_JOBS);
         cmd.arg(ms(lease))
             .arg(match &grant {
-                Some(g) => format!("{}|{}", g.granted, g.name),
-                None => want.to_string(),
+                Some(g) => format!("{}{cap}|{}", g.granted, g.name),
+                None => format!("{want}{cap}"),
             })
             .arg(if upkeep { RECOVER_LIMIT } else { 0 })
             .arg(PROMOTE_LIMIT)
@@ -143,15 +164,8 @@ impl Queue {
         }
         let reply: Value = self.client.eval(&cmd, &FETCH_JOBS).await?;
         let bad = || Error::new(ErrorKind::Redis, "unexpected reply from fetch_jobs");
-        let (leased, wake, acked, lost, started_at, sched, limiter): (
-            Vec<Value>,
-            i64,
-            Vec<i64>,
-            u64,
-            u64,
-            i64,
-            String,
-        ) = redis::from_redis_value(reply).map_err(|_| bad())?;
+        let (leased, wake, acked, lost, started_at, sched, limiter, glim): FetchReply =
+            redis::from_redis_value(reply).map_err(|_| bad())?;
         self.limiter_seen(&limiter);
         self.limit_ended(acks).await;
         if acked.len() != acks.len() || leased.len() % 3 != 0 {
@@ -206,6 +220,7 @@ impl Queue {
                         worker: None,
                         recorded: None,
                         task: None,
+                        group_limit: None,
                     };
                     let _ = self
                         .fail_lease(&lease, &format!("unreadable envelope: {e}"), None, true)
@@ -232,8 +247,12 @@ impl Queue {
                 cancel: Default::default(),
                 owner: owner.clone(),
                 cancel_requested: Default::default(),
+                group_limit: None,
             });
         }
+        // Jobs whose group names a shared limiter: those it has no room for go back.
+        let group_limited = !glim.is_empty();
+        let jobs = self.group_limits_hold(shard, jobs, glim, lease).await;
         let mut wake_in = u64::try_from(wake).ok();
         match &grant {
             Some(g) => {
@@ -261,6 +280,7 @@ impl Queue {
             notices: sched & 2 != 0,
             held: sched & 4 != 0,
             now: started_at,
+            group_limited,
         })
     }
 
@@ -307,7 +327,9 @@ impl Queue {
                     if fetched.notices {
                         crate::workflow::relay(&self.client, &self.shards[shard]).await?;
                     }
-                    let again = fetched.jobs.is_empty() && fetched.wake_in == Some(0);
+                    // Or it took jobs of groups that name a limiter, a few per group.
+                    let again = (fetched.jobs.is_empty() && fetched.wake_in == Some(0))
+                        || (fetched.group_limited && !fetched.jobs.is_empty());
                     out.extend(fetched.jobs);
                     if !again {
                         break;

@@ -363,6 +363,7 @@ impl std::error::Error for LimitError {
     }
 }
 
+mod group;
 mod queue;
 pub(crate) use queue::LimitCache;
 

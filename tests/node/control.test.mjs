@@ -258,6 +258,7 @@ test('group(name) reports ready and running jobs, paused, and the limits in forc
     paused: false,
     concurrency: 3,
     rate: { max: 5, perMs: 1000 },
+    limiter: null,
   });
   await queue.setGroupLimits('g', { concurrency: 1 });
   assert.deepEqual(timeless(await queue.group('g')), {
@@ -267,6 +268,7 @@ test('group(name) reports ready and running jobs, paused, and the limits in forc
     paused: false,
     concurrency: 1,
     rate: { max: 5, perMs: 1000 },
+    limiter: null,
   });
   const [job] = await queue.leaseJobs(5);
   assert.equal(job.id, 'b', 'no priority runs first');
@@ -279,7 +281,7 @@ test('group(name) reports ready and running jobs, paused, and the limits in forc
   assert.deepEqual([b.priority, b.group, b.state], [null, 'g', 'active']);
   await queue.setGroupLimits('g', {});
   assert.equal((await queue.group('g')).concurrency, 3, 'back to the queue default');
-  assert.deepEqual(await queue.group('empty'), { group: 'empty', ready: 0, active: 0, paused: false, concurrency: 3, rate: { max: 5, perMs: 1000 }, latencyMs: 0 });
+  assert.deepEqual(await queue.group('empty'), { group: 'empty', ready: 0, active: 0, paused: false, concurrency: 3, rate: { max: 5, perMs: 1000 }, latencyMs: 0, limiter: null });
 });
 
 test('bad queue control input rejects with INVALID_ARGUMENT and writes nothing', async () => {

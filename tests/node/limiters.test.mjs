@@ -111,3 +111,38 @@ test('a queue naming a limiter starts no more than it allows, across queues; nul
   await assert.rejects(() => a.setLimiter(5), (e) => e.code === 'INVALID_ARGUMENT');
   assert.equal(await a.limiterName(), 'db', 'a refused change wrote nothing');
 });
+
+test('a group naming a limiter never runs more of its jobs than the limit, across queues', async () => {
+  const { client, queue: a } = freshJobQueue(redis.url);
+  const b = new tideq.Queue(`${a.name}-b`, { client });
+  const lim = new tideq.Limiter(client);
+  await lim.concurrent('gdb', 2, 60_000);
+  for (const q of [a, b]) {
+    await q.setGroupLimiter('acme', 'gdb');
+    await q.enqueueMany(Array.from({ length: 4 }, () => ({ payload: Buffer.from('x'), group: 'acme' })));
+  }
+  assert.equal((await a.group('acme')).limiter, 'gdb');
+  const first = await a.leaseJobs(4);
+  assert.equal(first.length, 2, 'two slots');
+  assert.equal((await b.leaseJobs(4)).length, 0, 'the slots are taken');
+  assert.deepEqual([(await b.group('acme')).ready, (await b.group('acme')).active], [4, 0], 'jobs over the limit wait in their place');
+  await a.complete(first[0]);
+  // b's group waits for the limiter a short while, then starts one job (its first attempt).
+  let got = [];
+  for (let i = 0; i < 40 && got.length === 0; i++) {
+    got = await b.leaseJobs(4);
+    if (got.length === 0) await new Promise((r) => setTimeout(r, 50));
+  }
+  assert.equal(got.length, 1, 'one slot back');
+  assert.equal(got[0].attempt, 1);
+  await b.setGroupLimiter('acme', null);
+  assert.equal((await b.group('acme')).limiter, null);
+});
+
+test('a group limiter never defined is refused and nothing is written', async () => {
+  const { queue, prefix } = freshJobQueue(redis.url);
+  await assert.rejects(() => queue.setGroupLimiter('acme', 'nosuch'), (e) => e.code === 'INVALID_ARGUMENT' && /no limiter named "nosuch"/.test(e.message));
+  await assert.rejects(() => queue.setGroupLimiter('acme', 5), (e) => e.code === 'INVALID_ARGUMENT');
+  await assert.rejects(() => queue.setGroupLimiter('', 'x'), (e) => e.code === 'INVALID_ARGUMENT');
+  assert.deepEqual(await keysWithPrefix(redis.url, prefix), []);
+});

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import math
+import threading
+import time
 from typing import Any
 
 import pytest
@@ -151,5 +153,54 @@ def test_async_queue_set_limiter(client, name):
         assert await q.limiter_name() == name
         await q.enqueue_many([b"x"] * 2)
         assert len(await q.lease_jobs(2, lease=30)) == 1
+
+    asyncio.run(main())
+
+
+def test_a_group_naming_a_limiter_never_runs_more_than_its_slots(client, name):
+    lim = tideq.Limiter(client)
+    lim.concurrent(name, 2, lease=60)
+    q = tideq.Queue(name, client, max_attempts=1)
+    q.set_group_limiter("acme", name)
+    assert q.group("acme").limiter == name
+    q.enqueue_many([(b"a", {"group": "acme"}) for _ in range(12)])
+    q.enqueue_many([(b"f", {"group": "free"}) for _ in range(4)])
+    lock = threading.Lock()
+    running, most, attempts = [0], [0], []
+
+    def handler(job: tideq.Job) -> None:
+        acme = job.payload == b"a"
+        with lock:
+            attempts.append(job.attempt)
+            if acme:
+                running[0] += 1
+                most[0] = max(most[0], running[0])
+        time.sleep(0.02)
+        if acme:
+            with lock:
+                running[0] -= 1
+
+    stats = q.run(handler, concurrency=8, stop_when_drained=True)
+    assert stats.completed == 16
+    assert most[0] <= 2, most[0]  # the limiter's two slots
+    assert attempts == [1] * 16  # jobs over the limit go back without using an attempt
+    assert q.stats().dead == 0
+
+
+def test_a_group_limiter_never_defined_is_refused_and_nothing_is_written(client, name):
+    q = tideq.Queue(name, client)
+    with pytest.raises(tideq.InvalidArgumentError, match='no limiter named "nosuch"'):
+        q.set_group_limiter("acme", "nosuch")
+    assert q.groups() == []
+
+    async def main() -> None:
+        aq = tideq.AsyncQueue(name, client)
+        with pytest.raises(tideq.InvalidArgumentError):
+            await aq.set_group_limiter("acme", "nosuch")
+        await tideq.AsyncLimiter(client).window(name, 1, per=60)
+        await aq.set_group_limiter("acme", name)
+        assert (await aq.group("acme")).limiter == name
+        await aq.set_group_limiter("acme", None)
+        assert (await aq.group("acme")).limiter is None
 
     asyncio.run(main())

@@ -1563,6 +1563,9 @@ class GroupInfo:
     def latency(self) -> Optional[float]:
         """Seconds the longest-ready of its next 10 jobs has been ready (0.0 when none is). Read by
         ``group(name)`` only: None in ``groups()`` and ``groups_page()``."""
+    @property
+    def limiter(self) -> Optional[str]:
+        """The shared limiter the group's starts take from (``set_group_limiter``), or None."""
     def to_dict(self) -> dict[str, Any]:
         """The fields as a plain ``dict``, one key per property (value objects in them, or in
         a list in them, as dicts too).
@@ -2247,6 +2250,12 @@ class Queue:
         their place. A limiter never defined raises ``InvalidArgumentError``; nothing is written."""
     def limiter_name(self) -> Optional[str]:
         """The shared limiter this queue's starts take from, or None."""
+    def set_group_limiter(self, group: str, name: Optional[str]) -> None:
+        """Make every start of ``group``'s jobs take from the shared limiter ``name`` (defined with
+        ``Limiter``), whichever queue the group is in; None stops it. A job over the limit is not
+        run: it keeps its place in its group without using an attempt, and the group waits for
+        room while the queue's other groups go on. A limiter never defined raises
+        ``InvalidArgumentError``; nothing is written."""
     def set_group_limits(
         self, group: str, *, concurrency: Optional[int] = None, rate: Optional[Rate] = None
     ) -> None:
@@ -3184,6 +3193,12 @@ class AsyncQueue:
         their place. A limiter never defined raises ``InvalidArgumentError``; nothing is written."""
     def limiter_name(self) -> Coroutine[Any, Any, Optional[str]]:
         """The shared limiter this queue's starts take from, or None."""
+    def set_group_limiter(self, group: str, name: Optional[str]) -> Coroutine[Any, Any, None]:
+        """Make every start of ``group``'s jobs take from the shared limiter ``name`` (defined with
+        ``Limiter``), whichever queue the group is in; None stops it. A job over the limit is not
+        run: it keeps its place in its group without using an attempt, and the group waits for
+        room while the queue's other groups go on. A limiter never defined raises
+        ``InvalidArgumentError``; nothing is written."""
     def set_group_limits(
         self, group: str, *, concurrency: Optional[int] = None, rate: Optional[Rate] = None
     ) -> Coroutine[Any, Any, None]:

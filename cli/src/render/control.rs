@@ -58,6 +58,7 @@ pub fn group_json(g: &GroupInfo) -> Value {
         "concurrency": g.concurrency,
         "rate": rate_json(&g.rate),
         "latency": g.latency.map(super::admin::secs),
+        "limiter": g.limiter,
     })
 }
 
@@ -73,6 +74,7 @@ pub fn group(g: &GroupInfo, json: bool) -> String {
         ("concurrency", opt(g.concurrency)),
         ("rate", rate_text(&g.rate)),
         ("latency", opt(g.latency.map(super::admin::latency_text))),
+        ("limiter", opt(g.limiter.as_deref())),
     ])
 }
 

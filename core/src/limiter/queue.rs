@@ -10,6 +10,7 @@
 //! out, should its worker die); room taken but not used goes back. A queue without a limiter pays
 //! one more field in the fetch's settings read, and nothing else.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -19,9 +20,11 @@ use crate::jobs::Queue;
 use crate::keys::{validate_name, LimiterKeys};
 use crate::scripts::LIMIT_BATCH;
 
-/// What a queue handle knows of its queue's limiter, from the fetches' replies.
+/// What a queue handle knows of its queue's limiter, from the fetches' replies; and the most
+/// jobs a fetch should take from one group that names a limiter (0: no cap), learnt from the
+/// room its limiters had (see `limiter/group.rs`).
 #[derive(Debug, Default)]
-pub(crate) struct LimitCache(Mutex<Option<Known>>);
+pub(crate) struct LimitCache(Mutex<Option<Known>>, AtomicUsize);
 
 #[derive(Debug, Clone)]
 struct Known {
@@ -191,42 +194,65 @@ impl Queue {
         self.limit_holders("extend", Some(lease), leases).await
     }
 
+    /// `op` on the holders of `leases`: the queue's concurrency limiter's, and each group
+    /// limiter's (one call per limiter).
     async fn limit_holders<'a>(
         &self,
         op: &str,
         lease: Option<Duration>,
         leases: impl IntoIterator<Item = &'a Lease>,
     ) {
-        let name = match &*self.limit.0.lock().unwrap() {
-            Some(k) if k.concurrent => k.name.clone(),
-            _ => return,
+        let queue = match &*self.limit.0.lock().unwrap() {
+            Some(k) if k.concurrent => Some(k.name.clone()),
+            _ => None,
         };
-        let mut args = vec![op.to_string()];
-        args.extend(lease.map(|l| ms(l).to_string()));
-        let first = args.len();
-        args.extend(
-            leases
-                .into_iter()
-                .map(|l| self.holder(l.shard, &l.id, &l.token)),
-        );
-        if args.len() == first {
-            return;
+        let mut calls: Vec<(Arc<str>, Vec<String>)> = Vec::new();
+        let mut add =
+            |name: &Arc<str>, holder: String| match calls.iter_mut().find(|(n, _)| n == name) {
+                Some((_, hs)) => hs.push(holder),
+                None => calls.push((name.clone(), vec![holder])),
+            };
+        for l in leases {
+            if queue.is_none() && l.group_limit.is_none() {
+                continue;
+            }
+            let holder = self.holder(l.shard, &l.id, &l.token);
+            // A group naming the queue's own limiter shares its holder.
+            if let Some(g) = l
+                .group_limit
+                .as_ref()
+                .filter(|g| Some(*g) != queue.as_ref())
+            {
+                add(g, holder.clone());
+            }
+            if let Some(q) = &queue {
+                add(q, holder);
+            }
         }
-        if let Err(e) = self.limit_call::<i64>(&name, &args).await {
-            log::warn!(
-                "tideq: queue {:?}: limiter {name:?}: {op} failed (slots come back when their \
-                 lease runs out): {e}",
-                self.name()
-            );
+        for (name, holders) in calls {
+            let mut args = vec![op.to_string()];
+            args.extend(lease.map(|l| ms(l).to_string()));
+            args.extend(holders);
+            if let Err(e) = self.limit_call::<i64>(&name, &args).await {
+                log::warn!(
+                    "tideq: queue {:?}: limiter {name:?}: {op} failed (slots come back when their \
+                     lease runs out): {e}",
+                    self.name()
+                );
+            }
         }
     }
 
     /// A job delivery's holder token: unique to the queue shard, the job and the delivery.
-    fn holder(&self, shard: usize, id: &str, token: &str) -> String {
+    pub(super) fn holder(&self, shard: usize, id: &str, token: &str) -> String {
         format!("{}{id}.{token}", self.shards[shard].base())
     }
 
-    async fn limit_call<T: redis::FromRedisValue>(&self, name: &str, args: &[String]) -> Result<T> {
+    pub(super) async fn limit_call<T: redis::FromRedisValue>(
+        &self,
+        name: &str,
+        args: &[String],
+    ) -> Result<T> {
         validate_name("limiter", name)?;
         let keys = LimiterKeys::new(self.client.config().prefix(), name)?;
         let mut cmd = LIMIT_BATCH.cmd(&keys.for_script(&LIMIT_BATCH));
@@ -241,5 +267,27 @@ impl Queue {
 impl LimitCache {
     pub(crate) fn shared() -> Arc<Self> {
         Arc::default()
+    }
+
+    /// The most jobs a fetch takes from one group that names a limiter (0: no cap).
+    pub(crate) fn group_cap(&self) -> usize {
+        self.1.load(Ordering::Relaxed)
+    }
+
+    /// A limiter had room for `granted` of `asked` jobs of its groups: a fetch takes at most
+    /// that many (at least 1) from such a group next time; when it had room for all, the cap
+    /// doubles (and goes past the most a fetch leases).
+    pub(crate) fn group_room_seen(&self, asked: usize, granted: usize) {
+        let cap = self.group_cap();
+        let next = if granted < asked {
+            granted.max(1)
+        } else if cap == 0 || asked < cap {
+            cap
+        } else if cap * 2 >= crate::job::MAX_FETCH {
+            0
+        } else {
+            cap * 2
+        };
+        self.1.store(next, Ordering::Relaxed);
     }
 }

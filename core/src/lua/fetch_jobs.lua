@@ -35,7 +35,8 @@
   KEYS[51] tm (prefix of the per-task 10-minute snapshots)   KEYS[52] th (of the hourly ones)
   KEYS[53] cost hash (id -> cost, for jobs whose cost is not 1)
   ARGV[1] lease ms   ARGV[2] most jobs to lease (0 = maintenance only), or "<n>|<limiter>": n
-  taken from the queue's shared limiter (a queue that names one leases nothing without it)
+  taken from the queue's shared limiter (a queue that names one leases nothing without it); either
+  may follow n with "~<cap>": the most jobs leased from one group that names a shared limiter
   ARGV[3] most expired leases to recover (0: this call skips the upkeep that goes by time:
   expired leases, stale cancel requests and the completed jobs' age; a worker busy leasing does
   it a few times a second, not on every call)   ARGV[4] most delayed jobs to promote (<= 1000)
@@ -47,7 +48,7 @@
   entry goes; else its encoded entry, stored under the report's worker id, see "Workers")
   ARGV[8], ARGV[9], ...: acks, pairs of job id, lease token (a token ending in "+" is followed by
   the job's result, see docs/data-model.md)
-  Returns: { leased, wake_in_ms, acks, lost, now, bits }, leased = flat
+  Returns: { leased, wake_in_ms, acks, lost, now, bits, limiter, glim }, leased = flat
   array of id, envelope, meta per job (docs/data-model.md: the attempt under way is attempts + 1, the
   lease token "enqueued.x"); wake_in_ms = ms until a delayed job is due, a lease expires or a rate limit
   allows the next start (0 = look again now, always so when jobs were leased), -1 if nothing is
@@ -55,7 +56,10 @@
   whose envelope or meta was missing (removed and counted) plus unreadable records
   dead-lettered; now = the Redis time (ms) of the leases (the jobs' start); bits: 1 the queue
   (shard) has schedules, 2 its outbox holds flow notices to relay, 4 it holds flow jobs;
-  limiter = the shared limiter the queue names ("" none; see ARGV[2]). ]]
+  limiter = the shared limiter the queue names ("" none; see ARGV[2]); glim = flat array of job id,
+  limiter name for each job leased whose group names a shared limiter (empty when none): the
+  caller takes room for them from their limiter, and gives back those it gets none for
+  (release_job.lua, ARGV[3]). ]]
 --#include lib/chunked.lua
 --#include lib/base.lua
 --#include lib/meta.lua
@@ -211,10 +215,13 @@ end
 -- How many may start now: the batch, within the queue's concurrency cap and start rate. A queue
 -- that names a shared limiter starts only what the caller took from it ("<n>|<limiter>"): none
 -- for a caller that took from no limiter or another (the reply names the queue's).
-local want = tonumber(ARGV[2])
-if not want then
-  local n, by = string.match(ARGV[2], '^(%d+)|(.*)$')
-  want = (not C.limiter or by == C.limiter) and tonumber(n) or 0
+-- "<n>[~<cap>][|<limiter>]": cap, the most this call takes from one group that names a shared
+-- limiter (the caller's guess of the room the limiter has: what it gets none for it gives back).
+local asked, gcap, by = string.match(ARGV[2], '^(%d+)~?(%d*)(.*)$')
+asked, gcap = tonumber(asked), tonumber(gcap)
+local want = asked
+if by ~= '' then
+  want = (not C.limiter or string.sub(by, 2) == C.limiter) and asked or 0
 elseif C.limiter then
   want = 0
 end
@@ -303,6 +310,8 @@ if want > 0 then
       -- of groups without room (paused, at a limit) costs calls, not one long call; the worker
       -- looks again at once (see wake_in below).
       local budget = want + 200
+      -- Groups that gave their cap of jobs (gcap): back in the rotation after this call's rounds.
+      local later = {}
       unwalked = true
       for _ = 1, 100 do
         local need = math.min(want - #ids, budget)
@@ -349,6 +358,8 @@ if want > 0 then
               take = math.min(take, room)
             end
             if Q and Q.wait then take = 0 end
+            local capped = gcap and limited and group_cfg(K, C, g).limiter
+            if capped then take = math.min(take, gcap - (started[g] or 0)) end
             local n = 0
             if take > 0 then
               local got = redis.call('ZPOPMIN', K.g .. g, take)
@@ -384,6 +395,8 @@ if want > 0 then
             elseif take > 0 and n < take then
               -- Emptied: it leaves the rotation (its next job brings it back).
               gone[#gone + 1] = g
+            elseif capped and started[g] and started[g] >= gcap then
+              later[#later + 1] = g
             elseif gtok and group_room(K, C, g, now) > 0 or not gtok and room - n > 0 then
               back[#back + 1] = g
             else
@@ -405,6 +418,7 @@ if want > 0 then
         for i = #front, 1, -1 do redis.call('LPUSH', K.grot, front[i]) end
         if Q and Q.wait then want = #ids end
       end
+      chunked('RPUSH', K.grot, later)
       if total_started > 0 then
         popped = true
         redis.call('HINCRBY', K.stats, 'gready', -total_started)
@@ -426,6 +440,8 @@ if #ids > 0 and key_exists(K, 'rat') then chunked('HDEL', K.rat, ids) end
 -- Flat: id, envelope, meta for each job (the client reads the attempt, lease token and enqueue
 -- time from the meta: parsing them here cost more than the rest of a lease).
 local leased = {}
+-- Jobs leased whose group names a shared limiter: id, limiter name, ... (see the reply).
+local glim = {}
 if #ids > 0 then
   local envs = hmget(K.jobs, ids)
   local metas = hmget(K.meta, ids)
@@ -455,7 +471,12 @@ if #ids > 0 then
       end
       local g = grp[id]
       if g and groups_limited(K, C) then
-        local gn, gms, gb = parse_rate(group_cfg(K, C, g).rate)
+        local gc = group_cfg(K, C, g)
+        if gc.limiter then
+          glim[#glim + 1] = id
+          glim[#glim + 1] = gc.limiter
+        end
+        local gn, gms, gb = parse_rate(gc.rate)
         if gb then
           if not gtook[g] then
             gtook[g] = 0
@@ -529,14 +550,14 @@ if not K.no_flows then
   local f = redis.call('EXISTS', K.fout, K.fout, K.fhold)
   if f == 1 then bits = bits + 4 elseif f >= 2 then bits = bits + 2 + (f == 3 and 4 or 0) end
 end
-if #leased > 0 then return { leased, 0, acks, lost, now, bits, C.limiter or '' } end
+if #leased > 0 then return { leased, 0, acks, lost, now, bits, C.limiter or '', glim } end
 -- The last acks of a busy spell (sent without upkeep) still trim the completed jobs by age.
 if not upkeep and #acks > 0 then trim_done_aged(K, now, P) end
 local wake_in = -1
 local limited = C.paused or capped or rate_in > 0
 -- Ids popped but none leasable (data gone): look again. Nothing popped while wanting some: there
 -- was nothing to lease. A maintenance call (nothing wanted) looks again if jobs are ready.
-if popped or (not limited and tonumber(ARGV[2]) == 0 and redis.call('LLEN', K.ready) > 0) then
+if popped or (not limited and asked == 0 and redis.call('LLEN', K.ready) > 0) then
   wake_in = 0
 elseif not limited and (C.recheck or (held > 0 or unwalked) and redis.call('LLEN', K.grot) > 0) then
   -- Groups without room were taken out of the rotation, or emptied ones dropped from it, and
@@ -571,4 +592,4 @@ if bits >= 4 then
     if wake_in < 0 or wake_in > due then wake_in = due end
   end
 end
-return { leased, wake_in, acks, lost, now, bits, C.limiter or '' }
+return { leased, wake_in, acks, lost, now, bits, C.limiter or '', glim }

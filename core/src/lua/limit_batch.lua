@@ -10,9 +10,14 @@
     "settle": ARGV[2] the reservation prefix, ARGV[3] granted, ARGV[4] used, ARGV[5] lease ms,
       ARGV[6], ...: the holder token of each job leased (a concurrency limiter);
     "release": ARGV[2], ...: holder tokens;
-    "extend": ARGV[2] lease ms, ARGV[3], ...: holder tokens, those still held renewed.
+    "extend": ARGV[2] lease ms, ARGV[3], ...: holder tokens, those still held renewed;
+    "hold": ARGV[2] lease ms, ARGV[3], ...: the holder tokens of jobs already leased (a group's
+      limiter, taken after the fetch), in order: the first ones the limiter has room for take it
+      (a concurrency limiter's holders, a window's starts, a bucket's tokens).
   Returns: take: {kind, granted, retry ms (when none: until the limiter may have room)}, or
-  {"", 0, 0} no such limiter; settle: 1; release and extend: how many were held. ]]
+  {"", 0, 0} no such limiter; hold: {kind, granted (the first k holders), retry ms (when not all:
+  until the limiter may have room)}, or {"", 0, 0}; settle: 1; release and extend: how many were
+  held. ]]
 --#include lib/base.lua
 --#include lib/chunked.lua
 --#K
@@ -54,6 +59,33 @@ local refill = tonumber(def[4])
 -- A bucket's tokens now.
 local function tokens()
   return math.min(limit, tonumber(def[5] or limit) + math.max(0, now - tonumber(def[6] or now)) * refill / 1000)
+end
+
+if op == 'hold' then
+  local lease, want = tonumber(ARGV[2]), #ARGV - 2
+  if kind == 'bucket' then
+    local have = tokens()
+    local k = math.min(want, math.floor(have))
+    if k > 0 then redis.call('HSET', K.lim, 'tokens', tostring(have - k), 'ts', now) end
+    if k == want then return {kind, k, 0} end
+    return {kind, k, math.max(1, math.ceil((1 - (have - k)) * 1000 / refill))}
+  end
+  local concurrent = kind == 'concurrent'
+  redis.call('ZREMRANGEBYSCORE', K.hold, '-inf', concurrent and now or now - wms)
+  local k = math.max(0, math.min(want, limit - redis.call('ZCARD', K.hold)))
+  if k > 0 then
+    local args = {}
+    for i = 1, k do
+      args[#args + 1] = concurrent and now + lease or now
+      args[#args + 1] = ARGV[i + 2]
+    end
+    chunked('ZADD', K.hold, args)
+    if concurrent then keep_until(lease) else redis.call('PEXPIRE', K.hold, wms) end
+  end
+  if k == want then return {kind, k, 0} end
+  local first = tonumber(redis.call('ZRANGE', K.hold, 0, 0, 'WITHSCORES')[2] or now)
+  local wait = concurrent and math.min(first - now, 250) or first + wms - now
+  return {kind, k, math.max(1, wait)}
 end
 
 if op == 'take' then

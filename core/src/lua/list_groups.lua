@@ -11,7 +11,7 @@
   ARGV[1] part of the walk (1 rotation, 2 held, 3 running, 4 waiting, 5 settings)
   ARGV[2] SCAN cursor in that part   ARGV[3] count (groups wanted, 1-250)
   Returns: { rows, next part (0: the walk is done), next cursor }, each row
-  { group, { ready, running, own limit, own rate, paused ("1" or false) } }. ]]
+  { group, { ready, running, own limit, own rate, paused ("1" or false), limiter (false none) } }. ]]
 --#include lib/chunked.lua
 --#K
 local part, cursor, count = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
@@ -35,12 +35,13 @@ local function running(names)
   for i, n in ipairs(chunked_read('HMGET', K.gstate, names)) do out[i] = tonumber(n or '0') end
   return out
 end
--- Own settings of each of `names`: { limit, rate, paused } (false when unset).
+-- Own settings of each of `names`: { limit, rate, paused, limiter } (false when unset).
 local function own(names)
   local out = {}
   if cfg then
     for i, g in ipairs(names) do
-      out[i] = { cfg['limit:' .. g] or false, cfg['rate:' .. g] or false, cfg['paused:' .. g] or false }
+      out[i] = { cfg['limit:' .. g] or false, cfg['rate:' .. g] or false, cfg['paused:' .. g] or false,
+        cfg['limiter:' .. g] or false }
     end
     return out
   end
@@ -49,9 +50,10 @@ local function own(names)
     fields[#fields + 1] = 'limit:' .. g
     fields[#fields + 1] = 'rate:' .. g
     fields[#fields + 1] = 'paused:' .. g
+    fields[#fields + 1] = 'limiter:' .. g
   end
   local v = chunked_read('HMGET', K.gcfg, fields)
-  for i = 1, #names do out[i] = { v[3 * i - 2], v[3 * i - 1], v[3 * i] } end
+  for i = 1, #names do out[i] = { v[4 * i - 3], v[4 * i - 2], v[4 * i - 1], v[4 * i] } end
   return out
 end
 
@@ -67,7 +69,8 @@ local function found(p, items)
   elseif p == 4 then
     for i = 1, #items, 2 do out[#out + 1] = items[i] end
   else
-    -- "limit:<g>", "rate:<g>", "paused:<g>": a group is listed by the first of those it has.
+    -- "limit:<g>", "rate:<g>", "paused:<g>", "limiter:<g>": a group is listed by the first of
+    -- those it has.
     local kinds, names = {}, {}
     for i = 1, #items, 2 do
       local kind, g = string.match(items[i], '^(%a+):(.*)$')
@@ -79,7 +82,7 @@ local function found(p, items)
     local o = own(names)
     for i, g in ipairs(names) do
       local first = true
-      for j, k in ipairs({ 'limit', 'rate', 'paused' }) do
+      for j, k in ipairs({ 'limit', 'rate', 'paused', 'limiter' }) do
         if k == kinds[i] then break end
         if o[i][j] then first = false end
       end
@@ -128,7 +131,7 @@ for _ = 1, 8 do
 end
 local o, run, rows = own(names), running(names), {}
 for i, g in ipairs(names) do
-  rows[i] = { g, { redis.call('ZCARD', K.g .. g), run[i], o[i][1], o[i][2], o[i][3] } }
+  rows[i] = { g, { redis.call('ZCARD', K.g .. g), run[i], o[i][1], o[i][2], o[i][3], o[i][4] } }
 end
 if part > 5 then return { rows, 0, '0' } end
 return { rows, part, cursor }

@@ -18,7 +18,12 @@
   KEYS[36] attempts hash   KEYS[37] logs hash   KEYS[38] lg (prefix of job log lists)
   KEYS[39] cost hash (id -> cost, for jobs whose cost is not 1)
   ARGV[1] job id   ARGV[2] lease token
-  Returns: 1 released, 3 cancelled, -1 lease lost. ]]
+  ARGV[3] (a give-back) ms its group stays out of the rotation; ARGV[4], ARGV[5], ...: more pairs
+    of job id, lease token. A give-back undoes deliveries the worker got no room for from their
+    group's shared limiter (docs/data-model.md, "Limiters"): each job goes back to its place in
+    its group, its meta untouched (neither an attempt nor a delivery is counted), and its group
+    is held out of the rotation for ARGV[3] ms (offered again then, or when one of its jobs ends).
+  Returns: 1 released, 3 cancelled, -1 lease lost; a give-back: how many were given back. ]]
 --#include lib/base.lua
 --#include lib/meta.lua
 --#include lib/cfg.lua
@@ -26,6 +31,40 @@
 --#include lib/route.lua
 --#include lib/control.lua
 --#K
+if ARGV[3] then
+  local wait, now, C = tonumber(ARGV[3]), now_ms(), queue_cfg(K)
+  local back, groups, seen, n = {}, {}, {}, 0
+  local list = { ARGV[1], ARGV[2] }
+  for i = 4, #ARGV do list[#list + 1] = ARGV[i] end
+  for i = 1, #list - 1, 2 do
+    local id, token = list[i], list[i + 1]
+    local s, _, _, enq, x = parse_meta(redis.call('HGET', K.meta, id) or '')
+    if s == 'q' and token_of(enq, x) == token and redis.call('ZREM', K.active, id) == 1 then
+      n = n + 1
+      local r = routes(K, { id })
+      local g = r and r[1] and select(2, parse_route(r[1]))
+      if g and g ~= '' then
+        group_done(K, C, g, now)
+        if not seen[g] then
+          seen[g] = true
+          groups[#groups + 1] = g
+        end
+      end
+      if cancel_requested(K, id) then
+        end_cancelled(K, { id }, { enq })
+      else
+        back[#back + 1] = id
+      end
+    end
+  end
+  make_ready(K, C, back, false, now)
+  if n > 0 then redis.call('HINCRBY', K.stats, 'given_back', n) end
+  for _, g in ipairs(groups) do
+    group_hold(K, g, now, wait)
+    redis.call('LREM', K.grot, 0, g)
+  end
+  return n
+end
 local id = ARGV[1]
 local m = redis.call('HGET', K.meta, id)
 if not m then return -1 end

@@ -98,6 +98,7 @@ impl TestMode {
                 cancel: Default::default(),
                 owner: owner.clone(),
                 cancel_requested: Arc::new(AtomicBool::new(false)),
+                group_limit: None,
             };
             let outcome = match run.for_job(&job) {
                 Ok(handler) => {

@@ -316,5 +316,11 @@ async function limiters(client: Client): Promise<void> {
   void until, n, s;
   // @ts-expect-error a limiter's name is a string
   await limiter.acquire(5);
+  // A group's starts taking from a limiter (null stops it); its GroupInfo names it.
+  const q = new Queue('limited', { client });
+  await q.setGroupLimiter('acme', 'stripe');
+  await q.setGroupLimiter('acme', null);
+  const named: string | null = (await q.group('acme')).limiter;
+  void named;
 }
 void limiters;

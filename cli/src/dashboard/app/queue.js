@@ -478,11 +478,12 @@
         'No workers seen in the last 45 s.'),
       h('h3', {}, 'Groups'),
       groupPager(info.groups_cursor, loadQueue),
-      table('groups', ['Group', 'Ready', 'Active', 'Paused', 'Concurrency', 'Rate'],
+      table('groups', ['Group', 'Ready', 'Active', 'Paused', 'Concurrency', 'Rate', 'Limiter'],
         info.groups.map((g) => h('tr', { dataset: { group: g.group } },
           h('td', {}, g.group), h('td', { class: 'num' }, num(g.ready)), h('td', { class: 'num' }, num(g.active)),
           h('td', { dataset: { paused: String(g.paused) } }, g.paused ? 'paused' : ''),
-          h('td', { class: 'num' }, g.concurrency ?? '–'), h('td', {}, rate(g.rate)))),
+          h('td', { class: 'num' }, g.concurrency ?? '–'), h('td', {}, rate(g.rate)),
+          h('td', {}, g.limiter ?? '–'))),
         'No groups.'),
     );
     renderSettings(el, info); // settings.js

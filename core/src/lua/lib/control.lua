@@ -55,14 +55,15 @@ local function rate_wait(key, n, ms, now)
   return math.max(1, tonumber(oldest[2]) + ms - now + 1)
 end
 
--- Group g's settings in force (its own, else the queue's defaults), read once per call.
+-- Group g's settings in force (its own, else the queue's defaults), read once per call; `limiter`:
+-- the shared limiter its starts take from (the caller takes from it after the fetch).
 local function group_cfg(K, C, g)
   local c = C.gc[g]
   if not c then
     local v = redis.call('HMGET', K.gcfg, 'limit:' .. g, 'rate:' .. g, 'paused:' .. g,
-      'until:' .. g)
+      'until:' .. g, 'limiter:' .. g)
     c = { limit = tonumber(v[1]) or C.glimit, rate = v[2] or C.grate, paused = v[3] ~= false,
-      until_ms = tonumber(v[4]) }
+      until_ms = tonumber(v[4]), limiter = v[5] or nil }
     C.gc[g] = c
   end
   return c
