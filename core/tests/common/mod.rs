@@ -129,3 +129,4 @@ pub mod capped;
 pub mod control;
 pub mod results;
 pub mod scale;
+pub mod scan;
