@@ -271,3 +271,56 @@ async fn pushes_and_pops_without_encryption_make_no_extra_calls() {
         "sealing adds no script call"
     );
 }
+
+/// A sharded queue: each shard keeps its own unreadable list; a consumer delivers only what it
+/// can open, and every kept item comes back to its group.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_consumer_on_a_sharded_queue_delivers_the_readable_and_keeps_the_rest_per_shard() {
+    let server = RedisServer::start();
+    let name = unique("cenc");
+    let client = Client::open(&server.url).unwrap();
+    let sharded = |enc: Option<Encryption>| {
+        let opts = CappedOptions {
+            encryption: enc,
+            ..Default::default()
+        };
+        CappedQueue::sharded(&client, &name, 3, opts).unwrap()
+    };
+    let producer = sharded(Some(ring("k9", &[("k9", 9)])));
+    let clear = sharded(None);
+    let groups: Vec<String> = (0..12).map(|i| format!("g{i}")).collect();
+    for g in &groups {
+        producer.push(g, item(1)).await.unwrap();
+        clear.push(g, b"clear".to_vec()).await.unwrap();
+    }
+    let lacking = sharded(Some(ring("k1", &[("k1", 1)])));
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = seen.clone();
+    let c = lacking
+        .consume(
+            tideq::ConsumerOptions {
+                stop_when_empty: true,
+                ..Default::default()
+            },
+            move |b: tideq::Batch| {
+                log.lock().unwrap().extend(b.items);
+                std::future::ready(Ok::<(), String>(()))
+            },
+        )
+        .unwrap();
+    c.join().await;
+    assert_eq!(*seen.lock().unwrap(), vec![b"clear".to_vec(); 12]);
+    let kept = lacking.unreadable(MAX_UNREADABLE).await.unwrap();
+    let mut kept_groups: Vec<String> = kept.iter().map(|u| u.group.clone()).collect();
+    kept_groups.sort();
+    let mut want = groups.clone();
+    want.sort();
+    assert_eq!(kept_groups, want);
+    let mut c = server.conn();
+    let lists: Vec<String> = redis::cmd("KEYS").arg("*unreadable").query(&mut c).unwrap();
+    assert!(lists.len() > 1, "one list per shard: {lists:?}");
+    assert_eq!(producer.requeue_unreadable().await.unwrap(), 12);
+    for g in &groups {
+        assert_eq!(producer.pop_batch(g, 10).await.unwrap(), vec![item(1)]);
+    }
+}
