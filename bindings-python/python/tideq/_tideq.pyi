@@ -45,6 +45,7 @@ __all__ = [
     "CappedGroupPage",
     "CappedStats",
     "Peeked",
+    "UnreadableItem",
     "Consumer",
     "AsyncConsumer",
     "ConsumerStats",
