@@ -310,9 +310,22 @@ export declare class CappedQueue {
   /**
    * The oldest `max` items of `group` (default 10, at most 1000), oldest first, left in place.
    * Items older than `maxAgeMs` are left out, as a pop would discard them, so fewer than
-   * `max` may come back. Rejects with `INVALID_ARGUMENT` for a bad group or `max`.
+   * `max` may come back. An encrypted item this handle cannot open comes back as stored
+   * (sealed), its `unreadable` naming the key id. Rejects with `INVALID_ARGUMENT` for a bad
+   * group or `max`.
    */
   peek(group: string, options?: PeekOptions): Promise<Peeked[]>
+  /**
+   * Up to `max` (1 to 1000, default 100) of the items pops could not open, newest first:
+   * each with its group, key id, error and sealed bytes. They stay listed (the newest 1000
+   * per shard are kept).
+   */
+  unreadable(options?: { max?: number }): Promise<UnreadableItem[]>
+  /**
+   * Pushes the unreadable items this handle can now open (their key is restored in its
+   * `encryption`) back to their groups, and resolves with how many; the others stay listed.
+   */
+  requeueUnreadable(): Promise<number>
   /** Number of items queued in `group`. */
   len(group: string): Promise<number>
   /**
@@ -1358,6 +1371,13 @@ export interface CappedQueueOptions {
    * (`<prefix>:{<queue>}:shards`). Default 1. On a single server it works but gains nothing.
    */
   shards?: number
+  /**
+   * Encryption at rest (the same option `new Queue` takes): each item is sealed before it
+   * reaches Redis and opened when popped or peeked; items stored in clear read as they are.
+   * An item a pop cannot open (its key is missing or does not match) is not delivered: it is
+   * kept in the queue's unreadable list (`unreadable`, `requeueUnreadable`).
+   */
+  encryption?: EncryptionOptions
 }
 
 /** Queue-wide counters kept in Redis. */
@@ -1372,6 +1392,13 @@ export interface CappedStats {
   delivered: number
   /** Groups currently holding data. */
   groups: number
+  /**
+   * Popped items that could not be opened (a missing or wrong key), kept in the unreadable
+   * list instead of being delivered (not counted in `delivered`).
+   */
+  unreadable: number
+  /** Unreadable items pushed back by `requeueUnreadable`. */
+  requeued: number
 }
 
 /**
@@ -1662,8 +1689,9 @@ export interface DrainReport {
 export declare function encodeEnvelope(envelope: Envelope): Buffer
 
 /**
- * The `encryption` option of `new Queue(name, options)`: AES-256-GCM over payloads, results,
- * progress, log lines and error texts before they reach Redis (ids, task names, groups and
+ * The `encryption` option of `new Queue(name, options)` and `new CappedQueue(name, options)`:
+ * AES-256-GCM over payloads, results, progress, log lines and error texts (a capped queue's
+ * items) before they reach Redis (ids, task names, groups and
  * priorities stay clear). `currentKey` is the key id new values are sealed with; `keys` maps key
  * ids to 32-byte keys; `keyProvider(keyId)` (a `Buffer`/`Uint8Array` of 32 bytes, `null`, or a
  * Promise of one) is asked for any other id, once per id (a tenant's keys from a key service).
@@ -2392,7 +2420,13 @@ export interface ObliterateOptions {
 export interface Peeked {
   /** When it was pushed: ms since the epoch, Redis clock. */
   pushedAtMs: number
+  /** The item's bytes (its sealed bytes when `unreadable` is set). */
   item: Buffer
+  /**
+   * Set when this handle cannot open the item (it is encrypted with a key the handle lacks or
+   * that does not match, or the handle has no encryption): why, naming the key id.
+   */
+  unreadable?: string
 }
 
 /** Options of `peek(group, options)`. */
@@ -2721,6 +2755,23 @@ export interface TaskMetricsOptions {
    * workers began counting.
    */
   windowMs?: number
+}
+
+/**
+ * An item a pop took but could not open (its key was missing or did not match), kept in the
+ * queue's unreadable list (`unreadable`).
+ */
+export interface UnreadableItem {
+  /** The group it was popped from (and goes back to). */
+  group: string
+  /** The id of the key it is sealed with. */
+  keyId: string
+  /** Why it could not be opened (names the key id). */
+  error: string
+  /** When the pop found it unreadable: ms since the epoch (the consumer's clock). */
+  atMs: number
+  /** The sealed bytes, as they were stored. */
+  item: Buffer
 }
 
 /** Options of `wait(id, options)`. */

@@ -37,9 +37,22 @@ pub struct CappedQueueOptions {
     /// at its first call. Changing it means draining the queue, then deleting that record
     /// (`<prefix>:{<queue>}:shards`). Default 1. On a single server it works but gains nothing.
     pub shards: Option<u32>,
+    /// Encryption at rest (the same option `new Queue` takes): each item is sealed before it
+    /// reaches Redis and opened when popped or peeked; items stored in clear read as they are.
+    /// An item a pop cannot open (its key is missing or does not match) is not delivered: it is
+    /// kept in the queue's unreadable list (`unreadable`, `requeueUnreadable`).
+    pub encryption: Option<crate::crypt::EncryptionOptions>,
 }
 
-const QUEUE_KEYS: &[&str] = &["client", "url", "capacity", "ttlMs", "maxAgeMs", "shards"];
+const QUEUE_KEYS: &[&str] = &[
+    "client",
+    "url",
+    "capacity",
+    "ttlMs",
+    "maxAgeMs",
+    "shards",
+    "encryption",
+];
 
 /// A batch taken from one group, oldest item first.
 #[napi(object, object_from_js = false)]
@@ -73,6 +86,27 @@ impl ToNapiValue for Items {
 pub struct Peeked {
     /// When it was pushed: ms since the epoch, Redis clock.
     pub pushed_at_ms: f64,
+    /// The item's bytes (its sealed bytes when `unreadable` is set).
+    #[napi(ts_type = "Buffer")]
+    pub item: Bytes,
+    /// Set when this handle cannot open the item (it is encrypted with a key the handle lacks or
+    /// that does not match, or the handle has no encryption): why, naming the key id.
+    pub unreadable: Option<String>,
+}
+
+/// An item a pop took but could not open (its key was missing or did not match), kept in the
+/// queue's unreadable list (`unreadable`).
+#[napi(object, object_from_js = false)]
+pub struct UnreadableItem {
+    /// The group it was popped from (and goes back to).
+    pub group: String,
+    /// The id of the key it is sealed with.
+    pub key_id: String,
+    /// Why it could not be opened (names the key id).
+    pub error: String,
+    /// When the pop found it unreadable: ms since the epoch (the consumer's clock).
+    pub at_ms: f64,
+    /// The sealed bytes, as they were stored.
     #[napi(ts_type = "Buffer")]
     pub item: Bytes,
 }
@@ -99,6 +133,11 @@ pub struct CappedStats {
     pub delivered: i64,
     /// Groups currently holding data.
     pub groups: i64,
+    /// Popped items that could not be opened (a missing or wrong key), kept in the unreadable
+    /// list instead of being delivered (not counted in `delivered`).
+    pub unreadable: i64,
+    /// Unreadable items pushed back by `requeueUnreadable`.
+    pub requeued: i64,
 }
 
 impl From<tideq::CappedStats> for CappedStats {
@@ -109,6 +148,8 @@ impl From<tideq::CappedStats> for CappedStats {
             discarded: s.discarded as i64,
             delivered: s.delivered as i64,
             groups: s.groups as i64,
+            unreadable: s.unreadable as i64,
+            requeued: s.requeued as i64,
         }
     }
 }
@@ -137,6 +178,7 @@ impl CappedQueue {
             capacity: opts.get("capacity", count1)?.unwrap_or(defaults.capacity),
             ttl: opts.nullable_millis("ttlMs", defaults.ttl)?,
             max_age: opts.nullable_millis("maxAgeMs", defaults.max_age)?,
+            encryption: opts.get("encryption", crate::crypt::encryption)?,
         };
         let shards = opts.get("shards", count1)?.unwrap_or(1);
         Ok(tideq::CappedQueue::sharded(&client, &name, shards, capped)?)
@@ -279,7 +321,9 @@ impl CappedQueue {
 
     /// The oldest `max` items of `group` (default 10, at most 1000), oldest first, left in place.
     /// Items older than `maxAgeMs` are left out, as a pop would discard them, so fewer than
-    /// `max` may come back. Rejects with `INVALID_ARGUMENT` for a bad group or `max`.
+    /// `max` may come back. An encrypted item this handle cannot open comes back as stored
+    /// (sealed), its `unreadable` naming the key id. Rejects with `INVALID_ARGUMENT` for a bad
+    /// group or `max`.
     #[napi(
         ts_args_type = "group: string, options?: PeekOptions",
         ts_return_type = "Promise<Peeked[]>"
@@ -307,9 +351,54 @@ impl CappedQueue {
                     .map(|p| Peeked {
                         pushed_at_ms: p.pushed_at_ms as f64,
                         item: Bytes(p.item),
+                        unreadable: p.unreadable,
                     })
                     .collect())
             }),
+        )
+    }
+
+    /// Up to `max` (1 to 1000, default 100) of the items pops could not open, newest first:
+    /// each with its group, key id, error and sealed bytes. They stay listed (the newest 1000
+    /// per shard are kept).
+    #[napi(
+        ts_args_type = "options?: { max?: number }",
+        ts_return_type = "Promise<UnreadableItem[]>"
+    )]
+    pub fn unreadable<'env>(
+        &self,
+        env: &'env Env,
+        options: Option<Unknown>,
+    ) -> Result<PromiseRaw<'env, Vec<UnreadableItem>>> {
+        let q = self.inner.clone();
+        let max = Options::new("unreadable options", options.as_ref(), &["max"])
+            .and_then(|o| Ok(o.get("max", count)?.unwrap_or(100)));
+        spawn(
+            env,
+            max.map(|max| async move {
+                let items = q.unreadable(max).await?;
+                Ok(items
+                    .into_iter()
+                    .map(|u| UnreadableItem {
+                        group: u.group,
+                        key_id: u.key_id,
+                        error: u.error,
+                        at_ms: u.at_ms as f64,
+                        item: Bytes(u.item),
+                    })
+                    .collect())
+            }),
+        )
+    }
+
+    /// Pushes the unreadable items this handle can now open (their key is restored in its
+    /// `encryption`) back to their groups, and resolves with how many; the others stay listed.
+    #[napi(ts_return_type = "Promise<number>")]
+    pub fn requeue_unreadable<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, i64>> {
+        let q = self.inner.clone();
+        spawn(
+            env,
+            Ok(async move { Ok(q.requeue_unreadable().await? as i64) }),
         )
     }
 

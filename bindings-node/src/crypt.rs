@@ -13,8 +13,9 @@ use napi_derive::napi;
 use crate::convert::{entries, function, object, payload, string, Options};
 use crate::error::{invalid, Res};
 
-/// The `encryption` option of `new Queue(name, options)`: AES-256-GCM over payloads, results,
-/// progress, log lines and error texts before they reach Redis (ids, task names, groups and
+/// The `encryption` option of `new Queue(name, options)` and `new CappedQueue(name, options)`:
+/// AES-256-GCM over payloads, results, progress, log lines and error texts (a capped queue's
+/// items) before they reach Redis (ids, task names, groups and
 /// priorities stay clear). `currentKey` is the key id new values are sealed with; `keys` maps key
 /// ids to 32-byte keys; `keyProvider(keyId)` (a `Buffer`/`Uint8Array` of 32 bytes, `null`, or a
 /// Promise of one) is asked for any other id, once per id (a tenant's keys from a key service).

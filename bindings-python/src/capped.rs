@@ -1,6 +1,7 @@
 //! `tideq.CappedQueue` (blocking) and `tideq.AsyncCappedQueue` (asyncio) over one
 //! `tideq::CappedQueue` (core `capped`): both extend the hidden `_CappedQueue`, which holds the
-//! API mode and has every method. Plus `tideq.CappedStats` and `tideq.Peeked`. Conversion only:
+//! API mode and has every method. Plus `tideq.CappedStats`, `tideq.Peeked` and
+//! `tideq.UnreadableItem`. Conversion only:
 //! every operation is the core's.
 
 use pyo3::prelude::*;
@@ -74,16 +75,28 @@ impl CappedStats {
     fn groups(&self) -> u64 {
         self.0.groups
     }
+    /// Popped items that could not be opened (a missing or wrong key), kept in the unreadable
+    /// list instead of being delivered (not counted in ``delivered``).
+    #[getter]
+    fn unreadable(&self) -> u64 {
+        self.0.unreadable
+    }
+    /// Unreadable items pushed back by ``requeue_unreadable``.
+    #[getter]
+    fn requeued(&self) -> u64 {
+        self.0.requeued
+    }
     fn __repr__(&self) -> String {
         let s = &self.0;
         format!(
-            "CappedStats(pushed={}, dropped={}, discarded={}, delivered={}, groups={})",
-            s.pushed, s.dropped, s.discarded, s.delivered, s.groups
+            "CappedStats(pushed={}, dropped={}, discarded={}, delivered={}, groups={}, \
+             unreadable={}, requeued={})",
+            s.pushed, s.dropped, s.discarded, s.delivered, s.groups, s.unreadable, s.requeued
         )
     }
 }
 
-crate::value::value_class! { CappedStats { pushed, dropped, discarded, delivered, groups } }
+crate::value::value_class! { CappedStats { pushed, dropped, discarded, delivered, groups, unreadable, requeued } }
 
 /// An item still queued in a group, as ``peek`` shows it.
 #[pyclass(module = "tideq", frozen, eq)]
@@ -97,21 +110,78 @@ impl Peeked {
     fn pushed_at_ms(&self) -> u64 {
         self.0.pushed_at_ms
     }
-    /// The item's bytes.
+    /// The item's bytes (its sealed bytes when ``unreadable`` is set).
     #[getter]
     fn item<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
         PyBytes::new(py, &self.0.item)
     }
+    /// None, or why this handle cannot open the item (it is encrypted with a key the handle
+    /// lacks or that does not match, or the handle has no encryption), naming the key id.
+    #[getter]
+    fn unreadable(&self) -> Option<&str> {
+        self.0.unreadable.as_deref()
+    }
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        let unreadable = match &self.0.unreadable {
+            Some(u) => format!(", unreadable={}", convert::str_repr(py, u)),
+            None => String::new(),
+        };
         Ok(format!(
-            "Peeked(pushed_at_ms={}, item={})",
+            "Peeked(pushed_at_ms={}, item={}{unreadable})",
             self.0.pushed_at_ms,
             PyBytes::new(py, &self.0.item).repr()?
         ))
     }
 }
 
-crate::value::value_class! { Peeked { pushed_at_ms, item } }
+crate::value::value_class! { Peeked { pushed_at_ms, item, unreadable } }
+
+/// An item a pop took but could not open (its key was missing or did not match), kept in the
+/// queue's unreadable list (``CappedQueue.unreadable``).
+#[pyclass(module = "tideq", frozen, eq)]
+#[derive(PartialEq)]
+pub struct UnreadableItem(tideq::UnreadableItem);
+
+#[pymethods]
+impl UnreadableItem {
+    /// The group it was popped from (and goes back to).
+    #[getter]
+    fn group(&self) -> &str {
+        &self.0.group
+    }
+    /// The id of the key it is sealed with.
+    #[getter]
+    fn key_id(&self) -> &str {
+        &self.0.key_id
+    }
+    /// Why it could not be opened (names the key id).
+    #[getter]
+    fn error(&self) -> &str {
+        &self.0.error
+    }
+    /// When the pop found it unreadable, epoch milliseconds (the consumer's clock).
+    #[getter]
+    fn at_ms(&self) -> u64 {
+        self.0.at_ms
+    }
+    /// The sealed bytes, as they were stored.
+    #[getter]
+    fn item<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, &self.0.item)
+    }
+    fn __repr__(&self, py: Python<'_>) -> String {
+        format!(
+            "UnreadableItem(group={}, key_id={}, error={}, at_ms={}, item=<{} bytes>)",
+            convert::str_repr(py, &self.0.group),
+            convert::str_repr(py, &self.0.key_id),
+            convert::str_repr(py, &self.0.error),
+            self.0.at_ms,
+            self.0.item.len()
+        )
+    }
+}
+
+crate::value::value_class! { UnreadableItem { group, key_id, error, at_ms, item } }
 
 /// A capped queue; `CappedQueue` and `AsyncCappedQueue` differ only in the API mode they open
 /// it with.
@@ -139,6 +209,11 @@ runtime::api_classes!(
     /// records it in Redis, and a handle made with another count raises ``InvalidArgumentError``
     /// at its first call. Queue names may not contain ``#``.
     ///
+    /// ``encryption`` (an ``Encryption``) seals each item before it reaches Redis and opens it
+    /// when popped or peeked; items stored in clear read as they are. An item a pop cannot open
+    /// (its key is missing or does not match) is not delivered: it is kept in the queue's
+    /// unreadable list (``unreadable``, ``requeue_unreadable``).
+    ///
     /// Used as a context manager (``with CappedQueue(...) as q:``, ``async with`` for
     /// ``AsyncCappedQueue``), leaving the block shuts down the consumers started from ``q``
     /// that still run, as leaving a consumer's own ``with`` block does; the queue stays usable.
@@ -148,7 +223,7 @@ runtime::api_classes!(
     /// A capped grouped queue, asyncio API: same constructor and methods, all awaitable.
     pub struct AsyncCappedQueue;
     impl CappedQueueBase {
-        #[pyo3(signature = (name, client=None, *, url=None, capacity=None, ttl=Opt::Unset, max_age=Opt::Unset, shards=1))]
+        #[pyo3(signature = (name, client=None, *, url=None, capacity=None, ttl=Opt::Unset, max_age=Opt::Unset, shards=1, encryption=None))]
         fn open(
             py: Python<'_>,
             api: Api,
@@ -159,6 +234,7 @@ runtime::api_classes!(
             ttl: Opt<Secs>,
             max_age: Opt<Secs>,
             #[pyo3(from_py_with = convert::int)] shards: i64,
+            encryption: Option<Bound<'_, crate::crypt::Encryption>>,
         ) -> PyResult<Self> {
             let client = Client::for_queue(py, client, url)?;
             let mut opts = CappedOptions::default();
@@ -168,6 +244,7 @@ runtime::api_classes!(
                 ttl: convert::opt_duration,
                 max_age: convert::opt_duration,
             );
+            opts.encryption = encryption.map(|e| e.get().0.clone());
             let shards = convert::count("shards", shards)?;
             let queue = tideq::CappedQueue::sharded(&client.get().inner, &name.0, shards, opts)
                 .map_err(error::to_py)?;
@@ -282,7 +359,8 @@ impl CappedQueueBase {
     /// The oldest ``max`` items of ``group`` (1 to 1000), oldest first, left in place.
     ///
     /// Items older than ``max_age`` are left out, as a pop would discard them, so fewer than
-    /// ``max`` may come back.
+    /// ``max`` may come back. An encrypted item this handle cannot open comes back as stored
+    /// (sealed), its ``unreadable`` naming the key id.
     #[pyo3(signature = (group, max=10))]
     fn peek<'py>(
         &self,
@@ -295,6 +373,33 @@ impl CappedQueueBase {
             let peeked = q.peek(&group, max).await?;
             Ok(peeked.into_iter().map(Peeked).collect::<Vec<_>>())
         })
+    }
+
+    /// Up to ``max`` (1 to 1000) of the items pops could not open, newest first (``UnreadableItem``:
+    /// group, key id, error, sealed bytes). They stay listed.
+    ///
+    /// The list keeps the newest 1000 per shard.
+    #[pyo3(signature = (max=100))]
+    fn unreadable<'py>(
+        &self,
+        py: Python<'py>,
+        #[pyo3(from_py_with = convert::int)] max: i64,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let (q, max) = (self.queue.clone(), convert::count("max", max)?);
+        self.api.call(py, async move {
+            let items = q.unreadable(max).await?;
+            Ok(items.into_iter().map(UnreadableItem).collect::<Vec<_>>())
+        })
+    }
+
+    /// Push the unreadable items this handle can now open back to their groups; returns how many.
+    ///
+    /// Once their key is restored (in this handle's ``encryption``) nothing is lost; the others
+    /// stay listed.
+    fn requeue_unreadable<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let q = self.queue.clone();
+        self.api
+            .call(py, async move { q.requeue_unreadable().await })
     }
 
     /// Items queued in ``group``.

@@ -7,8 +7,9 @@ use pyo3::prelude::*;
 
 use crate::error;
 
-/// A queue's encryption at rest (``Queue(..., encryption=...)``): AES-256-GCM over payloads,
-/// results, progress, log lines and error texts before they reach Redis. ``current_key`` is the
+/// A queue's encryption at rest (``Queue(..., encryption=...)``, ``CappedQueue(...,
+/// encryption=...)``): AES-256-GCM over payloads, results, progress, log lines and error texts
+/// (a capped queue's items) before they reach Redis. ``current_key`` is the
 /// key id new values are sealed with; ``keys`` maps key ids to 32-byte keys; ``key_provider``
 /// (called with a key id, returning its 32 bytes or ``None``) is asked for any other id, once per
 /// id (a tenant's keys from a key service). Keep old keys readable while a new one is current to

@@ -31,7 +31,8 @@
 //! The other classes and functions, and host plumbing:
 //! - [`client`]: `Client` (one server, a Redis Cluster or a Sentinel-managed primary).
 //! - [`server`]: `Client.server_info` (what the Redis server says of itself); `ServerInfo`.
-//! - [`capped`]: `CappedQueue`, `AsyncCappedQueue`, `CappedStats`, `CappedGroupPage`, `Peeked`.
+//! - [`capped`]: `CappedQueue`, `AsyncCappedQueue`, `CappedStats`, `CappedGroupPage`, `Peeked`,
+//!   `UnreadableItem`.
 //! - [`consumer`]: `Consumer`, `AsyncConsumer` (running handles), `ConsumerStats`.
 //! - [`acl`]: `acl_rules`, the Redis ACL rules of a role on a queue.
 //! - [`cli`]: `_run_cli`, the `tideq` command (the CLI crate's `run_cli_with_host`: `tideq
@@ -150,6 +151,7 @@ fn _tideq(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<capped::CappedStats>()?;
     m.add_class::<capped::CappedGroupPage>()?;
     m.add_class::<capped::Peeked>()?;
+    m.add_class::<capped::UnreadableItem>()?;
     m.add_class::<consumer::Consumer>()?;
     m.add_class::<consumer::AsyncConsumer>()?;
     m.add_class::<consumer::ConsumerStats>()?;

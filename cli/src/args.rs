@@ -66,7 +66,7 @@ pub(crate) struct Conn {
     pub(crate) shards: Option<usize>,
     // Encryption at rest.
     /// A key file (`key_id=<64 hex digits or base64>` per line, the first key current) to open
-    /// encrypted jobs with [default: $TIDEQ_KEY_FILE]; without one they show as "encrypted
+    /// encrypted jobs and capped items with [default: $TIDEQ_KEY_FILE]; without one they show as "encrypted
     /// (key <id>)".
     #[arg(long, global = true, value_name = "FILE", env = "TIDEQ_KEY_FILE")]
     pub(crate) key_file: Option<PathBuf>,
@@ -473,7 +473,8 @@ pub(crate) enum Capped {
     Len { group: String },
     /// The oldest items of one group, oldest first, with when each was pushed; nothing is
     /// taken. (This command does not know the queue's max_age: items a consumer would discard
-    /// as too old are shown too.)
+    /// as too old are shown too.) Encrypted items show as "encrypted (key <id>)" unless
+    /// `--key-file` holds their key.
     Peek {
         group: String,
         /// Most items shown (1 to 1000).

@@ -4,7 +4,7 @@
 use tideq::{CappedOptions, CappedQueue, CappedStats, Client, QueueKind};
 
 use crate::args::{Capped, Conn};
-use crate::connect::{client, shards};
+use crate::connect::{client, encryption, shards};
 use crate::exit::{print, print_page, Failure, Outcome};
 use crate::render;
 
@@ -12,7 +12,12 @@ use crate::render;
 pub(crate) async fn capped(c: &Conn, queue: &str, action: Capped) -> Outcome {
     let client = client(c)?;
     let shards = shards(c, &client, QueueKind::Capped, queue).await?;
-    let q = CappedQueue::sharded(&client, queue, shards, CappedOptions::default())?;
+    // With `--key-file`, `peek` opens sealed items (without, they show as "encrypted (key k1)").
+    let opts = CappedOptions {
+        encryption: encryption(c)?,
+        ..Default::default()
+    };
+    let q = CappedQueue::sharded(&client, queue, shards, opts)?;
     match action {
         Capped::Stats { json } => {
             let stats = q.stats().await?;

@@ -93,15 +93,20 @@ pub(crate) async fn existing_job_queue(c: &Conn, name: &str) -> Result<Queue, Fa
 
 /// The options a queue is opened with: its encryption keys from `--key-file`/`TIDEQ_KEY_FILE`.
 fn queue_options(c: &Conn) -> Result<QueueOptions, Failure> {
+    Ok(QueueOptions {
+        encryption: encryption(c)?,
+        ..Default::default()
+    })
+}
+
+/// The encryption keys of `--key-file`/`TIDEQ_KEY_FILE`, if given (job and capped queues).
+pub(crate) fn encryption(c: &Conn) -> Result<Option<tideq::Encryption>, Failure> {
     let Some(path) = &c.key_file else {
-        return Ok(QueueOptions::default());
+        return Ok(None);
     };
     let text = std::fs::read_to_string(path)
         .map_err(|e| Failure::Usage(format!("cannot read key file {}: {e}", path.display())))?;
-    Ok(QueueOptions {
-        encryption: Some(tideq::crypt::keyring_from_file_text(&text)?),
-        ..Default::default()
-    })
+    Ok(Some(tideq::crypt::keyring_from_file_text(&text)?))
 }
 
 /// The job queues `--queue` names for the exporter or the dashboard exist: a typo'd name is

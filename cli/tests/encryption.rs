@@ -64,3 +64,26 @@ fn tideq_job_shows_sealed_values_by_key_id_and_opens_them_with_a_key_file() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("cannot read key file"));
 }
+
+#[test]
+fn tideq_capped_peek_shows_sealed_items_by_key_id_and_opens_them_with_a_key_file() {
+    let redis = Redis::start();
+    let opts = tideq::CappedOptions {
+        encryption: Some(Encryption::keyring("k1", [("k1", [1u8; 32])]).unwrap()),
+        ..Default::default()
+    };
+    let q = tideq::CappedQueue::new(&Client::open(&redis.url).unwrap(), "vault", opts).unwrap();
+    rt().block_on(q.push("g", b"card 4242")).unwrap();
+    let text = ok(redis.tideq(&["capped", "vault", "peek", "g"]));
+    assert!(text.contains("encrypted (key k1)"), "{text}");
+    assert!(!text.contains("4242"), "{text}");
+
+    let dir = std::env::temp_dir().join(format!("tideq-ckeys-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("keys");
+    std::fs::write(&file, format!("k1={KEY_HEX}\n")).unwrap();
+    let path = file.to_str().unwrap();
+    let text = ok(redis.tideq(&["capped", "vault", "peek", "g", "--key-file", path]));
+    assert!(text.contains("card 4242"), "{text}");
+    assert_eq!(rt().block_on(q.len("g")).unwrap(), 1, "peek took nothing");
+}

@@ -35,6 +35,7 @@ async fn main() -> tideq::Result<()> {
             capacity: 20_000,
             ttl: Some(Duration::from_secs(30)),
             max_age: Some(Duration::from_secs(3)),
+            ..Default::default()
         },
     )?;
     let counts: Counts = Default::default();

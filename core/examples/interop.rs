@@ -47,7 +47,12 @@ async fn main() -> tideq::Result<()> {
     let [verb, url, queue, group, rest @ ..] = args.as_slice() else {
         panic!("usage: interop push|pop URL QUEUE GROUP ... | enqueue|work URL QUEUE ...");
     };
-    let q = CappedQueue::new(&Client::open(url)?, queue, CappedOptions::default())?;
+    // TIDEQ_INTEROP_KEY="<key id>=<64 hex digits>": the queue encrypts with that key.
+    let opts = CappedOptions {
+        encryption: interop_key()?,
+        ..Default::default()
+    };
+    let q = CappedQueue::new(&Client::open(url)?, queue, opts)?;
     match verb.as_str() {
         "push" => {
             let items: Vec<(&str, Vec<u8>)> =
@@ -64,14 +69,17 @@ async fn main() -> tideq::Result<()> {
     Ok(())
 }
 
+/// TIDEQ_INTEROP_KEY="<key id>=<64 hex digits>": the queue encrypts with that key.
+fn interop_key() -> tideq::Result<Option<tideq::Encryption>> {
+    match std::env::var("TIDEQ_INTEROP_KEY") {
+        Ok(line) => Ok(Some(tideq::crypt::keyring_from_file_text(&line)?)),
+        Err(_) => Ok(None),
+    }
+}
+
 async fn jobs(verb: &str, url: &str, queue: &str, rest: &[String]) -> tideq::Result<()> {
-    // TIDEQ_INTEROP_KEY="<key id>=<64 hex digits>": the queue encrypts with that key.
-    let encryption = match std::env::var("TIDEQ_INTEROP_KEY") {
-        Ok(line) => Some(tideq::crypt::keyring_from_file_text(&line)?),
-        Err(_) => None,
-    };
     let opts = QueueOptions {
-        encryption,
+        encryption: interop_key()?,
         ..Default::default()
     };
     let q = Queue::new(&Client::open(url)?, queue, opts)?;

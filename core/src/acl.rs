@@ -128,12 +128,14 @@ impl Role {
                 &LIST_SCHEDULES,
                 &READ_EVENTS,
             ],
-            Role::CappedProducer => vec![&PUSH_CAPPED],
+            // Pushing back the unreadable items whose key is restored is a push.
+            Role::CappedProducer => vec![&PUSH_CAPPED, &REQUEUE_CAPPED],
             Role::CappedConsumer => vec![
                 &POP_CAPPED,
                 &CAPPED_GROUPS,
                 &COUNT_CAPPED_GROUPS,
                 &CAPPED_GROUP_PAGE,
+                &KEEP_UNREADABLE_CAPPED,
             ],
         }
     }
@@ -185,8 +187,9 @@ impl Role {
                 "hdel", "del", "xread", "set", "lrange", "ltrim", "hscan", "get", "zrange", "scan",
                 "unlink", "hlen", "hkeys",
             ],
-            // The queue's shard count, recorded by the first push (SET NX GET).
-            Role::CappedProducer => &["set"],
+            // The queue's shard count, recorded by the first push (SET NX GET); the unreadable
+            // list read by `requeue_unreadable` (LRANGE).
+            Role::CappedProducer => &["set", "lrange"],
             // Wake-up waits, `len`, `stats`; `peek` (TIME and LRANGE in one pipeline); the
             // queue's shard count (GET).
             Role::CappedConsumer => &["blpop", "llen", "hgetall", "lrange", "time", "get"],

@@ -16,7 +16,9 @@ use crate::keys::{shard_of, validate_name, CappedKeys};
 use crate::scripts::{POP_CAPPED, PUSH_CAPPED};
 
 mod groups;
+mod sealed;
 pub use groups::CappedGroupPage;
+pub use sealed::{UnreadableItem, MAX_UNREADABLE};
 
 /// Items per script call in [`CappedQueue::push_many`]; all calls go in one pipeline.
 const PUSH_CHUNK_ITEMS: usize = 1000;
@@ -39,6 +41,11 @@ pub struct CappedOptions {
     pub ttl: Option<Duration>,
     /// Items older than this (by Redis server time) are discarded when consumed. Default `None`.
     pub max_age: Option<Duration>,
+    /// Encryption at rest: items are sealed with the current key before they reach Redis and
+    /// opened when popped or peeked (items stored in clear still read as they are). An item
+    /// this handle cannot open is kept in the queue's unreadable list
+    /// ([`CappedQueue::unreadable`]). Default `None`.
+    pub encryption: Option<crate::crypt::Encryption>,
 }
 
 impl Default for CappedOptions {
@@ -47,6 +54,7 @@ impl Default for CappedOptions {
             capacity: 1000,
             ttl: Some(Duration::from_secs(24 * 3600)),
             max_age: None,
+            encryption: None,
         }
     }
 }
@@ -65,6 +73,11 @@ pub struct Peeked {
     pub pushed_at_ms: u64,
     #[serde(with = "serde_bytes")]
     pub item: Vec<u8>,
+    /// Set when the item is sealed and this handle cannot open it (its key is missing or does
+    /// not match, or the handle has no encryption): why, naming the key id. `item` then holds
+    /// the sealed bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unreadable: Option<String>,
 }
 
 /// Counters kept in Redis for the whole queue.
@@ -80,6 +93,13 @@ pub struct CappedStats {
     pub delivered: u64,
     /// Groups currently holding data.
     pub groups: u64,
+    /// Popped items that could not be opened (a missing or wrong key), kept in the unreadable
+    /// list instead of being delivered (not counted in `delivered`).
+    #[serde(default)]
+    pub unreadable: u64,
+    /// Unreadable items pushed back by `requeue_unreadable`.
+    #[serde(default)]
+    pub requeued: u64,
 }
 
 /// A handle on one capped queue. Cheap to clone; clones share the round-robin position.
@@ -253,6 +273,13 @@ impl CappedQueue {
             return Ok(Vec::new());
         }
         let ttl = millis("ttl", self.opts.ttl)?;
+        let sealed = self.seal_items(&items.iter().map(|(_, i)| i).collect::<Vec<_>>())?;
+        let item_at = |i: usize| -> &[u8] {
+            match &sealed {
+                Some(s) => &s[i],
+                None => items[i].1.as_ref(),
+            }
+        };
         // Per shard (a group never spans shards): chunks in one pipeline; shards in parallel.
         let mut by_shard: Vec<Vec<usize>> = vec![Vec::new(); self.shards.len()];
         for (i, (g, _)) in items.iter().enumerate() {
@@ -272,12 +299,12 @@ impl CappedQueue {
                         && end - start < PUSH_CHUNK_ITEMS
                         && (bytes < PUSH_CHUNK_BYTES || end == start)
                     {
-                        bytes += items[idx[end]].1.as_ref().len();
+                        bytes += item_at(idx[end]).len();
                         end += 1;
                     }
                     let chunk: Vec<(&str, &[u8])> = idx[start..end]
                         .iter()
-                        .map(|&i| (items[i].0.as_ref(), items[i].1.as_ref()))
+                        .map(|&i| (items[i].0.as_ref(), item_at(i)))
                         .collect();
                     cmds.push(self.push_cmd(&self.shards[shard], &chunk, ttl));
                     start = end;
@@ -395,6 +422,7 @@ impl CappedQueue {
             }
             batches.push(Batch { group, items });
         }
+        let batches = self.open_batches(shard, batches).await?;
         Ok((batches, next, more == 1))
     }
 
@@ -496,9 +524,11 @@ impl CappedQueue {
                     continue;
                 }
                 b.drain(..=sep);
+                let (item, unreadable) = self.open_peeked(b);
                 out.push(Peeked {
                     pushed_at_ms,
-                    item: b,
+                    item,
+                    unreadable,
                 });
             }
             Ok(out)

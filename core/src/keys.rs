@@ -101,6 +101,10 @@ impl CappedKeys {
     pub fn wake(&self) -> String {
         format!("{}wake", self.base)
     }
+    /// Items a pop could not open (sealed with a key the consumer lacks), newest first, bounded.
+    pub fn unreadable(&self) -> String {
+        format!("{}unreadable", self.base)
+    }
 
     /// The keys a capped script takes, in the order its contract header lists them (`group`
     /// names the group whose list is meant by `group`).
@@ -125,6 +129,7 @@ impl CappedKeys {
             "live" => self.live(),
             "stats" => self.stats(),
             "wake" => self.wake(),
+            "unreadable" => self.unreadable(),
             _ => return None,
         })
     }
@@ -436,6 +441,7 @@ mod tests {
             k.live(),
             k.stats(),
             k.wake(),
+            k.unreadable(),
         ] {
             assert_eq!(key_slot(&key), slot, "{key}");
         }

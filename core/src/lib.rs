@@ -117,7 +117,10 @@ pub const HANDLER_LOG_TARGET: &str = "tideq::handler";
 
 pub use attempts::{AttemptInfo, LogLine};
 pub use bulk::{BulkAction, BulkCounts, BulkItem, BulkOutcome, BulkPage, MAX_BULK_IDS};
-pub use capped::{Batch, CappedGroupPage, CappedOptions, CappedQueue, CappedStats, Peeked};
+pub use capped::{
+    Batch, CappedGroupPage, CappedOptions, CappedQueue, CappedStats, Peeked, UnreadableItem,
+    MAX_UNREADABLE,
+};
 pub use client::{Client, ServerInfo};
 pub use config::{Config, EvictionCheck};
 pub use consumer::{BatchHandler, Consumer, ConsumerOptions, ConsumerStats, HandlerFuture};

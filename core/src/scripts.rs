@@ -294,6 +294,8 @@ scripts! {
     CAPPED_GROUPS => "capped_groups.lua",
     COUNT_CAPPED_GROUPS => "count_capped_groups.lua",
     CAPPED_GROUP_PAGE => "capped_group_page.lua",
+    KEEP_UNREADABLE_CAPPED => "keep_unreadable_capped.lua",
+    REQUEUE_CAPPED => "requeue_capped.lua",
     ENQUEUE_JOBS => "enqueue_jobs.lua",
     DUE_SCHEDULES => "due_schedules.lua",
     LIST_SCHEDULES => "list_schedules.lua",

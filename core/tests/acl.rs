@@ -453,6 +453,26 @@ async fn each_capped_role_works_under_exactly_its_documented_acl() {
         consumer.push("g1", b"x").await.unwrap_err().code(),
         "PERMISSION"
     );
+    // Encrypted: a consumer without the key keeps what it cannot open; the producer, holding
+    // it, pushes them back.
+    let ring = |id: &str| tideq::Encryption::keyring(id, [(id, [7u8; 32])]).unwrap();
+    let sealed = |role, id: &str| {
+        let opts = CappedOptions {
+            capacity: 2,
+            encryption: Some(ring(id)),
+            ..Default::default()
+        };
+        CappedQueue::new(&client_as(&server, &name, role), &name, opts).unwrap()
+    };
+    let (producer, consumer) = (
+        sealed(Role::CappedProducer, "k9"),
+        sealed(Role::CappedConsumer, "k1"),
+    );
+    producer.push("g3", b"s").await.unwrap();
+    assert!(consumer.pop_batch("g3", 10).await.unwrap().is_empty());
+    assert_eq!(consumer.unreadable(10).await.unwrap().len(), 1);
+    assert_eq!(producer.requeue_unreadable().await.unwrap(), 1);
+    assert_eq!(consumer.len("g3").await.unwrap(), 1);
 }
 
 fn id_opts(id: &str) -> EnqueueOptions {

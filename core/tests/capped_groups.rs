@@ -109,6 +109,7 @@ async fn an_expired_group_is_neither_listed_nor_counted_and_its_next_push_wakes_
             capacity: 10,
             ttl: Some(Duration::from_millis(150)),
             max_age: None,
+            ..Default::default()
         },
     );
     q.push("short-lived", "x").await.unwrap();
@@ -178,6 +179,7 @@ async fn items_older_than_max_age_are_discarded_and_counted_never_delivered() {
             capacity: 100,
             ttl: None,
             max_age: Some(Duration::from_millis(200)),
+            ..Default::default()
         },
     );
     for i in 0..5 {
@@ -250,6 +252,7 @@ async fn peek_leaves_out_items_a_pop_would_discard_as_too_old() {
             capacity: 100,
             ttl: None,
             max_age: Some(Duration::from_millis(200)),
+            ..Default::default()
         },
     );
     for i in 0..3 {

@@ -50,3 +50,19 @@ def test_a_worker_without_the_key_dead_letters_naming_it(redis_url, runtime):
     info = tideq.Queue(queue, url=redis_url, encryption=tideq.Encryption("k1", {"k1": bytes(32)})).get("j")
     assert info is not None and info.state == "dead"
     assert info.last_error is not None and '"k2" is not available' in info.last_error
+
+
+CAPPED_NODE = ["node", str(ROOT / "tests/interop/interop_capped.mjs")]
+
+
+@pytest.mark.parametrize("runtime", ["node", "rust"])
+def test_capped_items_sealed_in_python_pop_in_clear_on_node_and_rust(redis_url, runtime):
+    queue = f"interop-cenc-{uuid.uuid4().hex}"
+    q = tideq.CappedQueue(queue, url=redis_url, encryption=tideq.Encryption("k2", {"k2": KEY}))
+    data = [MARKER + bytes([i]) * i for i in range(20)]
+    q.push_many([("g", d) for d in data])
+    assert all(MARKER not in p.item for p in tideq.CappedQueue(queue, url=redis_url).peek("g", 100))
+    cmd = CAPPED_NODE if runtime == "node" else RUST
+    env = dict(os.environ, TIDEQ_INTEROP_KEY=f"k2={KEY.hex()}")
+    res = subprocess.run(cmd + ["pop", redis_url, queue, "g", "100"], capture_output=True, text=True, check=True, env=env)
+    assert [bytes.fromhex(line) for line in res.stdout.splitlines()] == data

@@ -114,9 +114,9 @@ test('Buffer, Uint8Array and string items come back as identical bytes', async (
 test('stats count pushed, dropped, delivered and groups', async () => {
   const { queue } = freshQueue(redis.url, { capacity: 2 });
   await queue.pushMany([['a', '1'], ['a', '2'], ['a', '3'], ['b', '1']]);
-  assert.deepEqual(await queue.stats(), { pushed: 4, dropped: 1, discarded: 0, delivered: 0, groups: 2 });
+  assert.deepEqual(await queue.stats(), { pushed: 4, dropped: 1, discarded: 0, delivered: 0, groups: 2, unreadable: 0, requeued: 0 });
   await queue.popBatch('a', 10);
-  assert.deepEqual(await queue.stats(), { pushed: 4, dropped: 1, discarded: 0, delivered: 2, groups: 1 });
+  assert.deepEqual(await queue.stats(), { pushed: 4, dropped: 1, discarded: 0, delivered: 2, groups: 1, unreadable: 0, requeued: 0 });
 });
 
 test('maxAgeMs discards stale items instead of delivering them', async () => {

@@ -87,7 +87,9 @@ def test_len_groups_and_stats(client, name):
     q.pop_batch("b", 5)
     stats = q.stats()
     assert (stats.pushed, stats.dropped, stats.discarded, stats.delivered, stats.groups) == (4, 1, 0, 1, 1)
-    assert repr(stats) == "CappedStats(pushed=4, dropped=1, discarded=0, delivered=1, groups=1)"
+    assert repr(stats) == (
+        "CappedStats(pushed=4, dropped=1, discarded=0, delivered=1, groups=1, unreadable=0, requeued=0)"
+    )
     assert stats == q.stats()
 
 

@@ -24,8 +24,8 @@ STUB = pathlib.Path(_tideq.__file__).with_name("_tideq.pyi")
 VALUE_CLASSES = {
     "Attempt", "LogLine", "Backoff", "CappedGroupPage", "CappedStats", "ChildResult", "ConsumerStats", "Enqueued",
     "Event", "GroupInfo", "GroupPage", "HistoryPoint", "JobInfo", "JobPage", "JobSearch",
-    "JobStats", "Limits", "Peeked", "Rate", "ScheduleInfo", "ServerInfo", "WorkerInfo",
-    "WorkerStats",
+    "JobStats", "Limits", "Peeked", "Rate", "ScheduleInfo", "ServerInfo", "UnreadableItem",
+    "WorkerInfo", "WorkerStats",
 }  # fmt: skip
 
 
@@ -92,6 +92,12 @@ def pairs(client: tideq.Client, name: str) -> list[tuple[Any, Any]]:
     cq = tideq.CappedQueue(name + "-capped", client)
     cq.push("g", b"item")
     capped = [read_twice(cq.stats), read_twice(cq.groups_page), read_twice(lambda: cq.peek("g")[0])]
+    # An item a handle without its key popped: kept in the unreadable list.
+    sealed = tideq.CappedQueue(name + "-sealed", client, encryption=tideq.Encryption("k9", {"k9": bytes(32)}))
+    sealed.push("g", b"secret")
+    lacking = tideq.CappedQueue(name + "-sealed", client, encryption=tideq.Encryption("k1", {"k1": bytes([1]) * 32}))
+    assert lacking.pop_batch("g") == []
+    capped.append(read_twice(lambda: lacking.unreadable()[0]))
     c = cq.consume(lambda group, items: None, stop_when_empty=True, poll_interval=0.05)
     c.join(10)
 

@@ -216,6 +216,7 @@ async fn rust_bench(client: &Client, n: usize) -> tideq::Result<(String, Vec<(St
         capacity: n * 2,
         ttl: None,
         max_age: None,
+        ..Default::default()
     };
     let q = CappedQueue::new(client, &format!("bench-rs-{}", std::process::id()), opts)?;
     let item = vec![b'x'; 64];

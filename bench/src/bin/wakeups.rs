@@ -114,6 +114,7 @@ async fn drain(client: &Client, groups: usize, consumers: usize, concurrency: us
         capacity: 10,
         ttl: None,
         max_age: None,
+        ..Default::default()
     };
     let q = CappedQueue::new(client, &name, opts).unwrap();
     for chunk in (0..groups).collect::<Vec<_>>().chunks(10_000) {

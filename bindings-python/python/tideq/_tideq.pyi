@@ -45,6 +45,7 @@ __all__ = [
     "CappedGroupPage",
     "CappedStats",
     "Peeked",
+    "UnreadableItem",
     "Consumer",
     "AsyncConsumer",
     "ConsumerStats",
@@ -413,6 +414,13 @@ class CappedStats:
     @property
     def groups(self) -> int:
         """Groups currently holding data."""
+    @property
+    def unreadable(self) -> int:
+        """Popped items that could not be opened (a missing or wrong key), kept in the unreadable
+        list instead of being delivered (not counted in ``delivered``)."""
+    @property
+    def requeued(self) -> int:
+        """Unreadable items pushed back by ``requeue_unreadable``."""
     def to_dict(self) -> dict[str, Any]:
         """The fields as a plain ``dict``, one key per property (value objects in them, or in
         a list in them, as dicts too).
@@ -448,7 +456,39 @@ class Peeked:
         """When it was pushed, epoch milliseconds by the Redis clock."""
     @property
     def item(self) -> bytes:
-        """The item's bytes."""
+        """The item's bytes (its sealed bytes when ``unreadable`` is set)."""
+    @property
+    def unreadable(self) -> Optional[str]:
+        """None, or why this handle cannot open the item (it is encrypted with a key the handle
+        lacks or that does not match, or the handle has no encryption), naming the key id."""
+    def to_dict(self) -> dict[str, Any]:
+        """The fields as a plain ``dict``, one key per property (value objects in them, or in
+        a list in them, as dicts too).
+
+        Value objects compare equal when they are of the same class with equal fields, and
+        then hash alike: every value class is hashable (a stored result or progress counts
+        by its bytes). They pickle and copy by value."""
+
+@final
+class UnreadableItem:
+    """An item a pop took but could not open (its key was missing or did not match), kept in the
+    queue's unreadable list (``CappedQueue.unreadable``)."""
+
+    @property
+    def group(self) -> str:
+        """The group it was popped from (and goes back to)."""
+    @property
+    def key_id(self) -> str:
+        """The id of the key it is sealed with."""
+    @property
+    def error(self) -> str:
+        """Why it could not be opened (names the key id)."""
+    @property
+    def at_ms(self) -> int:
+        """When the pop found it unreadable, epoch milliseconds (the consumer's clock)."""
+    @property
+    def item(self) -> bytes:
+        """The sealed bytes, as they were stored."""
     def to_dict(self) -> dict[str, Any]:
         """The fields as a plain ``dict``, one key per property (value objects in them, or in
         a list in them, as dicts too).
@@ -541,6 +581,11 @@ class CappedQueue:
     records it in Redis, and a handle made with another count raises ``InvalidArgumentError``
     at its first call. Queue names may not contain ``#``.
 
+    ``encryption`` (an ``Encryption``) seals each item before it reaches Redis and opens it
+    when popped or peeked; items stored in clear read as they are. An item a pop cannot open
+    (its key is missing or does not match) is not delivered: it is kept in the queue's
+    unreadable list (``unreadable``, ``requeue_unreadable``).
+
     Used as a context manager (``with CappedQueue(...) as q:``, ``async with`` for
     ``AsyncCappedQueue``), leaving the block shuts down the consumers started from ``q``
     that still run, as leaving a consumer's own ``with`` block does; the queue stays usable.
@@ -558,6 +603,7 @@ class CappedQueue:
         ttl: Optional[_Seconds] = 86400.0,
         max_age: Optional[_Seconds] = None,
         shards: int = 1,
+        encryption: Optional[Encryption] = None,
     ) -> CappedQueue: ...
     @property
     def name(self) -> str: ...
@@ -590,7 +636,18 @@ class CappedQueue:
         """The oldest ``max`` items of ``group`` (1 to 1000), oldest first, left in place.
 
         Items older than ``max_age`` are left out, as a pop would discard them, so fewer than
-        ``max`` may come back."""
+        ``max`` may come back. An encrypted item this handle cannot open comes back as stored
+        (sealed), its ``unreadable`` naming the key id."""
+    def unreadable(self, max: int = 100) -> list[UnreadableItem]:
+        """Up to ``max`` (1 to 1000) of the items pops could not open, newest first (``UnreadableItem``:
+        group, key id, error, sealed bytes). They stay listed.
+
+        The list keeps the newest 1000 per shard."""
+    def requeue_unreadable(self) -> int:
+        """Push the unreadable items this handle can now open back to their groups; returns how many.
+
+        Once their key is restored (in this handle's ``encryption``) nothing is lost; the others
+        stay listed."""
     def len(self, group: str) -> int:
         """Items queued in ``group``."""
     def groups(self) -> list[str]:
@@ -644,8 +701,9 @@ class CappedQueue:
 
 @final
 class Encryption:
-    """A queue's encryption at rest (``Queue(..., encryption=...)``): AES-256-GCM over payloads,
-    results, progress, log lines and error texts before they reach Redis. ``current_key`` is the
+    """A queue's encryption at rest (``Queue(..., encryption=...)``, ``CappedQueue(...,
+    encryption=...)``): AES-256-GCM over payloads, results, progress, log lines and error texts
+    (a capped queue's items) before they reach Redis. ``current_key`` is the
     key id new values are sealed with; ``keys`` maps key ids to 32-byte keys; ``key_provider``
     (called with a key id, returning its 32 bytes or ``None``; an ``async def`` is run to its end
     on an event loop of its own) is asked for any other id, once per id (a tenant's keys from a
@@ -2481,6 +2539,7 @@ class AsyncCappedQueue:
         ttl: Optional[_Seconds] = 86400.0,
         max_age: Optional[_Seconds] = None,
         shards: int = 1,
+        encryption: Optional[Encryption] = None,
     ) -> AsyncCappedQueue: ...
     @property
     def name(self) -> str: ...
@@ -2513,7 +2572,18 @@ class AsyncCappedQueue:
         """The oldest ``max`` items of ``group`` (1 to 1000), oldest first, left in place.
 
         Items older than ``max_age`` are left out, as a pop would discard them, so fewer than
-        ``max`` may come back."""
+        ``max`` may come back. An encrypted item this handle cannot open comes back as stored
+        (sealed), its ``unreadable`` naming the key id."""
+    def unreadable(self, max: int = 100) -> Coroutine[Any, Any, list[UnreadableItem]]:
+        """Up to ``max`` (1 to 1000) of the items pops could not open, newest first (``UnreadableItem``:
+        group, key id, error, sealed bytes). They stay listed.
+
+        The list keeps the newest 1000 per shard."""
+    def requeue_unreadable(self) -> Coroutine[Any, Any, int]:
+        """Push the unreadable items this handle can now open back to their groups; returns how many.
+
+        Once their key is restored (in this handle's ``encryption``) nothing is lost; the others
+        stay listed."""
     def len(self, group: str) -> Coroutine[Any, Any, int]:
         """Items queued in ``group``."""
     def groups(self) -> Coroutine[Any, Any, list[str]]:

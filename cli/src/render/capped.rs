@@ -12,6 +12,8 @@ pub fn capped_stats_json(s: &CappedStats) -> Value {
         "discarded": s.discarded,
         "delivered": s.delivered,
         "groups": s.groups,
+        "unreadable": s.unreadable,
+        "requeued": s.requeued,
     })
 }
 
@@ -20,10 +22,18 @@ pub fn capped_stats(s: &CappedStats, json: bool) -> String {
     if json {
         return v.to_string();
     }
-    let items: Vec<(&str, String)> = ["pushed", "dropped", "discarded", "delivered", "groups"]
-        .into_iter()
-        .map(|k| (k, v[k].to_string()))
-        .collect();
+    let items: Vec<(&str, String)> = [
+        "pushed",
+        "dropped",
+        "discarded",
+        "delivered",
+        "groups",
+        "unreadable",
+        "requeued",
+    ]
+    .into_iter()
+    .map(|k| (k, v[k].to_string()))
+    .collect();
     pairs(&items)
 }
 

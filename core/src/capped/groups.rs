@@ -81,6 +81,8 @@ impl CappedQueue {
                 total.dropped += get("dropped");
                 total.discarded += get("discarded");
                 total.delivered += get("delivered");
+                total.unreadable += get("unreadable");
+                total.requeued += get("requeued");
                 total.groups += groups;
             }
             Ok(total)

@@ -130,3 +130,4 @@ pub mod control;
 pub mod finished;
 pub mod results;
 pub mod scale;
+pub mod scan;

@@ -203,6 +203,11 @@ async function capped(): Promise<void> {
   const c = cq.consume(async (group: string, items: Buffer[]) => void [group, items]);
   const stopped: TideqError | null = c.error;
   void stopped;
+  const sealed = new CappedQueue('q', { client, encryption: { currentKey: 'k1', keys: { k1: Buffer.alloc(32) } } });
+  const kept: { group: string; keyId: string; error: string; atMs: number; item: Buffer }[] = await sealed.unreadable({ max: 10 });
+  const back: number = await sealed.requeueUnreadable();
+  const why: string | undefined = (await sealed.peek('g'))[0]?.unreadable ?? undefined;
+  void [kept, back, why];
 }
 
 function outcomes(q: Queue): void {
