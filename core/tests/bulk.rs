@@ -289,7 +289,10 @@ async fn clean_deletes_only_the_jobs_that_finished_before_the_time_given() {
     q.enqueue(b"x", costly).await.unwrap();
     let job = q.lease_jobs(1, LONG).await.unwrap().remove(0);
     q.complete(&job).await.unwrap();
-    assert_eq!(q.clean(JobState::Completed, Duration::ZERO).await.unwrap(), 2);
+    assert_eq!(
+        q.clean(JobState::Completed, Duration::ZERO).await.unwrap(),
+        2
+    );
     let costs: u64 = redis::cmd("HLEN")
         .arg(format!("tideq:{{{}}}:cost", q.name()))
         .query(&mut server.conn())
