@@ -370,6 +370,24 @@ impl crate::Queue {
         }
     }
 
+    /// A child's outcome as its parent's queue reads it: a sealed result opened (kept sealed
+    /// when this queue has no key for it, as `get` does), an error text shown.
+    pub(crate) fn open_outcome(
+        &self,
+        outcome: crate::workflow::ChildOutcome,
+    ) -> crate::workflow::ChildOutcome {
+        use crate::workflow::ChildOutcome as O;
+        match outcome {
+            O::Completed(Some(r)) if self.opts.encryption.is_some() => {
+                let opened = self.open_bytes(r.clone()).unwrap_or(r);
+                O::Completed(Some(opened))
+            }
+            O::Failed(e) => O::Failed(self.shown_text(e)),
+            O::Expired(e) => O::Expired(self.shown_text(e)),
+            other => other,
+        }
+    }
+
     /// A stored text for showing: opened, or `encrypted (key <id>)` when it cannot be.
     pub(crate) fn shown_text(&self, v: String) -> String {
         let Some(id) = sealed_text_key_id(&v) else {

@@ -320,3 +320,63 @@ async fn a_provider_backed_by_an_async_key_service_and_a_deferred_current_key() 
         .unwrap();
     assert!(keys.iter().all(|k| k.ends_with(":shards")), "{keys:?}");
 }
+
+/// A chord's callback and a chain's next step read their children's results as arguments, and
+/// `children_results` reports them: on a queue with encryption those results are sealed in
+/// Redis, and each reader gets them in clear (a reader without the key sees them sealed, as `get`
+/// shows a value it cannot open).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chords_callback_and_children_results_read_sealed_results_in_clear() {
+    use serde_json::{json, Value};
+    use tideq::{FlowJob, Tasks};
+    let server = RedisServer::start();
+    let name = unique("enc");
+    let q = queue(&server.url, &name, ring("k1", &[("k1", 1)]));
+    let kids: Vec<FlowJob> = (1..=3)
+        .map(|i| FlowJob::task("double", &i).unwrap())
+        .collect();
+    let sum = FlowJob::step("sum").options(EnqueueOptions {
+        id: Some("sum".into()),
+        ..Default::default()
+    });
+    q.enqueue_flow(FlowJob::chord(kids, sum).unwrap())
+        .await
+        .unwrap();
+    let tasks = Tasks::new()
+        .task("double", |i: i64, _job: Job| async move {
+            Ok::<Value, String>(json!({ "secret": format!("{MARKER}-{}", 2 * i) }))
+        })
+        .task("sum", |all: Vec<Value>, _job: Job| async move {
+            Ok::<Value, String>(json!(all.len()))
+        });
+    let w = q.work_tasks(drained(), tasks).unwrap();
+    assert_eq!(w.join().await.completed, 4);
+    let done = q.get("sum").await.unwrap().unwrap();
+    assert_eq!(done.state, JobState::Completed);
+    assert_eq!(done.result.as_deref(), Some(b"3".as_slice()));
+    assert!(
+        !holds_marker(&every_byte(&server)),
+        "a result in clear in Redis"
+    );
+    let results = q.children_results("sum").await.unwrap();
+    assert_eq!(results.len(), 3);
+    for r in &results {
+        let tideq::ChildOutcome::Completed(Some(v)) = &r.outcome else {
+            panic!("{r:?}")
+        };
+        assert!(String::from_utf8_lossy(v).contains(MARKER), "{r:?}");
+    }
+    // Without the key: the results stay sealed.
+    let keyless = Queue::new(
+        &Client::open(&server.url).unwrap(),
+        &name,
+        Default::default(),
+    )
+    .unwrap();
+    for r in keyless.children_results("sum").await.unwrap() {
+        let tideq::ChildOutcome::Completed(Some(v)) = &r.outcome else {
+            panic!("{r:?}")
+        };
+        assert!(!String::from_utf8_lossy(v).contains(MARKER), "{r:?}");
+    }
+}

@@ -122,6 +122,7 @@ impl Queue {
                             continue;
                         };
                         if let Some(outcome) = ChildOutcome::parse(&value) {
+                            let outcome = self.open_outcome(outcome);
                             out.push(ChildResult {
                                 queue: queue.to_string(),
                                 id: id.to_string(),

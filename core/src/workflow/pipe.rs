@@ -166,7 +166,11 @@ impl Job {
                     .map_err(|e| self.owner.client.err(e))?;
                 for ((id, queue), outcome) in page.iter().zip(outcomes) {
                     let result = match outcome.as_deref().and_then(ChildOutcome::parse) {
-                        Some(ChildOutcome::Completed(r)) => Some(r.unwrap_or_default()),
+                        // Sealed on a queue with encryption: opened with this queue's keys (a
+                        // key it lacks fails the job, naming the key).
+                        Some(ChildOutcome::Completed(r)) => {
+                            Some(self.owner.open_bytes(r.unwrap_or_default())?)
+                        }
                         _ => None,
                     };
                     results.push((
