@@ -97,6 +97,34 @@ async fn fake_mode_records_jobs_with_the_real_encoding() {
     assert_eq!(fake.jobs(&JobFilter::default()).len(), 3);
 }
 
+/// A queue with encryption in fake mode: the records hold the arguments in clear (nothing
+/// reaches Redis), so `assert_enqueued` matches them and `drain` runs the job.
+#[tokio::test]
+async fn fake_mode_records_a_queue_with_encryption_in_clear() {
+    let _s = SERIAL.lock().await;
+    let fake = testing::fake_guard().unwrap();
+    let client = Client::new(Config::new(format!("redis://127.0.0.1:{}", free_port()))).unwrap();
+    let enc = tideq::Encryption::keyring("k1", [("k1", [1u8; 32])]).unwrap();
+    let q = Queue::new(
+        &client,
+        &unique("sealed"),
+        QueueOptions {
+            encryption: Some(enc),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    q.enqueue_task("welcome", &json!({"to": "ada"}), opts())
+        .await
+        .unwrap();
+    let jobs = fake.jobs(&JobFilter::default());
+    assert_eq!(jobs[0].payload, br#"{"to":"ada"}"#);
+    assert_eq!(
+        jobs[0].args,
+        JobFilter::default().args(json!({"to": "ada"})).args
+    );
+}
+
 #[tokio::test]
 async fn fake_mode_keeps_dedup_and_debounce_keys_as_redis_does() {
     let _s = SERIAL.lock().await;
