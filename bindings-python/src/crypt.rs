@@ -11,8 +11,9 @@ use crate::error;
 /// encryption=...)``): AES-256-GCM over payloads, results, progress, log lines and error texts
 /// (a capped queue's items) before they reach Redis. ``current_key`` is the
 /// key id new values are sealed with; ``keys`` maps key ids to 32-byte keys; ``key_provider``
-/// (called with a key id, returning its 32 bytes or ``None``) is asked for any other id, once per
-/// id (a tenant's keys from a key service). Keep old keys readable while a new one is current to
+/// (called with a key id, returning its 32 bytes or ``None``; an ``async def`` is run to its end
+/// on an event loop of its own) is asked for any other id, once per id (a tenant's keys from a
+/// key service). Keep old keys readable while a new one is current to
 /// rotate without downtime. A bad key raises ``InvalidArgumentError`` here, before anything is
 /// written.
 #[pyclass(module = "tideq", frozen)]
