@@ -34,6 +34,7 @@ libs! {
     "attempts.lua",
     "base.lua",
     "bury.lua",
+    "capped_push.lua",
     "cancel.lua",
     "cfg.lua",
     "chunked.lua",

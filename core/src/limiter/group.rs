@@ -15,10 +15,10 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::job::{ms, Job};
 use crate::jobs::Queue;
-use crate::keys::{validate_name, LimiterKeys};
+use crate::keys::validate_name;
 use crate::scripts::RELEASE_JOB;
 
 /// How long a group whose limiter could not be read (undefined, or unreachable) is held.
@@ -36,22 +36,7 @@ impl Queue {
     pub async fn set_group_limiter(&self, group: &str, name: Option<&str>) -> Result<()> {
         validate_name("group", group)?;
         let value = match name {
-            Some(n) => {
-                let keys = LimiterKeys::new(self.client.config().prefix(), n)?;
-                let mut conn = self.client.conn().await?;
-                let kind: Option<String> = redis::cmd("HGET")
-                    .arg(keys.lim())
-                    .arg("kind")
-                    .query_async(&mut conn)
-                    .await
-                    .map_err(|e| self.client.err(e))?;
-                if kind.is_none() {
-                    return Err(Error::invalid(format!(
-                        "no limiter named {n:?}: define it first (concurrent, window or bucket)"
-                    )));
-                }
-                n.to_string()
-            }
+            Some(n) => self.defined_limiter(n).await?,
             None => String::new(),
         };
         self.set_control(

@@ -54,22 +54,7 @@ impl Queue {
     /// written, for a limiter never defined or a bad name.
     pub async fn set_limiter(&self, name: Option<&str>) -> Result<()> {
         let value = match name {
-            Some(n) => {
-                let keys = LimiterKeys::new(self.client.config().prefix(), n)?;
-                let mut conn = self.client.conn().await?;
-                let kind: Option<String> = redis::cmd("HGET")
-                    .arg(keys.lim())
-                    .arg("kind")
-                    .query_async(&mut conn)
-                    .await
-                    .map_err(|e| self.client.err(e))?;
-                if kind.is_none() {
-                    return Err(Error::invalid(format!(
-                        "no limiter named {n:?}: define it first (concurrent, window or bucket)"
-                    )));
-                }
-                n.to_string()
-            }
+            Some(n) => self.defined_limiter(n).await?,
             None => String::new(),
         };
         self.set_control("set_limiter", "queue", &[("limiter", value)])
@@ -79,6 +64,24 @@ impl Queue {
             concurrent: false,
         });
         Ok(())
+    }
+
+    /// `name`, when a limiter of that name is defined; else `INVALID_ARGUMENT` (nothing written).
+    pub(crate) async fn defined_limiter(&self, name: &str) -> Result<String> {
+        let keys = LimiterKeys::new(self.client.config().prefix(), name)?;
+        let mut conn = self.client.conn().await?;
+        let kind: Option<String> = redis::cmd("HGET")
+            .arg(keys.lim())
+            .arg("kind")
+            .query_async(&mut conn)
+            .await
+            .map_err(|e| self.client.err(e))?;
+        if kind.is_none() {
+            return Err(Error::invalid(format!(
+                "no limiter named {name:?}: define it first (concurrent, window or bucket)"
+            )));
+        }
+        Ok(name.to_string())
     }
 
     /// The shared limiter this queue's starts take from, if any ([`set_limiter`](Self::set_limiter)).

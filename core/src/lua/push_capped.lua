@@ -10,6 +10,7 @@
   ARGV[4+G ..]              pairs: group index (1..G), item bytes
   Each item is stored as "<enqueue ms by Redis TIME>:<item bytes>".
   Returns: array with the number of items dropped by each pushed item, in order. ]]
+--#include lib/capped_push.lua
 local cap = tonumber(ARGV[1])
 local ttl = tonumber(ARGV[2])
 local ngroups = tonumber(ARGV[3])
@@ -23,40 +24,12 @@ local touched = {}
 local n = 0
 for a = 4 + ngroups, #ARGV, 2 do
   local gi = tonumber(ARGV[a])
-  local key = KEYS[4 + 2 * gi]
-  local len = redis.call('RPUSH', key, stamp .. ARGV[a + 1])
-  if touched[gi] == nil then touched[gi] = (len == 1) end
-  local dropped = 0
-  if len > cap then
-    dropped = len - cap
-    redis.call('LTRIM', key, dropped, -1)
-  end
+  local dropped = capped_append(KEYS[4 + 2 * gi], gi, ARGV[a + 1], stamp, cap, touched)
   total_dropped = total_dropped + dropped
   n = n + 1
   drops[n] = dropped
 end
-local expiry = '+inf'
-if ttl > 0 then expiry = now + ttl end
-local woke = false
-for gi, was_empty in pairs(touched) do
-  local key = KEYS[4 + 2 * gi]
-  if ttl > 0 then redis.call('PEXPIRE', key, ttl) end
-  local name = ARGV[3 + gi]
-  local new = redis.call('ZADD', KEYS[3], expiry, name) == 1
-  if redis.call('SADD', KEYS[2], name) == 1 then redis.call('RPUSH', KEYS[1], name) end
-  if was_empty or new then
-    local gw = KEYS[5 + 2 * gi]
-    redis.call('RPUSH', gw, '1')
-    redis.call('LTRIM', gw, -16, -1)
-    redis.call('PEXPIRE', gw, 60000)
-    woke = true
-  end
-end
-if woke then
-  redis.call('RPUSH', KEYS[5], '1')
-  redis.call('LTRIM', KEYS[5], -64, -1)
-  redis.call('PEXPIRE', KEYS[5], 60000)
-end
+capped_touched(touched, 4, ttl, now)
 redis.call('HINCRBY', KEYS[4], 'pushed', n)
 if total_dropped > 0 then redis.call('HINCRBY', KEYS[4], 'dropped', total_dropped) end
 return drops

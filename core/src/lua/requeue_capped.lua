@@ -10,6 +10,7 @@
   ARGV[4 .. 3+G]            group names, in the order of their KEYS
   ARGV[4+G ..]              triples: group index (1..G), the unreadable entry, the item bytes
   Returns: how many items were pushed back. ]]
+--#include lib/capped_push.lua
 local cap = tonumber(ARGV[1])
 local ttl = tonumber(ARGV[2])
 local ngroups = tonumber(ARGV[3])
@@ -21,38 +22,12 @@ local n, total_dropped = 0, 0
 for a = 4 + ngroups, #ARGV, 3 do
   if redis.call('LREM', KEYS[6], 1, ARGV[a + 1]) == 1 then
     local gi = tonumber(ARGV[a])
-    local key = KEYS[5 + 2 * gi]
-    local len = redis.call('RPUSH', key, stamp .. ARGV[a + 2])
-    if touched[gi] == nil then touched[gi] = (len == 1) end
-    if len > cap then
-      total_dropped = total_dropped + len - cap
-      redis.call('LTRIM', key, len - cap, -1)
-    end
+    total_dropped = total_dropped
+      + capped_append(KEYS[5 + 2 * gi], gi, ARGV[a + 2], stamp, cap, touched)
     n = n + 1
   end
 end
-local expiry = '+inf'
-if ttl > 0 then expiry = now + ttl end
-local woke = false
-for gi, was_empty in pairs(touched) do
-  local key = KEYS[5 + 2 * gi]
-  if ttl > 0 then redis.call('PEXPIRE', key, ttl) end
-  local name = ARGV[3 + gi]
-  local new = redis.call('ZADD', KEYS[3], expiry, name) == 1
-  if redis.call('SADD', KEYS[2], name) == 1 then redis.call('RPUSH', KEYS[1], name) end
-  if was_empty or new then
-    local gw = KEYS[6 + 2 * gi]
-    redis.call('RPUSH', gw, '1')
-    redis.call('LTRIM', gw, -16, -1)
-    redis.call('PEXPIRE', gw, 60000)
-    woke = true
-  end
-end
-if woke then
-  redis.call('RPUSH', KEYS[5], '1')
-  redis.call('LTRIM', KEYS[5], -64, -1)
-  redis.call('PEXPIRE', KEYS[5], 60000)
-end
+capped_touched(touched, 5, ttl, now)
 if n > 0 then redis.call('HINCRBY', KEYS[4], 'requeued', n) end
 if total_dropped > 0 then redis.call('HINCRBY', KEYS[4], 'dropped', total_dropped) end
 return n
