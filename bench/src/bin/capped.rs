@@ -12,6 +12,8 @@ use tideq::{CappedOptions, CappedQueue, Client};
 use tideq_testing::RedisServer;
 
 const PUSH_SCRIPT: &str = include_str!("../../../core/src/lua/push_capped.lua");
+/// The library push_capped.lua includes (the core flattens `--#include` lines the same way).
+const PUSH_LIB: &str = include_str!("../../../core/src/lua/lib/capped_push.lua");
 
 /// The keys push_capped.lua takes for one group, in its header's order: registry, registry_set,
 /// live, stats, wake, then the group's list and wake list.
@@ -134,7 +136,7 @@ async fn main() -> tideq::Result<()> {
         .unwrap();
     let sha: String = redis::cmd("SCRIPT")
         .arg("LOAD")
-        .arg(PUSH_SCRIPT)
+        .arg(PUSH_SCRIPT.replace("--#include lib/capped_push.lua\n", PUSH_LIB))
         .query(&mut raw)
         .unwrap();
     let c1 = ceiling(port, &mut raw, &sha, 1, n);
