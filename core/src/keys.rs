@@ -182,7 +182,7 @@ job_keys! {
     gset => "gset": "Set of the groups in the rotation.",
     gheld => "gheld": "Set of groups out of the rotation for want of room (limit, pause, rate).",
     gstate => "gstate": "Hash group -> its jobs running now.",
-    gcfg => "gcfg": "Hash of per-group settings: \"limit:<group>\", \"rate:<group>\", \"paused:<group>\", and \"until:<group>\" while a handler's back-off holds the group.",
+    gcfg => "gcfg": "Hash of per-group settings: \"limit:<group>\", \"rate:<group>\", \"paused:<group>\", \"until:<group>\" while a handler's back-off holds the group, and \"back:<group>\" while a group given back to its shared limiter is passed over.",
     gwait => "gwait": "Sorted set of groups waiting for their rate window (score = when they may start again).",
     cfg => "cfg": "Hash of queue settings: paused, max_active, rate, glimit, grate, events (the event log's length), until (while a handler's back-off holds the queue), rtat (a token-bucket rate's state: when its tokens are all back, ms).",
     rl => "rl": "Sorted set of the queue's recent starts (its rate-limit window).",

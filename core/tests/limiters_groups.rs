@@ -375,3 +375,105 @@ async fn a_group_whose_limiter_has_room_starts_every_job_asked_for_after_one_was
     assert_eq!(holders(&server, &lim), 25);
     assert_eq!(given_back(&server, &q), 10);
 }
+
+/// INFO commandstats' call count of `cmd` (lower case) since the last `CONFIG RESETSTAT`.
+fn calls_of(server: &RedisServer, cmd: &str) -> u64 {
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query(&mut server.conn())
+        .unwrap();
+    info.lines()
+        .find_map(|l| l.strip_prefix(&format!("cmdstat_{cmd}:calls=")))
+        .and_then(|rest| rest.split(',').next())
+        .map_or(0, |n| n.parse().unwrap())
+}
+
+#[tokio::test]
+async fn a_give_back_among_100000_groups_never_searches_the_rotation() {
+    let server = RedisServer::start();
+    let client = Client::open(&server.url).unwrap();
+    let lim = unique("conc");
+    client
+        .limiter()
+        .concurrent(&lim, 1, Duration::from_secs(60))
+        .await
+        .unwrap();
+    let _slot = client.limiter().acquire(&lim).await.unwrap();
+    let q = queue(&client, 1);
+    // Four groups naming the full limiter first in the rotation, then 100,000 tenants.
+    let named = ["n0", "n1", "n2", "n3"];
+    for g in named {
+        q.set_group_limiter(g, Some(&lim)).await.unwrap();
+        q.enqueue(b"x", in_group(g, None)).await.unwrap();
+    }
+    for batch in 0..20 {
+        let jobs: Vec<(Vec<u8>, EnqueueOptions)> = (0..5_000)
+            .map(|i| {
+                let g = format!("t{}", batch * 5_000 + i);
+                (g.clone().into_bytes(), in_group(&g, None))
+            })
+            .collect();
+        q.enqueue_many(&jobs).await.unwrap();
+    }
+    let mut conn = server.conn();
+    for (k, v) in [
+        ("slowlog-log-slower-than", "0"),
+        ("slowlog-max-len", "1000"),
+    ] {
+        let _: () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg(k)
+            .arg(v)
+            .query(&mut conn)
+            .unwrap();
+    }
+    let _: () = redis::cmd("CONFIG")
+        .arg("RESETSTAT")
+        .query(&mut conn)
+        .unwrap();
+    let _: () = redis::cmd("SLOWLOG").arg("RESET").query(&mut conn).unwrap();
+    // The fetch leases a job of each of the four; the limiter has room for none, so all four go
+    // back in one call, and the look goes on with the queue's other groups, in order.
+    let got = q.lease_jobs(4, LEASE).await.unwrap();
+    let got: Vec<&[u8]> = got.iter().map(|j| j.payload.as_slice()).collect();
+    assert_eq!(got, [&b"t0"[..], b"t1", b"t2", b"t3"]);
+    assert_eq!(given_back(&server, &q), 4);
+    assert_eq!(
+        calls_of(&server, "lrem"),
+        0,
+        "a give-back searched the rotation"
+    );
+    // They keep their place at the rotation's back (where the fetch put them, before the four it
+    // took next), marked to be passed over for the limiter's wait, or until one of their jobs
+    // ends.
+    let inside: Vec<u8> = redis::cmd("SMISMEMBER")
+        .arg(format!("tideq:{{{}}}:gset", q.name()))
+        .arg(&named)
+        .query(&mut conn)
+        .unwrap();
+    assert_eq!(inside, [1, 1, 1, 1]);
+    let last: Vec<String> = redis::cmd("LRANGE")
+        .arg(format!("tideq:{{{}}}:grot", q.name()))
+        .arg(-8)
+        .arg(-5)
+        .query(&mut conn)
+        .unwrap();
+    assert_eq!(last, named);
+    let s = q.stats().await.unwrap();
+    assert_eq!((s.ready, s.active), (100_004 - 4, 4));
+    // For the record (not asserted: machines differ): the slowest script call since the fill.
+    let log: Vec<Vec<redis::Value>> = redis::cmd("SLOWLOG")
+        .arg("GET")
+        .arg(1000)
+        .query(&mut conn)
+        .unwrap();
+    let slowest = log
+        .iter()
+        .filter_map(|e| {
+            let us = redis::from_redis_value::<u64>(e.get(2)?.clone()).ok()?;
+            let args = redis::from_redis_value::<Vec<String>>(e.get(3)?.clone()).ok()?;
+            (args[0] == "EVALSHA").then_some(us)
+        })
+        .max();
+    eprintln!("slowest script call at 100,000 groups: {slowest:?} µs");
+}

@@ -74,7 +74,8 @@ local function found(p, items)
     local kinds, names = {}, {}
     for i = 1, #items, 2 do
       local kind, g = string.match(items[i], '^(%a+):(.*)$')
-      if g then
+      -- "back:<g>" marks a group given back to its limiter for a while: listed by its others.
+      if g and kind ~= 'back' then
         kinds[#kinds + 1] = kind
         names[#names + 1] = g
       end

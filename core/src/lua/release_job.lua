@@ -22,7 +22,8 @@
     of job id, lease token. A give-back undoes deliveries the worker got no room for from their
     group's shared limiter (docs/data-model.md, "Limiters"): each job goes back to its place in
     its group, its meta untouched (neither an attempt nor a delivery is counted), and its group
-    is held out of the rotation for ARGV[3] ms (offered again then, or when one of its jobs ends).
+    is passed over in the rotation for ARGV[3] ms (offered again then, or when one of its jobs
+    ends).
   Returns: 1 released, 3 cancelled, -1 lease lost; a give-back: how many were given back. ]]
 --#include lib/base.lua
 --#include lib/meta.lua
@@ -59,9 +60,17 @@ if ARGV[3] then
   end
   make_ready(K, C, back, false, now)
   if n > 0 then redis.call('HINCRBY', K.stats, 'given_back', n) end
-  for _, g in ipairs(groups) do
-    group_hold(K, g, now, wait)
-    redis.call('LREM', K.grot, 0, g)
+  -- Each group keeps its place in the rotation, marked to be passed over until now + wait: the
+  -- fetch that meets it holds it then (the rotation is never searched, whatever its length), and
+  -- one of its jobs ending clears the mark (groups_done).
+  if #groups > 0 then
+    local marks = {}
+    for _, g in ipairs(groups) do
+      marks[#marks + 1] = 'back:' .. g
+      marks[#marks + 1] = now + wait
+    end
+    chunked('HSET', K.gcfg, marks)
+    if not C.gback then redis.call('HSET', K.cfg, 'gback', '1') end
   end
   return n
 end

@@ -22,6 +22,8 @@ for i = 2, #ARGV - 1, 2 do
     redis.call('HSET', K.gcfg, ARGV[i] .. ':' .. group, ARGV[i + 1])
   end
 end
+-- A change offers the group at once, a group given back to its limiter too (its wait is over).
+redis.call('HDEL', K.gcfg, 'back:' .. group)
 local now = now_ms()
 local C = queue_cfg(K)
 groups_offer(K, C, { group }, now, false)

@@ -61,9 +61,9 @@ local function group_cfg(K, C, g)
   local c = C.gc[g]
   if not c then
     local v = redis.call('HMGET', K.gcfg, 'limit:' .. g, 'rate:' .. g, 'paused:' .. g,
-      'until:' .. g, 'limiter:' .. g)
+      'until:' .. g, 'limiter:' .. g, 'back:' .. g)
     c = { limit = tonumber(v[1]) or C.glimit, rate = v[2] or C.grate, paused = v[3] ~= false,
-      until_ms = tonumber(v[4]), limiter = v[5] or nil }
+      until_ms = tonumber(v[4]), limiter = v[5] or nil, back_ms = tonumber(v[6]) }
     C.gc[g] = c
   end
   return c
@@ -116,6 +116,13 @@ local function group_room(K, C, g, now)
     if c.until_ms > now then return 0, c.until_ms - now end
     redis.call('HDEL', K.gcfg, 'until:' .. g)
     c.until_ms = nil
+  end
+  if c.back_ms then
+    -- Given back for want of room in its shared limiter (release_job.lua): passed over until
+    -- then, unless one of its jobs ends first (groups_done clears the mark).
+    if c.back_ms > now then return 0, c.back_ms - now end
+    redis.call('HDEL', K.gcfg, 'back:' .. g)
+    c.back_ms = nil
   end
   local room = math.huge
   if c.limit then
@@ -195,6 +202,16 @@ local function groups_done(K, C, groups, ended, now)
   for _, g in ipairs(groups) do deltas[g] = -ended[g] end
   add_group_active(K, C, deltas, groups)
   if not groups_limited(K, C) then return end
+  if C.gback then
+    -- A group given back waits for a slot of its limiter: one of its jobs ending may free one.
+    local marks = {}
+    for _, g in ipairs(groups) do
+      marks[#marks + 1] = 'back:' .. g
+      local c = C.gc[g]
+      if c then c.back_ms = nil end
+    end
+    chunked('HDEL', K.gcfg, marks)
+  end
   -- Only a held group waits for a slot: a group with ready jobs is in the rotation or held,
   -- and one in the rotation keeps its place.
   local held = chunked_read('SMISMEMBER', K.gheld, groups)
