@@ -188,6 +188,8 @@ local function groups_offer(K, C, groups, now, ready)
       end
     elseif groups_limited(K, C) then
       redis.call('SREM', K.gheld, g)
+      -- An emptied group keeps no mark of a give-back either.
+      if C.gback then redis.call('HDEL', K.gcfg, 'back:' .. g) end
     end
   end
   return #can > 0 and rotation_join(K, can)
