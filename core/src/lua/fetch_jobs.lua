@@ -189,7 +189,8 @@ for i = 1, #dueraw, 2 do
 end
 file_histogram(K, 'lt', late)
 if #due > 0 then
-  chunked('ZREM', K.delayed, due)
+  -- They are the zset's first #due (by score): removed by rank, no lookup per member.
+  redis.call('ZREMRANGEBYRANK', K.delayed, 0, #due - 1)
   make_ready(K, C, due, false, now, since)
 end
 if routed then
