@@ -3,8 +3,9 @@
 //! file per topic, that a script pulls in with `--#include lib/<topic>.lua` lines after its header
 //! (Redis scripts cannot call each other); a helper file names the files it needs the same way.
 //! The text sent to Redis is the script with its includes flattened: each file once, after the
-//! files it includes, in the order first named. An unknown file or an include cycle panics when the
-//! script is loaded (the unit tests load every script). The data model the scripts share is
+//! files it includes, in the order first named, less the helper functions the script never
+//! reaches (Redis defines every function of a script's text on each call). An unknown file or an
+//! include cycle panics when the script is loaded (the unit tests load every script). The data model the scripts share is
 //! documented in `docs/data-model.md`.
 //!
 //! The header is also the key contract: the key names after `KEYS[1]`, `KEYS[2]`, ... are the
@@ -94,7 +95,7 @@ fn include_lines(text: &str) -> impl Iterator<Item = &str> {
 fn flatten(
     name: &str,
     source: &str,
-    files: &[(&'static str, &'static str)],
+    files: &[(&'static str, &str)],
     stack: &mut Vec<&'static str>,
     done: &mut Vec<&'static str>,
     out: &mut String,
@@ -129,21 +130,123 @@ fn flatten(
     Ok(())
 }
 
-/// The `K` table of a script whose header lists `keys`: `local K = { <name> = KEYS[<i>], ... }`.
+/// The identifiers in `text` (words of letters, digits and `_` not starting with a digit),
+/// comments and strings included: a conservative list of what it may refer to.
+fn identifiers(text: &str) -> impl Iterator<Item = &str> {
+    text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|w| w.chars().next().is_some_and(|c| !c.is_ascii_digit()))
+}
+
+/// A shared helper file's top-level functions: (name, text from its `local function` line to
+/// its closing `end` line, both at column 0). The helper files are written so (a unit test
+/// checks each one).
+fn lib_functions(text: &str) -> Vec<(&str, &str)> {
+    let mut out = Vec::new();
+    let mut rest = text;
+    let mut at = 0;
+    while let Some(start) = find_line(rest, "local function ") {
+        let from = &rest[start..];
+        let name = from["local function ".len()..]
+            .split('(')
+            .next()
+            .unwrap_or("")
+            .trim();
+        let end = from
+            .find("\nend\n")
+            .map(|e| e + "\nend\n".len())
+            .or_else(|| from.ends_with("\nend").then_some(from.len()))
+            .unwrap_or(from.len());
+        out.push((name, &from[..end]));
+        at += start + end;
+        rest = &text[at..];
+    }
+    out
+}
+
+/// The byte offset of the first line of `text` that starts with `prefix`.
+fn find_line(text: &str, prefix: &str) -> Option<usize> {
+    if text.starts_with(prefix) {
+        return Some(0);
+    }
+    text.find(&format!("\n{prefix}")).map(|i| i + 1)
+}
+
+/// The helper files `includes`, each without the functions `source` does not reach (through the
+/// functions it calls, and theirs): Redis defines every function a script's text holds on every
+/// call (each a Lua closure), so one that is never called still costs.
+fn shaken(source: &str, includes: &[&'static str]) -> Vec<(&'static str, String)> {
+    let files: Vec<(&'static str, &'static str)> = includes
+        .iter()
+        .filter_map(|p| INCLUDES.iter().find(|(f, _)| f == p).copied())
+        .collect();
+    let functions: Vec<(&str, &str)> = files.iter().flat_map(|(_, t)| lib_functions(t)).collect();
+    // Roots: the script's text, and what the helper files hold outside their functions.
+    let mut todo: Vec<&str> = identifiers(source).collect();
+    let outside: Vec<String> = files
+        .iter()
+        .map(|(_, t)| {
+            lib_functions(t)
+                .iter()
+                .fold(t.to_string(), |acc, (_, body)| acc.replacen(body, "", 1))
+        })
+        .collect();
+    todo.extend(outside.iter().flat_map(|t| identifiers(t)));
+    let mut used: std::collections::HashSet<&str> = std::collections::HashSet::new();
+    while let Some(word) = todo.pop() {
+        if used.contains(word) {
+            continue;
+        }
+        if let Some((name, body)) = functions.iter().find(|(n, _)| *n == word) {
+            used.insert(name);
+            todo.extend(identifiers(body));
+        }
+    }
+    files
+        .iter()
+        .map(|(path, text)| {
+            let kept = lib_functions(text)
+                .iter()
+                .filter(|(name, _)| !used.contains(name))
+                .fold(text.to_string(), |acc, (_, body)| acc.replacen(body, "", 1));
+            (*path, kept)
+        })
+        .collect()
+}
+
+/// The `K` table of a script whose header lists `keys`: `local K = { <name> = KEYS[<i>], ... }`
+/// (after KEYS and ARGV made locals).
 fn k_table(keys: &[&str]) -> String {
     let fields: Vec<String> = keys
         .iter()
         .enumerate()
         .map(|(i, k)| format!("{k} = KEYS[{}]", i + 1))
         .collect();
-    format!("local K = {{ {} }}\n", fields.join(", "))
+    // KEYS and ARGV are globals: as locals, each use is a register read, not a table lookup.
+    format!(
+        "local KEYS, ARGV = KEYS, ARGV\nlocal K = {{ {} }}\n",
+        fields.join(", ")
+    )
 }
 
 impl LuaScript {
     fn new(name: &'static str, source: &'static str) -> Self {
         let (keys, key_types): (Vec<_>, Vec<_>) = header_keys(name, source).into_iter().unzip();
-        let (mut flat, mut stack, mut includes) = (String::new(), Vec::new(), Vec::new());
-        flatten(name, source, INCLUDES, &mut stack, &mut includes, &mut flat)
+        let (mut whole, mut stack, mut includes) = (String::new(), Vec::new(), Vec::new());
+        flatten(
+            name,
+            source,
+            INCLUDES,
+            &mut stack,
+            &mut includes,
+            &mut whole,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        // What Redis runs: the same, without the helper functions the script never reaches.
+        let files = shaken(source, &includes);
+        let files: Vec<(&'static str, &str)> =
+            files.iter().map(|(p, t)| (*p, t.as_str())).collect();
+        let (mut flat, mut again) = (String::new(), Vec::new());
+        flatten(name, source, &files, &mut stack, &mut again, &mut flat)
             .unwrap_or_else(|e| panic!("{e}"));
         let mut code = String::with_capacity(flat.len());
         for line in flat.split_inclusive('\n') {

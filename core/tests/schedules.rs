@@ -129,14 +129,15 @@ async fn after_an_outage_a_schedule_runs_once_for_its_missed_slots_then_goes_on(
     w.stop();
     w.join().await;
     let v = slots(&seen)["s"].clone();
-    // The missed slots (first .. back) ran as one job: the latest of them.
+    // The missed slots (first .. back) ran as one job: the latest of them, or, when the driver's
+    // first look came after the next slot began, that slot's (a loaded machine may take a few
+    // ms to start it). Never one of the older missed slots.
     let missed: Vec<_> = v.iter().filter(|&&t| t <= back).collect();
-    assert_eq!(
-        missed.len(),
-        1,
+    assert!(
+        missed.len() <= 1,
         "{v:?} (back at {back}, first slot {first})"
     );
-    assert!(*missed[0] > first && back - missed[0] < 200, "{v:?}");
+    assert!(v[0] > first && v[0] + 200 > back, "{v:?} (back at {back})");
     assert_one_job_per_slot(&v, 200);
 }
 

@@ -1,4 +1,4 @@
-use super::{flatten, include_lines, INCLUDES};
+use super::{flatten, include_lines, lib_functions, INCLUDES};
 use crate::keys::{CappedKeys, JobKeys};
 
 /// Lua's `unpack` stops near 8,000 values ("too many results to unpack"), and a script that
@@ -123,6 +123,65 @@ fn includes_are_flattened_and_contracts_kept_first() {
         ]
     );
     assert!(!extend.code.contains("local function route_of("));
+}
+
+/// Each helper file is written as the shaking reads it: at its top level, comments, `local`
+/// constants and `local function` blocks closed by an `end` at column 0.
+#[test]
+fn every_helper_function_is_found_whole() {
+    for (path, text) in INCLUDES {
+        let found = lib_functions(text);
+        assert_eq!(
+            found.len(),
+            text.matches("\nlocal function ").count()
+                + usize::from(text.starts_with("local function ")),
+            "{path}"
+        );
+        for (name, body) in found {
+            assert!(
+                body.starts_with(&format!("local function {name}(")),
+                "{path}: {name}"
+            );
+            assert!(body.trim_end().ends_with("\nend"), "{path}: {name}");
+            // No line at column 0 inside but its first and last.
+            let lines: Vec<&str> = body.trim_end().lines().collect();
+            for l in &lines[1..lines.len() - 1] {
+                assert!(
+                    l.is_empty() || l.starts_with(char::is_whitespace) || l.starts_with("--"),
+                    "{path}: {name}: {l:?}"
+                );
+            }
+        }
+    }
+}
+
+/// A script's text defines only the helper functions it reaches: every one is named again
+/// after its definition (Redis makes a closure of each on every call).
+#[test]
+fn a_script_defines_only_the_helper_functions_it_reaches() {
+    let mut dropped = 0;
+    for s in super::all() {
+        for (_, text) in INCLUDES.iter().filter(|(p, _)| s.includes.contains(p)) {
+            for (name, _) in lib_functions(text) {
+                let def = format!("local function {name}(");
+                if !s.code.contains(&def) {
+                    dropped += 1;
+                    continue;
+                }
+                let words = s
+                    .code
+                    .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                    .filter(|w| *w == name)
+                    .count();
+                assert!(words >= 2, "{}: {name} is defined, never used", s.name);
+            }
+        }
+    }
+    assert!(dropped > 0);
+    // The fetch still has what it calls.
+    assert!(super::FETCH_JOBS
+        .code
+        .contains("local function parse_meta("));
 }
 
 /// Every file under `src/lua/` is compiled in: each `lib/*.lua` as an include, each other one
@@ -309,7 +368,7 @@ fn the_k_table_is_generated_from_the_header() {
     }
     assert_eq!(
         super::k_table(&["jobs", "meta"]),
-        "local K = { jobs = KEYS[1], meta = KEYS[2] }\n"
+        "local KEYS, ARGV = KEYS, ARGV\nlocal K = { jobs = KEYS[1], meta = KEYS[2] }\n"
     );
     let fetch = &*super::FETCH_JOBS;
     assert!(fetch
