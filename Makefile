@@ -3,7 +3,8 @@
 # `make test` runs each target the documentation names that way (scripts/targets.py), so none rots
 # unseen.
 RELEASE = $(if $(SMOKE),,--release)
-.PHONY: demo test docs test-valkey stress-process scale faults release release-check bench bench-waits bench-cluster bench-flows bench-workers workers-long fmt lint
+comma := ,
+.PHONY: demo test docs test-valkey stress-process scale faults release release-check bench bench-waits bench-cluster bench-scaleout bench-flows bench-workers workers-long fmt lint
 
 demo: ## tideq at work from Rust, Python, Node and the CLI on a private redis-server (unless TIDEQ_REDIS_URL is set), then keeps it and the dashboard until Ctrl-C
 	@bash scripts/demo.sh $(if $(SMOKE),--smoke)
@@ -50,6 +51,10 @@ bench-waits: ## 10,000 concurrent waits from one process in Rust, Python and Nod
 bench-cluster: ## one node vs a local 6-node cluster (1 and 3 shards), both queue kinds
 	@bash scripts/ensure-deps.sh >/dev/null
 	cargo run $(RELEASE) -p tideq-bench --bin cluster
+
+bench-scaleout: ## a local Redis Cluster of 1, 2 and 3 primaries: jobs/s per primary, scaling vs 1, Redis CPU per job per primary; then the bytes Redis holds per waiting, delayed and kept job, per group and per schedule
+	@bash scripts/ensure-deps.sh >/dev/null
+	cargo run $(RELEASE) -p tideq-bench --bin scaleout $(if $(SMOKE),-- --jobs 2000 --primaries 1$(comma)2)
 
 bench-flows: ## a flow of 10,000 children fanning in to one parent, tideq beside BullMQ's FlowProducer
 	@bash scripts/ensure-deps.sh >/dev/null

@@ -28,6 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SMOKE = {
     "bench": 600,
     "bench-waits": 600,
+    "bench-scaleout": 600,
     "demo": 600,
     "stress-process": 900,
     "bench-workers": 600,
@@ -40,6 +41,7 @@ OUTPUT = {
     "bench": r"-P 1 \d+/s +-P 64 \d+/s",
     "demo": r"the dashboard answered",
     "bench-workers": r"ratio 2/1: \d",
+    "bench-scaleout": r"a waiting job \(\d+\) +\d+",
     "workers-long": r"ok: \d+ jobs completed",
 }
 NO_OUTPUT = r"\binf%|NaN"

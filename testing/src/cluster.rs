@@ -1,5 +1,6 @@
 //! A local 6-node Redis Cluster (3 masters, 3 replicas) started by
-//! `tests/cluster/redis-cluster.sh`, torn down on drop.
+//! `tests/cluster/redis-cluster.sh`, torn down on drop; or any other number of masters and
+//! replicas ([`RedisCluster::start_sized`]).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -28,27 +29,39 @@ pub struct ClusterNode {
 
 impl RedisCluster {
     pub fn start() -> Self {
-        Self::start_with(None, &[])
+        Self::start_with(None, &[], None)
+    }
+
+    /// A cluster of `primaries` masters, each with `replicas` replicas (0: none, which a
+    /// benchmark may want and a failover test may not), the slots split in equal ranges (which
+    /// master holds which: [`topology`](Self::topology), [`master_of_slot`](Self::master_of_slot)).
+    pub fn start_sized(primaries: usize, replicas: usize) -> Self {
+        assert!(primaries >= 1, "a cluster needs a master");
+        Self::start_with(None, &[], Some((primaries, replicas)))
     }
 
     /// A cluster speaking TLS only, with the certificates in `certs` (see
     /// [`make_certs`](crate::make_certs)).
     pub fn start_tls(certs: &Path) -> Self {
-        Self::start_with(Some(certs), &[])
+        Self::start_with(Some(certs), &[], None)
     }
 
     /// A cluster whose nodes take `extra` redis-server arguments after the script's own (a later
     /// argument wins: `--cluster-node-timeout 5000`, `--cluster-require-full-coverage no`).
     pub fn start_args(extra: &[&str]) -> Self {
-        Self::start_with(None, extra)
+        Self::start_with(None, extra, None)
     }
 
-    fn start_with(tls: Option<&Path>, extra: &[&str]) -> Self {
+    fn start_with(tls: Option<&Path>, extra: &[&str], layout: Option<(usize, usize)>) -> Self {
         let dir = std::env::temp_dir().join(unique("tideq-cluster"));
         let mut cmd = Command::new("bash");
         cmd.arg(CLUSTER_SCRIPT).arg("start").arg(&dir);
         if let Some(certs) = tls {
             cmd.env("TIDEQ_CLUSTER_TLS", certs);
+        }
+        if let Some((primaries, replicas)) = layout {
+            cmd.env("TIDEQ_CLUSTER_PRIMARIES", primaries.to_string());
+            cmd.env("TIDEQ_CLUSTER_REPLICAS", replicas.to_string());
         }
         if !extra.is_empty() {
             let mut args = std::env::var("TIDEQ_CLUSTER_ARGS").unwrap_or_default();

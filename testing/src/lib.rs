@@ -1,8 +1,9 @@
 //! tideq's test support, and the real mode of tideq's test modes for Rust users: a real
 //! `redis-server` on a free loopback port in its own temp dir ([`RedisServer`], with any config
-//! line: a password, ACL users, TLS, replication), a local 6-node Redis Cluster
-//! ([`RedisCluster`], started by `tests/cluster/redis-cluster.sh`) and a primary with a replica
-//! and three Sentinels ([`SentinelSetup`]). Everything is torn down on drop. Never mocks.
+//! line: a password, ACL users, TLS, replication), a local 6-node Redis Cluster (or any number
+//! of masters and replicas: [`RedisCluster`], started by `tests/cluster/redis-cluster.sh`) and a
+//! primary with a replica and three Sentinels ([`SentinelSetup`]). Everything is torn down on
+//! drop. Never mocks.
 //!
 //! For integration tests of an application, [`RedisServer::start`] is the fixture: a private,
 //! empty server per test (it needs `redis-server` on `PATH`), or the server named by
