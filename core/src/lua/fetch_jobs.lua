@@ -88,9 +88,12 @@ local P = policy(ARGV[5])
 local C = queue_cfg(K)
 -- Which optional keys exist, in one call (none of them is created by this script): priorities
 -- and groups in use, cancel requests pending, explicit ids remembered, delayed jobs, jobs made
--- ready after their enqueue (see "Latency"), jobs' costs. A queue
--- skips every step about a feature whose key does not exist.
-local has = exist_bits(K, { 'route', 'cancel', 'idem', 'delayed', 'rat', 'cost' })
+-- ready after their enqueue (see "Latency"), jobs' costs (not looked up for a queue that never
+-- had a job with a cost). A queue skips every step about a feature whose key does not exist.
+local names = { 'route', 'cancel', 'idem', 'delayed', 'rat' }
+if not K.no_costs then names[#names + 1] = 'cost' end
+local has = exist_bits(K, names)
+if K.no_costs then has.cost = false end
 local routed, creq = has.route, has.cancel
 local upkeep = ARGV[3] ~= '0'
 local acks = complete_leases(K, C, now, P, 8, upkeep)
