@@ -1,10 +1,12 @@
 #!/bin/bash
 # Redis CPU per job, counted instead of timed: the instructions redis-server runs (valgrind's
-# callgrind) while a Rust worker at concurrency 100 drains N plain jobs, per job. Unlike the
-# timings of run.py, this barely moves between runs or machines, so it shows what a change to the
-# Lua scripts costs. The jobs are enqueued first (not counted); then only the drain is measured.
+# callgrind) while a Rust worker at concurrency C (100 by default) drains N plain jobs, per job.
+# Unlike the timings of run.py, this barely moves between runs or machines, so it shows what a
+# change to the Lua scripts costs (at concurrency 100 the count depends a little on how many jobs
+# each fetch carries; at concurrency 1 it does not: one fetch per job). The jobs are enqueued
+# first (not counted); then only the drain is measured.
 # Usage (from the repo root, after make test built the Python binding):
-#   bash bench/jobs/redis_instructions.sh [N=5000]     # prints instructions per job and the top 25
+#   bash bench/jobs/redis_instructions.sh [N=5000] [C=100]   # instructions per job and the top 25
 set -euo pipefail
 N=${1:-5000}
 command -v valgrind >/dev/null || apt-get install -y valgrind >/dev/null
@@ -19,7 +21,7 @@ import tideq
 q = tideq.Queue('instr', url='redis://127.0.0.1:$port')
 q.enqueue_many([b'{\"user_id\":123456,\"task\":\"send_welcome_email\",\"n\":1}'] * $N)"
 callgrind_control -i on >/dev/null 2>&1
-./target/release/jobs "redis://127.0.0.1:$port" "$N" worker instr >/dev/null
+JOBS_BENCH_WORKER_C=${2:-100} ./target/release/jobs "redis://127.0.0.1:$port" "$N" worker instr >/dev/null
 callgrind_control -i off >/dev/null 2>&1
 callgrind_control -d >/dev/null 2>&1
 redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true

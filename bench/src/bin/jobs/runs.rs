@@ -40,9 +40,14 @@ pub async fn worker_rss(client: &Client, url: &str, n: usize) -> tideq::Result<f
 /// The worker process of `worker_rss`: drains queue `name` at concurrency 100, prints its peak RSS.
 pub async fn worker_only(url: &str, name: &str, n: usize) -> tideq::Result<()> {
     let q = Queue::new(&Client::open(url)?, name, QueueOptions::default())?;
+    // JOBS_BENCH_WORKER_C: the worker's concurrency (100 unless set; diagnosis).
+    let concurrency = std::env::var("JOBS_BENCH_WORKER_C")
+        .ok()
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(100);
     let w = q.work(
         WorkerOptions {
-            concurrency: 100,
+            concurrency,
             stop_when_drained: true,
             ..Default::default()
         },
