@@ -38,6 +38,17 @@ async fn fill(q: &Queue, group: &str, n: usize) {
     q.enqueue_many(&jobs).await.unwrap();
 }
 
+/// A concurrency limiter of one slot, newly named.
+async fn one_slot_limiter(client: &Client) -> String {
+    let lim = unique("conc");
+    client
+        .limiter()
+        .concurrent(&lim, 1, Duration::from_secs(60))
+        .await
+        .unwrap();
+    lim
+}
+
 fn hold_key(lim: &str) -> String {
     format!("tideq:{{#lim:{lim}}}:hold")
 }
@@ -130,12 +141,7 @@ async fn groups_of_two_queues_naming_one_limiter_never_run_more_than_its_slots()
 async fn a_group_held_by_its_limiter_does_not_slow_the_queues_other_groups() {
     let server = RedisServer::start();
     let client = Client::open(&server.url).unwrap();
-    let lim = unique("conc");
-    client
-        .limiter()
-        .concurrent(&lim, 1, Duration::from_secs(60))
-        .await
-        .unwrap();
+    let lim = one_slot_limiter(&client).await;
     let q = queue(&client, 1);
     q.set_group_limiter("acme", Some(&lim)).await.unwrap();
     fill(&q, "acme", 5).await;
@@ -236,12 +242,7 @@ async fn a_group_limiter_never_defined_or_a_bad_name_is_refused_and_nothing_is_w
 async fn a_job_given_back_a_thousand_times_keeps_its_place_and_its_attempts() {
     let server = RedisServer::start();
     let client = Client::open(&server.url).unwrap();
-    let lim = unique("conc");
-    client
-        .limiter()
-        .concurrent(&lim, 1, Duration::from_secs(60))
-        .await
-        .unwrap();
+    let lim = one_slot_limiter(&client).await;
     // The one slot, held by a handler elsewhere.
     let guard = client.limiter().acquire(&lim).await.unwrap();
     let q = queue(&client, 1);
@@ -392,12 +393,7 @@ fn calls_of(server: &RedisServer, cmd: &str) -> u64 {
 async fn a_give_back_among_100000_groups_never_searches_the_rotation() {
     let server = RedisServer::start();
     let client = Client::open(&server.url).unwrap();
-    let lim = unique("conc");
-    client
-        .limiter()
-        .concurrent(&lim, 1, Duration::from_secs(60))
-        .await
-        .unwrap();
+    let lim = one_slot_limiter(&client).await;
     let _slot = client.limiter().acquire(&lim).await.unwrap();
     let q = queue(&client, 1);
     // Four groups naming the full limiter first in the rotation, then 100,000 tenants.
