@@ -473,3 +473,45 @@ async fn a_give_back_among_100000_groups_never_searches_the_rotation() {
         .max();
     eprintln!("slowest script call at 100,000 groups: {slowest:?} µs");
 }
+
+#[tokio::test]
+async fn a_job_enqueued_to_a_group_given_back_leaves_it_in_one_place_and_is_listed_once() {
+    let server = RedisServer::start();
+    let client = Client::open(&server.url).unwrap();
+    let lim = one_slot_limiter(&client).await;
+    let _slot = client.limiter().acquire(&lim).await.unwrap();
+    let q = queue(&client, 1);
+    q.set_group_limiter("acme", Some(&lim)).await.unwrap();
+    fill(&q, "acme", 2).await;
+    fill(&q, "other", 3).await;
+    // acme's job is given back (acme stays in the rotation, marked), then other's is leased.
+    assert_eq!(q.lease_jobs(1, LEASE).await.unwrap().len(), 1);
+    assert_eq!(given_back(&server, &q), 1);
+    // A new job of the group while the mark holds.
+    fill(&q, "acme", 1).await;
+    let mut conn = server.conn();
+    let member = |set: &str, conn: &mut redis::Connection| -> bool {
+        redis::cmd("SISMEMBER")
+            .arg(format!("tideq:{{{}}}:{set}", q.name()))
+            .arg("acme")
+            .query(conn)
+            .unwrap()
+    };
+    let (rotation, held) = (member("gset", &mut conn), member("gheld", &mut conn));
+    assert!(
+        rotation && !held,
+        "in the rotation: {rotation}, held: {held}"
+    );
+    let ready = q.jobs(tideq::JobState::Ready, 0, 100).await.unwrap();
+    let ids: Vec<&str> = ready.iter().map(|j| j.id.as_str()).collect();
+    let unique: std::collections::HashSet<&str> = ids.iter().copied().collect();
+    assert_eq!((ids.len(), unique.len()), (5, 5), "{ids:?}");
+    // The fetch that meets it holds it: still in one place, and other's jobs go on.
+    assert_eq!(q.lease_jobs(2, LEASE).await.unwrap().len(), 2);
+    let (rotation, held) = (member("gset", &mut conn), member("gheld", &mut conn));
+    assert!(
+        !rotation && held,
+        "in the rotation: {rotation}, held: {held}"
+    );
+    assert_eq!(given_back(&server, &q), 1);
+}

@@ -106,7 +106,7 @@ local function add_group_active(K, C, deltas, groups)
 end
 
 -- How many more jobs group g may start now (math.huge: no limit); when none, also the ms until
--- its rate allows one, if the rate is what stops it.
+-- its rate allows one, if the rate is what stops it, and 'back' when a give-back's mark is.
 local function group_room(K, C, g, now)
   if not groups_limited(K, C) then return math.huge end
   local c = group_cfg(K, C, g)
@@ -120,7 +120,7 @@ local function group_room(K, C, g, now)
   if c.back_ms then
     -- Given back for want of room in its shared limiter (release_job.lua): passed over until
     -- then, unless one of its jobs ends first (groups_done clears the mark).
-    if c.back_ms > now then return 0, c.back_ms - now end
+    if c.back_ms > now then return 0, c.back_ms - now, 'back' end
     redis.call('HDEL', K.gcfg, 'back:' .. g)
     c.back_ms = nil
   end
@@ -175,10 +175,13 @@ local function groups_offer(K, C, groups, now, ready)
   for _, g in ipairs(groups) do
     if ready or redis.call('EXISTS', K.g .. g) == 1 then
       if groups_limited(K, C) then
-        local room, wait = group_room(K, C, g, now)
+        local room, wait, why = group_room(K, C, g, now)
         if room > 0 then
           can[#can + 1] = g
           redis.call('SREM', K.gheld, g)
+        elseif why == 'back' then
+          -- Marked by a give-back: it is in the rotation (held when the fetch meets it) or
+          -- held already, and stays where it is (never both).
         else
           redis.call('SADD', K.gheld, g)
           if wait then redis.call('ZADD', K.gwait, now + wait, g) end
