@@ -13,6 +13,18 @@ use common::{scale, unique, RedisServer};
 use tideq::{Client, EnqueueOptions, Every, Job, JobState, Queue, QueueOptions, WorkerOptions};
 
 /// A neighbour whose name and prefix look like `name`'s, with a job in every state.
+/// A queue of a new name on `server`, and its name.
+fn fresh(server: &RedisServer) -> (String, Queue) {
+    let name = unique("ob");
+    let q = Queue::new(
+        &Client::open(&server.url).unwrap(),
+        &name,
+        Default::default(),
+    )
+    .unwrap();
+    (name, q)
+}
+
 async fn neighbour(server: &RedisServer, name: &str) -> Queue {
     let q = Queue::new(
         &Client::open(&server.url).unwrap(),
@@ -29,13 +41,7 @@ async fn neighbour(server: &RedisServer, name: &str) -> Queue {
 #[tokio::test]
 async fn obliterate_is_refused_while_a_worker_is_live_and_done_with_force() {
     let server = RedisServer::start();
-    let name = unique("ob");
-    let q = Queue::new(
-        &Client::open(&server.url).unwrap(),
-        &name,
-        Default::default(),
-    )
-    .unwrap();
+    let (name, q) = fresh(&server);
     q.enqueue(b"x", later("l1")).await.unwrap();
     let w = q
         .work(WorkerOptions::default(), |_j: Job| async {
@@ -65,13 +71,7 @@ async fn obliterate_is_refused_while_a_worker_is_live_and_done_with_force() {
 #[tokio::test]
 async fn a_running_job_s_ack_after_a_forced_obliterate_brings_no_data_back() {
     let server = RedisServer::start();
-    let name = unique("ob");
-    let q = Queue::new(
-        &Client::open(&server.url).unwrap(),
-        &name,
-        Default::default(),
-    )
-    .unwrap();
+    let (name, q) = fresh(&server);
     q.enqueue(b"x", id("running")).await.unwrap();
     let job = q.lease_jobs(1, LONG).await.unwrap().remove(0);
     q.obliterate(true).await.unwrap();

@@ -13,6 +13,7 @@ mod common;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use common::testing::{offline, opts, SERIAL};
 use common::{free_port, unique, RedisServer};
 use serde_json::json;
 use tideq::testing::{self, Handlers, JobFilter, RecordedState};
@@ -21,20 +22,6 @@ use tideq::{
     Every, FlowJob, Job, JobState, PayloadFormat, Queue, QueueOptions, Snooze, Tasks,
     WorkerOptions,
 };
-
-/// Held by every test for its whole run (an async mutex: a failed test does not poison it).
-static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-
-/// A queue whose URL points at a closed port: any connection attempt fails.
-fn offline(name: &str) -> Queue {
-    let url = format!("redis://127.0.0.1:{}", free_port());
-    let client = Client::new(Config::new(url)).unwrap();
-    Queue::new(&client, &unique(name), QueueOptions::default()).unwrap()
-}
-
-fn opts() -> EnqueueOptions {
-    EnqueueOptions::default()
-}
 
 #[tokio::test]
 async fn fake_mode_records_jobs_with_the_real_encoding() {

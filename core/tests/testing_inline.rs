@@ -7,23 +7,9 @@
 
 mod common;
 
-use common::{free_port, unique};
+use common::testing::{offline, opts, SERIAL};
 use tideq::testing::{self, Handlers, JobFilter, RecordedState};
-use tideq::{Client, Config, EnqueueOptions, ErrorKind, Job, JobState, Queue, QueueOptions, Tasks};
-
-/// Held by every test for its whole run (an async mutex: a failed test does not poison it).
-static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-
-/// A queue whose URL points at a closed port: any connection attempt fails.
-fn offline(name: &str) -> Queue {
-    let url = format!("redis://127.0.0.1:{}", free_port());
-    let client = Client::new(Config::new(url)).unwrap();
-    Queue::new(&client, &unique(name), QueueOptions::default()).unwrap()
-}
-
-fn opts() -> EnqueueOptions {
-    EnqueueOptions::default()
-}
+use tideq::{EnqueueOptions, ErrorKind, Job, JobState, Tasks};
 
 #[tokio::test]
 async fn inline_mode_runs_the_job_in_the_enqueue_and_raises_its_error() {

@@ -131,3 +131,4 @@ pub mod finished;
 pub mod results;
 pub mod scale;
 pub mod scan;
+pub mod testing;
