@@ -378,7 +378,8 @@ impl Queue {
     /// About `count` (1 to [`MAX_GROUP_PAGE`]) of the groups [`groups`](Self::groups) lists,
     /// from `cursor` (`None`: the start), and the cursor of the next page (`None`: that was the
     /// last). Each call costs about `count` groups' work in Redis however many the queue has. A
-    /// page is in no particular order and may hold a few more or fewer than `count`; as with
+    /// page is in no particular order and may hold fewer or more than `count` (up to about
+    /// twice as many: a SCAN call returns what the buckets it visits hold); as with
     /// Redis's SCAN, a walk lists every group that stays put meanwhile, once, and one that
     /// changes state during the walk (say, from waiting to held) may be listed twice or missed.
     pub async fn groups_page(&self, cursor: Option<&str>, count: usize) -> Result<GroupPage> {
