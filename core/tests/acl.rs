@@ -16,8 +16,12 @@ use tideq::{
 
 /// A client logged in as a fresh user holding exactly `role`'s rules for `queue`.
 fn client_as(server: &RedisServer, queue: &str, role: Role) -> Client {
+    client_with(server, role, &rules("tideq", queue, 1, role).unwrap())
+}
+
+/// A client logged in as a fresh user holding the rules `line`.
+fn client_with(server: &RedisServer, role: Role, line: &str) -> Client {
     let user = unique(role.as_str());
-    let line = rules("tideq", queue, 1, role).unwrap();
     let mut cmd = redis::cmd("ACL");
     cmd.arg("SETUSER")
         .arg(&user)
@@ -30,6 +34,35 @@ fn client_as(server: &RedisServer, queue: &str, role: Role) -> Client {
     cmd.query::<()>(&mut server.conn()).unwrap();
     let url = format!("redis://{user}:pw@127.0.0.1:{}", server.port);
     Client::new(Config::new(url)).unwrap()
+}
+
+/// A run of hundreds of fields into a small hash asks its encoding first (OBJECT, among the
+/// producer's and worker's commands since then): users set up with the lists of earlier
+/// versions, without it, still enqueue and promote such runs.
+#[tokio::test]
+async fn users_set_up_before_object_was_among_their_commands_still_write_runs_of_hundreds() {
+    let server = RedisServer::start();
+    let name = unique("acl-old");
+    let as_old = |role| {
+        let line = rules("tideq", &name, 1, role).unwrap();
+        assert!(line.contains(" +object "), "{line}");
+        let client = client_with(&server, role, &line.replace(" +object ", " "));
+        Queue::new(&client, &name, QueueOptions::default()).unwrap()
+    };
+    let (producer, worker) = (as_old(Role::Producer), as_old(Role::Worker));
+    let soon = EnqueueOptions {
+        delay: Some(Duration::from_millis(50)),
+        ..Default::default()
+    };
+    let jobs: Vec<(Vec<u8>, EnqueueOptions)> = (0..300)
+        .map(|i| (format!("{i}").into_bytes(), soon.clone()))
+        .collect();
+    let made = producer.enqueue_many(&jobs).await.unwrap();
+    assert!(made.iter().all(|e| e.created));
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    // Promoted (their ready-since entries: one run of 300) and leased.
+    let got = worker.lease_jobs(300, Duration::from_secs(30)).await.unwrap();
+    assert_eq!(got.len(), 300);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

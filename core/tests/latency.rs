@@ -265,3 +265,89 @@ async fn reading_the_latency_over_100000_groups_takes_no_call_over_10ms() {
     let slow: Vec<_> = calls.iter().filter(|c| took(c) > 10_000).collect();
     assert!(slow.is_empty(), "calls over 10 ms: {slow:?}");
 }
+
+/// The ready-since times the rat hash holds, by job id (see docs/data-model.md, "Latency").
+fn ready_since(server: &RedisServer, q: &Queue) -> std::collections::HashMap<String, u64> {
+    redis::cmd("HGETALL")
+        .arg(format!("tideq:{{{}}}:rat", q.name()))
+        .query(&mut server.conn())
+        .unwrap()
+}
+
+/// More than 16 jobs due at one instant (a burst, a schedule's jobs) are promoted without their
+/// scores read one by one: each still counts from its due time, and every one's lateness is
+/// filed. 1,200 take two fetches (at most 1,000 a fetch), each such a run.
+#[tokio::test]
+async fn a_burst_due_at_one_instant_counts_each_job_from_its_due_time() {
+    let server = RedisServer::start();
+    let q = queue(&server.url);
+    let due = redis_ms(&server) + 300;
+    let at = EnqueueOptions {
+        run_at_ms: Some(due),
+        ..Default::default()
+    };
+    let jobs: Vec<(Vec<u8>, EnqueueOptions)> = (0..1200)
+        .map(|i| (format!("{i}").into_bytes(), at.clone()))
+        .collect();
+    q.enqueue_many(&jobs).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    // Promoted late (a paused queue's fetch promotes but leases nothing).
+    q.pause().await.unwrap();
+    let from = redis_ms(&server);
+    // One call: its first fetch promotes 1,000, the next the 200 left.
+    assert!(q.lease_jobs(1, LEASE).await.unwrap().is_empty());
+    let to = redis_ms(&server);
+    assert_eq!(q.stats().await.unwrap().ready, 1200);
+    let since = ready_since(&server, &q);
+    assert_eq!(since.len(), 1200);
+    assert!(since.values().all(|&s| s == due), "not all at {due}");
+    let late = q.metrics().await.unwrap().promotion_lateness;
+    assert_eq!(late.count, 1200);
+    let each = late.sum_ms / 1200.0;
+    assert!(
+        each >= (from - due) as f64 && each <= (to - due) as f64,
+        "{each} ms late each"
+    );
+    let l = ms(q.stats().await.unwrap().latency);
+    assert!(l >= from - due, "{l} ms");
+    q.resume().await.unwrap();
+    assert_eq!(q.lease_jobs(1000, LEASE).await.unwrap().len(), 1000);
+    assert_eq!(q.lease_jobs(1000, LEASE).await.unwrap().len(), 200);
+    assert!(ready_since(&server, &q).is_empty());
+}
+
+/// More than 16 due at different times are read with their scores: each counts from its own.
+#[tokio::test]
+async fn more_than_16_due_at_different_times_each_count_from_their_own_due_time() {
+    let server = RedisServer::start();
+    let q = queue(&server.url);
+    let base = redis_ms(&server) + 200;
+    let jobs: Vec<(Vec<u8>, EnqueueOptions)> = (0..100u64)
+        .map(|i| {
+            let o = EnqueueOptions {
+                run_at_ms: Some(base + i),
+                ..Default::default()
+            };
+            (format!("{i}").into_bytes(), o)
+        })
+        .collect();
+    let made = q.enqueue_many(&jobs).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    q.pause().await.unwrap();
+    let from = redis_ms(&server);
+    assert!(q.lease_jobs(1, LEASE).await.unwrap().is_empty());
+    let to = redis_ms(&server);
+    let since = ready_since(&server, &q);
+    assert_eq!(since.len(), 100);
+    for (i, e) in made.iter().enumerate() {
+        assert_eq!(since[&e.id], base + i as u64, "job {i}");
+    }
+    let late = q.metrics().await.unwrap().promotion_lateness;
+    assert_eq!(late.count, 100);
+    let dues: u64 = (0..100).map(|i| base + i).sum();
+    assert!(
+        late.sum_ms >= (100 * from - dues) as f64 && late.sum_ms <= (100 * to - dues) as f64,
+        "{} ms late in all",
+        late.sum_ms
+    );
+}

@@ -235,7 +235,8 @@ end
 -- A job of a group keeps the place its enqueue gave it (its sequence number), so a retried,
 -- recovered or released job runs before the group's jobs enqueued after it. Other jobs queue at
 -- the back of their list, or at the front when `front` (a release at shutdown). A script with the
--- rat key records when they became ready: since[i] (a delayed job's due time), else `now`.
+-- rat key records when they became ready: since[i] (a delayed job's due time; `since` for all when it
+-- is one time), else `now`.
 local function make_ready(K, C, ids, front, now, since)
   if #ids == 0 then return end
   mark_ready_since(K, ids, since, now)

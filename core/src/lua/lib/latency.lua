@@ -1,15 +1,17 @@
 -- lib/latency.lua: When pending jobs became ready, and the queue's latency (docs/data-model.md, "Latency").
 --#include lib/chunked.lua
 
--- Records when `ids` became ready (since[i], else `now`, ms) in the rat hash. A job ready from its
--- enqueue has no entry, so a script without the key (an enqueue) writes nothing; the entry goes
--- when the job is leased (fetch_jobs.lua) or cancelled.
+-- Records when `ids` became ready (since[i], or `since` for all when it is not a list, else `now`;
+-- ms) in the rat hash. A job ready from its enqueue has no entry, so a script without the key (an
+-- enqueue) writes nothing; the entry goes when the job is leased (fetch_jobs.lua) or cancelled.
 local function mark_ready_since(K, ids, since, now)
   if not K.rat or #ids == 0 then return end
   local args = {}
+  -- One time for all of them, or one each.
+  local one = type(since) ~= 'table' and (since or now)
   for i, id in ipairs(ids) do
     args[2 * i - 1] = id
-    args[2 * i] = since and since[i] or now
+    args[2 * i] = one or since[i]
   end
   chunked('HSET', K.rat, args)
   -- A script that looked whether the key exists (exist_bits) knows it does now.
