@@ -51,6 +51,43 @@ module.exports.OverLimit = outcomes.OverLimit;
   }
 }
 
+// enqueueMany: a job given as `{ payload }` and nothing else is the same job as its bare payload,
+// which the addon reads with one call instead of listing the object's keys (measured on the
+// JavaScript thread: 1.7 µs a job as an object, 0.5 µs bare). Such objects are handed over as
+// their payload, in a copy of the array; the caller's array is left as it is, and any other job
+// (options, a task, a mistake) goes to the addon as given, which checks it.
+{
+  const { Queue } = module.exports;
+  const many = Queue.prototype.enqueueMany;
+  const bare = (jobs) => {
+    let out = null;
+    for (let i = 0; i < jobs.length; i++) {
+      const job = jobs[i];
+      if (job === null || typeof job !== 'object' || ArrayBuffer.isView(job)) continue;
+      const payload = job.payload;
+      if (!(payload instanceof Uint8Array)) continue;
+      let alone = true;
+      for (const key in job) {
+        if (key !== 'payload') {
+          alone = false;
+          break;
+        }
+      }
+      if (!alone) continue;
+      if (out === null) out = jobs.slice();
+      out[i] = payload;
+    }
+    return out ?? jobs;
+  };
+  Object.defineProperty(Queue.prototype, 'enqueueMany', {
+    value: function enqueueMany(jobs) {
+      return many.call(this, Array.isArray(jobs) ? bare(jobs) : jobs);
+    },
+    writable: true,
+    configurable: true,
+  });
+}
+
 // Typed tasks (types only: `defineTasks` returns its argument, `queue.typed()` the queue).
 const tasks = require('./tasks.js');
 module.exports.defineTasks = tasks.defineTasks;

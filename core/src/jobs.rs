@@ -431,25 +431,32 @@ impl Queue {
         let cmds: Vec<redis::Cmd> = idx
             .chunks(ENQUEUE_CHUNK)
             .map(|chunk| {
+                // Plain jobs (most bulk enqueues) leave out the six values that would all be
+                // defaults: each value costs Redis work (see enqueue_jobs.lua).
+                let full = chunk.iter().any(|&i| !is_plain(jobs[i], &prepared[i]));
                 let mut cmd = self.script_cmd(shard, &ENQUEUE_JOBS);
                 cmd.arg(chunk.len())
                     .arg(if remember { "1" } else { "0" })
-                    .arg(guard);
+                    .arg(guard)
+                    .arg(if full { 10 } else { 4 });
                 for &i in chunk {
                     let (env, delay, run_at) = &prepared[i];
                     let o = jobs[i];
+                    cmd.arg(&env.id)
+                        .arg(env.encode())
+                        .arg(env.max_attempts)
+                        .arg(if o.id.is_some() { "1" } else { "0" });
+                    if !full {
+                        continue;
+                    }
                     let route = crate::scripts::encoding::route_arg(o.priority, o.group.as_deref());
                     let dedup = match (&o.dedup, &o.debounce) {
                         (Some(d), _) => format!("d|{}|{}", d.ttl.map(ms).unwrap_or(0), d.key),
                         (None, Some(d)) => format!("b|{}|{expect}{}", expect.len(), d.key),
                         (None, None) => String::new(),
                     };
-                    cmd.arg(&env.id)
-                        .arg(env.encode())
-                        .arg(env.max_attempts)
-                        .arg(*delay)
+                    cmd.arg(*delay)
                         .arg(*run_at)
-                        .arg(if o.id.is_some() { "1" } else { "0" })
                         .arg(route)
                         .arg(dedup)
                         .arg(crate::scripts::encoding::expiry_arg(
@@ -528,6 +535,20 @@ impl Queue {
         }
         Ok(())
     }
+}
+
+/// A job ready at once with no route, dedup or debounce key, deadline or cost: the enqueue
+/// script's short form takes it (`enqueue_jobs.lua`, ARGV[4]).
+fn is_plain(o: &EnqueueOptions, (_, delay, run_at): &(Envelope, u64, u64)) -> bool {
+    *delay == 0
+        && *run_at == 0
+        && o.priority.is_none()
+        && o.group.is_none()
+        && o.dedup.is_none()
+        && o.debounce.is_none()
+        && o.expires_after.is_none()
+        && o.expires_at_ms.is_none()
+        && !matches!(o.cost, Some(c) if c != 1)
 }
 
 /// On a sharded queue a grouped job lives on its group's shard, where an id or a dedup or

@@ -64,6 +64,55 @@ async fn enqueue_many_is_idempotent_per_id_and_keeps_order() {
     );
 }
 
+/// A call of plain jobs only goes in the enqueue script's short form (4 values per job); one with
+/// any option goes in the full form (10). Either way each job keeps its own options, its id and
+/// its max attempts.
+#[tokio::test]
+async fn one_call_mixing_plain_and_optioned_jobs_keeps_each_jobs_options() {
+    let server = RedisServer::start();
+    let q = queue(&server.url);
+    let o = |f: fn(&mut EnqueueOptions)| {
+        let mut o = EnqueueOptions::default();
+        f(&mut o);
+        o
+    };
+    let mixed: Vec<(Vec<u8>, EnqueueOptions)> = vec![
+        (b"plain".to_vec(), o(|_| {})),
+        (b"named".to_vec(), id("m-1")),
+        (b"later".to_vec(), o(|o| o.delay = Some(Duration::from_secs(60)))),
+        (b"grouped".to_vec(), o(|o| o.group = Some("g".into()))),
+        (b"urgent".to_vec(), o(|o| o.priority = Some(3))),
+        (b"heavy".to_vec(), o(|o| o.cost = Some(3))),
+        (b"twice".to_vec(), o(|o| o.max_attempts = Some(2))),
+    ];
+    let made = q.enqueue_many(&mixed).await.unwrap();
+    assert!(made.iter().all(|e| e.created));
+    let info = |i: usize| {
+        let q = q.clone();
+        let id = made[i].id.clone();
+        async move { q.get(&id).await.unwrap().unwrap() }
+    };
+    assert_eq!(made[1].id, "m-1");
+    assert_eq!(info(0).await.state, JobState::Ready);
+    assert_eq!(info(2).await.state, JobState::Delayed);
+    assert_eq!(info(3).await.group.as_deref(), Some("g"));
+    assert_eq!(info(4).await.priority, Some(3));
+    assert_eq!(info(5).await.cost, 3);
+    assert_eq!(info(6).await.max_attempts, 2);
+    // Plain jobs only (the short form): ids given and not, an id seen before, max attempts.
+    let plain: Vec<(Vec<u8>, EnqueueOptions)> = vec![
+        (b"a".to_vec(), id("m-1")),
+        (b"b".to_vec(), id("p-2")),
+        (b"c".to_vec(), o(|o| o.max_attempts = Some(7))),
+    ];
+    let made2 = q.enqueue_many(&plain).await.unwrap();
+    let created: Vec<bool> = made2.iter().map(|e| e.created).collect();
+    assert_eq!(created, [false, true, true]);
+    let c = q.get(&made2[2].id).await.unwrap().unwrap();
+    assert_eq!((c.state, c.max_attempts), (JobState::Ready, 7));
+    assert_eq!(q.stats().await.unwrap().enqueued, 9);
+}
+
 #[tokio::test]
 async fn delay_is_measured_from_redis_time() {
     let server = RedisServer::start();

@@ -94,6 +94,24 @@ test('enqueueMany writes every job in one call, is idempotent per id, and keeps 
   assert.deepEqual(order, Array.from({ length: 1100 }, (_, i) => i), 'FIFO');
 });
 
+test('enqueueMany takes { payload } alone as its bare payload, and leaves the array given as it is', async () => {
+  const { queue } = freshJobQueue(redis.url, fast);
+  const payload = Buffer.from('p');
+  const inherited = Object.assign(Object.create({ delayMs: 60_000 }), { payload });
+  const jobs = [{ payload }, payload, { payload, id: 'named' }, { payload: new Uint8Array([7]) }, inherited];
+  const copy = [...jobs];
+  const res = await queue.enqueueMany(jobs);
+  assert.deepEqual(jobs, copy, 'the array given is unchanged');
+  assert.ok(jobs[0] !== payload && jobs[0].payload === payload);
+  assert.equal(res[2].id, 'named');
+  const info = await Promise.all(res.map((r) => queue.get(r.id)));
+  assert.deepEqual(info.map((j) => j.state), ['ready', 'ready', 'ready', 'ready', 'delayed']);
+  assert.deepEqual(info.map((j) => Buffer.from(j.payload).toString('hex')), ['70', '70', '70', '07', '70']);
+  // A payload that is not bytes still meets the addon's check, nothing written.
+  await rejectsWith(() => queue.enqueueMany([{ payload }, { payload: 'text' }]), 'INVALID_ARGUMENT', TypeError, /jobs\[1\]\.payload/);
+  assert.equal((await queue.stats()).enqueued, 5);
+});
+
 test('a delayed job never runs before its due time by Redis time (delayMs, runAt as Date or epoch ms)', async () => {
   const { queue } = freshJobQueue(redis.url, fast);
   const base = await redisTime(redis.url);
