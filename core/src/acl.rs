@@ -201,7 +201,12 @@ impl Role {
 /// run-splitting helpers `chunked('X'`, `chunked_read('X'`), lower case.
 fn literal_commands(code: &str) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
-    for marker in ["redis.call('", "redis.pcall('", "chunked('", "chunked_read('"] {
+    for marker in [
+        "redis.call('",
+        "redis.pcall('",
+        "chunked('",
+        "chunked_read('",
+    ] {
         for rest in code.split(marker).skip(1) {
             if let Some(cmd) = rest.split('\'').next() {
                 out.insert(cmd.to_ascii_lowercase());

@@ -61,7 +61,10 @@ async fn users_set_up_before_object_was_among_their_commands_still_write_runs_of
     assert!(made.iter().all(|e| e.created));
     tokio::time::sleep(Duration::from_millis(100)).await;
     // Promoted (their ready-since entries: one run of 300) and leased.
-    let got = worker.lease_jobs(300, Duration::from_secs(30)).await.unwrap();
+    let got = worker
+        .lease_jobs(300, Duration::from_secs(30))
+        .await
+        .unwrap();
     assert_eq!(got.len(), 300);
 }
 

@@ -79,7 +79,10 @@ async fn one_call_mixing_plain_and_optioned_jobs_keeps_each_jobs_options() {
     let mixed: Vec<(Vec<u8>, EnqueueOptions)> = vec![
         (b"plain".to_vec(), o(|_| {})),
         (b"named".to_vec(), id("m-1")),
-        (b"later".to_vec(), o(|o| o.delay = Some(Duration::from_secs(60)))),
+        (
+            b"later".to_vec(),
+            o(|o| o.delay = Some(Duration::from_secs(60))),
+        ),
         (b"grouped".to_vec(), o(|o| o.group = Some("g".into()))),
         (b"urgent".to_vec(), o(|o| o.priority = Some(3))),
         (b"heavy".to_vec(), o(|o| o.cost = Some(3))),
