@@ -241,30 +241,26 @@ async fn a_run_of_hundreds_of_fields_never_fills_a_hash_by_scanning_it() {
             .collect()
     };
     let meta = |q: &Queue| format!("tideq:{{{}}}:meta", q.name());
-    let mut conn = server.conn();
+    let encoding = |q: &Queue| -> String {
+        redis::cmd("OBJECT")
+            .arg("ENCODING")
+            .arg(meta(q))
+            .query(&mut server.conn())
+            .unwrap()
+    };
     let q = queue(&server.url);
     q.enqueue_many(&jobs(300)).await.unwrap();
-    let encoding: String = redis::cmd("OBJECT")
-        .arg("ENCODING")
-        .arg(meta(&q))
-        .query(&mut conn)
-        .unwrap();
-    assert_eq!(encoding, "hashtable");
+    assert_eq!(encoding(&q), "hashtable");
     let (fields, marker): (u64, bool) = redis::pipe()
         .cmd("HLEN")
         .arg(meta(&q))
         .cmd("HEXISTS")
         .arg(meta(&q))
         .arg("")
-        .query(&mut conn)
+        .query(&mut server.conn())
         .unwrap();
     assert_eq!((fields, marker), (300, false));
     let small = queue(&server.url);
     small.enqueue_many(&jobs(100)).await.unwrap();
-    let encoding: String = redis::cmd("OBJECT")
-        .arg("ENCODING")
-        .arg(meta(&small))
-        .query(&mut conn)
-        .unwrap();
-    assert_eq!(encoding, "listpack");
+    assert_eq!(encoding(&small), "listpack");
 }
