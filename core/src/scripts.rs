@@ -52,6 +52,7 @@ libs! {
     "metrics.lua",
     "parents.lua",
     "policy.lua",
+    "promote.lua",
     "retention.lua",
     "route.lua",
     "tasks.lua",
